@@ -1,0 +1,48 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+/// One system-library target per C library: its pkg-config name and the
+/// Debian package that provides it.
+func systemLibrary(_ name: String, pkgConfig: String, apt: String) -> Target {
+    .systemLibrary(name: name, pkgConfig: pkgConfig, providers: [.apt([apt])])
+}
+
+let strict: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .unsafeFlags(["-warnings-as-errors"], .when(configuration: .release)),
+]
+
+let package = Package(
+    name: "Tutti",
+    products: [
+        .executable(name: "tuttid", targets: ["tuttid"]),
+        .executable(name: "tutti", targets: ["tutti"]),
+    ],
+    targets: [
+        systemLibrary("CALSA", pkgConfig: "alsa", apt: "libasound2-dev"),
+        systemLibrary("CMPG123", pkgConfig: "libmpg123", apt: "libmpg123-dev"),
+        systemLibrary("COpus", pkgConfig: "opus", apt: "libopus-dev"),
+        systemLibrary("CSoxr", pkgConfig: "soxr", apt: "libsoxr-dev"),
+        systemLibrary("CSQLite", pkgConfig: "sqlite3", apt: "libsqlite3-dev"),
+        systemLibrary("CAvahi", pkgConfig: "avahi-client", apt: "libavahi-client-dev"),
+        .target(name: "CTuttiShim", dependencies: ["COpus"]),
+
+        // Pure logic: no I/O, no C, runs on injected time.
+        .target(name: "TuttiCore"),
+        // Audio edge: decoders, resampler, codec, sinks.
+        .target(name: "TuttiAudio", dependencies: [
+            "TuttiCore", "CALSA", "CMPG123", "COpus", "CSoxr", "CTuttiShim",
+        ]),
+        // Network edge: sockets, framing over TCP.
+        .target(name: "TuttiNet", dependencies: ["TuttiCore"]),
+        // Composition root: leader, follower, demo.
+        .target(name: "TuttiDaemon", dependencies: ["TuttiCore", "TuttiAudio", "TuttiNet"]),
+        .executableTarget(name: "tuttid", dependencies: ["TuttiDaemon"]),
+        .executableTarget(name: "tutti", dependencies: ["TuttiCore", "TuttiNet"]),
+
+        .testTarget(name: "TuttiCoreTests", dependencies: ["TuttiCore"]),
+        .testTarget(name: "TuttiAudioTests", dependencies: ["TuttiAudio", "TuttiCore"]),
+        .testTarget(name: "TuttiDaemonTests", dependencies: ["TuttiDaemon", "TuttiAudio", "TuttiNet", "TuttiCore"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

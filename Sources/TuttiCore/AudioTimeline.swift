@@ -1,0 +1,156 @@
+import Synchronization
+
+/// The hand-off from the network side (one producer: decoded chunks) to the
+/// audio thread (one consumer: playout). Frames are addressed by their
+/// absolute index on the stream's 48 kHz grid, `epoch + index / 48000`.
+///
+/// Lock-free: the producer publishes `writeEnd` with release ordering, the
+/// consumer publishes `readStart` the same way. Storage is allocated once;
+/// the first `guardFrames` frames are mirrored past the end so the
+/// interpolator always sees contiguous frames.
+public final class AudioTimeline: @unchecked Sendable {
+    public let capacity: Int
+    public let guardFrames: Int
+    private let mask: Int
+    private let storage: UnsafeMutablePointer<Float>
+
+    private let generationAtomic = Atomic<Int>(0)
+    private let epochAtomic = Atomic<Int64>(0)
+    private let validStartAtomic = Atomic<Int>(0)
+    private let writeEndAtomic = Atomic<Int>(0)
+    private let readStartAtomic = Atomic<Int>(0)
+    private let endOfStreamAtomic = Atomic<Int>(Int.max)
+
+    /// Producer-side counters.
+    public private(set) var overflowedFrames = 0
+
+    /// `seconds` of audio; rounded up to a power of two frames.
+    public init(seconds: Double = 8, guardFrames: Int = 64) {
+        var cap = 1
+        while cap < Int(seconds * Double(StreamFormat.sampleRate)) { cap <<= 1 }
+        capacity = cap
+        mask = cap - 1
+        self.guardFrames = guardFrames
+        storage = .allocate(capacity: (cap + guardFrames) * 2)
+        storage.initialize(repeating: 0, count: (cap + guardFrames) * 2)
+    }
+
+    deinit { storage.deallocate() }
+
+    // MARK: Producer
+
+    /// Starts a new stream whose frame 0 plays at `epoch`. The consumer
+    /// notices the new generation and aligns afresh.
+    public func beginStream(epoch: LeaderTime) {
+        // Write the new stream clear of anything the consumer may still read.
+        let start = readStartAtomic.load(ordering: .acquiring) + capacity / 4
+        epochAtomic.store(epoch.nanoseconds, ordering: .relaxed)
+        validStartAtomic.store(start, ordering: .relaxed)
+        writeEndAtomic.store(start, ordering: .relaxed)
+        endOfStreamAtomic.store(Int.max, ordering: .relaxed)
+        generationAtomic.add(1, ordering: .releasing)
+    }
+
+    public var epoch: LeaderTime { LeaderTime(nanoseconds: epochAtomic.load(ordering: .acquiring)) }
+    public var hasStream: Bool { generationAtomic.load(ordering: .acquiring) > 0 }
+
+    /// The grid index of a PTS in the current stream (relative to `validStart`).
+    public func frameIndex(of pts: LeaderTime) -> Int {
+        let frames = StreamFormat.frames(nanoseconds: pts - epoch).rounded()
+        return validStartAtomic.load(ordering: .relaxed) + Int(frames)
+    }
+
+    /// Writes `count` interleaved stereo frames at grid index `index`.
+    /// A gap before `index` is filled with silence; an overlap rewrites
+    /// (the newer audio wins, as after a flush). Frames that do not fit are
+    /// dropped and counted. Returns frames written.
+    @discardableResult
+    public func write(_ frames: UnsafePointer<Float>, count: Int, at index: Int) -> Int {
+        let end = writeEndAtomic.load(ordering: .relaxed)
+        let readStart = readStartAtomic.load(ordering: .acquiring)
+        let limit = readStart + capacity
+        var index = index, source = frames, count = count
+        if index > end {
+            let gapEnd = min(index, limit)
+            fillSilence(from: end, count: gapEnd - end)
+            if gapEnd < index { overflowedFrames += count; writeEndAtomic.store(gapEnd, ordering: .releasing); return 0 }
+        }
+        if index < readStart {
+            // Already played past: keep only the part still to come.
+            let skip = min(count, readStart - index)
+            index += skip; source += 2 * skip; count -= skip
+        }
+        let fit = max(0, min(count, limit - index))
+        overflowedFrames += count - fit
+        for i in 0..<fit { store(index + i, source[2 * i], source[2 * i + 1]) }
+        // The newest write defines the end: an overlap replaces what followed.
+        writeEndAtomic.store(index + fit, ordering: .releasing)
+        return fit
+    }
+
+    /// Drops every frame at or after `index` that has not been played.
+    public func flush(from index: Int) {
+        let readStart = readStartAtomic.load(ordering: .acquiring)
+        let end = writeEndAtomic.load(ordering: .relaxed)
+        writeEndAtomic.store(min(end, max(index, readStart)), ordering: .releasing)
+    }
+
+    /// Marks the end of the stream at grid index `index` (nothing follows).
+    public func endStream(at index: Int) { endOfStreamAtomic.store(index, ordering: .releasing) }
+
+    private func fillSilence(from index: Int, count: Int) {
+        for i in 0..<count { store(index + i, 0, 0) }
+    }
+
+    @inline(__always)
+    private func store(_ index: Int, _ left: Float, _ right: Float) {
+        let slot = index & mask
+        storage[2 * slot] = left
+        storage[2 * slot + 1] = right
+        if slot < guardFrames {
+            storage[2 * (capacity + slot)] = left
+            storage[2 * (capacity + slot) + 1] = right
+        }
+    }
+
+    // MARK: Consumer (audio thread: no allocation, no locks)
+
+    public struct Snapshot: Sendable {
+        public var generation: Int
+        public var epoch: LeaderTime
+        public var validStart: Int
+        public var writeEnd: Int
+        public var endOfStream: Int
+    }
+
+    @inline(__always)
+    public func snapshot() -> Snapshot {
+        let generation = generationAtomic.load(ordering: .acquiring)
+        return Snapshot(generation: generation,
+                        epoch: LeaderTime(nanoseconds: epochAtomic.load(ordering: .relaxed)),
+                        validStart: validStartAtomic.load(ordering: .relaxed),
+                        writeEnd: writeEndAtomic.load(ordering: .acquiring),
+                        endOfStream: endOfStreamAtomic.load(ordering: .acquiring))
+    }
+
+    /// Pointer to frame `index`; frames `index − guardFrames/2 … index + guardFrames/2`
+    /// are contiguous from it.
+    @inline(__always)
+    public func frame(_ index: Int) -> UnsafePointer<Float> {
+        // Slot such that reading back guard/2 and forward guard/2 stays inside storage.
+        var slot = index & mask
+        if slot < guardFrames / 2 { slot += capacity }
+        return UnsafePointer(storage + 2 * slot)
+    }
+
+    /// Lets the producer reuse every slot before `index`.
+    @inline(__always)
+    public func release(upTo index: Int) {
+        if index > readStartAtomic.load(ordering: .relaxed) {
+            readStartAtomic.store(index, ordering: .releasing)
+        }
+    }
+
+    public var readStart: Int { readStartAtomic.load(ordering: .acquiring) }
+    public var writeEnd: Int { writeEndAtomic.load(ordering: .acquiring) }
+}

@@ -1,0 +1,348 @@
+/// The leader ↔ follower wire protocol (see docs/protocol.md).
+///
+/// Every message is framed as `u32 length | u8 type | body`, big-endian,
+/// where `length` counts the type byte and the body. Lengths are bounded by
+/// `WireProtocol.maxMessageBytes`; anything larger closes the connection.
+public enum WireProtocol {
+    public static let version: UInt16 = 1
+    public static let maxMessageBytes = 64 * 1024
+    public static let maxNameBytes = 64
+    public static let maxReasonBytes = 512
+    public static let maxChunkFrames = 4_800 // 100 ms at 48 kHz
+    public static let headerBytes = 5
+}
+
+/// How a stream's chunks are encoded on the wire.
+public enum Codec: UInt8, Sendable, CustomStringConvertible, CaseIterable {
+    /// Raw interleaved S16LE, 48 kHz stereo: bit-exact.
+    case pcm = 0
+    /// One Opus packet per chunk, 48 kHz stereo.
+    case opus = 1
+
+    public init?(name: String) {
+        switch name.lowercased() {
+        case "pcm": self = .pcm
+        case "opus": self = .opus
+        default: return nil
+        }
+    }
+    public var description: String { self == .pcm ? "pcm" : "opus" }
+}
+
+public enum MessageType: UInt8, Sendable, CaseIterable {
+    case hello = 1
+    case welcome = 2
+    case reject = 3
+    case timeRequest = 4
+    case timeResponse = 5
+    case chunk = 6
+    case flush = 7
+    case streamEnd = 8
+    case health = 9
+    case bye = 10
+}
+
+/// Sent by the leader once a follower is accepted: what the stream carries.
+public struct StreamDescription: Equatable, Sendable {
+    public var streamID: UInt32
+    public var codec: Codec
+    public var framesPerChunk: UInt32
+    /// The leader's steady-state buffer latency in nanoseconds.
+    public var bufferNanoseconds: Int64
+
+    public init(streamID: UInt32, codec: Codec, framesPerChunk: UInt32, bufferNanoseconds: Int64) {
+        self.streamID = streamID
+        self.codec = codec
+        self.framesPerChunk = framesPerChunk
+        self.bufferNanoseconds = bufferNanoseconds
+    }
+}
+
+/// One encoded block of audio with the leader time at which its first
+/// frame must leave every DAC.
+public struct Chunk: Equatable, Sendable {
+    public var streamID: UInt32
+    public var sequence: UInt64
+    public var pts: LeaderTime
+    public var frames: UInt32
+    public var payload: [UInt8]
+
+    public init(streamID: UInt32, sequence: UInt64, pts: LeaderTime, frames: UInt32, payload: [UInt8]) {
+        self.streamID = streamID
+        self.sequence = sequence
+        self.pts = pts
+        self.frames = frames
+        self.payload = payload
+    }
+}
+
+/// What a follower reports about itself (sent about once a second).
+public struct HealthReport: Equatable, Sendable {
+    public var clockOffsetNanoseconds: Int64
+    public var clockSkewPPB: Int64
+    public var roundTripNanoseconds: Int64
+    public var bufferedNanoseconds: Int64
+    public var outputErrorNanoseconds: Int64
+    public var resampleRatioPPB: Int64
+    public var underruns: UInt32
+    public var hardResyncs: UInt32
+    public var concealedChunks: UInt32
+
+    public init(clockOffsetNanoseconds: Int64 = 0, clockSkewPPB: Int64 = 0, roundTripNanoseconds: Int64 = 0,
+                bufferedNanoseconds: Int64 = 0, outputErrorNanoseconds: Int64 = 0, resampleRatioPPB: Int64 = 0,
+                underruns: UInt32 = 0, hardResyncs: UInt32 = 0, concealedChunks: UInt32 = 0) {
+        self.clockOffsetNanoseconds = clockOffsetNanoseconds
+        self.clockSkewPPB = clockSkewPPB
+        self.roundTripNanoseconds = roundTripNanoseconds
+        self.bufferedNanoseconds = bufferedNanoseconds
+        self.outputErrorNanoseconds = outputErrorNanoseconds
+        self.resampleRatioPPB = resampleRatioPPB
+        self.underruns = underruns
+        self.hardResyncs = hardResyncs
+        self.concealedChunks = concealedChunks
+    }
+}
+
+public enum Message: Equatable, Sendable {
+    /// Follower → leader, first message.
+    case hello(version: UInt16, name: String)
+    /// Leader → follower: accepted.
+    case welcome(version: UInt16, stream: StreamDescription)
+    /// Leader → follower: refused (e.g. version mismatch), then close.
+    case reject(version: UInt16, reason: String)
+    /// Follower → leader: `t1` on the follower's clock.
+    case timeRequest(id: UInt32, t1: LocalTime)
+    /// Leader → follower: echo of `t1`, and leader receive (`t2`) and send (`t3`) times.
+    case timeResponse(id: UInt32, t1: LocalTime, t2: LeaderTime, t3: LeaderTime)
+    case chunk(Chunk)
+    /// Leader → follower: drop every buffered frame at or after `from`.
+    case flush(streamID: UInt32, from: LeaderTime)
+    /// Leader → follower: no chunk will follow for this stream after `at`.
+    case streamEnd(streamID: UInt32, at: LeaderTime)
+    case health(HealthReport)
+    case bye(reason: String)
+
+    public var type: MessageType {
+        switch self {
+        case .hello: .hello
+        case .welcome: .welcome
+        case .reject: .reject
+        case .timeRequest: .timeRequest
+        case .timeResponse: .timeResponse
+        case .chunk: .chunk
+        case .flush: .flush
+        case .streamEnd: .streamEnd
+        case .health: .health
+        case .bye: .bye
+        }
+    }
+}
+
+/// Why bytes from the network were refused. The connection that sent them
+/// is closed; the daemon carries on.
+public enum ProtocolError: Error, Equatable, CustomStringConvertible {
+    case oversized(length: Int, limit: Int)
+    case emptyMessage
+    case unknownType(UInt8)
+    case truncated(MessageType, needed: Int, had: Int)
+    case trailingBytes(MessageType, count: Int)
+    case invalidField(MessageType, String)
+
+    public var description: String {
+        switch self {
+        case .oversized(let n, let limit): "message of \(n) bytes exceeds the \(limit)-byte limit"
+        case .emptyMessage: "message with zero length"
+        case .unknownType(let t): "unknown message type \(t)"
+        case .truncated(let t, let needed, let had): "\(t) message truncated: needed \(needed) bytes, had \(had)"
+        case .trailingBytes(let t, let n): "\(t) message has \(n) unexpected trailing bytes"
+        case .invalidField(let t, let what): "\(t) message: \(what)"
+        }
+    }
+}
+
+// MARK: - Encoding
+
+public extension Message {
+    /// The framed bytes of this message, ready to write to a socket.
+    func encoded() -> [UInt8] {
+        var w = ByteWriter()
+        w.u32(0) // length, patched below
+        w.u8(type.rawValue)
+        switch self {
+        case .hello(let version, let name):
+            w.u16(version); w.string(name, limit: WireProtocol.maxNameBytes)
+        case .welcome(let version, let s):
+            w.u16(version); w.u32(s.streamID); w.u8(s.codec.rawValue); w.u32(s.framesPerChunk); w.i64(s.bufferNanoseconds)
+        case .reject(let version, let reason):
+            w.u16(version); w.string(reason, limit: WireProtocol.maxReasonBytes)
+        case .timeRequest(let id, let t1):
+            w.u32(id); w.i64(t1.nanoseconds)
+        case .timeResponse(let id, let t1, let t2, let t3):
+            w.u32(id); w.i64(t1.nanoseconds); w.i64(t2.nanoseconds); w.i64(t3.nanoseconds)
+        case .chunk(let c):
+            w.u32(c.streamID); w.u64(c.sequence); w.i64(c.pts.nanoseconds); w.u32(c.frames)
+            w.bytes(c.payload)
+        case .flush(let id, let from):
+            w.u32(id); w.i64(from.nanoseconds)
+        case .streamEnd(let id, let at):
+            w.u32(id); w.i64(at.nanoseconds)
+        case .health(let h):
+            w.i64(h.clockOffsetNanoseconds); w.i64(h.clockSkewPPB); w.i64(h.roundTripNanoseconds)
+            w.i64(h.bufferedNanoseconds); w.i64(h.outputErrorNanoseconds); w.i64(h.resampleRatioPPB)
+            w.u32(h.underruns); w.u32(h.hardResyncs); w.u32(h.concealedChunks)
+        case .bye(let reason):
+            w.string(reason, limit: WireProtocol.maxReasonBytes)
+        }
+        let length = UInt32(w.bytes.count - 4)
+        w.bytes[0] = UInt8(length >> 24); w.bytes[1] = UInt8((length >> 16) & 0xff)
+        w.bytes[2] = UInt8((length >> 8) & 0xff); w.bytes[3] = UInt8(length & 0xff)
+        return w.bytes
+    }
+
+    /// Parses one message body (type byte first, without the length prefix).
+    static func decode(body: ArraySlice<UInt8>) throws(ProtocolError) -> Message {
+        guard let first = body.first else { throw .emptyMessage }
+        guard let type = MessageType(rawValue: first) else { throw .unknownType(first) }
+        var r = ByteReader(bytes: body.dropFirst(), type: type)
+        let message: Message
+        switch type {
+        case .hello:
+            message = .hello(version: try r.u16(), name: try r.string(limit: WireProtocol.maxNameBytes))
+        case .welcome:
+            let version = try r.u16()
+            let id = try r.u32()
+            let codecByte = try r.u8()
+            guard let codec = Codec(rawValue: codecByte) else { throw .invalidField(type, "unknown codec \(codecByte)") }
+            let frames = try r.u32()
+            guard frames > 0, frames <= WireProtocol.maxChunkFrames else {
+                throw .invalidField(type, "frames per chunk \(frames) outside 1…\(WireProtocol.maxChunkFrames)")
+            }
+            let buffer = try r.i64()
+            guard buffer >= 0, buffer <= 60 * nanosecondsPerSecond else { throw .invalidField(type, "buffer \(buffer) ns out of range") }
+            message = .welcome(version: version, stream: StreamDescription(streamID: id, codec: codec, framesPerChunk: frames, bufferNanoseconds: buffer))
+        case .reject:
+            message = .reject(version: try r.u16(), reason: try r.string(limit: WireProtocol.maxReasonBytes))
+        case .timeRequest:
+            message = .timeRequest(id: try r.u32(), t1: LocalTime(nanoseconds: try r.i64()))
+        case .timeResponse:
+            message = .timeResponse(id: try r.u32(), t1: LocalTime(nanoseconds: try r.i64()),
+                                    t2: LeaderTime(nanoseconds: try r.i64()), t3: LeaderTime(nanoseconds: try r.i64()))
+        case .chunk:
+            let id = try r.u32(); let seq = try r.u64(); let pts = try r.i64(); let frames = try r.u32()
+            guard frames > 0, frames <= WireProtocol.maxChunkFrames else {
+                throw .invalidField(type, "chunk of \(frames) frames outside 1…\(WireProtocol.maxChunkFrames)")
+            }
+            message = .chunk(Chunk(streamID: id, sequence: seq, pts: LeaderTime(nanoseconds: pts), frames: frames, payload: r.rest()))
+        case .flush:
+            message = .flush(streamID: try r.u32(), from: LeaderTime(nanoseconds: try r.i64()))
+        case .streamEnd:
+            message = .streamEnd(streamID: try r.u32(), at: LeaderTime(nanoseconds: try r.i64()))
+        case .health:
+            var h = HealthReport()
+            h.clockOffsetNanoseconds = try r.i64(); h.clockSkewPPB = try r.i64(); h.roundTripNanoseconds = try r.i64()
+            h.bufferedNanoseconds = try r.i64(); h.outputErrorNanoseconds = try r.i64(); h.resampleRatioPPB = try r.i64()
+            h.underruns = try r.u32(); h.hardResyncs = try r.u32(); h.concealedChunks = try r.u32()
+            message = .health(h)
+        case .bye:
+            message = .bye(reason: try r.string(limit: WireProtocol.maxReasonBytes))
+        }
+        try r.finish()
+        return message
+    }
+}
+
+/// Splits a byte stream into messages. Feed it whatever the socket gave;
+/// it never holds more than one maximum-size message plus one read.
+public struct MessageFramer: Sendable {
+    private var buffer: [UInt8] = []
+    private var start = 0
+    public let limit: Int
+
+    public init(limit: Int = WireProtocol.maxMessageBytes) {
+        self.limit = limit
+        buffer.reserveCapacity(limit + 4)
+    }
+
+    public mutating func append<C: Collection>(_ bytes: C) where C.Element == UInt8 {
+        if start > 0 && start == buffer.count { buffer.removeAll(keepingCapacity: true); start = 0 }
+        buffer.append(contentsOf: bytes)
+    }
+
+    /// The next complete message, nil if more bytes are needed.
+    /// Throws on a bad length or a malformed body; the stream is then unusable.
+    public mutating func next() throws(ProtocolError) -> Message? {
+        let available = buffer.count - start
+        guard available >= 4 else { compact(); return nil }
+        let length = Int(buffer[start]) << 24 | Int(buffer[start + 1]) << 16 | Int(buffer[start + 2]) << 8 | Int(buffer[start + 3])
+        guard length > 0 else { throw .emptyMessage }
+        guard length <= limit else { throw .oversized(length: length, limit: limit) }
+        guard available >= 4 + length else { compact(); return nil }
+        let body = buffer[(start + 4)..<(start + 4 + length)]
+        start += 4 + length
+        return try Message.decode(body: body)
+    }
+
+    /// Bytes received but not yet parsed.
+    public var pendingBytes: Int { buffer.count - start }
+
+    private mutating func compact() {
+        if start > 0 {
+            buffer.removeSubrange(0..<start)
+            start = 0
+        }
+    }
+}
+
+struct ByteWriter {
+    var bytes: [UInt8] = []
+    mutating func u8(_ v: UInt8) { bytes.append(v) }
+    mutating func u16(_ v: UInt16) { bytes.append(UInt8(v >> 8)); bytes.append(UInt8(v & 0xff)) }
+    mutating func u32(_ v: UInt32) { for s in stride(from: 24, through: 0, by: -8) { bytes.append(UInt8((v >> UInt32(s)) & 0xff)) } }
+    mutating func u64(_ v: UInt64) { for s in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8((v >> UInt64(s)) & 0xff)) } }
+    mutating func i64(_ v: Int64) { u64(UInt64(bitPattern: v)) }
+    mutating func bytes(_ b: [UInt8]) { bytes.append(contentsOf: b) }
+    /// u16 length + UTF-8, cut at a character boundary to fit `limit` bytes.
+    mutating func string(_ s: String, limit: Int) {
+        var utf8 = Array(s.utf8)
+        if utf8.count > limit {
+            var cut = limit
+            while cut > 0 && (utf8[cut] & 0xC0) == 0x80 { cut -= 1 }
+            utf8 = Array(utf8[0..<cut])
+        }
+        u16(UInt16(utf8.count)); bytes(utf8)
+    }
+}
+
+struct ByteReader {
+    let bytes: ArraySlice<UInt8>
+    var index: Int
+    let type: MessageType
+
+    init(bytes: ArraySlice<UInt8>, type: MessageType) {
+        self.bytes = bytes; self.index = bytes.startIndex; self.type = type
+    }
+
+    private mutating func take(_ n: Int) throws(ProtocolError) -> ArraySlice<UInt8> {
+        guard bytes.endIndex - index >= n else {
+            throw .truncated(type, needed: index - bytes.startIndex + n, had: bytes.count)
+        }
+        defer { index += n }
+        return bytes[index..<(index + n)]
+    }
+    mutating func u8() throws(ProtocolError) -> UInt8 { try take(1).first! }
+    mutating func u16() throws(ProtocolError) -> UInt16 { try take(2).reduce(0) { $0 << 8 | UInt16($1) } }
+    mutating func u32() throws(ProtocolError) -> UInt32 { try take(4).reduce(0) { $0 << 8 | UInt32($1) } }
+    mutating func u64() throws(ProtocolError) -> UInt64 { try take(8).reduce(0) { $0 << 8 | UInt64($1) } }
+    mutating func i64() throws(ProtocolError) -> Int64 { Int64(bitPattern: try u64()) }
+    mutating func string(limit: Int) throws(ProtocolError) -> String {
+        let n = Int(try u16())
+        guard n <= limit else { throw .invalidField(type, "string of \(n) bytes exceeds \(limit)") }
+        let raw = try take(n)
+        guard let s = String(validating: raw, as: UTF8.self) else { throw .invalidField(type, "string is not valid UTF-8") }
+        return s
+    }
+    mutating func rest() -> [UInt8] { defer { index = bytes.endIndex }; return Array(bytes[index...]) }
+    func finish() throws(ProtocolError) {
+        if index != bytes.endIndex { throw .trailingBytes(type, count: bytes.endIndex - index) }
+    }
+}
