@@ -25,7 +25,7 @@ let package = Package(
         systemLibrary("CSoxr", pkgConfig: "soxr", apt: "libsoxr-dev"),
         systemLibrary("CSQLite", pkgConfig: "sqlite3", apt: "libsqlite3-dev"),
         systemLibrary("CAvahi", pkgConfig: "avahi-client", apt: "libavahi-client-dev"),
-        .target(name: "CTuttiShim", dependencies: ["COpus"]),
+        .target(name: "CTuttiShim", dependencies: ["COpus", "CMPG123"]),
 
         // Pure logic: no I/O, no C, runs on injected time.
         .target(name: "TuttiCore"),
@@ -34,7 +34,7 @@ let package = Package(
             "TuttiCore", "CALSA", "CMPG123", "COpus", "CSoxr", "CTuttiShim",
         ]),
         // Network edge: sockets, framing over TCP.
-        .target(name: "TuttiNet", dependencies: ["TuttiCore"]),
+        .target(name: "TuttiNet", dependencies: ["TuttiCore", "CTuttiShim"]),
         // Composition root: leader, follower, demo.
         .target(name: "TuttiDaemon", dependencies: ["TuttiCore", "TuttiAudio", "TuttiNet"]),
         .executableTarget(name: "tuttid", dependencies: ["TuttiDaemon"]),

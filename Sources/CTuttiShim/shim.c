@@ -1,3 +1,7 @@
+#define _GNU_SOURCE
+#include <sys/socket.h>
+#include <time.h>
+#include <string.h>
 #include "tutti_shim.h"
 #include <opus.h>
 
@@ -21,4 +25,49 @@ int tutti_opus_encoder_reset(OpusEncoder *enc) {
 }
 int tutti_opus_decoder_reset(OpusDecoder *dec) {
     return opus_decoder_ctl(dec, OPUS_RESET_STATE);
+}
+
+#include <mpg123.h>
+
+int tutti_mpg123_open(mpg123_handle *mh, const char *path) {
+    return mpg123_open(mh, path);
+}
+long long tutti_mpg123_length(mpg123_handle *mh) {
+    return (long long)mpg123_length(mh);
+}
+int tutti_mpg123_configure(mpg123_handle *mh) {
+    return mpg123_param(mh, MPG123_ADD_FLAGS, MPG123_GAPLESS | MPG123_FORCE_FLOAT | MPG123_QUIET, 0);
+}
+
+int tutti_enable_receive_timestamps(int fd) {
+    int one = 1;
+    return setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof one);
+}
+
+long tutti_recv_timestamped(int fd, void *buffer, unsigned long length, int64_t *arrival) {
+    struct iovec iov = { .iov_base = buffer, .iov_len = length };
+    union { char buf[CMSG_SPACE(sizeof(struct timespec)) * 2]; struct cmsghdr align; } control;
+    struct msghdr msg;
+    memset(&msg, 0, sizeof msg);
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.buf;
+    msg.msg_controllen = sizeof control.buf;
+    long n = recvmsg(fd, &msg, 0);
+    *arrival = 0;
+    if (n <= 0) return n;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
+            struct timespec kernel, real, mono;
+            memcpy(&kernel, CMSG_DATA(c), sizeof kernel);
+            clock_gettime(CLOCK_REALTIME, &real);
+            clock_gettime(CLOCK_MONOTONIC, &mono);
+            int64_t k = (int64_t)kernel.tv_sec * 1000000000LL + kernel.tv_nsec;
+            int64_t r = (int64_t)real.tv_sec * 1000000000LL + real.tv_nsec;
+            int64_t m = (int64_t)mono.tv_sec * 1000000000LL + mono.tv_nsec;
+            // The kernel stamps in CLOCK_REALTIME; both clocks advance together.
+            *arrival = m - (r - k);
+        }
+    }
+    return n;
 }

@@ -50,14 +50,14 @@ public struct ClockModel: Equatable, Sendable {
 /// fits offset and skew by least squares once the window spans long enough.
 public struct ClockEstimator: Sendable {
     public struct Configuration: Sendable {
-        /// Samples kept (at about one a second after start-up).
-        public var window = 64
+        /// Samples kept (five a second after start-up: 30 s).
+        public var window = 150
         /// Samples whose round trip exceeds the best by more than this are ignored.
         public var roundTripSlack: Int64 = 200_000
         /// Fraction of the window (lowest round trips) used for the fit.
-        public var bestFraction = 0.5
+        public var bestFraction = 0.4
         /// Skew is only fitted once the kept samples span this long.
-        public var minimumSkewSpan: Int64 = 3 * nanosecondsPerSecond
+        public var minimumSkewSpan: Int64 = 2 * nanosecondsPerSecond
         /// Skew is clamped to this (±500 ppm covers any real crystal).
         public var maximumSkew = 500e-6
         public init() {}

@@ -1,1 +1,74 @@
-print("tuttid")
+import Dispatch
+import Foundation
+import Glibc
+import TuttiCore
+import TuttiDaemon
+
+/// Blocks until SIGINT or SIGTERM.
+func waitForTermination() {
+    let done = DispatchSemaphore(value: 0)
+    var sources: [any DispatchSourceSignal] = []
+    for sig in [SIGINT, SIGTERM] {
+        signal(sig, SIG_IGN)
+        let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+        source.setEventHandler { done.signal() }
+        source.resume()
+        sources.append(source)
+    }
+    done.wait()
+    _ = sources
+}
+
+func fail(_ message: String, code: Int32) -> Never {
+    FileHandle.standardError.write("tuttid: \(message)\n".data(using: .utf8)!)
+    exit(code)
+}
+
+signal(SIGPIPE, SIG_IGN)
+let command: DaemonCommand
+let level: Logger.Level
+do { (command, level) = try DaemonCommand.parse(Array(CommandLine.arguments.dropFirst())) } catch {
+    fail(error.message, code: 64)
+}
+StandardErrorLog.setLevel(level)
+
+switch command {
+case .help(let text):
+    print(text)
+case .leader(let config):
+    do {
+        let leader = try Leader(configuration: config, log: StandardErrorLog.logger("leader"))
+        try leader.start()
+        // Without --loop the leader exits once the play list has played out.
+        if !config.loop {
+            Thread.detachNewThread {
+                while !leader.finished { usleep(50_000) }
+                usleep(useconds_t(config.bufferMilliseconds * 1000 + 200_000))
+                leader.stop()
+                exit(0)
+            }
+        }
+        waitForTermination()
+        leader.stop()
+    } catch {
+        fail("\(error)", code: 1)
+    }
+case .follower(let config):
+    do {
+        let follower = try Follower(configuration: config, log: StandardErrorLog.logger(config.name))
+        follower.start()
+        waitForTermination()
+        follower.stop()
+    } catch {
+        fail("\(error)", code: 1)
+    }
+case .demo(let config):
+    do {
+        if config.seconds == nil {
+            Thread.detachNewThread { waitForTermination(); exit(0) }
+        }
+        try Demo.run(config, log: StandardErrorLog.logger("demo"))
+    } catch {
+        fail("\(error)", code: 1)
+    }
+}

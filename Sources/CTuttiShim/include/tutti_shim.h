@@ -13,4 +13,18 @@ int tutti_opus_encoder_get_lookahead(struct OpusEncoder *enc, int32_t *samples);
 int tutti_opus_encoder_reset(struct OpusEncoder *enc);
 int tutti_opus_decoder_reset(struct OpusDecoder *dec);
 
+// libmpg123 maps these names through large-file macros that Swift cannot see.
+struct mpg123_handle_struct;
+int tutti_mpg123_open(struct mpg123_handle_struct *mh, const char *path);
+long long tutti_mpg123_length(struct mpg123_handle_struct *mh);
+/// Enables gapless decoding, float output and quiet errors.
+int tutti_mpg123_configure(struct mpg123_handle_struct *mh);
+
+// Kernel receive timestamps on a TCP socket (SO_TIMESTAMPNS), converted
+// to CLOCK_MONOTONIC: the instant data reached the host, without the
+// reader thread's wake-up latency.
+int tutti_enable_receive_timestamps(int fd);
+/// Like recv(); *arrival is the monotonic ns of the last segment read, or 0.
+long tutti_recv_timestamped(int fd, void *buffer, unsigned long length, int64_t *arrival);
+
 #endif

@@ -1,0 +1,158 @@
+import CMPG123
+import CTuttiShim
+import Glibc
+import TuttiCore
+
+/// A source of interleaved stereo float frames at the file's own rate.
+/// Not thread-safe: one decoder belongs to one reader.
+public protocol AudioDecoder: AnyObject {
+    var path: String { get }
+    var sampleRate: Int { get }
+    /// Appends up to `maxFrames` stereo frames to `output`; returns how many
+    /// (0 at the end). Throws when the file turns out to be corrupt.
+    func read(into output: inout [Float], maxFrames: Int) throws(AudioError) -> Int
+}
+
+public enum AudioFile {
+    /// Opens a decoder for `path`, chosen by content (RIFF header) then by
+    /// extension; everything else is tried as MPEG audio.
+    public static func open(_ path: String) throws(AudioError) -> any AudioDecoder {
+        guard let file = fopen(path, "rb") else { throw .cannotOpen(path: path, reason: String(cString: strerror(errno))) }
+        var magic = [UInt8](repeating: 0, count: 12)
+        let n = fread(&magic, 1, 12, file)
+        fclose(file)
+        if n == 12 && magic[0..<4] == [0x52, 0x49, 0x46, 0x46] { return try WAVDecoder(path: path) }
+        if n == 0 { throw .undecodable(path: path, reason: "file is empty") }
+        return try MP3Decoder(path: path)
+    }
+}
+
+/// Reads PCM and IEEE-float WAV files (16/24/32-bit, mono or stereo).
+public final class WAVDecoder: AudioDecoder {
+    public let path: String
+    public let format: WAVFormat
+    public var sampleRate: Int { format.sampleRate }
+    private let file: UnsafeMutablePointer<FILE>
+    private var remaining: Int
+    private var scratch: [UInt8] = []
+
+    public init(path: String) throws(AudioError) {
+        guard let f = fopen(path, "rb") else { throw .cannotOpen(path: path, reason: String(cString: strerror(errno))) }
+        var st = stat()
+        fstat(fileno(f), &st)
+        var header = [UInt8](repeating: 0, count: 65_536)
+        let got = fread(&header, 1, header.count, f)
+        header.removeSubrange(got...)
+        do {
+            format = try WAVParser.parse(header: header, fileSize: Int(st.st_size))
+        } catch {
+            fclose(f)
+            throw .undecodable(path: path, reason: error.description)
+        }
+        fseek(f, format.dataOffset, SEEK_SET)
+        self.path = path
+        self.file = f
+        self.remaining = format.dataLength
+    }
+
+    deinit { fclose(file) }
+
+    public func read(into output: inout [Float], maxFrames: Int) throws(AudioError) -> Int {
+        let want = min(maxFrames * format.bytesPerFrame, remaining)
+        guard want > 0 else { return 0 }
+        if scratch.count < want { scratch = [UInt8](repeating: 0, count: want) }
+        let got = scratch.withUnsafeMutableBytes { fread($0.baseAddress, 1, want, file) }
+        let whole = got - got % format.bytesPerFrame
+        remaining = got < want ? 0 : remaining - got
+        scratch.withUnsafeBytes { WAVParser.appendStereoFloats(from: UnsafeRawBufferPointer(rebasing: $0[0..<whole]), format: format, to: &output) }
+        return whole / format.bytesPerFrame
+    }
+}
+
+/// MPEG audio (MP3) through libmpg123, gapless: the LAME/Xing header's
+/// encoder delay and padding are removed so consecutive files join exactly.
+public final class MP3Decoder: AudioDecoder {
+    public let path: String
+    public let sampleRate: Int
+    public let channels: Int
+    private let handle: OpaquePointer
+    private var bytes: [UInt8] = []
+    private var finished = false
+
+    public init(path: String) throws(AudioError) {
+        var err: Int32 = 0
+        guard let mh = mpg123_new(nil, &err) else {
+            throw .undecodable(path: path, reason: String(cString: mpg123_plain_strerror(err)))
+        }
+        tutti_mpg123_configure(mh)
+        guard tutti_mpg123_open(mh, path) == MPG123_OK.rawValue else {
+            let reason = String(cString: mpg123_strerror(mh))
+            mpg123_delete(mh)
+            throw .cannotOpen(path: path, reason: reason)
+        }
+        var rate = 0, ch: Int32 = 0, encoding: Int32 = 0
+        guard mpg123_getformat(mh, &rate, &ch, &encoding) == MPG123_OK.rawValue, rate > 0 else {
+            let reason = String(cString: mpg123_strerror(mh))
+            mpg123_close(mh); mpg123_delete(mh)
+            throw .undecodable(path: path, reason: "no MPEG audio found (\(reason))")
+        }
+        guard encoding == Int32(MPG123_ENC_FLOAT_32.rawValue) else {
+            mpg123_close(mh); mpg123_delete(mh)
+            throw .undecodable(path: path, reason: "libmpg123 cannot produce 32-bit float output")
+        }
+        // Lock the format so a mid-file change is decoded at the same rate.
+        mpg123_format_none(mh)
+        mpg123_format(mh, rate, ch, encoding)
+        self.path = path
+        self.handle = mh
+        self.sampleRate = rate
+        self.channels = Int(ch)
+    }
+
+    deinit {
+        mpg123_close(handle)
+        mpg123_delete(handle)
+    }
+
+    /// Exact decoded length in frames (gapless), scanning the file if needed.
+    public var frameCount: Int? {
+        mpg123_scan(handle)
+        let n = tutti_mpg123_length(handle)
+        return n >= 0 ? Int(n) : nil
+    }
+
+    public func read(into output: inout [Float], maxFrames: Int) throws(AudioError) -> Int {
+        guard !finished else { return 0 }
+        let bytesPerFrame = 4 * channels
+        let want = maxFrames * bytesPerFrame
+        if bytes.count < want { bytes = [UInt8](repeating: 0, count: want) }
+        var total = 0
+        while total == 0 {
+            var done = 0
+            let rc = bytes.withUnsafeMutableBytes { mpg123_read(handle, $0.baseAddress, want, &done) }
+            let frames = done / bytesPerFrame
+            if frames > 0 {
+                bytes.withUnsafeBytes { raw in
+                    let floats = raw.bindMemory(to: Float.self)
+                    output.reserveCapacity(output.count + frames * 2)
+                    for i in 0..<frames {
+                        if channels == 1 {
+                            output.append(floats[i]); output.append(floats[i])
+                        } else {
+                            output.append(floats[2 * i]); output.append(floats[2 * i + 1])
+                        }
+                    }
+                }
+                total += frames
+            }
+            if rc == MPG123_DONE.rawValue { finished = true; break }
+            if rc == MPG123_NEW_FORMAT.rawValue { continue }
+            if rc != MPG123_OK.rawValue {
+                finished = true
+                throw .undecodable(path: path, reason: String(cString: mpg123_strerror(handle)))
+            }
+            if frames == 0 && done == 0 { continue }
+        }
+        return total
+    }
+}

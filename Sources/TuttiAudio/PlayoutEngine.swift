@@ -1,0 +1,241 @@
+import Foundation
+import Glibc
+import Synchronization
+import TuttiCore
+
+/// The follower's audio thread: reads frames from the timeline at the
+/// instants the leader's clock says, steers for the DAC's drift, applies
+/// volume, and feeds the sink.
+///
+/// Real-time discipline: every buffer is allocated in `init`; the loop talks
+/// to the rest of the process only through atomics and seqlocks; its only
+/// I/O is the sink.
+public final class PlayoutEngine: @unchecked Sendable {
+    public struct Statistics: Sendable, Equatable {
+        public var underruns = 0
+        public var hardResyncs = 0
+        public var starvedFrames = 0
+        /// Smoothed output error (positive: frames leave after their PTS).
+        public var outputErrorNanoseconds: Int64 = 0
+        public var ratioPPB: Int64 = 0
+        /// Audio held ahead of the play position.
+        public var bufferedNanoseconds: Int64 = 0
+        public var playing = false
+    }
+
+    public let sink: any AudioSink
+    public let timeline: AudioTimeline
+    public let clock: PublishedClockModel
+    public let localClock: SimulatedClock
+    private let resampler = FractionalResampler()
+    private var controller: DriftController
+    private let steering: Bool
+    private let log: Logger
+
+    private let running = Atomic<Bool>(false)
+    private let finished = Atomic<Bool>(false)
+    private let latencyTrim = Atomic<Int64>(0)
+    private let volumeBits = Atomic<UInt32>(Float(1).bitPattern)
+    private let counters = SeqLockedValues()   // underruns, resyncs, starved, playing
+    private let figures = SeqLockedValues()    // error, ratio ppb, buffered ns, 0
+    private let lastBlock = SeqLockedValues()  // pts (leader ns), leave (monotonic ns), 0, 0
+    private var thread: Thread?
+
+    private let period: Int
+    private let output: UnsafeMutablePointer<Int16>
+    private var gain: Float = 1
+
+    public init(sink: any AudioSink, timeline: AudioTimeline, clock: PublishedClockModel,
+                localClock: SimulatedClock = SimulatedClock(), steering: Bool = true,
+                controller: DriftController.Configuration = .init(), log: Logger = .silent) {
+        self.log = log
+        self.sink = sink
+        self.timeline = timeline
+        self.clock = clock
+        self.localClock = localClock
+        self.steering = steering
+        self.controller = DriftController(configuration: controller)
+        period = sink.periodFrames
+        output = .allocate(capacity: period * 2)
+        output.initialize(repeating: 0, count: period * 2)
+    }
+
+    deinit { output.deallocate() }
+
+    /// Extra delay of the speaker after the DAC (amplifier, DSP): frames are
+    /// sent to the DAC this much earlier. Settable at any time.
+    public var latencyTrimNanoseconds: Int64 {
+        get { latencyTrim.load(ordering: .relaxed) }
+        set { latencyTrim.store(newValue, ordering: .relaxed) }
+    }
+
+    /// Linear gain 0…1, applied with a short ramp.
+    public var volume: Float {
+        get { Float(bitPattern: volumeBits.load(ordering: .relaxed)) }
+        set { volumeBits.store(min(max(newValue.isFinite ? newValue : 0, 0), 1).bitPattern, ordering: .relaxed) }
+    }
+
+    public var statistics: Statistics {
+        var s = Statistics()
+        if let (u, r, st, p) = counters.load() {
+            s.underruns = Int(u); s.hardResyncs = Int(r); s.starvedFrames = Int(st); s.playing = p != 0
+        }
+        if let (e, ratio, buffered, _) = figures.load() {
+            s.outputErrorNanoseconds = e; s.ratioPPB = ratio; s.bufferedNanoseconds = buffered
+        }
+        return s
+    }
+
+    /// The PTS of the most recent block sent to the DAC and the monotonic
+    /// time it leaves (as the sink reports it, else as estimated).
+    public var lastBlockTiming: (pts: LeaderTime, leave: Int64)? {
+        guard let (pts, leave, valid, _) = lastBlock.load(), valid == 1 else { return nil }
+        return (LeaderTime(nanoseconds: pts), leave)
+    }
+
+    public func start(realtime: Bool = true) {
+        guard !running.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        let t = Thread { [self] in
+            if realtime { requestRealtime() }
+            run()
+            finished.store(true, ordering: .releasing)
+        }
+        t.name = "tutti-playout"
+        t.stackSize = 1 << 20
+        thread = t
+        t.start()
+    }
+
+    /// Stops the thread and waits for it; the sink stays open.
+    public func stop() {
+        running.store(false, ordering: .releasing)
+        guard thread != nil else { return }
+        while !finished.load(ordering: .acquiring) { usleep(1_000) }
+        thread = nil
+    }
+
+    private func requestRealtime() {
+        var param = sched_param()
+        param.sched_priority = 10
+        let rc = pthread_setschedparam(pthread_self(), Int32(SCHED_FIFO), &param)
+        if rc != 0 {
+            log.warning("playout thread runs without real-time priority: \(String(cString: strerror(rc)))")
+        }
+    }
+
+    // MARK: The audio thread
+
+    private func run() {
+        let halfTaps = resampler.halfTaps
+        let margin = timeline.guardFrames / 2
+        var generation = -1
+        var playing = false
+        var position = 0.0        // fractional stream index of the next output frame
+        var ratio = 1.0
+        var underruns = 0, resyncs = 0, starved = 0
+        var lastError: Int64 = 0
+
+        while running.load(ordering: .relaxed) {
+            let (queued, realNow) = sink.delay()
+            let snap = timeline.snapshot()
+            if snap.generation != generation {
+                generation = snap.generation
+                playing = false
+                controller.restart()
+            }
+            guard snap.generation > 0, let model = clock.current() else {
+                if !writeSilence(period) { break }
+                continue
+            }
+            let trim = latencyTrim.load(ordering: .relaxed)
+            let leaveLocal = localClock.local(fromReal: realNow) + StreamFormat.nanoseconds(frames: queued) + trim
+            let leaveLeader = model.leaderTime(at: leaveLocal)
+            let target = Double(snap.validStart) + StreamFormat.frames(nanoseconds: leaveLeader - snap.epoch)
+
+            if !playing {
+                let first = Double(max(snap.validStart, timeline.readStart))
+                if snap.writeEnd <= snap.validStart {
+                    if !writeSilence(period) { break }
+                    continue
+                }
+                if target < first - 0.5 {
+                    // The first frame is still in the future: pad with exactly the silence before it.
+                    let gap = Int((first - target).rounded())
+                    if !writeSilence(min(gap, period)) { break }
+                    continue
+                }
+                if target >= Double(snap.writeEnd) {
+                    // Everything we hold is already in the past.
+                    timeline.release(upTo: snap.writeEnd - margin)
+                    if !writeSilence(period) { break }
+                    continue
+                }
+                position = target.rounded()
+                playing = true
+                ratio = 1
+                controller.restart()
+            } else if steering {
+                let errorFrames = target - position
+                let error = Int64((errorFrames * 62_500 / 3).rounded())
+                lastError = error
+                switch controller.update(error: error, now: realNow) {
+                case .steer(let r):
+                    ratio = r
+                case .resync(let frames):
+                    resyncs += 1
+                    if frames > 0 {
+                        position += Double(frames)
+                    } else {
+                        if !writeSilence(min(-frames, period)) { return }
+                        // Hold position: the silence took the place of the frames.
+                        continue
+                    }
+                }
+            }
+
+            // Produce one period.
+            let blockStart = position
+            let writeEnd = snap.writeEnd
+            let target16 = Float(bitPattern: volumeBits.load(ordering: .relaxed))
+            let step = (target16 - gain) / Float(period)
+            for k in 0..<period {
+                let base = position.rounded(.down)
+                let i = Int(base)
+                let fraction = position - base
+                var left: Float = 0, right: Float = 0
+                if fraction == 0 && ratio == 1 {
+                    if i < writeEnd && i >= snap.validStart {
+                        let f = timeline.frame(i)
+                        left = f[0]; right = f[1]
+                    } else { starved += 1 }
+                } else if i + halfTaps < writeEnd && i - halfTaps >= snap.validStart {
+                    (left, right) = resampler.interpolate(at: timeline.frame(i), fraction: fraction)
+                } else {
+                    starved += 1
+                }
+                gain += step
+                let g = k == period - 1 ? target16 : gain
+                output[2 * k] = sampleToInt16(left * g)
+                output[2 * k + 1] = sampleToInt16(right * g)
+                position += ratio
+            }
+            gain = target16
+            timeline.release(upTo: Int(position) - margin)
+
+            if !sink.write(output, frames: period) { break }
+            underruns = sink.underruns
+            let ptsNs = snap.epoch.nanoseconds + Int64(((blockStart - Double(snap.validStart)) * 62_500 / 3).rounded())
+            let leave = (sink as? VirtualDAC)?.lastBlockLeaveTime ?? (realNow + StreamFormat.nanoseconds(frames: queued))
+            lastBlock.store(ptsNs, leave, 1, 0)
+            counters.store(Int64(underruns), Int64(resyncs), Int64(starved), playing ? 1 : 0)
+            let buffered = StreamFormat.nanoseconds(frames: max(0, writeEnd - Int(position)))
+            figures.store(lastError, Int64(((ratio - 1) * 1e9).rounded()), buffered, 0)
+        }
+    }
+
+    private func writeSilence(_ frames: Int) -> Bool {
+        let n = max(1, min(frames, period))
+        output.update(repeating: 0, count: n * 2)
+        return sink.write(output, frames: n)
+    }
+}

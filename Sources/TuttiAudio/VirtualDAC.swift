@@ -1,0 +1,128 @@
+import Glibc
+import TuttiCore
+
+/// The project's own virtual DAC (`--output file:PATH,ppm=N,delay-ms=N`).
+///
+/// It behaves like a sound card with its own crystal: it holds a small
+/// hardware buffer that drains at `48000 · (1 + ppm/1e6)` frames per second
+/// of CLOCK_MONOTONIC, so `write` blocks in real time and `delay` reports
+/// what is queued. Everything it plays is appended to PATH as raw S16LE
+/// stereo, and PATH.timing gets one line per written block:
+///
+///     <frame index in PATH> <CLOCK_MONOTONIC ns when that frame leaves the DAC>
+///
+/// `delay-ms` is latency after the DAC (an amplifier): it is in the logged
+/// times but not in `delay()`, as with real hardware. If the writer falls
+/// behind and the buffer runs dry, that is an underrun: the next block
+/// starts a new segment at the time it is written, as ALSA restarts.
+public final class VirtualDAC: AudioSink {
+    public let name: String
+    public let periodFrames: Int
+    public let bufferFrames: Int
+    public let ppm: Double
+    public private(set) var underruns = 0
+
+    private let framesPerNanosecond: Double
+    private let extraDelay: Int64
+    private let audio: UnsafeMutablePointer<FILE>
+    private let timing: UnsafeMutablePointer<FILE>
+    private var written = 0
+    private var segmentStart: Int64 = 0
+    private var segmentFirstFrame = 0
+    private var started = false
+    private var line = [UInt8](repeating: 0, count: 64)
+    /// When the first frame of the most recent write leaves (truth, including ppm and delay-ms).
+    public private(set) var lastBlockLeaveTime: Int64 = 0
+
+    public init(path: String, ppm: Double = 0, delayMilliseconds: Double = 0, periodFrames: Int = 240, bufferFrames: Int = 1_920) throws(AudioError) {
+        guard let a = fopen(path, "wb") else { throw .cannotOpen(path: path, reason: String(cString: strerror(errno))) }
+        guard let t = fopen(path + ".timing", "wb") else {
+            fclose(a)
+            throw .cannotOpen(path: path + ".timing", reason: String(cString: strerror(errno)))
+        }
+        setvbuf(a, nil, _IOFBF, 1 << 16)
+        setvbuf(t, nil, _IOFBF, 1 << 14)
+        audio = a; timing = t
+        name = "file:\(path)"
+        self.ppm = ppm
+        self.periodFrames = periodFrames
+        self.bufferFrames = bufferFrames
+        framesPerNanosecond = Double(StreamFormat.sampleRate) * (1 + ppm * 1e-6) / 1e9
+        extraDelay = Int64(delayMilliseconds * 1e6)
+    }
+
+    deinit { close() }
+
+    private var closed = false
+    public func close() {
+        guard !closed else { return }
+        closed = true
+        fclose(audio)
+        fclose(timing)
+    }
+
+    /// Frames that have left the DAC by `now`.
+    @inline(__always)
+    private func consumed(at now: Int64) -> Int {
+        guard started else { return 0 }
+        let played = segmentFirstFrame + Int((Double(now - segmentStart) * framesPerNanosecond).rounded(.down))
+        return min(written, played)
+    }
+
+    @inline(__always)
+    private func leaveTime(ofFrame frame: Int) -> Int64 {
+        segmentStart + Int64((Double(frame - segmentFirstFrame) / framesPerNanosecond).rounded())
+    }
+
+    public func delay() -> (frames: Int, at: Int64) {
+        let now = Monotonic.now()
+        return (written - consumed(at: now), now)
+    }
+
+    public func write(_ samples: UnsafePointer<Int16>, frames: Int) -> Bool {
+        guard !closed, frames > 0 else { return !closed }
+        var now = Monotonic.now()
+        if !started || consumed(at: now) >= written {
+            if started { underruns += 1 }
+            started = true
+            segmentStart = now
+            segmentFirstFrame = written
+        }
+        // Block until the hardware buffer has room: this is the real-time pace.
+        let room = bufferFrames - frames
+        while written - consumed(at: now) > room {
+            let excess = written - consumed(at: now) - room
+            Monotonic.sleep(nanoseconds: Int64(Double(excess) / framesPerNanosecond) + 1_000)
+            now = Monotonic.now()
+        }
+        fwrite(samples, 4, frames, audio)
+        lastBlockLeaveTime = leaveTime(ofFrame: written) + extraDelay
+        writeTimingLine(frame: written, time: lastBlockLeaveTime)
+        written += frames
+        return true
+    }
+
+    /// Formats "frame time\n" without allocating (this runs on the audio thread).
+    private func writeTimingLine(frame: Int, time: Int64) {
+        line.withUnsafeMutableBufferPointer { buf in
+            var n = 0
+            func put(_ value: Int64) {
+                var v = value
+                if v < 0 { buf[n] = UInt8(ascii: "-"); n += 1; v = -v }
+                let start = n
+                repeat { buf[n] = UInt8(ascii: "0") + UInt8(v % 10); n += 1; v /= 10 } while v > 0
+                var i = start, j = n - 1
+                while i < j { buf.swapAt(i, j); i += 1; j -= 1 }
+            }
+            put(Int64(frame)); buf[n] = UInt8(ascii: " "); n += 1
+            put(time); buf[n] = UInt8(ascii: "\n"); n += 1
+            fwrite(buf.baseAddress, 1, n, timing)
+        }
+    }
+
+    /// Pushes buffered file data to disk (tests read the files while running).
+    public func flushFiles() {
+        fflush(audio)
+        fflush(timing)
+    }
+}

@@ -1,0 +1,86 @@
+import Foundation
+import TuttiAudio
+import TuttiCore
+import TuttiNet
+
+/// `tuttid demo`: a leader and two virtual speakers in one process, playing
+/// a generated track, printing once a second how far apart the speakers are.
+public struct DemoConfiguration: Sendable {
+    public var seconds: Double? = nil
+    public var codec = Codec.opus
+    public var speakers: [(name: String, ppm: Double)] = [("kitchen", -100), ("living-room", 120)]
+    public var directory: String? = nil
+    public init() {}
+}
+
+public enum Demo {
+    /// Runs until `seconds` pass (or forever); returns the per-second
+    /// separations measured, in microseconds.
+    @discardableResult
+    public static func run(_ config: DemoConfiguration, log: Logger, print say: (String) -> Void = { FileHandle.standardOutput.write(($0 + "\n").data(using: .utf8)!) }) throws -> [Double] {
+        let dir = config.directory ?? (NSTemporaryDirectory() + "tutti-demo-\(getpid())")
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let track = dir + "/demo-track.wav"
+        _ = FileManager.default.createFile(atPath: track, contents: Data(TestSignal.wav16(TestSignal.music(seconds: 12))))
+
+        var leaderConfig = LeaderConfiguration()
+        leaderConfig.listen = Endpoint(host: "127.0.0.1", port: 0)
+        leaderConfig.files = [track]
+        leaderConfig.loop = true
+        leaderConfig.codec = config.codec
+        let leader = try Leader(configuration: leaderConfig, log: log.with(label: "leader"))
+        try leader.start()
+        defer { leader.stop() }
+
+        var followers: [Follower] = []
+        for speaker in config.speakers {
+            var fc = FollowerConfiguration()
+            fc.leader = leader.endpoint
+            fc.name = speaker.name
+            fc.output = .file(path: "\(dir)/\(speaker.name).raw", ppm: speaker.ppm, delayMilliseconds: 0)
+            let follower = try Follower(configuration: fc, log: log.with(label: speaker.name))
+            follower.start()
+            followers.append(follower)
+        }
+        defer { for f in followers { f.stop() } }
+
+        say("tutti demo: leader on \(leader.endpoint) playing \(track) (\(config.codec)); speakers: "
+            + config.speakers.map { "\($0.name) (DAC \($0.ppm > 0 ? "+" : "")\(Int($0.ppm)) ppm)" }.joined(separator: ", "))
+        say("recording what each speaker plays to \(dir)/<speaker>.raw (+ .timing); Ctrl-C to stop")
+        var separations: [Double] = []
+        let start = Monotonic.now()
+        var tick = 1
+        while config.seconds.map({ Double(tick) <= $0 }) ?? true {
+            Monotonic.sleep(until: start + Int64(tick) * nanosecondsPerSecond)
+            var parts: [String] = []
+            var offsets: [Int64] = []
+            for f in followers {
+                let s = f.engine.statistics
+                if let timing = f.engine.lastBlockTiming, s.playing {
+                    // In one process the leader's clock is this clock: a frame is on time when it leaves at its PTS.
+                    let offset = timing.leave - timing.pts.nanoseconds
+                    offsets.append(offset)
+                    let clock = f.clock.map { String(format: "clock %+.1f µs %+.2f ppm", Double($0.offset) / 1000, $0.skew * 1e6) } ?? "no clock"
+                    parts.append(String(format: "%@ %+.1f µs, buffer %d ms, ratio %+.1f ppm, %@", f.configuration.name,
+                                        Double(offset) / 1000, Int(s.bufferedNanoseconds / nanosecondsPerMillisecond), Double(s.ratioPPB) / 1000, clock))
+                } else {
+                    parts.append("\(f.configuration.name) waiting")
+                }
+            }
+            var line = String(format: "t=%3ds  ", tick) + parts.joined(separator: " | ")
+            if offsets.count == followers.count, let lo = offsets.min(), let hi = offsets.max() {
+                let apart = Double(hi - lo) / 1000
+                separations.append(apart)
+                line += String(format: "  => speakers %.1f µs apart", apart)
+            }
+            say(line)
+            tick += 1
+        }
+        if !separations.isEmpty {
+            let sorted = separations.sorted()
+            say(String(format: "demo done: speakers apart median %.1f µs, max %.1f µs over %d s",
+                       sorted[sorted.count / 2], sorted.last!, sorted.count))
+        }
+        return separations
+    }
+}

@@ -1,0 +1,245 @@
+import Foundation
+import Synchronization
+import TuttiAudio
+import TuttiCore
+import TuttiNet
+
+/// How a follower is set up (`tuttid follower …`).
+public struct FollowerConfiguration: Sendable {
+    public var leader = Endpoint(host: "127.0.0.1", port: 4953)
+    public var name = "follower"
+    public var output = OutputSpec.alsa(device: "default")
+    /// Test flags: read a simulated local clock offset and skewed from the real one.
+    public var clockOffsetMilliseconds = 0.0
+    public var clockSkewPPM = 0.0
+    public var latencyMilliseconds = 0.0
+    public var steering = true
+    public var realtime = true
+    /// The protocol version announced (tests use another to check refusal).
+    public var protocolVersion = WireProtocol.version
+
+    public init() {}
+}
+
+/// Connects to a leader, keeps its clock model, decodes chunks into the
+/// timeline and plays them through its sink; reconnects by itself.
+///
+/// Threads: the playout thread (see `PlayoutEngine`), a connection thread
+/// (reads messages, decodes), and a sync thread per connection (sends clock
+/// requests and health reports).
+public final class Follower: @unchecked Sendable {
+    public let configuration: FollowerConfiguration
+    public let engine: PlayoutEngine
+    private let log: Logger
+    private let timeline = AudioTimeline(seconds: 8)
+    private let clockModel = PublishedClockModel()
+    private let localClock: SimulatedClock
+    private let estimator = Mutex(ClockEstimator())
+    private let running = Atomic<Bool>(true)
+    private let connection = Mutex<TCPConnection?>(nil)
+    private let connectedAtomic = Atomic<Bool>(false)
+    private let concealedAtomic = Atomic<Int>(0)
+    private let connectionsAtomic = Atomic<Int>(0)
+    private let lastError = Mutex<String?>(nil)
+
+    public init(configuration: FollowerConfiguration, log: Logger) throws(AudioError) {
+        self.configuration = configuration
+        self.log = log
+        localClock = SimulatedClock(offset: Int64(configuration.clockOffsetMilliseconds * 1e6),
+                                    skewPPM: configuration.clockSkewPPM, origin: Monotonic.now())
+        let sink = try configuration.output.open()
+        engine = PlayoutEngine(sink: sink, timeline: timeline, clock: clockModel, localClock: localClock,
+                               steering: configuration.steering, log: log)
+        engine.latencyTrimNanoseconds = Int64(configuration.latencyMilliseconds * 1e6)
+    }
+
+    public var connected: Bool { connectedAtomic.load(ordering: .acquiring) }
+    /// How many times a connection to the leader was established.
+    public var connectionCount: Int { connectionsAtomic.load(ordering: .relaxed) }
+    public var concealedChunks: Int { concealedAtomic.load(ordering: .relaxed) }
+    public var clock: ClockModel? { clockModel.current() }
+    /// Why the last connection attempt or session ended.
+    public var lastFailure: String? { lastError.withLock { $0 } }
+
+    public func start() {
+        engine.start(realtime: configuration.realtime)
+        let t = Thread { [self] in connectLoop() }
+        t.name = "tutti-follower"
+        t.start()
+    }
+
+    public func stop() {
+        running.store(false, ordering: .releasing)
+        connection.withLock { $0?.close() }
+        engine.stop()
+        engine.sink.close()
+    }
+
+    private func now() -> LocalTime { localClock.local(fromReal: Monotonic.now()) }
+
+    private func connectLoop() {
+        var backoff: Int64 = 100 * nanosecondsPerMillisecond
+        var lastLogged = ""
+        while running.load(ordering: .relaxed) {
+            do {
+                try session()
+                backoff = 100 * nanosecondsPerMillisecond
+            } catch {
+                let text = "\(error)"
+                lastError.withLock { $0 = text }
+                if text != lastLogged { log.warning("leader \(configuration.leader): \(text); retrying"); lastLogged = text }
+            }
+            connectedAtomic.store(false, ordering: .releasing)
+            guard running.load(ordering: .relaxed) else { return }
+            Monotonic.sleep(nanoseconds: backoff)
+            backoff = min(backoff * 2, 2 * nanosecondsPerSecond)
+        }
+    }
+
+    /// One connection to the leader, until it ends.
+    private func session() throws {
+        let conn = try TCPConnection.connect(to: configuration.leader)
+        connection.withLock { $0 = conn }
+        defer {
+            conn.close()
+            connection.withLock { $0 = nil }
+        }
+        guard running.load(ordering: .relaxed) else { return }
+        try conn.send(Message.hello(version: configuration.protocolVersion, name: configuration.name).encoded())
+        let reader = MessageReader(connection: conn)
+        conn.setReceiveTimeout(milliseconds: 5_000)
+        let stream: StreamDescription
+        switch try reader.next() {
+        case .welcome(_, let description)?: stream = description
+        case .reject(let version, let reason)?:
+            throw FollowerError.refused(leaderVersion: version, reason: reason)
+        case let other?: throw FollowerError.unexpected("\(other.type) before welcome")
+        case nil: throw NetError.closed
+        }
+        log.info("connected to leader \(configuration.leader) as \(configuration.name): \(stream.codec), \(stream.framesPerChunk)-frame chunks")
+        connectedAtomic.store(true, ordering: .releasing)
+        connectionsAtomic.add(1, ordering: .relaxed)
+        lastError.withLock { $0 = nil }
+        estimator.withLock { $0.reset() }
+
+        // Ends when `conn` is closed (the defer above).
+        let syncThread = Thread { [self] in syncLoop(conn) }
+        syncThread.name = "tutti-sync"
+        syncThread.start()
+
+        let decoder = try makeDecoder(stream.codec)
+        var sequencer = ChunkSequencer()
+        let scratch = UnsafeMutablePointer<Float>.allocate(capacity: WireProtocol.maxChunkFrames * 2)
+        defer { scratch.deallocate() }
+        var nextIndex: Int?     // grid index after the last frame written
+        var streamStarted = false
+        conn.setReceiveTimeout(milliseconds: 10_000)
+
+        while running.load(ordering: .relaxed), let (message, arrival) = try reader.nextTimed() {
+            switch message {
+            case .timeResponse(_, let t1, let t2, let t3):
+                // A reply that shared its read with other data has no exact arrival time: skip it.
+                guard let arrival else { continue }
+                let t4 = localClock.local(fromReal: arrival)
+                let sample = ClockSample(t1: t1, t2: t2, t3: t3, t4: t4)
+                let model: ClockModel? = estimator.withLock { e in
+                    e.add(sample) ? e.model : nil
+                }
+                if let model { clockModel.publish(model) }
+            case .chunk(let chunk):
+                guard chunk.streamID == stream.streamID else { continue }
+                if !streamStarted {
+                    timeline.beginStream(epoch: chunk.pts)
+                    streamStarted = true
+                }
+                for event in sequencer.offer(chunk) {
+                    switch event {
+                    case .decode(let c):
+                        let index = timeline.frameIndex(of: c.pts)
+                        do {
+                            let n = try decoder.decode(c.payload, frames: Int(c.frames), into: scratch, maxFrames: WireProtocol.maxChunkFrames)
+                            timeline.write(scratch, count: n, at: index)
+                            nextIndex = index + n
+                        } catch {
+                            log.warning("chunk \(c.sequence): \(error); concealing")
+                            let n = decoder.conceal(frames: Int(c.frames), into: scratch)
+                            timeline.write(scratch, count: n, at: index)
+                            nextIndex = index + n
+                            concealedAtomic.add(1, ordering: .relaxed)
+                        }
+                    case .conceal(_, let count):
+                        for _ in 0..<count {
+                            let n = decoder.conceal(frames: Int(stream.framesPerChunk), into: scratch)
+                            if let at = nextIndex { timeline.write(scratch, count: n, at: at); nextIndex = at + n }
+                        }
+                        concealedAtomic.add(count, ordering: .relaxed)
+                    }
+                }
+            case .flush(let id, let from):
+                guard id == stream.streamID, streamStarted else { continue }
+                timeline.flush(from: timeline.frameIndex(of: from))
+                sequencer.reset()
+            case .streamEnd(let id, let at):
+                guard id == stream.streamID, streamStarted else { continue }
+                timeline.endStream(at: timeline.frameIndex(of: at))
+                log.info("leader ended the stream")
+            case .bye(let reason):
+                throw FollowerError.leaderClosed(reason)
+            default:
+                throw FollowerError.unexpected("\(message.type) from the leader")
+            }
+        }
+        throw NetError.closed
+    }
+
+    /// Clock exchanges: 20 quickly at first, then five a second (cheap, and
+    /// many samples let the estimator pick the cleanest); a health report
+    /// each second.
+    private func syncLoop(_ conn: TCPConnection) {
+        var id: UInt32 = 0
+        while running.load(ordering: .relaxed) && !conn.closed {
+            id &+= 1
+            do {
+                try conn.send { Message.timeRequest(id: id, t1: now()).encoded() }
+                if id > 20 && id % 5 == 0 {
+                    Monotonic.sleep(nanoseconds: 20 * nanosecondsPerMillisecond)
+                    try conn.send(Message.health(healthReport()).encoded())
+                }
+            } catch { return }
+            let interval: Int64 = id <= 20 ? 25 * nanosecondsPerMillisecond : 200 * nanosecondsPerMillisecond
+            var slept: Int64 = 0
+            while slept < interval && !conn.closed && running.load(ordering: .relaxed) {
+                Monotonic.sleep(nanoseconds: min(interval - slept, 50 * nanosecondsPerMillisecond))
+                slept += 50 * nanosecondsPerMillisecond
+            }
+        }
+    }
+
+    public func healthReport() -> HealthReport {
+        let stats = engine.statistics
+        let (model, rtt) = estimator.withLock { ($0.model, $0.bestRoundTrip) }
+        return HealthReport(clockOffsetNanoseconds: model?.offset ?? 0,
+                            clockSkewPPB: Int64(((model?.skew ?? 0) * 1e9).rounded()),
+                            roundTripNanoseconds: rtt,
+                            bufferedNanoseconds: stats.bufferedNanoseconds,
+                            outputErrorNanoseconds: stats.outputErrorNanoseconds,
+                            resampleRatioPPB: stats.ratioPPB,
+                            underruns: UInt32(clamping: stats.underruns),
+                            hardResyncs: UInt32(clamping: stats.hardResyncs),
+                            concealedChunks: UInt32(clamping: concealedChunks))
+    }
+}
+
+public enum FollowerError: Error, CustomStringConvertible {
+    case refused(leaderVersion: UInt16, reason: String)
+    case leaderClosed(String)
+    case unexpected(String)
+
+    public var description: String {
+        switch self {
+        case .refused(let v, let reason): "leader (protocol v\(v)) refused this follower (v\(WireProtocol.version)): \(reason)"
+        case .leaderClosed(let reason): "leader closed the connection: \(reason)"
+        case .unexpected(let what): "unexpected \(what)"
+        }
+    }
+}

@@ -1,0 +1,250 @@
+import CTuttiShim
+import Glibc
+import Synchronization
+import TuttiCore
+
+/// Errors from the network edge, with the address involved.
+public enum NetError: Error, CustomStringConvertible, Equatable {
+    case badAddress(String, reason: String)
+    case resolve(String, reason: String)
+    case system(operation: String, address: String, errno: Int32)
+    case closed
+    case protocolViolation(ProtocolError)
+    case timedOut(String)
+
+    public var description: String {
+        switch self {
+        case .badAddress(let a, let r): "bad address '\(a)': \(r)"
+        case .resolve(let a, let r): "cannot resolve '\(a)': \(r)"
+        case .system(let op, let addr, let e): "\(op) \(addr): \(String(cString: strerror(e)))"
+        case .closed: "connection closed"
+        case .protocolViolation(let p): "protocol violation: \(p)"
+        case .timedOut(let what): "timed out waiting for \(what)"
+        }
+    }
+}
+
+/// `HOST:PORT`, with HOST a name or IPv4 address.
+public struct Endpoint: Equatable, Sendable, CustomStringConvertible {
+    public var host: String
+    public var port: UInt16
+
+    public init(host: String, port: UInt16) { self.host = host; self.port = port }
+
+    public init(parsing text: String, defaultPort: UInt16? = nil) throws(NetError) {
+        if let colon = text.lastIndex(of: ":") {
+            let host = String(text[..<colon])
+            guard let port = UInt16(text[text.index(after: colon)...]) else {
+                throw .badAddress(text, reason: "port must be a number 0–65535")
+            }
+            self.init(host: host.isEmpty ? "0.0.0.0" : host, port: port)
+        } else if let defaultPort {
+            guard !text.isEmpty else { throw .badAddress(text, reason: "empty host") }
+            self.init(host: text, port: defaultPort)
+        } else {
+            throw .badAddress(text, reason: "expected HOST:PORT")
+        }
+    }
+
+    public var description: String { "\(host):\(port)" }
+
+    func resolve() throws(NetError) -> sockaddr_in {
+        var hints = addrinfo()
+        hints.ai_family = AF_INET
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var result: UnsafeMutablePointer<addrinfo>?
+        let rc = getaddrinfo(host, String(port), &hints, &result)
+        guard rc == 0, let info = result else { throw .resolve(description, reason: String(cString: gai_strerror(rc))) }
+        defer { freeaddrinfo(result) }
+        return info.pointee.ai_addr.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee }
+    }
+}
+
+/// A connected TCP socket. Sends are serialised by a lock so two threads
+/// (time replies and audio) can write whole messages without interleaving.
+public final class TCPConnection: @unchecked Sendable {
+    public let peer: String
+    private let fd: Int32
+    private let sendLock = Mutex<Void>(())
+    private let isClosed = Atomic<Bool>(false)
+
+    init(fd: Int32, peer: String) {
+        self.fd = fd
+        self.peer = peer
+        var one: Int32 = 1
+        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        tutti_enable_receive_timestamps(fd)
+    }
+
+    deinit { Glibc.close(fd) }
+
+    public static func connect(to endpoint: Endpoint, timeoutMilliseconds: Int = 2_000) throws(NetError) -> TCPConnection {
+        var address = try endpoint.resolve()
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw .system(operation: "socket", address: endpoint.description, errno: errno) }
+        var tv = timeval(tv_sec: timeoutMilliseconds / 1000, tv_usec: (timeoutMilliseconds % 1000) * 1000)
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        let rc = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard rc == 0 else {
+            let e = errno
+            Glibc.close(fd)
+            throw .system(operation: "connect", address: endpoint.description, errno: e)
+        }
+        return TCPConnection(fd: fd, peer: endpoint.description)
+    }
+
+    /// Bounds how long a send may block on a peer that stopped reading.
+    public func setSendTimeout(milliseconds: Int) {
+        var tv = timeval(tv_sec: milliseconds / 1000, tv_usec: (milliseconds % 1000) * 1000)
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    public func setReceiveTimeout(milliseconds: Int) {
+        var tv = timeval(tv_sec: milliseconds / 1000, tv_usec: (milliseconds % 1000) * 1000)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    /// Writes all bytes or throws. `stamp` runs under the send lock just
+    /// before the write, to take a timestamp as late as possible.
+    public func send(_ bytes: [UInt8]) throws(NetError) {
+        try sendLock.withLock { _ throws(NetError) in try sendAll(bytes) }
+    }
+
+    public func send(_ make: () -> [UInt8]) throws(NetError) {
+        try sendLock.withLock { _ throws(NetError) in try sendAll(make()) }
+    }
+
+    private func sendAll(_ bytes: [UInt8]) throws(NetError) {
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
+            if n > 0 { offset += n; continue }
+            let e = errno
+            if n < 0 && e == EINTR { continue }
+            if n < 0 && (e == EAGAIN || e == EWOULDBLOCK) { throw .timedOut("\(peer) to read") }
+            throw isClosed.load(ordering: .relaxed) ? .closed : .system(operation: "send to", address: peer, errno: e)
+        }
+    }
+
+    /// Reads what is available (blocking); 0 means the peer closed.
+    /// `arrival` is when the kernel received the last of it (monotonic ns), 0 if unknown.
+    public func receive(into buffer: UnsafeMutableRawBufferPointer) throws(NetError) -> (count: Int, arrival: Int64) {
+        while true {
+            var arrival: Int64 = 0
+            let n = tutti_recv_timestamped(fd, buffer.baseAddress, UInt(buffer.count), &arrival)
+            if n >= 0 { return (n, arrival) }
+            let e = errno
+            if e == EINTR { continue }
+            if e == EAGAIN || e == EWOULDBLOCK { throw .timedOut("data from \(peer)") }
+            throw isClosed.load(ordering: .relaxed) ? .closed : .system(operation: "receive from", address: peer, errno: e)
+        }
+    }
+
+    /// Wakes any blocked reader or writer; the descriptor is freed on deinit.
+    public func close() {
+        if !isClosed.exchange(true, ordering: .acquiringAndReleasing) { shutdown(fd, Int32(SHUT_RDWR)) }
+    }
+
+    public var closed: Bool { isClosed.load(ordering: .relaxed) }
+}
+
+/// A listening TCP socket.
+public final class TCPListener: @unchecked Sendable {
+    public let endpoint: Endpoint
+    private let fd: Int32
+    private let isClosed = Atomic<Bool>(false)
+
+    public init(endpoint: Endpoint, backlog: Int32 = 64) throws(NetError) {
+        var address = try endpoint.resolve()
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw .system(operation: "socket", address: endpoint.description, errno: errno) }
+        var one: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        let rc = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard rc == 0, listen(fd, backlog) == 0 else {
+            let e = errno
+            Glibc.close(fd)
+            throw .system(operation: "listen on", address: endpoint.description, errno: e)
+        }
+        var bound = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &bound) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        self.fd = fd
+        self.endpoint = Endpoint(host: endpoint.host, port: UInt16(bigEndian: bound.sin_port))
+    }
+
+    deinit { Glibc.close(fd) }
+
+    /// Blocks until a peer connects; throws `.closed` after `close()`.
+    public func accept() throws(NetError) -> TCPConnection {
+        while true {
+            var peer = sockaddr_in()
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            let client = withUnsafeMutablePointer(to: &peer) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.accept(fd, $0, &length) }
+            }
+            if client >= 0 {
+                var text = [CChar](repeating: 0, count: Int(INET_ADDRSTRLEN))
+                inet_ntop(AF_INET, &peer.sin_addr, &text, socklen_t(text.count))
+                let host = String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+                return TCPConnection(fd: client, peer: "\(host):\(UInt16(bigEndian: peer.sin_port))")
+            }
+            let e = errno
+            if isClosed.load(ordering: .relaxed) { throw .closed }
+            if e == EINTR || e == ECONNABORTED || e == EMFILE || e == ENFILE {
+                if e == EMFILE || e == ENFILE { usleep(100_000) }
+                continue
+            }
+            throw .system(operation: "accept on", address: endpoint.description, errno: e)
+        }
+    }
+
+    public func close() {
+        if !isClosed.exchange(true, ordering: .acquiringAndReleasing) { shutdown(fd, Int32(SHUT_RDWR)) }
+    }
+}
+
+/// Reads framed protocol messages from a connection.
+public final class MessageReader {
+    public let connection: TCPConnection
+    private var framer = MessageFramer()
+    private let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 16_384, alignment: 8)
+    private var readArrival: Int64 = 0
+
+    public init(connection: TCPConnection) { self.connection = connection }
+
+    deinit { buffer.deallocate() }
+
+    /// The next message; nil when the peer closed cleanly. Throws on a
+    /// malformed or oversized message (the caller closes the connection).
+    public func next() throws(NetError) -> Message? { try nextTimed()?.message }
+
+    /// The next message and, when it ended the read that completed it,
+    /// the kernel's arrival time for it (monotonic ns); otherwise nil.
+    public func nextTimed() throws(NetError) -> (message: Message, arrival: Int64?)? {
+        while true {
+            do {
+                if let message = try framer.next() {
+                    // The kernel stamps the last segment of a read: exact for the message that ends it.
+                    let exact = framer.pendingBytes == 0 && readArrival != 0
+                    return (message, exact ? readArrival : nil)
+                }
+            } catch {
+                throw .protocolViolation(error)
+            }
+            let (n, arrival) = try connection.receive(into: buffer)
+            if n == 0 {
+                if framer.pendingBytes > 0 { throw .protocolViolation(.truncated(.chunk, needed: 0, had: framer.pendingBytes)) }
+                return nil
+            }
+            framer.append(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
+            readArrival = arrival
+        }
+    }
+}
