@@ -170,7 +170,9 @@ public final class PlayoutEngine: @unchecked Sendable {
                     if !writeSilence(period) { break }
                     continue
                 }
-                position = target.rounded()
+                // Within a couple of frames of the first frame counts as on time:
+                // never drop the start of a stream for one frame of measurement jitter.
+                position = target < first + 2 ? first : target.rounded()
                 playing = true
                 ratio = 1
                 controller.restart()

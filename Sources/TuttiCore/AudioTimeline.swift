@@ -80,6 +80,8 @@ public final class AudioTimeline: @unchecked Sendable {
             let skip = min(count, readStart - index)
             index += skip; source += 2 * skip; count -= skip
         }
+        // Nothing left to write (empty, or entirely in the past): what is buffered stays.
+        if count <= 0 { return 0 }
         let fit = max(0, min(count, limit - index))
         overflowedFrames += count - fit
         for i in 0..<fit { store(index + i, source[2 * i], source[2 * i + 1]) }

@@ -54,14 +54,14 @@ public struct ChunkSequencer: Sendable {
         }
         if chunk.sequence == next {
             var events: [Event] = [.decode(chunk)]
-            expected = next + 1
+            expected = next &+ 1 // sequences come off the wire: UInt64.max must not trap
             events += releaseHeld()
             return events
         }
         if chunk.sequence - next > UInt64(maximumConcealed) {
             // Too far ahead to be a gap: the stream jumped. Start again here.
             held.removeAll()
-            expected = chunk.sequence + 1
+            expected = chunk.sequence &+ 1
             return [.decode(chunk)]
         }
         statistics.reordered += 1
@@ -83,7 +83,7 @@ public struct ChunkSequencer: Sendable {
         var events: [Event] = []
         while let next = expected, let chunk = held.removeValue(forKey: next) {
             events.append(.decode(chunk))
-            expected = next + 1
+            expected = next &+ 1
         }
         return events
     }

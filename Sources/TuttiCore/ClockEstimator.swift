@@ -16,6 +16,18 @@ public struct ClockSample: Equatable, Sendable {
     public var offset: Int64 { ((t2.nanoseconds - t1.nanoseconds) + (t3.nanoseconds - t4.nanoseconds)) / 2 }
     /// The local instant the offset describes.
     public var midpoint: LocalTime { LocalTime(nanoseconds: t1.nanoseconds + (t4 - t1) / 2) }
+
+    /// Whether `roundTrip` and `offset` can be computed without overflow:
+    /// t1…t3 come off the wire, and garbage there must not trap.
+    var isRepresentable: Bool {
+        let (up, o1) = t4.nanoseconds.subtractingReportingOverflow(t1.nanoseconds)
+        let (turn, o2) = t3.nanoseconds.subtractingReportingOverflow(t2.nanoseconds)
+        let (_, o3) = up.subtractingReportingOverflow(turn)
+        let (out, o4) = t2.nanoseconds.subtractingReportingOverflow(t1.nanoseconds)
+        let (back, o5) = t3.nanoseconds.subtractingReportingOverflow(t4.nanoseconds)
+        let (_, o6) = out.addingReportingOverflow(back)
+        return !(o1 || o2 || o3 || o4 || o5 || o6)
+    }
 }
 
 /// `leader = local + offset + skew · (local − reference)`.
@@ -41,7 +53,9 @@ public struct ClockModel: Equatable, Sendable {
     public func localTime(at leader: LeaderTime) -> LocalTime {
         // Solve leader = local + offset + skew·(local − ref) for local.
         let shifted = Double(leader.nanoseconds &- offset &- reference.nanoseconds) / (1 + skew)
-        return LocalTime(nanoseconds: reference.nanoseconds &+ Int64(shifted.rounded()))
+        // A PTS from the wire can be anything: clamp so the conversion cannot trap.
+        let clamped = min(max(shifted.rounded(), -9.2e18), 9.2e18)
+        return LocalTime(nanoseconds: reference.nanoseconds &+ Int64(clamped))
     }
 }
 
@@ -85,7 +99,7 @@ public struct ClockEstimator: Sendable {
     /// as impossible (negative round trip or out of order).
     @discardableResult
     public mutating func add(_ sample: ClockSample) -> Bool {
-        guard sample.roundTrip >= 0, sample.t4 >= sample.t1, sample.t3 >= sample.t2 else { return false }
+        guard sample.isRepresentable, sample.roundTrip >= 0, sample.t4 >= sample.t1, sample.t3 >= sample.t2 else { return false }
         samples.append(sample)
         if samples.count > configuration.window { samples.removeFirst(samples.count - configuration.window) }
         refit()
@@ -98,7 +112,8 @@ public struct ClockEstimator: Sendable {
         // The lowest round trips, never more than `slack` above the best.
         let sorted = samples.sorted { $0.roundTrip < $1.roundTrip }
         let keep = max(1, Int(Double(sorted.count) * configuration.bestFraction))
-        let chosen = sorted.prefix(keep).filter { $0.roundTrip <= best + configuration.roundTripSlack }
+        let (ceiling, overflow) = best.addingReportingOverflow(configuration.roundTripSlack)
+        let chosen = sorted.prefix(keep).filter { $0.roundTrip <= (overflow ? Int64.max : ceiling) }
 
         let reference = chosen.map(\.midpoint).max()!
         let span = chosen.map(\.midpoint).max()! - chosen.map(\.midpoint).min()!
@@ -117,14 +132,12 @@ public struct ClockEstimator: Sendable {
             model = ClockModel(reference: reference, offset: Int64(a.rounded()), skew: slope / 1e9)
         } else {
             // Too short to see skew: the median offset of the best samples,
-            // keeping any skew already learnt.
-            let offsets = chosen.map(\.offset).sorted()
-            let median = offsets[offsets.count / 2]
+            // keeping any skew already learnt. Each offset is re-expressed at
+            // `reference` with that skew before the median is taken (they
+            // were measured at different instants).
             let skew = model?.skew ?? 0
-            let at = chosen[chosen.count / 2].midpoint
-            // Re-express at `reference` with the kept skew.
-            let shifted = median + Int64((Double(reference - at) * skew).rounded())
-            model = ClockModel(reference: reference, offset: shifted, skew: skew)
+            let offsets = chosen.map { $0.offset + Int64((Double(reference - $0.midpoint) * skew).rounded()) }.sorted()
+            model = ClockModel(reference: reference, offset: offsets[offsets.count / 2], skew: skew)
         }
     }
 }

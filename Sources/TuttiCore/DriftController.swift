@@ -74,7 +74,7 @@ public struct DriftController: Sendable {
             lastUpdate = now
             origin = now
             smoothedError = Double(error)
-            addToFit(at: now, raw: Double(error))
+            addToFit(at: now, raw: Double(error), elapsed: 0)
             return .steer(ratio: ratio)
         }
         let dt = now - last
@@ -82,7 +82,7 @@ public struct DriftController: Sendable {
         lastUpdate = now
         // What steering removed since the last update.
         correction += (ratio - 1) * Double(dt)
-        addToFit(at: now, raw: Double(error) + correction)
+        addToFit(at: now, raw: Double(error) + correction, elapsed: dt)
         fitted += dt
 
         let alpha = min(1, Double(dt) / Double(configuration.smoothing))
@@ -100,7 +100,7 @@ public struct DriftController: Sendable {
         return .steer(ratio: ratio)
     }
 
-    private mutating func addToFit(at now: Int64, raw: Double) {
+    private mutating func addToFit(at now: Int64, raw: Double, elapsed: Int64) {
         if now - origin > 4 * configuration.driftWindow {
             // Re-centre the time origin to keep the sums well conditioned.
             let shift = Double(now - origin) / 1e9
@@ -114,7 +114,7 @@ public struct DriftController: Sendable {
             _ = last
         }
         // Exponential forgetting, per update, scaled by elapsed time.
-        let decay = fitted == 0 && s0 == 0 ? 1.0 : max(0, 1 - 5e6 / Double(configuration.driftWindow))
+        let decay = fitted == 0 && s0 == 0 ? 1.0 : max(0, 1 - Double(elapsed) / Double(configuration.driftWindow))
         s0 = s0 * decay + 1
         st = st * decay + t
         se = se * decay + raw

@@ -19,6 +19,9 @@ public struct LeaderConfiguration: Sendable {
     public var startLatencyMilliseconds = 250
     /// Bytes a follower may have queued before it is dropped as too slow.
     public var maximumQueuedBytes = 2 << 20
+    /// How long a chunk may wait in a follower's queue before that follower
+    /// is dropped as too slow (by then it could no longer play it in time).
+    public var maximumQueueDelayMilliseconds = 2_000
 
     public init() {}
 
@@ -253,7 +256,7 @@ final class FollowerSession: @unchecked Sendable {
     unowned let leader: Leader
     private let log: Logger
     private let queue = NSCondition()
-    private var queued: [[UInt8]] = []
+    private var queued: [(bytes: [UInt8], at: Int64)] = []
     private var queuedBytes = 0
     private var closed = false
     private(set) var name: String?
@@ -276,12 +279,16 @@ final class FollowerSession: @unchecked Sendable {
     func enqueue(_ bytes: [UInt8]) {
         queue.lock()
         if closed { queue.unlock(); return }
-        if queuedBytes + bytes.count > leader.configuration.maximumQueuedBytes {
+        let now = Monotonic.now()
+        let waited = queued.first.map { now - $0.at } ?? 0
+        if queuedBytes + bytes.count > leader.configuration.maximumQueuedBytes
+            || waited > Int64(leader.configuration.maximumQueueDelayMilliseconds) * nanosecondsPerMillisecond {
+            let reason = "too slow: \(queuedBytes) bytes waiting to be sent, oldest for \(waited / nanosecondsPerMillisecond) ms"
             queue.unlock()
-            close(reason: "too slow: \(queuedBytes) bytes waiting to be sent")
+            close(reason: reason)
             return
         }
-        queued.append(bytes)
+        queued.append((bytes, now))
         queuedBytes += bytes.count
         queue.signal()
         queue.unlock()
@@ -309,11 +316,13 @@ final class FollowerSession: @unchecked Sendable {
 
     private func writeLoop() {
         connection.setSendTimeout(milliseconds: 2_000)
+        // A bounded kernel buffer, so a stalled follower shows up in our queue.
+        connection.setSendBuffer(bytes: 128 * 1024)
         while true {
             queue.lock()
             while queued.isEmpty && !closed { queue.wait() }
             if closed { queue.unlock(); return }
-            let bytes = queued.removeFirst()
+            let bytes = queued.removeFirst().bytes
             queuedBytes -= bytes.count
             queue.unlock()
             do { try connection.send(bytes) } catch {

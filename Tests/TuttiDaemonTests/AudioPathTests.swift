@@ -1,0 +1,157 @@
+import Foundation
+import Testing
+import TuttiAudio
+import TuttiCore
+import TuttiDaemon
+import TuttiNet
+
+/// Leader → follower → virtual DAC, end to end on loopback, real codecs.
+@Suite(.serialized) struct AudioPathTests {
+    @Test func pcmAt48kHzIsBitExact() throws {
+        let dir = makeTemporaryDirectory()
+        let input = quantize(TestSignal.music(seconds: 3))
+        writeFile(dir + "/music.wav", wavImage(input))
+        let leader = try startLeader(files: [dir + "/music.wav"])
+        // Steering off: a DAC exactly at 48 kHz needs none, and any
+        // resampling would (correctly) change the bits.
+        let follower = try startFollower(leader: leader.endpoint, name: "a", output: .file(path: dir + "/a.raw", ppm: 0, delayMilliseconds: 0), steering: false)
+        waitForPlayout(leader)
+        follower.stop()
+        leader.stop()
+
+        let output = readRaw(dir + "/a.raw")
+        let inStart = try #require(firstSoundingFrame(input))
+        let outStart = try #require(firstSoundingFrame(output))
+        let frames = input.count / 2 - inStart
+        #expect(output.count / 2 - outStart >= frames, "output holds every input frame")
+        var mismatches = 0
+        for i in 0..<(2 * frames) where 2 * outStart + i < output.count {
+            if output[2 * outStart + i] != input[2 * inStart + i] { mismatches += 1 }
+        }
+        #expect(mismatches == 0, "\(mismatches) of \(2 * frames) samples differ")
+        #expect(follower.engine.statistics.starvedFrames < 48_000, "starved frames only after the end")
+    }
+
+    @Test func wavAt44100HzComesOutAt48kHz() throws {
+        let dir = makeTemporaryDirectory()
+        // The same continuous signal sampled at both rates: the ideal output.
+        let source = TestSignal.music(seconds: 3, rate: 44_100, percussion: false)
+        let reference = TestSignal.music(seconds: 3, rate: 48_000, percussion: false)
+        writeFile(dir + "/music44.wav", wavImage(quantize(source), rate: 44_100))
+        let leader = try startLeader(files: [dir + "/music44.wav"])
+        let follower = try startFollower(leader: leader.endpoint, name: "a", output: .file(path: dir + "/a.raw", ppm: 0, delayMilliseconds: 0), steering: false)
+        waitForPlayout(leader)
+        follower.stop()
+        leader.stop()
+
+        let output = readRaw(dir + "/a.raw").map { Float($0) / 32768 }
+        let outStart = try #require(firstSoundingFrame(readRaw(dir + "/a.raw")))
+        let expectedFrames = 3 * 48_000
+        #expect(abs(output.count / 2 - outStart - expectedFrames) < 48_000, "about 3 s of 48 kHz audio")
+        // Align: find the reference offset that best matches, then correlate 2 s.
+        let window = 2 * 48_000 * 2
+        let best = SignalMetrics.bestLag(reference, aStart: 2 * 4_800, output, candidates: (2 * outStart - 400)...(2 * outStart + 400), count: window)
+        #expect(best.correlation >= 0.999, "correlation \(best.correlation)")
+    }
+
+    @Test(arguments: ["sine", "music"])
+    func opusKeepsTheSignal(kind: String) throws {
+        let dir = makeTemporaryDirectory("opus\(kind)")
+        let signal = kind == "sine" ? TestSignal.sine(frequency: 1_000, seconds: 3) : TestSignal.music(seconds: 3)
+        let input = quantize(signal)
+        writeFile(dir + "/in.wav", wavImage(input))
+        let leader = try startLeader(files: [dir + "/in.wav"], codec: .opus)
+        let follower = try startFollower(leader: leader.endpoint, name: "a", output: .file(path: dir + "/a.raw", ppm: 0, delayMilliseconds: 0), steering: false)
+        waitForPlayout(leader)
+        follower.stop()
+        leader.stop()
+
+        let reference = input.map { Float($0) / 32768 }
+        let raw = readRaw(dir + "/a.raw")
+        let output = raw.map { Float($0) / 32768 }
+        let outStart = try #require(firstSoundingFrame(raw))
+        // Compare 2 s from 0.5 s in, searching a few ms of lag (codec delay is compensated in the PTS).
+        let count = 2 * 48_000 * 2
+        let aStart = 2 * 24_000
+        let best = SignalMetrics.bestLag(reference, aStart: aStart, output, candidates: (2 * outStart - 2 * 600)...(2 * outStart + 2 * 600), count: count)
+        let snr = SignalMetrics.snr(reference, aStart, output, aStart + best.lag, count: count)
+        print("opus \(kind): SNR \(String(format: "%.1f", snr)) dB, lag \(best.lag / 2 - outStart) frames")
+        #expect(best.lag % 2 == 0)
+        #expect(snr >= 25, "SNR \(snr) dB")
+    }
+
+    @Test func consecutiveFilesJoinWithoutGapOrRepeat() throws {
+        let dir = makeTemporaryDirectory()
+        // Split a counter signal at a point that is not a chunk boundary.
+        let first = counterFrames(count: 30_001)
+        let second = counterFrames(count: 40_000, from: 30_001)
+        writeFile(dir + "/1.wav", wavImage(first))
+        writeFile(dir + "/2.wav", wavImage(second))
+        let leader = try startLeader(files: [dir + "/1.wav", dir + "/2.wav"])
+        let follower = try startFollower(leader: leader.endpoint, name: "a", output: .file(path: dir + "/a.raw", ppm: 0, delayMilliseconds: 0), steering: false)
+        waitForPlayout(leader)
+        follower.stop()
+        leader.stop()
+
+        let output = readRaw(dir + "/a.raw")
+        let start = try #require(firstSoundingFrame(output))
+        var expected = 0, breaks = 0
+        var i = start
+        while 2 * i + 1 < output.count, let index = counterIndex(output[2 * i], output[2 * i + 1]) {
+            if index != expected { breaks += 1 }
+            expected = index + 1
+            i += 1
+        }
+        #expect(breaks == 0, "\(breaks) discontinuities")
+        #expect(expected == 70_001, "played \(expected) of 70001 frames in order")
+    }
+
+    @Test func mp3PlaysThroughTheLeader() throws {
+        let dir = makeTemporaryDirectory()
+        let input = quantize(TestSignal.music(seconds: 2))
+        writeFile(dir + "/in.wav", wavImage(input))
+        try runLame(dir + "/in.wav", dir + "/in.mp3")
+        let leader = try startLeader(files: [dir + "/in.mp3"])
+        let follower = try startFollower(leader: leader.endpoint, name: "a", output: .file(path: dir + "/a.raw", ppm: 0, delayMilliseconds: 0), steering: false)
+        waitForPlayout(leader)
+        follower.stop()
+        leader.stop()
+        let raw = readRaw(dir + "/a.raw")
+        let output = raw.map { Float($0) / 32768 }
+        let reference = input.map { Float($0) / 32768 }
+        let outStart = try #require(firstSoundingFrame(raw))
+        let count = 2 * 48_000
+        let best = SignalMetrics.bestLag(reference, aStart: 2 * 12_000, output, candidates: (2 * outStart - 2 * 200)...(2 * outStart + 2 * 1_200), count: count)
+        #expect(best.correlation > 0.99, "correlation \(best.correlation)")
+    }
+
+    @Test func corruptFileIsSkippedAndPlaybackGoesOn() throws {
+        let dir = makeTemporaryDirectory()
+        writeFile(dir + "/broken.mp3", (0..<20_000).map { UInt8(truncatingIfNeeded: $0 &* 7919 &+ 13) })
+        writeFile(dir + "/broken.wav", Array("RIFF\u{0}\u{0}\u{0}\u{0}WAVEjunk".utf8))
+        writeFile(dir + "/good.wav", wavImage(counterFrames(count: 24_000)))
+        let leader = try startLeader(files: [dir + "/missing.wav", dir + "/broken.wav", dir + "/broken.mp3", dir + "/good.wav"])
+        let follower = try startFollower(leader: leader.endpoint, name: "a", output: .file(path: dir + "/a.raw", ppm: 0, delayMilliseconds: 0), steering: false)
+        waitForPlayout(leader)
+        follower.stop()
+        leader.stop()
+        let output = readRaw(dir + "/a.raw")
+        // Whatever libmpg123 salvaged from noise, the good file plays in full and in order.
+        var seen = Set<Int>()
+        var i = 0
+        while 2 * i + 1 < output.count {
+            if let index = counterIndex(output[2 * i], output[2 * i + 1]), index < 24_000 { seen.insert(index) }
+            i += 1
+        }
+        #expect(seen.count == 24_000, "good file frames heard: \(seen.count)")
+    }
+}
+
+func runLame(_ wav: String, _ mp3: String) throws {
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    p.arguments = ["lame", "--quiet", "-b", "192", wav, mp3]
+    try p.run()
+    p.waitUntilExit()
+    guard p.terminationStatus == 0 else { throw UsageError("lame failed (is the lame package installed?)") }
+}

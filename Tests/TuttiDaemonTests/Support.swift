@@ -1,0 +1,124 @@
+import Foundation
+import Glibc
+import TuttiAudio
+import TuttiCore
+import TuttiDaemon
+import TuttiNet
+
+/// A fresh folder under /tmp for one test.
+func makeTemporaryDirectory(_ name: String = #function) -> String {
+    let safe = name.filter { $0.isLetter || $0.isNumber }
+    let path = NSTemporaryDirectory() + "tutti-test-\(safe)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+    try! FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    return path
+}
+
+func writeFile(_ path: String, _ bytes: [UInt8]) {
+    _ = FileManager.default.createFile(atPath: path, contents: Data(bytes))
+}
+
+/// 16-bit stereo frames whose values encode their own index, so any frame
+/// of the output says exactly which input frame it is. Never zero.
+func counterFrames(count: Int, from start: Int = 0) -> [Int16] {
+    var out = [Int16](repeating: 0, count: count * 2)
+    for k in 0..<count {
+        let i = start + k
+        out[2 * k] = Int16(1000 + i % 30_000)
+        out[2 * k + 1] = Int16(1000 + i / 30_000)
+    }
+    return out
+}
+
+func counterIndex(_ left: Int16, _ right: Int16) -> Int? {
+    guard left >= 1000, right >= 1000 else { return nil }
+    return Int(right - 1000) * 30_000 + Int(left - 1000)
+}
+
+func wavImage(_ samples: [Int16], rate: Int = 48_000, channels: Int = 2) -> [UInt8] {
+    var bytes = wavHeader(sampleRate: rate, channels: channels, bitsPerSample: 16, dataBytes: samples.count * 2)
+    for s in samples { let v = UInt16(bitPattern: s); bytes.append(UInt8(v & 0xff)); bytes.append(UInt8(v >> 8)) }
+    return bytes
+}
+
+func quantize(_ samples: [Float]) -> [Int16] { samples.map(sampleToInt16) }
+
+/// Reads an S16LE stereo raw file.
+func readRaw(_ path: String) -> [Int16] {
+    guard let data = FileManager.default.contents(atPath: path) else { return [] }
+    return data.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
+}
+
+/// Reads PATH.timing: (frame index, monotonic ns) per block.
+func readTiming(_ path: String) -> [(frame: Int, time: Int64)] {
+    guard let text = try? String(contentsOfFile: path + ".timing", encoding: .utf8) else { return [] }
+    return text.split(separator: "\n").compactMap { line in
+        let parts = line.split(separator: " ")
+        guard parts.count == 2, let f = Int(parts[0]), let t = Int64(parts[1]) else { return nil }
+        return (f, t)
+    }
+}
+
+/// When output frame `frame` left the virtual DAC, from its timing log.
+func leaveTime(ofFrame frame: Int, timing: [(frame: Int, time: Int64)], ppm: Double) -> Int64? {
+    guard let block = timing.last(where: { $0.frame <= frame }) else { return nil }
+    let rate = 48_000 * (1 + ppm * 1e-6)
+    return block.time + Int64(Double(frame - block.frame) / rate * 1e9)
+}
+
+let testLog = Logger.silent
+
+/// A leader on an ephemeral loopback port.
+func startLeader(files: [String], codec: Codec = .pcm, loop: Bool = false, buffer: Int = 1_000,
+                 configure: (inout LeaderConfiguration) -> Void = { _ in }) throws -> Leader {
+    var c = LeaderConfiguration()
+    c.listen = Endpoint(host: "127.0.0.1", port: 0)
+    c.files = files
+    c.codec = codec
+    c.loop = loop
+    c.bufferMilliseconds = buffer
+    configure(&c)
+    let leader = try Leader(configuration: c, log: testLog)
+    try leader.start()
+    return leader
+}
+
+func startFollower(leader: Endpoint, name: String, output: OutputSpec, steering: Bool = true,
+                   configure: (inout FollowerConfiguration) -> Void = { _ in }) throws -> Follower {
+    var c = FollowerConfiguration()
+    c.leader = leader
+    c.name = name
+    c.output = output
+    c.steering = steering
+    c.realtime = false
+    configure(&c)
+    let follower = try Follower(configuration: c, log: testLog)
+    follower.start()
+    return follower
+}
+
+/// Waits (polling) up to `timeout` seconds for `condition`.
+@discardableResult
+func waitUntil(timeout: Double, _ condition: () -> Bool) -> Bool {
+    let deadline = Monotonic.now() + Int64(timeout * 1e9)
+    while Monotonic.now() < deadline {
+        if condition() { return true }
+        usleep(20_000)
+    }
+    return condition()
+}
+
+/// Waits for a non-looping leader to finish and its last chunk to play.
+func waitForPlayout(_ leader: Leader, timeout: Double = 30) {
+    waitUntil(timeout: timeout) { leader.finished }
+    usleep(UInt32(leader.configuration.bufferMilliseconds * 1000 + 400_000))
+}
+
+/// Index of the first frame where either channel is non-zero.
+func firstSoundingFrame(_ samples: [Int16], from: Int = 0) -> Int? {
+    var i = from
+    while 2 * i + 1 < samples.count {
+        if samples[2 * i] != 0 || samples[2 * i + 1] != 0 { return i }
+        i += 1
+    }
+    return nil
+}
