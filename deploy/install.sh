@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Builds Tutti and installs the binaries and service units (run as root on the board).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+swift build -c release
+install -m 0755 .build/release/tuttid .build/release/tutti /usr/local/bin/
+id tutti >/dev/null 2>&1 || useradd --system --groups audio --home /var/lib/tutti --create-home tutti
+install -m 0644 deploy/tutti-leader.service deploy/tutti-follower.service /etc/systemd/system/
+echo "installed; enable one of: systemctl enable --now tutti-follower (speaker) / tutti-leader (source)"

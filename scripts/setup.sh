@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs what Tutti needs to build, run and test on Debian 12 (idempotent,
+# non-interactive). The Swift toolchain itself must already be on PATH.
+set -euo pipefail
+
+packages=(
+  pkg-config
+  libasound2-dev libmpg123-dev libopus-dev libsoxr-dev libsqlite3-dev libavahi-client-dev   # C libraries
+  alsa-utils lame                                                                           # tests: ALSA tools, MP3 encoder
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+command -v swift >/dev/null || { echo "setup: the Swift toolchain (swift) is not on PATH" >&2; exit 1; }
