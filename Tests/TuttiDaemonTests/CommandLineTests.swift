@@ -1,0 +1,120 @@
+import Foundation
+import Testing
+import TuttiAudio
+import TuttiCore
+import TuttiDaemon
+import TuttiNet
+
+@Suite struct CommandLineParsingTests {
+    @Test func leaderOptions() throws {
+        let (command, level) = try DaemonCommand.parse(["leader", "--listen", "127.0.0.1:5000", "--play", "a.mp3", "b.wav",
+                                                        "--loop", "--codec", "pcm", "--frame-ms", "10", "--buffer-ms", "500", "--log-level", "debug"])
+        guard case .leader(let c) = command else { Issue.record("not a leader: \(command)"); return }
+        #expect(c.listen == Endpoint(host: "127.0.0.1", port: 5000))
+        #expect(c.files == ["a.mp3", "b.wav"])
+        #expect(c.loop && c.codec == .pcm && c.frameMilliseconds == 10 && c.bufferMilliseconds == 500)
+        #expect(c.framesPerChunk == 480)
+        #expect(level == .debug)
+    }
+
+    @Test func followerOptions() throws {
+        let (command, _) = try DaemonCommand.parse(["follower", "--leader", "speaker.local", "--name", "kitchen",
+                                                    "--output", "file:/tmp/k.raw,ppm=-150", "--latency-ms", "12.5",
+                                                    "--clock-offset-ms", "-3000", "--clock-skew-ppm", "50", "--no-steer"])
+        guard case .follower(let c) = command else { Issue.record("not a follower"); return }
+        #expect(c.leader == Endpoint(host: "speaker.local", port: 4953))
+        #expect(c.name == "kitchen")
+        #expect(c.output == .file(path: "/tmp/k.raw", ppm: -150, delayMilliseconds: 0))
+        #expect(c.latencyMilliseconds == 12.5 && c.clockOffsetMilliseconds == -3000 && c.clockSkewPPM == 50 && !c.steering)
+    }
+
+    @Test(arguments: [
+        ["leader"],                                        // no files
+        ["leader", "--play"],                              // still none
+        ["leader", "--play", "a", "--codec", "flac"],
+        ["leader", "--play", "a", "--bitrate", "9000"],
+        ["leader", "--play", "a", "--frame-ms", "15"],
+        ["leader", "--play", "a", "--buffer-ms", "nan"],
+        ["leader", "--play", "a", "--listen", "host"],
+        ["leader", "--play", "a", "--listen", "host:99999"],
+        ["leader", "--play", "a", "--bogus"],
+        ["follower", "--output", "speaker"],
+        ["follower", "--name", String(repeating: "x", count: 65)],
+        ["follower", "--clock-skew-ppm", "5000"],
+        ["follower", "--latency-ms"],
+        ["demo", "--seconds", "-1"],
+        ["dance"],
+    ])
+    func badInputIsAUsageError(arguments: [String]) {
+        #expect(throws: UsageError.self) { try DaemonCommand.parse(arguments) }
+    }
+}
+
+/// Runs the built `tuttid` binary.
+@Suite(.serialized) struct DaemonBinaryTests {
+    static var binary: String {
+        let dir = URL(fileURLWithPath: Bundle.main.executablePath ?? CommandLine.arguments[0]).deletingLastPathComponent()
+        return dir.appendingPathComponent("tuttid").path
+    }
+
+    func run(_ arguments: [String], timeout: Double = 30) throws -> (status: Int32, out: String, err: String) {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: Self.binary)
+        p.arguments = arguments
+        let out = Pipe(), err = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        try p.run()
+        let deadline = Date().addingTimeInterval(timeout)
+        while p.isRunning && Date() < deadline { usleep(50_000) }
+        if p.isRunning { p.terminate() }
+        p.waitUntilExit()
+        let o = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let e = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        return (p.terminationStatus, o, e)
+    }
+
+    @Test func demoPrintsSpeakerSeparation() throws {
+        #expect(FileManager.default.isExecutableFile(atPath: Self.binary), "\(Self.binary)")
+        let dir = makeTemporaryDirectory()
+        let (status, out, _) = try run(["demo", "--seconds", "5", "--dir", dir])
+        #expect(status == 0)
+        let lines = out.split(separator: "\n").filter { $0.contains("apart") && $0.hasPrefix("t=") }
+        #expect(lines.count >= 3, "\(out)")
+        // The last report: both speakers playing, within 1 ms of each other.
+        let last = try #require(lines.last)
+        let value = try #require(last.components(separatedBy: "speakers ").last?.split(separator: " ").first.flatMap { Double($0) })
+        #expect(value < 1_000, "\(last)")
+        #expect(out.contains("demo done"))
+        // It recorded what each speaker played.
+        #expect(((try? FileManager.default.attributesOfItem(atPath: dir + "/kitchen.raw")[.size] as? Int) ?? 0) > 48_000 * 4)
+    }
+
+    @Test func usageErrorsExitWith64() throws {
+        let (status, _, err) = try run(["leader", "--codec", "flac", "--play", "x"])
+        #expect(status == 64)
+        #expect(err.contains("flac"))
+        let (helpStatus, help, _) = try run(["follower", "--help"])
+        #expect(helpStatus == 0 && help.contains("--output"))
+    }
+
+    @Test func leaderPlaysAFileToAFollowerProcessAndExits() throws {
+        let dir = makeTemporaryDirectory()
+        writeFile(dir + "/count.wav", wavImage(counterFrames(count: 48_000)))
+        let port = UInt16.random(in: 20_000...40_000)
+        let leader = Process()
+        leader.executableURL = URL(fileURLWithPath: Self.binary)
+        leader.arguments = ["leader", "--listen", "127.0.0.1:\(port)", "--play", dir + "/count.wav", "--codec", "pcm", "--start-ms", "1000"]
+        leader.standardError = FileHandle.nullDevice
+        try leader.run()
+        let (status, _, err) = try run(["follower", "--leader", "127.0.0.1:\(port)", "--name", "proc", "--no-realtime",
+                                        "--output", "file:\(dir)/proc.raw"], timeout: 4)
+        leader.waitUntilExit()
+        #expect(leader.terminationStatus == 0, "the leader exits once the play list has played")
+        #expect(status == 15 || status == 0, "follower stopped by SIGTERM: \(status)")
+        #expect(err.contains("connected to leader"), "\(err)")
+        let out = readRaw(dir + "/proc.raw")
+        let start = try #require(firstSoundingFrame(out))
+        #expect(counterIndex(out[2 * start], out[2 * start + 1]) == 0, "played from the first frame")
+    }
+}
