@@ -93,6 +93,7 @@ public struct ClockEstimator: Sendable {
     public mutating func reset() {
         samples.removeAll(keepingCapacity: true)
         model = nil
+        bestRoundTrip = 0 // else health reports show the previous session's round trip
     }
 
     /// Adds an exchange and refits. Returns false if the sample was discarded
