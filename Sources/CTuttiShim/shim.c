@@ -2,6 +2,7 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <string.h>
+#include <stdio.h>
 #include "tutti_shim.h"
 #include <opus.h>
 
@@ -70,4 +71,7 @@ long tutti_recv_timestamped(int fd, void *buffer, unsigned long length, int64_t 
         }
     }
     return n;
+}
+long long tutti_mpg123_seek(mpg123_handle *mh, long long sample) {
+    return (long long)mpg123_seek(mh, (off_t)sample, SEEK_SET);
 }

@@ -8,6 +8,8 @@ public protocol ChunkEncoder: AnyObject {
     /// Frames by which decoded audio lags the input (Opus look-ahead).
     var delayFrames: Int { get }
     func encode(_ frames: UnsafePointer<Float>, count: Int) throws(AudioError) -> [UInt8]
+    /// Forgets history at a discontinuity (flush, skip, seek).
+    func reset()
 }
 
 /// Decodes payloads back to float frames; conceals lost chunks.
@@ -16,6 +18,8 @@ public protocol ChunkDecoder: AnyObject {
     func decode(_ payload: [UInt8], frames: Int, into output: UnsafeMutablePointer<Float>, maxFrames: Int) throws(AudioError) -> Int
     /// Produces `frames` frames standing in for a lost chunk.
     func conceal(frames: Int, into output: UnsafeMutablePointer<Float>) -> Int
+    /// Forgets history at a discontinuity.
+    func reset()
 }
 
 public func makeEncoder(_ codec: Codec, bitrateKbps: Int, frameSize: Int) throws(AudioError) -> any ChunkEncoder {
@@ -37,6 +41,7 @@ public final class PCMEncoder: ChunkEncoder {
     public let codec = Codec.pcm
     public let delayFrames = 0
     public init() {}
+    public func reset() {}
     public func encode(_ frames: UnsafePointer<Float>, count: Int) throws(AudioError) -> [UInt8] {
         var out = [UInt8](repeating: 0, count: count * 4)
         for i in 0..<(count * 2) {
@@ -50,6 +55,7 @@ public final class PCMEncoder: ChunkEncoder {
 
 public final class PCMDecoder: ChunkDecoder {
     public init() {}
+    public func reset() {}
     public func decode(_ payload: [UInt8], frames: Int, into output: UnsafeMutablePointer<Float>, maxFrames: Int) throws(AudioError) -> Int {
         let n = min(payload.count / 4, maxFrames)
         guard n == frames else { throw .codec(operation: "pcm decode", reason: "payload holds \(payload.count / 4) frames, header says \(frames)") }
@@ -95,6 +101,8 @@ public final class OpusChunkEncoder: ChunkEncoder {
 
     deinit { opus_encoder_destroy(encoder) }
 
+    public func reset() { tutti_opus_encoder_reset(encoder) }
+
     public func encode(_ frames: UnsafePointer<Float>, count: Int) throws(AudioError) -> [UInt8] {
         let n = packet.withUnsafeMutableBufferPointer {
             opus_encode_float(encoder, frames, Int32(count), $0.baseAddress!, Int32($0.count))
@@ -116,6 +124,8 @@ public final class OpusChunkDecoder: ChunkDecoder {
     }
 
     deinit { opus_decoder_destroy(decoder) }
+
+    public func reset() { tutti_opus_decoder_reset(decoder) }
 
     public func decode(_ payload: [UInt8], frames: Int, into output: UnsafeMutablePointer<Float>, maxFrames: Int) throws(AudioError) -> Int {
         let n = payload.withUnsafeBufferPointer {

@@ -11,6 +11,10 @@ public protocol AudioDecoder: AnyObject {
     /// Appends up to `maxFrames` stereo frames to `output`; returns how many
     /// (0 at the end). Throws when the file turns out to be corrupt.
     func read(into output: inout [Float], maxFrames: Int) throws(AudioError) -> Int
+    /// Moves to `frame` (at the file's own rate), clamped to the end.
+    func seek(toFrame frame: Int) throws(AudioError)
+    /// Length in frames at the file's own rate, if known.
+    var frameCount: Int? { get }
 }
 
 public enum AudioFile {
@@ -56,6 +60,16 @@ public final class WAVDecoder: AudioDecoder {
     }
 
     deinit { fclose(file) }
+
+    public var frameCount: Int? { format.frameCount }
+
+    public func seek(toFrame frame: Int) throws(AudioError) {
+        let target = min(max(0, frame), format.frameCount)
+        guard fseek(file, format.dataOffset + target * format.bytesPerFrame, SEEK_SET) == 0 else {
+            throw .undecodable(path: path, reason: "seek failed: \(String(cString: strerror(errno)))")
+        }
+        remaining = format.dataLength - target * format.bytesPerFrame
+    }
 
     public func read(into output: inout [Float], maxFrames: Int) throws(AudioError) -> Int {
         let want = min(maxFrames * format.bytesPerFrame, remaining)
@@ -114,11 +128,22 @@ public final class MP3Decoder: AudioDecoder {
         mpg123_delete(handle)
     }
 
-    /// Exact decoded length in frames (gapless), scanning the file if needed.
+    private var scanned: Int??
+
+    /// Exact decoded length in frames (gapless), scanning the file once.
     public var frameCount: Int? {
+        if let scanned { return scanned }
         mpg123_scan(handle)
         let n = tutti_mpg123_length(handle)
-        return n >= 0 ? Int(n) : nil
+        scanned = .some(n >= 0 ? Int(n) : nil)
+        return scanned!
+    }
+
+    public func seek(toFrame frame: Int) throws(AudioError) {
+        _ = frameCount // a scanned file seeks sample-accurately
+        let rc = tutti_mpg123_seek(handle, Int64(max(0, frame)))
+        guard rc >= 0 else { throw .undecodable(path: path, reason: "seek failed: \(String(cString: mpg123_strerror(handle)))") }
+        finished = false
     }
 
     public func read(into output: inout [Float], maxFrames: Int) throws(AudioError) -> Int {

@@ -97,6 +97,21 @@ public final class AudioTimeline: @unchecked Sendable {
         writeEndAtomic.store(min(end, max(index, readStart)), ordering: .releasing)
     }
 
+    /// Ramps the `count` frames before `index` down to silence (before a
+    /// flush point, so a pause or skip does not click). Frames already
+    /// released are left alone.
+    public func fadeOut(before index: Int, count: Int) {
+        let readStart = readStartAtomic.load(ordering: .acquiring)
+        let end = min(index, writeEndAtomic.load(ordering: .relaxed))
+        let start = max(end - count, readStart)
+        guard start < end else { return }
+        for i in start..<end {
+            let gain = Float(end - i - 1) / Float(count)
+            let p = frame(i)
+            store(i, p[0] * gain, p[1] * gain)
+        }
+    }
+
     /// Marks the end of the stream at grid index `index` (nothing follows).
     public func endStream(at index: Int) { endOfStreamAtomic.store(index, ordering: .releasing) }
 

@@ -40,6 +40,28 @@ public enum MessageType: UInt8, Sendable, CaseIterable {
     case streamEnd = 8
     case health = 9
     case bye = 10
+    case settings = 11
+}
+
+/// Per-room settings the leader pushes to a follower.
+public struct RoomSettings: Equatable, Sendable {
+    /// 0…100.
+    public var volume: UInt8
+    public var muted: Bool
+    /// Speaker latency after the DAC to compensate, −1 s … 5 s.
+    public var latencyTrimNanoseconds: Int64
+
+    public init(volume: UInt8 = 100, muted: Bool = false, latencyTrimNanoseconds: Int64 = 0) {
+        self.volume = volume; self.muted = muted; self.latencyTrimNanoseconds = latencyTrimNanoseconds
+    }
+
+    /// The gain the follower applies.
+    public var gain: Float {
+        guard !muted else { return 0 }
+        // A perceptual curve: 100 → 1, 50 → about −18 dB, 0 → silence.
+        let v = Float(min(volume, 100)) / 100
+        return v * v * v
+    }
 }
 
 /// Sent by the leader once a follower is accepted: what the stream carries.
@@ -121,6 +143,7 @@ public enum Message: Equatable, Sendable {
     case streamEnd(streamID: UInt32, at: LeaderTime)
     case health(HealthReport)
     case bye(reason: String)
+    case settings(RoomSettings)
 
     public var type: MessageType {
         switch self {
@@ -134,6 +157,7 @@ public enum Message: Equatable, Sendable {
         case .streamEnd: .streamEnd
         case .health: .health
         case .bye: .bye
+        case .settings: .settings
         }
     }
 }
@@ -192,6 +216,8 @@ public extension Message {
             w.u32(h.underruns); w.u32(h.hardResyncs); w.u32(h.concealedChunks)
         case .bye(let reason):
             w.string(reason, limit: WireProtocol.maxReasonBytes)
+        case .settings(let r):
+            w.u8(r.volume); w.u8(r.muted ? 1 : 0); w.i64(r.latencyTrimNanoseconds)
         }
         let length = UInt32(w.bytes.count - 4)
         w.bytes[0] = UInt8(length >> 24); w.bytes[1] = UInt8((length >> 16) & 0xff)
@@ -245,6 +271,16 @@ public extension Message {
             message = .health(h)
         case .bye:
             message = .bye(reason: try r.string(limit: WireProtocol.maxReasonBytes))
+        case .settings:
+            let volume = try r.u8()
+            guard volume <= 100 else { throw .invalidField(type, "volume \(volume) above 100") }
+            let muted = try r.u8()
+            guard muted <= 1 else { throw .invalidField(type, "muted flag \(muted) is not 0 or 1") }
+            let trim = try r.i64()
+            guard trim >= -nanosecondsPerSecond, trim <= 5 * nanosecondsPerSecond else {
+                throw .invalidField(type, "latency trim \(trim) ns outside −1…5 s")
+            }
+            message = .settings(RoomSettings(volume: volume, muted: muted == 1, latencyTrimNanoseconds: trim))
         }
         try r.finish()
         return message

@@ -31,13 +31,15 @@ public enum DaemonUsage {
     usage: tuttid leader --play FILE [FILE...] [OPTIONS]
 
       --listen HOST:PORT     where followers connect (default 0.0.0.0:4953)
+      --control HOST:PORT    JSON-RPC control socket (default 127.0.0.1:4954; "off" for none)
       --play FILE [FILE...]  MP3 or WAV files, played gaplessly in order
       --loop                 start again after the last file
       --codec opus|pcm       wire codec (default opus; pcm is bit-exact)
       --bitrate KBPS         Opus bitrate, 6–510 (default 160)
       --frame-ms 10|20       chunk duration (default 20)
       --buffer-ms N          steady-state buffer, 20–10000 (default 1000)
-      --start-ms N           start latency for new audio (default 250, at most the buffer)
+      --start-ms N           how far ahead new audio and commands are scheduled
+                             (default 100, at most the buffer)
       --log-level LEVEL      debug, info, warning, error (default info)
     """
 
@@ -102,11 +104,17 @@ public extension DaemonCommand {
         switch command {
         case "leader":
             var c = LeaderConfiguration()
+            c.control = Endpoint(host: "127.0.0.1", port: 4954)
             while !args.isEmpty {
                 let flag = args.removeFirst()
                 switch flag {
                 case "--listen":
                     do { c.listen = try Endpoint(parsing: try value(flag)) } catch let e as NetError { throw UsageError("--listen: \(e)") } catch { throw error as! UsageError }
+                case "--control":
+                    let text = try value(flag)
+                    if text == "off" { c.control = nil } else {
+                        do { c.control = try Endpoint(parsing: text) } catch { throw UsageError("--control: \(error)") }
+                    }
                 case "--play":
                     while let next = args.first, !next.hasPrefix("--") { c.files.append(args.removeFirst()) }
                 case "--loop": c.loop = true

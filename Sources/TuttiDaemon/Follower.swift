@@ -41,6 +41,7 @@ public final class Follower: @unchecked Sendable {
     private let concealedAtomic = Atomic<Int>(0)
     private let connectionsAtomic = Atomic<Int>(0)
     private let lastError = Mutex<String?>(nil)
+    private let roomSettings = Mutex(RoomSettings())
 
     public init(configuration: FollowerConfiguration, log: Logger) throws(AudioError) {
         self.configuration = configuration
@@ -58,6 +59,8 @@ public final class Follower: @unchecked Sendable {
     public var connectionCount: Int { connectionsAtomic.load(ordering: .relaxed) }
     public var concealedChunks: Int { concealedAtomic.load(ordering: .relaxed) }
     public var clock: ClockModel? { clockModel.current() }
+    /// Volume, mute and latency trim as last set by the leader.
+    public var settings: RoomSettings { roomSettings.withLock { $0 } }
     /// Why the last connection attempt or session ended.
     public var lastFailure: String? { lastError.withLock { $0 } }
 
@@ -177,8 +180,17 @@ public final class Follower: @unchecked Sendable {
                 }
             case .flush(let id, let from):
                 guard id == stream.streamID, streamStarted else { continue }
-                timeline.flush(from: timeline.frameIndex(of: from))
+                let index = timeline.frameIndex(of: from)
+                // A 2.5 ms fade into the cut, so a pause or skip does not click.
+                timeline.fadeOut(before: index, count: 120)
+                timeline.flush(from: index)
+                decoder.reset()
                 sequencer.reset()
+                nextIndex = index
+            case .settings(let settings):
+                engine.volume = settings.gain
+                engine.latencyTrimNanoseconds = settings.latencyTrimNanoseconds + Int64(configuration.latencyMilliseconds * 1e6)
+                roomSettings.withLock { $0 = settings }
             case .streamEnd(let id, let at):
                 guard id == stream.streamID, streamStarted else { continue }
                 timeline.endStream(at: timeline.frameIndex(of: at))

@@ -7,6 +7,8 @@ import TuttiNet
 /// How a leader is set up (`tuttid leader …`).
 public struct LeaderConfiguration: Sendable {
     public var listen = Endpoint(host: "0.0.0.0", port: 4953)
+    /// Where the JSON-RPC control socket listens (nil: none).
+    public var control: Endpoint? = nil
     public var files: [String] = []
     public var loop = false
     public var codec = Codec.opus
@@ -14,9 +16,10 @@ public struct LeaderConfiguration: Sendable {
     public var frameMilliseconds = 20
     /// Steady-state buffer: how far ahead of its PTS each chunk is sent.
     public var bufferMilliseconds = 1_000
-    /// How far ahead the first chunk is scheduled (fast start); the leader
-    /// then sends ahead faster than real time until the buffer is full.
-    public var startLatencyMilliseconds = 250
+    /// How far ahead new audio is scheduled (start, resume, skip, seek), and
+    /// so how soon a command is heard; the leader then sends ahead faster
+    /// than real time until the buffer is full.
+    public var startLatencyMilliseconds = 100
     /// Bytes a follower may have queued before it is dropped as too slow.
     public var maximumQueuedBytes = 2 << 20
     /// How long a chunk may wait in a follower's queue before that follower
@@ -44,7 +47,9 @@ public final class Leader: @unchecked Sendable {
     /// Chunks whose PTS is still ahead, for followers that join mid-stream.
     private let backlog = Mutex<[(pts: LeaderTime, bytes: [UInt8])]>([])
     private let running = Atomic<Bool>(true)
-    private let sourceFinished = Atomic<Bool>(false)
+    private let roomSettings = Mutex<[String: RoomSettings]>([:])
+    private var player: StreamPlayer!
+    private var controlServer: ControlServer?
     private let healthReports = Mutex<[String: HealthReport]>([:])
     private let chunksSent = Atomic<Int>(0)
 
@@ -53,13 +58,16 @@ public final class Leader: @unchecked Sendable {
         self.log = log
         self.streamID = UInt32.random(in: 1...UInt32.max)
         listener = try TCPListener(endpoint: configuration.listen)
+        player = StreamPlayer(configuration: configuration, streamID: streamID, log: log,
+                              broadcast: { [unowned self] message, pts in broadcast(message, pts: pts) },
+                              purge: { [unowned self] pts in backlog.withLock { $0.removeAll { $0.pts >= pts } } })
     }
 
     /// Where followers connect (the real port when 0 was asked for).
     public var endpoint: Endpoint { listener.endpoint }
 
     /// True once every file has been played (never with `loop`).
-    public var finished: Bool { sourceFinished.load(ordering: .acquiring) }
+    public var finished: Bool { player.ended }
 
     public var followerNames: [String] { sessions.withLock { $0.values.compactMap { $0.name } }.sorted() }
 
@@ -67,15 +75,20 @@ public final class Leader: @unchecked Sendable {
 
     public var chunkCount: Int { chunksSent.load(ordering: .relaxed) }
 
-    public func start() throws(AudioError) {
+    /// The JSON-RPC endpoint, once started (the real port when 0 was asked for).
+    public var controlEndpoint: Endpoint? { controlServer?.endpoint }
+
+    public func start() throws {
         // Fail early on an impossible encoder configuration.
         _ = try makeEncoder(configuration.codec, bitrateKbps: configuration.bitrateKbps, frameSize: configuration.framesPerChunk)
         log.info("leader listening on \(listener.endpoint), \(configuration.codec) \(configuration.codec == .opus ? "\(configuration.bitrateKbps) kbps " : "")\(configuration.frameMilliseconds) ms chunks, buffer \(configuration.bufferMilliseconds) ms")
         Thread.detachNewThread { [self] in acceptLoop() }
-        let source = Thread { [self] in
-            sourceLoop()
-            sourceFinished.store(true, ordering: .releasing)
+        if let control = configuration.control {
+            let server = try ControlServer(leader: self, endpoint: control, log: log.with(label: "control"))
+            server.start()
+            controlServer = server
         }
+        let source = Thread { [self] in player.run() }
         source.name = "tutti-source"
         source.start()
     }
@@ -83,6 +96,8 @@ public final class Leader: @unchecked Sendable {
     public func stop() {
         guard running.exchange(false, ordering: .acquiringAndReleasing) else { return }
         listener.close()
+        player.stop()
+        controlServer?.stop()
         let all = sessions.withLock { Array($0.values) }
         for s in all { s.close(reason: "leader stopping") }
     }
@@ -139,114 +154,26 @@ public final class Leader: @unchecked Sendable {
         chunksSent.add(1, ordering: .relaxed)
     }
 
-    // MARK: Source
+    // MARK: Player
 
-    private func sourceLoop() {
-        let frames = configuration.framesPerChunk
-        let encoder: any ChunkEncoder
-        do {
-            encoder = try makeEncoder(configuration.codec, bitrateKbps: configuration.bitrateKbps, frameSize: frames)
-        } catch {
-            log.error("\(error)"); return
-        }
-        let buffer = Int64(configuration.bufferMilliseconds) * nanosecondsPerMillisecond
-        let epoch = LeaderTime(nanoseconds: Monotonic.now() + Int64(min(configuration.startLatencyMilliseconds, configuration.bufferMilliseconds)) * nanosecondsPerMillisecond)
-        // Decoded Opus lags its input by the encoder's look-ahead: stamp the
-        // decoded position, so every codec plays the same sample at the same time.
-        let codecDelay = StreamFormat.nanoseconds(frames: encoder.delayFrames)
-        var streamFrame = 0
-        var sequence: UInt64 = 0
-        var pending: [Float] = []
-        pending.reserveCapacity(frames * 4)
+    /// Transport commands (pause, skip, seek …); see `StreamPlayer`.
+    public func perform(_ command: PlayerCommand) throws(PlayerError) -> CommandOutcome {
+        try player.submit(command)
+    }
 
-        func emit(_ samples: UnsafePointer<Float>, count: Int) -> Bool {
-            let pts = epoch + StreamFormat.nanoseconds(frames: streamFrame) - codecDelay
-            // Pace: send each chunk `buffer` ahead of its PTS.
-            let sendAt = pts.nanoseconds - buffer
-            while running.load(ordering: .relaxed) {
-                let wait = sendAt - Monotonic.now()
-                if wait <= 0 { break }
-                Monotonic.sleep(nanoseconds: min(wait, 50 * nanosecondsPerMillisecond))
-            }
-            guard running.load(ordering: .relaxed) else { return false }
-            do {
-                let payload = try encoder.encode(samples, count: count)
-                broadcast(.chunk(Chunk(streamID: streamID, sequence: sequence, pts: pts, frames: UInt32(count), payload: payload)), pts: pts)
-            } catch {
-                log.error("\(error)")
-            }
-            sequence += 1
-            streamFrame += count
-            return true
-        }
+    public var nowPlaying: NowPlaying { player.nowPlaying() }
 
-        func drain(final: Bool) -> Bool {
-            var offset = 0
-            while pending.count - offset >= frames * 2 {
-                let ok = pending.withUnsafeBufferPointer { emit($0.baseAddress! + offset, count: frames) }
-                if !ok { return false }
-                offset += frames * 2
-            }
-            pending.removeFirst(offset)
-            if final && !pending.isEmpty {
-                let count = pending.count / 2
-                if configuration.codec == .opus { pending += [Float](repeating: 0, count: (frames - count) * 2) }
-                let ok = pending.withUnsafeBufferPointer { emit($0.baseAddress!, count: pending.count / 2) }
-                pending.removeAll()
-                return ok
-            }
-            return true
-        }
+    // MARK: Rooms
 
-        repeat {
-            var producedThisPass = false
-            for path in configuration.files {
-                guard running.load(ordering: .relaxed) else { return }
-                let decoder: any AudioDecoder
-                do { decoder = try AudioFile.open(path) } catch {
-                    log.error("skipping \(path): \(error)")
-                    continue
-                }
-                log.info("playing \(path) (\(decoder.sampleRate) Hz)")
-                var resampler: SoxrResampler?
-                if decoder.sampleRate != StreamFormat.sampleRate {
-                    do { resampler = try SoxrResampler(inputRate: decoder.sampleRate) } catch {
-                        log.error("skipping \(path): \(error)"); continue
-                    }
-                }
-                var decoded: [Float] = []
-                decoded.reserveCapacity(8192 * 2)
-                while running.load(ordering: .relaxed) {
-                    decoded.removeAll(keepingCapacity: true)
-                    let n: Int
-                    do { n = try decoder.read(into: &decoded, maxFrames: 4096) } catch {
-                        log.error("\(path): \(error); going on with the next file")
-                        break
-                    }
-                    if n == 0 { break }
-                    producedThisPass = true
-                    if let resampler {
-                        do {
-                            try decoded.withUnsafeBufferPointer { (p) throws(AudioError) in
-                                try resampler.process(p.baseAddress!, frames: n, into: &pending)
-                            }
-                        } catch { log.error("\(path): \(error)"); break }
-                    } else {
-                        pending.append(contentsOf: decoded)
-                    }
-                    if !drain(final: false) { return }
-                }
-                if let resampler { try? resampler.finish(into: &pending) }
-            }
-            if !producedThisPass {
-                log.error("nothing playable in the play list; stopping the stream")
-                break
-            }
-        } while configuration.loop && running.load(ordering: .relaxed)
-        _ = drain(final: true)
-        let end = epoch + StreamFormat.nanoseconds(frames: streamFrame) - codecDelay
-        broadcast(.streamEnd(streamID: streamID, at: end), pts: end)
-        log.info("end of play list")
+    /// Sets a room's volume, mute and latency trim; applied at once if it is connected.
+    public func configure(room: String, _ settings: RoomSettings) {
+        roomSettings.withLock { $0[room] = settings }
+        let targets = sessions.withLock { $0.values.filter { $0.name == room } }
+        for session in targets { session.enqueue(Message.settings(settings).encoded()) }
+    }
+
+    public func settings(of room: String) -> RoomSettings {
+        roomSettings.withLock { $0[room] } ?? RoomSettings()
     }
 }
 
@@ -348,6 +275,7 @@ final class FollowerSession: @unchecked Sendable {
             name = peerName.isEmpty ? connection.peer : peerName
             try connection.send(Message.welcome(version: WireProtocol.version, stream: leader.describeStream()).encoded())
             log.info("follower \(name!) joined from \(connection.peer)")
+            try connection.send(Message.settings(leader.settings(of: name!)).encoded())
             leader.join(self)
             connection.setReceiveTimeout(milliseconds: 30_000)
             while let (message, arrival) = try reader.nextTimed() {

@@ -19,6 +19,8 @@ int tutti_mpg123_open(struct mpg123_handle_struct *mh, const char *path);
 long long tutti_mpg123_length(struct mpg123_handle_struct *mh);
 /// Enables gapless decoding, float output and quiet errors.
 int tutti_mpg123_configure(struct mpg123_handle_struct *mh);
+/// Seeks to a sample offset (gapless: encoder delay excluded); returns the new offset or < 0.
+long long tutti_mpg123_seek(struct mpg123_handle_struct *mh, long long sample);
 
 // Kernel receive timestamps on a TCP socket (SO_TIMESTAMPNS), converted
 // to CLOCK_MONOTONIC: the instant data reached the host, without the

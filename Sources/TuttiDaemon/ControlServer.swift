@@ -1,0 +1,219 @@
+import Foundation
+import Synchronization
+import TuttiAudio
+import TuttiCore
+import TuttiNet
+
+/// JSON-RPC 2.0 over TCP, one JSON object per line, for the `tutti` client
+/// and any program (see docs/api.md). Every successful change is also sent
+/// to every connected client as a notification, so no client needs to poll.
+///
+/// Bad input never closes the connection: malformed JSON, unknown methods
+/// and bad parameters get JSON-RPC error objects; a line longer than 64 KiB
+/// is discarded with a parse error.
+public final class ControlServer: @unchecked Sendable {
+    public static let maxLineBytes = 64 * 1024
+
+    private let leader: Leader
+    private let listener: TCPListener
+    private let log: Logger
+    private let clients = Mutex<[ObjectIdentifier: TCPConnection]>([:])
+    private let running = Atomic<Bool>(true)
+
+    public init(leader: Leader, endpoint: Endpoint, log: Logger) throws(NetError) {
+        self.leader = leader
+        self.log = log
+        listener = try TCPListener(endpoint: endpoint)
+    }
+
+    public var endpoint: Endpoint { listener.endpoint }
+
+    public func start() {
+        log.info("control (JSON-RPC) on \(listener.endpoint)")
+        Thread.detachNewThread { [self] in
+            while running.load(ordering: .relaxed) {
+                guard let connection = try? listener.accept() else { return }
+                clients.withLock { $0[ObjectIdentifier(connection)] = connection }
+                Thread.detachNewThread { [self] in serve(connection) }
+            }
+        }
+    }
+
+    public func stop() {
+        running.store(false, ordering: .releasing)
+        listener.close()
+        for c in clients.withLock({ Array($0.values) }) { c.close() }
+    }
+
+    private func serve(_ connection: TCPConnection) {
+        defer {
+            clients.withLock { _ = $0.removeValue(forKey: ObjectIdentifier(connection)) }
+            connection.close()
+        }
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 16_384, alignment: 1)
+        defer { buffer.deallocate() }
+        var line: [UInt8] = []
+        var discarding = false
+        while true {
+            guard let (n, _) = try? connection.receive(into: buffer), n > 0 else { return }
+            for byte in buffer[0..<n] {
+                if byte == UInt8(ascii: "\n") {
+                    if discarding {
+                        discarding = false
+                        send(error(id: nil, code: -32700, message: "request line longer than \(Self.maxLineBytes) bytes"), to: connection)
+                    } else if !line.allSatisfy({ $0 == 32 || $0 == 13 || $0 == 9 }) {
+                        if let reply = handle(line) { send(reply, to: connection) }
+                    }
+                    line.removeAll(keepingCapacity: true)
+                } else if !discarding {
+                    line.append(byte)
+                    if line.count > Self.maxLineBytes { discarding = true; line.removeAll() }
+                }
+            }
+        }
+    }
+
+    private func send(_ object: [String: Any], to connection: TCPConnection) {
+        guard var data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else { return }
+        data.append(UInt8(ascii: "\n"))
+        connection.setSendTimeout(milliseconds: 1_000)
+        try? connection.send(Array(data))
+    }
+
+    /// Sends a notification to every client.
+    public func notify(_ method: String, _ params: [String: Any]) {
+        let message: [String: Any] = ["jsonrpc": "2.0", "method": method, "params": params]
+        for c in clients.withLock({ Array($0.values) }) { send(message, to: c) }
+    }
+
+    // MARK: Requests
+
+    private func error(id: Any?, code: Int, message: String) -> [String: Any] {
+        ["jsonrpc": "2.0", "id": id ?? NSNull(), "error": ["code": code, "message": message]]
+    }
+
+    private struct RPCError: Error { var code: Int; var message: String }
+
+    func handle(_ line: [UInt8]) -> [String: Any]? {
+        guard let json = try? JSONSerialization.jsonObject(with: Data(line), options: [.fragmentsAllowed]) else {
+            return error(id: nil, code: -32700, message: "not valid JSON")
+        }
+        guard let request = json as? [String: Any] else {
+            return error(id: nil, code: -32600, message: "a request must be a JSON object")
+        }
+        let id = request["id"]
+        let isNotification = id == nil
+        if let idValue = id, !(idValue is NSNumber || idValue is String || idValue is NSNull) {
+            return error(id: nil, code: -32600, message: "id must be a number, a string or null")
+        }
+        guard request["jsonrpc"] as? String == "2.0", let method = request["method"] as? String else {
+            return error(id: id, code: -32600, message: "a request needs \"jsonrpc\": \"2.0\" and a \"method\" string")
+        }
+        let params: [String: Any]
+        switch request["params"] {
+        case nil, is NSNull: params = [:]
+        case let object as [String: Any]: params = object
+        default: return error(id: id, code: -32602, message: "params must be an object")
+        }
+        do {
+            let result = try dispatch(method, params)
+            return isNotification ? nil : ["jsonrpc": "2.0", "id": id!, "result": result]
+        } catch let e as RPCError {
+            return isNotification ? nil : error(id: id, code: e.code, message: e.message)
+        } catch {
+            return isNotification ? nil : self.error(id: id, code: -32603, message: "\(error)")
+        }
+    }
+
+    private func number(_ params: [String: Any], _ key: String, in range: ClosedRange<Double>) throws -> Double? {
+        guard let raw = params[key] else { return nil }
+        // JSON true/false arrive as a boolean NSNumber (type "c"): not a number here.
+        guard let n = raw as? NSNumber, String(cString: n.objCType) != "c" else {
+            throw RPCError(code: -32602, message: "\(key) must be a number")
+        }
+        let v = n.doubleValue
+        guard v.isFinite, range.contains(v) else {
+            throw RPCError(code: -32602, message: "\(key) \(v) is outside \(range.lowerBound)…\(range.upperBound)")
+        }
+        return v
+    }
+
+    private func dispatch(_ method: String, _ params: [String: Any]) throws -> Any {
+        func player(_ command: PlayerCommand) throws -> Any {
+            do {
+                let outcome = try leader.perform(command)
+                let status = statusObject()
+                notify("player.changed", status)
+                var result = status
+                result["acceptedAt"] = outcome.acceptedAt
+                result["effectiveAt"] = outcome.effectiveAt
+                return result
+            } catch {
+                throw RPCError(code: -32000, message: error.description)
+            }
+        }
+        switch method {
+        case "player.play": return try player(.play)
+        case "player.pause": return try player(.pause)
+        case "player.toggle": return try player(.toggle)
+        case "player.next": return try player(.next)
+        case "player.previous": return try player(.previous)
+        case "player.seek":
+            if let position = try number(params, "position", in: 0...86_400) { return try player(.seek(seconds: position)) }
+            if let by = try number(params, "by", in: -86_400...86_400) { return try player(.seekBy(seconds: by)) }
+            throw RPCError(code: -32602, message: "player.seek needs \"position\" (seconds) or \"by\" (± seconds)")
+        case "player.status":
+            return statusObject()
+        case "rooms.list":
+            return ["rooms": roomsObject()]
+        case "rooms.set":
+            guard let room = params["room"] as? String, !room.isEmpty else {
+                throw RPCError(code: -32602, message: "rooms.set needs \"room\" (a room name)")
+            }
+            var settings = leader.settings(of: room)
+            if let v = try number(params, "volume", in: 0...100) { settings.volume = UInt8(v.rounded()) }
+            if let raw = params["muted"] {
+                guard let n = raw as? NSNumber, String(cString: n.objCType) == "c" else { throw RPCError(code: -32602, message: "muted must be true or false") }
+                settings.muted = n.boolValue
+            }
+            if let ms = try number(params, "latencyMs", in: -1_000...5_000) { settings.latencyTrimNanoseconds = Int64(ms * 1e6) }
+            leader.configure(room: room, settings)
+            let object = roomObject(room, settings: settings, health: leader.health[room])
+            notify("rooms.changed", ["rooms": roomsObject()])
+            return object
+        default:
+            throw RPCError(code: -32601, message: "unknown method '\(method)' (see docs/api.md)")
+        }
+    }
+
+    private func statusObject() -> [String: Any] {
+        let now = leader.nowPlaying
+        var object: [String: Any] = [
+            "state": now.state.rawValue, "track": now.track, "trackCount": now.trackCount,
+            "file": now.path, "position": (now.positionSeconds * 1000).rounded() / 1000,
+        ]
+        if let d = now.durationSeconds { object["duration"] = (d * 1000).rounded() / 1000 }
+        return object
+    }
+
+    private func roomsObject() -> [[String: Any]] {
+        let health = leader.health
+        return leader.followerNames.map { roomObject($0, settings: leader.settings(of: $0), health: health[$0]) }
+    }
+
+    private func roomObject(_ name: String, settings: RoomSettings, health: HealthReport?) -> [String: Any] {
+        var object: [String: Any] = [
+            "name": name, "connected": leader.followerNames.contains(name), "volume": Int(settings.volume), "muted": settings.muted,
+            "latencyMs": Double(settings.latencyTrimNanoseconds) / 1e6,
+        ]
+        if let h = health {
+            object["health"] = [
+                "clockOffsetUs": Double(h.clockOffsetNanoseconds) / 1e3, "clockSkewPpm": Double(h.clockSkewPPB) / 1e3,
+                "rttUs": Double(h.roundTripNanoseconds) / 1e3, "bufferMs": Double(h.bufferedNanoseconds) / 1e6,
+                "outputErrorUs": Double(h.outputErrorNanoseconds) / 1e3, "ratioPpm": Double(h.resampleRatioPPB) / 1e3,
+                "underruns": Int(h.underruns), "hardResyncs": Int(h.hardResyncs), "concealed": Int(h.concealedChunks),
+            ] as [String: Any]
+        }
+        return object
+    }
+}
