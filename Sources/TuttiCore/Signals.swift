@@ -46,9 +46,11 @@ public enum TestSignal {
         return out
     }
 
-    /// Silence with a 2 ms full-scale burst every `interval` seconds: the
-    /// sync instrument (each click's onset is one sample wide).
-    public static func clicks(seconds: Double, interval: Double = 1, rate: Int = StreamFormat.sampleRate) -> [Float] {
+    /// Silence with a 2 ms burst every `interval` seconds (first at half an
+    /// interval): the sync instrument. The burst is a cosine at 2 kHz, so its
+    /// first sample is at the peak (a sharp onset) yet it is band-limited and
+    /// survives resampling and Opus.
+    public static func clicks(seconds: Double, interval: Double = 1, rate: Int = StreamFormat.sampleRate, amplitude: Double = 0.9) -> [Float] {
         let n = Int(seconds * Double(rate))
         var out = [Float](repeating: 0, count: n * 2)
         let period = Int(interval * Double(rate))
@@ -56,7 +58,7 @@ public enum TestSignal {
         var start = period / 2
         while start < n {
             for i in start..<min(n, start + burst) {
-                let v: Float = (i - start) % 2 == 0 ? 0.9 : -0.9
+                let v = Float(amplitude * cos(2 * Double.pi * 2_000 * Double(i - start) / Double(rate)))
                 out[2 * i] = v; out[2 * i + 1] = v
             }
             start += period

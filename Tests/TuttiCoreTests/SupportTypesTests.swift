@@ -89,7 +89,9 @@ struct SignalTests {
         #expect(SignalMetrics.firstAbove(left, threshold: 0.5, from: 24_096) == 72_000)
         #expect(SignalMetrics.firstAbove(left, threshold: 0.5, from: 72_096) == 120_000)
         #expect(SignalMetrics.firstAbove(left, threshold: 0.5, from: 120_096) == nil)
-        #expect(left[24_000] == 0.9 && left[24_001] == -0.9 && left[24_095] == -0.9 && left[24_096] == 0)
+        // A 2 ms cosine burst at 2 kHz: starts at its peak, 24 samples a cycle, then silence.
+        #expect(left[24_000] == 0.9 && abs(left[24_012] + 0.9) < 1e-6 && abs(left[24_024] - 0.9) < 1e-6 && left[24_096] == 0)
+        #expect(left[23_999] == 0)
     }
 
     @Test("wav16 produces a file WAVParser reads back to the quantised samples")

@@ -31,6 +31,8 @@ let sampleMessages: [Message] = {
         .health(HealthReport()),
         .bye(reason: "shutting down"),
         .bye(reason: ""),
+        .settings(RoomSettings(volume: 0, muted: true, latencyTrimNanoseconds: -nanosecondsPerSecond)),
+        .settings(RoomSettings(volume: 100, muted: false, latencyTrimNanoseconds: 5 * nanosecondsPerSecond)),
     ]
 }()
 
@@ -113,7 +115,7 @@ struct WireProtocolTests {
     @Test("Every MessageType case is covered by the samples")
     func everyTypeCovered() {
         #expect(Set(sampleMessages.map(\.type.rawValue)) == Set(MessageType.allCases.map(\.rawValue)))
-        #expect(MessageType.allCases.map(\.rawValue) == Array(1...10))
+        #expect(MessageType.allCases.map(\.rawValue) == Array(1...11))
     }
 
     @Test("Exact byte layout (big-endian) of fixed-size messages")
@@ -222,7 +224,7 @@ struct WireProtocolTests {
         #expect(throws: ProtocolError.emptyMessage) { try Message.decode(body: ArraySlice<UInt8>()) }
     }
 
-    @Test("Unknown type byte", arguments: [0, 11, 12, 127, 200, 255] as [UInt8])
+    @Test("Unknown type byte", arguments: [0, 12, 13, 127, 200, 255] as [UInt8])
     func unknownType(_ type: UInt8) {
         expectProtocolError(.unknownType(type), frame(type: type, body: []))
         expectProtocolError(.unknownType(type), frame(type: type, body: [1, 2, 3, 4]))
@@ -283,6 +285,22 @@ struct WireProtocolTests {
         let header = be32(1) + be64(2) + be64(3) + be32(4)
         let m = try decodeFramed(frame(type: 6, body: header + [1, 2, 3]))
         #expect(m == .chunk(Chunk(streamID: 1, sequence: 2, pts: .init(nanoseconds: 3), frames: 4, payload: [1, 2, 3])))
+    }
+
+    @Test("Settings out of range are refused")
+    func settingsRanges() {
+        func body(_ volume: UInt8, _ muted: UInt8, _ trim: Int64) -> [UInt8] {
+            var b: [UInt8] = [11, volume, muted]
+            for shift in stride(from: 56, through: 0, by: -8) { b.append(UInt8((UInt64(bitPattern: trim) >> UInt64(shift)) & 0xff)) }
+            return b
+        }
+        #expect(throws: ProtocolError.invalidField(.settings, "volume 101 above 100")) { try Message.decode(body: body(101, 0, 0)[...]) }
+        #expect(throws: ProtocolError.invalidField(.settings, "muted flag 2 is not 0 or 1")) { try Message.decode(body: body(50, 2, 0)[...]) }
+        #expect(throws: ProtocolError.self) { try Message.decode(body: body(50, 0, 6 * nanosecondsPerSecond)[...]) }
+        #expect(throws: ProtocolError.self) { try Message.decode(body: body(50, 0, -2 * nanosecondsPerSecond)[...]) }
+        #expect(RoomSettings(volume: 100).gain == 1)
+        #expect(RoomSettings(volume: 100, muted: true).gain == 0)
+        #expect(abs(RoomSettings(volume: 50).gain - 0.125) < 1e-6)
     }
 
     @Test("Invalid codec byte", arguments: [2, 3, 0x7F, 0xFF] as [UInt8])

@@ -58,9 +58,15 @@ func readTiming(_ path: String) -> [(frame: Int, time: Int64)] {
     }
 }
 
-/// When output frame `frame` left the virtual DAC, from its timing log.
+/// When output frame `frame` left the virtual DAC, from its timing log (binary search).
 func leaveTime(ofFrame frame: Int, timing: [(frame: Int, time: Int64)], ppm: Double) -> Int64? {
-    guard let block = timing.last(where: { $0.frame <= frame }) else { return nil }
+    var lo = 0, hi = timing.count - 1, found = -1
+    while lo <= hi {
+        let mid = (lo + hi) / 2
+        if timing[mid].frame <= frame { found = mid; lo = mid + 1 } else { hi = mid - 1 }
+    }
+    guard found >= 0 else { return nil }
+    let block = timing[found]
     let rate = 48_000 * (1 + ppm * 1e-6)
     return block.time + Int64(Double(frame - block.frame) / rate * 1e9)
 }
