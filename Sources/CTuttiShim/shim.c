@@ -3,6 +3,7 @@
 #include <time.h>
 #include <string.h>
 #include <stdio.h>
+#include <pthread.h>
 #include "tutti_shim.h"
 #include <opus.h>
 
@@ -74,4 +75,11 @@ long tutti_recv_timestamped(int fd, void *buffer, unsigned long length, int64_t 
 }
 long long tutti_mpg123_seek(mpg123_handle *mh, long long sample) {
     return (long long)mpg123_seek(mh, (off_t)sample, SEEK_SET);
+}
+
+void tutti_set_thread_name(const char *name) {
+    char shortName[16];
+    strncpy(shortName, name, 15);
+    shortName[15] = 0;
+    pthread_setname_np(pthread_self(), shortName);
 }

@@ -1,4 +1,5 @@
 import Foundation
+import CTuttiShim
 import Glibc
 import Synchronization
 import TuttiCore
@@ -96,6 +97,8 @@ public final class PlayoutEngine: @unchecked Sendable {
     public func start(realtime: Bool = true) {
         guard !running.exchange(true, ordering: .acquiringAndReleasing) else { return }
         let t = Thread { [self] in
+            // Foundation does not name the OS thread; tools (top, the rt bench) look for this name.
+            tutti_set_thread_name("tutti-playout")
             if realtime { requestRealtime() }
             run()
             finished.store(true, ordering: .releasing)

@@ -66,7 +66,7 @@ public final class Follower: @unchecked Sendable {
 
     public func start() {
         engine.start(realtime: configuration.realtime)
-        let t = Thread { [self] in connectLoop() }
+        let t = Thread { [self] in nameThread("tutti-follower"); connectLoop() }
         t.name = "tutti-follower"
         t.start()
     }
@@ -126,7 +126,7 @@ public final class Follower: @unchecked Sendable {
         estimator.withLock { $0.reset() }
 
         // Ends when `conn` is closed (the defer above).
-        let syncThread = Thread { [self] in syncLoop(conn) }
+        let syncThread = Thread { [self] in nameThread("tutti-sync"); syncLoop(conn) }
         syncThread.name = "tutti-sync"
         syncThread.start()
 

@@ -82,13 +82,13 @@ public final class Leader: @unchecked Sendable {
         // Fail early on an impossible encoder configuration.
         _ = try makeEncoder(configuration.codec, bitrateKbps: configuration.bitrateKbps, frameSize: configuration.framesPerChunk)
         log.info("leader listening on \(listener.endpoint), \(configuration.codec) \(configuration.codec == .opus ? "\(configuration.bitrateKbps) kbps " : "")\(configuration.frameMilliseconds) ms chunks, buffer \(configuration.bufferMilliseconds) ms")
-        Thread.detachNewThread { [self] in acceptLoop() }
+        Thread.detachNewThread { [self] in nameThread("tutti-accept"); acceptLoop() }
         if let control = configuration.control {
             let server = try ControlServer(leader: self, endpoint: control, log: log.with(label: "control"))
             server.start()
             controlServer = server
         }
-        let source = Thread { [self] in player.run() }
+        let source = Thread { [self] in nameThread("tutti-source"); player.run() }
         source.name = "tutti-source"
         source.start()
     }
@@ -197,8 +197,8 @@ final class FollowerSession: @unchecked Sendable {
     }
 
     func start() {
-        Thread.detachNewThread { [self] in readLoop() }
-        Thread.detachNewThread { [self] in writeLoop() }
+        Thread.detachNewThread { [self] in nameThread("tutti-session-r"); readLoop() }
+        Thread.detachNewThread { [self] in nameThread("tutti-session-w"); writeLoop() }
     }
 
     /// Queues bytes for this follower without ever blocking the caller; a

@@ -1,3 +1,4 @@
+import CTuttiShim
 import Foundation
 import Glibc
 import Synchronization
@@ -24,4 +25,10 @@ public enum StandardErrorLog {
             lock.withLock { _ in FileHandle.standardError.write(line.data(using: .utf8)!) }
         }
     }
+}
+
+/// Names the calling OS thread (shown by top and ps; Foundation's
+/// `Thread.name` does not reach the kernel). At most 15 bytes are kept.
+func nameThread(_ name: String) {
+    tutti_set_thread_name(name)
 }

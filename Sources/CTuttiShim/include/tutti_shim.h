@@ -29,4 +29,7 @@ int tutti_enable_receive_timestamps(int fd);
 /// Like recv(); *arrival is the monotonic ns of the last segment read, or 0.
 long tutti_recv_timestamped(int fd, void *buffer, unsigned long length, int64_t *arrival);
 
+/// Names the calling OS thread (at most 15 bytes are kept).
+void tutti_set_thread_name(const char *name);
+
 #endif
