@@ -25,6 +25,8 @@ let package = Package(
         systemLibrary("CSoxr", pkgConfig: "soxr", apt: "libsoxr-dev"),
         systemLibrary("CSQLite", pkgConfig: "sqlite3", apt: "libsqlite3-dev"),
         systemLibrary("CAvahi", pkgConfig: "avahi-client", apt: "libavahi-client-dev"),
+        systemLibrary("CFLAC", pkgConfig: "flac", apt: "libflac-dev"),
+        systemLibrary("CGPIOD", pkgConfig: "libgpiod", apt: "libgpiod-dev"),
         .target(name: "CTuttiShim", dependencies: ["COpus", "CMPG123"]),
 
         // Pure logic: no I/O, no C, runs on injected time.
@@ -35,6 +37,10 @@ let package = Package(
         ]),
         // Network edge: sockets, framing over TCP.
         .target(name: "TuttiNet", dependencies: ["TuttiCore", "CTuttiShim"]),
+        // Music library: SQLite store, tag scanner, full-text search, playlists.
+        .target(name: "TuttiLibrary", dependencies: ["TuttiCore", "CSQLite", "CMPG123", "CFLAC", "CTuttiShim"]),
+        // Buttons and remotes: Linux input events and GPIO lines.
+        .target(name: "TuttiInput", dependencies: ["TuttiCore", "CGPIOD"]),
         // Composition root: leader, follower, demo.
         .target(name: "TuttiDaemon", dependencies: ["TuttiCore", "TuttiAudio", "TuttiNet", "CTuttiShim"]),
         .executableTarget(name: "tuttid", dependencies: ["TuttiDaemon"]),
@@ -42,6 +48,8 @@ let package = Package(
 
         .testTarget(name: "TuttiCoreTests", dependencies: ["TuttiCore"]),
         .testTarget(name: "TuttiAudioTests", dependencies: ["TuttiAudio", "TuttiCore"]),
+        .testTarget(name: "TuttiLibraryTests", dependencies: ["TuttiLibrary", "TuttiCore"]),
+        .testTarget(name: "TuttiInputTests", dependencies: ["TuttiInput", "TuttiCore"]),
         .testTarget(name: "TuttiDaemonTests", dependencies: ["TuttiDaemon", "TuttiAudio", "TuttiNet", "TuttiCore"]),
     ],
     swiftLanguageModes: [.v6]

@@ -6,7 +6,8 @@ set -euo pipefail
 packages=(
   pkg-config
   libasound2-dev libmpg123-dev libopus-dev libsoxr-dev libsqlite3-dev libavahi-client-dev   # C libraries
-  alsa-utils lame                                                                           # tests: ALSA tools, MP3 encoder
+  libflac-dev libgpiod-dev
+  alsa-utils lame flac id3v2 mpd mpc python3-pip                                            # tests: encoders, taggers, MPD peers
 )
 
 missing=()

@@ -1,0 +1,2 @@
+// Buttons and remotes: evdev and GPIO readers (issue 5).
+import TuttiCore
