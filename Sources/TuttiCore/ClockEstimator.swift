@@ -59,19 +59,28 @@ public struct ClockModel: Equatable, Sendable {
     }
 }
 
-/// Estimates the leader's clock from exchanges: favours the lowest
-/// round trips (least queueing, so least asymmetry), rejects outliers, and
-/// fits offset and skew by least squares once the window spans long enough.
+/// Estimates the leader's clock from exchanges.
+///
+/// Network queueing only ever adds delay, and independently in each
+/// direction. So the window is cut into groups of consecutive exchanges,
+/// and in each group the smallest forward delay (`t2 − t1`) and the
+/// smallest backward delay (`t4 − t3`) are taken separately (after removing
+/// the skew learnt so far): their half-difference is that group's offset,
+/// assuming only that the two directions share a base delay. Taking the
+/// minima per direction needs far fewer lucky exchanges than waiting for one
+/// with both directions clean at once. Offset and skew are then a weighted
+/// least-squares line through the groups (groups whose best round trip is
+/// congested weigh less), iterated twice so the detrending uses the new skew.
 public struct ClockEstimator: Sendable {
     public struct Configuration: Sendable {
-        /// Samples kept (five a second after start-up: 30 s).
-        public var window = 150
-        /// Samples whose round trip exceeds the best by more than this are ignored.
-        public var roundTripSlack: Int64 = 200_000
-        /// Fraction of the window (lowest round trips) used for the fit.
-        public var bestFraction = 0.4
-        /// Skew is only fitted once the kept samples span this long.
-        public var minimumSkewSpan: Int64 = 2 * nanosecondsPerSecond
+        /// Samples kept (twenty a second after start-up: 60 s).
+        public var window = 1_200
+        /// Largest group of consecutive samples (at 20/s: 2 s).
+        public var maximumGroup = 40
+        /// A group whose best round trip is this much above the window's best weighs ¼.
+        public var roundTripSlack: Int64 = 100_000
+        /// Skew is only fitted once the groups span this long.
+        public var minimumSkewSpan: Int64 = nanosecondsPerSecond
         /// Skew is clamped to this (±500 ppm covers any real crystal).
         public var maximumSkew = 500e-6
         public init() {}
@@ -101,44 +110,73 @@ public struct ClockEstimator: Sendable {
     @discardableResult
     public mutating func add(_ sample: ClockSample) -> Bool {
         guard sample.isRepresentable, sample.roundTrip >= 0, sample.t4 >= sample.t1, sample.t3 >= sample.t2 else { return false }
+        if let last = samples.last, sample.t1 < last.t1 { return false }
         samples.append(sample)
         if samples.count > configuration.window { samples.removeFirst(samples.count - configuration.window) }
         refit()
         return true
     }
 
-    private mutating func refit() {
-        guard let best = samples.map(\.roundTrip).min() else { return }
-        bestRoundTrip = best
-        // The lowest round trips, never more than `slack` above the best.
-        let sorted = samples.sorted { $0.roundTrip < $1.roundTrip }
-        let keep = max(1, Int(Double(sorted.count) * configuration.bestFraction))
-        let (ceiling, overflow) = best.addingReportingOverflow(configuration.roundTripSlack)
-        let chosen = sorted.prefix(keep).filter { $0.roundTrip <= (overflow ? Int64.max : ceiling) }
+    private struct GroupPoint { var x: Double; var offset: Double; var roundTrip: Double }
 
-        let reference = chosen.map(\.midpoint).max()!
-        let span = chosen.map(\.midpoint).max()! - chosen.map(\.midpoint).min()!
-        if chosen.count >= 3 && span >= configuration.minimumSkewSpan {
-            // Least squares offset = a + b·(x − reference), x in seconds.
-            let xs = chosen.map { Double($0.midpoint - reference) / 1e9 }
-            let ys = chosen.map { Double($0.offset) }
-            let n = Double(xs.count)
-            let mx = xs.reduce(0, +) / n, my = ys.reduce(0, +) / n
-            var sxx = 0.0, sxy = 0.0
-            for (x, y) in zip(xs, ys) { sxx += (x - mx) * (x - mx); sxy += (x - mx) * (y - my) }
-            var slope = sxx > 0 ? sxy / sxx : 0 // ns per second
-            let limit = configuration.maximumSkew * 1e9
-            slope = min(max(slope, -limit), limit)
-            let a = my - slope * mx
-            model = ClockModel(reference: reference, offset: Int64(a.rounded()), skew: slope / 1e9)
-        } else {
-            // Too short to see skew: the median offset of the best samples,
-            // keeping any skew already learnt. Each offset is re-expressed at
-            // `reference` with that skew before the median is taken (they
-            // were measured at different instants).
-            let skew = model?.skew ?? 0
-            let offsets = chosen.map { $0.offset + Int64((Double(reference - $0.midpoint) * skew).rounded()) }.sorted()
-            model = ClockModel(reference: reference, offset: offsets[offsets.count / 2], skew: skew)
+    private mutating func refit() {
+        guard let newest = samples.last else { return }
+        bestRoundTrip = samples.lazy.map(\.roundTrip).min()!
+        let reference = newest.midpoint
+        var skew = model?.skew ?? 0
+        // Groups of `size` consecutive samples, aligned on the newest; a few at least.
+        let size = max(1, min(configuration.maximumGroup, samples.count / 6))
+        var fitted: ClockModel?
+        for _ in 0..<2 {
+            var points: [GroupPoint] = []
+            var end = samples.count
+            while end > 0 {
+                let start = max(0, end - size)
+                if end - start < max(1, size / 2) && !points.isEmpty { break } // a stub at the old end
+                points.append(groupPoint(samples[start..<end], reference: reference, skew: skew))
+                end = start
+            }
+            let bestGroup = points.map(\.roundTrip).min()!
+            let slack = Double(configuration.roundTripSlack)
+            let weights = points.map { 1 / (1 + (($0.roundTrip - bestGroup) / slack) * (($0.roundTrip - bestGroup) / slack)) }
+            let span = (points.map(\.x).max()! - points.map(\.x).min()!) * 1e9
+            if points.count >= 3 && span >= Double(configuration.minimumSkewSpan) {
+                // Weighted least squares: offset = a + b·x (x in seconds from `reference`).
+                var sw = 0.0, sx = 0.0, sy = 0.0
+                for (p, w) in zip(points, weights) { sw += w; sx += w * p.x; sy += w * p.offset }
+                let mx = sx / sw, my = sy / sw
+                var sxx = 0.0, sxy = 0.0
+                for (p, w) in zip(points, weights) { sxx += w * (p.x - mx) * (p.x - mx); sxy += w * (p.x - mx) * (p.offset - my) }
+                var slope = sxx > 0 ? sxy / sxx : 0 // ns per second
+                let limit = configuration.maximumSkew * 1e9
+                slope = min(max(slope, -limit), limit)
+                skew = slope / 1e9
+                fitted = ClockModel(reference: reference, offset: Int64((my - slope * mx).rounded()), skew: skew)
+            } else {
+                // Too short to see skew: the weighted mean offset, carried to
+                // `reference` with any skew already learnt.
+                var sw = 0.0, sy = 0.0
+                for (p, w) in zip(points, weights) { sw += w; sy += w * (p.offset - p.x * skew * 1e9) }
+                fitted = ClockModel(reference: reference, offset: Int64((sy / sw).rounded()), skew: skew)
+                break
+            }
         }
+        model = fitted
+    }
+
+    /// The offset at a group's centre from its separate forward and backward minima.
+    private func groupPoint(_ group: ArraySlice<ClockSample>, reference: LocalTime, skew: Double) -> GroupPoint {
+        var centre = 0.0
+        for s in group { centre += Double(s.midpoint - reference) }
+        centre /= Double(group.count)
+        var forward = Double.infinity, backward = Double.infinity
+        for s in group {
+            // forward = offset(t1) + queueing, backward = queueing − offset(t4); detrend to the centre.
+            let f = Double(s.t2.nanoseconds &- s.t1.nanoseconds) - skew * (Double(s.t1 - reference) - centre)
+            let b = Double(s.t4.nanoseconds &- s.t3.nanoseconds) + skew * (Double(s.t4 - reference) - centre)
+            forward = min(forward, f)
+            backward = min(backward, b)
+        }
+        return GroupPoint(x: centre / 1e9, offset: (forward - backward) / 2, roundTrip: forward + backward)
     }
 }

@@ -307,22 +307,21 @@ struct ClockEstimatorTests {
         }
     }
 
-    @Test("No skew is fitted until the samples span minimumSkewSpan")
+    @Test("No skew is fitted until the groups span minimumSkewSpan")
     func skewNeedsSpan() {
         let truth = TrueLeaderClock(offset: 500_000_000, skew: 100e-6)
         var config = ClockEstimator.Configuration()
-        config.bestFraction = 1 // every sample is fitted, so the span is exactly that of the samples
         config.minimumSkewSpan = 3 * nanosecondsPerSecond
         var e = ClockEstimator(configuration: config)
-        for k in 0..<30 { // 100 ms apart: 2.9 s
-            let t = Int64(k) * 100 * nanosecondsPerMillisecond
+        func add(_ t: Int64) {
             e.add(ClockSample(t1: LocalTime(nanoseconds: t), t2: LeaderTime(nanoseconds: truth.leader(atLocal: t + 100_000)),
                               t3: LeaderTime(nanoseconds: truth.leader(atLocal: t + 100_000)), t4: LocalTime(nanoseconds: t + 200_000)))
+        }
+        for k in 0..<30 { // 100 ms apart: samples span 2.9 s, group centres less
+            add(Int64(k) * 100 * nanosecondsPerMillisecond)
             #expect(e.model!.skew == 0)
         }
-        let t = 3_100 * nanosecondsPerMillisecond
-        e.add(ClockSample(t1: LocalTime(nanoseconds: t), t2: LeaderTime(nanoseconds: truth.leader(atLocal: t + 100_000)),
-                          t3: LeaderTime(nanoseconds: truth.leader(atLocal: t + 100_000)), t4: LocalTime(nanoseconds: t + 200_000)))
+        for k in 30..<50 { add(Int64(k) * 100 * nanosecondsPerMillisecond) } // now 4.9 s
         #expect(abs(e.model!.skew - 100e-6) < 1e-9)
     }
 
@@ -349,5 +348,35 @@ struct ClockEstimatorTests {
             let error = m.leaderTime(at: LocalTime(nanoseconds: t)).nanoseconds - truth.leader(atLocal: t)
             #expect(abs(error) <= 2, "error \(error) ns at \(t)")
         }
+    }
+}
+
+/// The sync benchmark's impairment: every message delayed 20 ms ± 5 ms
+/// (uniform, independently each way), exchanges 20 a second.
+@Suite("Clock estimator under network jitter") struct ClockJitterTests {
+    @Test("20 ms ± 5 ms each way: offset within 150 µs from 30 s to 60 s", arguments: [1, 2, 3, 4, 5, 6, 7, 8] as [UInt64])
+    func wifiLikeJitter(seed: UInt64) {
+        var rng = SplitMix64(seed: seed)
+        let truth = TrueLeaderClock(offset: -1_234_567_890, skew: -42e-6)
+        var e = ClockEstimator()
+        var worstLate: Int64 = 0
+        for k in 0..<1_200 {
+            let t1 = Int64(k) * 50_000_000
+            let forward = Int64(15_000_000 + rng.unit() * 10_000_000)
+            let backward = Int64(15_000_000 + rng.unit() * 10_000_000)
+            let t2 = truth.leader(atLocal: t1 + forward)
+            let t3 = t2 + 20_000
+            let t4 = t1 + forward + 20_000 + backward
+            e.add(ClockSample(t1: LocalTime(nanoseconds: t1), t2: LeaderTime(nanoseconds: t2),
+                              t3: LeaderTime(nanoseconds: t3), t4: LocalTime(nanoseconds: t4)))
+            if k >= 600 { // after 30 s: track the worst error at the newest sample
+                let error = e.model!.leaderTime(at: LocalTime(nanoseconds: t4)).nanoseconds - truth.leader(atLocal: t4)
+                worstLate = max(worstLate, abs(error))
+            }
+        }
+        let model = e.model!
+        print("jitter 20±5 ms, seed \(seed): worst offset error 30–60 s \(worstLate / 1000) µs, skew error \(String(format: "%.2f", (model.skew - -42e-6) * 1e6)) ppm")
+        #expect(worstLate < 150_000)
+        #expect(abs(model.skew - -42e-6) < 5e-6)
     }
 }
