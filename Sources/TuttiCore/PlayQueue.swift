@@ -1,0 +1,194 @@
+/// One entry of a stream's queue. `id` is unique for the queue's lifetime
+/// (MPD's songid), so an entry can be addressed while others move.
+public struct QueueEntry: Equatable, Sendable {
+    public let id: UInt32
+    /// A file path or a URL.
+    public var uri: String
+
+    public init(id: UInt32, uri: String) { self.id = id; self.uri = uri }
+}
+
+public enum RepeatMode: String, Sendable, CaseIterable {
+    case off, all, one
+
+    /// off → all → one → off.
+    public var next: RepeatMode {
+        switch self { case .off: .all; case .all: .one; case .one: .off }
+    }
+}
+
+/// The rules of a queue as phone music apps apply them, with no I/O.
+///
+/// `entries` is the user's order (what a queue listing shows); `order` is
+/// the play order, a permutation of entry indexes (the identity unless
+/// shuffled). Shuffling keeps the current entry current and shuffles the
+/// rest after it; turning shuffle off returns to the user's order without
+/// changing what plays. The random source is injected (a seed), so tests
+/// are exact.
+public struct PlayQueue: Sendable, Equatable {
+    public private(set) var entries: [QueueEntry] = []
+    public private(set) var order: [Int] = []
+    /// Index in `entries` of the current entry.
+    public private(set) var current: Int?
+    public private(set) var shuffle = false
+    public var repeatMode = RepeatMode.off
+    private var nextID: UInt32 = 1
+    private var random: UInt64
+
+    /// What the player should do after a transport decision.
+    public enum Step: Equatable, Sendable {
+        /// Play entry `index` from the start.
+        case play(index: Int)
+        /// Restart the current entry.
+        case restart(index: Int)
+        /// Nothing left to play.
+        case stop
+    }
+
+    public init(seed: UInt64 = 0x7475_7474_69) { random = seed }
+
+    public var count: Int { entries.count }
+    public var isEmpty: Bool { entries.isEmpty }
+    public var currentEntry: QueueEntry? { current.map { entries[$0] } }
+
+    public func index(ofID id: UInt32) -> Int? { entries.firstIndex { $0.id == id } }
+
+    /// Where the current entry sits in play order.
+    private var playPosition: Int? { current.flatMap { c in order.firstIndex(of: c) } }
+
+    // MARK: Editing
+
+    /// Appends; while shuffled, each new entry lands at a random place among
+    /// the entries still to play, so it is heard in this round.
+    @discardableResult
+    public mutating func add(_ uris: [String]) -> [UInt32] {
+        var ids: [UInt32] = []
+        for uri in uris {
+            let entry = QueueEntry(id: nextID, uri: uri)
+            nextID &+= 1
+            entries.append(entry)
+            let index = entries.count - 1
+            if shuffle {
+                let low = (playPosition ?? -1) + 1
+                order.insert(index, at: low + Int(nextRandom() % UInt64(order.count - low + 1)))
+            } else {
+                order.append(index)
+            }
+            ids.append(entry.id)
+        }
+        return ids
+    }
+
+    /// Puts entries right after the current one, in the user's order and in
+    /// play order alike.
+    @discardableResult
+    public mutating func insertNext(_ uris: [String]) -> [UInt32] {
+        guard let c = current else { return add(uris) }
+        var ids: [UInt32] = []
+        var at = c + 1
+        var playAt = (playPosition ?? -1) + 1
+        for uri in uris {
+            let entry = QueueEntry(id: nextID, uri: uri)
+            nextID &+= 1
+            entries.insert(entry, at: at)
+            order = order.map { $0 >= at ? $0 + 1 : $0 }
+            order.insert(at, at: playAt)
+            at += 1; playAt += 1
+            ids.append(entry.id)
+        }
+        return ids
+    }
+
+    /// Removes entry `index`. Removing the current entry leaves no current
+    /// entry; the caller decides what plays next (see `stepAfterRemovingCurrent`).
+    public mutating func remove(at index: Int) {
+        precondition(entries.indices.contains(index))
+        entries.remove(at: index)
+        order = order.compactMap { $0 == index ? nil : ($0 > index ? $0 - 1 : $0) }
+        if let c = current {
+            if c == index { current = nil } else if c > index { current = c - 1 }
+        }
+    }
+
+    /// Moves entry `from` to position `to` in the user's order (play order
+    /// follows when not shuffled; while shuffled it is left as it was).
+    public mutating func move(from: Int, to: Int) {
+        precondition(entries.indices.contains(from) && entries.indices.contains(to))
+        guard from != to else { return }
+        let entry = entries.remove(at: from)
+        entries.insert(entry, at: to)
+        func remap(_ i: Int) -> Int {
+            if i == from { return to }
+            if from < to, i > from, i <= to { return i - 1 }
+            if to < from, i >= to, i < from { return i + 1 }
+            return i
+        }
+        order = shuffle ? order.map(remap) : Array(entries.indices)
+        current = current.map(remap)
+    }
+
+    public mutating func clear() {
+        entries.removeAll()
+        order.removeAll()
+        current = nil
+    }
+
+    /// Makes entry `index` current (play at index).
+    public mutating func select(_ index: Int) {
+        precondition(entries.indices.contains(index))
+        current = index
+    }
+
+    public mutating func setShuffle(_ on: Bool) {
+        guard on != shuffle else { return }
+        shuffle = on
+        if on {
+            var rest = entries.indices.filter { $0 != current }
+            for i in stride(from: rest.count - 1, to: 0, by: -1) {
+                rest.swapAt(i, Int(nextRandom() % UInt64(i + 1)))
+            }
+            order = (current.map { [$0] } ?? []) + rest
+        } else {
+            order = Array(entries.indices)
+        }
+    }
+
+    // MARK: Transport
+
+    /// After the current entry ends (`manual == false`) or on "next".
+    /// Repeat one repeats at the end, but a manual next still moves on.
+    public func stepForward(manual: Bool) -> Step {
+        guard !entries.isEmpty else { return .stop }
+        guard let c = current, let p = playPosition else { return .play(index: order[0]) }
+        if repeatMode == .one && !manual { return .restart(index: c) }
+        if p + 1 < order.count { return .play(index: order[p + 1]) }
+        return repeatMode == .off ? .stop : .play(index: order[0])
+    }
+
+    /// "Previous": restarts the current entry when more than 3 s in,
+    /// otherwise goes back one (wrapping with repeat all).
+    public func stepBack(elapsedSeconds: Double) -> Step {
+        guard !entries.isEmpty else { return .stop }
+        guard let c = current, let p = playPosition else { return .play(index: order[0]) }
+        if elapsedSeconds > 3 { return .restart(index: c) }
+        if p > 0 { return .play(index: order[p - 1]) }
+        return repeatMode == .all ? .play(index: order[order.count - 1]) : .restart(index: c)
+    }
+
+    /// Applies a step's choice of current entry (`.stop` clears it).
+    public mutating func apply(_ step: Step) {
+        switch step {
+        case .play(let i), .restart(let i): current = i
+        case .stop: current = nil
+        }
+    }
+
+    /// SplitMix64: small, fast, and the same everywhere.
+    private mutating func nextRandom() -> UInt64 {
+        random &+= 0x9E37_79B9_7F4A_7C15
+        var z = random
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
