@@ -137,8 +137,9 @@ public enum Message: Equatable, Sendable {
     /// Leader → follower: echo of `t1`, and leader receive (`t2`) and send (`t3`) times.
     case timeResponse(id: UInt32, t1: LocalTime, t2: LeaderTime, t3: LeaderTime)
     case chunk(Chunk)
-    /// Leader → follower: drop every buffered frame at or after `from`.
-    case flush(streamID: UInt32, from: LeaderTime)
+    /// Leader → follower: drop every buffered frame at or after `from`,
+    /// fading the frames just before it when `fade` (a cut mid-audio).
+    case flush(streamID: UInt32, from: LeaderTime, fade: Bool)
     /// Leader → follower: no chunk will follow for this stream after `at`.
     case streamEnd(streamID: UInt32, at: LeaderTime)
     case health(HealthReport)
@@ -206,8 +207,8 @@ public extension Message {
         case .chunk(let c):
             w.u32(c.streamID); w.u64(c.sequence); w.i64(c.pts.nanoseconds); w.u32(c.frames)
             w.bytes(c.payload)
-        case .flush(let id, let from):
-            w.u32(id); w.i64(from.nanoseconds)
+        case .flush(let id, let from, let fade):
+            w.u32(id); w.i64(from.nanoseconds); w.u8(fade ? 1 : 0)
         case .streamEnd(let id, let at):
             w.u32(id); w.i64(at.nanoseconds)
         case .health(let h):
@@ -260,7 +261,9 @@ public extension Message {
             }
             message = .chunk(Chunk(streamID: id, sequence: seq, pts: LeaderTime(nanoseconds: pts), frames: frames, payload: r.rest()))
         case .flush:
-            message = .flush(streamID: try r.u32(), from: LeaderTime(nanoseconds: try r.i64()))
+            let id = try r.u32(), from = try r.i64(), fade = try r.u8()
+            guard fade <= 1 else { throw .invalidField(type, "fade flag \(fade) is not 0 or 1") }
+            message = .flush(streamID: id, from: LeaderTime(nanoseconds: from), fade: fade == 1)
         case .streamEnd:
             message = .streamEnd(streamID: try r.u32(), at: LeaderTime(nanoseconds: try r.i64()))
         case .health:

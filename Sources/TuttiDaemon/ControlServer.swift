@@ -139,18 +139,26 @@ public final class ControlServer: @unchecked Sendable {
     }
 
     private func dispatch(_ method: String, _ params: [String: Any]) throws -> Any {
-        func player(_ command: PlayerCommand) throws -> Any {
+        func player(_ command: PlayerCommand, queueChanged: Bool = false) throws -> Any {
             do {
                 let outcome = try leader.perform(command)
                 let status = statusObject()
                 notify("player.changed", status)
+                if queueChanged { notify("queue.changed", queueObject()) }
                 var result = status
                 result["acceptedAt"] = outcome.acceptedAt
                 result["effectiveAt"] = outcome.effectiveAt
+                if !outcome.added.isEmpty { result["added"] = outcome.added.map { Int($0) } }
                 return result
             } catch {
                 throw RPCError(code: -32000, message: error.description)
             }
+        }
+        func index(_ key: String) throws -> Int {
+            guard let v = try number(params, key, in: 0...1_000_000), v == v.rounded() else {
+                throw RPCError(code: -32602, message: "\(method) needs \"\(key)\" (a queue position, 0-based)")
+            }
+            return Int(v)
         }
         switch method {
         case "player.play": return try player(.play)
@@ -162,8 +170,38 @@ public final class ControlServer: @unchecked Sendable {
             if let position = try number(params, "position", in: 0...86_400) { return try player(.seek(seconds: position)) }
             if let by = try number(params, "by", in: -86_400...86_400) { return try player(.seekBy(seconds: by)) }
             throw RPCError(code: -32602, message: "player.seek needs \"position\" (seconds) or \"by\" (± seconds)")
+        case "player.stop": return try player(.stop)
+        case "player.shuffle":
+            guard let raw = params["on"], let n = raw as? NSNumber, String(cString: n.objCType) == "c" else {
+                throw RPCError(code: -32602, message: "player.shuffle needs \"on\": true or false")
+            }
+            return try player(.shuffle(n.boolValue), queueChanged: true)
+        case "player.repeat":
+            let mode: RepeatMode
+            if let text = params["mode"] as? String {
+                guard let m = RepeatMode(rawValue: text) else { throw RPCError(code: -32602, message: "mode must be off, all or one") }
+                mode = m
+            } else if params["mode"] == nil {
+                mode = leader.nowPlaying.repeatMode.next // no mode: cycle off → all → one
+            } else {
+                throw RPCError(code: -32602, message: "mode must be off, all or one")
+            }
+            return try player(.repeatMode(mode))
         case "player.status":
             return statusObject()
+        case "queue.list":
+            return queueObject()
+        case "queue.add":
+            guard let uris = params["uris"] as? [String], !uris.isEmpty, uris.allSatisfy({ !$0.isEmpty && $0.utf8.count <= 4_096 }) else {
+                throw RPCError(code: -32602, message: "queue.add needs \"uris\": a non-empty list of file paths or URLs")
+            }
+            guard uris.count <= 10_000 else { throw RPCError(code: -32602, message: "at most 10000 entries per call") }
+            let next = (params["next"] as? NSNumber).map { $0.boolValue } ?? false
+            return try player(.add(uris: uris, next: next), queueChanged: true)
+        case "queue.remove": return try player(.remove(index: try index("index")), queueChanged: true)
+        case "queue.move": return try player(.move(from: try index("from"), to: try index("to")), queueChanged: true)
+        case "queue.clear": return try player(.clear, queueChanged: true)
+        case "queue.play": return try player(.playIndex(try index("index")))
         case "rooms.list":
             return ["rooms": roomsObject()]
         case "rooms.set":
@@ -191,9 +229,17 @@ public final class ControlServer: @unchecked Sendable {
         var object: [String: Any] = [
             "state": now.state.rawValue, "track": now.track, "trackCount": now.trackCount,
             "file": now.path, "position": (now.positionSeconds * 1000).rounded() / 1000,
+            "shuffle": now.shuffle, "repeat": now.repeatMode.rawValue,
         ]
+        if let id = now.entryID { object["id"] = Int(id) }
         if let d = now.durationSeconds { object["duration"] = (d * 1000).rounded() / 1000 }
         return object
+    }
+
+    private func queueObject() -> [String: Any] {
+        let queue = leader.queue
+        let entries: [[String: Any]] = queue.entries.enumerated().map { ["index": $0.offset, "id": Int($0.element.id), "uri": $0.element.uri] }
+        return ["entries": entries, "playOrder": queue.order, "current": leader.nowPlaying.track]
     }
 
     private func roomsObject() -> [[String: Any]] {

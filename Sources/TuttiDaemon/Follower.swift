@@ -178,11 +178,11 @@ public final class Follower: @unchecked Sendable {
                         concealedAtomic.add(count, ordering: .relaxed)
                     }
                 }
-            case .flush(let id, let from):
+            case .flush(let id, let from, let fade):
                 guard id == stream.streamID, streamStarted else { continue }
                 let index = timeline.frameIndex(of: from)
-                // A 2.5 ms fade into the cut, so a pause or skip does not click.
-                timeline.fadeOut(before: index, count: 120)
+                // A 2.5 ms fade into a cut mid-audio, so a pause or skip does not click.
+                if fade { timeline.fadeOut(before: index, count: 120) }
                 timeline.flush(from: index)
                 decoder.reset()
                 sequencer.reset()

@@ -163,6 +163,9 @@ public final class Leader: @unchecked Sendable {
 
     public var nowPlaying: NowPlaying { player.nowPlaying() }
 
+    /// The stream's queue as of the last change.
+    public var queue: PlayQueue { player.queueSnapshot }
+
     // MARK: Rooms
 
     /// Sets a room's volume, mute and latency trim; applied at once if it is connected.

@@ -4,13 +4,22 @@ import Synchronization
 import TuttiAudio
 import TuttiCore
 
-/// Transport commands, from any control surface.
+/// Transport and queue commands, from any control surface.
 public enum PlayerCommand: Sendable, Equatable {
-    case play, pause, toggle, next, previous
+    case play, pause, toggle, stop, next, previous
     /// Absolute position in the current track, seconds.
     case seek(seconds: Double)
     /// Relative to the position now heard, seconds.
     case seekBy(seconds: Double)
+    /// Play queue entry `index` (user order) from its start.
+    case playIndex(Int)
+    /// Appends (or, with `next`, inserts after the current entry).
+    case add(uris: [String], next: Bool)
+    case remove(index: Int)
+    case move(from: Int, to: Int)
+    case clear
+    case shuffle(Bool)
+    case repeatMode(RepeatMode)
 }
 
 public enum PlayerState: String, Sendable {
@@ -25,15 +34,21 @@ public struct CommandOutcome: Sendable, Equatable {
     public var effectiveAt: Int64
     public var state: PlayerState
     public var track: Int
+    /// Entry ids added by `.add`.
+    public var added: [UInt32] = []
 }
 
 public struct NowPlaying: Sendable, Equatable {
     public var state: PlayerState
+    /// Index in the queue (user order) of what is heard; -1 when none.
     public var track: Int
+    public var entryID: UInt32?
     public var path: String
     public var positionSeconds: Double
     public var durationSeconds: Double?
     public var trackCount: Int
+    public var shuffle: Bool
+    public var repeatMode: RepeatMode
 }
 
 public enum PlayerError: Error, CustomStringConvertible, Equatable {
@@ -82,14 +97,16 @@ final class StreamPlayer: @unchecked Sendable {
         var state = PlayerState.playing
         var segments: [Segment] = []
         var pausedAt = TrackPosition(track: 0, frame: 0)
-        var durations: [Int: Double] = [:]
+        var durations: [UInt32: Double] = [:]
         var epoch = LeaderTime(nanoseconds: 0)
+        var queue = PlayQueue()
     }
     private let published = Mutex(Published())
 
-    /// Stream frames [start, start+count) come from `track` frames [trackFrame, …) (48 kHz).
-    struct Segment { var start: Int; var count: Int; var track: Int; var trackFrame: Int }
-    struct TrackPosition: Equatable { var track: Int; var frame: Int }
+    /// Stream frames [start, start+count) come from queue entry `track` (an
+    /// entry id) frames [trackFrame, …) at 48 kHz.
+    struct Segment { var start: Int; var count: Int; var track: UInt32; var trackFrame: Int }
+    struct TrackPosition: Equatable { var track: UInt32; var frame: Int }
 
     // Source-thread state.
     private let framesPerChunk: Int
@@ -103,7 +120,8 @@ final class StreamPlayer: @unchecked Sendable {
     private var sequence: UInt64 = 0
     private var decoder: (any AudioDecoder)?
     private var resampler: SoxrResampler?
-    private var track = 0                  // track being decoded
+    private var queue: PlayQueue
+    private var track: UInt32 = 0          // entry id being decoded
     private var trackFrame = 0             // 48 kHz frames of it already in `pending`
     private var pending: [Float] = []
     private var pendingSegments: [Segment] = []   // stream positions assigned when emitted
@@ -121,7 +139,13 @@ final class StreamPlayer: @unchecked Sendable {
         framesPerChunk = configuration.framesPerChunk
         startLatency = Int64(min(configuration.startLatencyMilliseconds, configuration.bufferMilliseconds)) * nanosecondsPerMillisecond
         buffer = Int64(configuration.bufferMilliseconds) * nanosecondsPerMillisecond
+        queue = PlayQueue(seed: UInt64(streamID))
+        queue.add(configuration.files)
+        if configuration.loop { queue.repeatMode = .all }
     }
+
+    /// The queue as the source thread last published it.
+    var queueSnapshot: PlayQueue { published.withLock { $0.queue } }
 
     /// True once the play list has played out (never with `loop`).
     var ended: Bool { endedAtomic.load(ordering: .acquiring) }
@@ -154,11 +178,12 @@ final class StreamPlayer: @unchecked Sendable {
                     position = TrackPosition(track: first.track, frame: first.trackFrame)
                 }
             }
-            let files = configuration.files
-            let index = min(max(0, position.track), files.count - 1)
-            return NowPlaying(state: p.state, track: index, path: files[index],
+            let index = p.queue.index(ofID: position.track)
+            return NowPlaying(state: p.state, track: index ?? -1, entryID: index == nil ? nil : position.track,
+                              path: index.map { p.queue.entries[$0].uri } ?? "",
                               positionSeconds: Double(position.frame) / Double(StreamFormat.sampleRate),
-                              durationSeconds: p.durations[index], trackCount: files.count)
+                              durationSeconds: p.durations[position.track], trackCount: p.queue.count,
+                              shuffle: p.queue.shuffle, repeatMode: p.queue.repeatMode)
         }
     }
 
@@ -172,8 +197,9 @@ final class StreamPlayer: @unchecked Sendable {
         }
         codecDelay = StreamFormat.nanoseconds(frames: encoder!.delayFrames)
         epoch = LeaderTime(nanoseconds: Monotonic.now() + startLatency)
+        if !queue.isEmpty { queue.select(queue.order[0]) }
         publish()
-        open(track: 0, at: 0)
+        if let first = queue.currentEntry { open(entry: first.id, at: 0) } else { state = .stopped; endOfList = true }
 
         while running.load(ordering: .relaxed) {
             handleCommands()
@@ -249,33 +275,37 @@ final class StreamPlayer: @unchecked Sendable {
         trackFrame += frames
     }
 
-    /// Opens `track` at 48 kHz frame `frame`; on failure moves on to the next.
-    private func open(track index: Int, at frame: Int) {
-        var index = index
+    /// Opens queue entry `id` at 48 kHz frame `frame`; a file that fails
+    /// is reported and playback moves on through the queue.
+    private func open(entry id: UInt32, at frame: Int) {
+        var candidate: UInt32? = id
+        var frame = frame
         var attempts = 0
-        while attempts < configuration.files.count {
+        while let entryID = candidate, let index = queue.index(ofID: entryID), attempts <= queue.count {
             attempts += 1
-            if index >= configuration.files.count {
-                guard configuration.loop else { break }
-                index = 0
-            }
-            let path = configuration.files[index]
+            queue.select(index)
+            let path = queue.entries[index].uri
             do {
                 let d = try AudioFile.open(path)
                 let rate = d.sampleRate
                 if frame > 0 { try d.seek(toFrame: Int((Double(frame) * Double(rate) / Double(StreamFormat.sampleRate)).rounded())) }
                 resampler = rate == StreamFormat.sampleRate ? nil : try SoxrResampler(inputRate: rate)
                 decoder = d
-                track = index
+                track = entryID
                 trackFrame = frame
                 let duration = d.frameCount.map { Double($0) / Double(rate) }
-                published.withLock { $0.durations[index] = duration }
+                published.withLock { $0.durations[entryID] = duration }
                 log.info("playing \(path) (\(rate) Hz\(frame > 0 ? String(format: ", from %.3f s", Double(frame) / 48_000) : ""))")
                 endOfList = false
                 return
             } catch {
                 log.error("skipping \(path): \(error)")
-                index += 1
+                frame = 0
+                switch queue.stepForward(manual: true) {
+                case .play(let i) where queue.repeatMode != .off || i != queue.order.first: candidate = queue.entries[i].id
+                case .play(let i) where attempts == 0: candidate = queue.entries[i].id
+                default: candidate = nil
+                }
             }
         }
         decoder = nil
@@ -283,15 +313,17 @@ final class StreamPlayer: @unchecked Sendable {
         endOfList = true
     }
 
+    /// The current entry ended: gapless on to what the queue says is next.
     private func advanceTrack() {
         decoder = nil
         resampler = nil
-        let next = track + 1
-        if next >= configuration.files.count && !configuration.loop {
+        let step = queue.stepForward(manual: false)
+        switch step {
+        case .play(let i), .restart(let i):
+            open(entry: queue.entries[i].id, at: 0)
+        case .stop:
             endOfList = true
-            return
         }
-        open(track: next % max(1, configuration.files.count), at: 0)
     }
 
     private func emitChunk() {
@@ -343,17 +375,20 @@ final class StreamPlayer: @unchecked Sendable {
         broadcast(.streamEnd(streamID: streamID, at: end), end)
         log.info("end of play list")
         state = .stopped
-        published.withLock { $0.pausedAt = TrackPosition(track: 0, frame: 0) }
+        let first = queue.order.first.map { queue.entries[$0].id } ?? 0
+        published.withLock { $0.pausedAt = TrackPosition(track: first, frame: 0) }
+        if let i = queue.order.first { queue.select(i) }
         publish()
         endedAtomic.store(true, ordering: .releasing)
     }
 
     private func publish() {
-        let (state, segments, epoch) = (self.state, history, self.epoch)
+        let (state, segments, epoch, queue) = (self.state, history, self.epoch, self.queue)
         published.withLock { p in
             p.state = state
             p.segments = segments
             p.epoch = epoch
+            p.queue = queue
         }
     }
 
@@ -377,19 +412,23 @@ final class StreamPlayer: @unchecked Sendable {
         if let s = history.last(where: { $0.start <= frame }), frame < s.start + s.count {
             return TrackPosition(track: s.track, frame: s.trackFrame + (frame - s.start))
         }
-        if frame >= streamFrame, let p = pendingSegments.first {
-            return TrackPosition(track: p.track, frame: p.trackFrame + min(p.count, frame - streamFrame))
+        if frame >= streamFrame {
+            if let p = pendingSegments.first {
+                return TrackPosition(track: p.track, frame: p.trackFrame + min(p.count, frame - streamFrame))
+            }
+            return TrackPosition(track: track, frame: trackFrame)
         }
         if let s = history.last { return TrackPosition(track: s.track, frame: s.trackFrame + s.count) }
         return TrackPosition(track: track, frame: trackFrame)
     }
 
-    /// Cuts the stream at `frame`: followers drop everything from there.
-    private func cut(at frame: Int) {
+    /// Cuts the stream at `frame`: followers drop everything from there
+    /// (fading into the cut unless it falls on a track boundary).
+    private func cut(at frame: Int, fade: Bool = true) {
         if frame < streamFrame {
             let pts = ptsOf(frame: frame)
             purge(pts)
-            broadcast(.flush(streamID: streamID, from: pts), pts)
+            broadcast(.flush(streamID: streamID, from: pts, fade: fade), pts)
             history.removeAll { $0.start >= frame }
             if let i = history.indices.last, history[i].start + history[i].count > frame {
                 history[i].count = frame - history[i].start
@@ -405,55 +444,168 @@ final class StreamPlayer: @unchecked Sendable {
         let at = max(changePoint(now: now), 0)
         var command = command
         if command == .toggle { command = state == .playing ? .pause : .play }
-        let current = state == .playing ? position(atFrame: at) : published.withLock { $0.pausedAt }
+        let heard = state == .playing ? position(atFrame: at) : published.withLock { $0.pausedAt }
+        // Steps start from what is heard at the change point, not from the
+        // decoder, which may already be a track ahead.
+        if let i = queue.index(ofID: heard.track) { queue.select(i) }
+        let heardIndex = queue.index(ofID: heard.track)
+        var added: [UInt32] = []
+        func entryID(_ step: PlayQueue.Step) -> UInt32? {
+            switch step {
+            case .play(let i), .restart(let i): queue.entries[i].id
+            case .stop: nil
+            }
+        }
 
         switch command {
         case .pause:
             guard state == .playing else { break }
             cut(at: at)
             state = .paused
-            published.withLock { $0.pausedAt = current }
-            log.info("paused at track \(current.track) \(String(format: "%.3f", Double(current.frame) / 48_000)) s")
+            published.withLock { $0.pausedAt = heard }
+            log.info("paused at \(String(format: "%.3f", Double(heard.frame) / 48_000)) s of entry \(heard.track)")
+        case .stop:
+            if state == .playing { cut(at: at) }
+            decoder = nil
+            state = .stopped
+            published.withLock { $0.pausedAt = TrackPosition(track: heard.track, frame: 0) }
         case .play:
             guard state != .playing else { break }
-            restart(at: at, position: state == .stopped ? TrackPosition(track: 0, frame: 0) : current)
-        case .next:
-            let nextTrack = current.track + 1
-            if nextTrack >= configuration.files.count && !configuration.loop {
-                return .failure(.invalid("already at the last track"))
-            }
-            restart(at: at, position: TrackPosition(track: nextTrack % configuration.files.count, frame: 0))
-        case .previous:
-            // Past 3 s, "previous" restarts the track; otherwise it goes back one.
-            let target = current.frame > 3 * StreamFormat.sampleRate || current.track == 0
-                ? TrackPosition(track: current.track, frame: 0)
-                : TrackPosition(track: current.track - 1, frame: 0)
+            guard !queue.isEmpty else { return .failure(.invalid("the queue is empty")) }
+            let target = heardIndex != nil ? heard : TrackPosition(track: queue.entries[queue.order[0]].id, frame: 0)
             restart(at: at, position: target)
-        case .seek(let seconds):
-            restart(at: at, position: TrackPosition(track: current.track, frame: Int(seconds * Double(StreamFormat.sampleRate))))
-        case .seekBy(let seconds):
-            let frame = max(0, current.frame + Int(seconds * Double(StreamFormat.sampleRate)))
-            restart(at: at, position: TrackPosition(track: current.track, frame: frame))
+        case .next:
+            guard let id = entryID(queue.stepForward(manual: true)) else {
+                return .failure(.invalid(queue.isEmpty ? "the queue is empty" : "already at the last track"))
+            }
+            restart(at: at, position: TrackPosition(track: id, frame: 0))
+        case .previous:
+            guard let id = entryID(queue.stepBack(elapsedSeconds: Double(heard.frame) / Double(StreamFormat.sampleRate))) else {
+                return .failure(.invalid("the queue is empty"))
+            }
+            restart(at: at, position: TrackPosition(track: id, frame: 0))
+        case .seek(let seconds), .seekBy(let seconds):
+            guard heardIndex != nil else { return .failure(.invalid("nothing to seek in")) }
+            var frame = Int(seconds * Double(StreamFormat.sampleRate))
+            if case .seekBy = command { frame = max(0, heard.frame + frame) }
+            let target = TrackPosition(track: heard.track, frame: frame)
+            if state == .playing { restart(at: at, position: target) } else { published.withLock { $0.pausedAt = target } }
+        case .playIndex(let index):
+            guard queue.entries.indices.contains(index) else {
+                return .failure(.invalid("no queue entry \(index) (the queue has \(queue.count))"))
+            }
+            restart(at: at, position: TrackPosition(track: queue.entries[index].id, frame: 0))
+        case .add(let uris, let next):
+            guard !uris.isEmpty else { return .failure(.invalid("nothing to add")) }
+            let wasEmpty = queue.isEmpty
+            added = next ? queue.insertNext(uris) : queue.add(uris)
+            if wasEmpty, let first = added.first { published.withLock { $0.pausedAt = TrackPosition(track: first, frame: 0) } }
+            revalidateUpcoming(from: at)
+        case .remove(let index):
+            guard queue.entries.indices.contains(index) else {
+                return .failure(.invalid("no queue entry \(index) (the queue has \(queue.count))"))
+            }
+            let removingHeard = queue.entries[index].id == heard.track
+            let successor = removingHeard ? entryID(queue.stepForward(manual: true)) : nil
+            queue.remove(at: index)
+            if removingHeard {
+                if state == .playing, let successor {
+                    restart(at: at, position: TrackPosition(track: successor, frame: 0))
+                } else {
+                    if state == .playing { cut(at: at); decoder = nil; state = .stopped }
+                    let fallback = successor ?? queue.order.first.map { queue.entries[$0].id } ?? 0
+                    published.withLock { $0.pausedAt = TrackPosition(track: fallback, frame: 0) }
+                }
+            } else {
+                revalidateUpcoming(from: at)
+            }
+        case .move(let from, let to):
+            guard queue.entries.indices.contains(from), queue.entries.indices.contains(to) else {
+                return .failure(.invalid("positions must be within 0…\(queue.count - 1)"))
+            }
+            queue.move(from: from, to: to)
+            revalidateUpcoming(from: at)
+        case .clear:
+            if state == .playing { cut(at: at) }
+            queue.clear()
+            decoder = nil
+            endOfList = true
+            state = .stopped
+            published.withLock { $0.pausedAt = TrackPosition(track: 0, frame: 0) }
+        case .shuffle(let on):
+            queue.setShuffle(on)
+            revalidateUpcoming(from: at)
+        case .repeatMode(let mode):
+            queue.repeatMode = mode
+            revalidateUpcoming(from: at)
         case .toggle:
             break
         }
         publish()
         let effective = ptsOf(frame: at).nanoseconds + codecDelay
-        return .success(CommandOutcome(acceptedAt: now, effectiveAt: effective, state: state, track: state == .playing ? track : current.track))
+        let index = queue.index(ofID: state == .playing ? position(atFrame: at).track : published.withLock { $0.pausedAt.track }) ?? -1
+        return .success(CommandOutcome(acceptedAt: now, effectiveAt: effective, state: state, track: index, added: added))
+    }
+
+    /// After a queue edit: the audio already sent or decoded beyond the change
+    /// point must follow the queue's new order. The first track boundary that
+    /// no longer does is cut, and decoding restarts there with the right entry.
+    private func revalidateUpcoming(from at: Int) {
+        guard state == .playing else { return }
+        let upcoming = history.filter { $0.start + $0.count > at } + pendingSegments.enumerated().map { i, s in
+            var s = s
+            s.start = streamFrame + pendingSegments[..<i].reduce(0) { $0 + $1.count }
+            return s
+        }
+        func successor(of id: UInt32) -> UInt32? {
+            var q = queue
+            guard let i = q.index(ofID: id) else { return nil }
+            q.select(i)
+            switch q.stepForward(manual: false) {
+            case .play(let j), .restart(let j): return q.entries[j].id
+            case .stop: return nil
+            }
+        }
+        guard var previous = upcoming.first?.track else { return }
+        for segment in upcoming.dropFirst() where segment.track != previous || segment.trackFrame == 0 {
+            let expected = successor(of: previous)
+            if expected != segment.track {
+                let frame = max(at, segment.start)
+                cut(at: frame, fade: frame != segment.start)
+                streamFrame = frame
+                if let expected { open(entry: expected, at: 0) } else { decoder = nil; resampler = nil; endOfList = true }
+                return
+            }
+            previous = segment.track
+        }
+        // Nothing of the next entry sent yet: make sure the decoder will move on to the right one.
+        if track != previous, successor(of: previous) != track {
+            let expected = successor(of: previous)
+            pending.removeAll(keepingCapacity: true)
+            pendingSegments.removeAll()
+            if let expected { open(entry: expected, at: 0) } else { decoder = nil; resampler = nil; endOfList = true }
+        }
+        if let i = queue.index(ofID: track) { queue.select(i) }
     }
 
     /// Starts audio from `position` at grid frame `frame` (cutting what was sent after it).
     private func restart(at frame: Int, position: TrackPosition) {
         cut(at: frame)
         streamFrame = frame
-        if let duration = published.withLock({ $0.durations[position.track] }), Double(position.frame) / 48_000 >= duration {
-            // Seeking past the end of a track: go to the next one.
-            open(track: position.track + 1, at: 0)
+        if let duration = published.withLock({ $0.durations[position.track] }), Double(position.frame) / 48_000 >= duration,
+           let i = queue.index(ofID: position.track) {
+            // Seeking past the end of a track: go on to the next one.
+            queue.select(i)
+            switch queue.stepForward(manual: true) {
+            case .play(let j), .restart(let j): open(entry: queue.entries[j].id, at: 0)
+            case .stop: decoder = nil; endOfList = true
+            }
         } else {
-            open(track: position.track, at: position.frame)
+            open(entry: position.track, at: position.frame)
         }
         endedAtomic.store(false, ordering: .releasing)
-        fadeIn = 120
+        // Starting mid-track (resume, seek) fades in; a track's own start is left bit-exact.
+        fadeIn = position.frame > 0 ? 120 : 0
         state = .playing
     }
 }

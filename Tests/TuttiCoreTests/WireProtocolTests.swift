@@ -23,7 +23,8 @@ let sampleMessages: [Message] = {
         .chunk(Chunk(streamID: 3, sequence: 0, pts: LeaderTime(nanoseconds: 5_000_000_000), frames: 960, payload: rng.bytes(3_840))),
         .chunk(Chunk(streamID: 3, sequence: .max, pts: LeaderTime(nanoseconds: .min), frames: 1, payload: [])),
         .chunk(Chunk(streamID: 9, sequence: 1 << 40, pts: LeaderTime(nanoseconds: -20_833), frames: 4_800, payload: rng.bytes(19_200))),
-        .flush(streamID: 3, from: LeaderTime(nanoseconds: 9_876_543_210)),
+        .flush(streamID: 3, from: LeaderTime(nanoseconds: 9_876_543_210), fade: true),
+        .flush(streamID: 4, from: LeaderTime(nanoseconds: -1), fade: false),
         .streamEnd(streamID: 3, at: LeaderTime(nanoseconds: .max)),
         .health(HealthReport(clockOffsetNanoseconds: -3_000_000_000, clockSkewPPB: 150_000, roundTripNanoseconds: 412_000,
                              bufferedNanoseconds: 180_000_000, outputErrorNanoseconds: -12_345, resampleRatioPPB: -200_000,
@@ -132,7 +133,7 @@ struct WireProtocolTests {
 
         // Fixed sizes: type byte + body.
         #expect(Message.timeResponse(id: 0, t1: .init(nanoseconds: 0), t2: .init(nanoseconds: 0), t3: .init(nanoseconds: 0)).encoded().count == 4 + 1 + 28)
-        #expect(Message.flush(streamID: 0, from: .init(nanoseconds: 0)).encoded().count == 4 + 1 + 12)
+        #expect(Message.flush(streamID: 0, from: .init(nanoseconds: 0), fade: false).encoded().count == 4 + 1 + 13)
         #expect(Message.streamEnd(streamID: 0, at: .init(nanoseconds: 0)).encoded().count == 4 + 1 + 12)
         #expect(Message.health(HealthReport()).encoded().count == 4 + 1 + 60)
         #expect(Message.chunk(Chunk(streamID: 0, sequence: 0, pts: .init(nanoseconds: 0), frames: 1, payload: [9, 8, 7])).encoded()

@@ -1,0 +1,79 @@
+import Foundation
+import Testing
+import TuttiAudio
+import TuttiCore
+import TuttiDaemon
+import TuttiNet
+
+/// Queue edits while playing: the audio already sent ahead is corrected, and
+/// tracks join gaplessly in the new order.
+@Suite(.serialized) struct QueuePlaybackTests {
+    /// Runs of consecutive counter indices in the output: (first index, length).
+    func runs(_ samples: [Int16]) -> [(start: Int, count: Int)] {
+        var result: [(Int, Int)] = []
+        var i = 0
+        while 2 * i + 1 < samples.count {
+            if let index = counterIndex(samples[2 * i], samples[2 * i + 1]) {
+                if let last = result.last, last.0 + last.1 == index { result[result.count - 1].1 += 1 } else { result.append((index, 1)) }
+            }
+            i += 1
+        }
+        return result.filter { $0.1 > 240 } // ignore fade frames
+    }
+
+    @Test func movingTheNextTrackAfterItWasSentReordersGaplessly() throws {
+        let dir = makeTemporaryDirectory()
+        writeFile(dir + "/a.wav", wavImage(counterFrames(count: 60_000, from: 0)))
+        writeFile(dir + "/b.wav", wavImage(counterFrames(count: 60_000, from: 100_000)))
+        writeFile(dir + "/c.wav", wavImage(counterFrames(count: 60_000, from: 200_000)))
+        let leader = try startLeader(files: [dir + "/a.wav", dir + "/b.wav", dir + "/c.wav"])
+        defer { leader.stop() }
+        let f = try startFollower(leader: leader.endpoint, name: "q", output: .file(path: dir + "/q.raw", ppm: 0, delayMilliseconds: 0), steering: false)
+        // A lasts 1.25 s; at 0.7 s the leader has already sent B's first ~0.45 s.
+        usleep(700_000)
+        _ = try leader.perform(.move(from: 2, to: 1))
+        #expect(leader.queue.entries.map { URL(fileURLWithPath: $0.uri).lastPathComponent } == ["a.wav", "c.wav", "b.wav"])
+        waitForPlayout(leader)
+        f.stop()
+        let r = runs(readRaw(dir + "/q.raw"))
+        #expect(r.map(\.start) == [0, 200_000, 100_000], "\(r)")
+        #expect(r.map(\.count) == [60_000, 60_000, 60_000], "\(r)")
+    }
+
+    @Test func removingTheHeardTrackSkipsToTheNext() throws {
+        let dir = makeTemporaryDirectory()
+        writeFile(dir + "/a.wav", wavImage(counterFrames(count: 240_000, from: 0)))
+        writeFile(dir + "/b.wav", wavImage(counterFrames(count: 30_000, from: 300_000)))
+        let leader = try startLeader(files: [dir + "/a.wav", dir + "/b.wav"])
+        defer { leader.stop() }
+        let f = try startFollower(leader: leader.endpoint, name: "q", output: .file(path: dir + "/q.raw", ppm: 0, delayMilliseconds: 0), steering: false)
+        usleep(1_000_000)
+        let outcome = try leader.perform(.remove(index: 0))
+        #expect(outcome.track == 0 && leader.queue.count == 1)
+        waitForPlayout(leader)
+        f.stop()
+        let r = runs(readRaw(dir + "/q.raw"))
+        #expect(r.count == 2 && r[0].start == 0 && r[0].count < 240_000 && r[1].start == 300_000 && r[1].count == 30_000, "\(r)")
+    }
+
+    @Test func repeatOneAndAddingToAnEndedQueue() throws {
+        let dir = makeTemporaryDirectory()
+        writeFile(dir + "/a.wav", wavImage(counterFrames(count: 24_000, from: 0)))
+        writeFile(dir + "/b.wav", wavImage(counterFrames(count: 24_000, from: 100_000)))
+        let leader = try startLeader(files: [dir + "/a.wav"])
+        defer { leader.stop() }
+        _ = try leader.perform(.repeatMode(.one))
+        let f = try startFollower(leader: leader.endpoint, name: "q", output: .file(path: dir + "/q.raw", ppm: 0, delayMilliseconds: 0), steering: false)
+        usleep(1_800_000) // 0.5 s track: heard three times or more
+        _ = try leader.perform(.repeatMode(.off))
+        #expect(waitUntil(timeout: 5) { leader.finished })
+        _ = try leader.perform(.add(uris: [dir + "/b.wav"], next: false))
+        _ = try leader.perform(.playIndex(1))
+        usleep(1_800_000)
+        f.stop()
+        let r = runs(readRaw(dir + "/q.raw"))
+        let repeats = r.filter { $0.start == 0 && $0.count == 24_000 }.count
+        #expect(repeats >= 3, "\(r)")
+        #expect(r.last.map { $0.start == 100_000 && $0.count == 24_000 } == true, "\(r)")
+    }
+}
