@@ -176,6 +176,8 @@ final class StreamPlayer: @unchecked Sendable {
                     position = TrackPosition(track: s.track, frame: s.trackFrame + min(heard - s.start, s.count))
                 } else if let first = p.segments.first {
                     position = TrackPosition(track: first.track, frame: first.trackFrame)
+                } else if let entry = p.queue.currentEntry {
+                    position = TrackPosition(track: entry.id, frame: 0) // nothing sent yet
                 }
             }
             let index = p.queue.index(ofID: position.track)
@@ -198,6 +200,7 @@ final class StreamPlayer: @unchecked Sendable {
         codecDelay = StreamFormat.nanoseconds(frames: encoder!.delayFrames)
         epoch = LeaderTime(nanoseconds: Monotonic.now() + startLatency)
         if !queue.isEmpty { queue.select(queue.order[0]) }
+        if let first = queue.currentEntry { published.withLock { $0.pausedAt = TrackPosition(track: first.id, frame: 0) } }
         publish()
         if let first = queue.currentEntry { open(entry: first.id, at: 0) } else { state = .stopped; endOfList = true }
 

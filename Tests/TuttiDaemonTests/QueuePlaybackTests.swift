@@ -64,7 +64,7 @@ import TuttiNet
         defer { leader.stop() }
         _ = try leader.perform(.repeatMode(.one))
         let f = try startFollower(leader: leader.endpoint, name: "q", output: .file(path: dir + "/q.raw", ppm: 0, delayMilliseconds: 0), steering: false)
-        usleep(1_800_000) // 0.5 s track: heard three times or more
+        usleep(2_600_000) // a 0.5 s track: heard in full three times or more (the first may be joined mid-way)
         _ = try leader.perform(.repeatMode(.off))
         #expect(waitUntil(timeout: 5) { leader.finished })
         _ = try leader.perform(.add(uris: [dir + "/b.wav"], next: false))

@@ -95,7 +95,9 @@ func startFollower(leader: Endpoint, name: String, output: OutputSpec, steering:
     c.name = name
     c.output = output
     c.steering = steering
-    c.realtime = false
+    // Real-time priority, as in production: the suite runs many tests at
+    // once on two cores, and a starved playout thread underruns its DAC.
+    c.realtime = true
     configure(&c)
     let follower = try Follower(configuration: c, log: testLog)
     follower.start()
