@@ -42,7 +42,7 @@ let package = Package(
         // Buttons and remotes: Linux input events and GPIO lines.
         .target(name: "TuttiInput", dependencies: ["TuttiCore", "CGPIOD"]),
         // Composition root: leader, follower, demo.
-        .target(name: "TuttiDaemon", dependencies: ["TuttiCore", "TuttiAudio", "TuttiNet", "CTuttiShim"]),
+        .target(name: "TuttiDaemon", dependencies: ["TuttiCore", "TuttiAudio", "TuttiNet", "TuttiLibrary", "TuttiInput", "CTuttiShim"]),
         .executableTarget(name: "tuttid", dependencies: ["TuttiDaemon"]),
         .executableTarget(name: "tutti", dependencies: ["TuttiCore", "TuttiNet"]),
 

@@ -28,10 +28,14 @@ public enum DaemonUsage {
     """
 
     public static let leader = """
-    usage: tuttid leader --play FILE [FILE...] [OPTIONS]
+    usage: tuttid leader (--play FILE [FILE...] | --music DIR) [OPTIONS]
 
       --listen HOST:PORT     where followers connect (default 0.0.0.0:4953)
       --control HOST:PORT    JSON-RPC control socket (default 127.0.0.1:4954; "off" for none)
+      --mpd HOST:PORT        MPD protocol server (default 127.0.0.1:6600; "off" for none)
+      --music DIR            music folder, scanned into the library at start-up
+      --db PATH              library database (default ~/.local/share/tutti/library.db,
+                             /var/lib/tutti/library.db for the service)
       --play FILE [FILE...]  MP3 or WAV files, played gaplessly in order
       --loop                 start again after the last file
       --codec opus|pcm       wire codec (default opus; pcm is bit-exact)
@@ -105,6 +109,7 @@ public extension DaemonCommand {
         case "leader":
             var c = LeaderConfiguration()
             c.control = Endpoint(host: "127.0.0.1", port: 4954)
+            c.mpd = Endpoint(host: "127.0.0.1", port: 6600)
             while !args.isEmpty {
                 let flag = args.removeFirst()
                 switch flag {
@@ -115,6 +120,13 @@ public extension DaemonCommand {
                     if text == "off" { c.control = nil } else {
                         do { c.control = try Endpoint(parsing: text) } catch { throw UsageError("--control: \(error)") }
                     }
+                case "--mpd":
+                    let text = try value(flag)
+                    if text == "off" { c.mpd = nil } else {
+                        do { c.mpd = try Endpoint(parsing: text, defaultPort: 6600) } catch { throw UsageError("--mpd: \(error)") }
+                    }
+                case "--music": c.musicDirectory = try value(flag)
+                case "--db": c.databasePath = try value(flag)
                 case "--play":
                     while let next = args.first, !next.hasPrefix("--") { c.files.append(args.removeFirst()) }
                 case "--loop": c.loop = true
@@ -133,7 +145,7 @@ public extension DaemonCommand {
                 default: throw UsageError("unknown option \(flag) for leader (see tuttid leader --help)")
                 }
             }
-            guard !c.files.isEmpty else { throw UsageError("leader needs --play FILE [FILE...]") }
+            guard !c.files.isEmpty || c.musicDirectory != nil else { throw UsageError("leader needs --play FILE [FILE...] or --music DIR") }
             return (.leader(c), level)
         case "follower":
             var c = FollowerConfiguration()

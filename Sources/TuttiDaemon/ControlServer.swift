@@ -20,16 +20,30 @@ public final class ControlServer: @unchecked Sendable {
     private let clients = Mutex<[ObjectIdentifier: TCPConnection]>([:])
     private let running = Atomic<Bool>(true)
 
+    private var subscription = 0
+
     public init(leader: Leader, endpoint: Endpoint, log: Logger) throws(NetError) {
         self.leader = leader
         self.log = log
         listener = try TCPListener(endpoint: endpoint)
     }
 
+    /// Every change, from any surface, becomes a notification.
+    private func announce(_ event: LeaderEvent) {
+        switch event {
+        case .player, .options: notify("player.changed", statusObject())
+        case .queue: notify("queue.changed", queueObject())
+        case .mixer, .rooms: notify("rooms.changed", ["rooms": roomsObject()])
+        case .library: notify("library.changed", [:])
+        case .playlists: notify("playlists.changed", [:])
+        }
+    }
+
     public var endpoint: Endpoint { listener.endpoint }
 
     public func start() {
         log.info("control (JSON-RPC) on \(listener.endpoint)")
+        subscription = leader.events.subscribe { [weak self] event in self?.announce(event) }
         Thread.detachNewThread { [self] in
             while running.load(ordering: .relaxed) {
                 guard let connection = try? listener.accept() else { return }
@@ -40,6 +54,7 @@ public final class ControlServer: @unchecked Sendable {
     }
 
     public func stop() {
+        leader.events.unsubscribe(subscription)
         running.store(false, ordering: .releasing)
         listener.close()
         for c in clients.withLock({ Array($0.values) }) { c.close() }
@@ -139,13 +154,10 @@ public final class ControlServer: @unchecked Sendable {
     }
 
     private func dispatch(_ method: String, _ params: [String: Any]) throws -> Any {
-        func player(_ command: PlayerCommand, queueChanged: Bool = false) throws -> Any {
+        func player(_ command: PlayerCommand) throws -> Any {
             do {
-                let outcome = try leader.perform(command)
-                let status = statusObject()
-                notify("player.changed", status)
-                if queueChanged { notify("queue.changed", queueObject()) }
-                var result = status
+                let outcome = try leader.perform(command) // announced to every client through the event hub
+                var result = statusObject()
                 result["acceptedAt"] = outcome.acceptedAt
                 result["effectiveAt"] = outcome.effectiveAt
                 if !outcome.added.isEmpty { result["added"] = outcome.added.map { Int($0) } }
@@ -175,7 +187,7 @@ public final class ControlServer: @unchecked Sendable {
             guard let raw = params["on"], let n = raw as? NSNumber, String(cString: n.objCType) == "c" else {
                 throw RPCError(code: -32602, message: "player.shuffle needs \"on\": true or false")
             }
-            return try player(.shuffle(n.boolValue), queueChanged: true)
+            return try player(.shuffle(n.boolValue))
         case "player.repeat":
             let mode: RepeatMode
             if let text = params["mode"] as? String {
@@ -197,10 +209,10 @@ public final class ControlServer: @unchecked Sendable {
             }
             guard uris.count <= 10_000 else { throw RPCError(code: -32602, message: "at most 10000 entries per call") }
             let next = (params["next"] as? NSNumber).map { $0.boolValue } ?? false
-            return try player(.add(uris: uris, next: next), queueChanged: true)
-        case "queue.remove": return try player(.remove(index: try index("index")), queueChanged: true)
-        case "queue.move": return try player(.move(from: try index("from"), to: try index("to")), queueChanged: true)
-        case "queue.clear": return try player(.clear, queueChanged: true)
+            return try player(.add(uris: uris, next: next))
+        case "queue.remove": return try player(.remove(index: try index("index")))
+        case "queue.move": return try player(.move(from: try index("from"), to: try index("to")))
+        case "queue.clear": return try player(.clear)
         case "queue.play": return try player(.playIndex(try index("index")))
         case "rooms.list":
             return ["rooms": roomsObject()]
@@ -216,9 +228,7 @@ public final class ControlServer: @unchecked Sendable {
             }
             if let ms = try number(params, "latencyMs", in: -1_000...5_000) { settings.latencyTrimNanoseconds = Int64(ms * 1e6) }
             leader.configure(room: room, settings)
-            let object = roomObject(room, settings: settings, health: leader.health[room])
-            notify("rooms.changed", ["rooms": roomsObject()])
-            return object
+            return roomObject(room, settings: settings, health: leader.health[room])
         default:
             throw RPCError(code: -32601, message: "unknown method '\(method)' (see docs/api.md)")
         }

@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import TuttiAudio
 import TuttiCore
+import TuttiLibrary
 import TuttiNet
 
 /// How a leader is set up (`tuttid leader …`).
@@ -9,6 +10,12 @@ public struct LeaderConfiguration: Sendable {
     public var listen = Endpoint(host: "0.0.0.0", port: 4953)
     /// Where the JSON-RPC control socket listens (nil: none).
     public var control: Endpoint? = nil
+    /// Where the MPD protocol server listens (nil: none).
+    public var mpd: Endpoint? = nil
+    /// The music folder to scan into the library (nil: no library scan).
+    public var musicDirectory: String? = nil
+    /// The library database (nil with a music folder: the default path).
+    public var databasePath: String? = nil
     public var files: [String] = []
     public var loop = false
     public var codec = Codec.opus
@@ -50,14 +57,25 @@ public final class Leader: @unchecked Sendable {
     private let roomSettings = Mutex<[String: RoomSettings]>([:])
     private var player: StreamPlayer!
     private var controlServer: ControlServer?
+    /// The music library, when a music folder or database was configured.
+    public let library: Library?
+    /// Changes, for every control surface.
+    public let events = LeaderEventHub()
     private let healthReports = Mutex<[String: HealthReport]>([:])
     private let chunksSent = Atomic<Int>(0)
 
-    public init(configuration: LeaderConfiguration, log: Logger) throws(NetError) {
+    public init(configuration: LeaderConfiguration, log: Logger) throws {
         self.configuration = configuration
         self.log = log
         self.streamID = UInt32.random(in: 1...UInt32.max)
         listener = try TCPListener(endpoint: configuration.listen)
+        if configuration.musicDirectory != nil || configuration.databasePath != nil {
+            let path = configuration.databasePath ?? Library.defaultDatabasePath(asService: getuid() == 0 && configuration.listen.port == 4953)
+            try? FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            library = try Library(path: path, logger: log.with(label: "library"))
+        } else {
+            library = nil
+        }
         player = StreamPlayer(configuration: configuration, streamID: streamID, log: log,
                               broadcast: { [unowned self] message, pts in broadcast(message, pts: pts) },
                               purge: { [unowned self] pts in backlog.withLock { $0.removeAll { $0.pts >= pts } } })
@@ -87,6 +105,19 @@ public final class Leader: @unchecked Sendable {
             let server = try ControlServer(leader: self, endpoint: control, log: log.with(label: "control"))
             server.start()
             controlServer = server
+        }
+        if let library, let folder = configuration.musicDirectory {
+            // The start-up scan runs beside playback; unchanged files are not re-read.
+            Thread.detachNewThread { [log, self] in
+                nameThread("tutti-scan")
+                do {
+                    let summary = try library.scan(folder: folder)
+                    log.info("library scan of \(folder): \(summary)")
+                    self.events.emit(.library)
+                } catch {
+                    log.error("library scan of \(folder) failed: \(error)")
+                }
+            }
         }
         let source = Thread { [self] in nameThread("tutti-source"); player.run() }
         source.name = "tutti-source"
@@ -130,11 +161,13 @@ public final class Leader: @unchecked Sendable {
             for chunk in chunks where chunk.pts > now { session.enqueue(chunk.bytes) }
             session.joined = true
         }
+        events.emit(.rooms)
     }
 
     fileprivate func remove(_ session: FollowerSession) {
         sessions.withLock { _ = $0.removeValue(forKey: ObjectIdentifier(session)) }
         if let name = session.name { healthReports.withLock { _ = $0.removeValue(forKey: name) } }
+        events.emit(.rooms)
     }
 
     fileprivate func record(health: HealthReport, from name: String) {
@@ -158,7 +191,14 @@ public final class Leader: @unchecked Sendable {
 
     /// Transport commands (pause, skip, seek …); see `StreamPlayer`.
     public func perform(_ command: PlayerCommand) throws(PlayerError) -> CommandOutcome {
-        try player.submit(command)
+        let outcome = try player.submit(command)
+        switch command {
+        case .add, .remove, .move, .clear: events.emit(.queue); events.emit(.player)
+        case .shuffle: events.emit(.options); events.emit(.queue)
+        case .repeatMode: events.emit(.options)
+        default: events.emit(.player)
+        }
+        return outcome
     }
 
     public var nowPlaying: NowPlaying { player.nowPlaying() }
@@ -173,6 +213,7 @@ public final class Leader: @unchecked Sendable {
         roomSettings.withLock { $0[room] = settings }
         let targets = sessions.withLock { $0.values.filter { $0.name == room } }
         for session in targets { session.enqueue(Message.settings(settings).encoded()) }
+        events.emit(.mixer)
     }
 
     public func settings(of room: String) -> RoomSettings {

@@ -84,8 +84,12 @@ import TuttiNet
         let accepted = try #require(paused["acceptedAt"] as? Int), effective = try #require(paused["effectiveAt"] as? Int)
         #expect(effective - accepted > 0 && effective - accepted < 150_000_000)
         // The other client hears about it without asking.
-        let (method, params) = try watcher.nextNotification()
-        #expect(method == "player.changed" && params["state"] as? String == "paused")
+        var seen: [String: Any]?
+        for _ in 0..<10 {
+            let (method, params) = try watcher.nextNotification()
+            if method == "player.changed" { seen = params; break }
+        }
+        #expect(seen?["state"] as? String == "paused")
 
         let position = try #require((try client.call("player.status") as? [String: Any])?["position"] as? Double)
         usleep(300_000)
