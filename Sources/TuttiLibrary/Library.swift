@@ -1,2 +1,134 @@
 // The music library: SQLite store, scanner, search, playlists (issue 4).
+import Glibc
+import Synchronization
 import TuttiCore
+
+/// The music library of one leader: tracks found by scanning folders,
+/// cover art, full-text search, playlists, favourites, play history and
+/// recent searches, in one SQLite file.
+///
+/// Thread contract: `Sendable`; every method may be called from any thread
+/// or task. Calls are serialised on one internal lock around a single
+/// connection, so each is atomic. Methods block while they run; from async
+/// code call them off the cooperative pool for long work (`scan`). A scan
+/// reads files without holding the lock and takes it once per batch, so
+/// searches and edits made during a scan are answered between batches.
+///
+/// Durability: every mutating method returns only after its transaction
+/// has committed with `synchronous=FULL` (WAL fsynced), so an acknowledged
+/// like, play, playlist edit or recent search survives a killed process and
+/// a power cut. Scans commit every `ScanOptions.batchSize` files.
+///
+/// Errors: methods throw `LibraryError`; the message names the object and
+/// what SQLite or the file system said.
+public final class Library: Sendable {
+    public let path: String
+    let logger: Logger
+    private let database: Mutex<Database>
+    private let scanning = Atomic<Bool>(false)
+
+    /// Opens the library at `path`, creating it (and upgrading an older
+    /// schema) if needed. Throws `.databaseTooNew` for a database written
+    /// by a newer Tutti, `.cannotOpenDatabase` when the file is not SQLite.
+    public init(path: String, logger: Logger = .silent) throws(LibraryError) {
+        let db = try Database(path: path)
+        let before = try db.userVersion
+        try Schema.migrate(db)
+        if before != Schema.latestVersion {
+            logger.info("library \(path): schema \(before) → \(Schema.latestVersion)")
+        }
+        self.path = path
+        self.logger = logger
+        self.database = Mutex(db)
+    }
+
+    /// Where the library lives by default: `/var/lib/tutti/library.db` for
+    /// the system service, else `$XDG_DATA_HOME/tutti/library.db`
+    /// (`~/.local/share/tutti/library.db`).
+    public static func defaultDatabasePath(asService: Bool) -> String {
+        if asService { return "/var/lib/tutti/library.db" }
+        if let xdg = getenv("XDG_DATA_HOME").map({ String(cString: $0) }), xdg.hasPrefix("/") { return xdg + "/tutti/library.db" }
+        let home = getenv("HOME").map { String(cString: $0) } ?? "/tmp"
+        return home + "/.local/share/tutti/library.db"
+    }
+
+    /// Runs `body` with the connection, holding the lock.
+    @discardableResult
+    func locked<T: Sendable>(_ body: (Database) throws(LibraryError) -> T) throws(LibraryError) -> T {
+        try database.withLock { (db: inout Database) throws(LibraryError) -> T in try body(db) }
+    }
+
+    // MARK: Scanning
+
+    /// Scans `folder` recursively (see `ScanSummary` for what it reports).
+    /// Blocks the calling thread until done; `progress` is called on that
+    /// thread before each file and once at the end. Throws
+    /// `.scanInProgress` if another scan is running, `.musicFolder` when the
+    /// folder is missing; unreadable or corrupt files never stop a scan,
+    /// they are listed in `skipped`.
+    public func scan(folder: String, options: ScanOptions = ScanOptions(),
+                     progress: ((ScanProgress) -> Void)? = nil) throws(LibraryError) -> ScanSummary {
+        guard let resolved = realpath(folder, nil) else {
+            throw .musicFolder(path: folder, reason: String(cString: strerror(errno)))
+        }
+        let root = String(cString: resolved)
+        free(resolved)
+        var st = stat()
+        guard stat(root, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR else { throw .musicFolder(path: folder, reason: "not a folder") }
+        guard scanning.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else {
+            throw .scanInProgress
+        }
+        defer { scanning.store(false, ordering: .releasing) }
+        let scan = Scan(root: root, options: options, logger: logger, withDatabase: { body throws(LibraryError) in
+            try self.locked { db throws(LibraryError) in try body(db) }
+        }, progress: progress)
+        return try scan.run()
+    }
+
+    // MARK: Tracks
+
+    public func track(_ id: TrackID) throws(LibraryError) -> Track? {
+        try locked { db throws(LibraryError) in
+            try db.query("SELECT \(TrackStore.columns) FROM tracks WHERE id = ?", [.int(id.rawValue)]) { TrackStore.track($0) }.first
+        }
+    }
+
+    /// The track at an absolute path (as stored: symbolic links resolved).
+    public func track(atPath path: String) throws(LibraryError) -> Track? {
+        try locked { db throws(LibraryError) in
+            try db.query("SELECT \(TrackStore.columns) FROM tracks WHERE path = ?", [.text(path)]) { TrackStore.track($0) }.first
+        }
+    }
+
+    public func trackCount() throws(LibraryError) -> Int {
+        try locked { db throws(LibraryError) in Int(try db.scalarInt("SELECT count(*) FROM tracks") ?? 0) }
+    }
+
+    /// All tracks of an album in disc and track order.
+    public func albumTracks(album: String, albumArtist: String? = nil) throws(LibraryError) -> [Track] {
+        try locked { db throws(LibraryError) in
+            try db.query("""
+                SELECT \(TrackStore.columns) FROM tracks
+                WHERE album = ? AND (?2 IS NULL OR coalesce(album_artist, artist) = ?2)
+                ORDER BY coalesce(disc_no, 1), coalesce(track_no, 0), path
+                """, [.text(album), SQLValue(albumArtist)]) { TrackStore.track($0) }
+        }
+    }
+
+    /// The cover image with this hash (from `Track.coverHash`), or nil.
+    public func cover(hash: String) throws(LibraryError) -> Cover? {
+        try locked { db throws(LibraryError) in
+            try db.query("SELECT hash, mime, bytes FROM covers WHERE hash = ?", [.text(hash)]) {
+                Cover(hash: $0.text(0), mime: $0.text(1), bytes: $0.blob(2))
+            }.first
+        }
+    }
+
+    public func coverCount() throws(LibraryError) -> Int {
+        try locked { db throws(LibraryError) in Int(try db.scalarInt("SELECT count(*) FROM covers") ?? 0) }
+    }
+
+    func requireTrack(_ id: TrackID, _ db: Database) throws(LibraryError) {
+        guard try db.scalarInt("SELECT 1 FROM tracks WHERE id = ?", [.int(id.rawValue)]) != nil else { throw .notFound(id.description) }
+    }
+}

@@ -1,0 +1,328 @@
+import Glibc
+import TuttiCore
+
+/// How a scan behaves.
+public struct ScanOptions: Sendable {
+    /// Files read between two commits. Each batch is one transaction, so a
+    /// crash loses at most the batch in flight and the next scan redoes it.
+    public var batchSize = 500
+    /// A folder that yields no audio files at all while the library holds
+    /// tracks under it is most likely an unmounted disk: its tracks (and
+    /// their favourites and history) are kept unless this is set.
+    public var removeTracksWhenFolderIsEmpty = false
+
+    public init(batchSize: Int = 500, removeTracksWhenFolderIsEmpty: Bool = false) {
+        self.batchSize = max(1, batchSize)
+        self.removeTracksWhenFolderIsEmpty = removeTracksWhenFolderIsEmpty
+    }
+}
+
+/// One audio file found by the walk.
+struct FoundFile {
+    var path: String
+    var size: Int
+    var mtimeNanoseconds: Int64
+    var format: AudioFormatKind
+}
+
+/// What the library already has for a path.
+struct KnownFile {
+    var id: TrackID
+    var size: Int
+    var mtimeNanoseconds: Int64
+    var contentHash: String
+}
+
+/// Walks a folder for audio files: recursive, following symbolic links
+/// (each directory once, so a link loop ends), skipping hidden entries and
+/// files whose extension is not an audio format. Sorted, so scans are
+/// deterministic. Unreadable folders are reported, not fatal.
+enum FolderWalker {
+    static func walk(root: String) -> (files: [FoundFile], skipped: [ScanSummary.Skipped]) {
+        var files: [FoundFile] = []
+        var skipped: [ScanSummary.Skipped] = []
+        var seen = Set<[UInt64]>()
+        var pending = [root]
+        while let dir = pending.popLast() {
+            var st = stat()
+            guard stat(dir, &st) == 0 else {
+                skipped.append(.init(path: dir, reason: .unreadable(String(cString: strerror(errno)))))
+                continue
+            }
+            guard seen.insert([UInt64(st.st_dev), UInt64(st.st_ino)]).inserted else { continue }
+            guard let handle = opendir(dir) else {
+                skipped.append(.init(path: dir, reason: .unreadable(String(cString: strerror(errno)))))
+                continue
+            }
+            var names: [String] = []
+            while let entry = readdir(handle) {
+                let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                    String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+                }
+                if name.hasPrefix(".") { continue } // ".", "..", and hidden files
+                names.append(name)
+            }
+            closedir(handle)
+            var subdirectories: [String] = []
+            for name in names.sorted() {
+                let path = dir + "/" + name
+                var s = stat()
+                guard stat(path, &s) == 0 else {
+                    // A dangling link or a file that vanished: only audio files are worth a line.
+                    if AudioFormatKind(pathExtension: pathExtension(name)) != nil {
+                        skipped.append(.init(path: path, reason: .unreadable(String(cString: strerror(errno)))))
+                    }
+                    continue
+                }
+                if (s.st_mode & S_IFMT) == S_IFDIR {
+                    subdirectories.append(path)
+                } else if (s.st_mode & S_IFMT) == S_IFREG, let format = AudioFormatKind(pathExtension: pathExtension(name)) {
+                    files.append(FoundFile(path: path, size: Int(s.st_size), mtimeNanoseconds: mtime(s), format: format))
+                }
+            }
+            pending.append(contentsOf: subdirectories.reversed()) // depth-first, in name order
+        }
+        return (files, skipped)
+    }
+
+    static func pathExtension(_ name: String) -> String {
+        guard let dot = name.lastIndex(of: "."), dot != name.startIndex else { return "" }
+        return String(name[name.index(after: dot)...])
+    }
+
+    static func mtime(_ s: stat) -> Int64 {
+        Int64(s.st_mtim.tv_sec) * 1_000_000_000 + Int64(s.st_mtim.tv_nsec)
+    }
+}
+
+/// Reads one file: size and mtime from the open descriptor, content hash,
+/// then tags and length by format. Never throws: a file that cannot be
+/// used comes back as a skip reason.
+enum FileReader {
+    struct Read {
+        var file: FoundFile
+        var metadata: FileMetadata
+        var contentHash: String
+    }
+
+    static func read(_ found: FoundFile) -> Result<Read, SkipReason> {
+        let fd = open(found.path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return .failure(.unreadable(String(cString: strerror(errno)))) }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { return .failure(.unreadable(String(cString: strerror(errno)))) }
+        var file = found
+        file.size = Int(st.st_size)
+        file.mtimeNanoseconds = FolderWalker.mtime(st)
+        guard file.size > 0 else { return .failure(.corrupt("file is empty")) }
+        let hash: String
+        do { hash = try ContentHash.compute(fd: fd, size: file.size) } catch {
+            return .failure(.unreadable(error.description))
+        }
+        let result: Result<FileMetadata, SkipReason>
+        switch found.format {
+        case .mp3: result = MP3Tags.read(path: found.path, fileSize: file.size)
+        case .flac: result = FLACTags.read(path: found.path)
+        case .wav: result = WAVTags.read(fd: fd, fileSize: file.size)
+        }
+        return result.map { metadata in
+            var metadata = metadata
+            // Files without a title get one from their name ("03 - Song.mp3").
+            if metadata.tags.title == nil {
+                let guess = TagText.fromFileName(found.path)
+                metadata.tags.title = guess.title
+                metadata.tags.trackNumber = metadata.tags.trackNumber ?? guess.trackNumber
+            }
+            return Read(file: file, metadata: metadata, contentHash: hash)
+        }
+    }
+}
+
+/// The scan: walk, compare with the library, read what changed, write in
+/// batches. File reading happens outside the library's lock; each batch
+/// takes the lock for one transaction, so searches and other calls carry
+/// on during a long scan.
+struct Scan {
+    let root: String
+    let options: ScanOptions
+    let logger: Logger
+    let withDatabase: (_ body: (Database) throws(LibraryError) -> Void) throws(LibraryError) -> Void
+    let progress: ((ScanProgress) -> Void)?
+
+    private enum Write {
+        case insert(FileReader.Read)
+        case update(TrackID, FileReader.Read)
+    }
+
+    func run() throws(LibraryError) -> ScanSummary {
+        let started = ContinuousClock.now
+        var summary = ScanSummary(root: root)
+        let walk = FolderWalker.walk(root: root)
+        summary.skipped = walk.skipped
+
+        var known: [String: KnownFile] = [:]
+        try withDatabase { db throws(LibraryError) in
+            // Everything under root: paths in [root + "/", root + "0"), "0" being "/" + 1.
+            let rows = try db.query("SELECT path, id, file_size, mtime_ns, content_hash FROM tracks WHERE path >= ? AND path < ?",
+                                    [.text(root + "/"), .text(root + "0")]) { s in
+                (s.text(0), KnownFile(id: TrackID(s.int(1)), size: Int(s.int(2)), mtimeNanoseconds: s.int(3), contentHash: s.text(4)))
+            }
+            for (path, file) in rows { known[path] = file }
+        }
+
+        // Tracks whose path is gone are either moved (their content turns up
+        // under a new path below) or removed at the end.
+        let present = Set(walk.files.map(\.path))
+        var missingByHash: [String: [TrackID]] = [:]
+        var missingPaths: [TrackID: String] = [:]
+        for (path, file) in known where !present.contains(path) {
+            missingByHash[file.contentHash, default: []].append(file.id)
+            missingPaths[file.id] = path
+        }
+
+        var batch: [Write] = []
+        func flush() throws(LibraryError) {
+            guard !batch.isEmpty else { return }
+            let writes = batch
+            batch.removeAll(keepingCapacity: true)
+            try withDatabase { db throws(LibraryError) in
+                try db.transaction { () throws(LibraryError) in
+                    for write in writes {
+                        switch write {
+                        case .insert(let read): try TrackStore.insert(read, into: db)
+                        case .update(let id, let read): try TrackStore.update(id, read, in: db)
+                        }
+                    }
+                }
+            }
+        }
+
+        for (index, file) in walk.files.enumerated() {
+            progress?(ScanProgress(done: index, total: walk.files.count, currentPath: file.path))
+            let old = known[file.path]
+            if let old, old.size == file.size, old.mtimeNanoseconds == file.mtimeNanoseconds {
+                summary.unchanged += 1
+                continue
+            }
+            summary.filesRead += 1
+            switch FileReader.read(file) {
+            case .failure(let reason):
+                summary.skipped.append(.init(path: file.path, reason: reason))
+                logger.warning("skipped \(file.path): \(reason)")
+            case .success(let read):
+                if let old {
+                    batch.append(.update(old.id, read))
+                    summary.updated += 1
+                } else if var candidates = missingByHash[read.contentHash], !candidates.isEmpty {
+                    let id = candidates.removeFirst()
+                    missingByHash[read.contentHash] = candidates
+                    logger.info("moved \(missingPaths[id] ?? "?") → \(file.path)")
+                    missingPaths[id] = nil
+                    batch.append(.update(id, read))
+                    summary.moved += 1
+                } else {
+                    batch.append(.insert(read))
+                    summary.added += 1
+                }
+            }
+            if batch.count >= options.batchSize { try flush() }
+        }
+        try flush()
+        progress?(ScanProgress(done: walk.files.count, total: walk.files.count, currentPath: ""))
+
+        let gone = missingPaths.sorted { $0.value < $1.value }
+        if !gone.isEmpty && walk.files.isEmpty && !options.removeTracksWhenFolderIsEmpty {
+            let warning = "\(root) has no audio files but the library has \(gone.count) tracks there; keeping them (is a disk unmounted?)"
+            logger.warning(warning)
+            summary.warnings.append(warning)
+        } else if !gone.isEmpty {
+            try withDatabase { db throws(LibraryError) in
+                try db.transaction { () throws(LibraryError) in
+                    for (id, _) in gone { try db.run("DELETE FROM tracks WHERE id = ?", [.int(id.rawValue)]) }
+                }
+            }
+            for (id, path) in gone {
+                logger.info("removed \(path): the file is gone")
+                summary.removedTrackIDs.append(id)
+            }
+            summary.removed = gone.count
+        }
+        if summary.updated + summary.moved + summary.removed > 0 {
+            try withDatabase { db throws(LibraryError) in try TrackStore.deleteUnusedCovers(db) }
+        }
+        let elapsed = ContinuousClock.now - started
+        summary.elapsedSeconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18
+        logger.info("scan of \(root): \(summary)")
+        return summary
+    }
+}
+
+/// Track rows: the SQL the scanner and the benchmarks share.
+enum TrackStore {
+    static let columns = "id, path, format, title, artist, album, album_artist, genre, track_no, disc_no, year, duration_frames, sample_rate, file_size, mtime_ns, content_hash, cover_hash"
+
+    /// `columns` qualified with a table alias, for joins.
+    static func columns(_ alias: String) -> String {
+        columns.split(separator: ",").map { alias + "." + $0.trimmingSpaces() }.joined(separator: ", ")
+    }
+
+    /// Reads a row selected with `columns` starting at column `first`.
+    static func track(_ s: Statement, first: Int32 = 0) -> Track {
+        Track(id: TrackID(s.int(first)), path: s.text(first + 1), format: AudioFormatKind(rawValue: s.text(first + 2)) ?? .mp3,
+              title: s.text(first + 3), artist: s.optionalText(first + 4), album: s.optionalText(first + 5),
+              albumArtist: s.optionalText(first + 6), genre: s.optionalText(first + 7),
+              trackNumber: s.optionalInt(first + 8).map(Int.init), discNumber: s.optionalInt(first + 9).map(Int.init),
+              year: s.optionalInt(first + 10).map(Int.init), durationFrames: Int(s.int(first + 11)), sampleRate: Int(s.int(first + 12)),
+              fileSize: Int(s.int(first + 13)), modifiedNanoseconds: s.int(first + 14), contentHash: s.text(first + 15),
+              coverHash: s.optionalText(first + 16))
+    }
+
+    private static func values(_ read: FileReader.Read, coverHash: String?) -> [SQLValue] {
+        let t = read.metadata.tags
+        return [.text(read.file.path), .text(read.metadata.format.rawValue), .text(t.title ?? "Untitled"),
+                SQLValue(t.artist), SQLValue(t.album), SQLValue(t.albumArtist), SQLValue(t.genre),
+                SQLValue(t.trackNumber), SQLValue(t.discNumber), SQLValue(t.year),
+                .int(Int64(read.metadata.durationFrames)), .int(Int64(read.metadata.sampleRate)),
+                .int(Int64(read.file.size)), .int(read.file.mtimeNanoseconds), .text(read.contentHash), SQLValue(coverHash)]
+    }
+
+    /// Stores the picture once per distinct image; returns its hash.
+    private static func storeCover(_ read: FileReader.Read, _ db: Database) throws(LibraryError) -> String? {
+        guard let picture = read.metadata.tags.picture else { return nil }
+        let hash = SHA256.hash(picture.bytes)
+        try db.run("INSERT OR IGNORE INTO covers(hash, mime, bytes) VALUES (?, ?, ?)", [.text(hash), .text(picture.mime), .blob(picture.bytes)])
+        return hash
+    }
+
+    static func insert(_ read: FileReader.Read, into db: Database) throws(LibraryError) {
+        let cover = try storeCover(read, db)
+        try db.run("""
+            INSERT INTO tracks(path, format, title, artist, album, album_artist, genre, track_no, disc_no, year,
+                               duration_frames, sample_rate, file_size, mtime_ns, content_hash, cover_hash, added_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """, values(read, coverHash: cover) + [.int(WallClock.unixMilliseconds())])
+    }
+
+    static func update(_ id: TrackID, _ read: FileReader.Read, in db: Database) throws(LibraryError) {
+        let cover = try storeCover(read, db)
+        try db.run("""
+            UPDATE tracks SET path = ?, format = ?, title = ?, artist = ?, album = ?, album_artist = ?, genre = ?,
+                track_no = ?, disc_no = ?, year = ?, duration_frames = ?, sample_rate = ?, file_size = ?, mtime_ns = ?,
+                content_hash = ?, cover_hash = ?
+            WHERE id = ?
+            """, values(read, coverHash: cover) + [.int(id.rawValue)])
+    }
+
+    static func deleteUnusedCovers(_ db: Database) throws(LibraryError) {
+        try db.run("DELETE FROM covers WHERE NOT EXISTS (SELECT 1 FROM tracks WHERE tracks.cover_hash = covers.hash)")
+    }
+}
+
+/// The wall clock, for the times stored with likes, plays and edits.
+public enum WallClock {
+    public static func unixMilliseconds() -> Int64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        return Int64(ts.tv_sec) * 1_000 + Int64(ts.tv_nsec) / 1_000_000
+    }
+}

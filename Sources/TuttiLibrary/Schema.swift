@@ -1,0 +1,143 @@
+/// The library's schema as numbered migrations. `PRAGMA user_version` holds
+/// the number of the last one applied; opening a database runs the missing
+/// ones in order, each in its own transaction, and refuses a database whose
+/// version is newer than this build knows.
+///
+/// Never edit a migration that has shipped: add a new one.
+public enum Schema {
+    /// The Tutti release that writes this schema; stored in `meta` so an
+    /// older build can say which version a newer database needs.
+    public static let tuttiVersion = "0.1"
+
+    public struct Migration: Sendable {
+        public let version: Int
+        public let summary: String
+        public let sql: String
+    }
+
+    public static var latestVersion: Int { migrations.last?.version ?? 0 }
+
+    public static let migrations: [Migration] = [
+        Migration(version: 1, summary: "tracks, covers, favourites, history, playlists", sql: """
+            CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+            CREATE TABLE covers (
+                hash TEXT PRIMARY KEY,        -- SHA-256 of the image bytes, hex
+                mime TEXT NOT NULL,
+                bytes BLOB NOT NULL
+            );
+            CREATE TABLE tracks (
+                id INTEGER PRIMARY KEY,
+                path TEXT NOT NULL UNIQUE,    -- absolute
+                format TEXT NOT NULL,         -- mp3, flac, wav
+                title TEXT NOT NULL,
+                artist TEXT, album TEXT, album_artist TEXT, genre TEXT,
+                track_no INTEGER, disc_no INTEGER, year INTEGER,
+                duration_frames INTEGER NOT NULL, -- exact, gapless, at sample_rate
+                sample_rate INTEGER NOT NULL,
+                file_size INTEGER NOT NULL,
+                mtime_ns INTEGER NOT NULL,
+                content_hash TEXT NOT NULL,   -- see ContentHash: size + first and last 64 KiB
+                cover_hash TEXT REFERENCES covers(hash),
+                added_at INTEGER NOT NULL     -- Unix ms
+            );
+            CREATE INDEX tracks_content_hash ON tracks(content_hash);
+            CREATE INDEX tracks_album ON tracks(album_artist, album, disc_no, track_no);
+            CREATE INDEX tracks_cover ON tracks(cover_hash);
+            -- Keyed by track id; a moved file keeps its id, so these survive moves.
+            CREATE TABLE favourites (
+                track_id INTEGER PRIMARY KEY REFERENCES tracks(id) ON DELETE CASCADE,
+                liked_at INTEGER NOT NULL
+            );
+            CREATE TABLE history (
+                id INTEGER PRIMARY KEY,
+                track_id INTEGER NOT NULL REFERENCES tracks(id) ON DELETE CASCADE,
+                started_at INTEGER NOT NULL,  -- Unix ms
+                played_ms INTEGER NOT NULL
+            );
+            CREATE INDEX history_started ON history(started_at);
+            CREATE INDEX history_track ON history(track_id);
+            CREATE TABLE playlists (
+                id INTEGER PRIMARY KEY,
+                name TEXT NOT NULL,
+                created_at INTEGER NOT NULL,
+                updated_at INTEGER NOT NULL
+            );
+            CREATE TABLE playlist_entries (
+                id INTEGER PRIMARY KEY,
+                playlist_id INTEGER NOT NULL REFERENCES playlists(id) ON DELETE CASCADE,
+                position INTEGER NOT NULL,    -- order only; gaps allowed
+                track_id INTEGER NOT NULL REFERENCES tracks(id) ON DELETE CASCADE
+            );
+            CREATE INDEX playlist_entries_order ON playlist_entries(playlist_id, position);
+            CREATE INDEX playlist_entries_track ON playlist_entries(track_id);
+            """),
+        Migration(version: 2, summary: "word index (FTS5)", sql: """
+            CREATE VIRTUAL TABLE tracks_fts USING fts5(
+                title, artist, album, album_artist, genre,
+                content='tracks', content_rowid='id',
+                tokenize='unicode61 remove_diacritics 2', prefix='1 2 3');
+            CREATE TRIGGER tracks_fts_insert AFTER INSERT ON tracks BEGIN
+                INSERT INTO tracks_fts(rowid, title, artist, album, album_artist, genre)
+                VALUES (new.id, new.title, new.artist, new.album, new.album_artist, new.genre);
+            END;
+            CREATE TRIGGER tracks_fts_delete AFTER DELETE ON tracks BEGIN
+                INSERT INTO tracks_fts(tracks_fts, rowid, title, artist, album, album_artist, genre)
+                VALUES ('delete', old.id, old.title, old.artist, old.album, old.album_artist, old.genre);
+            END;
+            CREATE TRIGGER tracks_fts_update AFTER UPDATE OF title, artist, album, album_artist, genre ON tracks BEGIN
+                INSERT INTO tracks_fts(tracks_fts, rowid, title, artist, album, album_artist, genre)
+                VALUES ('delete', old.id, old.title, old.artist, old.album, old.album_artist, old.genre);
+                INSERT INTO tracks_fts(rowid, title, artist, album, album_artist, genre)
+                VALUES (new.id, new.title, new.artist, new.album, new.album_artist, new.genre);
+            END;
+            INSERT INTO tracks_fts(tracks_fts) VALUES ('rebuild');
+            """),
+        Migration(version: 3, summary: "substring index for CJK (FTS5 trigram), recent searches", sql: """
+            CREATE VIRTUAL TABLE tracks_trigram USING fts5(
+                title, artist, album, album_artist, genre,
+                content='tracks', content_rowid='id', tokenize='trigram');
+            CREATE TRIGGER tracks_trigram_insert AFTER INSERT ON tracks BEGIN
+                INSERT INTO tracks_trigram(rowid, title, artist, album, album_artist, genre)
+                VALUES (new.id, new.title, new.artist, new.album, new.album_artist, new.genre);
+            END;
+            CREATE TRIGGER tracks_trigram_delete AFTER DELETE ON tracks BEGIN
+                INSERT INTO tracks_trigram(tracks_trigram, rowid, title, artist, album, album_artist, genre)
+                VALUES ('delete', old.id, old.title, old.artist, old.album, old.album_artist, old.genre);
+            END;
+            CREATE TRIGGER tracks_trigram_update AFTER UPDATE OF title, artist, album, album_artist, genre ON tracks BEGIN
+                INSERT INTO tracks_trigram(tracks_trigram, rowid, title, artist, album, album_artist, genre)
+                VALUES ('delete', old.id, old.title, old.artist, old.album, old.album_artist, old.genre);
+                INSERT INTO tracks_trigram(rowid, title, artist, album, album_artist, genre)
+                VALUES (new.id, new.title, new.artist, new.album, new.album_artist, new.genre);
+            END;
+            INSERT INTO tracks_trigram(tracks_trigram) VALUES ('rebuild');
+            CREATE TABLE recent_searches (
+                key TEXT PRIMARY KEY,         -- the query folded for case, so "ABBA" and "abba" are one entry
+                query TEXT NOT NULL,          -- as last typed
+                seq INTEGER NOT NULL          -- newest is largest; a counter, not a clock, so order is exact
+            );
+            """),
+    ]
+
+    /// Brings `db` to `latestVersion`, or throws when it is newer or foreign.
+    static func migrate(_ db: Database) throws(LibraryError) {
+        let found = try db.userVersion
+        if found > latestVersion {
+            let writtenBy = try? db.scalarText("SELECT value FROM meta WHERE key = 'written_by'")
+            throw .databaseTooNew(path: db.path, found: found, supported: latestVersion, writtenBy: writtenBy ?? nil)
+        }
+        if found == 0 {
+            let tables = try db.scalarInt("SELECT count(*) FROM sqlite_master WHERE type = 'table'") ?? 0
+            guard tables == 0 else {
+                throw .corruptSchema(path: db.path, reason: "it holds \(tables) tables but no Tutti schema version; pass --db with another file")
+            }
+        }
+        for migration in migrations where migration.version > found {
+            try db.transaction { () throws(LibraryError) in
+                try db.execute(migration.sql)
+                try db.run("INSERT OR REPLACE INTO meta(key, value) VALUES ('written_by', ?)", [.text(tuttiVersion)])
+                try db.execute("PRAGMA user_version = \(migration.version)")
+            }
+        }
+    }
+}

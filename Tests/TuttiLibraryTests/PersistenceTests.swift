@@ -1,0 +1,175 @@
+import Foundation
+import Testing
+import TuttiCore
+@testable import TuttiLibrary
+
+@Suite struct PersistenceTests {
+    /// What a killed process leaves on disk is the database file and its
+    /// WAL exactly as they are while the connection is still open (no
+    /// close, no checkpoint). Copy them at that moment and open the copy.
+    @Test func acknowledgedWritesSurviveAKilledProcess() throws {
+        let dir = temporaryDirectory()
+        let media = MediaFactory(dir: dir + "/music", frames: 4_410)
+        media.wav("a.wav", info: ["INAM": "Alpha"])
+        media.wav("b.wav", info: ["INAM": "Beta"])
+        let library = try Library(path: dir + "/library.db")
+        _ = try library.scan(folder: dir + "/music")
+        let a = try #require(try library.track(atPath: dir + "/music/a.wav")).id
+        try library.like(a, at: 7)
+        try library.recordPlay(a, startedAt: 1_234, playedMilliseconds: 99)
+        let p = try library.createPlaylist(named: "Kept")
+        try library.addToPlaylist(p.id, tracks: [a])
+        try library.recordSearch("alpha")
+
+        // A second connection sees every acknowledged write while the first is still open.
+        let second = try Library(path: dir + "/library.db")
+        #expect(try second.favourites().map(\.track.id) == [a])
+        #expect(try second.history().map(\.playedMilliseconds) == [99])
+
+        // The "killed" state: files copied while the first connection still holds them.
+        #expect(FileManager.default.fileExists(atPath: dir + "/library.db-wal"))
+        try FileManager.default.createDirectory(atPath: dir + "/crash", withIntermediateDirectories: true)
+        for suffix in ["", "-wal"] {
+            try FileManager.default.copyItem(atPath: dir + "/library.db" + suffix, toPath: dir + "/crash/library.db" + suffix)
+        }
+        withExtendedLifetime(library) {}
+        let reopened = try Library(path: dir + "/crash/library.db")
+        #expect(try reopened.favourites().map(\.likedAt) == [7])
+        #expect(try reopened.history().map(\.startedAt) == [1_234])
+        #expect(try reopened.playlists().map(\.name) == ["Kept"])
+        #expect(try reopened.entries(of: p.id).map(\.track.id) == [a])
+        #expect(try reopened.recentSearches() == ["alpha"])
+        #expect(try reopened.search("alp").tracks.map(\.id) == [a])
+    }
+
+    @Test func anOlderDatabaseIsUpgraded() throws {
+        let dir = temporaryDirectory()
+        // Version 1 made by hand: the tables of the first release, one track, no search index.
+        do {
+            let db = try Database(path: dir + "/old.db")
+            try db.execute(Schema.migrations[0].sql)
+            try db.execute("""
+                INSERT INTO tracks(path, format, title, artist, duration_frames, sample_rate, file_size, mtime_ns, content_hash, added_at)
+                VALUES ('/m/old.mp3', 'mp3', 'Ancient Melody', 'Elder', 44100, 44100, 1000, 0, 'x', 0);
+                INSERT INTO favourites(track_id, liked_at) VALUES (1, 5);
+                PRAGMA user_version = 1;
+                """)
+        }
+        let library = try Library(path: dir + "/old.db")
+        #expect(try library.search("ancient").tracks.map(\.title) == ["Ancient Melody"]) // index built from existing rows
+        #expect(try library.search("elde").tracks.count == 1)
+        #expect(try library.favourites().map(\.likedAt) == [5])
+        try library.recordSearch("ancient") // a table from a later migration
+        let check = try Database(path: dir + "/old.db")
+        #expect(try check.userVersion == Schema.latestVersion)
+    }
+
+    @Test func aNewerDatabaseIsRefusedWithAClearMessage() throws {
+        let dir = temporaryDirectory()
+        _ = try Library(path: dir + "/new.db")
+        do {
+            let db = try Database(path: dir + "/new.db")
+            try db.execute("PRAGMA user_version = 999; UPDATE meta SET value = '9.9' WHERE key = 'written_by'")
+        }
+        do {
+            _ = try Library(path: dir + "/new.db")
+            Issue.record("a newer database was opened")
+        } catch {
+            #expect(error == .databaseTooNew(path: dir + "/new.db", found: 999, supported: Schema.latestVersion, writtenBy: "9.9"))
+            #expect(error.description.contains("Tutti 9.9 or later"))
+            #expect(error.description.contains("999"))
+            print(error.description)
+        }
+        // Without a note of who wrote it, the message still says what to do.
+        do {
+            let db = try Database(path: dir + "/new.db")
+            try db.execute("DELETE FROM meta")
+        }
+        #expect { try Library(path: dir + "/new.db") } throws: { error in
+            "\(error)".contains("a newer Tutti") && "\(error)".contains("--db")
+        }
+    }
+
+    @Test func foreignFilesAreRefused() throws {
+        let dir = temporaryDirectory()
+        do {
+            let db = try Database(path: dir + "/other.db")
+            try db.execute("CREATE TABLE notes(x)")
+        }
+        #expect { try Library(path: dir + "/other.db") } throws: { error in
+            guard case LibraryError.corruptSchema = error else { return false }
+            return true
+        }
+        write(dir + "/text.db", Array(String(repeating: "not a database\n", count: 100).utf8))
+        #expect { try Library(path: dir + "/text.db") } throws: { error in
+            guard case LibraryError.cannotOpenDatabase(_, let reason) = error else { return false }
+            return reason.contains("not a database")
+        }
+        #expect(throws: LibraryError.self) { try Library(path: dir + "/no/such/folder/x.db") }
+    }
+
+    @Test func transactionsRollBackOnError() throws {
+        let dir = temporaryDirectory()
+        let db = try Database(path: dir + "/t.db")
+        try db.execute("CREATE TABLE t(x INTEGER UNIQUE)")
+        #expect(throws: LibraryError.self) {
+            try db.transaction { () throws(LibraryError) in
+                try db.run("INSERT INTO t VALUES (1)")
+                try db.transaction { () throws(LibraryError) in try db.run("INSERT INTO t VALUES (2)") }
+                try db.run("INSERT INTO t VALUES (1)") // violates UNIQUE
+            }
+        }
+        #expect(try db.scalarInt("SELECT count(*) FROM t") == 0)
+        // A failed savepoint leaves the outer transaction usable.
+        try db.transaction { () throws(LibraryError) in
+            try db.run("INSERT INTO t VALUES (1)")
+            do {
+                try db.transaction { () throws(LibraryError) in try db.run("INSERT INTO t VALUES (1)") }
+            } catch {
+                #expect("\(error)".contains("UNIQUE"))
+            }
+            try db.run("INSERT INTO t VALUES (3)")
+        }
+        #expect(try db.query("SELECT x FROM t ORDER BY x") { $0.int(0) } == [1, 3])
+        #expect(try db.scalarText("PRAGMA journal_mode") == "wal")
+        #expect(try db.scalarInt("PRAGMA synchronous") == 2) // FULL
+    }
+}
+
+@Suite struct HelperTests {
+    @Test func sha256MatchesTheStandardVectors() {
+        #expect(SHA256.hash([UInt8]()) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+        #expect(SHA256.hash(Array("abc".utf8)) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        #expect(SHA256.hash(Array("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq".utf8))
+                == "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1")
+        // Fed in pieces that straddle block boundaries.
+        let million = [UInt8](repeating: UInt8(ascii: "a"), count: 1_000_000)
+        var h = SHA256()
+        var i = 0
+        for size in [1, 63, 64, 65, 127, 1_000, 100_000] { h.update(million[i..<(i + size)]); i += size }
+        h.update(million[i...])
+        #expect(h.finishHex() == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
+    }
+
+    @Test func titlesFromFileNames() {
+        #expect(TagText.fromFileName("/m/03 - Some_Song.mp3") == ("Some Song", 3))
+        #expect(TagText.fromFileName("/m/12. Intro.flac") == ("Intro", 12))
+        #expect(TagText.fromFileName("/m/1999.mp3") == ("1999", nil)) // a title, not a track number
+        #expect(TagText.fromFileName("/m/2001 A Space Odyssey.wav") == ("2001 A Space Odyssey", nil))
+        #expect(TagText.fromFileName("/m/.mp3").title == ".mp3")
+        #expect(TagText.fromFileName("/m/Plain Name.wav") == ("Plain Name", nil))
+    }
+
+    @Test func tagValues() {
+        #expect(TagText.number("03/12") == 3)
+        #expect(TagText.number("x") == nil)
+        #expect(TagText.year("2001-05-17") == 2001)
+        #expect(TagText.year("17 May 1999") == 1999)
+        #expect(TagText.genre("(17)") == "Rock")
+        #expect(TagText.genre("(17)Rock & Roll") == "Rock & Roll")
+        #expect(TagText.genre("8") == "Jazz")
+        #expect(TagText.genre("Chiptune") == "Chiptune")
+        #expect(TagText.clean("  a\0b \0") == "a; b")
+        #expect(TagText.imageMime([0xFF, 0xD8, 0xFF, 0xE0], declared: "image/png") == "image/jpeg")
+    }
+}

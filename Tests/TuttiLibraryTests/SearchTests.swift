@@ -1,0 +1,152 @@
+import Foundation
+import Testing
+import TuttiCore
+@testable import TuttiLibrary
+
+/// A library of tagged WAVs (RIFF INFO tags need no encoder, so this is fast).
+private func searchLibrary(_ name: String = #function, extra: [(String, [String: String])] = []) throws -> Library {
+    let dir = temporaryDirectory(name)
+    let media = MediaFactory(dir: dir + "/music", frames: 441)
+    let songs: [(String, [String: String])] = [
+        ("halo.wav", ["INAM": "Halo", "IART": "Beyoncé", "IPRD": "I Am... Sasha Fierce", "IGNR": "R&B"]),
+        ("crazy.wav", ["INAM": "Crazy in Love", "IART": "Beyoncé", "IPRD": "Dangerously in Love", "IGNR": "R&B"]),
+        ("highway.wav", ["INAM": "Highway to Hell", "IART": "AC/DC", "IPRD": "Highway to Hell", "IGNR": "Rock"]),
+        ("tokyo.wav", ["INAM": "東京タワーの夜", "IART": "山田", "IPRD": "夜景"]),
+        ("love.wav", ["INAM": "사랑의 노래", "IART": "아이유"]),
+        ("jazz-title.wav", ["INAM": "Jazz Night", "IART": "Quartet", "IGNR": "Pop"]),
+        ("jazz-genre.wav", ["INAM": "Other Song", "IART": "Trio", "IGNR": "Jazz"]),
+        ("upbeat.wav", ["INAM": "Upbeat Morning", "IART": "Sunrise"]),
+        ("beat.wav", ["INAM": "Beat It", "IART": "Michael Jackson"]),
+    ] + extra
+    for (name, info) in songs { media.wav(name, info: info) }
+    let library = try Library(path: dir + "/library.db")
+    let summary = try library.scan(folder: dir + "/music")
+    precondition(summary.skipped.isEmpty && summary.added == songs.count, "\(summary)")
+    return library
+}
+
+private func titles(_ library: Library, _ query: String, limit: Int = 50) throws -> [String] {
+    try library.search(query, limit: limit).tracks.map(\.title)
+}
+
+@Suite struct SearchTests {
+    @Test func prefixCaseAndDiacritics() throws {
+        let library = try searchLibrary()
+        #expect(Set(try titles(library, "bey")) == ["Halo", "Crazy in Love"])
+        #expect(Set(try titles(library, "Beyonce")) == ["Halo", "Crazy in Love"])
+        #expect(Set(try titles(library, "BEYONCÉ")) == ["Halo", "Crazy in Love"])
+        #expect(try titles(library, "hal") == ["Halo"])
+        #expect(try titles(library, "crazy lo") == ["Crazy in Love"]) // every term must match; the last is a prefix
+        #expect(try titles(library, "crazy hell").isEmpty)
+        #expect(try titles(library, "AC/DC") == ["Highway to Hell"])
+        #expect(try titles(library, "acdc").isEmpty) // a different word, not an error
+    }
+
+    @Test func fieldFilters() throws {
+        let library = try searchLibrary()
+        #expect(Set(try titles(library, "artist:beyonce")) == ["Halo", "Crazy in Love"])
+        #expect(try titles(library, "title:\"crazy in\"") == ["Crazy in Love"])
+        #expect(try titles(library, "album:dangerously") == ["Crazy in Love"])
+        #expect(try titles(library, "genre:jazz") == ["Other Song"])
+        #expect(try titles(library, "title:jazz") == ["Jazz Night"])
+        #expect(try titles(library, "artist:beyonce halo") == ["Halo"])
+        #expect(try titles(library, "artist:\"michael jack\"") == ["Beat It"])
+        #expect(try titles(library, "album:hell artist:beyonce").isEmpty)
+    }
+
+    @Test func titleOutranksGenre() throws {
+        let library = try searchLibrary()
+        #expect(try titles(library, "jazz") == ["Jazz Night", "Other Song"])
+    }
+
+    @Test func substringsInJapaneseKoreanAndLatin() throws {
+        let library = try searchLibrary()
+        #expect(try titles(library, "東京") == ["東京タワーの夜"])   // 2 characters: below trigram size
+        #expect(try titles(library, "タワー") == ["東京タワーの夜"])  // in the middle of a run
+        #expect(try titles(library, "夜") == ["東京タワーの夜"])     // also the album 夜景
+        #expect(try titles(library, "사랑") == ["사랑의 노래"])
+        #expect(try titles(library, "랑의") == ["사랑의 노래"])
+        #expect(try titles(library, "노래") == ["사랑의 노래"])
+        #expect(try titles(library, "아이유") == ["사랑의 노래"])
+        #expect(try titles(library, "artist:山田") == ["東京タワーの夜"])
+        // Word matches first, then substring matches the word index missed.
+        #expect(try titles(library, "beat") == ["Beat It", "Upbeat Morning"])
+    }
+
+    @Test func paginationIsStableAndComplete() throws {
+        let extra = (0..<25).map { ("page\($0).wav", ["INAM": "Paged Song \($0)", "IART": "Pager"]) }
+        let library = try searchLibrary(extra: extra)
+        var seen: [TrackID] = []
+        var pages: [SearchResults] = []
+        for offset in stride(from: 0, to: 30, by: 10) {
+            let page = try library.search("paged", limit: 10, offset: offset)
+            pages.append(page)
+            seen += page.tracks.map(\.id)
+        }
+        #expect(pages.map(\.tracks.count) == [10, 10, 5])
+        #expect(pages.map(\.hasMore) == [true, true, false])
+        #expect(Set(seen).count == 25)
+        #expect(try library.search("paged", limit: 10, offset: 0) == pages[0]) // same query, same page
+        #expect(try library.search("paged", limit: 10, offset: 100).tracks.isEmpty)
+    }
+
+    @Test(arguments: ["\"AC/DC", "NOT", "AND", "OR", "NEAR", "NEAR(a b)", "*", "(", ")", "\")", "a OR", "\"", "\"\"", "^", "-",
+                      "title:", "title:\"", "artist:\"ac", "{title}:x", "title : x", "a:b", "\\", "%", "_", "'", "''", "😀",
+                      "col:", ":", "a*b", "+", "hello world \"unclosed phrase", "   ", "", "NOT halo", "halo NOT", "x AND NOT y"])
+    func hostileInputNeverThrows(query: String) throws {
+        let library = try searchLibrary()
+        _ = try library.search(query)
+    }
+
+    @Test func hostileInputStillFindsText() throws {
+        let library = try searchLibrary(extra: [("not.wav", ["INAM": "Not Fade Away", "IART": "NOT"])])
+        #expect(try titles(library, "\"AC/DC") == ["Highway to Hell"])
+        #expect(try titles(library, "NOT") == ["Not Fade Away"])
+        #expect(try titles(library, "NOT fade") == ["Not Fade Away"])
+    }
+
+    @Test func recentSearchesAreDistinctNewestFirstAndClearable() throws {
+        let library = try searchLibrary()
+        for q in ["one", "two", "three", "ONE", "  two  ", ""] { try library.recordSearch(q) }
+        #expect(try library.recentSearches() == ["two", "ONE", "three"])
+        for i in 0..<12 { try library.recordSearch("query \(i)") }
+        let recent = try library.recentSearches()
+        #expect(recent.count == 10)
+        #expect(recent.first == "query 11")
+        #expect(recent.last == "query 2")
+        try library.clearRecentSearches()
+        #expect(try library.recentSearches().isEmpty)
+    }
+}
+
+@Suite struct SearchQueryTests {
+    @Test func parsesFieldsPhrasesAndPrefix() {
+        let q = SearchQuery("artist:\"daft punk\" album:discovery one mo")
+        #expect(q.terms == [
+            .init(field: .artist, text: "daft punk", prefix: false),
+            .init(field: .album, text: "discovery", prefix: false),
+            .init(field: nil, text: "one", prefix: false),
+            .init(field: nil, text: "mo", prefix: true),
+        ])
+        #expect(q.wordExpression == "{artist album_artist} : \"daft punk\" {album} : \"discovery\" \"one\" \"mo\"*")
+    }
+
+    @Test func quotesAreEscapedAndPunctuationDropped() {
+        #expect(SearchQuery("say \"hi").terms == [.init(field: nil, text: "say", prefix: false), .init(field: nil, text: "hi", prefix: true)])
+        #expect(SearchQuery("a\"b").wordExpression == "\"a\"\"b\"*")
+        #expect(SearchQuery("- * ( ) \"\"").isEmpty)
+        #expect(SearchQuery("\"closed phrase\"").terms.last?.prefix == false)
+        #expect(SearchQuery("unknown:field").terms == [.init(field: nil, text: "unknown:field", prefix: true)])
+    }
+
+    @Test func substringPlanUsesLikeOnlyForShortCJK() {
+        #expect(SearchQuery("ab").substringPlan == nil) // short Latin: word index only
+        let tokyo = SearchQuery("東京")
+        #expect(tokyo.hasCJK)
+        #expect(tokyo.substringPlan?.match == nil)
+        #expect(tokyo.substringPlan?.likes.first?.pattern == "%東京%")
+        #expect(SearchQuery("タワー").substringPlan?.match == "\"タワー\"")
+        #expect(SearchQuery("100%").substringPlan?.match == "\"100%\"")
+        #expect(SearchQuery.escapeLike("5%_\\") == "5\\%\\_\\\\")
+    }
+}
