@@ -22,3 +22,7 @@ if ((${#missing[@]})); then
 fi
 
 command -v swift >/dev/null || { echo "setup: the Swift toolchain (swift) is not on PATH" >&2; exit 1; }
+
+# python-mpd2, the second real MPD client the MPD tests drive.
+python3 -c 'import mpd' 2>/dev/null || python3 -m pip install --quiet python-mpd2 \
+  || python3 -m pip install --quiet --break-system-packages python-mpd2

@@ -47,6 +47,20 @@ public struct PlayQueue: Sendable, Equatable {
 
     public init(seed: UInt64 = 0x7475_7474_69) { random = seed }
 
+    /// Rebuilds a saved queue. An `order` that is not a permutation of the
+    /// entries (a damaged save) falls back to the user's order; a `current`
+    /// out of range is dropped.
+    public init(entries: [QueueEntry], order: [Int], current: Int?, shuffle: Bool, repeatMode: RepeatMode, seed: UInt64) {
+        self.entries = entries
+        let valid = order.count == entries.count && Set(order) == Set(entries.indices)
+        self.order = valid ? order : Array(entries.indices)
+        self.shuffle = shuffle && valid
+        self.current = current.flatMap { entries.indices.contains($0) ? $0 : nil }
+        self.repeatMode = repeatMode
+        self.nextID = (entries.map(\.id).max() ?? 0) &+ 1
+        self.random = seed
+    }
+
     public var count: Int { entries.count }
     public var isEmpty: Bool { entries.isEmpty }
     public var currentEntry: QueueEntry? { current.map { entries[$0] } }

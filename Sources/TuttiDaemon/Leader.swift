@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import Synchronization
 import TuttiAudio
@@ -57,10 +58,15 @@ public final class Leader: @unchecked Sendable {
     private let roomSettings = Mutex<[String: RoomSettings]>([:])
     private var player: StreamPlayer!
     private var controlServer: ControlServer?
+    private var mpdServer: MPDServer?
     /// The music library, when a music folder or database was configured.
     public let library: Library?
     /// Changes, for every control surface.
     public let events = LeaderEventHub()
+    /// Where the player's state is checkpointed (with a library).
+    private let stateStore: PlayerStateStore?
+    private let stateDirty = Atomic<Bool>(false)
+    private let stateWake = DispatchSemaphore(value: 0)
     private let healthReports = Mutex<[String: HealthReport]>([:])
     private let chunksSent = Atomic<Int>(0)
 
@@ -69,14 +75,21 @@ public final class Leader: @unchecked Sendable {
         self.log = log
         self.streamID = UInt32.random(in: 1...UInt32.max)
         listener = try TCPListener(endpoint: configuration.listen)
+        var snapshot: PlayerSnapshot?
         if configuration.musicDirectory != nil || configuration.databasePath != nil {
             let path = configuration.databasePath ?? Library.defaultDatabasePath(asService: getuid() == 0 && configuration.listen.port == 4953)
-            try? FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            let folder = (path as NSString).deletingLastPathComponent
+            try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
             library = try Library(path: path, logger: log.with(label: "library"))
+            let store = try PlayerStateStore(path: folder + "/state.db")
+            stateStore = store
+            // Files named on the command line start a fresh queue; otherwise the saved one comes back.
+            if configuration.files.isEmpty { snapshot = try store.load(seed: UInt64(streamID)) }
         } else {
             library = nil
+            stateStore = nil
         }
-        player = StreamPlayer(configuration: configuration, streamID: streamID, log: log,
+        player = StreamPlayer(configuration: configuration, streamID: streamID, log: log, restoring: snapshot,
                               broadcast: { [unowned self] message, pts in broadcast(message, pts: pts) },
                               purge: { [unowned self] pts in backlog.withLock { $0.removeAll { $0.pts >= pts } } })
     }
@@ -96,6 +109,9 @@ public final class Leader: @unchecked Sendable {
     /// The JSON-RPC endpoint, once started (the real port when 0 was asked for).
     public var controlEndpoint: Endpoint? { controlServer?.endpoint }
 
+    /// The MPD protocol endpoint, once started (the real port when 0 was asked for).
+    public var mpdEndpoint: Endpoint? { mpdServer?.endpoint }
+
     public func start() throws {
         // Fail early on an impossible encoder configuration.
         _ = try makeEncoder(configuration.codec, bitrateKbps: configuration.bitrateKbps, frameSize: configuration.framesPerChunk)
@@ -105,6 +121,11 @@ public final class Leader: @unchecked Sendable {
             let server = try ControlServer(leader: self, endpoint: control, log: log.with(label: "control"))
             server.start()
             controlServer = server
+        }
+        if let mpd = configuration.mpd {
+            let server = try MPDServer(leader: self, endpoint: mpd, log: log.with(label: "mpd"))
+            server.start()
+            mpdServer = server
         }
         if let library, let folder = configuration.musicDirectory {
             // The start-up scan runs beside playback; unchanged files are not re-read.
@@ -119,16 +140,48 @@ public final class Leader: @unchecked Sendable {
                 }
             }
         }
+        if let stateStore {
+            events.subscribe { [weak self] event in
+                guard let self, event == .player || event == .queue || event == .options else { return }
+                self.stateDirty.store(true, ordering: .releasing)
+                self.stateWake.signal()
+            }
+            Thread.detachNewThread { [self] in
+                nameThread("tutti-state")
+                checkpointLoop(stateStore)
+            }
+        }
         let source = Thread { [self] in nameThread("tutti-source"); player.run() }
         source.name = "tutti-source"
         source.start()
     }
 
+    /// Saves the player state at once after a change, and every 5 s while
+    /// playing (the position moves); a failure is logged and retried.
+    private func checkpointLoop(_ store: PlayerStateStore) {
+        while running.load(ordering: .relaxed) {
+            _ = stateWake.wait(timeout: .now() + .seconds(5))
+            let dirty = stateDirty.exchange(false, ordering: .acquiringAndReleasing)
+            let snapshot = player.snapshot()
+            guard dirty || snapshot.wasPlaying else { continue }
+            do { try store.save(snapshot) } catch { log.error("saving the player state: \(error)") }
+        }
+    }
+
+    /// Saves the player state now (on shutdown).
+    public func checkpoint() {
+        guard let stateStore else { return }
+        do { try stateStore.save(player.snapshot()) } catch { log.error("saving the player state: \(error)") }
+    }
+
     public func stop() {
         guard running.exchange(false, ordering: .acquiringAndReleasing) else { return }
+        checkpoint()
+        stateWake.signal()
         listener.close()
         player.stop()
         controlServer?.stop()
+        mpdServer?.stop()
         let all = sessions.withLock { Array($0.values) }
         for s in all { s.close(reason: "leader stopping") }
     }

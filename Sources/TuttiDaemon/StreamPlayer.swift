@@ -130,7 +130,10 @@ final class StreamPlayer: @unchecked Sendable {
     private var endOfList = false
     private var decoded: [Float] = []
 
-    init(configuration: LeaderConfiguration, streamID: UInt32, log: Logger, broadcast: @escaping Broadcast, purge: @escaping Purge) {
+    private let restored: PlayerSnapshot?
+
+    init(configuration: LeaderConfiguration, streamID: UInt32, log: Logger, restoring snapshot: PlayerSnapshot? = nil,
+         broadcast: @escaping Broadcast, purge: @escaping Purge) {
         self.configuration = configuration
         self.streamID = streamID
         self.log = log
@@ -139,9 +142,22 @@ final class StreamPlayer: @unchecked Sendable {
         framesPerChunk = configuration.framesPerChunk
         startLatency = Int64(min(configuration.startLatencyMilliseconds, configuration.bufferMilliseconds)) * nanosecondsPerMillisecond
         buffer = Int64(configuration.bufferMilliseconds) * nanosecondsPerMillisecond
-        queue = PlayQueue(seed: UInt64(streamID))
-        queue.add(configuration.files)
-        if configuration.loop { queue.repeatMode = .all }
+        restored = snapshot
+        if let snapshot {
+            queue = snapshot.queue
+        } else {
+            queue = PlayQueue(seed: UInt64(streamID))
+            queue.add(configuration.files)
+            if configuration.loop { queue.repeatMode = .all }
+        }
+    }
+
+    /// The state to save: the queue, what is heard and where.
+    func snapshot() -> PlayerSnapshot {
+        let now = nowPlaying()
+        let queue = queueSnapshot
+        return PlayerSnapshot(queue: queue, entryID: now.entryID, positionMilliseconds: Int64(now.positionSeconds * 1000),
+                              wasPlaying: now.state == .playing)
     }
 
     /// The queue as the source thread last published it.
@@ -199,10 +215,23 @@ final class StreamPlayer: @unchecked Sendable {
         }
         codecDelay = StreamFormat.nanoseconds(frames: encoder!.delayFrames)
         epoch = LeaderTime(nanoseconds: Monotonic.now() + startLatency)
-        if !queue.isEmpty { queue.select(queue.order[0]) }
-        if let first = queue.currentEntry { published.withLock { $0.pausedAt = TrackPosition(track: first.id, frame: 0) } }
-        publish()
-        if let first = queue.currentEntry { open(entry: first.id, at: 0) } else { state = .stopped; endOfList = true }
+        if let restored {
+            // After a restart or power cut: the saved queue and position, paused
+            // (a speaker should not start playing by itself at 3 am).
+            let id = restored.entryID ?? queue.order.first.map { queue.entries[$0].id } ?? 0
+            if let i = queue.index(ofID: id) { queue.select(i) }
+            state = queue.isEmpty ? .stopped : .paused
+            endOfList = true
+            let frame = Int(restored.positionMilliseconds) * StreamFormat.sampleRate / 1000
+            published.withLock { $0.pausedAt = TrackPosition(track: id, frame: max(0, frame)) }
+            publish()
+            log.info("restored a queue of \(queue.count) with entry \(id) at \(restored.positionMilliseconds) ms, paused")
+        } else {
+            if !queue.isEmpty { queue.select(queue.order[0]) }
+            if let first = queue.currentEntry { published.withLock { $0.pausedAt = TrackPosition(track: first.id, frame: 0) } }
+            publish()
+            if let first = queue.currentEntry { open(entry: first.id, at: 0) } else { state = .stopped; endOfList = true }
+        }
 
         while running.load(ordering: .relaxed) {
             handleCommands()

@@ -111,6 +111,7 @@ public final class Database {
     /// back when it throws. Top level: `BEGIN IMMEDIATE`, so the write lock
     /// is taken up front and a concurrent writer waits (busy timeout)
     /// instead of failing half-way. Nested calls become savepoints.
+    @discardableResult
     public func transaction<T>(_ body: () throws(LibraryError) -> T) throws(LibraryError) -> T {
         let nested = sqlite3_get_autocommit(handle) == 0
         let name = "sp\(savepointDepth)"

@@ -65,7 +65,7 @@ enum FolderWalker {
             closedir(handle)
             var subdirectories: [String] = []
             for name in names.sorted() {
-                let path = dir + "/" + name
+                let path = (dir.hasSuffix("/") ? dir : dir + "/") + name
                 var s = stat()
                 guard stat(path, &s) == 0 else {
                     // A dangling link or a file that vanished: only audio files are worth a line.
@@ -163,8 +163,9 @@ struct Scan {
         var known: [String: KnownFile] = [:]
         try withDatabase { db throws(LibraryError) in
             // Everything under root: paths in [root + "/", root + "0"), "0" being "/" + 1.
+            let prefix = root.hasSuffix("/") ? String(root.dropLast()) : root
             let rows = try db.query("SELECT path, id, file_size, mtime_ns, content_hash FROM tracks WHERE path >= ? AND path < ?",
-                                    [.text(root + "/"), .text(root + "0")]) { s in
+                                    [.text(prefix + "/"), .text(prefix + "0")]) { s in
                 (s.text(0), KnownFile(id: TrackID(s.int(1)), size: Int(s.int(2)), mtimeNanoseconds: s.int(3), contentHash: s.text(4)))
             }
             for (path, file) in rows { known[path] = file }

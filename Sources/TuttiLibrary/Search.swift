@@ -125,9 +125,9 @@ public struct SearchQuery: Equatable, Sendable {
         return (matches.isEmpty ? nil : matches.joined(separator: " "), likes)
     }
 
-    /// Whether the query asks for the substring search even when the word
-    /// index finds enough: CJK scripts are written without spaces, so a
-    /// word in them is only ever a substring of a "token".
+    /// Whether the query has CJK text: those scripts are written without
+    /// spaces, so a word in them is usually a substring of a longer token
+    /// that only the substring tier can find.
     var hasCJK: Bool { terms.contains { Self.containsCJK($0.text) } }
 
     static func escapeLike(_ s: String) -> String {
@@ -172,51 +172,64 @@ extension Library {
         let query = SearchQuery(text)
         let limit = max(0, min(limit, 1_000))
         let offset = max(0, offset)
-        var empty = SearchResults(query: text, tracks: [], offset: offset, limit: limit, hasMore: false)
-        guard let word = query.wordExpression, limit > 0 else { return empty }
-
-        var branches = ["SELECT rowid AS id, 0 AS tier, bm25(tracks_fts, \(SearchRanking.weights)) AS score FROM tracks_fts WHERE tracks_fts MATCH ?"]
-        var values: [SQLValue] = [.text(word)]
-        if let plan = query.substringPlan {
-            var conditions = ["t.id NOT IN (SELECT rowid FROM tracks_fts WHERE tracks_fts MATCH ?)"]
-            var planValues: [SQLValue] = [.text(word)]
-            for like in plan.likes {
-                conditions.append("(" + like.columns.map { "t.\($0) LIKE ? ESCAPE '\\'" }.joined(separator: " OR ") + ")")
-                planValues += Array(repeating: .text(like.pattern), count: like.columns.count)
-            }
-            if let match = plan.match {
-                branches.append("""
-                    SELECT t.id, 1, bm25(tracks_trigram, \(SearchRanking.weights)) FROM tracks_trigram JOIN tracks t ON t.id = tracks_trigram.rowid
-                    WHERE tracks_trigram MATCH ? AND \(conditions.joined(separator: " AND "))
-                    """)
-                values.append(.text(match))
-            } else {
-                branches.append("SELECT t.id, 1, 0.0 FROM tracks t WHERE \(conditions.joined(separator: " AND "))")
-            }
-            values += planValues
-        }
-        let sql = """
-            SELECT \(TrackStore.columns("t"))
-            FROM (\(branches.joined(separator: " UNION ALL "))) h JOIN tracks t ON t.id = h.id
-            ORDER BY h.tier, h.score, t.id LIMIT ? OFFSET ?
-            """
-        values += [.int(Int64(limit + 1)), .int(Int64(offset))]
+        var page = SearchResults(query: text, tracks: [], offset: offset, limit: limit, hasMore: false)
+        guard let word = query.wordExpression, limit > 0 else { return page }
         do {
-            var tracks = try locked { db throws(LibraryError) in try db.query(sql, values) { TrackStore.track($0) } }
-            empty.hasMore = tracks.count > limit
-            if empty.hasMore { tracks.removeLast() }
-            empty.tracks = tracks
-            return empty
+            try locked { db throws(LibraryError) in
+                // Tier 1. Only ids are ranked and paged; rows are fetched for the page alone.
+                var ids = try db.query("""
+                    SELECT rowid FROM tracks_fts WHERE tracks_fts MATCH ? ORDER BY bm25(tracks_fts, \(SearchRanking.weights)), rowid LIMIT ? OFFSET ?
+                    """, [.text(word), .int(Int64(limit + 1)), .int(Int64(offset))]) { $0.int(0) }
+                // Tier 2 only when tier 1 cannot fill the page: most queries stop here.
+                if ids.count <= limit, let plan = query.substringPlan {
+                    let wordTotal = ids.isEmpty && offset > 0
+                        ? Int(try db.scalarInt("SELECT count(*) FROM tracks_fts WHERE tracks_fts MATCH ?", [.text(word)]) ?? 0)
+                        : offset + ids.count
+                    ids += try Self.substringIDs(plan, word: word, limit: limit + 1 - ids.count, offset: max(0, offset - wordTotal), db)
+                }
+                page.hasMore = ids.count > limit
+                ids = Array(ids.prefix(limit))
+                let placeholders = Array(repeating: "?", count: ids.count).joined(separator: ",")
+                let rows = try db.query("SELECT \(TrackStore.columns) FROM tracks WHERE id IN (\(placeholders))", ids.map { .int($0) }) { TrackStore.track($0) }
+                let byID = Dictionary(rows.map { ($0.id.rawValue, $0) }, uniquingKeysWith: { a, _ in a })
+                page.tracks = ids.compactMap { byID[$0] }
+            }
+            return page
         } catch {
             // Defence in depth: the quoting above makes FTS5 syntax errors
             // impossible, but if one slipped through it means "no match",
             // not a failure the user should see.
             if case .sqlite(_, _, let message) = error, message.hasPrefix("fts5:") || message.contains("syntax error") {
                 logger.warning("search for \(text) produced an FTS5 error: \(message)")
-                return empty
+                page.tracks = []
+                page.hasMore = false
+                return page
             }
             throw error
         }
+    }
+
+    /// Tier 2: substring matches that are not word matches, in trigram bm25 order.
+    private static func substringIDs(_ plan: (match: String?, likes: [(columns: [String], pattern: String)]), word: String,
+                                     limit: Int, offset: Int, _ db: Database) throws(LibraryError) -> [Int64] {
+        var conditions = ["t.id NOT IN (SELECT rowid FROM tracks_fts WHERE tracks_fts MATCH ?)"]
+        var values: [SQLValue] = [.text(word)]
+        for like in plan.likes {
+            conditions.append("(" + like.columns.map { "t.\($0) LIKE ? ESCAPE '\\'" }.joined(separator: " OR ") + ")")
+            values += Array(repeating: .text(like.pattern), count: like.columns.count)
+        }
+        let sql: String
+        if let match = plan.match {
+            sql = """
+                SELECT t.id FROM tracks_trigram JOIN tracks t ON t.id = tracks_trigram.rowid
+                WHERE tracks_trigram MATCH ? AND \(conditions.joined(separator: " AND "))
+                ORDER BY bm25(tracks_trigram, \(SearchRanking.weights)), t.id LIMIT ? OFFSET ?
+                """
+            values.insert(.text(match), at: 0)
+        } else {
+            sql = "SELECT t.id FROM tracks t WHERE \(conditions.joined(separator: " AND ")) ORDER BY t.id LIMIT ? OFFSET ?"
+        }
+        return try db.query(sql, values + [.int(Int64(limit)), .int(Int64(offset))]) { $0.int(0) }
     }
 
     // MARK: Recent searches

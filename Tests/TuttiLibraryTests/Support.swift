@@ -32,7 +32,7 @@ func run(_ arguments: [String]) throws {
 func write(_ path: String, _ bytes: [UInt8]) {
     let dir = (path as NSString).deletingLastPathComponent
     try! FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-    FileManager.default.createFile(atPath: path, contents: Data(bytes))
+    _ = FileManager.default.createFile(atPath: path, contents: Data(bytes))
 }
 
 func read(_ path: String) -> [UInt8] { [UInt8](FileManager.default.contents(atPath: path) ?? Data()) }

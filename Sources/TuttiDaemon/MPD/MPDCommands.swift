@@ -1,0 +1,800 @@
+import Foundation
+import Glibc
+import TuttiCore
+import TuttiLibrary
+
+/// The command table: every supported command with its argument counts.
+/// Anything else gets `ACK [5@0] {} unknown command "x"`.
+enum MPDCommands {
+    /// name → (minimum, maximum) arguments.
+    static let table: [String: (min: Int, max: Int)] = [
+        // Status and connection
+        "status": (0, 0), "stats": (0, 0), "currentsong": (0, 0), "clearerror": (0, 0), "ping": (0, 0),
+        "password": (1, 1), "tagtypes": (0, 64), "commands": (0, 0), "notcommands": (0, 0), "urlhandlers": (0, 0),
+        "decoders": (0, 0), "binarylimit": (1, 1), "replay_gain_status": (0, 0), "replay_gain_mode": (1, 1),
+        "channels": (0, 0), "readmessages": (0, 0), "listmounts": (0, 0), "listneighbors": (0, 0), "config": (0, 0),
+        // Playback
+        "play": (0, 1), "playid": (0, 1), "pause": (0, 1), "stop": (0, 0), "next": (0, 0), "previous": (0, 0),
+        "seek": (2, 2), "seekid": (2, 2), "seekcur": (1, 1),
+        "random": (1, 1), "repeat": (1, 1), "single": (1, 1), "consume": (1, 1), "crossfade": (1, 1),
+        "mixrampdb": (1, 1), "mixrampdelay": (1, 1),
+        "setvol": (1, 1), "volume": (1, 1), "getvol": (0, 0),
+        // Outputs = rooms
+        "outputs": (0, 0), "enableoutput": (1, 1), "disableoutput": (1, 1), "toggleoutput": (1, 1),
+        // Queue
+        "add": (1, 2), "addid": (1, 2), "delete": (1, 1), "deleteid": (1, 1), "move": (2, 2), "moveid": (2, 2),
+        "swap": (2, 2), "swapid": (2, 2), "clear": (0, 0), "playlist": (0, 0), "playlistinfo": (0, 1), "playlistid": (0, 1),
+        "plchanges": (1, 2), "plchangesposid": (1, 2), "playlistfind": (1, 64), "playlistsearch": (1, 64),
+        // Library
+        "find": (1, 64), "search": (1, 64), "findadd": (1, 64), "searchadd": (1, 64), "searchaddpl": (2, 64),
+        "count": (1, 64), "list": (1, 64), "listall": (0, 1), "listallinfo": (0, 1), "lsinfo": (0, 1), "listfiles": (0, 1),
+        "update": (0, 1), "rescan": (0, 1), "albumart": (2, 2), "readpicture": (2, 2),
+        // Stored playlists
+        "listplaylists": (0, 0), "listplaylist": (1, 2), "listplaylistinfo": (1, 2), "load": (1, 3), "save": (1, 2),
+        "rm": (1, 1), "rename": (2, 2), "playlistadd": (2, 3), "playlistclear": (1, 1), "playlistdelete": (2, 2),
+        "playlistmove": (3, 3),
+    ]
+
+    /// For `commands`, with the ones the state machine handles itself.
+    static var names: [String] {
+        (Array(table.keys) + ["idle", "noidle", "close", "command_list_begin", "command_list_ok_begin", "command_list_end"]).sorted()
+    }
+}
+
+extension MPDServer {
+    func execute(_ command: MPDCommand, client: MPDClient, into r: inout MPDResponse) throws(MPDError) {
+        let args = command.arguments
+        guard let arity = MPDCommands.table[command.name] else {
+            throw MPDError(.unknown, "unknown command \"\(command.name)\"")
+        }
+        guard args.count >= arity.min, args.count <= arity.max else {
+            throw .argument(args.count < arity.min ? "too few arguments for \"\(command.name)\"" : "too many arguments for \"\(command.name)\"")
+        }
+        switch command.name {
+        // MARK: Status and connection
+        case "status": status(into: &r)
+        case "stats": stats(into: &r)
+        case "currentsong":
+            let now = leader.nowPlaying
+            if now.track >= 0, let id = now.entryID {
+                write(catalog.song(forQueueURI: now.path), position: now.track, id: id, client: client, into: &r)
+            }
+        case "clearerror", "ping", "password": break
+        case "tagtypes":
+            try tagTypes(args, client: client, into: &r)
+        case "commands":
+            for name in MPDCommands.names { r.add("command", name) }
+        case "notcommands": break
+        case "urlhandlers": r.add("handler", "file://")
+        case "decoders":
+            r.add("plugin", "mpg123"); r.add("suffix", "mp3"); r.add("mime_type", "audio/mpeg")
+            r.add("plugin", "wave"); r.add("suffix", "wav"); r.add("mime_type", "audio/wav"); r.add("mime_type", "audio/x-wav")
+        case "binarylimit":
+            let limit = try MPDArguments.unsigned(args[0])
+            guard limit >= 64 else { throw .argument("Value too small") }
+            client.binaryLimit = min(limit, 1 << 20)
+        case "replay_gain_status": r.add("replay_gain_mode", "off")
+        case "replay_gain_mode":
+            guard args[0] == "off" else { throw .argument("Replay gain is not supported") }
+        case "channels", "readmessages", "listneighbors": break
+        case "listmounts": r.add("mount", ""); if let root = catalog.root { r.add("storage", root) }
+        case "config": throw MPDError(.permission, "config is only for local clients")
+
+        // MARK: Playback
+        case "play":
+            if let a = args.first {
+                let index = try MPDArguments.int(a)
+                if index < 0 { try perform(.play, settling: client) } else { try perform(.playIndex(try queueIndex(index)), settling: client) }
+            } else if !leader.queue.isEmpty {
+                try perform(.play, settling: client)
+            }
+        case "playid":
+            if let a = args.first, a != "-1" {
+                try perform(.playIndex(try indexOf(id: a)), settling: client)
+            } else if !leader.queue.isEmpty {
+                try perform(.play, settling: client)
+            }
+        case "pause":
+            if let a = args.first {
+                if try MPDArguments.bool(a) { try perform(.pause, settling: client) } else if leader.nowPlaying.state == .paused { try perform(.play, settling: client) }
+            } else {
+                try perform(.toggle, settling: client)
+            }
+        case "stop": try perform(.stop, settling: client)
+        case "next":
+            do { try perform(.next, settling: client) } catch where error.message == "already at the last track" {
+                try perform(.stop, settling: client) // MPD stops after the last song
+            }
+        case "previous": try perform(.previous, settling: client)
+        case "seek":
+            let index = try queueIndex(try MPDArguments.int(args[0]))
+            try seek(index: index, to: try MPDArguments.seconds(args[1]), client: client)
+        case "seekid":
+            try seek(index: try indexOf(id: args[0]), to: try MPDArguments.seconds(args[1]), client: client)
+        case "seekcur":
+            let text = args[0]
+            let value = try MPDArguments.seconds(text)
+            if text.hasPrefix("+") || text.hasPrefix("-") { try perform(.seekBy(seconds: value), settling: client) } else {
+                guard value >= 0 else { throw .argument("Negative position") }
+                try perform(.seek(seconds: value), settling: client)
+            }
+        case "random": try perform(.shuffle(try MPDArguments.bool(args[0])))
+        case "repeat":
+            let on = try MPDArguments.bool(args[0])
+            try setRepeat(repeat: on, single: currentRepeatFlags().single)
+        case "single":
+            let on: Bool
+            switch args[0] {
+            case "oneshot": throw .argument("single oneshot is not supported")
+            default: on = try MPDArguments.bool(args[0])
+            }
+            try setRepeat(repeat: currentRepeatFlags().repeat, single: on)
+        case "consume":
+            if try MPDArguments.bool(args[0]) { throw .system("consume mode is not supported") }
+        case "crossfade":
+            if try MPDArguments.unsigned(args[0]) != 0 { throw .system("crossfade is not supported") }
+        case "mixrampdb", "mixrampdelay": _ = try MPDArguments.seconds(args[0])
+        case "setvol":
+            let v = try MPDArguments.int(args[0])
+            guard (0...100).contains(v) else { throw .argument("Invalid volume value") }
+            try setVolume(v)
+        case "volume":
+            let delta = try MPDArguments.int(args[0])
+            guard (-100...100).contains(delta) else { throw .argument("Invalid volume value") }
+            guard let current = averageVolume() else { throw .system("No rooms connected to set the volume of") }
+            try setVolume(max(0, min(100, current + delta)))
+        case "getvol":
+            if let v = averageVolume() { r.add("volume", v) }
+
+        // MARK: Outputs
+        case "outputs":
+            for (i, name) in leader.followerNames.enumerated() {
+                r.add("outputid", i)
+                r.add("outputname", name)
+                r.add("plugin", "tutti")
+                r.add("outputenabled", leader.settings(of: name).muted ? 0 : 1)
+            }
+        case "enableoutput", "disableoutput", "toggleoutput":
+            let id = try MPDArguments.unsigned(args[0])
+            let rooms = leader.followerNames
+            guard id < rooms.count else { throw .noExist("No such audio output") }
+            var settings = leader.settings(of: rooms[id])
+            switch command.name {
+            case "enableoutput": settings.muted = false
+            case "disableoutput": settings.muted = true
+            default: settings.muted.toggle()
+            }
+            leader.configure(room: rooms[id], settings)
+
+        // MARK: Queue
+        case "add", "addid":
+            let found = try catalog.resolve(args[0])
+            if command.name == "addid" && found.count != 1 { throw .noExist("addid needs one song, not a folder") }
+            let ids = try add(found.map(\.path), at: args.count > 1 ? args[1] : nil)
+            if command.name == "addid", let id = ids.first { r.add("Id", Int(id)) }
+        case "delete":
+            let queue = leader.queue
+            let range = try MPDArguments.range(args[0], count: queue.count)
+            guard range.upperBound <= queue.count, !range.isEmpty else { throw .argument("Bad song index") }
+            for i in range.reversed() { try perform(.remove(index: i), settling: client) }
+        case "deleteid":
+            try perform(.remove(index: try indexOf(id: args[0])), settling: client)
+        case "move":
+            let queue = leader.queue
+            let range = try MPDArguments.range(args[0], count: queue.count)
+            let to = try MPDArguments.int(args[1])
+            guard range.upperBound <= queue.count, !range.isEmpty, to >= 0, to + range.count <= queue.count else {
+                throw .argument("Bad song index")
+            }
+            try moveBlock(range, to: to)
+        case "moveid":
+            let from = try indexOf(id: args[0])
+            let to = try MPDArguments.int(args[1])
+            guard to >= 0, to < leader.queue.count else { throw .argument("Bad song index") }
+            try perform(.move(from: from, to: to))
+        case "swap", "swapid":
+            let a = command.name == "swap" ? try queueIndex(try MPDArguments.int(args[0])) : try indexOf(id: args[0])
+            let b = command.name == "swap" ? try queueIndex(try MPDArguments.int(args[1])) : try indexOf(id: args[1])
+            if a != b {
+                let (low, high) = (min(a, b), max(a, b))
+                try perform(.move(from: low, to: high))
+                try perform(.move(from: high - 1, to: low))
+            }
+        case "clear": try perform(.clear, settling: client)
+        case "playlist":
+            for (i, entry) in leader.queue.entries.enumerated() { r.add("\(i):file", catalog.uri(forPath: entry.uri)) }
+        case "playlistinfo":
+            let queue = leader.queue
+            var range = 0..<queue.count
+            if let a = args.first {
+                range = try MPDArguments.range(a, count: queue.count)
+                if !a.contains(":") && range.lowerBound >= queue.count { throw .argument("Bad song index") }
+                range = range.clamped(to: 0..<queue.count)
+            }
+            writeQueue(queue, range: range, client: client, into: &r)
+        case "playlistid":
+            let queue = leader.queue
+            if let a = args.first {
+                let i = try indexOf(id: a, in: queue)
+                writeQueue(queue, range: i..<(i + 1), client: client, into: &r)
+            } else {
+                writeQueue(queue, range: 0..<queue.count, client: client, into: &r)
+            }
+        case "plchanges", "plchangesposid":
+            let version = try MPDArguments.int(args[0])
+            let queue = leader.queue
+            // Versions are not kept per song: any other version means "everything changed".
+            guard version != playlistVersion else { break }
+            var range = 0..<queue.count
+            if args.count > 1 { range = try MPDArguments.range(args[1], count: queue.count).clamped(to: 0..<queue.count) }
+            if command.name == "plchanges" {
+                writeQueue(queue, range: range, client: client, into: &r)
+            } else {
+                for i in range { r.add("cpos", i); r.add("Id", Int(queue.entries[i].id)) }
+            }
+        case "playlistfind", "playlistsearch":
+            let filter = try MPDFilter.parse(args, exact: command.name == "playlistfind")
+            let queue = leader.queue
+            for (i, entry) in queue.entries.enumerated() {
+                let song = catalog.song(forQueueURI: entry.uri)
+                if filter.matches(song, foldCase: command.name == "playlistsearch") {
+                    write(song, position: i, id: entry.id, client: client, into: &r)
+                }
+            }
+
+        // MARK: Library
+        case "find", "search", "findadd", "searchadd", "searchaddpl", "count":
+            try findCommand(command, client: client, into: &r)
+        case "list":
+            try list(args, into: &r)
+        case "listall", "listallinfo":
+            let dir = MPDCatalog.folder(args.first ?? "")
+            let snapshot = catalog.snapshot()
+            if snapshot.byURI[args.first ?? ""] != nil, let i = snapshot.byURI[args[0]] {
+                if command.name == "listall" { r.add("file", snapshot.songs[i].uri) } else { write(snapshot.songs[i], client: client, into: &r) }
+                break
+            }
+            guard snapshot.directories.contains(dir) else { throw .noExist("No such directory") }
+            var shown = Set<String>()
+            for song in snapshot.songs where dir.isEmpty || song.uri.hasPrefix(dir + "/") {
+                // Folders before the songs in them, each once.
+                var parents: [String] = []
+                var d = song.uri
+                while let slash = d.lastIndex(of: "/") {
+                    d = String(d[..<slash])
+                    if d.count <= dir.count { break }
+                    parents.append(d)
+                }
+                for p in parents.reversed() where shown.insert(p).inserted { r.add("directory", p) }
+                if command.name == "listall" { r.add("file", song.uri) } else { write(song, client: client, into: &r) }
+            }
+        case "lsinfo", "listfiles":
+            try lsinfo(args.first ?? "", withTags: command.name == "lsinfo", client: client, into: &r)
+        case "update", "rescan":
+            try update(into: &r)
+        case "albumart", "readpicture":
+            try picture(uri: args[0], offset: args[1], embeddedOnly: command.name == "readpicture", client: client, into: &r)
+
+        // MARK: Stored playlists
+        case "listplaylists":
+            for p in try libraryCall({ l throws(LibraryError) in try l.playlists() }) {
+                r.add("playlist", p.name)
+                r.add("Last-Modified", Self.iso8601(p.updatedAt / 1000))
+            }
+        case "listplaylist", "listplaylistinfo":
+            var entries = try libraryCall { l throws(LibraryError) in try l.entries(of: try self.playlistID(args[0], l)) }
+            if args.count > 1 {
+                let range = try MPDArguments.range(args[1], count: entries.count).clamped(to: 0..<entries.count)
+                entries = Array(entries[range])
+            }
+            for e in entries {
+                let song = songForLibraryTrack(e.track)
+                if command.name == "listplaylist" { r.add("file", song.uri) } else { write(song, client: client, into: &r) }
+            }
+        case "load":
+            let entries = try libraryCall { l throws(LibraryError) in try l.entries(of: try self.playlistID(args[0], l)) }
+            var paths = entries.map(\.track.path)
+            if args.count > 1 {
+                let range = try MPDArguments.range(args[1], count: paths.count).clamped(to: 0..<paths.count)
+                paths = Array(paths[range])
+            }
+            if !paths.isEmpty { _ = try add(paths, at: args.count > 2 ? args[2] : nil) }
+        case "save":
+            try save(args)
+        case "rm":
+            try libraryCall { l throws(LibraryError) in try l.deletePlaylist(try self.playlistID(args[0], l)) }
+            leader.events.emit(.playlists)
+        case "rename":
+            try libraryCall { l throws(LibraryError) in
+                guard try self.findPlaylist(args[1], l) == nil else { throw LibraryError.invalidArgument("exists") }
+                try l.renamePlaylist(try self.playlistID(args[0], l), to: args[1])
+            }
+            leader.events.emit(.playlists)
+        case "playlistadd":
+            let found = try catalog.resolve(args[1])
+            var tracks: [TrackID] = []
+            for item in found { if let id = try libraryTrackID(path: item.path) { tracks.append(id) } }
+            guard !tracks.isEmpty else { throw .noExist("Only library songs can be saved in a playlist") }
+            let position = try args.count > 2 ? MPDArguments.unsigned(args[2]) : nil
+            try libraryCall { l throws(LibraryError) in
+                let id = try self.playlistCreatingIfNeeded(args[0], l)
+                try l.addToPlaylist(id, tracks: tracks, at: position)
+            }
+            leader.events.emit(.playlists)
+        case "playlistclear":
+            try libraryCall { l throws(LibraryError) in
+                let id = try self.playlistID(args[0], l)
+                for i in (0..<(try l.entries(of: id).count)).reversed() { try l.removeFromPlaylist(id, at: i) }
+            }
+            leader.events.emit(.playlists)
+        case "playlistdelete":
+            let count = try libraryCall { l throws(LibraryError) in try l.entries(of: try self.playlistID(args[0], l)).count }
+            let range = try MPDArguments.range(args[1], count: count)
+            guard range.upperBound <= count, !range.isEmpty else { throw .argument("Bad song index") }
+            try libraryCall { l throws(LibraryError) in
+                let id = try self.playlistID(args[0], l)
+                for i in range.reversed() { try l.removeFromPlaylist(id, at: i) }
+            }
+            leader.events.emit(.playlists)
+        case "playlistmove":
+            let from = try MPDArguments.unsigned(args[1]), to = try MPDArguments.unsigned(args[2])
+            try libraryCall { l throws(LibraryError) in try l.moveInPlaylist(try self.playlistID(args[0], l), from: from, to: to) }
+            leader.events.emit(.playlists)
+        default:
+            throw MPDError(.unknown, "unknown command \"\(command.name)\"")
+        }
+    }
+
+    // MARK: Player helpers
+
+    /// Runs a player command. Transport changes are heard a start latency
+    /// later; `settle` (set for those) is when, so the reply can wait for it
+    /// and a `status` right after shows the new state, as with MPD.
+    func perform(_ command: PlayerCommand, settling client: MPDClient? = nil) throws(MPDError) {
+        do {
+            let outcome = try leader.perform(command)
+            switch command {
+            case .add, .move, .shuffle, .repeatMode: break
+            default: if let client { client.settleUntil = max(client.settleUntil, outcome.effectiveAt) }
+            }
+        } catch {
+            switch error {
+            case .invalid(let what): throw MPDError(.argument, what)
+            case .busy: throw MPDError(.playerSync, error.description)
+            }
+        }
+    }
+
+    private func queueIndex(_ i: Int) throws(MPDError) -> Int {
+        guard i >= 0, i < leader.queue.count else { throw .argument("Bad song index") }
+        return i
+    }
+
+    private func indexOf(id text: String, in queue: PlayQueue? = nil) throws(MPDError) -> Int {
+        guard let id = UInt32(text) else { throw .argument("Integer expected: \(text)") }
+        guard let index = (queue ?? leader.queue).index(ofID: id) else { throw .noExist("No such song") }
+        return index
+    }
+
+    private func seek(index: Int, to seconds: Double, client: MPDClient) throws(MPDError) {
+        guard seconds >= 0 else { throw .argument("Negative position") }
+        let now = leader.nowPlaying
+        if now.track != index || now.state == .stopped {
+            try perform(.playIndex(index), settling: client)
+        }
+        try perform(.seek(seconds: seconds), settling: client)
+    }
+
+    /// Appends paths, or inserts them at an MPD position: `N` (absolute),
+    /// `+N` (N after the current song), `-N` (N before it).
+    private func add(_ paths: [String], at position: String?) throws(MPDError) -> [UInt32] {
+        guard let position else {
+            do { return try leader.perform(.add(uris: paths, next: false)).added } catch { throw MPDError(.argument, error.description) }
+        }
+        let queue = leader.queue
+        let current = leader.nowPlaying.track
+        let target: Int
+        if position.hasPrefix("+") || position.hasPrefix("-") {
+            guard current >= 0 else { throw .argument("No current song") }
+            guard let n = Int(position.dropFirst()), n >= 0 else { throw .argument("Integer expected: \(position)") }
+            if position == "+0" {
+                do { return try leader.perform(.add(uris: paths, next: true)).added } catch { throw MPDError(.argument, error.description) }
+            }
+            target = position.hasPrefix("+") ? current + 1 + n : current - n
+        } else {
+            target = try MPDArguments.unsigned(position)
+        }
+        guard target >= 0, target <= queue.count else { throw .argument("Bad position") }
+        let added: [UInt32]
+        do { added = try leader.perform(.add(uris: paths, next: false)).added } catch { throw MPDError(.argument, error.description) }
+        let first = queue.count
+        if target != first {
+            for j in 0..<added.count { try perform(.move(from: first + j, to: target + j)) }
+        }
+        return added
+    }
+
+    private func moveBlock(_ range: Range<Int>, to: Int) throws(MPDError) {
+        if to < range.lowerBound {
+            for j in 0..<range.count { try perform(.move(from: range.lowerBound + j, to: to + j)) }
+        } else if to > range.lowerBound {
+            for _ in 0..<range.count { try perform(.move(from: range.lowerBound, to: to + range.count - 1)) }
+        }
+    }
+
+    // MARK: Repeat, single, volume
+
+    func currentRepeatFlags() -> (repeat: Bool, single: Bool) {
+        let mode = leader.nowPlaying.repeatMode
+        let asked = repeatRequest.withLock { $0 }
+        switch mode {
+        case .off: return (false, false)
+        case .all: return (true, false)
+        case .one: return asked == (false, true) ? (false, true) : (true, true)
+        }
+    }
+
+    /// repeat+single → Tutti's repeat mode: 1 0 → all, 1 1 → one, 0 1 → one
+    /// (Tutti has no "stop after this song"), 0 0 → off.
+    private func setRepeat(repeat repeatOn: Bool, single: Bool) throws(MPDError) {
+        let mode: RepeatMode = single ? .one : repeatOn ? .all : .off
+        repeatRequest.withLock { $0 = (repeatOn, single) }
+        try perform(.repeatMode(mode))
+    }
+
+    /// The mean volume of connected rooms, nil when none is connected.
+    func averageVolume() -> Int? {
+        let rooms = leader.followerNames
+        guard !rooms.isEmpty else { return nil }
+        let total = rooms.reduce(0) { $0 + Int(leader.settings(of: $1).volume) }
+        return Int((Double(total) / Double(rooms.count)).rounded())
+    }
+
+    private func setVolume(_ v: Int) throws(MPDError) {
+        let rooms = leader.followerNames
+        guard !rooms.isEmpty else { throw .system("No rooms connected to set the volume of") }
+        for room in rooms {
+            var settings = leader.settings(of: room)
+            settings.volume = UInt8(v)
+            leader.configure(room: room, settings)
+        }
+    }
+
+    // MARK: Status
+
+    private func status(into r: inout MPDResponse) {
+        let now = leader.nowPlaying
+        let queue = leader.queue
+        let flags = currentRepeatFlags()
+        r.add("volume", averageVolume() ?? -1)
+        r.add("repeat", flags.repeat ? 1 : 0)
+        r.add("random", now.shuffle ? 1 : 0)
+        r.add("single", flags.single ? 1 : 0)
+        r.add("consume", 0)
+        r.add("playlist", playlistVersion)
+        r.add("playlistlength", queue.count)
+        r.add("mixrampdb", "0.000000")
+        // An empty queue plays nothing, whatever the player last published.
+        let state = queue.isEmpty ? PlayerState.stopped : now.state
+        r.add("state", state == .playing ? "play" : state == .paused ? "pause" : "stop")
+        if now.track >= 0, let id = now.entryID {
+            r.add("song", now.track)
+            r.add("songid", Int(id))
+            if let next = nextIndex(queue: queue, current: now.track, mode: now.repeatMode) {
+                r.add("nextsong", next)
+                r.add("nextsongid", Int(queue.entries[next].id))
+            }
+            if state != .stopped {
+                let song = catalog.song(forQueueURI: now.path)
+                let duration = now.durationSeconds ?? song.durationSeconds
+                r.add("time", "\(Int(now.positionSeconds)):\(Int((duration ?? 0).rounded()))")
+                r.add("elapsed", seconds: now.positionSeconds)
+                if let duration { r.add("duration", seconds: duration) }
+                r.add("bitrate", song.bitrateKbps ?? 0)
+                r.add("audio", "48000:f:2")
+            }
+        }
+        let job = updateJob.load(ordering: .relaxed)
+        if job > 0 { r.add("updating_db", job) }
+    }
+
+    private func nextIndex(queue: PlayQueue, current: Int, mode: RepeatMode) -> Int? {
+        if mode == .one { return current }
+        guard let p = queue.order.firstIndex(of: current) else { return nil }
+        if p + 1 < queue.order.count { return queue.order[p + 1] }
+        return mode == .all ? queue.order.first : nil
+    }
+
+    private func stats(into r: inout MPDResponse) {
+        let s = catalog.snapshot()
+        r.add("artists", Set(s.songs.compactMap { $0.tags["Artist"] }).count)
+        r.add("albums", Set(s.songs.compactMap { $0.tags["Album"] }).count)
+        r.add("songs", s.songs.count)
+        r.add("uptime", Int(Date().timeIntervalSince(startedAt)))
+        r.add("db_playtime", Int(s.songs.reduce(0) { $0 + ($1.durationSeconds ?? 0) }))
+        r.add("db_update", Int(s.loadedAt))
+        r.add("playtime", playedMilliseconds.load(ordering: .relaxed) / 1000)
+    }
+
+    private func tagTypes(_ args: [String], client: MPDClient, into r: inout MPDResponse) throws(MPDError) {
+        guard let sub = args.first else {
+            for t in MPDTags.all where client.tagTypes.contains(t) { r.add("tagtype", t) }
+            return
+        }
+        let names = try args.dropFirst().map { name throws(MPDError) -> String in
+            guard let t = MPDTags.canonical(name) else { throw .argument("Unknown tag type: \(name)") }
+            return t
+        }
+        switch sub.lowercased() {
+        case "clear": client.tagTypes = []
+        case "all": client.tagTypes = Set(MPDTags.all)
+        case "enable": client.tagTypes.formUnion(names)
+        case "disable": client.tagTypes.subtract(names)
+        case "reset": client.tagTypes = Set(names)
+        default: throw .argument("Unknown sub command: \(sub)")
+        }
+    }
+
+    // MARK: Songs
+
+    /// A song block: file, Last-Modified, tags, Time, duration, Pos, Id.
+    func write(_ song: MPDSong, position: Int? = nil, id: UInt32? = nil, client: MPDClient, into r: inout MPDResponse) {
+        r.add("file", song.uri)
+        if let m = song.modified { r.add("Last-Modified", Self.iso8601(m)) }
+        for tag in MPDTags.all where client.tagTypes.contains(tag) {
+            if let v = song.tags[tag] { r.add(tag, v) }
+        }
+        if let d = song.durationSeconds {
+            r.add("Time", Int(d.rounded()))
+            r.add("duration", seconds: d)
+        }
+        if let position { r.add("Pos", position) }
+        if let id { r.add("Id", Int(id)) }
+    }
+
+    private func writeQueue(_ queue: PlayQueue, range: Range<Int>, client: MPDClient, into r: inout MPDResponse) {
+        for i in range where queue.entries.indices.contains(i) {
+            write(catalog.song(forQueueURI: queue.entries[i].uri), position: i, id: queue.entries[i].id, client: client, into: &r)
+        }
+    }
+
+    static func iso8601(_ seconds: Int64) -> String {
+        var t = time_t(seconds)
+        var tm = tm()
+        gmtime_r(&t, &tm)
+        func two(_ v: Int32) -> String { v < 10 ? "0\(v)" : "\(v)" }
+        return "\(tm.tm_year + 1900)-\(two(tm.tm_mon + 1))-\(two(tm.tm_mday))T\(two(tm.tm_hour)):\(two(tm.tm_min)):\(two(tm.tm_sec))Z"
+    }
+
+    // MARK: Library helpers
+
+    /// Splits trailing `sort TAG`, `window START:END` and `group TAG` off a filter's arguments.
+    private func splitModifiers(_ args: [String]) -> (filter: [String], sort: String?, window: String?, groups: [String]) {
+        var filter: [String] = []
+        var sort: String?, window: String?
+        var groups: [String] = []
+        var i = 0
+        while i < args.count {
+            let a = args[i].lowercased()
+            if i + 1 < args.count, !args[i].hasPrefix("(") && (a == "sort" || a == "window" || a == "group") {
+                switch a {
+                case "sort": sort = args[i + 1]
+                case "window": window = args[i + 1]
+                default: groups.append(args[i + 1])
+                }
+                i += 2
+            } else if args[i].hasPrefix("(") {
+                filter.append(args[i]); i += 1
+            } else {
+                filter.append(args[i])
+                if i + 1 < args.count { filter.append(args[i + 1]) }
+                i += 2
+            }
+        }
+        return (filter, sort, window, groups)
+    }
+
+    private func findCommand(_ command: MPDCommand, client: MPDClient, into r: inout MPDResponse) throws(MPDError) {
+        var args = command.arguments
+        var playlistName: String?
+        if command.name == "searchaddpl" { playlistName = args.removeFirst() }
+        let parts = splitModifiers(args)
+        let exact = command.name.hasPrefix("find") || command.name == "count"
+        let filter = try MPDFilter.parse(parts.filter, exact: exact)
+        var songs = catalog.snapshot().songs.filter { filter.matches($0, foldCase: !exact) }
+        if let sortTag = parts.sort {
+            let descending = sortTag.hasPrefix("-")
+            let name = descending ? String(sortTag.dropFirst()) : sortTag
+            guard let tag = MPDTags.canonical(name) else { throw .argument("Unknown sort tag: \(name)") }
+            songs.sort { a, b in
+                let x = a.tags[tag] ?? "", y = b.tags[tag] ?? ""
+                if tag == "Track" || tag == "Disc" || tag == "Date", let i = Int(x), let j = Int(y), i != j { return descending ? i > j : i < j }
+                return descending ? x > y : x < y
+            }
+        }
+        if let w = parts.window {
+            let range = try MPDArguments.range(w, count: songs.count).clamped(to: 0..<songs.count)
+            songs = Array(songs[range])
+        }
+        switch command.name {
+        case "find", "search":
+            for song in songs { write(song, client: client, into: &r) }
+        case "count":
+            r.add("songs", songs.count)
+            r.add("playtime", Int(songs.reduce(0) { $0 + ($1.durationSeconds ?? 0) }))
+        case "findadd", "searchadd":
+            let paths = songs.compactMap(\.path)
+            if !paths.isEmpty { _ = try add(paths, at: nil) }
+        default:
+            var tracks: [TrackID] = []
+            for s in songs { if let p = s.path, let id = try libraryTrackID(path: p) { tracks.append(id) } }
+            try libraryCall { l throws(LibraryError) in
+                let id = try self.playlistCreatingIfNeeded(playlistName!, l)
+                if !tracks.isEmpty { try l.addToPlaylist(id, tracks: tracks) }
+            }
+            leader.events.emit(.playlists)
+        }
+    }
+
+    /// `list TYPE [FILTER…] [group TAG…]`; the legacy `list album ARTIST` too.
+    private func list(_ args: [String], into r: inout MPDResponse) throws(MPDError) {
+        let typeName = args[0]
+        var rest = Array(args.dropFirst())
+        let isFile = typeName.lowercased() == "file"
+        guard isFile || MPDTags.canonical(typeName) != nil else { throw .argument("Unknown tag type: \(typeName)") }
+        let type = isFile ? "file" : MPDTags.canonical(typeName)!
+        if type == "Album", rest.count == 1, !rest[0].hasPrefix("(") { rest = ["artist", rest[0]] }
+        let parts = splitModifiers(rest)
+        let filter = try MPDFilter.parse(parts.filter, exact: true)
+        let groups = try parts.groups.map { g throws(MPDError) -> String in
+            guard let t = MPDTags.canonical(g) else { throw .argument("Unknown tag type: \(g)") }
+            return t
+        }
+        let songs = catalog.snapshot().songs.filter { filter.matches($0, foldCase: false) }
+        func value(_ song: MPDSong, _ tag: String) -> String? { tag == "file" ? song.uri : song.tags[tag] }
+        if let group = groups.first {
+            var byGroup: [String: Set<String>] = [:]
+            for s in songs { if let v = value(s, type) { byGroup[s.tags[group] ?? "", default: []].insert(v) } }
+            for g in byGroup.keys.sorted() {
+                r.add(group, g)
+                for v in byGroup[g]!.sorted() { r.add(type, v) }
+            }
+        } else {
+            for v in Set(songs.compactMap { value($0, type) }).sorted() where !v.isEmpty { r.add(type, v) }
+        }
+    }
+
+    private func lsinfo(_ uri: String, withTags: Bool, client: MPDClient, into r: inout MPDResponse) throws(MPDError) {
+        let snapshot = catalog.snapshot()
+        if let i = snapshot.byURI[uri] {
+            if withTags { write(snapshot.songs[i], client: client, into: &r) } else { r.add("file", uri) }
+            return
+        }
+        let dir = MPDCatalog.folder(uri)
+        guard snapshot.directories.contains(dir) else { throw .noExist("No such directory") }
+        let prefix = dir.isEmpty ? "" : dir + "/"
+        for d in snapshot.directories.sorted() where !d.isEmpty && d.hasPrefix(prefix) && !d.dropFirst(prefix.count).contains("/") {
+            r.add("directory", d)
+        }
+        for song in snapshot.songs where song.uri.hasPrefix(prefix) && !song.uri.dropFirst(prefix.count).contains("/") {
+            if withTags { write(song, client: client, into: &r) } else { r.add("file", String(song.uri.dropFirst(prefix.count))) }
+        }
+        if dir.isEmpty && withTags, let library = catalog.library, let playlists = try? library.playlists() {
+            for p in playlists {
+                r.add("playlist", p.name)
+                r.add("Last-Modified", Self.iso8601(p.updatedAt / 1000))
+            }
+        }
+    }
+
+    private func update(into r: inout MPDResponse) throws(MPDError) {
+        guard let library = catalog.library, let folder = leader.configuration.musicDirectory else {
+            throw .system("No music folder configured")
+        }
+        let running = updateJob.load(ordering: .relaxed)
+        if running > 0 { r.add("updating_db", running); return }
+        let job = nextUpdateJob.add(1, ordering: .relaxed).oldValue
+        updateJob.store(job, ordering: .relaxed)
+        r.add("updating_db", job)
+        notify([.update])
+        Thread.detachNewThread { [self] in
+            nameThread("tutti-mpd-update")
+            do {
+                let summary = try library.scan(folder: folder)
+                log.info("MPD update of \(folder): \(summary)")
+            } catch {
+                log.error("MPD update of \(folder): \(error)")
+            }
+            updateJob.store(0, ordering: .relaxed)
+            leader.events.emit(.library)
+        }
+    }
+
+    private func picture(uri: String, offset text: String, embeddedOnly: Bool, client: MPDClient, into r: inout MPDResponse) throws(MPDError) {
+        let offset = try MPDArguments.unsigned(text)
+        let found = try catalog.resolve(uri)
+        guard found.count == 1, let item = found.first else { throw .noExist("No such song") }
+        var image: (mime: String, bytes: [UInt8])?
+        if let hash = item.song.coverHash, let library = catalog.library, let cover = try? library.cover(hash: hash) {
+            image = (cover.mime, cover.bytes)
+        }
+        if image == nil, !embeddedOnly {
+            // MPD's albumart reads cover files beside the song.
+            let folder = (item.path as NSString).deletingLastPathComponent
+            for name in ["cover.png", "cover.jpg", "cover.jpeg", "cover.webp", "folder.png", "folder.jpg", "folder.jpeg"] {
+                if let data = FileManager.default.contents(atPath: folder + "/" + name) {
+                    image = (name.hasSuffix("png") ? "image/png" : name.hasSuffix("webp") ? "image/webp" : "image/jpeg", Array(data))
+                    break
+                }
+            }
+        }
+        guard let image else {
+            if embeddedOnly { return } // readpicture: an empty answer means "no picture"
+            throw .noExist("No file exists")
+        }
+        guard offset <= image.bytes.count else { throw .argument("Bad file offset") }
+        r.add("size", image.bytes.count)
+        if embeddedOnly { r.add("type", image.mime) }
+        let end = min(image.bytes.count, offset + client.binaryLimit)
+        r.addBinary(image.bytes[offset..<end])
+    }
+
+    // MARK: Stored playlists
+
+    private func libraryCall<T>(_ body: (Library) throws(LibraryError) -> T) throws(MPDError) -> T {
+        guard let library = catalog.library else { throw .system("No library: start the leader with a music folder") }
+        do { return try body(library) } catch {
+            switch error {
+            case .notFound: throw .noExist("No such playlist")
+            case .invalidArgument(let what) where what == "exists": throw MPDError(.exist, "Playlist already exists")
+            case .invalidArgument(let what): throw .argument(what)
+            default: throw .system(error.description)
+            }
+        }
+    }
+
+    private func findPlaylist(_ name: String, _ library: Library) throws(LibraryError) -> Playlist? {
+        try library.playlists().first { $0.name == name }
+    }
+
+    private func playlistCreatingIfNeeded(_ name: String, _ library: Library) throws(LibraryError) -> PlaylistID {
+        if let p = try findPlaylist(name, library) { return p.id }
+        return try library.createPlaylist(named: name).id
+    }
+
+    private func playlistID(_ name: String, _ library: Library) throws(LibraryError) -> PlaylistID {
+        guard let p = try findPlaylist(name, library) else { throw .notFound("playlist \(name)") }
+        return p.id
+    }
+
+    private func libraryTrackID(path: String) throws(MPDError) -> TrackID? {
+        try libraryCall { l throws(LibraryError) in try l.track(atPath: path)?.id }
+    }
+
+    private func songForLibraryTrack(_ track: Track) -> MPDSong {
+        let s = catalog.snapshot()
+        if let i = s.byPath[track.path] { return s.songs[i] }
+        return MPDSong(uri: catalog.uri(forPath: track.path), tags: ["Title": track.title], durationSeconds: track.durationSeconds, path: track.path)
+    }
+
+    /// `save NAME [create|append|replace]`: the queue's library songs
+    /// (entries that are not library tracks cannot be stored and are left out).
+    private func save(_ args: [String]) throws(MPDError) {
+        let mode = args.count > 1 ? args[1] : "create"
+        guard ["create", "append", "replace"].contains(mode) else { throw .argument("Unrecognized save mode: \(mode)") }
+        var tracks: [TrackID] = []
+        for entry in leader.queue.entries {
+            let song = catalog.song(forQueueURI: entry.uri)
+            if let p = song.path, let id = try libraryTrackID(path: p) { tracks.append(id) }
+        }
+        try libraryCall { l throws(LibraryError) in
+            let existing = try self.findPlaylist(args[0], l)
+            if existing != nil && mode == "create" { throw LibraryError.invalidArgument("exists") }
+            if existing == nil && mode == "append" { throw LibraryError.notFound("playlist") }
+            if let existing, mode == "replace" { try l.deletePlaylist(existing.id) }
+            let id = mode == "append" ? existing!.id : try l.createPlaylist(named: args[0]).id
+            if !tracks.isEmpty { try l.addToPlaylist(id, tracks: tracks) }
+        }
+        leader.events.emit(.playlists)
+    }
+}

@@ -1,0 +1,361 @@
+// The MPD protocol's text layer, with no I/O: splitting the byte stream
+// into bounded lines, tokenizing a command line, grouping command lists,
+// and formatting responses and ACK lines. See docs/mpd.md.
+
+/// MPD's ACK error codes (`ACK [code@index] {command} message`).
+public enum MPDAckCode: Int, Sendable {
+    case notList = 1
+    case argument = 2
+    case password = 3
+    case permission = 4
+    case unknown = 5
+    case noExist = 50
+    case playlistMax = 51
+    case system = 52
+    case playlistLoad = 53
+    case updateAlready = 54
+    case playerSync = 55
+    case exist = 56
+}
+
+/// A failed command. The dispatcher adds the command's name and its index
+/// in a command list when it formats the ACK line.
+public struct MPDError: Error, Equatable, Sendable, CustomStringConvertible {
+    public var code: MPDAckCode
+    public var message: String
+
+    public init(_ code: MPDAckCode, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public static func argument(_ message: String) -> MPDError { MPDError(.argument, message) }
+    public static func noExist(_ message: String) -> MPDError { MPDError(.noExist, message) }
+    public static func system(_ message: String) -> MPDError { MPDError(.system, message) }
+
+    public var description: String { "[\(code.rawValue)] \(message)" }
+
+    /// `ACK [code@index] {command} message\n`.
+    public func ackLine(index: Int, command: String) -> [UInt8] {
+        let clean = message.replacingNewlines()
+        return Array("ACK [\(code.rawValue)@\(index)] {\(command)} \(clean)\n".utf8)
+    }
+}
+
+/// One parsed command: its name (lower-cased, as MPD matches it) and arguments.
+public struct MPDCommand: Equatable, Sendable {
+    public var name: String
+    public var arguments: [String]
+
+    public init(name: String, arguments: [String]) {
+        self.name = name
+        self.arguments = arguments
+    }
+}
+
+/// Splits a command line into words as MPD does: the command name is a
+/// bare word; arguments are bare words or double-quoted strings in which a
+/// backslash escapes the next character. Pure.
+public enum MPDTokenizer {
+    /// At most this many arguments per command.
+    public static let maxArguments = 4_096
+
+    /// Throws `.argument` errors with MPD's messages; `name` is what could be
+    /// parsed of the command name ("" when none), for the ACK line.
+    public static func tokenize(_ line: [UInt8]) throws(MPDTokenizeError) -> MPDCommand {
+        var i = 0
+        let n = line.count
+        func isSpace(_ b: UInt8) -> Bool { b == 0x20 || b == 0x09 }
+        while i < n, isSpace(line[i]) { i += 1 }
+        guard i < n else { throw MPDTokenizeError(name: "", error: MPDError(.unknown, "No command given")) }
+        let nameStart = i
+        while i < n, !isSpace(line[i]) { i += 1 }
+        let nameBytes = Array(line[nameStart..<i])
+        guard let rawName = String(validating: nameBytes, as: UTF8.self) else {
+            throw MPDTokenizeError(name: "", error: MPDError(.argument, "Invalid UTF-8 in the command name"))
+        }
+        guard nameBytes.allSatisfy({ ($0 >= 0x61 && $0 <= 0x7a) || ($0 >= 0x41 && $0 <= 0x5a) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x5f }),
+              nameBytes.first.map({ !($0 >= 0x30 && $0 <= 0x39) }) ?? false else {
+            throw MPDTokenizeError(name: "", error: MPDError(.unknown, "unknown command \"\(rawName.prefix(64))\""))
+        }
+        let name = rawName.lowercased()
+        var arguments: [String] = []
+        while true {
+            while i < n, isSpace(line[i]) { i += 1 }
+            guard i < n else { break }
+            var word: [UInt8] = []
+            if line[i] == 0x22 { // "
+                i += 1
+                var closed = false
+                while i < n {
+                    let b = line[i]
+                    if b == 0x5c { // backslash escapes the next byte
+                        i += 1
+                        guard i < n else { break }
+                        word.append(line[i])
+                    } else if b == 0x22 {
+                        closed = true
+                        break
+                    } else {
+                        word.append(b)
+                    }
+                    i += 1
+                }
+                guard closed else { throw MPDTokenizeError(name: name, error: .argument("Missing closing '\"'")) }
+                i += 1
+                if i < n, !isSpace(line[i]) { throw MPDTokenizeError(name: name, error: .argument("Space expected after closing '\"'")) }
+            } else {
+                while i < n, !isSpace(line[i]) {
+                    if line[i] == 0x22 { throw MPDTokenizeError(name: name, error: .argument("Invalid unquoted character")) }
+                    word.append(line[i])
+                    i += 1
+                }
+            }
+            guard let text = String(validating: word, as: UTF8.self) else {
+                throw MPDTokenizeError(name: name, error: .argument("Invalid UTF-8 in an argument"))
+            }
+            guard arguments.count < maxArguments else { throw MPDTokenizeError(name: name, error: .argument("Too many arguments")) }
+            arguments.append(text)
+        }
+        return MPDCommand(name: name, arguments: arguments)
+    }
+
+    /// Quotes an argument for sending (clients, tests): `"` and `\` are escaped.
+    public static func quote(_ s: String) -> String {
+        var out = "\""
+        for c in s {
+            if c == "\"" || c == "\\" { out.append("\\") }
+            out.append(c)
+        }
+        return out + "\""
+    }
+}
+
+public struct MPDTokenizeError: Error, Equatable, Sendable {
+    public var name: String
+    public var error: MPDError
+}
+
+/// Cuts a byte stream into lines of at most `maxLineBytes` (without the
+/// newline; a trailing `\r` is dropped). MPD closes a connection whose line
+/// does not fit its buffer; so do we: `overflow` becomes true and stays so.
+public struct MPDLineSplitter: Sendable {
+    public let maxLineBytes: Int
+    private var pending: [UInt8] = []
+    public private(set) var overflow = false
+
+    public init(maxLineBytes: Int = 64 * 1024) { self.maxLineBytes = maxLineBytes }
+
+    /// Appends `bytes` and returns the complete lines they finish.
+    public mutating func feed<C: Collection<UInt8>>(_ bytes: C) -> [[UInt8]] {
+        guard !overflow else { return [] }
+        var lines: [[UInt8]] = []
+        for b in bytes {
+            if b == 0x0a {
+                if pending.last == 0x0d { pending.removeLast() }
+                lines.append(pending)
+                pending.removeAll(keepingCapacity: true)
+            } else {
+                pending.append(b)
+                if pending.count > maxLineBytes {
+                    overflow = true
+                    pending = []
+                    return lines
+                }
+            }
+        }
+        return lines
+    }
+}
+
+/// The per-connection command state machine: plain commands, command
+/// lists and idle. It only decides; the server performs the actions.
+public struct MPDSessionState: Sendable {
+    public enum Action: Equatable, Sendable {
+        /// Run these commands; `listOK` puts `list_OK` after each one's
+        /// output; `isList` says whether they came as a command list.
+        case run([MPDCommand], isList: Bool, listOK: Bool)
+        /// Send these bytes (an ACK for a line that could not be parsed).
+        case reply([UInt8])
+        /// Start idling (the command is the `idle` with its arguments).
+        case idle(MPDCommand)
+        /// `noidle` while idling: finish the idle now.
+        case noidle
+        /// Close the connection (`close`, or a command list grown too long).
+        case close(reply: [UInt8])
+        /// Nothing to do yet (inside a command list).
+        case none
+    }
+
+    public let maxListCommands: Int
+    private var list: [MPDCommand]?
+    private var listOK = false
+    /// True while an `idle` is outstanding: only `noidle` is accepted.
+    public var idling = false
+
+    public init(maxListCommands: Int = 4_096) { self.maxListCommands = maxListCommands }
+
+    public var inCommandList: Bool { list != nil }
+
+    public mutating func receive(line: [UInt8]) -> Action {
+        let command: MPDCommand
+        do {
+            command = try MPDTokenizer.tokenize(line)
+        } catch {
+            if idling {
+                // A client may only send noidle while idling; MPD drops the connection otherwise.
+                return .close(reply: [])
+            }
+            if list != nil { list = nil } // an error inside a list discards the list
+            return .reply(error.error.ackLine(index: 0, command: error.name))
+        }
+        if idling {
+            if command.name == "noidle" { return .noidle }
+            // MPD closes the connection of a client that sends anything else while idle.
+            return .close(reply: [])
+        }
+        if var commands = list {
+            switch command.name {
+            case "command_list_end":
+                list = nil
+                return .run(commands, isList: true, listOK: listOK)
+            case "command_list_begin", "command_list_ok_begin":
+                list = nil
+                return .reply(MPDError(.argument, "Command list already open").ackLine(index: commands.count, command: command.name))
+            default:
+                guard commands.count < maxListCommands else {
+                    list = nil
+                    return .close(reply: MPDError(.argument, "Command list too long (more than \(maxListCommands) commands)")
+                        .ackLine(index: commands.count, command: command.name))
+                }
+                commands.append(command)
+                list = commands
+                return .none
+            }
+        }
+        switch command.name {
+        case "command_list_begin", "command_list_ok_begin":
+            guard command.arguments.isEmpty else {
+                return .reply(MPDError(.argument, "too many arguments for \"\(command.name)\"").ackLine(index: 0, command: command.name))
+            }
+            list = []
+            listOK = command.name == "command_list_ok_begin"
+            return .none
+        case "command_list_end":
+            return .reply(MPDError(.notList, "not in command list mode").ackLine(index: 0, command: command.name))
+        case "close":
+            return .close(reply: [])
+        case "idle":
+            idling = true
+            return .idle(command)
+        case "noidle":
+            return .none // not idling: MPD ignores it without a reply
+        default:
+            return .run([command], isList: false, listOK: false)
+        }
+    }
+}
+
+/// A response under construction: `key: value` lines and binary blocks.
+public struct MPDResponse: Sendable {
+    public private(set) var bytes: [UInt8] = []
+
+    public init() {}
+
+    public mutating func add(_ key: String, _ value: String) {
+        bytes.append(contentsOf: key.utf8)
+        bytes.append(contentsOf: ": ".utf8)
+        bytes.append(contentsOf: value.replacingNewlines().utf8)
+        bytes.append(0x0a)
+    }
+
+    public mutating func add(_ key: String, _ value: Int) { add(key, String(value)) }
+
+    /// `value` with three decimals, as MPD prints elapsed and duration.
+    public mutating func add(_ key: String, seconds value: Double) { add(key, MPDResponse.threeDecimals(value)) }
+
+    /// `binary: N\n` + bytes + `\n`.
+    public mutating func addBinary(_ data: ArraySlice<UInt8>) {
+        add("binary", data.count)
+        bytes.append(contentsOf: data)
+        bytes.append(0x0a)
+    }
+
+    public mutating func append(raw: [UInt8]) { bytes.append(contentsOf: raw) }
+
+    public static func threeDecimals(_ value: Double) -> String {
+        let v = value.isFinite ? max(0, value) : 0
+        let millis = Int((v * 1000).rounded())
+        let frac = millis % 1000
+        return "\(millis / 1000)." + (frac < 10 ? "00" : frac < 100 ? "0" : "") + String(frac)
+    }
+}
+
+extension String {
+    /// Values are one line each in MPD responses.
+    func replacingNewlines() -> String {
+        guard contains(where: { $0 == "\n" || $0 == "\r" }) else { return self }
+        return String(map { $0 == "\n" || $0 == "\r" ? " " : $0 })
+    }
+}
+
+/// MPD's idle subsystems.
+public enum MPDSubsystem: String, CaseIterable, Sendable {
+    case database, update, stored_playlist, playlist, player, mixer, output, options, partition, sticker, subscription, message, neighbor, mount
+
+    /// Which subsystems a leader event touches.
+    static func of(_ event: LeaderEvent) -> [MPDSubsystem] {
+        switch event {
+        case .player: [.player]
+        case .queue: [.playlist]
+        case .options: [.options]
+        case .mixer: [.mixer, .output] // volume and mute (an output's enable state)
+        case .rooms: [.output, .mixer]
+        case .library: [.database, .update]
+        case .playlists: [.stored_playlist]
+        }
+    }
+}
+
+/// Parses MPD ranges `START:END`, `START:` and single positions `N`.
+enum MPDArguments {
+    static func int(_ s: String, _ what: String = "number") throws(MPDError) -> Int {
+        guard let v = Int(s) else { throw .argument("Integer expected: \(s)") }
+        return v
+    }
+
+    static func unsigned(_ s: String) throws(MPDError) -> Int {
+        guard let v = Int(s), v >= 0 else { throw .argument("Number expected: \(s)") }
+        return v
+    }
+
+    static func bool(_ s: String) throws(MPDError) -> Bool {
+        switch s {
+        case "1": return true
+        case "0": return false
+        default: throw .argument("Boolean (0/1) expected: \(s)")
+        }
+    }
+
+    static func seconds(_ s: String) throws(MPDError) -> Double {
+        guard let v = Double(s), v.isFinite else { throw .argument("Float expected: \(s)") }
+        return v
+    }
+
+    /// A range: `N` is `N..<N+1`; `START:` runs to `count`.
+    static func range(_ s: String, count: Int) throws(MPDError) -> Range<Int> {
+        if let colon = s.firstIndex(of: ":") {
+            let a = String(s[..<colon]), b = String(s[s.index(after: colon)...])
+            guard let start = Int(a), start >= 0 else { throw .argument("Number expected: \(a)") }
+            let end: Int
+            if b.isEmpty { end = max(count, start) } else {
+                guard let e = Int(b), e >= start else { throw .argument("Bad range end: \(b)") }
+                end = e
+            }
+            return start..<end
+        }
+        let v = try unsigned(s)
+        guard v < Int.max else { throw .argument("Number too large: \(s)") }
+        return v..<(v + 1)
+    }
+}

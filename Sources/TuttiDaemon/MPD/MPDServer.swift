@@ -1,0 +1,283 @@
+import Dispatch
+import Foundation
+import Synchronization
+import TuttiAudio
+import TuttiCore
+import TuttiLibrary
+import TuttiNet
+
+/// The MPD protocol server (`--mpd HOST:PORT`), so MPD clients (mpc,
+/// ncmpcpp, python-mpd2, phone apps) control the leader. See docs/mpd.md.
+///
+/// Threads: one accept thread and one thread per client, which reads lines
+/// and runs commands (commands block on the player's mailbox and the
+/// library). Changes from any surface arrive through `LeaderEventHub` and
+/// finish a waiting `idle` without blocking the thread that caused them:
+/// each client writes through its own serial dispatch queue.
+///
+/// Bad input never crashes the server: unknown commands and bad arguments
+/// get ACK lines; a line longer than 64 KiB or a command list longer than
+/// 4096 commands closes that client's connection, as MPD does.
+public final class MPDServer: @unchecked Sendable {
+    public static let protocolVersion = "0.23.5"
+    public static let maxLineBytes = 64 * 1024
+    public static let maxListCommands = 4_096
+
+    let leader: Leader
+    let log: Logger
+    let catalog: MPDCatalog
+    private let listener: TCPListener
+    private let clients = Mutex<[ObjectIdentifier: MPDClient]>([:])
+    private let running = Atomic<Bool>(true)
+    private var subscription = 0
+    let startedAt = Date()
+
+    /// The queue's version (`playlist:` in status), bumped on every queue change.
+    private let queueVersion = Atomic<Int>(1)
+    /// How a client last asked for repeat/single, so `repeat 0 single 1`
+    /// (which Tutti plays as repeat-one) is reported back as asked.
+    let repeatRequest = Mutex<(repeat: Bool, single: Bool)>((false, false))
+    /// Job id of a running `update`, 0 when none.
+    let updateJob = Atomic<Int>(0)
+    let nextUpdateJob = Atomic<Int>(1)
+    /// Seconds played since start (for `stats`), in milliseconds.
+    let playedMilliseconds = Atomic<Int>(0)
+    private let lastSeen = Mutex<(state: PlayerState, id: UInt32?)?>(nil)
+
+    public init(leader: Leader, endpoint: Endpoint, log: Logger) throws(NetError) {
+        self.leader = leader
+        self.log = log
+        catalog = MPDCatalog(library: leader.library, musicDirectory: leader.configuration.musicDirectory, log: log)
+        listener = try TCPListener(endpoint: endpoint)
+    }
+
+    public var endpoint: Endpoint { listener.endpoint }
+
+    var playlistVersion: Int { queueVersion.load(ordering: .relaxed) }
+
+    public func start() {
+        log.info("MPD protocol on \(listener.endpoint)")
+        subscription = leader.events.subscribe { [weak self] event in self?.handle(event) }
+        Thread.detachNewThread { [self] in
+            nameThread("tutti-mpd-accept")
+            while running.load(ordering: .relaxed) {
+                guard let connection = try? listener.accept() else { return }
+                let client = MPDClient(connection: connection)
+                clients.withLock { $0[ObjectIdentifier(client)] = client }
+                Thread.detachNewThread { [self] in
+                    nameThread("tutti-mpd-client")
+                    serve(client)
+                }
+            }
+        }
+        Thread.detachNewThread { [self] in
+            nameThread("tutti-mpd-watch")
+            watchPlayer()
+        }
+    }
+
+    public func stop() {
+        guard running.exchange(false, ordering: .acquiringAndReleasing) else { return }
+        leader.events.unsubscribe(subscription)
+        listener.close()
+        for c in clients.withLock({ Array($0.values) }) { c.connection.close() }
+    }
+
+    // MARK: Events
+
+    private func handle(_ event: LeaderEvent) {
+        switch event {
+        case .queue: queueVersion.add(1, ordering: .relaxed)
+        case .library: catalog.invalidate()
+        case .player:
+            let now = leader.nowPlaying
+            lastSeen.withLock { $0 = (now.state, now.entryID) }
+        default: break
+        }
+        notify(Set(MPDSubsystem.of(event)))
+    }
+
+    func notify(_ subsystems: Set<MPDSubsystem>) {
+        for c in clients.withLock({ Array($0.values) }) { c.changed(subsystems) }
+    }
+
+    /// The leader announces commands, not a track ending on its own: this
+    /// notices the current song or state changing and wakes `idle player`.
+    private func watchPlayer() {
+        var last = Monotonic.now()
+        while running.load(ordering: .relaxed) {
+            usleep(250_000)
+            let now = leader.nowPlaying
+            let t = Monotonic.now()
+            if now.state == .playing { playedMilliseconds.add(Int((t - last) / 1_000_000), ordering: .relaxed) }
+            last = t
+            let changed = lastSeen.withLock { seen -> Bool in
+                defer { seen = (now.state, now.entryID) }
+                guard let s = seen else { return false }
+                return s.state != now.state || s.id != now.entryID
+            }
+            if changed { notify([.player]) }
+        }
+    }
+
+    // MARK: Clients
+
+    private func serve(_ client: MPDClient) {
+        defer {
+            clients.withLock { _ = $0.removeValue(forKey: ObjectIdentifier(client)) }
+            client.connection.close()
+        }
+        client.send(Array("OK MPD \(Self.protocolVersion)\n".utf8))
+        var splitter = MPDLineSplitter(maxLineBytes: Self.maxLineBytes)
+        var state = MPDSessionState(maxListCommands: Self.maxListCommands)
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 16_384, alignment: 1)
+        defer { buffer.deallocate() }
+        while running.load(ordering: .relaxed) {
+            guard let (n, _) = try? client.connection.receive(into: buffer), n > 0 else { return }
+            let lines = splitter.feed(buffer[0..<n])
+            for line in lines {
+                // An idle answered by an event leaves the state machine idling: catch up.
+                if state.idling && !client.isWaiting { state.idling = false }
+                switch state.receive(line: line) {
+                case .none:
+                    break
+                case .reply(let bytes):
+                    client.send(bytes)
+                case .close(let reply):
+                    if !reply.isEmpty { client.send(reply) }
+                    client.flush()
+                    return
+                case .idle(let command):
+                    if let error = client.beginIdle(command.arguments) {
+                        state.idling = false
+                        client.send(error)
+                    }
+                case .noidle:
+                    client.endIdle()
+                    state.idling = false
+                case .run(let commands, let isList, let listOK):
+                    client.send(run(commands, isList: isList, listOK: listOK, client: client))
+                }
+            }
+            if splitter.overflow {
+                log.info("MPD client \(client.connection.peer): line longer than \(Self.maxLineBytes) bytes, closing")
+                client.send(MPDError(.argument, "Line too long").ackLine(index: 0, command: ""))
+                client.flush()
+                return
+            }
+        }
+    }
+
+    /// Runs a command or a command list; the bytes to send.
+    func run(_ commands: [MPDCommand], isList: Bool, listOK: Bool, client: MPDClient) -> [UInt8] {
+        var response = MPDResponse()
+        client.settleUntil = 0
+        defer {
+            // Reply once the change is heard (at most 1 s on), so the client's next status shows it.
+            let wait = min(client.settleUntil - Monotonic.now(), 1_000_000_000)
+            if wait > 0 { usleep(UInt32(wait / 1_000) + 1_000) }
+        }
+        for (index, command) in commands.enumerated() {
+            do {
+                try execute(command, client: client, into: &response)
+            } catch {
+                response.append(raw: error.ackLine(index: index, command: command.name))
+                return response.bytes
+            }
+            if listOK { response.append(raw: Array("list_OK\n".utf8)) }
+        }
+        response.append(raw: Array("OK\n".utf8))
+        return response.bytes
+    }
+}
+
+/// One MPD client connection: its idle state and per-client settings.
+final class MPDClient: @unchecked Sendable {
+    let connection: TCPConnection
+    private let writer: DispatchQueue
+    private struct Idle {
+        var pending: Set<MPDSubsystem> = []
+        var waiting: Set<MPDSubsystem>?
+    }
+    private let idle = Mutex(Idle())
+    // Touched only by the client's own thread.
+    var binaryLimit = 8_192
+    /// Monotonic ns when the last transport command of this request is heard.
+    var settleUntil: Int64 = 0
+    var tagTypes = Set(MPDTags.all)
+
+    init(connection: TCPConnection) {
+        self.connection = connection
+        writer = DispatchQueue(label: "tutti-mpd-writer")
+        connection.setSendTimeout(milliseconds: 5_000)
+    }
+
+    var isWaiting: Bool { idle.withLock { $0.waiting != nil } }
+
+    /// Sends after everything queued before; never blocks the caller.
+    func send(_ bytes: [UInt8]) {
+        let connection = self.connection
+        writer.async {
+            do { try connection.send(bytes) } catch { connection.close() }
+        }
+    }
+
+    /// Waits until everything queued has been written.
+    func flush() { writer.sync {} }
+
+    /// Starts an `idle`; returns an ACK line for unknown subsystem names.
+    func beginIdle(_ names: [String]) -> [UInt8]? {
+        var mask = Set<MPDSubsystem>()
+        for name in names {
+            guard let s = MPDSubsystem(rawValue: name.lowercased()) else {
+                return MPDError(.argument, "Unrecognized idle event: \(name)").ackLine(index: 0, command: "idle")
+            }
+            mask.insert(s)
+        }
+        if mask.isEmpty { mask = Set(MPDSubsystem.allCases) }
+        let reply: [UInt8]? = idle.withLock { state in
+            let ready = state.pending.intersection(mask)
+            if ready.isEmpty {
+                state.waiting = mask
+                return nil
+            }
+            state.pending.subtract(ready)
+            return Self.changedLines(ready)
+        }
+        if let reply { send(reply) }
+        return nil
+    }
+
+    /// `noidle`: finishes a waiting idle with what has changed (normally nothing).
+    func endIdle() {
+        let reply: [UInt8]? = idle.withLock { state in
+            guard let mask = state.waiting else { return nil }
+            state.waiting = nil
+            let ready = state.pending.intersection(mask)
+            state.pending.subtract(ready)
+            return Self.changedLines(ready)
+        }
+        if let reply { send(reply) }
+    }
+
+    /// Records changes; answers a waiting idle that asked for any of them.
+    func changed(_ subsystems: Set<MPDSubsystem>) {
+        let reply: [UInt8]? = idle.withLock { state in
+            state.pending.formUnion(subsystems)
+            guard let mask = state.waiting else { return nil }
+            let ready = state.pending.intersection(mask)
+            guard !ready.isEmpty else { return nil }
+            state.pending.subtract(ready)
+            state.waiting = nil
+            return Self.changedLines(ready)
+        }
+        if let reply { send(reply) }
+    }
+
+    private static func changedLines(_ subsystems: Set<MPDSubsystem>) -> [UInt8] {
+        var r = MPDResponse()
+        for s in MPDSubsystem.allCases where subsystems.contains(s) { r.add("changed", s.rawValue) }
+        r.append(raw: Array("OK\n".utf8))
+        return r.bytes
+    }
+}

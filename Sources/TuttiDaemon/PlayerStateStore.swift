@@ -1,0 +1,76 @@
+import Foundation
+import TuttiCore
+import TuttiLibrary
+
+/// What a stream's player must find again after a restart or power cut.
+public struct PlayerSnapshot: Equatable, Sendable {
+    public var queue: PlayQueue
+    /// The entry heard (id) and the position in it, milliseconds.
+    public var entryID: UInt32?
+    public var positionMilliseconds: Int64
+    public var wasPlaying: Bool
+
+    public init(queue: PlayQueue, entryID: UInt32?, positionMilliseconds: Int64, wasPlaying: Bool) {
+        self.queue = queue; self.entryID = entryID; self.positionMilliseconds = positionMilliseconds; self.wasPlaying = wasPlaying
+    }
+}
+
+/// Saves and loads the player's state in its own SQLite file beside the
+/// library (`state.db`), so it never contends with a library scan.
+/// Each save is one transaction committed (WAL, synchronous=FULL through
+/// `Database`) before it returns. Thread-safe: calls are serialised.
+public final class PlayerStateStore: @unchecked Sendable {
+    private let database: Database
+    private let lock = NSLock()
+
+    public init(path: String) throws(LibraryError) {
+        database = try Database(path: path)
+        try database.execute("""
+            CREATE TABLE IF NOT EXISTS player (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+            CREATE TABLE IF NOT EXISTS queue (position INTEGER PRIMARY KEY, id INTEGER NOT NULL, uri TEXT NOT NULL, play_rank INTEGER NOT NULL);
+            """)
+    }
+
+    public func save(_ snapshot: PlayerSnapshot) throws(LibraryError) {
+        lock.lock(); defer { lock.unlock() }
+        let q = snapshot.queue
+        var rank = [Int](repeating: 0, count: q.count)
+        for (r, index) in q.order.enumerated() where index < rank.count { rank[index] = r }
+        _ = try database.transaction { () throws(LibraryError) in
+            _ = try database.run("DELETE FROM queue")
+            let insert = try database.cached("INSERT INTO queue (position, id, uri, play_rank) VALUES (?, ?, ?, ?)")
+            for (i, e) in q.entries.enumerated() {
+                try insert.run([.int(Int64(i)), .int(Int64(e.id)), .text(e.uri), .int(Int64(rank[i]))])
+            }
+            let values: [(String, String)] = [
+                ("current", snapshot.entryID.map { String($0) } ?? ""),
+                ("position_ms", String(snapshot.positionMilliseconds)),
+                ("playing", snapshot.wasPlaying ? "1" : "0"),
+                ("shuffle", q.shuffle ? "1" : "0"),
+                ("repeat", q.repeatMode.rawValue),
+            ]
+            let put = try database.cached("INSERT INTO player (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value")
+            for (k, v) in values { try put.run([.text(k), .text(v)]) }
+        }
+    }
+
+    /// The saved state, or nil if nothing was saved yet.
+    public func load(seed: UInt64) throws(LibraryError) -> PlayerSnapshot? {
+        lock.lock(); defer { lock.unlock() }
+        let rows = try database.query("SELECT position, id, uri, play_rank FROM queue ORDER BY position") { (s) throws(LibraryError) in
+            (Int(s.int(0)), UInt32(clamping: s.int(1)), s.text(2), Int(s.int(3)))
+        }
+        var values: [String: String] = [:]
+        for (k, v) in try database.query("SELECT key, value FROM player", row: { (s) throws(LibraryError) in (s.text(0), s.text(1)) }) { values[k] = v }
+        guard !values.isEmpty else { return nil }
+        let entries = rows.map { QueueEntry(id: $0.1, uri: $0.2) }
+        var order = [Int](repeating: -1, count: entries.count)
+        for (i, row) in rows.enumerated() where row.3 >= 0 && row.3 < order.count { order[row.3] = i }
+        let currentID = values["current"].flatMap { UInt32($0) }
+        let current = currentID.flatMap { id in entries.firstIndex { $0.id == id } }
+        let queue = PlayQueue(entries: entries, order: order, current: current, shuffle: values["shuffle"] == "1",
+                              repeatMode: RepeatMode(rawValue: values["repeat"] ?? "off") ?? .off, seed: seed)
+        return PlayerSnapshot(queue: queue, entryID: current == nil ? nil : currentID,
+                              positionMilliseconds: Int64(values["position_ms"] ?? "0") ?? 0, wasPlaying: values["playing"] == "1")
+    }
+}

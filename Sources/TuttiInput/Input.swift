@@ -1,2 +1,0 @@
-// Buttons and remotes: evdev and GPIO readers (issue 5).
-import TuttiCore
