@@ -39,16 +39,19 @@ let package = Package(
         .target(name: "TuttiNet", dependencies: ["TuttiCore", "CTuttiShim"]),
         // Music library: SQLite store, tag scanner, full-text search, playlists.
         .target(name: "TuttiLibrary", dependencies: ["TuttiCore", "CSQLite", "CMPG123", "CFLAC", "CTuttiShim"]),
+        // Network sources: HTTP(S) streams, ICY metadata, offline cache.
+        .target(name: "TuttiStreams", dependencies: ["TuttiCore", "TuttiAudio", "CMPG123", "CTuttiShim"]),
         // Buttons and remotes: Linux input events and GPIO lines.
         .target(name: "TuttiInput", dependencies: ["TuttiCore", "CGPIOD"]),
         // Composition root: leader, follower, demo.
-        .target(name: "TuttiDaemon", dependencies: ["TuttiCore", "TuttiAudio", "TuttiNet", "TuttiLibrary", "TuttiInput", "CTuttiShim"]),
+        .target(name: "TuttiDaemon", dependencies: ["TuttiCore", "TuttiAudio", "TuttiNet", "TuttiLibrary", "TuttiInput", "TuttiStreams", "CTuttiShim"]),
         .executableTarget(name: "tuttid", dependencies: ["TuttiDaemon"]),
         .executableTarget(name: "tutti", dependencies: ["TuttiCore", "TuttiNet"]),
 
         .testTarget(name: "TuttiCoreTests", dependencies: ["TuttiCore"]),
         .testTarget(name: "TuttiAudioTests", dependencies: ["TuttiAudio", "TuttiCore"]),
         .testTarget(name: "TuttiLibraryTests", dependencies: ["TuttiLibrary", "TuttiCore"]),
+        .testTarget(name: "TuttiStreamsTests", dependencies: ["TuttiStreams", "TuttiAudio", "TuttiCore"]),
         .testTarget(name: "TuttiInputTests", dependencies: ["TuttiInput", "TuttiCore"]),
         .testTarget(name: "TuttiDaemonTests", dependencies: ["TuttiDaemon", "TuttiAudio", "TuttiNet", "TuttiCore"]),
     ],
