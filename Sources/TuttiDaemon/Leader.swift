@@ -151,6 +151,18 @@ public final class Leader: @unchecked Sendable {
                 checkpointLoop(stateStore)
             }
         }
+        // Track changes that no command caused (a track ended, the list ran out)
+        // are announced when they are heard.
+        Thread.detachNewThread { [self] in
+            nameThread("tutti-heard")
+            var last: (PlayerState, UInt32?)? = nil
+            while running.load(ordering: .relaxed) {
+                usleep(100_000)
+                let now = player.nowPlaying()
+                if let (state, entry) = last, state != now.state || entry != now.entryID { events.emit(.player) }
+                last = (now.state, now.entryID)
+            }
+        }
         let source = Thread { [self] in nameThread("tutti-source"); player.run() }
         source.name = "tutti-source"
         source.start()
