@@ -14,7 +14,7 @@ import TuttiNet
 public final class ControlServer: @unchecked Sendable {
     public static let maxLineBytes = 64 * 1024
 
-    private let leader: Leader
+    let leader: Leader
     private let listener: TCPListener
     private let log: Logger
     private let clients = Mutex<[ObjectIdentifier: TCPConnection]>([:])
@@ -135,6 +135,8 @@ public final class ControlServer: @unchecked Sendable {
             return isNotification ? nil : ["jsonrpc": "2.0", "id": id!, "result": result]
         } catch let e as RPCError {
             return isNotification ? nil : error(id: id, code: e.code, message: e.message)
+        } catch let e as LibraryRPCError {
+            return isNotification ? nil : error(id: id, code: e.code, message: e.message)
         } catch {
             return isNotification ? nil : self.error(id: id, code: -32603, message: "\(error)")
         }
@@ -204,8 +206,8 @@ public final class ControlServer: @unchecked Sendable {
         case "queue.list":
             return queueObject()
         case "queue.add":
-            guard let uris = params["uris"] as? [String], !uris.isEmpty, uris.allSatisfy({ !$0.isEmpty && $0.utf8.count <= 4_096 }) else {
-                throw RPCError(code: -32602, message: "queue.add needs \"uris\": a non-empty list of file paths or URLs")
+            guard let uris = try urisToAdd(params), !uris.isEmpty, uris.allSatisfy({ !$0.isEmpty && $0.utf8.count <= 4_096 }) else {
+                throw RPCError(code: -32602, message: "queue.add needs one of \"uris\" (file paths or URLs), \"trackIds\", \"album\", \"playlist\" or \"search\", resolving to at least one entry")
             }
             guard uris.count <= 10_000 else { throw RPCError(code: -32602, message: "at most 10000 entries per call") }
             let next = (params["next"] as? NSNumber).map { $0.boolValue } ?? false
@@ -230,6 +232,7 @@ public final class ControlServer: @unchecked Sendable {
             leader.configure(room: room, settings)
             return roomObject(room, settings: settings, health: leader.health[room])
         default:
+            if let result = try dispatchLibrary(method, params) { return result }
             throw RPCError(code: -32601, message: "unknown method '\(method)' (see docs/api.md)")
         }
     }

@@ -135,6 +135,10 @@ public final class Follower: @unchecked Sendable {
         let scratch = UnsafeMutablePointer<Float>.allocate(capacity: WireProtocol.maxChunkFrames * 2)
         defer { scratch.deallocate() }
         var nextIndex: Int?     // grid index after the last frame written
+        // After a flush, nothing is written before the cut: the new audio's
+        // first decoded frames (an Opus decoder's pre-roll) must not overwrite
+        // the old audio still to be heard before it.
+        var floorIndex = Int.min
         var streamStarted = false
         conn.setReceiveTimeout(milliseconds: 10_000)
 
@@ -154,6 +158,7 @@ public final class Follower: @unchecked Sendable {
                 if !streamStarted {
                     timeline.beginStream(epoch: chunk.pts)
                     streamStarted = true
+                    floorIndex = Int.min
                 }
                 for event in sequencer.offer(chunk) {
                     switch event {
@@ -161,7 +166,8 @@ public final class Follower: @unchecked Sendable {
                         let index = timeline.frameIndex(of: c.pts)
                         do {
                             let n = try decoder.decode(c.payload, frames: Int(c.frames), into: scratch, maxFrames: WireProtocol.maxChunkFrames)
-                            timeline.write(scratch, count: n, at: index)
+                            let skip = floorIndex > index ? min(n, floorIndex - index) : 0
+                            if skip < n { timeline.write(scratch + 2 * skip, count: n - skip, at: index + skip) }
                             nextIndex = index + n
                         } catch {
                             log.warning("chunk \(c.sequence): \(error); concealing")
@@ -187,6 +193,7 @@ public final class Follower: @unchecked Sendable {
                 decoder.reset()
                 sequencer.reset()
                 nextIndex = index
+                floorIndex = index
             case .settings(let settings):
                 engine.volume = settings.gain
                 engine.latencyTrimNanoseconds = settings.latencyTrimNanoseconds + Int64(configuration.latencyMilliseconds * 1e6)

@@ -7,9 +7,23 @@ let usage = """
 usage: tutti [--host HOST] [--port PORT] [--json] COMMAND [ARGS]
 
   status                 what is playing, and every room with its sync health
-  play | pause | toggle  transport
+  play | pause | toggle | stop
   next | prev            skip (prev restarts the track when more than 3 s in)
   seek SECONDS | +S | -S absolute or relative seek in the current track
+  shuffle [on|off]       toggle or set shuffle
+  repeat [off|all|one]   cycle or set repeat
+  queue                  list the queue
+  queue add URI...       add files or URLs (queue add --next URI... inserts after the current)
+  queue add-search TEXT  add every track a search finds (also: add-album ALBUM, add-playlist ID)
+  queue del N | move FROM TO | clear | play N
+  search TEXT            search the library (artist:… album:… title:… genre: filters)
+  searches [clear]       recent searches
+  like [ID] | unlike [ID] | favorites
+  history                recently played
+  library scan [DIR]     scan the music folder (default: the leader's --music)
+  playlist [list]        stored playlists
+  playlist show ID | create NAME | delete ID | rename ID NAME | load ID | save NAME
+  playlist import FILE.m3u [NAME] | export ID FILE.m3u
   rooms                  rooms with volume, latency trim and sync health
   vol ROOM 0-100         room volume
   mute ROOM | unmute ROOM
@@ -114,6 +128,120 @@ case "seek":
     let relative = text.hasPrefix("+") || text.hasPrefix("-")
     let result = call("player.seek", relative ? ["by": value] : ["position": value])
     if json { output(result) } else if let s = result as? [String: Any] { print(describeStatus(s)) }
+case "stop":
+    let result = call("player.stop")
+    if json { output(result) } else if let s = result as? [String: Any] { print(describeStatus(s)) }
+case "shuffle":
+    let on: Bool
+    if let arg = operands.first {
+        guard arg == "on" || arg == "off" else { fail("shuffle takes on or off", 64) }
+        on = arg == "on"
+    } else {
+        on = !((call("player.status") as? [String: Any])?["shuffle"] as? Bool ?? false)
+    }
+    let result = call("player.shuffle", ["on": on])
+    if json { output(result) } else { print("shuffle \(on ? "on" : "off")") }
+case "repeat":
+    var params: [String: Any] = [:]
+    if let mode = operands.first {
+        guard ["off", "all", "one"].contains(mode) else { fail("repeat takes off, all or one", 64) }
+        params["mode"] = mode
+    }
+    let result = call("player.repeat", params)
+    if json { output(result) } else { print("repeat \((result as? [String: Any])?["repeat"] as? String ?? "?")") }
+case "queue":
+    let sub = operands.first ?? "list"
+    let rest = Array(operands.dropFirst())
+    func index(_ text: String?) -> Int {
+        guard let text, let n = Int(text), n >= 1 else { fail("queue positions are numbers from 1", 64) }
+        return n - 1
+    }
+    switch sub {
+    case "list":
+        let q = call("queue.list") as? [String: Any] ?? [:]
+        if json { output(q) } else {
+            let current = q["current"] as? Int ?? -1
+            for e in q["entries"] as? [[String: Any]] ?? [] {
+                let i = e["index"] as? Int ?? 0
+                print("\(i == current ? ">" : " ")\(String(format: "%3d", i + 1)) \(e["uri"] as? String ?? "")")
+            }
+        }
+    case "add":
+        let next = rest.first == "--next"
+        let uris = rest.filter { $0 != "--next" }.map { $0.contains("://") || $0.hasPrefix("/") ? $0 : FileManager.default.currentDirectoryPath + "/" + $0 }
+        guard !uris.isEmpty else { fail("queue add needs files or URLs", 64) }
+        let r = call("queue.add", ["uris": uris, "next": next])
+        if json { output(r) } else { print("added \(((r as? [String: Any])?["added"] as? [Any])?.count ?? 0)") }
+    case "add-search", "add-album", "add-playlist":
+        guard !rest.isEmpty else { fail("\(sub) needs an argument", 64) }
+        let params: [String: Any] = sub == "add-search" ? ["search": rest.joined(separator: " ")]
+            : sub == "add-album" ? ["album": rest.joined(separator: " ")] : ["playlist": Int(rest[0]) ?? -1]
+        let r = call("queue.add", params)
+        if json { output(r) } else { print("added \(((r as? [String: Any])?["added"] as? [Any])?.count ?? 0)") }
+    case "del": output(call("queue.remove", ["index": index(rest.first)]))
+    case "move":
+        guard rest.count == 2 else { fail("queue move FROM TO", 64) }
+        output(call("queue.move", ["from": index(rest[0]), "to": index(rest[1])]))
+    case "clear": _ = call("queue.clear"); if !json { print("queue cleared") }
+    case "play": let r = call("queue.play", ["index": index(rest.first)]); if json { output(r) } else if let s = r as? [String: Any] { print(describeStatus(s)) }
+    default: fail("unknown queue command '\(sub)'", 64)
+    }
+case "search":
+    guard !operands.isEmpty else { fail("search needs text", 64) }
+    let r = call("library.search", ["query": operands.joined(separator: " "), "record": true]) as? [String: Any] ?? [:]
+    if json { output(r) } else {
+        for t in r["tracks"] as? [[String: Any]] ?? [] {
+            print("\(t["id"] as? Int ?? 0)\t\(t["artist"] as? String ?? "-") — \(t["title"] as? String ?? "?")\(t["album"].map { " (\($0))" } ?? "")")
+        }
+        if r["hasMore"] as? Bool == true { print("… more results") }
+    }
+case "searches":
+    let r = call(operands.first == "clear" ? "searches.clear" : "searches.recent") as? [String: Any] ?? [:]
+    if json { output(r) } else { for q in r["searches"] as? [String] ?? [] { print(q) } }
+case "like", "unlike":
+    var params: [String: Any] = [:]
+    if let text = operands.first { guard let id = Int(text) else { fail("\(command) takes a track id", 64) }; params["id"] = id }
+    let r = call(command == "like" ? "favourites.like" : "favourites.unlike", params)
+    if json { output(r) } else { print("\(command == "like" ? "liked" : "unliked") \((r as? [String: Any])?["title"] as? String ?? "")") }
+case "favorites", "favourites":
+    let r = call("favourites.list") as? [String: Any] ?? [:]
+    if json { output(r) } else { for t in r["favourites"] as? [[String: Any]] ?? [] { print("\(t["id"] as? Int ?? 0)\t\(t["artist"] as? String ?? "-") — \(t["title"] as? String ?? "?")") } }
+case "history":
+    let r = call("history.list") as? [String: Any] ?? [:]
+    if json { output(r) } else { for t in r["plays"] as? [[String: Any]] ?? [] { print("\(t["artist"] as? String ?? "-") — \(t["title"] as? String ?? "?")") } }
+case "library":
+    guard operands.first == "scan" else { fail("library scan [DIR]", 64) }
+    var params: [String: Any] = [:]
+    if operands.count > 1 { params["folder"] = operands[1] }
+    if !json { print("scanning…") }
+    let r = call("library.scan", params)
+    if json { output(r) } else { print((r as? [String: Any])?["summary"] as? String ?? "") }
+case "playlist", "playlists":
+    let sub = operands.first ?? "list"
+    let rest = Array(operands.dropFirst())
+    func id() -> Int { guard let t = rest.first, let n = Int(t) else { fail("playlist \(sub) needs a playlist id", 64) }; return n }
+    switch sub {
+    case "list":
+        let r = call("playlists.list") as? [String: Any] ?? [:]
+        if json { output(r) } else { for p in r["playlists"] as? [[String: Any]] ?? [] { print("\(p["id"] as? Int ?? 0)\t\(p["name"] as? String ?? "")\t\(p["entries"] as? Int ?? 0) tracks") } }
+    case "show":
+        let r = call("playlists.entries", ["id": id()]) as? [String: Any] ?? [:]
+        if json { output(r) } else { for t in r["entries"] as? [[String: Any]] ?? [] { print("\((t["index"] as? Int ?? 0) + 1)\t\(t["artist"] as? String ?? "-") — \(t["title"] as? String ?? "?")") } }
+    case "create": guard !rest.isEmpty else { fail("playlist create NAME", 64) }; output(call("playlists.create", ["name": rest.joined(separator: " ")]))
+    case "delete": output(call("playlists.delete", ["id": id()]))
+    case "rename": guard rest.count >= 2 else { fail("playlist rename ID NAME", 64) }; output(call("playlists.rename", ["id": id(), "name": rest.dropFirst().joined(separator: " ")]))
+    case "load": let r = call("queue.add", ["playlist": id()]); if json { output(r) } else { print("added \(((r as? [String: Any])?["added"] as? [Any])?.count ?? 0)") }
+    case "save": guard !rest.isEmpty else { fail("playlist save NAME", 64) }; output(call("playlists.saveQueue", ["name": rest.joined(separator: " ")]))
+    case "import":
+        guard let file = rest.first else { fail("playlist import FILE.m3u [NAME]", 64) }
+        var params: [String: Any] = ["path": file.hasPrefix("/") ? file : FileManager.default.currentDirectoryPath + "/" + file]
+        if rest.count > 1 { params["name"] = rest.dropFirst().joined(separator: " ") }
+        output(call("playlists.import", params))
+    case "export":
+        guard rest.count == 2 else { fail("playlist export ID FILE.m3u", 64) }
+        output(call("playlists.export", ["id": id(), "path": rest[1].hasPrefix("/") ? rest[1] : FileManager.default.currentDirectoryPath + "/" + rest[1]]))
+    default: fail("unknown playlist command '\(sub)'", 64)
+    }
 case "rooms":
     let rooms = (call("rooms.list") as? [String: Any])?["rooms"] as? [[String: Any]] ?? []
     if json { output(rooms) } else { for r in rooms { print(describeRoom(r)) } }

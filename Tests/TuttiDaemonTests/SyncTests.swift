@@ -92,6 +92,23 @@ func toneWithClicks(seconds: Double, frequency: Double) -> [Int16] {
         #expect(abs(sa - pause.effectiveAt) < 5_000_000 && abs(sb - pause.effectiveAt) < 5_000_000)
     }
 
+    /// Opus delays decoded audio by its look-ahead; the cut must still land
+    /// on the announced instant, not 6.5 ms early.
+    @Test func opusPauseIsHeardAtTheAnnouncedInstant() throws {
+        let dir = makeTemporaryDirectory()
+        writeFile(dir + "/a.wav", wavImage(quantize(TestSignal.sine(frequency: 440, seconds: 10, amplitude: 0.3))))
+        let leader = try startLeader(files: [dir + "/a.wav"], codec: .opus)
+        defer { leader.stop() }
+        let f = try startFollower(leader: leader.endpoint, name: "o", output: .file(path: dir + "/o.raw", ppm: 50, delayMilliseconds: 0))
+        usleep(2_500_000)
+        let pause = try leader.perform(.pause)
+        usleep(500_000)
+        f.stop()
+        let silent = try #require(silenceStart(dir + "/o.raw", ppm: 50, after: pause.acceptedAt, level: 300, frames: 480))
+        print("opus pause: silent \(Double(silent - pause.effectiveAt) / 1e6) ms from the announced instant")
+        #expect(abs(silent - pause.effectiveAt) < 3_000_000)
+    }
+
     @Test func nextStartsTheNewTrackEverywhereAtOnce() throws {
         let dir = makeTemporaryDirectory()
         writeFile(dir + "/one.wav", wavImage(quantize(TestSignal.sine(frequency: 440, seconds: 20, amplitude: 0.3))))

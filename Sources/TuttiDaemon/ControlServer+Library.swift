@@ -1,0 +1,244 @@
+import Foundation
+import TuttiCore
+import TuttiLibrary
+
+/// JSON-RPC methods for the library: scan, search, recent searches,
+/// favourites, history, playlists; and what `queue.add` can take from it.
+extension ControlServer {
+    struct LibraryRPCError: Error { var code: Int; var message: String }
+
+    func library() throws -> Library {
+        guard let library = leader.library else {
+            throw LibraryRPCError(code: -32000, message: "no music library: start the leader with --music DIR (or --db PATH)")
+        }
+        return library
+    }
+
+    func trackObject(_ t: Track) -> [String: Any] {
+        var o: [String: Any] = ["id": Int(t.id.rawValue), "path": t.path, "title": t.title,
+                                "duration": (t.durationSeconds * 1000).rounded() / 1000, "format": t.format.rawValue]
+        if let v = t.artist { o["artist"] = v }
+        if let v = t.album { o["album"] = v }
+        if let v = t.albumArtist { o["albumArtist"] = v }
+        if let v = t.genre { o["genre"] = v }
+        if let v = t.trackNumber { o["trackNumber"] = v }
+        if let v = t.discNumber { o["discNumber"] = v }
+        if let v = t.year { o["year"] = v }
+        if let v = t.coverHash { o["coverHash"] = v }
+        return o
+    }
+
+    private func string(_ params: [String: Any], _ key: String, method: String, max: Int = 4_096) throws -> String {
+        guard let s = params[key] as? String, !s.isEmpty, s.utf8.count <= max else {
+            throw LibraryRPCError(code: -32602, message: "\(method) needs \"\(key)\": a non-empty string of at most \(max) bytes")
+        }
+        return s
+    }
+
+    private func integer(_ params: [String: Any], _ key: String, method: String, default value: Int? = nil, range: ClosedRange<Int> = 0...Int(Int32.max)) throws -> Int {
+        guard let raw = params[key] else {
+            if let value { return value }
+            throw LibraryRPCError(code: -32602, message: "\(method) needs \"\(key)\" (an integer)")
+        }
+        guard let n = raw as? NSNumber, String(cString: n.objCType) != "c", n.doubleValue == n.doubleValue.rounded(),
+              range.contains(n.intValue) else {
+            throw LibraryRPCError(code: -32602, message: "\(key) must be an integer in \(range.lowerBound)…\(range.upperBound)")
+        }
+        return n.intValue
+    }
+
+    private func wrap<T>(_ body: () throws(LibraryError) -> T) throws -> T {
+        do { return try body() } catch { throw LibraryRPCError(code: -32000, message: error.description) }
+    }
+
+    /// The track heard now, for like/unlike without an id.
+    private func currentTrack(_ library: Library) throws -> Track {
+        let path = leader.nowPlaying.path
+        guard !path.isEmpty, let track = try wrap({ () throws(LibraryError) in try library.track(atPath: path) }) else {
+            throw LibraryRPCError(code: -32000, message: "nothing from the library is playing")
+        }
+        return track
+    }
+
+    /// Resolves what `queue.add` was given into URIs: `uris`, `trackIds`,
+    /// `album` (+ `albumArtist`), `playlist` (id) or `search` (query).
+    func urisToAdd(_ params: [String: Any]) throws -> [String]? {
+        if let uris = params["uris"] { return uris as? [String] }
+        if params["trackIds"] != nil || params["album"] != nil || params["playlist"] != nil || params["search"] != nil {
+            let library = try library()
+            if let ids = params["trackIds"] as? [NSNumber] {
+                return try ids.map { id in
+                    guard let t = try wrap({ () throws(LibraryError) in try library.track(TrackID(id.int64Value)) }) else {
+                        throw LibraryRPCError(code: -32000, message: "no track with id \(id)")
+                    }
+                    return t.path
+                }
+            }
+            if let album = params["album"] as? String {
+                let artist = params["albumArtist"] as? String
+                return try wrap { () throws(LibraryError) in try library.albumTracks(album: album, albumArtist: artist) }.map(\.path)
+            }
+            if params["playlist"] != nil {
+                let id = PlaylistID(Int64(try integer(params, "playlist", method: "queue.add")))
+                return try wrap { () throws(LibraryError) in try library.entries(of: id) }.map(\.track.path)
+            }
+            if let query = params["search"] as? String {
+                return try wrap { () throws(LibraryError) in try library.search(query, limit: 500) }.tracks.map(\.path)
+            }
+            throw LibraryRPCError(code: -32602, message: "trackIds must be a list of integers")
+        }
+        return nil
+    }
+
+    /// Library methods; nil if `method` is not one of them.
+    func dispatchLibrary(_ method: String, _ params: [String: Any]) throws -> Any? {
+        let prefixes = ["library.", "searches.", "favourites.", "history.", "playlists."]
+        guard prefixes.contains(where: method.hasPrefix) else { return nil }
+        let lib = try library()
+        switch method {
+        case "library.scan":
+            let library = lib
+            guard let folder = (params["folder"] as? String) ?? leader.configuration.musicDirectory else {
+                throw LibraryRPCError(code: -32602, message: "library.scan needs \"folder\" (no --music folder was given)")
+            }
+            let summary = try wrap { () throws(LibraryError) in try library.scan(folder: folder) }
+            leader.events.emit(.library)
+            return ["added": summary.added, "updated": summary.updated, "unchanged": summary.unchanged, "removed": summary.removed,
+                    "moved": summary.moved, "skipped": summary.skipped.map { ["path": $0.path, "reason": "\($0.reason)"] },
+                    "seconds": (summary.elapsedSeconds * 1000).rounded() / 1000, "summary": summary.description] as [String: Any]
+        case "library.stats":
+            let library = lib
+            return ["tracks": try wrap { () throws(LibraryError) in try library.trackCount() },
+                    "covers": try wrap { () throws(LibraryError) in try library.coverCount() }]
+        case "library.search":
+            let library = lib
+            let query = try string(params, "query", method: method, max: 1_024)
+            let limit = try integer(params, "limit", method: method, default: 50, range: 1...500)
+            let offset = try integer(params, "offset", method: method, default: 0, range: 0...1_000_000)
+            let results = try wrap { () throws(LibraryError) in try library.search(query, limit: limit, offset: offset) }
+            if (params["record"] as? NSNumber)?.boolValue ?? false {
+                try wrap { () throws(LibraryError) in try library.recordSearch(query) }
+            }
+            return ["query": query, "offset": offset, "hasMore": results.hasMore, "tracks": results.tracks.map(trackObject)] as [String: Any]
+        case "library.track":
+            let library = lib
+            let track: Track?
+            if let path = params["path"] as? String { track = try wrap { () throws(LibraryError) in try library.track(atPath: path) } } else {
+                let id = TrackID(Int64(try integer(params, "id", method: method)))
+                track = try wrap { () throws(LibraryError) in try library.track(id) }
+            }
+            guard let track else { throw LibraryRPCError(code: -32000, message: "no such track") }
+            var o = trackObject(track)
+            o["liked"] = try wrap { () throws(LibraryError) in try library.isLiked(track.id) }
+            return o
+        case "searches.recent":
+            return ["searches": try wrap { () throws(LibraryError) in try lib.recentSearches() }]
+        case "searches.record":
+            let library = lib
+            let query = try string(params, "query", method: method, max: 1_024)
+            try wrap { () throws(LibraryError) in try library.recordSearch(query) }
+            return ["searches": try wrap { () throws(LibraryError) in try library.recentSearches() }]
+        case "searches.clear":
+            try wrap { () throws(LibraryError) in try lib.clearRecentSearches() }
+            return ["searches": [String]()]
+        case "favourites.like", "favourites.unlike":
+            let library = lib
+            let track: Track
+            if params["id"] == nil { track = try currentTrack(library) } else {
+                let id = TrackID(Int64(try integer(params, "id", method: method)))
+                guard let t = try wrap({ () throws(LibraryError) in try library.track(id) }) else {
+                    throw LibraryRPCError(code: -32000, message: "no track with id \(id.rawValue)")
+                }
+                track = t
+            }
+            if method == "favourites.like" { try wrap { () throws(LibraryError) in try library.like(track.id) } } else {
+                try wrap { () throws(LibraryError) in try library.unlike(track.id) }
+            }
+            return ["id": Int(track.id.rawValue), "title": track.title, "liked": method == "favourites.like"] as [String: Any]
+        case "favourites.list":
+            let library = lib
+            return ["favourites": try wrap { () throws(LibraryError) in try library.favourites() }.map { f -> [String: Any] in
+                var o = trackObject(f.track); o["likedAt"] = f.likedAt; return o
+            }]
+        case "history.list":
+            let library = lib
+            let limit = try integer(params, "limit", method: method, default: 100, range: 1...10_000)
+            return ["plays": try wrap { () throws(LibraryError) in try library.history(limit: limit) }.map { p -> [String: Any] in
+                var o = trackObject(p.track); o["startedAt"] = p.startedAt; o["playedMs"] = p.playedMilliseconds; return o
+            }]
+        case "playlists.list":
+            return ["playlists": try wrap { () throws(LibraryError) in try lib.playlists() }.map {
+                ["id": Int($0.id.rawValue), "name": $0.name, "entries": $0.entryCount] as [String: Any]
+            }]
+        case "playlists.create":
+            let name = try string(params, "name", method: method, max: 256)
+            let p = try wrap { () throws(LibraryError) in try lib.createPlaylist(named: name) }
+            leader.events.emit(.playlists)
+            return ["id": Int(p.id.rawValue), "name": p.name]
+        case "playlists.rename":
+            let id = PlaylistID(Int64(try integer(params, "id", method: method)))
+            let name = try string(params, "name", method: method, max: 256)
+            try wrap { () throws(LibraryError) in try lib.renamePlaylist(id, to: name) }
+            leader.events.emit(.playlists)
+            return ["id": Int(id.rawValue), "name": name]
+        case "playlists.delete":
+            let id = PlaylistID(Int64(try integer(params, "id", method: method)))
+            try wrap { () throws(LibraryError) in try lib.deletePlaylist(id) }
+            leader.events.emit(.playlists)
+            return ["id": Int(id.rawValue), "deleted": true]
+        case "playlists.entries":
+            let id = PlaylistID(Int64(try integer(params, "id", method: method)))
+            return ["entries": try wrap { () throws(LibraryError) in try lib.entries(of: id) }.map { e -> [String: Any] in
+                var o = trackObject(e.track); o["index"] = e.index; return o
+            }]
+        case "playlists.add":
+            let library = lib
+            let id = PlaylistID(Int64(try integer(params, "id", method: method)))
+            guard let ids = params["trackIds"] as? [NSNumber], !ids.isEmpty else {
+                throw LibraryRPCError(code: -32602, message: "playlists.add needs \"trackIds\": a non-empty list of track ids")
+            }
+            let at = params["at"] == nil ? nil : try integer(params, "at", method: method)
+            try wrap { () throws(LibraryError) in try library.addToPlaylist(id, tracks: ids.map { TrackID($0.int64Value) }, at: at) }
+            leader.events.emit(.playlists)
+            return ["id": Int(id.rawValue), "added": ids.count]
+        case "playlists.remove":
+            let id = PlaylistID(Int64(try integer(params, "id", method: method)))
+            let index = try integer(params, "index", method: method)
+            try wrap { () throws(LibraryError) in try lib.removeFromPlaylist(id, at: index) }
+            leader.events.emit(.playlists)
+            return ["id": Int(id.rawValue), "removed": index]
+        case "playlists.move":
+            let id = PlaylistID(Int64(try integer(params, "id", method: method)))
+            let from = try integer(params, "from", method: method), to = try integer(params, "to", method: method)
+            try wrap { () throws(LibraryError) in try lib.moveInPlaylist(id, from: from, to: to) }
+            leader.events.emit(.playlists)
+            return ["id": Int(id.rawValue), "from": from, "to": to]
+        case "playlists.saveQueue":
+            let library = lib
+            let name = try string(params, "name", method: method, max: 256)
+            let paths = leader.queue.entries.map(\.uri)
+            var ids: [TrackID] = []
+            var notInLibrary: [String] = []
+            for path in paths {
+                if let t = try wrap({ () throws(LibraryError) in try library.track(atPath: path) }) { ids.append(t.id) } else { notInLibrary.append(path) }
+            }
+            let p = try wrap { () throws(LibraryError) in try library.createPlaylist(named: name) }
+            if !ids.isEmpty { try wrap { () throws(LibraryError) in try library.addToPlaylist(p.id, tracks: ids) } }
+            leader.events.emit(.playlists)
+            return ["id": Int(p.id.rawValue), "name": name, "entries": ids.count, "notInLibrary": notInLibrary] as [String: Any]
+        case "playlists.import":
+            let path = try string(params, "path", method: method)
+            let report = try wrap { () throws(LibraryError) in try lib.importM3U(path: path, name: params["name"] as? String) }
+            leader.events.emit(.playlists)
+            return ["id": Int(report.playlist.id.rawValue), "name": report.playlist.name, "added": report.added,
+                    "unresolved": report.unresolved.map { ["line": $0.line, "entry": $0.entry] as [String: Any] }] as [String: Any]
+        case "playlists.export":
+            let id = PlaylistID(Int64(try integer(params, "id", method: method)))
+            let path = try string(params, "path", method: method)
+            try wrap { () throws(LibraryError) in try lib.exportM3U(id, to: path) }
+            return ["id": Int(id.rawValue), "path": path]
+        default:
+            return nil
+        }
+    }
+}

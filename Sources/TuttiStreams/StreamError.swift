@@ -1,0 +1,66 @@
+import Foundation
+import TuttiAudio
+
+/// Errors from network sources and the offline cache: what failed, on which
+/// URL or file, and why, in words a user can act on.
+public enum StreamError: Error, CustomStringConvertible, Equatable, Sendable {
+    /// Not an http(s) URL, or not a URL at all.
+    case unsupportedURL(String)
+    /// The server answered with a status other than 200/206.
+    case httpStatus(url: String, status: Int)
+    /// Connection refused, DNS, TLS, reset: the transport failed.
+    case network(url: String, reason: String)
+    /// Nothing arrived for `seconds` while `waitingFor` (headers, audio).
+    case timedOut(url: String, seconds: Double, waitingFor: String)
+    /// A finite file ended before its Content-Length.
+    case truncated(url: String, received: Int64, expected: Int64)
+    /// The bytes are not MPEG audio libmpg123 can decode.
+    case undecodable(url: String, reason: String)
+    /// `seek` on a live stream, or on a server that cannot resume.
+    case notSeekable(url: String, reason: String)
+    /// The offline cache could not do `operation` on `path`.
+    case cache(operation: String, path: String, reason: String)
+    /// A local file failed to open (through `AudioFile.open`).
+    case audio(AudioError)
+
+    public var description: String {
+        switch self {
+        case .unsupportedURL(let u): "unsupported source '\(u)': expected an http:// or https:// URL or a local path"
+        case .httpStatus(let url, let status): "\(url): the server answered HTTP \(status)\(Self.statusText(status))"
+        case .network(let url, let reason): "\(url): \(reason)"
+        case .timedOut(let url, let s, let what): "\(url): nothing received for \(Self.seconds(s)) s while waiting for \(what)"
+        case .truncated(let url, let got, let want): "\(url): the connection ended after \(got) of \(want) bytes"
+        case .undecodable(let url, let reason): "\(url): not decodable as MP3: \(reason)"
+        case .notSeekable(let url, let reason): "\(url): cannot seek: \(reason)"
+        case .cache(let op, let path, let reason): "cache: \(op) \(path): \(reason)"
+        case .audio(let e): e.description
+        }
+    }
+
+    /// The same failure as the `AudioError` that `AudioDecoder.read`/`seek` must throw.
+    var audioError: AudioError {
+        switch self {
+        case .audio(let e): e
+        case .undecodable(let url, _): .undecodable(path: url, reason: description)
+        case .httpStatus(let url, _), .network(let url, _), .timedOut(let url, _, _), .truncated(let url, _, _),
+             .notSeekable(let url, _):
+            .cannotOpen(path: url, reason: description)
+        case .unsupportedURL(let u): .cannotOpen(path: u, reason: description)
+        case .cache(_, let path, _): .cannotOpen(path: path, reason: description)
+        }
+    }
+
+    private static func statusText(_ status: Int) -> String {
+        switch status {
+        case 401, 403: " (access denied)"
+        case 404: " (not found)"
+        case 416: " (range not satisfiable)"
+        case 500...599: " (server error)"
+        default: ""
+        }
+    }
+
+    private static func seconds(_ s: Double) -> String {
+        s == s.rounded() ? String(Int(s)) : String(format: "%.1f", s)
+    }
+}
