@@ -33,7 +33,7 @@ let package = Package(
         .target(name: "TuttiCore"),
         // Audio edge: decoders, resampler, codec, sinks.
         .target(name: "TuttiAudio", dependencies: [
-            "TuttiCore", "CALSA", "CMPG123", "COpus", "CSoxr", "CTuttiShim",
+            "TuttiCore", "CALSA", "CMPG123", "COpus", "CSoxr", "CFLAC", "CTuttiShim",
         ]),
         // Network edge: sockets, framing over TCP.
         .target(name: "TuttiNet", dependencies: ["TuttiCore", "CTuttiShim"]),

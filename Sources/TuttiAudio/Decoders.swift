@@ -26,6 +26,7 @@ public enum AudioFile {
         let n = fread(&magic, 1, 12, file)
         fclose(file)
         if n == 12 && magic[0..<4] == [0x52, 0x49, 0x46, 0x46] { return try WAVDecoder(path: path) }
+        if n >= 4 && magic[0..<4] == [0x66, 0x4C, 0x61, 0x43] { return try FLACDecoder(path: path) } // "fLaC"
         if n == 0 { throw .undecodable(path: path, reason: "file is empty") }
         return try MP3Decoder(path: path)
     }

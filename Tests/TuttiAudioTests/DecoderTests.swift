@@ -46,6 +46,35 @@ private func decodeAll(_ path: String) throws -> (samples: [Float], rate: Int) {
         #expect(abs((mp3.frameCount ?? 0) - frames) <= 1_152)
     }
 
+    @Test func flacIsLosslessAndSeeksExactly() throws {
+        let dir = temporaryDirectory()
+        let source = TestSignal.music(seconds: 2, rate: 44_100)
+        _ = FileManager.default.createFile(atPath: dir + "/in.wav", contents: Data(TestSignal.wav16(source, rate: 44_100)))
+        try run(["flac", "--silent", "-f", "-o", dir + "/in.flac", dir + "/in.wav"])
+        let expected = source.map { Float(sampleToInt16($0)) / 32768 }
+        let (decoded, rate) = try decodeAll(dir + "/in.flac")
+        #expect(rate == 44_100)
+        #expect(decoded == expected, "bit-exact: \(decoded.count) vs \(expected.count) samples")
+        let flac = try FLACDecoder(path: dir + "/in.flac")
+        #expect(flac.frameCount == expected.count / 2)
+        try flac.seek(toFrame: 50_000)
+        var out: [Float] = []
+        _ = try flac.read(into: &out, maxFrames: 1_000)
+        #expect(Array(out.prefix(2_000)) == Array(expected[100_000..<102_000]))
+        // A damaged file is reported, never crashes.
+        var bytes = Array(try Data(contentsOf: URL(fileURLWithPath: dir + "/in.flac")))
+        for i in stride(from: 8_000, to: min(bytes.count, 40_000), by: 7) { bytes[i] ^= 0x5A }
+        _ = FileManager.default.createFile(atPath: dir + "/bad.flac", contents: Data(bytes))
+        do {
+            let d = try AudioFile.open(dir + "/bad.flac")
+            var sink: [Float] = []
+            while try d.read(into: &sink, maxFrames: 4_096) > 0 {}
+            Issue.record("corrupt FLAC decoded without an error")
+        } catch {
+            #expect("\(error)".contains("bad.flac"))
+        }
+    }
+
     @Test func wavFormatsDecodeToTheSameSignal() throws {
         let dir = temporaryDirectory()
         let n = 4_800

@@ -104,7 +104,8 @@ import TuttiNet
         let port = UInt16.random(in: 20_000...40_000)
         let leader = Process()
         leader.executableURL = URL(fileURLWithPath: Self.binary)
-        leader.arguments = ["leader", "--listen", "127.0.0.1:\(port)", "--play", dir + "/count.wav", "--codec", "pcm", "--start-ms", "1000"]
+        leader.arguments = ["leader", "--listen", "127.0.0.1:\(port)", "--control", "off", "--mpd", "off",
+                            "--play", dir + "/count.wav", "--codec", "pcm", "--start-ms", "1000"]
         leader.standardError = FileHandle.nullDevice
         try leader.run()
         let (status, _, err) = try run(["follower", "--leader", "127.0.0.1:\(port)", "--name", "proc", "--no-realtime",
