@@ -41,6 +41,7 @@ public enum MessageType: UInt8, Sendable, CaseIterable {
     case health = 9
     case bye = 10
     case settings = 11
+    case roomCommand = 12
 }
 
 /// Per-room settings the leader pushes to a follower.
@@ -145,6 +146,8 @@ public enum Message: Equatable, Sendable {
     case health(HealthReport)
     case bye(reason: String)
     case settings(RoomSettings)
+    /// Follower → leader: a button on that room was used.
+    case roomCommand(ButtonCommand)
 
     public var type: MessageType {
         switch self {
@@ -159,6 +162,7 @@ public enum Message: Equatable, Sendable {
         case .health: .health
         case .bye: .bye
         case .settings: .settings
+        case .roomCommand: .roomCommand
         }
     }
 }
@@ -219,6 +223,8 @@ public extension Message {
             w.string(reason, limit: WireProtocol.maxReasonBytes)
         case .settings(let r):
             w.u8(r.volume); w.u8(r.muted ? 1 : 0); w.i64(r.latencyTrimNanoseconds)
+        case .roomCommand(let c):
+            w.string(c.rawValue, limit: 16)
         }
         let length = UInt32(w.bytes.count - 4)
         w.bytes[0] = UInt8(length >> 24); w.bytes[1] = UInt8((length >> 16) & 0xff)
@@ -284,6 +290,10 @@ public extension Message {
                 throw .invalidField(type, "latency trim \(trim) ns outside −1…5 s")
             }
             message = .settings(RoomSettings(volume: volume, muted: muted == 1, latencyTrimNanoseconds: trim))
+        case .roomCommand:
+            let name = try r.string(limit: 16)
+            guard let command = ButtonCommand(rawValue: name) else { throw .invalidField(type, "unknown room command '\(name)'") }
+            message = .roomCommand(command)
         }
         try r.finish()
         return message

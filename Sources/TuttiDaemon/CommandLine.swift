@@ -34,6 +34,7 @@ public enum DaemonUsage {
       --control HOST:PORT    JSON-RPC control socket (default 127.0.0.1:4954; "off" for none)
       --mpd HOST:PORT        MPD protocol server (default 127.0.0.1:6600; "off" for none)
       --music DIR            music folder, scanned into the library at start-up
+      --buttons FILE         button mapping (media keys, GPIO, IR; see hardware/buttons.md)
       --db PATH              library database (default ~/.local/share/tutti/library.db,
                              /var/lib/tutti/library.db for the service)
       --play FILE [FILE...]  MP3 or WAV files, played gaplessly in order
@@ -55,6 +56,7 @@ public enum DaemonUsage {
       --output OUTPUT        alsa:DEVICE (default alsa:default) or
                              file:PATH[,ppm=N][,delay-ms=N] (virtual DAC)
       --latency-ms N         speaker latency after the DAC to compensate
+      --buttons FILE         this room's buttons (see hardware/buttons.md)
       --no-steer             never resample for DAC drift (bit-exact capture)
       --no-realtime          do not ask for real-time scheduling
       --clock-offset-ms N    test: simulate a local clock offset by N ms
@@ -126,6 +128,7 @@ public extension DaemonCommand {
                         do { c.mpd = try Endpoint(parsing: text, defaultPort: 6600) } catch { throw UsageError("--mpd: \(error)") }
                     }
                 case "--music": c.musicDirectory = try value(flag)
+                case "--buttons": c.buttons = try value(flag)
                 case "--db": c.databasePath = try value(flag)
                 case "--play":
                     while let next = args.first, !next.hasPrefix("--") { c.files.append(args.removeFirst()) }
@@ -164,6 +167,7 @@ public extension DaemonCommand {
                     do { c.output = try OutputSpec(parsing: try value(flag)) } catch let e as AudioError { throw UsageError("--output: \(e)") } catch { throw error as! UsageError }
                 case "--latency-ms": c.latencyMilliseconds = try number(flag, -1_000...5_000)
                 case "--no-steer": c.steering = false
+                case "--buttons": c.buttons = try value(flag)
                 case "--no-realtime": c.realtime = false
                 case "--clock-offset-ms": c.clockOffsetMilliseconds = try number(flag, -86_400_000...86_400_000)
                 case "--clock-skew-ppm": c.clockSkewPPM = try number(flag, -1_000...1_000)

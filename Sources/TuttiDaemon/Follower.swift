@@ -15,6 +15,8 @@ public struct FollowerConfiguration: Sendable {
     public var latencyMilliseconds = 0.0
     public var steering = true
     public var realtime = true
+    /// A button mapping file (nil: no buttons).
+    public var buttons: String? = nil
     /// The protocol version announced (tests use another to check refusal).
     public var protocolVersion = WireProtocol.version
 
@@ -59,6 +61,16 @@ public final class Follower: @unchecked Sendable {
     public var connectionCount: Int { connectionsAtomic.load(ordering: .relaxed) }
     public var concealedChunks: Int { concealedAtomic.load(ordering: .relaxed) }
     public var clock: ClockModel? { clockModel.current() }
+    /// Sends a button's command to the leader, which applies it to this
+    /// room and its group. Dropped (with a log line) while disconnected.
+    public func send(_ command: ButtonCommand) {
+        guard let conn = connection.withLock({ $0 }) else {
+            log.warning("button \(command) ignored: not connected to the leader")
+            return
+        }
+        do { try conn.send(Message.roomCommand(command).encoded()) } catch { log.warning("button \(command): \(error)") }
+    }
+
     /// Volume, mute and latency trim as last set by the leader.
     public var settings: RoomSettings { roomSettings.withLock { $0 } }
     /// Why the last connection attempt or session ended.

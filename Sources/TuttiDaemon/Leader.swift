@@ -17,6 +17,8 @@ public struct LeaderConfiguration: Sendable {
     public var musicDirectory: String? = nil
     /// The library database (nil with a music folder: the default path).
     public var databasePath: String? = nil
+    /// A button mapping file (nil: no buttons).
+    public var buttons: String? = nil
     public var files: [String] = []
     public var loop = false
     public var codec = Codec.opus
@@ -49,7 +51,7 @@ public struct LeaderConfiguration: Sendable {
 public final class Leader: @unchecked Sendable {
     public let configuration: LeaderConfiguration
     public let streamID: UInt32
-    private let log: Logger
+    let log: Logger
     private let listener: TCPListener
     private let sessions = Mutex<[ObjectIdentifier: FollowerSession]>([:])
     /// Chunks whose PTS is still ahead, for followers that join mid-stream.
@@ -397,6 +399,10 @@ final class FollowerSession: @unchecked Sendable {
                     }
                 case .health(let report):
                     leader.record(health: report, from: name!)
+                case .roomCommand(let command):
+                    let room = name!
+                    // Off the reader thread: a command may wait for the player.
+                    Thread.detachNewThread { [leader] in leader.handle(command, room: room) }
                 case .bye(let reason):
                     close(reason: "follower said bye: \(reason)")
                     return

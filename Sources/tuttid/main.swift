@@ -39,6 +39,9 @@ case .leader(let config):
     do {
         let leader = try Leader(configuration: config, log: StandardErrorLog.logger("leader"))
         try leader.start()
+        let buttons = try config.buttons.map { path in
+            try ButtonController(configPath: path, log: StandardErrorLog.logger("buttons")) { command in leader.handle(command, room: nil) }
+        }
         // Without --loop the leader exits once the play list has played out.
         if !config.loop {
             Thread.detachNewThread {
@@ -49,6 +52,7 @@ case .leader(let config):
             }
         }
         waitForTermination()
+        buttons?.stop()
         leader.stop()
     } catch {
         fail("\(error)", code: 1)
@@ -57,7 +61,11 @@ case .follower(let config):
     do {
         let follower = try Follower(configuration: config, log: StandardErrorLog.logger(config.name))
         follower.start()
+        let buttons = try config.buttons.map { path in
+            try ButtonController(configPath: path, log: StandardErrorLog.logger("buttons")) { command in follower.send(command) }
+        }
         waitForTermination()
+        buttons?.stop()
         follower.stop()
     } catch {
         fail("\(error)", code: 1)

@@ -34,6 +34,8 @@ let sampleMessages: [Message] = {
         .bye(reason: ""),
         .settings(RoomSettings(volume: 0, muted: true, latencyTrimNanoseconds: -nanosecondsPerSecond)),
         .settings(RoomSettings(volume: 100, muted: false, latencyTrimNanoseconds: 5 * nanosecondsPerSecond)),
+        .roomCommand(.toggle),
+        .roomCommand(.volumeUp),
     ]
 }()
 
@@ -116,7 +118,7 @@ struct WireProtocolTests {
     @Test("Every MessageType case is covered by the samples")
     func everyTypeCovered() {
         #expect(Set(sampleMessages.map(\.type.rawValue)) == Set(MessageType.allCases.map(\.rawValue)))
-        #expect(MessageType.allCases.map(\.rawValue) == Array(1...11))
+        #expect(MessageType.allCases.map(\.rawValue) == Array(1...12))
     }
 
     @Test("Exact byte layout (big-endian) of fixed-size messages")
@@ -225,7 +227,7 @@ struct WireProtocolTests {
         #expect(throws: ProtocolError.emptyMessage) { try Message.decode(body: ArraySlice<UInt8>()) }
     }
 
-    @Test("Unknown type byte", arguments: [0, 12, 13, 127, 200, 255] as [UInt8])
+    @Test("Unknown type byte", arguments: [0, 13, 14, 127, 200, 255] as [UInt8])
     func unknownType(_ type: UInt8) {
         expectProtocolError(.unknownType(type), frame(type: type, body: []))
         expectProtocolError(.unknownType(type), frame(type: type, body: [1, 2, 3, 4]))
