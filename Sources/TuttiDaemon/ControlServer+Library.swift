@@ -103,6 +103,7 @@ extension ControlServer {
             }
             let summary = try wrap { () throws(LibraryError) in try library.scan(folder: folder) }
             leader.events.emit(.library)
+            leader.dropMissingFilesFromQueue()
             return ["added": summary.added, "updated": summary.updated, "unchanged": summary.unchanged, "removed": summary.removed,
                     "moved": summary.moved, "skipped": summary.skipped.map { ["path": $0.path, "reason": "\($0.reason)"] },
                     "seconds": (summary.elapsedSeconds * 1000).rounded() / 1000, "summary": summary.description] as [String: Any]

@@ -245,6 +245,16 @@ public final class ControlServer: @unchecked Sendable {
             "shuffle": now.shuffle, "repeat": now.repeatMode.rawValue,
         ]
         if let id = now.entryID { object["id"] = Int(id) }
+        // Title, artist, album and artwork from the library when the file is in it.
+        if let library = leader.library, !now.path.isEmpty, let track = try? library.track(atPath: now.path) {
+            object["title"] = track.title
+            if let v = track.artist { object["artist"] = v }
+            if let v = track.album { object["album"] = v }
+            if let v = track.coverHash { object["coverHash"] = v }
+            object["trackId"] = Int(track.id.rawValue)
+        } else if !now.path.isEmpty {
+            object["title"] = ((now.path as NSString).lastPathComponent as NSString).deletingPathExtension
+        }
         if let d = now.durationSeconds { object["duration"] = (d * 1000).rounded() / 1000 }
         return object
     }

@@ -137,6 +137,7 @@ public final class Leader: @unchecked Sendable {
                     let summary = try library.scan(folder: folder)
                     log.info("library scan of \(folder): \(summary)")
                     self.events.emit(.library)
+                    self.dropMissingFilesFromQueue()
                 } catch {
                     log.error("library scan of \(folder) failed: \(error)")
                 }
@@ -158,11 +159,20 @@ public final class Leader: @unchecked Sendable {
         Thread.detachNewThread { [self] in
             nameThread("tutti-heard")
             var last: (PlayerState, UInt32?)? = nil
+            var heard = PlayHistoryTracker()
             while running.load(ordering: .relaxed) {
                 usleep(100_000)
                 let now = player.nowPlaying()
                 if let (state, entry) = last, state != now.state || entry != now.entryID { events.emit(.player) }
                 last = (now.state, now.entryID)
+                // Plays go into the library's history once they end, with how long they were heard.
+                if let finished = heard.update(path: now.state == .playing && !now.path.isEmpty ? now.path : nil, at: Monotonic.now(),
+                                               wallMilliseconds: Int64(Date().timeIntervalSince1970 * 1000)), let library,
+                   let track = try? library.track(atPath: finished.path) {
+                    do { try library.recordPlay(track.id, startedAt: finished.startedAt, playedMilliseconds: finished.playedMilliseconds) } catch {
+                        log.warning("recording a play of \(finished.path): \(error)")
+                    }
+                }
             }
         }
         let source = Thread { [self] in nameThread("tutti-source"); player.run() }
@@ -272,6 +282,15 @@ public final class Leader: @unchecked Sendable {
 
     /// The stream's queue as of the last change.
     public var queue: PlayQueue { player.queueSnapshot }
+
+    /// After a scan: queue entries whose local file is gone leave the queue, with a log line.
+    public func dropMissingFilesFromQueue() {
+        let entries = queue.entries
+        for (index, entry) in entries.enumerated().reversed() where entry.uri.hasPrefix("/") && !FileManager.default.fileExists(atPath: entry.uri) {
+            log.info("\(entry.uri) no longer exists: removed from the queue")
+            _ = try? perform(.remove(index: index))
+        }
+    }
 
     // MARK: Rooms
 

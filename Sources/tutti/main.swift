@@ -76,7 +76,12 @@ func describeStatus(_ s: [String: Any]) -> String {
         let filled = min(30, Int(30 * position / d))
         bar = " [" + String(repeating: "#", count: filled) + String(repeating: "-", count: 30 - filled) + "]"
     }
-    let file = (s["file"] as? String).map { URL(fileURLWithPath: $0).lastPathComponent } ?? "?"
+    var file = (s["file"] as? String).map { URL(fileURLWithPath: $0).lastPathComponent } ?? "?"
+    if let title = s["title"] as? String {
+        file = title
+        if let artist = s["artist"] as? String { file = "\(artist) — \(title)" }
+        if let album = s["album"] as? String { file += " [\(album)]" }
+    }
     let track = (s["track"] as? Int ?? 0) + 1
     return "\(s["state"] as? String ?? "?"): \(file) (track \(track)/\(s["trackCount"] as? Int ?? 0)) \(clock(position))\(duration.map { "/" + clock($0) } ?? "")\(bar)"
 }

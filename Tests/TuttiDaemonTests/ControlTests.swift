@@ -146,7 +146,7 @@ import TuttiNet
             return (p.terminationStatus, String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
         }
         let (s1, status) = try tutti(["status"])
-        #expect(s1 == 0 && status.contains("playing") && status.contains("one.wav"), "\(status)")
+        #expect(s1 == 0 && status.contains("playing") && status.contains("one"), "\(status)")
         let (s2, paused) = try tutti(["pause"])
         #expect(s2 == 0 && paused.hasPrefix("paused"), "\(paused)")
         let (s3, json) = try tutti(["--json", "status"])

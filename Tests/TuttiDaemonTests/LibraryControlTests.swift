@@ -1,0 +1,172 @@
+import Foundation
+import Testing
+import TuttiAudio
+import TuttiCore
+import TuttiDaemon
+import TuttiNet
+
+/// The library through JSON-RPC and the `tutti` client, against a real
+/// leader with a scanned music folder (tagged MP3s made by lame).
+@Suite(.serialized) struct LibraryControlTests {
+    struct Song { var file: String; var title: String; var artist: String; var album: String }
+    let songs = [
+        Song(file: "a1.mp3", title: "Morning Light", artist: "Beyoncé", album: "Dawn"),
+        Song(file: "a2.mp3", title: "Noon Heat", artist: "Beyoncé", album: "Dawn"),
+        Song(file: "b1.mp3", title: "Night Drive", artist: "Kraftwerk", album: "Autobahn"),
+    ]
+
+    func musicLeader(_ dir: String) throws -> Leader {
+        try FileManager.default.createDirectory(atPath: dir + "/music", withIntermediateDirectories: true)
+        writeFile(dir + "/tone.wav", TestSignal.wav16(TestSignal.music(seconds: 3)))
+        for (i, s) in songs.enumerated() {
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            p.arguments = ["lame", "--quiet", "-b", "128", "--tt", s.title, "--ta", s.artist, "--tl", s.album, "--tn", "\(i + 1)",
+                           dir + "/tone.wav", dir + "/music/" + s.file]
+            try p.run(); p.waitUntilExit()
+        }
+        let leader = try startLeader(files: []) { c in
+            c.musicDirectory = dir + "/music"
+            c.databasePath = dir + "/db/library.db"
+            c.control = Endpoint(host: "127.0.0.1", port: 0)
+        }
+        #expect(waitUntil(timeout: 10) { ((try? leader.library?.trackCount()) ?? 0) == 3 })
+        return leader
+    }
+
+    @Test func libraryMethodsOverJSONRPC() throws {
+        let dir = makeTemporaryDirectory()
+        let leader = try musicLeader(dir)
+        defer { leader.stop() }
+        let c = try ControlClient(endpoint: try #require(leader.controlEndpoint))
+        func obj(_ method: String, _ params: [String: Any] = [:]) throws -> [String: Any] { try #require(try c.call(method, params) as? [String: Any]) }
+
+        #expect(try obj("library.stats")["tracks"] as? Int == 3)
+        let found = try obj("library.search", ["query": "beyonce", "record": true])["tracks"] as? [[String: Any]] ?? []
+        #expect(Set(found.compactMap { $0["title"] as? String }) == ["Morning Light", "Noon Heat"])
+        let prefix = try obj("library.search", ["query": "nig"])["tracks"] as? [[String: Any]] ?? []
+        #expect(prefix.first?["title"] as? String == "Night Drive")
+        let filtered = try obj("library.search", ["query": "album:dawn noon"])["tracks"] as? [[String: Any]] ?? []
+        #expect(filtered.map { $0["title"] as? String } == ["Noon Heat"])
+        #expect(try obj("searches.recent")["searches"] as? [String] == ["beyonce"])
+        _ = try obj("searches.clear")
+        #expect((try obj("searches.recent")["searches"] as? [String])?.isEmpty == true)
+
+        // Queue from the library: an album, then a search result, then track ids.
+        _ = try obj("queue.add", ["album": "Dawn"])
+        _ = try obj("queue.add", ["search": "kraftwerk"])
+        let kraftwerkID = try #require(prefix.first?["id"] as? Int)
+        _ = try obj("queue.add", ["trackIds": [kraftwerkID]])
+        #expect((try obj("queue.list")["entries"] as? [[String: Any]])?.count == 4)
+        _ = try obj("queue.play", ["index": 0])
+        usleep(1_600_000)
+        let status = try obj("player.status")
+        #expect(status["title"] as? String == "Morning Light" && status["artist"] as? String == "Beyoncé" && status["album"] as? String == "Dawn")
+
+        // Like what is playing, list, unlike.
+        #expect(try obj("favourites.like")["title"] as? String == "Morning Light")
+        #expect((try obj("favourites.list")["favourites"] as? [[String: Any]])?.map { $0["title"] as? String } == ["Morning Light"])
+        _ = try obj("favourites.unlike", ["id": try #require(status["trackId"] as? Int)])
+        #expect((try obj("favourites.list")["favourites"] as? [[String: Any]])?.isEmpty == true)
+
+        // Heard for over a second, then skipped: it is in the history with how long it played.
+        _ = try obj("player.next")
+        #expect(waitUntil(timeout: 3) { ((try? obj("history.list")["plays"] as? [[String: Any]]) ?? []).count == 1 })
+        let play = try #require((try obj("history.list")["plays"] as? [[String: Any]])?.first)
+        #expect(play["title"] as? String == "Morning Light")
+        #expect((play["playedMs"] as? Int ?? 0) >= 1_000)
+
+        // Playlists: save the queue, edit, export, import, load, delete.
+        let saved = try obj("playlists.saveQueue", ["name": "Evening"])
+        let pid = try #require(saved["id"] as? Int)
+        #expect(saved["entries"] as? Int == 4)
+        _ = try obj("playlists.move", ["id": pid, "from": 2, "to": 0])
+        _ = try obj("playlists.remove", ["id": pid, "index": 1])
+        _ = try obj("playlists.rename", ["id": pid, "name": "Late"])
+        let entries = try obj("playlists.entries", ["id": pid])["entries"] as? [[String: Any]] ?? []
+        #expect(entries.map { $0["title"] as? String } == ["Night Drive", "Noon Heat", "Night Drive"])
+        _ = try obj("playlists.export", ["id": pid, "path": dir + "/late.m3u"])
+        let imported = try obj("playlists.import", ["path": dir + "/late.m3u", "name": "Again"])
+        #expect(imported["added"] as? Int == 3 && (imported["unresolved"] as? [Any])?.isEmpty == true)
+        _ = try obj("queue.clear")
+        _ = try obj("queue.add", ["playlist": pid])
+        #expect((try obj("queue.list")["entries"] as? [[String: Any]])?.count == 3)
+        _ = try obj("playlists.delete", ["id": pid])
+        #expect((try obj("playlists.list")["playlists"] as? [[String: Any]])?.map { $0["name"] as? String } == ["Again"])
+
+        // A file deleted from the music folder leaves the library and the queue on the next scan.
+        try FileManager.default.removeItem(atPath: dir + "/music/b1.mp3")
+        let scan = try obj("library.scan")
+        #expect(scan["removed"] as? Int == 1)
+        #expect(waitUntil(timeout: 3) { leader.queue.entries.allSatisfy { !$0.uri.hasSuffix("b1.mp3") } })
+
+        // Errors name what is wrong.
+        for (method, params) in [("library.search", [:]), ("playlists.delete", ["id": "x"]), ("favourites.like", ["id": 99_999]),
+                                 ("playlists.entries", ["id": -1]), ("queue.add", ["trackIds": [123_456]])] as [(String, [String: Any])] {
+            do { _ = try c.call(method, params); Issue.record("\(method) accepted \(params)") } catch let e as ControlClient.RemoteError {
+                #expect(!e.message.isEmpty && (e.code == -32602 || e.code == -32000), "\(method): \(e.code) \(e.message)")
+            }
+        }
+    }
+
+    @Test func tuttiSubcommands() throws {
+        let dir = makeTemporaryDirectory()
+        let leader = try musicLeader(dir)
+        defer { leader.stop() }
+        let follower = try startFollower(leader: leader.endpoint, name: "den", output: .file(path: dir + "/den.raw", ppm: 0, delayMilliseconds: 0))
+        defer { follower.stop() }
+        let port = String(try #require(leader.controlEndpoint).port)
+        let binary = URL(fileURLWithPath: DaemonBinaryTests.binary).deletingLastPathComponent().appendingPathComponent("tutti").path
+        func tutti(_ args: String...) throws -> (Int32, String) { try run(args) }
+        func run(_ args: [String]) throws -> (Int32, String) {
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: binary)
+            p.arguments = ["--port", port] + args
+            let out = Pipe()
+            p.standardOutput = out; p.standardError = out
+            try p.run(); p.waitUntilExit()
+            return (p.terminationStatus, String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
+        }
+        func ok(_ args: String..., contains: String? = nil) throws {
+            let (status, out) = try run(args)
+            #expect(status == 0, "tutti \(args.joined(separator: " ")): \(out)")
+            if let contains { #expect(out.contains(contains), "tutti \(args.joined(separator: " ")): \(out)") }
+        }
+        try ok("search", "kraft", contains: "Night Drive")
+        try ok("searches", contains: "kraft")
+        try ok("queue", "add-album", "Dawn", contains: "added 2")
+        try ok("queue", "add", dir + "/music/b1.mp3", contains: "added 1")
+        try ok("queue", contains: "a1.mp3")
+        try ok("queue", "move", "3", "1")
+        try ok("queue", "play", "1", contains: "playing")
+        usleep(300_000)
+        try ok("status", contains: "Night Drive")
+        try ok("like", contains: "Night Drive")
+        try ok("favorites", contains: "Night Drive")
+        try ok("unlike")
+        try ok("shuffle", "on", contains: "shuffle on")
+        try ok("repeat", "one", contains: "repeat one")
+        try ok("repeat", contains: "repeat off")
+        try ok("seek", "+1")
+        try ok("pause", contains: "paused")
+        try ok("toggle", contains: "playing")
+        try ok("next")
+        try ok("prev")
+        try ok("stop", contains: "stopped")
+        try ok("playlist", "save", "Mix")
+        try ok("playlist", contains: "Mix")
+        try ok("queue", "del", "1")
+        try ok("queue", "clear", contains: "cleared")
+        try ok("rooms", contains: "den")
+        try ok("vol", "den", "30", contains: "volume 30")
+        try ok("mute", "den", contains: "muted")
+        try ok("unmute", "den")
+        try ok("latency", "den", "12", contains: "latency +12.0 ms")
+        try ok("history")
+        try ok("library", "scan", contains: "unchanged")
+        let (badStatus, _) = try tutti("queue", "del", "zero")
+        #expect(badStatus == 64)
+        let (refused, message) = try tutti("queue", "play", "99")
+        #expect(refused == 1 && message.contains("no queue entry"), "\(message)")
+    }
+}
