@@ -101,7 +101,16 @@ extension ControlServer {
             guard let folder = (params["folder"] as? String) ?? leader.configuration.musicDirectory else {
                 throw LibraryRPCError(code: -32602, message: "library.scan needs \"folder\" (no --music folder was given)")
             }
-            let summary = try wrap { () throws(LibraryError) in try library.scan(folder: folder) }
+            // Progress goes out as `library.scanProgress` notifications, at most ten a second.
+            var lastSent: Int64 = 0
+            let summary = try wrap { () throws(LibraryError) in
+                try library.scan(folder: folder) { progress in
+                    let now = Int64(Date().timeIntervalSince1970 * 1000)
+                    guard now - lastSent >= 100 || progress.done == progress.total else { return }
+                    lastSent = now
+                    self.notify("library.scanProgress", ["done": progress.done, "total": progress.total, "path": progress.currentPath])
+                }
+            }
             leader.events.emit(.library)
             leader.dropMissingFilesFromQueue()
             return ["added": summary.added, "updated": summary.updated, "unchanged": summary.unchanged, "removed": summary.removed,

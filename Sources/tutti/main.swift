@@ -50,7 +50,13 @@ while !args.isEmpty {
         guard let p = args.first.flatMap({ UInt16($0) }) else { fail("--port needs a number 1–65535", 64) }
         args.removeFirst(); port = p
     case "--json": json = true
-    case "-h", "--help", "help": print(usage); exit(0)
+    case "-h", "--help", "help":
+        // `tutti COMMAND --help`: the usage lines of that command.
+        if let command = rest.first {
+            let lines = usage.split(separator: "\n").filter { $0.trimmingCharacters(in: .whitespaces).hasPrefix(command) }
+            if !lines.isEmpty { print("usage: tutti [--host HOST] [--port PORT] [--json]"); lines.forEach { print($0) }; exit(0) }
+        }
+        print(usage); exit(0)
     default: rest.append(a)
     }
 }
@@ -218,7 +224,23 @@ case "library":
     guard operands.first == "scan" else { fail("library scan [DIR]", 64) }
     var params: [String: Any] = [:]
     if operands.count > 1 { params["folder"] = operands[1] }
-    if !json { print("scanning…") }
+    // Progress: a bar on a terminal, a percentage line every 10 % otherwise.
+    let terminal = isatty(STDOUT_FILENO) == 1
+    var lastDecile = -1
+    client.onNotification = { method, p in
+        guard !json, method == "library.scanProgress", let done = p["done"] as? Int, let total = p["total"] as? Int, total > 0 else { return }
+        let fraction = Double(done) / Double(total)
+        if terminal {
+            let filled = Int(fraction * 30)
+            let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: 30 - filled)
+            FileHandle.standardOutput.write("\rscanning [\(bar)] \(done)/\(total)".data(using: .utf8)!)
+            if done == total { print("") }
+        } else if Int(fraction * 10) > lastDecile {
+            lastDecile = Int(fraction * 10)
+            print("scanning: \(lastDecile * 10)% (\(done)/\(total))")
+        }
+    }
+    client.setReceiveTimeout(milliseconds: 0) // a big scan takes as long as it takes
     let r = call("library.scan", params)
     if json { output(r) } else { print((r as? [String: Any])?["summary"] as? String ?? "") }
 case "playlist", "playlists":

@@ -164,6 +164,8 @@ import TuttiNet
         try ok("latency", "den", "12", contains: "latency +12.0 ms")
         try ok("history")
         try ok("library", "scan", contains: "unchanged")
+        try ok("library", "scan", contains: "scanning: 100% (3/3)")
+        try ok("queue", "--help", contains: "queue del N")
         let (badStatus, _) = try tutti("queue", "del", "zero")
         #expect(badStatus == 64)
         let (refused, message) = try tutti("queue", "play", "99")
