@@ -42,8 +42,9 @@ case .leader(let config):
         let buttons = try config.buttons.map { path in
             try ButtonController(configPath: path, log: StandardErrorLog.logger("buttons")) { command in leader.handle(command, room: nil) }
         }
-        // Without --loop the leader exits once the play list has played out.
-        if !config.loop {
+        // Playing files given on the command line (no library, no --loop), the
+        // leader exits once they have played out; with a library it stays up.
+        if !config.loop && config.musicDirectory == nil && config.databasePath == nil {
             Thread.detachNewThread {
                 while !leader.finished { usleep(50_000) }
                 usleep(useconds_t(config.bufferMilliseconds * 1000 + 200_000))
