@@ -83,3 +83,14 @@ void tutti_set_thread_name(const char *name) {
     shortName[15] = 0;
     pthread_setname_np(pthread_self(), shortName);
 }
+
+int tutti_mpg123_open_feed(mpg123_handle *mh) {
+    tutti_mpg123_configure(mh);
+    return mpg123_open_feed(mh);
+}
+long long tutti_mpg123_feedseek(mpg123_handle *mh, long long sample, long long *input_offset) {
+    off_t in = 0;
+    off_t r = mpg123_feedseek(mh, (off_t)sample, SEEK_SET, &in);
+    *input_offset = (long long)in;
+    return (long long)r;
+}

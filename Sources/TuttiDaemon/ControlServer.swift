@@ -233,6 +233,7 @@ public final class ControlServer: @unchecked Sendable {
             return roomObject(room, settings: settings, health: leader.health[room])
         default:
             if let result = try dispatchLibrary(method, params) { return result }
+            if let result = try dispatchCache(method, params) { return result }
             throw RPCError(code: -32601, message: "unknown method '\(method)' (see docs/api.md)")
         }
     }
@@ -252,6 +253,10 @@ public final class ControlServer: @unchecked Sendable {
             if let v = track.album { object["album"] = v }
             if let v = track.coverHash { object["coverHash"] = v }
             object["trackId"] = Int(track.id.rawValue)
+        } else if let meta = leader.metadata(ofStream: now.path) {
+            // A radio stream: the station, and the title it announces (usually "Artist - Title").
+            if let v = meta.stationName { object["station"] = v }
+            if let v = meta.title { object["title"] = v } else if let v = meta.stationName { object["title"] = v }
         } else if !now.path.isEmpty {
             object["title"] = ((now.path as NSString).lastPathComponent as NSString).deletingPathExtension
         }

@@ -5,6 +5,7 @@ import TuttiAudio
 import TuttiCore
 import TuttiLibrary
 import TuttiNet
+import TuttiStreams
 
 /// How a leader is set up (`tuttid leader …`).
 public struct LeaderConfiguration: Sendable {
@@ -19,6 +20,9 @@ public struct LeaderConfiguration: Sendable {
     public var databasePath: String? = nil
     /// A button mapping file (nil: no buttons).
     public var buttons: String? = nil
+    /// The offline cache of network tracks (nil: beside the library, or none without one).
+    public var cacheDirectory: String? = nil
+    public var cacheCapacityMegabytes = 2_048
     public var files: [String] = []
     public var loop = false
     public var codec = Codec.opus
@@ -65,6 +69,10 @@ public final class Leader: @unchecked Sendable {
     public let library: Library?
     /// Changes, for every control surface.
     public let events = LeaderEventHub()
+    /// The offline cache for network tracks, when there is a place for it.
+    public let cache: StreamCache?
+    /// Station and title of each network stream, as its ICY metadata says.
+    private let streamMetadata = StreamMetadataBoard()
     /// Where the player's state is checkpointed (with a library).
     private let stateStore: PlayerStateStore?
     private let stateDirty = Atomic<Bool>(false)
@@ -91,7 +99,16 @@ public final class Leader: @unchecked Sendable {
             library = nil
             stateStore = nil
         }
+        let cacheFolder = configuration.cacheDirectory ?? library.map { (($0.path as NSString).deletingLastPathComponent as NSString).appendingPathComponent("cache") }
+        cache = try cacheFolder.map { folder in
+            try StreamCache(directory: folder, capacityBytes: Int64(configuration.cacheCapacityMegabytes) << 20, log: log.with(label: "cache"))
+        }
+        let opener = SourceOpener(cache: cache, log: log.with(label: "stream")) { [streamMetadata, events] uri, metadata in
+            streamMetadata.set(metadata, for: uri)
+            events.emit(.player) // the stream title is part of now playing
+        }
         player = StreamPlayer(configuration: configuration, streamID: streamID, log: log, restoring: snapshot,
+                              opener: { uri in try opener.open(uri) },
                               broadcast: { [unowned self] message, pts in broadcast(message, pts: pts) },
                               purge: { [unowned self] pts in backlog.withLock { $0.removeAll { $0.pts >= pts } } })
     }
@@ -280,6 +297,9 @@ public final class Leader: @unchecked Sendable {
 
     public var nowPlaying: NowPlaying { player.nowPlaying() }
 
+    /// Station and now-playing title of a network stream (ICY), if it sent any.
+    public func metadata(ofStream uri: String) -> StreamMetadata? { streamMetadata.get(uri) }
+
     /// The stream's queue as of the last change.
     public var queue: PlayQueue { player.queueSnapshot }
 
@@ -435,4 +455,16 @@ final class FollowerSession: @unchecked Sendable {
             close(reason: "\(error)")
         }
     }
+}
+
+/// The latest ICY metadata of each stream URL (bounded: streams come and go).
+final class StreamMetadataBoard: Sendable {
+    private let values = Mutex<[String: StreamMetadata]>([:])
+    func set(_ metadata: StreamMetadata, for uri: String) {
+        values.withLock { v in
+            if v.count > 256 { v.removeAll() }
+            v[uri] = metadata
+        }
+    }
+    func get(_ uri: String) -> StreamMetadata? { values.withLock { $0[uri] } }
 }

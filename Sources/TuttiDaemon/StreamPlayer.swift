@@ -131,9 +131,14 @@ final class StreamPlayer: @unchecked Sendable {
     private var decoded: [Float] = []
 
     private let restored: PlayerSnapshot?
+    /// Opens a queue entry: a local file or a network stream.
+    typealias Opener = @Sendable (String) throws -> any AudioDecoder
+    private let opener: Opener
 
     init(configuration: LeaderConfiguration, streamID: UInt32, log: Logger, restoring snapshot: PlayerSnapshot? = nil,
+         opener: @escaping Opener = { path in try AudioFile.open(path) },
          broadcast: @escaping Broadcast, purge: @escaping Purge) {
+        self.opener = opener
         self.configuration = configuration
         self.streamID = streamID
         self.log = log
@@ -318,7 +323,7 @@ final class StreamPlayer: @unchecked Sendable {
             queue.select(index)
             let path = queue.entries[index].uri
             do {
-                let d = try AudioFile.open(path)
+                let d = try opener(path)
                 let rate = d.sampleRate
                 if frame > 0 { try d.seek(toFrame: Int((Double(frame) * Double(rate) / Double(StreamFormat.sampleRate)).rounded())) }
                 resampler = rate == StreamFormat.sampleRate ? nil : try SoxrResampler(inputRate: rate)

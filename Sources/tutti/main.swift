@@ -24,6 +24,7 @@ usage: tutti [--host HOST] [--port PORT] [--json] COMMAND [ARGS]
   playlist [list]        stored playlists
   playlist show ID | create NAME | delete ID | rename ID NAME | load ID | save NAME
   playlist import FILE.m3u [NAME] | export ID FILE.m3u
+  cache add URL | list | size | remove URL | clear   the offline cache of network tracks
   rooms                  rooms with volume, latency trim and sync health
   vol ROOM 0-100         room volume
   mute ROOM | unmute ROOM
@@ -268,6 +269,31 @@ case "playlist", "playlists":
         guard rest.count == 2 else { fail("playlist export ID FILE.m3u", 64) }
         output(call("playlists.export", ["id": id(), "path": rest[1].hasPrefix("/") ? rest[1] : FileManager.default.currentDirectoryPath + "/" + rest[1]]))
     default: fail("unknown playlist command '\(sub)'", 64)
+    }
+case "cache":
+    let sub = operands.first ?? "list"
+    switch sub {
+    case "add":
+        guard operands.count == 2 else { fail("cache add URL", 64) }
+        client.onNotification = { method, p in
+            guard !json, method == "cache.progress", let r = p["received"] as? Int else { return }
+            let total = p["total"] as? Int ?? 0
+            print(total > 0 ? "downloading: \(100 * r / total)% (\(r)/\(total) bytes)" : "downloading: \(r) bytes")
+        }
+        client.setReceiveTimeout(milliseconds: 0)
+        let r = call("cache.add", ["url": operands[1]])
+        if json { output(r) } else { print("cached \((r as? [String: Any])?["size"] as? Int ?? 0) bytes") }
+    case "list":
+        let r = call("cache.list") as? [String: Any] ?? [:]
+        if json { output(r) } else { for e in r["entries"] as? [[String: Any]] ?? [] { print("\(e["size"] as? Int ?? 0)\t\(e["url"] as? String ?? "")") } }
+    case "size":
+        let r = call("cache.size") as? [String: Any] ?? [:]
+        if json { output(r) } else { print("\(r["entries"] as? Int ?? 0) tracks, \((r["size"] as? Int ?? 0) >> 20) MiB of \((r["capacity"] as? Int ?? 0) >> 20) MiB") }
+    case "remove":
+        guard operands.count == 2 else { fail("cache remove URL", 64) }
+        output(call("cache.remove", ["url": operands[1]]))
+    case "clear": output(call("cache.clear"))
+    default: fail("unknown cache command '\(sub)'", 64)
     }
 case "rooms":
     let rooms = (call("rooms.list") as? [String: Any])?["rooms"] as? [[String: Any]] ?? []

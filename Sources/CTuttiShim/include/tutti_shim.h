@@ -32,4 +32,11 @@ long tutti_recv_timestamped(int fd, void *buffer, unsigned long length, int64_t 
 /// Names the calling OS thread (at most 15 bytes are kept).
 void tutti_set_thread_name(const char *name);
 
+// Network sources (TuttiStreams): libmpg123's feed mode, whose seek is a large-file macro.
+/// Opens `mh` for feeding and applies tutti_mpg123_configure; returns MPG123_OK or an error code.
+int tutti_mpg123_open_feed(struct mpg123_handle_struct *mh);
+/// mpg123_feedseek to a sample offset from the start (gapless); *input_offset is the
+/// byte position in the stream to feed from next. Returns the new offset or < 0.
+long long tutti_mpg123_feedseek(struct mpg123_handle_struct *mh, long long sample, long long *input_offset);
+
 #endif

@@ -1,0 +1,45 @@
+import Foundation
+import TuttiCore
+import TuttiStreams
+
+/// JSON-RPC methods for the offline cache of network tracks.
+extension ControlServer {
+    func dispatchCache(_ method: String, _ params: [String: Any]) throws -> Any? {
+        guard method.hasPrefix("cache.") else { return nil }
+        guard let cache = leader.cache else {
+            throw LibraryRPCError(code: -32000, message: "no offline cache: start the leader with --music DIR (or --db PATH)")
+        }
+        func entry(_ e: StreamCache.Entry) -> [String: Any] {
+            ["url": e.url, "size": Int(e.size), "added": Int(e.added.timeIntervalSince1970 * 1000), "lastUsed": Int(e.lastUsed.timeIntervalSince1970 * 1000)]
+        }
+        switch method {
+        case "cache.add":
+            guard let url = params["url"] as? String, SourceOpener.isNetworkURL(url), url.utf8.count <= 4_096 else {
+                throw LibraryRPCError(code: -32602, message: "cache.add needs \"url\": an http:// or https:// URL")
+            }
+            var lastSent: Int64 = 0
+            do {
+                let e = try cache.add(url) { received, total in
+                    let now = Int64(Date().timeIntervalSince1970 * 1000)
+                    guard now - lastSent >= 200 else { return }
+                    lastSent = now
+                    self.notify("cache.progress", ["url": url, "received": Int(received), "total": Int(total)])
+                }
+                return entry(e)
+            } catch {
+                throw LibraryRPCError(code: -32000, message: "\(error)")
+            }
+        case "cache.list":
+            return ["entries": cache.list().map(entry), "size": Int(cache.totalSize), "capacity": Int(cache.capacityBytes)]
+        case "cache.size":
+            return ["size": Int(cache.totalSize), "capacity": Int(cache.capacityBytes), "entries": cache.list().count]
+        case "cache.remove":
+            guard let url = params["url"] as? String else { throw LibraryRPCError(code: -32602, message: "cache.remove needs \"url\"") }
+            return ["url": url, "removed": cache.remove(url)]
+        case "cache.clear":
+            return ["freed": Int(cache.clear())]
+        default:
+            return nil
+        }
+    }
+}

@@ -1,0 +1,576 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import TuttiCore
+
+/// Tunables for network sources. The defaults suit a leader on a home network.
+public struct NetworkOptions: Sendable {
+    /// Seconds to wait for the response headers.
+    public var connectTimeout: Double = 10
+    /// Seconds without a single byte after which `read` fails (a stalled server
+    /// must not hang the leader's source thread forever).
+    public var stallTimeout: Double = 10
+    /// Most audio bytes held between the network and the decoder. A finite
+    /// file pauses the transfer above this (and resumes it with a Range
+    /// request); a live stream drops what does not fit, with a log line.
+    public var bufferCapacity: Int = 2 << 20
+    /// What to do when a live stream drops.
+    public var reconnect: ReconnectPolicy = ReconnectPolicy()
+    /// Ask for in-band ICY metadata (`Icy-MetaData: 1`).
+    public var requestMetadata = true
+    /// Bytes fed to the decoder before giving up on finding an MPEG frame.
+    public var maxProbeBytes = 512 * 1024
+    public var userAgent = "Tutti/1.0"
+
+    public init() {}
+}
+
+/// Backoff for reconnecting a live stream: `initialDelay`, doubling, capped
+/// at `maxDelay`; `maxAttempts` consecutive failures (nil: forever, until
+/// the reader's stall timeout gives up on the source).
+public struct ReconnectPolicy: Sendable, Equatable {
+    public var initialDelay: Double
+    public var maxDelay: Double
+    public var maxAttempts: Int?
+
+    public init(initialDelay: Double = 0.5, maxDelay: Double = 30, maxAttempts: Int? = nil) {
+        self.initialDelay = initialDelay
+        self.maxDelay = maxDelay
+        self.maxAttempts = maxAttempts
+    }
+
+    /// No reconnection: a live stream that closes cleanly has ended.
+    public static let never = ReconnectPolicy(maxAttempts: 0)
+
+    /// Delay before attempt `n` (0-based) of a run of consecutive failures.
+    public func delay(beforeAttempt n: Int) -> Double {
+        min(maxDelay, initialDelay * Double(1 << min(n, 30)))
+    }
+
+    public func allows(attempt n: Int) -> Bool { maxAttempts.map { n < $0 } ?? true }
+}
+
+/// Counters of one network source, for status pages and tests.
+public struct NetworkStatistics: Sendable, Equatable {
+    /// Live stream: connections re-established after a drop.
+    public var reconnects = 0
+    /// Live stream: connection attempts after a drop (successful or not).
+    public var reconnectAttempts = 0
+    /// Finite file: transfers paused because the buffer was full (each resumed with a Range request).
+    public var pauses = 0
+    /// Live stream: audio bytes dropped because the consumer was slow.
+    public var droppedBytes: Int64 = 0
+    /// Audio bytes received (metadata excluded).
+    public var receivedBytes: Int64 = 0
+    public var bufferedBytes = 0
+    public var peakBufferedBytes = 0
+}
+
+/// What the first response said about the resource.
+struct ResponseInfo: Sendable {
+    var status: Int
+    var contentLength: Int64?
+    var metaint: Int?
+    var contentType: String?
+    /// Live: no Content-Length, or ICY metadata (radio). Finite otherwise.
+    var isLive: Bool { contentLength == nil || metaint != nil }
+}
+
+/// A FIFO of bytes: append at the end, read from the front.
+struct ByteQueue {
+    private var storage: [UInt8] = []
+    private var head = 0
+    var count: Int { storage.count - head }
+
+    mutating func append(_ bytes: UnsafeRawBufferPointer) {
+        if head > 65_536 && head * 2 > storage.count {
+            storage.removeSubrange(0..<head)
+            head = 0
+        }
+        storage.append(contentsOf: bytes)
+    }
+
+    mutating func read(into destination: UnsafeMutableRawBufferPointer, count n: Int) {
+        storage.withUnsafeBytes { src in
+            destination.baseAddress!.copyMemory(from: src.baseAddress! + head, byteCount: n)
+        }
+        head += n
+        if head == storage.count { storage.removeAll(keepingCapacity: true); head = 0 }
+    }
+
+    mutating func removeAll() { storage.removeAll(keepingCapacity: false); head = 0 }
+}
+
+/// One HTTP(S) resource read as a stream of audio bytes: URLSession with a
+/// streaming data delegate, ICY metadata stripped, a bounded buffer with
+/// back-pressure, reconnection for live streams.
+///
+/// Thread contract: `open`, `read`, `restart` and `close` are called by the
+/// one consumer thread; URLSession callbacks run on a private serial queue.
+/// State crosses between them under one condition lock; URLSession is
+/// never called with that lock held.
+final class HTTPStream: NSObject, URLSessionDataDelegate, @unchecked Sendable {
+    enum ReadResult: Equatable {
+        case bytes(Int)
+        /// The bytes after this point do not continue the ones before (a
+        /// reconnect, or dropped data): reset the decoder.
+        case discontinuity
+        case end
+        case failure(StreamError)
+    }
+
+    private enum State {
+        case idle
+        /// A request is out; `restart` when it continues a finite file or reconnects a live one.
+        case connecting
+        case streaming
+        /// Finite file, buffer full: no transfer until the consumer drains it.
+        case paused
+        /// Live stream: waiting out the backoff before the next attempt.
+        case reconnecting
+        case ended
+        case failed(StreamError)
+        case closed
+    }
+
+    private enum Action {
+        case start(generation: Int, offset: Int64)
+        case cancel(URLSessionTask)
+        case reconnect(generation: Int, after: Double)
+        case notify(StreamMetadata, @Sendable (StreamMetadata) -> Void)
+    }
+
+    let url: URL
+    let urlString: String
+    let options: NetworkOptions
+    private let log: Logger
+    private let queue: OperationQueue
+    private var session: URLSession!
+
+    // Guarded by `lock`.
+    private let lock = NSCondition()
+    private var state = State.idle
+    private var generation = 0
+    private var task: URLSessionDataTask?
+    private(set) var info: ResponseInfo?
+    private var buffer = ByteQueue()
+    private var appended: Int64 = 0
+    private var consumed: Int64 = 0
+    /// Finite file: position in the resource of the next body byte.
+    private var resourceOffset: Int64 = 0
+    /// Finite file restarted with a Range request that the server ignored:
+    /// body bytes before this resource offset are dropped.
+    private var skipUntil: Int64 = 0
+    private var demuxer: ICYDemuxer?
+    private var discontinuities: [Int64] = []
+    private var failures = 0
+    private var bytesThisConnection: Int64 = 0
+    private var dropping = false
+    private var droppedThisEpisode: Int64 = 0
+    private var metadataValue = StreamMetadata()
+    private var metadataHandler: (@Sendable (StreamMetadata) -> Void)?
+    private var stats = NetworkStatistics()
+
+    init(url string: String, options: NetworkOptions, log: Logger) throws(StreamError) {
+        guard let url = URL(string: string), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
+              url.host != nil else { throw .unsupportedURL(string) }
+        self.url = url
+        self.urlString = string
+        self.options = options
+        self.log = log
+        queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        queue.name = "tutti.http"
+        super.init()
+        let configuration = URLSessionConfiguration.ephemeral
+        // URLSession's own idle timer (whole seconds, reset on every byte).
+        configuration.timeoutIntervalForRequest = max(1, options.stallTimeout.rounded(.up))
+        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
+        configuration.urlCache = nil
+        session = URLSession(configuration: configuration, delegate: self, delegateQueue: queue)
+    }
+
+    // No deinit: the session retains its delegate until `close` invalidates
+    // it, and the last release can happen on the session's own queue.
+
+    // MARK: Consumer side
+
+    /// Sends the request and waits for the response headers.
+    /// Throws on a transport failure, a non-2xx status or `connectTimeout`.
+    func open() throws(StreamError) {
+        var actions: [Action] = []
+        lock.lock()
+        precondition(isIdle, "HTTPStream.open called twice")
+        state = .connecting
+        generation += 1
+        actions.append(.start(generation: generation, offset: 0))
+        lock.unlock()
+        perform(actions)
+
+        lock.lock()
+        let deadline = Date(timeIntervalSinceNow: options.connectTimeout)
+        var result: StreamError? = nil
+        while true {
+            // A response arrived: opened, even if the transfer already ended or
+            // failed (the buffered bytes come first, then the error, from `read`).
+            if info != nil { break }
+            if case .failed(let e) = state { result = e; break }
+            if case .closed = state { result = .network(url: urlString, reason: "closed"); break }
+            if !lock.wait(until: deadline) && info == nil {
+                if case .failed(let e) = state { result = e } else { result = .timedOut(url: urlString, seconds: options.connectTimeout, waitingFor: "the response headers") }
+                break
+            }
+        }
+        lock.unlock()
+        if let result {
+            close()
+            throw result
+        }
+    }
+
+    private var isIdle: Bool { if case .idle = state { true } else { false } }
+
+    /// Copies buffered audio bytes into `destination`, waiting up to
+    /// `stallTimeout` for some to arrive. Buffered bytes are delivered
+    /// before an end or an error.
+    func read(into destination: UnsafeMutableRawBufferPointer) -> ReadResult {
+        var actions: [Action] = []
+        defer { perform(actions) }
+        lock.lock()
+        defer { lock.unlock() }
+        let deadline = Date(timeIntervalSinceNow: options.stallTimeout)
+        while true {
+            if let d = discontinuities.first, d <= consumed {
+                discontinuities.removeFirst()
+                return .discontinuity
+            }
+            if buffer.count > 0 {
+                var n = min(destination.count, buffer.count)
+                if let d = discontinuities.first { n = min(n, Int(d - consumed)) }
+                buffer.read(into: destination, count: n)
+                consumed += Int64(n)
+                if case .paused = state, buffer.count <= options.bufferCapacity / 2 {
+                    state = .connecting
+                    generation += 1
+                    actions.append(.start(generation: generation, offset: resourceOffset))
+                    log.debug("\(urlString): resuming at byte \(resourceOffset)")
+                }
+                return .bytes(n)
+            }
+            switch state {
+            case .ended, .closed: return .end
+            case .failed(let e): return .failure(e)
+            default: break
+            }
+            if !lock.wait(until: deadline) && buffer.count == 0 && Date() >= deadline {
+                if case .failed(let e) = state { return .failure(e) }
+                if case .ended = state { return .end }
+                let what: String = if case .reconnecting = state { "audio (reconnecting)" } else { "audio data" }
+                return .failure(.timedOut(url: urlString, seconds: options.stallTimeout, waitingFor: what))
+            }
+        }
+    }
+
+    /// Finite files: drops what is buffered and continues from `offset`
+    /// in the resource (a Range request). Used by seeking.
+    func restart(at offset: Int64) throws(StreamError) {
+        var actions: [Action] = []
+        lock.lock()
+        guard let info, !info.isLive else {
+            lock.unlock()
+            throw .notSeekable(url: urlString, reason: "it is a live stream")
+        }
+        if let length = info.contentLength, offset > length {
+            lock.unlock()
+            throw .notSeekable(url: urlString, reason: "offset \(offset) is past the end (\(length) bytes)")
+        }
+        if let task { actions.append(.cancel(task)) }
+        task = nil
+        buffer.removeAll()
+        discontinuities.removeAll()
+        appended = 0
+        consumed = 0
+        resourceOffset = offset
+        skipUntil = 0
+        if let length = info.contentLength, offset == length {
+            state = .ended
+        } else {
+            state = .connecting
+            generation += 1
+            actions.append(.start(generation: generation, offset: offset))
+        }
+        lock.unlock()
+        perform(actions)
+    }
+
+    /// Cancels the transfer and any reconnection; later reads return `.end`.
+    func close() {
+        var actions: [Action] = []
+        lock.lock()
+        state = .closed
+        generation += 1
+        if let task { actions.append(.cancel(task)) }
+        task = nil
+        buffer.removeAll()
+        lock.broadcast()
+        lock.unlock()
+        perform(actions)
+        session.invalidateAndCancel()
+    }
+
+    var metadata: StreamMetadata { lock.withLock { metadataValue } }
+    var statistics: NetworkStatistics { lock.withLock { var s = stats; s.bufferedBytes = buffer.count; return s } }
+
+    /// Sets the metadata callback (called on the network queue) and calls
+    /// it at once with what is already known.
+    func setMetadataHandler(_ handler: (@Sendable (StreamMetadata) -> Void)?) {
+        let current: StreamMetadata = lock.withLock { metadataHandler = handler; return metadataValue }
+        if let handler, current != StreamMetadata() { queue.addOperation { handler(current) } }
+    }
+
+    // MARK: Performing actions (never under the lock)
+
+    private func perform(_ actions: [Action]) {
+        for action in actions {
+            switch action {
+            case .cancel(let task):
+                task.cancel()
+            case .notify(let value, let handler):
+                handler(value)
+            case .reconnect(let gen, let delay):
+                DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [weak self] in
+                    guard let self else { return }
+                    let go: Bool = self.lock.withLock {
+                        guard gen == self.generation, case .reconnecting = self.state else { return false }
+                        self.state = .connecting
+                        return true
+                    }
+                    if go { self.perform([.start(generation: gen, offset: 0)]) }
+                }
+            case .start(let gen, let offset):
+                var request = URLRequest(url: url)
+                request.setValue(options.userAgent, forHTTPHeaderField: "User-Agent")
+                request.setValue("identity", forHTTPHeaderField: "Accept-Encoding")
+                if options.requestMetadata { request.setValue("1", forHTTPHeaderField: "Icy-MetaData") }
+                if offset > 0 { request.setValue("bytes=\(offset)-", forHTTPHeaderField: "Range") }
+                let newTask = session.dataTask(with: request)
+                let current: Bool = lock.withLock {
+                    guard gen == generation, case .connecting = state else { return false }
+                    task = newTask
+                    return true
+                }
+                if current { newTask.resume() } else { newTask.cancel() }
+            }
+        }
+    }
+
+    private func isCurrent(_ t: URLSessionTask) -> Bool { task.map { $0 === t } ?? false }
+
+    // MARK: URLSession delegate (on `queue`)
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
+                    completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void) {
+        var actions: [Action] = []
+        var disposition = URLSession.ResponseDisposition.allow
+        lock.lock()
+        if !isCurrent(dataTask) {
+            disposition = .cancel
+        } else {
+            let http = response as? HTTPURLResponse
+            let status = http?.statusCode ?? 0
+            var headers: [String: String] = [:]
+            for (k, v) in http?.allHeaderFields ?? [:] { headers[String(describing: k).lowercased()] = String(describing: v) }
+            if info == nil {
+                // First response.
+                if status == 200 || status == 206 {
+                    let metaint = options.requestMetadata ? headers["icy-metaint"].flatMap { Int($0.trimmingWhitespace()) }.flatMap { $0 > 0 ? $0 : nil } : nil
+                    let length = status == 200 ? headers["content-length"].flatMap { Int64($0.trimmingWhitespace()) } : nil
+                    info = ResponseInfo(status: status, contentLength: length, metaint: metaint, contentType: headers["content-type"])
+                    demuxer = metaint.map(ICYDemuxer.init)
+                    state = .streaming
+                    let station = StreamMetadata(headers: headers)
+                    metadataValue.stationName = station.stationName
+                    metadataValue.genre = station.genre
+                    metadataValue.stationURL = station.stationURL
+                    metadataValue.bitrateKbps = station.bitrateKbps
+                    if let h = metadataHandler, metadataValue != StreamMetadata() { actions.append(.notify(metadataValue, h)) }
+                    log.info("\(urlString): HTTP \(status), \(info!.isLive ? "live stream" : "file of \(length!) bytes")\(metaint.map { ", ICY metadata every \($0) bytes" } ?? "")\(station.stationName.map { ", station '\($0)'" } ?? "")")
+                } else {
+                    state = .failed(.httpStatus(url: urlString, status: status))
+                    disposition = .cancel
+                    task = nil
+                }
+            } else if info!.isLive {
+                // A reconnect attempt.
+                if status == 200 {
+                    let metaint = options.requestMetadata ? headers["icy-metaint"].flatMap { Int($0.trimmingWhitespace()) }.flatMap { $0 > 0 ? $0 : nil } : nil
+                    demuxer = metaint.map(ICYDemuxer.init)
+                    discontinuities.append(appended)
+                    stats.reconnects += 1
+                    bytesThisConnection = 0
+                    state = .streaming
+                    log.info("\(urlString): reconnected (HTTP \(status))")
+                } else {
+                    log.warning("\(urlString): reconnect attempt answered HTTP \(status)")
+                    disposition = .cancel
+                    task = nil
+                    actions += scheduleReconnect(reason: "HTTP \(status)")
+                }
+            } else {
+                // A finite file continued after a pause or a seek.
+                if status == 206, let range = headers["content-range"], let start = Self.rangeStart(range), start == resourceOffset {
+                    skipUntil = 0
+                    state = .streaming
+                } else if status == 200 {
+                    log.warning("\(urlString): the server ignored the Range request; skipping \(resourceOffset) bytes")
+                    skipUntil = resourceOffset
+                    resourceOffset = 0
+                    state = .streaming
+                } else {
+                    state = .failed(status == 206 ? .notSeekable(url: urlString, reason: "the server sent the wrong range (\(headers["content-range"] ?? "none"))")
+                                                  : .httpStatus(url: urlString, status: status))
+                    disposition = .cancel
+                    task = nil
+                }
+            }
+            lock.broadcast()
+        }
+        lock.unlock()
+        completionHandler(disposition)
+        perform(actions)
+    }
+
+    /// `bytes 100-199/1000` → 100.
+    static func rangeStart(_ header: String) -> Int64? {
+        let parts = header.trimmingWhitespace().split(whereSeparator: { $0 == " " || $0 == "-" || $0 == "/" })
+        guard parts.count >= 2, parts[0].lowercased() == "bytes" else { return nil }
+        return Int64(parts[1])
+    }
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        var actions: [Action] = []
+        lock.lock()
+        guard isCurrent(dataTask), case .streaming = state, let info else { lock.unlock(); return }
+        data.withUnsafeBytes { (raw: UnsafeRawBufferPointer) in
+            var body = raw
+            if !info.isLive {
+                if resourceOffset < skipUntil {
+                    let n = Int(min(Int64(body.count), skipUntil - resourceOffset))
+                    body = UnsafeRawBufferPointer(rebasing: body[n...])
+                    resourceOffset += Int64(n)
+                }
+                resourceOffset += Int64(body.count)
+            }
+            if demuxer != nil {
+                demuxer!.process(body, audio: { append($0, live: info.isLive) }, metadata: { block in
+                    if ICYText.apply(block, to: &metadataValue) {
+                        log.info("\(urlString): now playing '\(metadataValue.title ?? "")'")
+                        if let h = metadataHandler { actions.append(.notify(metadataValue, h)) }
+                    }
+                })
+            } else {
+                append(body, live: info.isLive)
+            }
+        }
+        if info.isLive && failures > 0 && bytesThisConnection >= 32_768 { failures = 0 }
+        if !info.isLive, buffer.count >= options.bufferCapacity, let task {
+            // Back-pressure: stop this transfer; `read` resumes it with a Range request.
+            state = .paused
+            stats.pauses += 1
+            self.task = nil
+            actions.append(.cancel(task))
+            log.debug("\(urlString): buffer full (\(buffer.count) bytes), pausing at byte \(resourceOffset)")
+        }
+        lock.broadcast()
+        lock.unlock()
+        perform(actions)
+    }
+
+    /// Under the lock.
+    private func append(_ bytes: UnsafeRawBufferPointer, live: Bool) {
+        guard !bytes.isEmpty else { return }
+        stats.receivedBytes += Int64(bytes.count)
+        bytesThisConnection += Int64(bytes.count)
+        if live && buffer.count + bytes.count > options.bufferCapacity {
+            if !dropping {
+                dropping = true
+                droppedThisEpisode = 0
+                discontinuities.append(appended)
+                log.warning("\(urlString): the player is not keeping up; dropping audio (buffer of \(buffer.count) bytes full)")
+            }
+            droppedThisEpisode += Int64(bytes.count)
+            stats.droppedBytes += Int64(bytes.count)
+            return
+        }
+        if dropping {
+            dropping = false
+            log.warning("\(urlString): dropped \(droppedThisEpisode) bytes of audio")
+        }
+        buffer.append(bytes)
+        appended += Int64(bytes.count)
+        stats.peakBufferedBytes = max(stats.peakBufferedBytes, buffer.count)
+    }
+
+    func urlSession(_ session: URLSession, task completed: URLSessionTask, didCompleteWithError error: (any Error)?) {
+        var actions: [Action] = []
+        lock.lock()
+        defer {
+            lock.broadcast()
+            lock.unlock()
+            perform(actions)
+        }
+        guard isCurrent(completed) else { return }
+        task = nil
+        let reason: String? = error.map { e in
+            if let u = e as? URLError, u.code == .timedOut { return "no data for \(Int(options.stallTimeout)) s" }
+            return (e as NSError).localizedDescription
+        }
+        guard let info else {
+            // The first request failed before any response.
+            if case .failed = state { return }
+            var why = reason ?? "the connection closed without a response"
+            if why.contains("HTTP/0.9") {
+                // SHOUTcast v1 answers "ICY 200 OK"; libcurl accepts that only with
+                // CURLOPT_HTTP200ALIASES, which FoundationNetworking does not set.
+                why = "the server did not answer with an HTTP status line (a SHOUTcast v1 server answering 'ICY 200 OK'?), which this build's HTTP client rejects (\(why))"
+            }
+            state = .failed(.network(url: urlString, reason: why))
+            return
+        }
+        if info.isLive {
+            actions += scheduleReconnect(reason: reason ?? "the server closed the connection")
+            return
+        }
+        let expected = info.contentLength ?? 0
+        if error == nil && resourceOffset == expected {
+            state = .ended
+        } else if let error, let u = error as? URLError, u.code == .timedOut {
+            state = .failed(.timedOut(url: urlString, seconds: options.stallTimeout, waitingFor: "audio data"))
+        } else {
+            if let reason { log.warning("\(urlString): transfer failed at byte \(resourceOffset) of \(expected): \(reason)") }
+            state = .failed(.truncated(url: urlString, received: resourceOffset, expected: expected))
+        }
+    }
+
+    /// Under the lock: a live connection dropped or an attempt failed.
+    private func scheduleReconnect(reason: String) -> [Action] {
+        guard options.reconnect.allows(attempt: failures) else {
+            if options.reconnect.maxAttempts == 0 {
+                log.info("\(urlString): stream ended (\(reason))")
+                state = .ended
+            } else {
+                log.error("\(urlString): giving up after \(failures) reconnect attempts (\(reason))")
+                state = .failed(.network(url: urlString, reason: "\(reason); gave up after \(failures) reconnect attempts"))
+            }
+            return []
+        }
+        let delay = options.reconnect.delay(beforeAttempt: failures)
+        failures += 1
+        stats.reconnectAttempts += 1
+        state = .reconnecting
+        generation += 1
+        log.warning("\(urlString): connection lost (\(reason)); reconnect attempt \(failures) in \(delay) s")
+        return [.reconnect(generation: generation, after: delay)]
+    }
+}

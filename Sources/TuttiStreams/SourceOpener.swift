@@ -1,0 +1,70 @@
+import Foundation
+import TuttiAudio
+import TuttiCore
+
+/// The player's one entry point for opening a queue entry.
+///
+/// * `http://` and `https://` URLs: the offline cache first (works with the
+///   network gone), else a `NetworkSource`.
+/// * `file://` URLs and plain paths: `AudioFile.open`.
+///
+/// Thread contract: `open` may be called from any thread and blocks while
+/// connecting (up to `options.connectTimeout`, plus `stallTimeout` while
+/// looking for the first frame); the returned decoder belongs to the caller.
+public final class SourceOpener: Sendable {
+    public let cache: StreamCache?
+    public let options: NetworkOptions
+    private let log: Logger
+    private let onMetadata: (@Sendable (_ uri: String, StreamMetadata) -> Void)?
+
+    /// `onMetadata(uri, metadata)` is called (on a network queue) whenever a
+    /// stream's station or title changes: wire it to now-playing.
+    public init(cache: StreamCache? = nil, options: NetworkOptions = NetworkOptions(), log: Logger = .silent,
+                onMetadata: (@Sendable (_ uri: String, StreamMetadata) -> Void)? = nil) {
+        self.cache = cache
+        self.options = options
+        self.log = log
+        self.onMetadata = onMetadata
+    }
+
+    public static func isNetworkURL(_ uri: String) -> Bool {
+        let lower = uri.prefix(8).lowercased()
+        return lower.hasPrefix("http://") || lower.hasPrefix("https://")
+    }
+
+    /// Opens `uri`; throws `StreamError` (`.audio` wraps local file errors).
+    public func open(_ uri: String) throws(StreamError) -> any AudioDecoder {
+        if Self.isNetworkURL(uri) {
+            if let cache, let path = cache.cachedPath(for: uri) {
+                log.info("\(uri): playing from the offline cache")
+                do { return NamedDecoder(try AudioFile.open(path), path: uri) } catch {
+                    log.warning("\(uri): the cached copy failed (\(error)); removing it and using the network")
+                    cache.remove(uri)
+                }
+            }
+            let handler = onMetadata.map { h in { @Sendable (m: StreamMetadata) in h(uri, m) } }
+            return try NetworkSource(url: uri, options: options, log: log, onMetadata: handler)
+        }
+        var path = uri
+        if uri.lowercased().hasPrefix("file://") {
+            guard let url = URL(string: uri), url.isFileURL else { throw .unsupportedURL(uri) }
+            path = url.path
+        } else if let colon = uri.firstIndex(of: ":"), uri[..<colon].count > 1, uri[..<colon].allSatisfy({ $0.isLetter }),
+                  uri[colon...].hasPrefix("://") {
+            throw .unsupportedURL(uri)
+        }
+        do { return try AudioFile.open(path) } catch { throw .audio(error) }
+    }
+}
+
+/// A decoder that reports another name as its `path` (a cached file plays
+/// under its URL, so logs and now-playing show where it came from).
+final class NamedDecoder: AudioDecoder {
+    let inner: any AudioDecoder
+    let path: String
+    init(_ inner: any AudioDecoder, path: String) { self.inner = inner; self.path = path }
+    var sampleRate: Int { inner.sampleRate }
+    var frameCount: Int? { inner.frameCount }
+    func read(into output: inout [Float], maxFrames: Int) throws(AudioError) -> Int { try inner.read(into: &output, maxFrames: maxFrames) }
+    func seek(toFrame frame: Int) throws(AudioError) { try inner.seek(toFrame: frame) }
+}

@@ -1,0 +1,275 @@
+import Foundation
+import Glibc
+import Synchronization
+import TuttiCore
+
+/// Finite remote files downloaded for offline play, with a size cap and
+/// least-recently-used eviction.
+///
+/// Layout of `directory`:
+/// * `index.json`: `{"version":1,"entries":[{url,file,size,added,lastUsed}]}`
+///   (times in seconds since 1970), replaced atomically (write, fsync, rename).
+/// * `<16 hex digits of the URL's hash>.<ext>`: one complete file per entry.
+/// * `*.part`: downloads in progress. A download becomes an entry only
+///   after its size matched Content-Length, the data was fsynced and the
+///   file renamed, so a partial download never masquerades as complete;
+///   leftovers from a crash are deleted when the cache is opened.
+///
+/// Thread contract: every method may be called from any thread; `add`
+/// blocks for the whole download (call it off the audio and control paths).
+public final class StreamCache: Sendable {
+    public struct Entry: Codable, Sendable, Equatable {
+        public var url: String
+        /// File name inside the cache directory.
+        public var file: String
+        public var size: Int64
+        public var added: Date
+        public var lastUsed: Date
+    }
+
+    private struct Index: Codable {
+        var version = 1
+        var entries: [Entry]
+    }
+
+    public let directory: String
+    public let capacityBytes: Int64
+    private let options: NetworkOptions
+    private let log: Logger
+    private let entries: Mutex<[String: Entry]>
+    private let counter = Atomic<Int>(0)
+
+    /// Opens (creating if needed) the cache in `directory`. Cleans up
+    /// leftover `.part` files and entries whose file is missing or has the
+    /// wrong size. Throws `.cache` if the directory cannot be created.
+    public init(directory: String, capacityBytes: Int64, options: NetworkOptions = NetworkOptions(), log: Logger = .silent) throws(StreamError) {
+        self.directory = directory
+        self.capacityBytes = capacityBytes
+        var options = options
+        options.requestMetadata = false
+        options.reconnect = .never
+        self.options = options
+        self.log = log
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        } catch {
+            throw .cache(operation: "create", path: directory, reason: (error as NSError).localizedDescription)
+        }
+        var loaded: [String: Entry] = [:]
+        let indexPath = directory + "/index.json"
+        if let data = FileManager.default.contents(atPath: indexPath) {
+            do {
+                let decoder = JSONDecoder()
+                decoder.dateDecodingStrategy = .secondsSince1970
+                for e in try decoder.decode(Index.self, from: data).entries { loaded[e.url] = e }
+            } catch {
+                log.warning("cache index \(indexPath) is unreadable (\(error)); starting empty")
+            }
+        }
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        for name in names where name.hasSuffix(".part") {
+            log.info("cache: removing unfinished download \(name)")
+            unlink(directory + "/" + name)
+        }
+        for (url, e) in loaded {
+            var st = stat()
+            if stat(directory + "/" + e.file, &st) != 0 || Int64(st.st_size) != e.size {
+                log.warning("cache: dropping \(url): its file is missing or has the wrong size")
+                loaded[url] = nil
+            }
+        }
+        let referenced = Set(loaded.values.map(\.file))
+        for name in names where Self.isCacheFileName(name) && !referenced.contains(name) {
+            unlink(directory + "/" + name)
+        }
+        entries = Mutex(loaded)
+        entries.withLock { save($0) }
+    }
+
+    /// Downloads `url` (a finite file) into the cache unless it is already
+    /// there; `progress(received, total)` is called on this thread as bytes
+    /// arrive. Evicts least-recently-used entries to stay under the cap.
+    /// Throws for live streams, files larger than the cache, HTTP and
+    /// network errors and truncated downloads (nothing is left behind).
+    @discardableResult
+    public func add(_ url: String, progress: ((_ received: Int64, _ total: Int64) -> Void)? = nil) throws(StreamError) -> Entry {
+        if let existing = touch(url) { return existing }
+        let stream = try HTTPStream(url: url, options: options, log: log)
+        try stream.open()
+        defer { stream.close() }
+        let info = stream.info!
+        guard !info.isLive, let total = info.contentLength else {
+            throw .cache(operation: "add", path: url, reason: "a live stream (no Content-Length) cannot be cached")
+        }
+        guard total <= capacityBytes else {
+            throw .cache(operation: "add", path: url, reason: "the file (\(total) bytes) is larger than the cache (\(capacityBytes) bytes)")
+        }
+        let name = Self.fileName(for: url)
+        let part = "\(directory)/\(name).\(getpid()).\(counter.wrappingAdd(1, ordering: .relaxed).newValue).part"
+        let fd = Glibc.open(part, O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw .cache(operation: "create", path: part, reason: String(cString: strerror(errno))) }
+        var received: Int64 = 0
+        var chunk = [UInt8](repeating: 0, count: 65_536)
+        func fail(_ e: StreamError) -> StreamError {
+            close(fd)
+            unlink(part)
+            log.warning("cache: download of \(url) failed: \(e)")
+            return e
+        }
+        progress?(0, total)
+        loop: while true {
+            switch chunk.withUnsafeMutableBytes({ stream.read(into: $0) }) {
+            case .bytes(let n):
+                if let e = Self.writeAll(fd, chunk, n) { throw fail(.cache(operation: "write", path: part, reason: e)) }
+                received += Int64(n)
+                progress?(received, total)
+            case .discontinuity: continue
+            case .end: break loop
+            case .failure(let e): throw fail(e)
+            }
+        }
+        guard received == total else { throw fail(.truncated(url: url, received: received, expected: total)) }
+        guard fsync(fd) == 0 else { throw fail(.cache(operation: "fsync", path: part, reason: String(cString: strerror(errno)))) }
+        close(fd)
+        let final = directory + "/" + name
+        guard rename(part, final) == 0 else {
+            let reason = String(cString: strerror(errno))
+            unlink(part)
+            throw .cache(operation: "rename", path: part, reason: reason)
+        }
+        syncDirectory()
+        let now = Date()
+        let entry = Entry(url: url, file: name, size: total, added: now, lastUsed: now)
+        let evicted: [Entry] = entries.withLock { all in
+            all[url] = entry
+            var out: [Entry] = []
+            var size = all.values.reduce(0) { $0 + $1.size }
+            for victim in all.values.sorted(by: { $0.lastUsed < $1.lastUsed }) where size > capacityBytes && victim.url != url {
+                all[victim.url] = nil
+                size -= victim.size
+                out.append(victim)
+            }
+            save(all)
+            return out
+        }
+        for e in evicted {
+            unlink(directory + "/" + e.file)
+            log.info("cache: evicted \(e.url) (\(e.size) bytes, last used \(e.lastUsed))")
+        }
+        log.info("cache: added \(url) (\(total) bytes)")
+        return entry
+    }
+
+    /// The local file of `url` if it is completely cached (marks it used).
+    public func cachedPath(for url: String) -> String? {
+        touch(url).map { directory + "/" + $0.file }
+    }
+
+    private func touch(_ url: String) -> Entry? {
+        entries.withLock { all in
+            guard var e = all[url] else { return nil }
+            var st = stat()
+            guard stat(directory + "/" + e.file, &st) == 0, Int64(st.st_size) == e.size else {
+                log.warning("cache: \(url) disappeared from disk; dropping the entry")
+                all[url] = nil
+                save(all)
+                return nil
+            }
+            e.lastUsed = Date()
+            all[url] = e
+            save(all)
+            return e
+        }
+    }
+
+    /// Every entry, most recently used first.
+    public func list() -> [Entry] {
+        entries.withLock { $0.values.sorted { $0.lastUsed > $1.lastUsed } }
+    }
+
+    /// Bytes of all complete entries.
+    public var totalSize: Int64 { entries.withLock { $0.values.reduce(0) { $0 + $1.size } } }
+
+    /// Removes `url`'s entry and file; returns whether it was cached.
+    @discardableResult
+    public func remove(_ url: String) -> Bool {
+        let removed: Entry? = entries.withLock { all in
+            guard let e = all.removeValue(forKey: url) else { return nil }
+            save(all)
+            return e
+        }
+        if let removed { unlink(directory + "/" + removed.file) }
+        return removed != nil
+    }
+
+    /// Removes every entry and file; returns how many bytes were freed.
+    @discardableResult
+    public func clear() -> Int64 {
+        let all: [Entry] = entries.withLock { all in
+            let list = Array(all.values)
+            all.removeAll()
+            save(all)
+            return list
+        }
+        for e in all { unlink(directory + "/" + e.file) }
+        return all.reduce(0) { $0 + $1.size }
+    }
+
+    // MARK: Files
+
+    /// Under the entries lock: writes the index durably (temp, fsync, rename).
+    private func save(_ all: [String: Entry]) {
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .secondsSince1970
+        encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
+        guard let data = try? encoder.encode(Index(entries: all.values.sorted { $0.added < $1.added })) else { return }
+        let tmp = directory + "/index.json.tmp"
+        let fd = Glibc.open(tmp, O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { log.error("cache: cannot write \(tmp): \(String(cString: strerror(errno)))"); return }
+        let bytes = [UInt8](data)
+        let failure = Self.writeAll(fd, bytes, bytes.count)
+        let synced = fsync(fd) == 0
+        close(fd)
+        guard failure == nil, synced, rename(tmp, directory + "/index.json") == 0 else {
+            log.error("cache: cannot save the index: \(failure ?? String(cString: strerror(errno)))")
+            unlink(tmp)
+            return
+        }
+        syncDirectory()
+    }
+
+    private func syncDirectory() {
+        let fd = Glibc.open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if fd >= 0 { fsync(fd); close(fd) }
+    }
+
+    /// Writes `count` bytes, retrying short writes and EINTR; returns an error text or nil.
+    private static func writeAll(_ fd: Int32, _ bytes: [UInt8], _ count: Int) -> String? {
+        var done = 0
+        while done < count {
+            let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + done, count - done) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                return String(cString: strerror(errno))
+            }
+            done += n
+        }
+        return nil
+    }
+
+    /// `<16 hex digits of FNV-1a(url)>.<extension of the URL's path, if short>`.
+    static func fileName(for url: String) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for b in url.utf8 { hash = (hash ^ UInt64(b)) &* 0x100_0000_01b3 }
+        let hex = String(hash, radix: 16)
+        let name = String(repeating: "0", count: 16 - hex.count) + hex
+        let ext = URL(string: url).map { $0.pathExtension.lowercased() } ?? ""
+        let ok = !ext.isEmpty && ext.count <= 5 && ext.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) }
+        return ok ? name + "." + ext : name
+    }
+
+    static func isCacheFileName(_ name: String) -> Bool {
+        let stem = name.split(separator: ".", maxSplits: 1).first ?? ""
+        return stem.count == 16 && stem.allSatisfy { $0.isHexDigit } && !name.hasSuffix(".json")
+    }
+}

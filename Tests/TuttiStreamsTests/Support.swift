@@ -1,0 +1,128 @@
+import Foundation
+import Synchronization
+import Testing
+import TuttiAudio
+import TuttiCore
+@testable import TuttiStreams
+
+struct CommandFailed: Error, CustomStringConvertible { var description: String }
+
+/// A fresh folder under the system temp dir, unique per call.
+func temporaryDirectory(_ name: String = #function) -> String {
+    let path = NSTemporaryDirectory() + "tutti-streams-\(name.filter { $0.isLetter })-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+    try! FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    return path
+}
+
+func run(_ arguments: [String]) throws {
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    p.arguments = arguments
+    let pipe = Pipe()
+    p.standardError = pipe
+    p.standardOutput = pipe
+    try p.run()
+    let output = pipe.fileHandleForReading.readDataToEndOfFile()
+    p.waitUntilExit()
+    guard p.terminationStatus == 0 else {
+        throw CommandFailed(description: "\(arguments.joined(separator: " ")) → exit \(p.terminationStatus): \(String(decoding: output, as: UTF8.self))")
+    }
+}
+
+/// The test MP3: 6 s of generated music at 44.1 kHz, 128 kbit/s CBR, made
+/// once per test process with lame (which writes the LAME/Info header that
+/// makes decoding gapless).
+let fixtureMP3: String = {
+    let dir = temporaryDirectory("fixture")
+    let wav = dir + "/music.wav", mp3 = dir + "/music.mp3"
+    _ = FileManager.default.createFile(atPath: wav, contents: Data(TestSignal.wav16(TestSignal.music(seconds: 6, rate: 44_100), rate: 44_100)))
+    try! run(["lame", "--quiet", "-b", "128", "--cbr", wav, mp3])
+    return mp3
+}()
+
+let fixtureBytes: [UInt8] = [UInt8](FileManager.default.contents(atPath: fixtureMP3)!)
+
+/// Decodes the fixture from disk with `MP3Decoder`: the reference.
+let fixtureSamples: [Float] = {
+    let d = try! MP3Decoder(path: fixtureMP3)
+    return try! decodeAll(d)
+}()
+
+func decodeAll(_ d: any AudioDecoder, maxFrames: Int = 4_096) throws -> [Float] {
+    var out: [Float] = []
+    while try d.read(into: &out, maxFrames: maxFrames) > 0 {}
+    return out
+}
+
+/// The Python test server on 127.0.0.1, serving `file`; stopped on deinit.
+final class TestServer {
+    let process = Process()
+    let stdin = Pipe()
+    let port: Int
+
+    init(file: String = fixtureMP3) throws {
+        let script = NSTemporaryDirectory() + "tutti-streams-server-\(getpid()).py"
+        if !FileManager.default.fileExists(atPath: script) {
+            try testServerScript.write(toFile: script, atomically: true, encoding: .utf8)
+        }
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        process.arguments = ["-u", script, file]
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardInput = stdin // the server exits when this closes
+        try process.run()
+        var line = Data()
+        while !line.contains(UInt8(ascii: "\n")) {
+            let more = out.fileHandleForReading.availableData
+            if more.isEmpty { throw CommandFailed(description: "the test server did not start") }
+            line.append(more)
+        }
+        port = Int(String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))!
+    }
+
+    func url(_ path: String) -> String { "http://127.0.0.1:\(port)\(path)" }
+
+    func stop() {
+        // SIGKILL: the child may inherit a signal mask that blocks SIGTERM.
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
+
+    /// How many connections each path has had.
+    func connections(_ path: String) throws -> Int {
+        let data = try Data(contentsOf: URL(string: url("/stats"))!)
+        let json = try JSONSerialization.jsonObject(with: data) as! [String: [String: Int]]
+        return json["connections"]?[path] ?? 0
+    }
+
+    deinit { stop() }
+}
+
+/// Collects values from callbacks on other threads.
+final class Collector<T: Sendable>: Sendable {
+    private let values = Mutex<[T]>([])
+    func append(_ v: T) { values.withLock { $0.append(v) } }
+    var all: [T] { values.withLock { $0 } }
+}
+
+/// Options for tests: short timeouts.
+func testOptions(stall: Double = 5, reconnect: ReconnectPolicy = .never) -> NetworkOptions {
+    var o = NetworkOptions()
+    o.connectTimeout = 5
+    o.stallTimeout = stall
+    o.reconnect = reconnect
+    return o
+}
+
+/// CPU seconds used by the calling thread.
+func threadCPUSeconds() -> Double {
+    var t = timespec()
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t)
+    return Double(t.tv_sec) + Double(t.tv_nsec) / 1e9
+}
+
+func maxAbsDifference(_ a: [Float], _ b: [Float]) -> Float {
+    zip(a, b).reduce(0) { max($0, abs($1.0 - $1.1)) }
+}
