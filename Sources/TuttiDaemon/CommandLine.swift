@@ -35,6 +35,8 @@ public enum DaemonUsage {
       --mpd HOST:PORT        MPD protocol server (default 127.0.0.1:6600; "off" for none)
       --music DIR            music folder, scanned into the library at start-up
       --buttons FILE         button mapping (media keys, GPIO, IR; see hardware/buttons.md)
+      --cache DIR            offline cache of network tracks (default: beside the library)
+      --cache-mb N           cache size cap, least recently used evicted (default 2048)
       --db PATH              library database (default ~/.local/share/tutti/library.db,
                              /var/lib/tutti/library.db for the service)
       --play FILE [FILE...]  MP3 or WAV files, played gaplessly in order
@@ -130,6 +132,8 @@ public extension DaemonCommand {
                 case "--music": c.musicDirectory = try value(flag)
                 case "--buttons": c.buttons = try value(flag)
                 case "--db": c.databasePath = try value(flag)
+                case "--cache": c.cacheDirectory = try value(flag)
+                case "--cache-mb": c.cacheCapacityMegabytes = Int(try number(flag, 1...1_000_000))
                 case "--play":
                     while let next = args.first, !next.hasPrefix("--") { c.files.append(args.removeFirst()) }
                 case "--loop": c.loop = true
