@@ -84,6 +84,20 @@ public final class WAVDecoder: AudioDecoder {
     }
 }
 
+/// Appends `frames` frames of libmpg123's float output (mono or stereo)
+/// as interleaved stereo; mono is duplicated.
+public func appendStereo(decodedFloats raw: UnsafeRawBufferPointer, frames: Int, channels: Int, to output: inout [Float]) {
+    let floats = raw.bindMemory(to: Float.self)
+    output.reserveCapacity(output.count + frames * 2)
+    for i in 0..<frames {
+        if channels == 1 {
+            output.append(floats[i]); output.append(floats[i])
+        } else {
+            output.append(floats[2 * i]); output.append(floats[2 * i + 1])
+        }
+    }
+}
+
 /// MPEG audio (MP3) through libmpg123, gapless: the LAME/Xing header's
 /// encoder delay and padding are removed so consecutive files join exactly.
 public final class MP3Decoder: AudioDecoder {
@@ -158,17 +172,7 @@ public final class MP3Decoder: AudioDecoder {
             let rc = bytes.withUnsafeMutableBytes { mpg123_read(handle, $0.baseAddress, want, &done) }
             let frames = done / bytesPerFrame
             if frames > 0 {
-                bytes.withUnsafeBytes { raw in
-                    let floats = raw.bindMemory(to: Float.self)
-                    output.reserveCapacity(output.count + frames * 2)
-                    for i in 0..<frames {
-                        if channels == 1 {
-                            output.append(floats[i]); output.append(floats[i])
-                        } else {
-                            output.append(floats[2 * i]); output.append(floats[2 * i + 1])
-                        }
-                    }
-                }
+                bytes.withUnsafeBytes { appendStereo(decodedFloats: $0, frames: frames, channels: channels, to: &output) }
                 total += frames
             }
             if rc == MPG123_DONE.rawValue { finished = true; break }

@@ -159,17 +159,7 @@ public final class NetworkSource: AudioDecoder {
             let rc = output.withUnsafeMutableBytes { mpg123_read(handle, $0.baseAddress, want, &done) }
             let frames = done / bytesPerFrame
             if frames > 0 {
-                output.withUnsafeBytes { raw in
-                    let floats = raw.bindMemory(to: Float.self)
-                    out.reserveCapacity(out.count + frames * 2)
-                    for i in 0..<frames {
-                        if channels == 1 {
-                            out.append(floats[i]); out.append(floats[i])
-                        } else {
-                            out.append(floats[2 * i]); out.append(floats[2 * i + 1])
-                        }
-                    }
-                }
+                output.withUnsafeBytes { appendStereo(decodedFloats: $0, frames: frames, channels: channels, to: &out) }
             }
             switch rc {
             case MPG123_OK.rawValue:
