@@ -230,7 +230,7 @@ public final class PlayoutEngine: @unchecked Sendable {
             if !sink.write(output, frames: period) { break }
             underruns = sink.underruns
             let ptsNs = snap.epoch.nanoseconds + Int64(((blockStart - Double(snap.validStart)) * 62_500 / 3).rounded())
-            let leave = (sink as? VirtualDAC)?.lastBlockLeaveTime ?? (realNow + StreamFormat.nanoseconds(frames: queued))
+            let leave = sink.lastWriteLeaveTime ?? (realNow + StreamFormat.nanoseconds(frames: queued))
             lastBlock.store(ptsNs, leave, 1, 0)
             counters.store(Int64(underruns), Int64(resyncs), Int64(starved), playing ? 1 : 0)
             let buffered = StreamFormat.nanoseconds(frames: max(0, writeEnd - Int(position)))

@@ -18,7 +18,14 @@ public protocol AudioSink: AnyObject {
     func write(_ samples: UnsafePointer<Int16>, frames: Int) -> Bool
     /// Underruns (the device ran dry and was restarted).
     var underruns: Int { get }
+    /// When the first frame of the latest write leaves the device, if the
+    /// device knows it exactly (the virtual DAC does); nil otherwise.
+    var lastWriteLeaveTime: Int64? { get }
     func close()
+}
+
+public extension AudioSink {
+    var lastWriteLeaveTime: Int64? { nil }
 }
 
 /// `--output` values: `alsa:DEVICE` or `file:PATH[,ppm=N][,delay-ms=N]`.

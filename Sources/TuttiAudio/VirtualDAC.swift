@@ -33,6 +33,7 @@ public final class VirtualDAC: AudioSink {
     private var line = [UInt8](repeating: 0, count: 64)
     /// When the first frame of the most recent write leaves (truth, including ppm and delay-ms).
     public private(set) var lastBlockLeaveTime: Int64 = 0
+    public var lastWriteLeaveTime: Int64? { lastBlockLeaveTime }
 
     public init(path: String, ppm: Double = 0, delayMilliseconds: Double = 0, periodFrames: Int = 240, bufferFrames: Int = 1_920) throws(AudioError) {
         guard let a = fopen(path, "wb") else { throw .cannotOpen(path: path, reason: String(cString: strerror(errno))) }

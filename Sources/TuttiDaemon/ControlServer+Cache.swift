@@ -7,7 +7,7 @@ extension ControlServer {
     func dispatchCache(_ method: String, _ params: [String: Any]) throws -> Any? {
         guard method.hasPrefix("cache.") else { return nil }
         guard let cache = leader.cache else {
-            throw LibraryRPCError(code: -32000, message: "no offline cache: start the leader with --music DIR (or --db PATH)")
+            throw RPCError(code: -32000, message: "no offline cache: start the leader with --music DIR (or --db PATH)")
         }
         func entry(_ e: StreamCache.Entry) -> [String: Any] {
             ["url": e.url, "size": Int(e.size), "added": Int(e.added.timeIntervalSince1970 * 1000), "lastUsed": Int(e.lastUsed.timeIntervalSince1970 * 1000)]
@@ -15,7 +15,7 @@ extension ControlServer {
         switch method {
         case "cache.add":
             guard let url = params["url"] as? String, SourceOpener.isNetworkURL(url), url.utf8.count <= 4_096 else {
-                throw LibraryRPCError(code: -32602, message: "cache.add needs \"url\": an http:// or https:// URL")
+                throw RPCError(code: -32602, message: "cache.add needs \"url\": an http:// or https:// URL")
             }
             var lastSent: Int64 = 0
             do {
@@ -27,14 +27,14 @@ extension ControlServer {
                 }
                 return entry(e)
             } catch {
-                throw LibraryRPCError(code: -32000, message: "\(error)")
+                throw RPCError(code: -32000, message: "\(error)")
             }
         case "cache.list":
             return ["entries": cache.list().map(entry), "size": Int(cache.totalSize), "capacity": Int(cache.capacityBytes)]
         case "cache.size":
             return ["size": Int(cache.totalSize), "capacity": Int(cache.capacityBytes), "entries": cache.list().count]
         case "cache.remove":
-            guard let url = params["url"] as? String else { throw LibraryRPCError(code: -32602, message: "cache.remove needs \"url\"") }
+            guard let url = params["url"] as? String else { throw RPCError(code: -32602, message: "cache.remove needs \"url\"") }
             return ["url": url, "removed": cache.remove(url)]
         case "cache.clear":
             return ["freed": Int(cache.clear())]

@@ -5,11 +5,9 @@ import TuttiLibrary
 /// JSON-RPC methods for the library: scan, search, recent searches,
 /// favourites, history, playlists; and what `queue.add` can take from it.
 extension ControlServer {
-    struct LibraryRPCError: Error { var code: Int; var message: String }
-
     func library() throws -> Library {
         guard let library = leader.library else {
-            throw LibraryRPCError(code: -32000, message: "no music library: start the leader with --music DIR (or --db PATH)")
+            throw RPCError(code: -32000, message: "no music library: start the leader with --music DIR (or --db PATH)")
         }
         return library
     }
@@ -30,7 +28,7 @@ extension ControlServer {
 
     private func string(_ params: [String: Any], _ key: String, method: String, max: Int = 4_096) throws -> String {
         guard let s = params[key] as? String, !s.isEmpty, s.utf8.count <= max else {
-            throw LibraryRPCError(code: -32602, message: "\(method) needs \"\(key)\": a non-empty string of at most \(max) bytes")
+            throw RPCError(code: -32602, message: "\(method) needs \"\(key)\": a non-empty string of at most \(max) bytes")
         }
         return s
     }
@@ -38,24 +36,24 @@ extension ControlServer {
     private func integer(_ params: [String: Any], _ key: String, method: String, default value: Int? = nil, range: ClosedRange<Int> = 0...Int(Int32.max)) throws -> Int {
         guard let raw = params[key] else {
             if let value { return value }
-            throw LibraryRPCError(code: -32602, message: "\(method) needs \"\(key)\" (an integer)")
+            throw RPCError(code: -32602, message: "\(method) needs \"\(key)\" (an integer)")
         }
         guard let n = raw as? NSNumber, String(cString: n.objCType) != "c", n.doubleValue == n.doubleValue.rounded(),
               range.contains(n.intValue) else {
-            throw LibraryRPCError(code: -32602, message: "\(key) must be an integer in \(range.lowerBound)…\(range.upperBound)")
+            throw RPCError(code: -32602, message: "\(key) must be an integer in \(range.lowerBound)…\(range.upperBound)")
         }
         return n.intValue
     }
 
     private func wrap<T>(_ body: () throws(LibraryError) -> T) throws -> T {
-        do { return try body() } catch { throw LibraryRPCError(code: -32000, message: error.description) }
+        do { return try body() } catch { throw RPCError(code: -32000, message: error.description) }
     }
 
     /// The track heard now, for like/unlike without an id.
     private func currentTrack(_ library: Library) throws -> Track {
         let path = leader.nowPlaying.path
         guard !path.isEmpty, let track = try wrap({ () throws(LibraryError) in try library.track(atPath: path) }) else {
-            throw LibraryRPCError(code: -32000, message: "nothing from the library is playing")
+            throw RPCError(code: -32000, message: "nothing from the library is playing")
         }
         return track
     }
@@ -69,7 +67,7 @@ extension ControlServer {
             if let ids = params["trackIds"] as? [NSNumber] {
                 return try ids.map { id in
                     guard let t = try wrap({ () throws(LibraryError) in try library.track(TrackID(id.int64Value)) }) else {
-                        throw LibraryRPCError(code: -32000, message: "no track with id \(id)")
+                        throw RPCError(code: -32000, message: "no track with id \(id)")
                     }
                     return t.path
                 }
@@ -85,7 +83,7 @@ extension ControlServer {
             if let query = params["search"] as? String {
                 return try wrap { () throws(LibraryError) in try library.search(query, limit: 500) }.tracks.map(\.path)
             }
-            throw LibraryRPCError(code: -32602, message: "trackIds must be a list of integers")
+            throw RPCError(code: -32602, message: "trackIds must be a list of integers")
         }
         return nil
     }
@@ -99,7 +97,7 @@ extension ControlServer {
         case "library.scan":
             let library = lib
             guard let folder = (params["folder"] as? String) ?? leader.configuration.musicDirectory else {
-                throw LibraryRPCError(code: -32602, message: "library.scan needs \"folder\" (no --music folder was given)")
+                throw RPCError(code: -32602, message: "library.scan needs \"folder\" (no --music folder was given)")
             }
             // Progress goes out as `library.scanProgress` notifications, at most ten a second.
             var lastSent: Int64 = 0
@@ -137,7 +135,7 @@ extension ControlServer {
                 let id = TrackID(Int64(try integer(params, "id", method: method)))
                 track = try wrap { () throws(LibraryError) in try library.track(id) }
             }
-            guard let track else { throw LibraryRPCError(code: -32000, message: "no such track") }
+            guard let track else { throw RPCError(code: -32000, message: "no such track") }
             var o = trackObject(track)
             o["liked"] = try wrap { () throws(LibraryError) in try library.isLiked(track.id) }
             return o
@@ -157,7 +155,7 @@ extension ControlServer {
             if params["id"] == nil { track = try currentTrack(library) } else {
                 let id = TrackID(Int64(try integer(params, "id", method: method)))
                 guard let t = try wrap({ () throws(LibraryError) in try library.track(id) }) else {
-                    throw LibraryRPCError(code: -32000, message: "no track with id \(id.rawValue)")
+                    throw RPCError(code: -32000, message: "no track with id \(id.rawValue)")
                 }
                 track = t
             }
@@ -205,7 +203,7 @@ extension ControlServer {
             let library = lib
             let id = PlaylistID(Int64(try integer(params, "id", method: method)))
             guard let ids = params["trackIds"] as? [NSNumber], !ids.isEmpty else {
-                throw LibraryRPCError(code: -32602, message: "playlists.add needs \"trackIds\": a non-empty list of track ids")
+                throw RPCError(code: -32602, message: "playlists.add needs \"trackIds\": a non-empty list of track ids")
             }
             let at = params["at"] == nil ? nil : try integer(params, "at", method: method)
             try wrap { () throws(LibraryError) in try library.addToPlaylist(id, tracks: ids.map { TrackID($0.int64Value) }, at: at) }

@@ -107,7 +107,8 @@ public final class ControlServer: @unchecked Sendable {
         ["jsonrpc": "2.0", "id": id ?? NSNull(), "error": ["code": code, "message": message]]
     }
 
-    private struct RPCError: Error { var code: Int; var message: String }
+    /// A JSON-RPC error object to send back: its code and a message the user can act on.
+    struct RPCError: Error { var code: Int; var message: String }
 
     func handle(_ line: [UInt8]) -> [String: Any]? {
         guard let json = try? JSONSerialization.jsonObject(with: Data(line), options: [.fragmentsAllowed]) else {
@@ -134,8 +135,6 @@ public final class ControlServer: @unchecked Sendable {
             let result = try dispatch(method, params)
             return isNotification ? nil : ["jsonrpc": "2.0", "id": id!, "result": result]
         } catch let e as RPCError {
-            return isNotification ? nil : error(id: id, code: e.code, message: e.message)
-        } catch let e as LibraryRPCError {
             return isNotification ? nil : error(id: id, code: e.code, message: e.message)
         } catch {
             return isNotification ? nil : self.error(id: id, code: -32603, message: "\(error)")

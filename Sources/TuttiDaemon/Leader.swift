@@ -78,7 +78,6 @@ public final class Leader: @unchecked Sendable {
     private let stateDirty = Atomic<Bool>(false)
     private let stateWake = DispatchSemaphore(value: 0)
     private let healthReports = Mutex<[String: HealthReport]>([:])
-    private let chunksSent = Atomic<Int>(0)
 
     public init(configuration: LeaderConfiguration, log: Logger) throws {
         self.configuration = configuration
@@ -123,7 +122,6 @@ public final class Leader: @unchecked Sendable {
 
     public var health: [String: HealthReport] { healthReports.withLock { $0 } }
 
-    public var chunkCount: Int { chunksSent.load(ordering: .relaxed) }
 
     /// The JSON-RPC endpoint, once started (the real port when 0 was asked for).
     public var controlEndpoint: Endpoint? { controlServer?.endpoint }
@@ -278,7 +276,6 @@ public final class Leader: @unchecked Sendable {
             return sessions.withLock { Array($0.values) }.filter { $0.joined }
         }
         for session in targets { session.enqueue(bytes) }
-        chunksSent.add(1, ordering: .relaxed)
     }
 
     // MARK: Player
