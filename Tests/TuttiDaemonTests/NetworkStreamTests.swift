@@ -41,8 +41,11 @@ import TuttiNet
         defer { follower.stop() } // also when an expectation throws; stopping twice is harmless
         let c = try ControlClient(endpoint: try #require(leader.controlEndpoint))
         _ = try c.call("queue.add", ["uris": [url]])
+        func loudFrames(_ x: ArraySlice<Int16>) -> Int { stride(from: x.startIndex, to: x.endIndex, by: 2).filter { abs(Int(x[$0])) > 3_000 }.count }
         _ = try c.call("queue.play", ["index": 0])
-        usleep(3_000_000)
+        // Wait for the sound rather than a fixed time: a slow machine takes longer to fetch and start.
+        // 2 s of a 0.4 sine has about 82,000 frames above the threshold.
+        _ = waitUntil(timeout: 15) { loudFrames(readRaw(dir + "/r.raw")[...]) > 70_000 }
 
         // Cache it, stop the server, and play it again from the cache.
         let cached = try #require(try c.call("cache.add", ["url": url]) as? [String: Any])
@@ -52,12 +55,11 @@ import TuttiNet
         kill(server.processIdentifier, SIGKILL); server.waitUntilExit()
         let before = readRaw(dir + "/r.raw").count
         _ = try c.call("queue.play", ["index": 0])
-        usleep(2_500_000)
+        _ = waitUntil(timeout: 15) { loudFrames(readRaw(dir + "/r.raw")[before...]) > 70_000 }
         follower.stop()
 
         let all = readRaw(dir + "/r.raw")
-        let firstPlay = Array(all[0..<before]), secondPlay = Array(all[before...])
-        func loudFrames(_ x: [Int16]) -> Int { stride(from: 0, to: x.count, by: 2).filter { abs(Int(x[$0])) > 3_000 }.count }
+        let firstPlay = all[0..<before], secondPlay = all[before...]
         #expect(loudFrames(firstPlay) > 48_000, "the stream played: \(loudFrames(firstPlay)) loud frames")
         #expect(loudFrames(secondPlay) > 48_000, "the cached copy played with the server gone: \(loudFrames(secondPlay)) loud frames")
         _ = try c.call("cache.clear")
