@@ -4,7 +4,7 @@
 /// where `length` counts the type byte and the body. Lengths are bounded by
 /// `WireProtocol.maxMessageBytes`; anything larger closes the connection.
 public enum WireProtocol {
-    public static let version: UInt16 = 1
+    public static let version: UInt16 = 2
     public static let maxMessageBytes = 64 * 1024
     public static let maxNameBytes = 64
     public static let maxReasonBytes = 512
@@ -42,6 +42,7 @@ public enum MessageType: UInt8, Sendable, CaseIterable {
     case bye = 10
     case settings = 11
     case roomCommand = 12
+    case follow = 13
 }
 
 /// Per-room settings the leader pushes to a follower.
@@ -148,6 +149,11 @@ public enum Message: Equatable, Sendable {
     case settings(RoomSettings)
     /// Follower → leader: a button on that room was used.
     case roomCommand(ButtonCommand)
+    /// Leader → follower: the room moved to another group; from `from` on
+    /// it plays `stream` (whose chunks follow) instead of the current one.
+    /// Every stream of a leader is on one 48 kHz grid, so the follower's
+    /// timeline carries on across the switch.
+    case follow(stream: StreamDescription, from: LeaderTime)
 
     public var type: MessageType {
         switch self {
@@ -163,6 +169,7 @@ public enum Message: Equatable, Sendable {
         case .bye: .bye
         case .settings: .settings
         case .roomCommand: .roomCommand
+        case .follow: .follow
         }
     }
 }
@@ -201,7 +208,7 @@ public extension Message {
         case .hello(let version, let name):
             w.u16(version); w.string(name, limit: WireProtocol.maxNameBytes)
         case .welcome(let version, let s):
-            w.u16(version); w.u32(s.streamID); w.u8(s.codec.rawValue); w.u32(s.framesPerChunk); w.i64(s.bufferNanoseconds)
+            w.u16(version); w.stream(s)
         case .reject(let version, let reason):
             w.u16(version); w.string(reason, limit: WireProtocol.maxReasonBytes)
         case .timeRequest(let id, let t1):
@@ -225,6 +232,8 @@ public extension Message {
             w.u8(r.volume); w.u8(r.muted ? 1 : 0); w.i64(r.latencyTrimNanoseconds)
         case .roomCommand(let c):
             w.string(c.rawValue, limit: 16)
+        case .follow(let s, let from):
+            w.stream(s); w.i64(from.nanoseconds)
         }
         let length = UInt32(w.bytes.count - 4)
         w.bytes[0] = UInt8(length >> 24); w.bytes[1] = UInt8((length >> 16) & 0xff)
@@ -243,16 +252,7 @@ public extension Message {
             message = .hello(version: try r.u16(), name: try r.string(limit: WireProtocol.maxNameBytes))
         case .welcome:
             let version = try r.u16()
-            let id = try r.u32()
-            let codecByte = try r.u8()
-            guard let codec = Codec(rawValue: codecByte) else { throw .invalidField(type, "unknown codec \(codecByte)") }
-            let frames = try r.u32()
-            guard frames > 0, frames <= WireProtocol.maxChunkFrames else {
-                throw .invalidField(type, "frames per chunk \(frames) outside 1…\(WireProtocol.maxChunkFrames)")
-            }
-            let buffer = try r.i64()
-            guard buffer >= 0, buffer <= 60 * nanosecondsPerSecond else { throw .invalidField(type, "buffer \(buffer) ns out of range") }
-            message = .welcome(version: version, stream: StreamDescription(streamID: id, codec: codec, framesPerChunk: frames, bufferNanoseconds: buffer))
+            message = .welcome(version: version, stream: try r.stream())
         case .reject:
             message = .reject(version: try r.u16(), reason: try r.string(limit: WireProtocol.maxReasonBytes))
         case .timeRequest:
@@ -294,6 +294,9 @@ public extension Message {
             let name = try r.string(limit: 16)
             guard let command = ButtonCommand(rawValue: name) else { throw .invalidField(type, "unknown room command '\(name)'") }
             message = .roomCommand(command)
+        case .follow:
+            let stream = try r.stream()
+            message = .follow(stream: stream, from: LeaderTime(nanoseconds: try r.i64()))
         }
         try r.finish()
         return message
@@ -360,6 +363,9 @@ struct ByteWriter {
         }
         u16(UInt16(utf8.count)); bytes(utf8)
     }
+    mutating func stream(_ s: StreamDescription) {
+        u32(s.streamID); u8(s.codec.rawValue); u32(s.framesPerChunk); i64(s.bufferNanoseconds)
+    }
 }
 
 struct ByteReader {
@@ -389,6 +395,18 @@ struct ByteReader {
         let raw = try take(n)
         guard let s = String(validating: raw, as: UTF8.self) else { throw .invalidField(type, "string is not valid UTF-8") }
         return s
+    }
+    mutating func stream() throws(ProtocolError) -> StreamDescription {
+        let id = try u32()
+        let codecByte = try u8()
+        guard let codec = Codec(rawValue: codecByte) else { throw .invalidField(type, "unknown codec \(codecByte)") }
+        let frames = try u32()
+        guard frames > 0, frames <= WireProtocol.maxChunkFrames else {
+            throw .invalidField(type, "frames per chunk \(frames) outside 1…\(WireProtocol.maxChunkFrames)")
+        }
+        let buffer = try i64()
+        guard buffer >= 0, buffer <= 60 * nanosecondsPerSecond else { throw .invalidField(type, "buffer \(buffer) ns out of range") }
+        return StreamDescription(streamID: id, codec: codec, framesPerChunk: frames, bufferNanoseconds: buffer)
     }
     mutating func rest() -> [UInt8] { defer { index = bytes.endIndex }; return Array(bytes[index...]) }
     func finish() throws(ProtocolError) {

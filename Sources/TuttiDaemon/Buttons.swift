@@ -31,20 +31,23 @@ public final class ButtonController: @unchecked Sendable {
 }
 
 extension Leader {
-    /// What a button does, on the leader's own buttons (`room` nil: every
-    /// room) or on a follower's (that room).
+    /// What a button does, on the leader's own buttons (`room` nil: the main
+    /// group and its rooms) or on a follower's (that room's group; volume
+    /// and mute act on that room only).
     public func handle(_ command: ButtonCommand, room: String?) {
-        let rooms = room.map { [$0] } ?? followerNames
+        let group = room.map { self.group(ofRoom: $0).id } ?? RoomGroups.mainID
+        let rooms = room.map { [$0] } ?? knownRooms.filter { self.group(ofRoom: $0).id == RoomGroups.mainID }
         do {
+            let now = try nowPlaying(group: group)
             switch command {
-            case .play: _ = try perform(.play)
-            case .pause: _ = try perform(.pause)
-            case .toggle: _ = try perform(.toggle)
-            case .stop: _ = try perform(.stop)
-            case .next: _ = try perform(.next)
-            case .prev: _ = try perform(.previous)
-            case .shuffle: _ = try perform(.shuffle(!nowPlaying.shuffle))
-            case .repeat: _ = try perform(.repeatMode(nowPlaying.repeatMode.next))
+            case .play: _ = try perform(.play, group: group)
+            case .pause: _ = try perform(.pause, group: group)
+            case .toggle: _ = try perform(.toggle, group: group)
+            case .stop: _ = try perform(.stop, group: group)
+            case .next: _ = try perform(.next, group: group)
+            case .prev: _ = try perform(.previous, group: group)
+            case .shuffle: _ = try perform(.shuffle(!now.shuffle), group: group)
+            case .repeat: _ = try perform(.repeatMode(now.repeatMode.next), group: group)
             case .volumeUp, .volumeDown:
                 for name in rooms {
                     var s = settings(of: name)
@@ -60,11 +63,11 @@ extension Leader {
                     configure(room: name, s)
                 }
             case .like:
-                guard let library, let track = try library.track(atPath: nowPlaying.path) else { return }
+                guard let library, let track = try library.track(atPath: now.path) else { return }
                 try library.like(track.id)
             case .party:
-                // One group holding every room is all there is until grouping lands.
-                log.info("party: every room already plays the one stream")
+                // One press: every room joins this room's group; again: back to where they were.
+                if partyActive { partyOff() } else { _ = try partyOn(group: group) }
             }
         } catch {
             log.warning("button \(command)\(room.map { " in \($0)" } ?? ""): \(error)")

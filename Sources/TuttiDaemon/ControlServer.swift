@@ -34,6 +34,7 @@ public final class ControlServer: @unchecked Sendable {
         case .player, .options: notify("player.changed", statusObject())
         case .queue: notify("queue.changed", queueObject())
         case .mixer, .rooms: notify("rooms.changed", ["rooms": roomsObject()])
+        case .groups: notify("groups.changed", groupsObject())
         case .library: notify("library.changed", [:])
         case .playlists: notify("playlists.changed", [:])
         }
@@ -155,10 +156,20 @@ public final class ControlServer: @unchecked Sendable {
     }
 
     private func dispatch(_ method: String, _ params: [String: Any]) throws -> Any {
+        // Player and queue methods act on one group's stream: "group" (id or name), default the main group.
+        let group: String?
+        switch params["group"] {
+        case nil, is NSNull: group = nil
+        case let name as String where !name.isEmpty && name.utf8.count <= 256: group = name
+        default: throw RPCError(code: -32602, message: "group must be a group id or name (see groups.list)")
+        }
+        if let group, method.hasPrefix("player.") || method.hasPrefix("queue."), (try? leader.nowPlaying(group: group)) == nil {
+            throw RPCError(code: -32602, message: GroupError.unknownGroup(group, known: leader.groups.map(\.name)).description)
+        }
         func player(_ command: PlayerCommand) throws -> Any {
             do {
-                let outcome = try leader.perform(command) // announced to every client through the event hub
-                var result = statusObject()
+                let outcome = try leader.perform(command, group: group) // announced to every client through the event hub
+                var result = statusObject(group: group)
                 result["acceptedAt"] = outcome.acceptedAt
                 result["effectiveAt"] = outcome.effectiveAt
                 if !outcome.added.isEmpty { result["added"] = outcome.added.map { Int($0) } }
@@ -195,15 +206,15 @@ public final class ControlServer: @unchecked Sendable {
                 guard let m = RepeatMode(rawValue: text) else { throw RPCError(code: -32602, message: "mode must be off, all or one") }
                 mode = m
             } else if params["mode"] == nil {
-                mode = leader.nowPlaying.repeatMode.next // no mode: cycle off → all → one
+                mode = try leader.nowPlaying(group: group).repeatMode.next // no mode: cycle off → all → one
             } else {
                 throw RPCError(code: -32602, message: "mode must be off, all or one")
             }
             return try player(.repeatMode(mode))
         case "player.status":
-            return statusObject()
+            return statusObject(group: group)
         case "queue.list":
-            return queueObject()
+            return queueObject(group: group)
         case "queue.add":
             guard let uris = try urisToAdd(params), !uris.isEmpty, uris.allSatisfy({ !$0.isEmpty && $0.utf8.count <= 4_096 }) else {
                 throw RPCError(code: -32602, message: "queue.add needs one of \"uris\" (file paths or URLs), \"trackIds\", \"album\", \"playlist\" or \"search\", resolving to at least one entry")
@@ -233,12 +244,13 @@ public final class ControlServer: @unchecked Sendable {
         default:
             if let result = try dispatchLibrary(method, params) { return result }
             if let result = try dispatchCache(method, params) { return result }
+            if let result = try dispatchGroups(method, params) { return result }
             throw RPCError(code: -32601, message: "unknown method '\(method)' (see docs/api.md)")
         }
     }
 
-    private func statusObject() -> [String: Any] {
-        let now = leader.nowPlaying
+    func statusObject(group: String? = nil) -> [String: Any] {
+        let now = (try? leader.nowPlaying(group: group)) ?? leader.nowPlaying
         var object: [String: Any] = [
             "state": now.state.rawValue, "track": now.track, "trackCount": now.trackCount,
             "file": now.path, "position": (now.positionSeconds * 1000).rounded() / 1000,
@@ -263,21 +275,22 @@ public final class ControlServer: @unchecked Sendable {
         return object
     }
 
-    private func queueObject() -> [String: Any] {
-        let queue = leader.queue
+    private func queueObject(group: String? = nil) -> [String: Any] {
+        let queue = (try? leader.queue(group: group)) ?? leader.queue
         let entries: [[String: Any]] = queue.entries.enumerated().map { ["index": $0.offset, "id": Int($0.element.id), "uri": $0.element.uri] }
-        return ["entries": entries, "playOrder": queue.order, "current": leader.nowPlaying.track]
+        return ["entries": entries, "playOrder": queue.order, "current": ((try? leader.nowPlaying(group: group)) ?? leader.nowPlaying).track]
     }
 
-    private func roomsObject() -> [[String: Any]] {
+    func roomsObject() -> [[String: Any]] {
         let health = leader.health
         return leader.followerNames.map { roomObject($0, settings: leader.settings(of: $0), health: health[$0]) }
     }
 
     private func roomObject(_ name: String, settings: RoomSettings, health: HealthReport?) -> [String: Any] {
+        let group = leader.group(ofRoom: name)
         var object: [String: Any] = [
             "name": name, "connected": leader.followerNames.contains(name), "volume": Int(settings.volume), "muted": settings.muted,
-            "latencyMs": Double(settings.latencyTrimNanoseconds) / 1e6,
+            "latencyMs": Double(settings.latencyTrimNanoseconds) / 1e6, "group": group.id, "groupName": group.name,
         ]
         if let h = health {
             object["health"] = [

@@ -123,7 +123,7 @@ public final class Follower: @unchecked Sendable {
         try conn.send(Message.hello(version: configuration.protocolVersion, name: configuration.name).encoded())
         let reader = MessageReader(connection: conn)
         conn.setReceiveTimeout(milliseconds: 5_000)
-        let stream: StreamDescription
+        var stream: StreamDescription
         switch try reader.next() {
         case .welcome(_, let description)?: stream = description
         case .reject(let version, let reason)?:
@@ -142,7 +142,7 @@ public final class Follower: @unchecked Sendable {
         syncThread.name = "tutti-sync"
         syncThread.start()
 
-        let decoder = try makeDecoder(stream.codec)
+        var decoder = try makeDecoder(stream.codec)
         var sequencer = ChunkSequencer()
         let scratch = UnsafeMutablePointer<Float>.allocate(capacity: WireProtocol.maxChunkFrames * 2)
         defer { scratch.deallocate() }
@@ -206,6 +206,19 @@ public final class Follower: @unchecked Sendable {
                 sequencer.reset()
                 nextIndex = index
                 floorIndex = index
+            case .follow(let next, let from):
+                // The room changed group: the old stream plays up to `from`, the new one from there.
+                if streamStarted {
+                    let index = timeline.frameIndex(of: from)
+                    timeline.fadeOut(before: index, count: 120)
+                    timeline.flush(from: index)
+                    nextIndex = index
+                    floorIndex = index
+                }
+                if next.codec != stream.codec { decoder = try makeDecoder(next.codec) } else { decoder.reset() }
+                sequencer.reset()
+                stream = next
+                log.info("following stream \(next.streamID) from now on (room moved to another group)")
             case .settings(let settings):
                 engine.volume = settings.gain
                 engine.latencyTrimNanoseconds = settings.latencyTrimNanoseconds + Int64(configuration.latencyMilliseconds * 1e6)

@@ -54,15 +54,24 @@ public struct LeaderConfiguration: Sendable {
 /// or the source.
 public final class Leader: @unchecked Sendable {
     public let configuration: LeaderConfiguration
-    public let streamID: UInt32
+    /// The main group's stream.
+    public var streamID: UInt32 { mainStream.id }
     let log: Logger
     private let listener: TCPListener
     private let sessions = Mutex<[ObjectIdentifier: FollowerSession]>([:])
-    /// Chunks whose PTS is still ahead, for followers that join mid-stream.
-    private let backlog = Mutex<[(pts: LeaderTime, bytes: [UInt8])]>([])
     private let running = Atomic<Bool>(true)
     private let roomSettings = Mutex<[String: RoomSettings]>([:])
-    private var player: StreamPlayer!
+    /// Every stream's epoch is a whole number of frames from here, so a room
+    /// that changes group stays on the same 48 kHz grid.
+    let gridOrigin = LeaderTime(nanoseconds: Monotonic.now())
+    /// The main group's stream (restored from the state store).
+    private var mainStream: LeaderStream!
+    /// Each group's stream, by group id.
+    let streams = Mutex<[String: LeaderStream]>([:])
+    /// Which room is in which group.
+    let grouping = Mutex(RoomGroups())
+    /// Serialises group changes end to end (table, then sessions).
+    let groupChanges = NSLock()
     private var controlServer: ControlServer?
     private var mpdServer: MPDServer?
     /// The music library, when a music folder or database was configured.
@@ -74,17 +83,19 @@ public final class Leader: @unchecked Sendable {
     /// Station and title of each network stream, as its ICY metadata says.
     private let streamMetadata = StreamMetadataBoard()
     /// Where the player's state is checkpointed (with a library).
-    private let stateStore: PlayerStateStore?
+    let stateStore: PlayerStateStore?
     private let stateDirty = Atomic<Bool>(false)
     private let stateWake = DispatchSemaphore(value: 0)
     private let healthReports = Mutex<[String: HealthReport]>([:])
+    private let opener: SourceOpener
 
     public init(configuration: LeaderConfiguration, log: Logger) throws {
         self.configuration = configuration
         self.log = log
-        self.streamID = UInt32.random(in: 1...UInt32.max)
         listener = try TCPListener(endpoint: configuration.listen)
         var snapshot: PlayerSnapshot?
+        var savedGroups: RoomGroups?
+        let seed = UInt64.random(in: 1...UInt64(UInt32.max))
         if configuration.musicDirectory != nil || configuration.databasePath != nil {
             let path = configuration.databasePath ?? Library.defaultDatabasePath(asService: getuid() == 0 && configuration.listen.port == 4953)
             let folder = (path as NSString).deletingLastPathComponent
@@ -93,7 +104,8 @@ public final class Leader: @unchecked Sendable {
             let store = try PlayerStateStore(path: folder + "/state.db")
             stateStore = store
             // Files named on the command line start a fresh queue; otherwise the saved one comes back.
-            if configuration.files.isEmpty { snapshot = try store.load(seed: UInt64(streamID)) }
+            if configuration.files.isEmpty { snapshot = try store.load(seed: seed) }
+            savedGroups = try store.loadGroups()
         } else {
             library = nil
             stateStore = nil
@@ -102,21 +114,41 @@ public final class Leader: @unchecked Sendable {
         cache = try cacheFolder.map { folder in
             try StreamCache(directory: folder, capacityBytes: Int64(configuration.cacheCapacityMegabytes) << 20, log: log.with(label: "cache"))
         }
-        let opener = SourceOpener(cache: cache, log: log.with(label: "stream")) { [streamMetadata, events] uri, metadata in
+        opener = SourceOpener(cache: cache, log: log.with(label: "stream")) { [streamMetadata, events] uri, metadata in
             streamMetadata.set(metadata, for: uri)
             events.emit(.player) // the stream title is part of now playing
         }
-        player = StreamPlayer(configuration: configuration, streamID: streamID, log: log, restoring: snapshot,
-                              opener: { uri in try opener.open(uri) },
-                              broadcast: { [unowned self] message, pts in broadcast(message, pts: pts) },
-                              purge: { [unowned self] pts in backlog.withLock { $0.removeAll { $0.pts >= pts } } })
+        mainStream = makeStream(group: RoomGroups.mainID, restoring: snapshot, files: configuration.files, loop: configuration.loop)
+        streams.withLock { $0[RoomGroups.mainID] = mainStream }
+        if let savedGroups {
+            grouping.withLock { $0 = savedGroups }
+            for g in savedGroups.groups where g.id != RoomGroups.mainID {
+                let stream = makeStream(group: g.id, restoring: nil, files: [], loop: false)
+                streams.withLock { $0[g.id] = stream }
+            }
+        }
+    }
+
+    /// A group's stream with its own player; its source thread starts with the leader (or at once after).
+    func makeStream(group: String, restoring snapshot: PlayerSnapshot?, files: [String], loop: Bool) -> LeaderStream {
+        var setup = configuration
+        setup.files = files
+        setup.loop = loop
+        let stream = LeaderStream(id: UInt32.random(in: 1...UInt32.max), group: group)
+        let opener = self.opener
+        stream.player = StreamPlayer(configuration: setup, streamID: stream.id, gridOrigin: gridOrigin, log: log.with(label: group == RoomGroups.mainID ? "player" : "player \(group)"),
+                                     restoring: snapshot,
+                                     opener: { uri in try opener.open(uri) },
+                                     broadcast: { [unowned self, unowned stream] message, pts in broadcast(message, pts: pts, on: stream) },
+                                     purge: { [unowned stream] pts in stream.backlog.withLock { $0.removeAll { $0.pts >= pts } } })
+        return stream
     }
 
     /// Where followers connect (the real port when 0 was asked for).
     public var endpoint: Endpoint { listener.endpoint }
 
     /// True once every file has been played (never with `loop`).
-    public var finished: Bool { player.ended }
+    public var finished: Bool { mainStream.player.ended }
 
     public var followerNames: [String] { sessions.withLock { $0.values.compactMap { $0.name } }.sorted() }
 
@@ -173,26 +205,30 @@ public final class Leader: @unchecked Sendable {
         // are announced when they are heard.
         Thread.detachNewThread { [self] in
             nameThread("tutti-heard")
-            var last: (PlayerState, UInt32?)? = nil
-            var heard = PlayHistoryTracker()
             while running.load(ordering: .relaxed) {
                 usleep(100_000)
-                let now = player.nowPlaying()
-                if let (state, entry) = last, state != now.state || entry != now.entryID { events.emit(.player) }
-                last = (now.state, now.entryID)
-                // Plays go into the library's history once they end, with how long they were heard.
-                if let finished = heard.update(path: now.state == .playing && !now.path.isEmpty ? now.path : nil, at: Monotonic.now(),
-                                               wallMilliseconds: Int64(Date().timeIntervalSince1970 * 1000)), let library,
-                   let track = try? library.track(atPath: finished.path) {
-                    do { try library.recordPlay(track.id, startedAt: finished.startedAt, playedMilliseconds: finished.playedMilliseconds) } catch {
-                        log.warning("recording a play of \(finished.path): \(error)")
-                    }
-                }
+                for stream in streams.withLock({ Array($0.values) }) { watchHeard(stream) }
             }
         }
-        let source = Thread { [self] in nameThread("tutti-source"); player.run() }
-        source.name = "tutti-source"
-        source.start()
+        for stream in streams.withLock({ Array($0.values) }) { stream.start() }
+        log.info("groups: \(grouping.withLock { $0.groups.map(\.name) }.joined(separator: ", "))")
+    }
+
+    /// Announces what a stream's listeners hear change, and records finished plays.
+    private func watchHeard(_ stream: LeaderStream) {
+        let now = stream.player.nowPlaying()
+        if let (state, entry) = stream.lastHeard, state != now.state || entry != now.entryID {
+            events.emit(stream.group == RoomGroups.mainID ? .player : .groups)
+        }
+        stream.lastHeard = (now.state, now.entryID)
+        // Plays go into the library's history once they end, with how long they were heard.
+        if let finished = stream.heard.update(path: now.state == .playing && !now.path.isEmpty ? now.path : nil, at: Monotonic.now(),
+                                              wallMilliseconds: Int64(Date().timeIntervalSince1970 * 1000)), let library,
+           let track = try? library.track(atPath: finished.path) {
+            do { try library.recordPlay(track.id, startedAt: finished.startedAt, playedMilliseconds: finished.playedMilliseconds) } catch {
+                log.warning("recording a play of \(finished.path): \(error)")
+            }
+        }
     }
 
     /// Saves the player state at once after a change, and every 5 s while
@@ -201,7 +237,7 @@ public final class Leader: @unchecked Sendable {
         while running.load(ordering: .relaxed) {
             _ = stateWake.wait(timeout: .now() + .seconds(5))
             let dirty = stateDirty.exchange(false, ordering: .acquiringAndReleasing)
-            let snapshot = player.snapshot()
+            let snapshot = mainStream.player.snapshot()
             guard dirty || snapshot.wasPlaying else { continue }
             do { try store.save(snapshot) } catch { log.error("saving the player state: \(error)") }
         }
@@ -210,7 +246,7 @@ public final class Leader: @unchecked Sendable {
     /// Saves the player state now (on shutdown).
     public func checkpoint() {
         guard let stateStore else { return }
-        do { try stateStore.save(player.snapshot()) } catch { log.error("saving the player state: \(error)") }
+        do { try stateStore.save(mainStream.player.snapshot()) } catch { log.error("saving the player state: \(error)") }
     }
 
     public func stop() {
@@ -218,7 +254,7 @@ public final class Leader: @unchecked Sendable {
         checkpoint()
         stateWake.signal()
         listener.close()
-        player.stop()
+        for stream in streams.withLock({ Array($0.values) }) { stream.player.stop() }
         controlServer?.stop()
         mpdServer?.stop()
         let all = sessions.withLock { Array($0.values) }
@@ -240,20 +276,57 @@ public final class Leader: @unchecked Sendable {
         }
     }
 
-    fileprivate func describeStream() -> StreamDescription {
-        StreamDescription(streamID: streamID, codec: configuration.codec, framesPerChunk: UInt32(configuration.framesPerChunk),
+    func describe(_ stream: LeaderStream) -> StreamDescription {
+        StreamDescription(streamID: stream.id, codec: configuration.codec, framesPerChunk: UInt32(configuration.framesPerChunk),
                           bufferNanoseconds: Int64(configuration.bufferMilliseconds) * nanosecondsPerMillisecond)
     }
 
-    /// Called by a session once its follower is welcomed: it gets the
-    /// chunks still ahead of now (the live position) then everything new.
-    fileprivate func join(_ session: FollowerSession) {
+    /// The stream a room hears: its group's.
+    func stream(forRoom room: String) -> LeaderStream {
+        let group = grouping.withLock { $0.groupID(ofRoom: room) }
+        return streams.withLock { $0[group] } ?? mainStream
+    }
+
+    /// Called by a session once its follower is welcomed to `stream`: it
+    /// gets the chunks still ahead of now (the live position) then everything new.
+    fileprivate func join(_ session: FollowerSession, stream: LeaderStream) {
         let now = LeaderTime(nanoseconds: Monotonic.now())
-        backlog.withLock { chunks in
+        stream.backlog.withLock { chunks in
             for chunk in chunks where chunk.pts > now { session.enqueue(chunk.bytes) }
-            session.joined = true
+            session.streamID.store(stream.id, ordering: .releasing)
         }
+        // The room may have been moved between its welcome and now.
+        groupChanges.withLock { applyGrouping() }
         events.emit(.rooms)
+    }
+
+    /// Moves a joined session to `stream` a start latency from now: it gets
+    /// `follow`, then the new stream's chunks from that point, then everything new.
+    /// Under the new stream's backlog lock, so each of its chunks is queued exactly once;
+    /// old-stream chunks queued after `follow` are ignored by the follower.
+    func switchSession(_ session: FollowerSession, to stream: LeaderStream) {
+        let from = LeaderTime(nanoseconds: Monotonic.now() + Int64(min(configuration.startLatencyMilliseconds, configuration.bufferMilliseconds)) * nanosecondsPerMillisecond)
+        let chunk = StreamFormat.nanoseconds(frames: configuration.framesPerChunk)
+        stream.backlog.withLock { chunks in
+            let current = session.streamID.load(ordering: .acquiring)
+            guard current != 0, current != stream.id else { return }
+            session.enqueue(Message.follow(stream: describe(stream), from: from).encoded())
+            for c in chunks where c.pts + chunk > from { session.enqueue(c.bytes) }
+            session.streamID.store(stream.id, ordering: .releasing)
+        }
+    }
+
+    /// Every joined session hears its room's group (after a group change).
+    /// Call under `groupChanges`.
+    func applyGrouping() {
+        for session in sessions.withLock({ Array($0.values) }) {
+            guard let name = session.name, session.streamID.load(ordering: .acquiring) != 0 else { continue }
+            let target = stream(forRoom: name)
+            if session.streamID.load(ordering: .acquiring) != target.id {
+                log.info("room \(name) now plays group \(target.group)")
+                switchSession(session, to: target)
+            }
+        }
     }
 
     fileprivate func remove(_ session: FollowerSession) {
@@ -266,23 +339,26 @@ public final class Leader: @unchecked Sendable {
         healthReports.withLock { $0[name] = health }
     }
 
-    private func broadcast(_ message: Message, pts: LeaderTime) {
+    private func broadcast(_ message: Message, pts: LeaderTime, on stream: LeaderStream) {
         let bytes = message.encoded()
         let now = LeaderTime(nanoseconds: Monotonic.now())
         // Under the backlog lock so a joining follower sees each chunk exactly once.
-        let targets: [FollowerSession] = backlog.withLock { chunks in
+        let targets: [FollowerSession] = stream.backlog.withLock { chunks in
             chunks.removeAll { $0.pts <= now }
             chunks.append((pts, bytes))
-            return sessions.withLock { Array($0.values) }.filter { $0.joined }
+            return sessions.withLock { Array($0.values) }.filter { $0.streamID.load(ordering: .acquiring) == stream.id }
         }
         for session in targets { session.enqueue(bytes) }
     }
 
     // MARK: Player
 
-    /// Transport commands (pause, skip, seek …); see `StreamPlayer`.
-    public func perform(_ command: PlayerCommand) throws(PlayerError) -> CommandOutcome {
-        let outcome = try player.submit(command)
+    /// Transport commands (pause, skip, seek …) on a group's stream (nil:
+    /// the main group); see `StreamPlayer`.
+    public func perform(_ command: PlayerCommand, group: String? = nil) throws(PlayerError) -> CommandOutcome {
+        let stream = try self.stream(forGroup: group)
+        let outcome = try stream.player.submit(command)
+        guard stream.group == RoomGroups.mainID else { events.emit(.groups); return outcome }
         switch command {
         case .add, .remove, .move, .clear: events.emit(.queue); events.emit(.player)
         case .shuffle: events.emit(.options); events.emit(.queue)
@@ -292,13 +368,27 @@ public final class Leader: @unchecked Sendable {
         return outcome
     }
 
-    public var nowPlaying: NowPlaying { player.nowPlaying() }
+    /// A group's stream, by group id or name (nil: the main group).
+    func stream(forGroup group: String?) throws(PlayerError) -> LeaderStream {
+        guard let group else { return mainStream }
+        let found = grouping.withLock { $0.group(group) }.flatMap { g in streams.withLock { $0[g.id] } }
+        guard let found else {
+            throw .invalid(GroupError.unknownGroup(group, known: grouping.withLock { $0.groups.map(\.name) }).description)
+        }
+        return found
+    }
+
+    public var nowPlaying: NowPlaying { mainStream.player.nowPlaying() }
+
+    public func nowPlaying(group: String?) throws(PlayerError) -> NowPlaying { try stream(forGroup: group).player.nowPlaying() }
+
+    public func queue(group: String?) throws(PlayerError) -> PlayQueue { try stream(forGroup: group).player.queueSnapshot }
 
     /// Station and now-playing title of a network stream (ICY), if it sent any.
     public func metadata(ofStream uri: String) -> StreamMetadata? { streamMetadata.get(uri) }
 
     /// The stream's queue as of the last change.
-    public var queue: PlayQueue { player.queueSnapshot }
+    public var queue: PlayQueue { mainStream.player.queueSnapshot }
 
     /// After a scan: queue entries whose local file is gone leave the queue, with a log line.
     public func dropMissingFilesFromQueue() {
@@ -334,8 +424,9 @@ final class FollowerSession: @unchecked Sendable {
     private var queuedBytes = 0
     private var closed = false
     private(set) var name: String?
-    /// Set under the leader's backlog lock once the backlog was queued.
-    var joined = false
+    /// The stream this follower is sent (0 until it joined); set under that
+    /// stream's backlog lock once its backlog was queued.
+    let streamID = Atomic<UInt32>(0)
 
     init(connection: TCPConnection, leader: Leader, log: Logger) {
         self.connection = connection
@@ -420,10 +511,11 @@ final class FollowerSession: @unchecked Sendable {
                 return
             }
             name = peerName.isEmpty ? connection.peer : peerName
-            try connection.send(Message.welcome(version: WireProtocol.version, stream: leader.describeStream()).encoded())
+            let stream = leader.stream(forRoom: name!)
+            try connection.send(Message.welcome(version: WireProtocol.version, stream: leader.describe(stream)).encoded())
             log.info("follower \(name!) joined from \(connection.peer)")
             try connection.send(Message.settings(leader.settings(of: name!)).encoded())
-            leader.join(self)
+            leader.join(self, stream: stream)
             connection.setReceiveTimeout(milliseconds: 30_000)
             while let (message, arrival) = try reader.nextTimed() {
                 switch message {
@@ -451,6 +543,30 @@ final class FollowerSession: @unchecked Sendable {
         } catch {
             close(reason: "\(error)")
         }
+    }
+}
+
+/// One group's stream: its player, and its chunks still ahead for rooms that join.
+final class LeaderStream: @unchecked Sendable {
+    let id: UInt32
+    /// The group it belongs to.
+    let group: String
+    var player: StreamPlayer!
+    /// Chunks whose PTS is still ahead, for followers that join mid-stream.
+    let backlog = Mutex<[(pts: LeaderTime, bytes: [UInt8])]>([])
+    // Used by the leader's heard-watcher thread only.
+    var lastHeard: (PlayerState, UInt32?)?
+    var heard = PlayHistoryTracker()
+    private let started = Atomic<Bool>(false)
+
+    init(id: UInt32, group: String) { self.id = id; self.group = group }
+
+    /// Starts the source thread (once).
+    func start() {
+        guard !started.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        let thread = Thread { [player] in nameThread("tutti-source"); player!.run() }
+        thread.name = "tutti-source"
+        thread.start()
     }
 }
 

@@ -15,6 +15,9 @@ public enum LeaderEvent: Sendable, Equatable {
     case mixer
     /// Rooms joined or left.
     case rooms
+    /// Groups created, renamed or deleted, rooms moved between them, party
+    /// mode, or a change in what a group other than the main one plays.
+    case groups
     /// The library changed (a scan finished).
     case library
     /// Stored playlists changed.

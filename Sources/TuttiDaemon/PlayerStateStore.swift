@@ -54,6 +54,31 @@ public final class PlayerStateStore: @unchecked Sendable {
         }
     }
 
+    /// Saves the groups and which room is in which (their queues are not kept: only the main group's is).
+    public func saveGroups(_ table: RoomGroups) throws(LibraryError) {
+        lock.lock(); defer { lock.unlock() }
+        let object: [String: Any] = [
+            "groups": table.groups.map { ["id": $0.id, "name": $0.name] },
+            "assignment": table.assignment,
+            "beforeParty": table.beforeParty ?? NSNull(),
+        ]
+        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]),
+              let text = String(data: data, encoding: .utf8) else { return }
+        let put = try database.cached("INSERT INTO player (key, value) VALUES ('groups', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value")
+        try put.run([.text(text)])
+    }
+
+    /// The saved groups, or nil if none were saved (or the record is unreadable).
+    public func loadGroups() throws(LibraryError) -> RoomGroups? {
+        lock.lock(); defer { lock.unlock() }
+        let rows = try database.query("SELECT value FROM player WHERE key = 'groups'") { (s) throws(LibraryError) in s.text(0) }
+        guard let text = rows.first, let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
+              let list = object["groups"] as? [[String: String]] else { return nil }
+        let groups = list.compactMap { g in g["id"].flatMap { id in g["name"].map { RoomGroups.Group(id: id, name: $0) } } }
+        return RoomGroups(groups: groups, assignment: object["assignment"] as? [String: String] ?? [:],
+                          beforeParty: object["beforeParty"] as? [String: String])
+    }
+
     /// The saved state, or nil if nothing was saved yet.
     public func load(seed: UInt64) throws(LibraryError) -> PlayerSnapshot? {
         lock.lock(); defer { lock.unlock() }
@@ -61,7 +86,7 @@ public final class PlayerStateStore: @unchecked Sendable {
             (Int(s.int(0)), UInt32(clamping: s.int(1)), s.text(2), Int(s.int(3)))
         }
         var values: [String: String] = [:]
-        for (k, v) in try database.query("SELECT key, value FROM player", row: { (s) throws(LibraryError) in (s.text(0), s.text(1)) }) { values[k] = v }
+        for (k, v) in try database.query("SELECT key, value FROM player WHERE key != 'groups'", row: { (s) throws(LibraryError) in (s.text(0), s.text(1)) }) { values[k] = v }
         guard !values.isEmpty else { return nil }
         let entries = rows.map { QueueEntry(id: $0.1, uri: $0.2) }
         var order = [Int](repeating: -1, count: entries.count)

@@ -135,12 +135,16 @@ final class StreamPlayer: @unchecked Sendable {
     typealias Opener = @Sendable (String) throws -> any AudioDecoder
     private let opener: Opener
 
-    init(configuration: LeaderConfiguration, streamID: UInt32, log: Logger, restoring snapshot: PlayerSnapshot? = nil,
+    /// The leader's 48 kHz grid: the epoch is a whole number of frames from it.
+    private let gridOrigin: LeaderTime
+
+    init(configuration: LeaderConfiguration, streamID: UInt32, gridOrigin: LeaderTime, log: Logger, restoring snapshot: PlayerSnapshot? = nil,
          opener: @escaping Opener = { path in try AudioFile.open(path) },
          broadcast: @escaping Broadcast, purge: @escaping Purge) {
         self.opener = opener
         self.configuration = configuration
         self.streamID = streamID
+        self.gridOrigin = gridOrigin
         self.log = log
         self.broadcast = broadcast
         self.purge = purge
@@ -155,6 +159,8 @@ final class StreamPlayer: @unchecked Sendable {
             queue.add(configuration.files)
             if configuration.loop { queue.repeatMode = .all }
         }
+        // Nothing to play: stopped from the start, before the source thread runs.
+        if queue.isEmpty { published.withLock { $0.state = .stopped } }
     }
 
     /// The state to save: the queue, what is heard and where.
@@ -219,7 +225,9 @@ final class StreamPlayer: @unchecked Sendable {
             log.error("\(error)"); return
         }
         codecDelay = StreamFormat.nanoseconds(frames: encoder!.delayFrames)
-        epoch = LeaderTime(nanoseconds: Monotonic.now() + startLatency)
+        // On the leader's grid, so rooms moving between groups' streams stay sample-aligned.
+        let wanted = StreamFormat.frames(nanoseconds: Monotonic.now() + startLatency - gridOrigin.nanoseconds).rounded(.up)
+        epoch = gridOrigin + StreamFormat.nanoseconds(frames: Int(wanted))
         if let restored {
             // After a restart or power cut: the saved queue and position, paused
             // (a speaker should not start playing by itself at 3 am).
@@ -234,8 +242,9 @@ final class StreamPlayer: @unchecked Sendable {
         } else {
             if !queue.isEmpty { queue.select(queue.order[0]) }
             if let first = queue.currentEntry { published.withLock { $0.pausedAt = TrackPosition(track: first.id, frame: 0) } }
+            if queue.currentEntry == nil { state = .stopped; endOfList = true } // an empty queue is stopped, and says so
             publish()
-            if let first = queue.currentEntry { open(entry: first.id, at: 0) } else { state = .stopped; endOfList = true }
+            if let first = queue.currentEntry { open(entry: first.id, at: 0) }
         }
 
         while running.load(ordering: .relaxed) {

@@ -4,7 +4,7 @@ import TuttiCore
 import TuttiNet
 
 let usage = """
-usage: tutti [--host HOST] [--port PORT] [--json] COMMAND [ARGS]
+usage: tutti [--host HOST] [--port PORT] [--group GROUP] [--json] COMMAND [ARGS]
 
   status                 what is playing, and every room with its sync health
   play | pause | toggle | stop
@@ -29,7 +29,12 @@ usage: tutti [--host HOST] [--port PORT] [--json] COMMAND [ARGS]
   vol ROOM 0-100         room volume
   mute ROOM | unmute ROOM
   latency ROOM MS        compensate a speaker's delay after its DAC
+  group [list]           groups of rooms, each with its own queue, and what they play
+  group new NAME [ROOM...] | add GROUP ROOM... | leave ROOM | rename GROUP NAME | delete GROUP
+  party [on [GROUP]|off|status]   every room plays one group (default: the main group); off: back
   watch                  follow changes as they happen
+
+Player and queue commands act on the main group, or on --group GROUP (id or name).
 
 The leader's control socket defaults to 127.0.0.1:4954.
 Exit codes: 0 done, 1 the leader refused (message on stderr), 2 cannot reach the leader, 64 usage.
@@ -42,6 +47,7 @@ func fail(_ message: String, _ code: Int32) -> Never {
 
 var args = Array(CommandLine.arguments.dropFirst())
 var host = "127.0.0.1", port: UInt16 = 4954, json = false
+var group: String?
 var rest: [String] = []
 while !args.isEmpty {
     let a = args.removeFirst()
@@ -51,6 +57,7 @@ while !args.isEmpty {
         guard let p = args.first.flatMap({ UInt16($0) }) else { fail("--port needs a number 1–65535", 64) }
         args.removeFirst(); port = p
     case "--json": json = true
+    case "--group": guard !args.isEmpty else { fail("--group needs a group id or name", 64) }; group = args.removeFirst()
     case "-h", "--help", "help":
         // `tutti COMMAND --help`: the usage lines of that command.
         if let command = rest.first {
@@ -94,7 +101,7 @@ func describeStatus(_ s: [String: Any]) -> String {
 }
 
 func describeRoom(_ r: [String: Any]) -> String {
-    var line = "\(r["name"] as? String ?? "?"): volume \(r["volume"] as? Int ?? 0)\((r["muted"] as? Bool ?? false) ? " (muted)" : "")"
+    var line = "\(r["name"] as? String ?? "?")\((r["group"] as? String).map { $0 == "main" ? "" : " [\(r["groupName"] as? String ?? $0)]" } ?? ""): volume \(r["volume"] as? Int ?? 0)\((r["muted"] as? Bool ?? false) ? " (muted)" : "")"
     if let trim = r["latencyMs"] as? Double, trim != 0 { line += String(format: ", latency %+.1f ms", trim) }
     if let h = r["health"] as? [String: Any] {
         line += String(format: ", sync %+.1f µs, buffer %.0f ms, ratio %+.1f ppm, rtt %.0f µs, underruns %d, resyncs %d",
@@ -104,12 +111,21 @@ func describeRoom(_ r: [String: Any]) -> String {
     return line
 }
 
+func describeGroup(_ g: [String: Any]) -> String {
+    let rooms = (g["rooms"] as? [String] ?? []).joined(separator: ", ")
+    var playing = g["state"] as? String ?? "?"
+    if let title = g["title"] as? String { playing += ": " + ((g["artist"] as? String).map { "\($0) — " } ?? "") + title }
+    return "\(g["name"] as? String ?? "?") (\(g["id"] as? String ?? "?")): \(rooms.isEmpty ? "no rooms" : rooms) — \(playing)"
+}
+
 let client: ControlClient
 do { client = try ControlClient(endpoint: Endpoint(host: host, port: port)) } catch {
     fail("cannot reach the leader at \(host):\(port): \(error)", 2)
 }
 
 @MainActor func call(_ method: String, _ params: [String: Any] = [:]) -> Any {
+    var params = params
+    if let group, method.hasPrefix("player.") || method.hasPrefix("queue.") { params["group"] = group }
     do { return try client.call(method, params) } catch let e as ControlClient.RemoteError {
         fail(e.message, 1)
     } catch {
@@ -126,10 +142,17 @@ switch command {
 case "status":
     let status = call("player.status") as? [String: Any] ?? [:]
     let rooms = (call("rooms.list") as? [String: Any])?["rooms"] as? [[String: Any]] ?? []
-    if json { output(["player": status, "rooms": rooms]) } else {
+    let groups = call("groups.list") as? [String: Any] ?? [:]
+    if json { output(["player": status, "rooms": rooms, "groups": groups["groups"] ?? [], "party": groups["party"] ?? false]) } else {
         print(describeStatus(status))
         if rooms.isEmpty { print("no rooms connected") }
         for r in rooms { print("  " + describeRoom(r)) }
+        // Other groups, each with its own stream, in a line each.
+        let others = (groups["groups"] as? [[String: Any]] ?? []).filter { $0["id"] as? String != (group ?? "main") && $0["name"] as? String != group }
+        if !others.isEmpty || groups["party"] as? Bool == true {
+            print(groups["party"] as? Bool == true ? "groups (party mode on):" : "groups:")
+            for g in others { print("  " + describeGroup(g)) }
+        }
     }
 case "play", "pause", "toggle", "next", "prev", "previous":
     let method = command == "prev" ? "player.previous" : "player.\(command)"
@@ -313,6 +336,52 @@ case "vol", "mute", "unmute", "latency":
     }
     let result = call("rooms.set", params)
     if json { output(result) } else if let r = result as? [String: Any] { print(describeRoom(r)) }
+case "group", "groups":
+    let sub = operands.first ?? "list"
+    let rest = Array(operands.dropFirst())
+    func show(_ result: Any) {
+        if json { output(result) } else if let g = result as? [String: Any] { print(describeGroup(g)) }
+    }
+    switch sub {
+    case "list":
+        let r = call("groups.list") as? [String: Any] ?? [:]
+        if json { output(r) } else {
+            if r["party"] as? Bool == true { print("party mode: on") }
+            for g in r["groups"] as? [[String: Any]] ?? [] { print(describeGroup(g)) }
+        }
+    case "new", "create":
+        guard let name = rest.first else { fail("group new NAME [ROOM...]", 64) }
+        show(call("groups.create", ["name": name, "rooms": Array(rest.dropFirst())]))
+    case "add":
+        guard rest.count >= 2 else { fail("group add GROUP ROOM...", 64) }
+        show(call("groups.add", ["group": rest[0], "rooms": Array(rest.dropFirst())]))
+    case "leave", "remove":
+        guard rest.count == 1 else { fail("group leave ROOM", 64) }
+        show(call("groups.separate", ["room": rest[0]]))
+    case "rename":
+        guard rest.count == 2 else { fail("group rename GROUP NAME", 64) }
+        show(call("groups.rename", ["group": rest[0], "name": rest[1]]))
+    case "delete":
+        guard rest.count == 1 else { fail("group delete GROUP", 64) }
+        let r = call("groups.delete", ["group": rest[0]])
+        if json { output(r) } else { print("deleted \(rest[0])") }
+    default: fail("unknown group command '\(sub)' (tutti group --help)", 64)
+    }
+case "party":
+    switch operands.first ?? "on" {
+    case "on":
+        var params: [String: Any] = [:]
+        if operands.count > 1 { params["group"] = operands[1] }
+        let r = call("party.on", params)
+        if json { output(r) } else if let g = r as? [String: Any] { print("party mode on: " + describeGroup(g)) }
+    case "off":
+        let r = call("party.off")
+        if json { output(r) } else { print("party mode off") }
+    case "status":
+        let r = call("party.status")
+        if json { output(r) } else { print("party mode \((r as? [String: Any])?["party"] as? Bool == true ? "on" : "off")") }
+    default: fail("party [on [GROUP]|off|status]", 64)
+    }
 case "watch":
     client.setReceiveTimeout(milliseconds: 0)
     _ = call("player.status")

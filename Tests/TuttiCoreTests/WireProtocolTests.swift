@@ -36,6 +36,9 @@ let sampleMessages: [Message] = {
         .settings(RoomSettings(volume: 100, muted: false, latencyTrimNanoseconds: 5 * nanosecondsPerSecond)),
         .roomCommand(.toggle),
         .roomCommand(.volumeUp),
+        .follow(stream: StreamDescription(streamID: 9, codec: .opus, framesPerChunk: 960, bufferNanoseconds: nanosecondsPerSecond),
+                from: LeaderTime(nanoseconds: 123_456_789)),
+        .follow(stream: StreamDescription(streamID: 0, codec: .pcm, framesPerChunk: 1, bufferNanoseconds: 0), from: LeaderTime(nanoseconds: -1)),
     ]
 }()
 
@@ -118,7 +121,7 @@ struct WireProtocolTests {
     @Test("Every MessageType case is covered by the samples")
     func everyTypeCovered() {
         #expect(Set(sampleMessages.map(\.type.rawValue)) == Set(MessageType.allCases.map(\.rawValue)))
-        #expect(MessageType.allCases.map(\.rawValue) == Array(1...12))
+        #expect(MessageType.allCases.map(\.rawValue) == Array(1...13))
     }
 
     @Test("Exact byte layout (big-endian) of fixed-size messages")
@@ -227,7 +230,7 @@ struct WireProtocolTests {
         #expect(throws: ProtocolError.emptyMessage) { try Message.decode(body: ArraySlice<UInt8>()) }
     }
 
-    @Test("Unknown type byte", arguments: [0, 13, 14, 127, 200, 255] as [UInt8])
+    @Test("Unknown type byte", arguments: [0, 14, 15, 127, 200, 255] as [UInt8])
     func unknownType(_ type: UInt8) {
         expectProtocolError(.unknownType(type), frame(type: type, body: []))
         expectProtocolError(.unknownType(type), frame(type: type, body: [1, 2, 3, 4]))

@@ -198,18 +198,21 @@ import TuttiNet
         #expect(try mpc(f, "volume") == "volume: 40%\n")
         try mpc(f, "volume", "+15")
         #expect(f.leader.settings(of: "kitchen").volume == 55)
+        // An output is a room in the main group (the one MPD controls): disabling one takes that room out into a group of its own.
         try mpc(f, "disable", "2")
-        #expect(f.leader.settings(of: "kitchen").muted && !f.leader.settings(of: "den").muted)
+        #expect(f.leader.group(ofRoom: "kitchen").name == "kitchen" && f.leader.group(ofRoom: "den").id == "main")
         #expect(lines(try mpc(f, "outputs")) == ["Output 1 (den) is enabled", "Output 2 (kitchen) is disabled"])
         // The JSON-RPC surface sees the same rooms.
         let client = try ControlClient(endpoint: f.leader.controlEndpoint!)
         let rooms = (try client.call("rooms.list") as? [String: Any])?["rooms"] as? [[String: Any]] ?? []
-        #expect(rooms.map { "\($0["name"] as? String ?? "?") \($0["volume"] as? Int ?? -1) \($0["muted"] as? Bool ?? false)" }
-                == ["den 55 false", "kitchen 55 true"])
+        #expect(rooms.map { "\($0["name"] as? String ?? "?") \($0["volume"] as? Int ?? -1) \($0["group"] as? String ?? "?")" }
+                == ["den 55 main", "kitchen 55 g2"])
         try mpc(f, "enable", "2")
-        #expect(!f.leader.settings(of: "kitchen").muted)
+        #expect(f.leader.group(ofRoom: "kitchen").id == "main")
         try mpc(f, "toggleoutput", "1")
-        #expect(f.leader.settings(of: "den").muted)
+        #expect(f.leader.group(ofRoom: "den").name == "den")
+        try mpc(f, "toggleoutput", "1")
+        #expect(f.leader.group(ofRoom: "den").id == "main", "a second toggle brings it back")
         let bad = try mpc(f, "enable", "9", expectSuccess: false)
         #expect(bad.contains("No such audio output") || bad.contains("Unknown output"), "\(bad)")
     }

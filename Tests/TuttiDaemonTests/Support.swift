@@ -51,7 +51,10 @@ func readRaw(_ path: String) -> [Int16] {
 /// Reads PATH.timing: (frame index, monotonic ns) per block.
 func readTiming(_ path: String) -> [(frame: Int, time: Int64)] {
     guard let text = try? String(contentsOfFile: path + ".timing", encoding: .utf8) else { return [] }
-    return text.split(separator: "\n").compactMap { line in
+    // The DAC may be mid-line as we read: a last line without its newline is not a record yet.
+    var lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+    lines.removeLast()
+    return lines.compactMap { line in
         let parts = line.split(separator: " ")
         guard parts.count == 2, let f = Int(parts[0]), let t = Int64(parts[1]) else { return nil }
         return (f, t)

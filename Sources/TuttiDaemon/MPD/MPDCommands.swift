@@ -148,23 +148,26 @@ extension MPDServer {
 
         // MARK: Outputs
         case "outputs":
-            for (i, name) in leader.followerNames.enumerated() {
+            // Each room is an output; enabled means it plays the main group (the one MPD controls).
+            for (i, name) in leader.knownRooms.enumerated() {
                 r.add("outputid", i)
                 r.add("outputname", name)
                 r.add("plugin", "tutti")
-                r.add("outputenabled", leader.settings(of: name).muted ? 0 : 1)
+                r.add("outputenabled", leader.group(ofRoom: name).id == RoomGroups.mainID ? 1 : 0)
             }
         case "enableoutput", "disableoutput", "toggleoutput":
             let id = try MPDArguments.unsigned(args[0])
-            let rooms = leader.followerNames
+            let rooms = leader.knownRooms
             guard id < rooms.count else { throw .noExist("No such audio output") }
-            var settings = leader.settings(of: rooms[id])
-            switch command.name {
-            case "enableoutput": settings.muted = false
-            case "disableoutput": settings.muted = true
-            default: settings.muted.toggle()
+            let room = rooms[id]
+            let inMain = leader.group(ofRoom: room).id == RoomGroups.mainID
+            let enable = command.name == "enableoutput" || (command.name == "toggleoutput" && !inMain)
+            do {
+                if enable && !inMain { _ = try leader.moveRooms([room], to: RoomGroups.mainID) }
+                if !enable && inMain { _ = try leader.separate(room: room) }
+            } catch {
+                throw .system("\(error)")
             }
-            leader.configure(room: rooms[id], settings)
 
         // MARK: Queue
         case "add", "addid":

@@ -311,6 +311,7 @@ public enum MPDSubsystem: String, CaseIterable, Sendable {
         case .options: [.options]
         case .mixer: [.mixer, .output] // volume and mute (an output's enable state)
         case .rooms: [.output, .mixer]
+        case .groups: [.output] // an output is enabled while its room is in the main group
         case .library: [.database, .update]
         case .playlists: [.stored_playlist]
         }
