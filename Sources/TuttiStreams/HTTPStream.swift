@@ -142,6 +142,8 @@ final class HTTPStream: NSObject, URLSessionDataDelegate, TransferDelegate, @unc
         case cancel(any Transfer)
         case reconnect(generation: Int, after: Double)
         case notify(StreamMetadata, @Sendable (StreamMetadata) -> Void)
+        /// The whole file arrived: commit the copy to the offline cache.
+        case commit(CacheTee)
     }
 
     let url: URL
@@ -174,14 +176,18 @@ final class HTTPStream: NSObject, URLSessionDataDelegate, TransferDelegate, @unc
     private var metadataValue = StreamMetadata()
     private var metadataHandler: (@Sendable (StreamMetadata) -> Void)?
     private var stats = NetworkStatistics()
+    /// Where finite files are kept as they arrive (nil: not kept).
+    private let cache: StreamCache?
+    private var tee: CacheTee?
 
-    init(url string: String, options: NetworkOptions, log: Logger) throws(StreamError) {
+    init(url string: String, options: NetworkOptions, log: Logger, cache: StreamCache? = nil) throws(StreamError) {
         guard let url = URL(string: string), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
               url.host != nil else { throw .unsupportedURL(string) }
         self.url = url
         self.urlString = string
         self.options = options
         self.log = log
+        self.cache = cache
         queue = OperationQueue()
         queue.maxConcurrentOperationCount = 1
         queue.name = "tutti.http"
@@ -204,6 +210,10 @@ final class HTTPStream: NSObject, URLSessionDataDelegate, TransferDelegate, @unc
     func open() throws(StreamError) {
         var actions: [Action] = []
         lock.lock()
+        if case .closed = state {
+            lock.unlock()
+            throw .network(url: urlString, reason: "cancelled")
+        }
         precondition(isIdle, "HTTPStream.open called twice")
         state = .connecting
         generation += 1
@@ -311,7 +321,10 @@ final class HTTPStream: NSObject, URLSessionDataDelegate, TransferDelegate, @unc
     func close() {
         var actions: [Action] = []
         lock.lock()
+        if case .closed = state { lock.unlock(); return }
         state = .closed
+        tee?.discard()
+        tee = nil
         generation += 1
         if let task { actions.append(.cancel(task)) }
         task = nil
@@ -323,6 +336,16 @@ final class HTTPStream: NSObject, URLSessionDataDelegate, TransferDelegate, @unc
     }
 
     var metadata: StreamMetadata { lock.withLock { metadataValue } }
+
+    /// Finite file: the share of it that has arrived so far (the download
+    /// frontier), 0…1; nil for a live stream or before the response.
+    var downloadedFraction: Double? {
+        lock.withLock {
+            guard let info, !info.isLive, let length = info.contentLength, length > 0 else { return nil }
+            if case .ended = state { return 1 }
+            return min(1, Double(resourceOffset) / Double(length))
+        }
+    }
     var statistics: NetworkStatistics { lock.withLock { var s = stats; s.bufferedBytes = buffer.count; return s } }
 
     /// Sets the metadata callback (called on the network queue) and calls
@@ -341,6 +364,8 @@ final class HTTPStream: NSObject, URLSessionDataDelegate, TransferDelegate, @unc
                 task.cancel()
             case .notify(let value, let handler):
                 handler(value)
+            case .commit(let tee):
+                if tee.finish() { log.info("\(urlString): kept in the offline cache (\(tee.expected) bytes)") }
             case .reconnect(let gen, let delay):
                 DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [weak self] in
                     guard let self else { return }
@@ -443,6 +468,7 @@ final class HTTPStream: NSObject, URLSessionDataDelegate, TransferDelegate, @unc
                     info = ResponseInfo(status: status, contentLength: length, metaint: metaint, contentType: headers["content-type"])
                     demuxer = metaint.map(ICYDemuxer.init)
                     state = .streaming
+                    if let cache, let length, metaint == nil { tee = cache.beginTee(url: urlString, size: length) }
                     let station = StreamMetadata(headers: headers)
                     metadataValue.stationName = station.stationName
                     metadataValue.genre = station.genre
@@ -508,6 +534,10 @@ final class HTTPStream: NSObject, URLSessionDataDelegate, TransferDelegate, @unc
         guard isCurrent(dataTask), case .streaming = state, let info else { lock.unlock(); return }
         do {
             var body = raw
+            if !info.isLive, let t = tee, !t.write(raw, at: resourceOffset) {
+                tee = nil
+                log.debug("\(urlString): not kept in the cache (the bytes did not arrive in order)")
+            }
             if !info.isLive {
                 if resourceOffset < skipUntil {
                     let n = Int(min(Int64(body.count), skipUntil - resourceOffset))
@@ -596,6 +626,8 @@ final class HTTPStream: NSObject, URLSessionDataDelegate, TransferDelegate, @unc
         let expected = info.contentLength ?? 0
         if error == nil && resourceOffset == expected {
             state = .ended
+            if let t = tee { actions.append(.commit(t)) }
+            tee = nil
         } else if let error, error.timedOut {
             state = .failed(.timedOut(url: urlString, seconds: options.stallTimeout, waitingFor: "audio data"))
         } else {
