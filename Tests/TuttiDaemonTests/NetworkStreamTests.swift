@@ -175,7 +175,7 @@ private func timedCall(_ c: ControlClient, _ method: String, _ params: [String: 
 
 private func status(_ c: ControlClient) -> [String: Any] { (try? c.call("player.status")) as? [String: Any] ?? [:] }
 
-@Suite(.serialized) struct NetworkStateTests {
+@Suite(.serialized) struct NetworkStreamStateTests {
     /// A server that accepts and sends nothing: commands still answer at once,
     /// the state reads loading, and after the timeout it is an error with a reason.
     @Test func stalledServerNeverDelaysCommandsAndEndsInAnError() throws {
