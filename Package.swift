@@ -40,7 +40,7 @@ let package = Package(
         // Music library: SQLite store, tag scanner, full-text search, playlists.
         .target(name: "TuttiLibrary", dependencies: ["TuttiCore", "CSQLite", "CMPG123", "CFLAC", "CTuttiShim"]),
         // Network sources: HTTP(S) streams, ICY metadata, offline cache.
-        .target(name: "TuttiStreams", dependencies: ["TuttiCore", "TuttiAudio", "CMPG123", "CTuttiShim"]),
+        .target(name: "TuttiStreams", dependencies: ["TuttiCore", "TuttiAudio", "TuttiNet", "CMPG123", "CTuttiShim"]),
         // Buttons and remotes: Linux input events and GPIO lines.
         .target(name: "TuttiInput", dependencies: ["TuttiCore", "CGPIOD"]),
         // Composition root: leader, follower, demo.

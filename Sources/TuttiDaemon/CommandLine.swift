@@ -37,6 +37,8 @@ public enum DaemonUsage {
       --buttons FILE         button mapping (media keys, GPIO, IR; see hardware/buttons.md)
       --cache DIR            offline cache of network tracks (default: beside the library)
       --cache-mb N           cache size cap, least recently used evicted (default 2048)
+      --no-auto-cache        do not keep network files in the cache as they play
+      --net-timeout S        seconds to wait for a server's answer, and for data mid-stream (default 10)
       --db PATH              library database (default ~/.local/share/tutti/library.db,
                              /var/lib/tutti/library.db for the service)
       --play FILE [FILE...]  MP3 or WAV files, played gaplessly in order
@@ -134,6 +136,11 @@ public extension DaemonCommand {
                 case "--db": c.databasePath = try value(flag)
                 case "--cache": c.cacheDirectory = try value(flag)
                 case "--cache-mb": c.cacheCapacityMegabytes = Int(try number(flag, 1...1_000_000))
+                case "--no-auto-cache": c.autoCache = false
+                case "--net-timeout":
+                    let seconds = try number(flag, 1...600)
+                    c.network.connectTimeout = seconds
+                    c.network.stallTimeout = seconds
                 case "--play":
                     while let next = args.first, !next.hasPrefix("--") { c.files.append(args.removeFirst()) }
                 case "--loop": c.loop = true

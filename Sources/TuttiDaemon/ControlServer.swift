@@ -272,6 +272,9 @@ public final class ControlServer: @unchecked Sendable {
             object["title"] = ((now.path as NSString).lastPathComponent as NSString).deletingPathExtension
         }
         if let d = now.durationSeconds { object["duration"] = (d * 1000).rounded() / 1000 }
+        if let e = now.error { object["error"] = e }
+        if let b = now.bufferedSeconds { object["bufferedSeconds"] = b }
+        if let f = now.bufferedFraction { object["bufferedFraction"] = (f * 1000).rounded() / 1000 }
         return object
     }
 

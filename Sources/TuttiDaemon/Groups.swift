@@ -129,7 +129,7 @@ extension Leader {
         // A group whose last room just left stops playing to nobody (it keeps its queue and position).
         let after = Set(connected.map { table.groupID(ofRoom: $0) })
         for id in before.subtracting(after) {
-            guard let stream = streams.withLock({ $0[id] }), stream.player.nowPlaying().state == .playing else { continue }
+            guard let stream = streams.withLock({ $0[id] }), stream.player.nowPlaying().state.isActive else { continue }
             _ = try? stream.player.submit(.pause)
             if id == RoomGroups.mainID { events.emit(.player) }
         }

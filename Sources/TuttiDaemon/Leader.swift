@@ -23,6 +23,10 @@ public struct LeaderConfiguration: Sendable {
     /// The offline cache of network tracks (nil: beside the library, or none without one).
     public var cacheDirectory: String? = nil
     public var cacheCapacityMegabytes = 2_048
+    /// Keep finite network files in the cache as they play (`--no-auto-cache` turns it off).
+    public var autoCache = true
+    /// Timeouts, buffer and reconnection for network sources.
+    public var network = NetworkOptions()
     public var files: [String] = []
     public var loop = false
     public var codec = Codec.opus
@@ -114,7 +118,8 @@ public final class Leader: @unchecked Sendable {
         cache = try cacheFolder.map { folder in
             try StreamCache(directory: folder, capacityBytes: Int64(configuration.cacheCapacityMegabytes) << 20, log: log.with(label: "cache"))
         }
-        opener = SourceOpener(cache: cache, log: log.with(label: "stream")) { [streamMetadata, events] uri, metadata in
+        opener = SourceOpener(cache: cache, options: configuration.network, log: log.with(label: "stream"),
+                              autoCache: configuration.autoCache) { [streamMetadata, events] uri, metadata in
             streamMetadata.set(metadata, for: uri)
             events.emit(.player) // the stream title is part of now playing
         }
@@ -138,7 +143,7 @@ public final class Leader: @unchecked Sendable {
         let opener = self.opener
         stream.player = StreamPlayer(configuration: setup, streamID: stream.id, gridOrigin: gridOrigin, log: log.with(label: group == RoomGroups.mainID ? "player" : "player \(group)"),
                                      restoring: snapshot,
-                                     opener: { uri in try opener.open(uri) },
+                                     opener: { uri, frame in try opener.openForPlayback(uri, startFrame: frame) },
                                      broadcast: { [unowned self, unowned stream] message, pts in broadcast(message, pts: pts, on: stream) },
                                      purge: { [unowned stream] pts in stream.backlog.withLock { $0.removeAll { $0.pts >= pts } } })
         return stream

@@ -3,6 +3,7 @@ import Foundation
 import Synchronization
 import TuttiAudio
 import TuttiCore
+import TuttiStreams
 
 /// Transport and queue commands, from any control surface.
 public enum PlayerCommand: Sendable, Equatable {
@@ -22,8 +23,15 @@ public enum PlayerCommand: Sendable, Equatable {
     case repeatMode(RepeatMode)
 }
 
+/// What now-playing shows. The transport is one of playing, paused and
+/// stopped; `loading` and `buffering` are "playing, but waiting for a network
+/// source" (opening it, or starved mid-play: silence is heard), and `error`
+/// is "stopped because the last track failed" (`NowPlaying.error` says why).
 public enum PlayerState: String, Sendable {
-    case playing, paused, stopped
+    case playing, paused, stopped, loading, buffering, error
+
+    /// The transport is playing (perhaps waiting for the network).
+    public var isActive: Bool { self == .playing || self == .loading || self == .buffering }
 }
 
 /// What a command did and when every room hears it.
@@ -49,6 +57,12 @@ public struct NowPlaying: Sendable, Equatable {
     public var trackCount: Int
     public var shuffle: Bool
     public var repeatMode: RepeatMode
+    /// Why the last track failed (it names the URL or file); cleared by the next play command.
+    public var error: String? = nil
+    /// Network source: seconds of audio downloaded ahead of what is heard.
+    public var bufferedSeconds: Double? = nil
+    /// Finite network file: the share of it downloaded, 0…1.
+    public var bufferedFraction: Double? = nil
 }
 
 public enum PlayerError: Error, CustomStringConvertible, Equatable {
@@ -100,12 +114,23 @@ final class StreamPlayer: @unchecked Sendable {
         var durations: [UInt32: Double] = [:]
         var epoch = LeaderTime(nanoseconds: 0)
         var queue = PlayQueue()
+        var error: String?
+        /// Waiting for a network source with nothing sent to cover it yet.
+        var starved: PlayerState?
+        /// The network source being decoded: its entry, seconds decoded but not yet sent, its progress.
+        var network: (track: UInt32, pendingSeconds: Double, progress: BackgroundSource.Progress)?
     }
     private let published = Mutex(Published())
 
     /// Stream frames [start, start+count) come from queue entry `track` (an
     /// entry id) frames [trackFrame, …) at 48 kHz.
-    struct Segment { var start: Int; var count: Int; var track: UInt32; var trackFrame: Int }
+    /// `phase` (loading/buffering) marks silence sent while a network source
+    /// had nothing: the track's position stands still at `trackFrame`.
+    struct Segment {
+        var start: Int; var count: Int; var track: UInt32; var trackFrame: Int
+        var phase: PlayerState? = nil
+        func trackFrame(at frame: Int) -> Int { phase == nil ? trackFrame + min(frame - start, count) : trackFrame }
+    }
     struct TrackPosition: Equatable { var track: UInt32; var frame: Int }
 
     // Source-thread state.
@@ -129,17 +154,29 @@ final class StreamPlayer: @unchecked Sendable {
     private var fadeIn = 0                 // frames of fade-in still to apply
     private var endOfList = false
     private var decoded: [Float] = []
+    /// A network source opening or decoding on its own thread; closed when replaced.
+    private var background: BackgroundSource? {
+        didSet { if let old = oldValue, old !== background { old.close() } }
+    }
+    /// The background source has delivered audio (before that it is loading).
+    private var backgroundStarted = false
+    /// Set by `fillPending` when a network source had no audio for it.
+    private var starvedPhase: PlayerState?
+    /// Failures in a row, to stop trying when every entry fails.
+    private var consecutiveFailures = 0
 
     private let restored: PlayerSnapshot?
     /// Opens a queue entry: a local file or a network stream.
-    typealias Opener = @Sendable (String) throws -> any AudioDecoder
+    /// `(uri, startFrame at 48 kHz)`: a ready decoder (the player seeks it)
+    /// or a background source already starting there.
+    typealias Opener = @Sendable (String, Int) throws -> SourceOpener.Opened
     private let opener: Opener
 
     /// The leader's 48 kHz grid: the epoch is a whole number of frames from it.
     private let gridOrigin: LeaderTime
 
     init(configuration: LeaderConfiguration, streamID: UInt32, gridOrigin: LeaderTime, log: Logger, restoring snapshot: PlayerSnapshot? = nil,
-         opener: @escaping Opener = { path in try AudioFile.open(path) },
+         opener: @escaping Opener = { path, _ in .ready(try AudioFile.open(path)) },
          broadcast: @escaping Broadcast, purge: @escaping Purge) {
         self.opener = opener
         self.configuration = configuration
@@ -168,7 +205,7 @@ final class StreamPlayer: @unchecked Sendable {
         let now = nowPlaying()
         let queue = queueSnapshot
         return PlayerSnapshot(queue: queue, entryID: now.entryID, positionMilliseconds: Int64(now.positionSeconds * 1000),
-                              wasPlaying: now.state == .playing)
+                              wasPlaying: now.state.isActive)
     }
 
     /// The queue as the source thread last published it.
@@ -197,22 +234,42 @@ final class StreamPlayer: @unchecked Sendable {
         let now = Monotonic.now()
         return published.withLock { p in
             var position = p.pausedAt
+            var state = p.state
+            var heardFrame: Int? = nil
             if p.state == .playing {
                 let heard = Int(StreamFormat.frames(nanoseconds: now - p.epoch.nanoseconds).rounded(.down))
+                heardFrame = heard
                 if let s = p.segments.last(where: { $0.start <= heard }) {
-                    position = TrackPosition(track: s.track, frame: s.trackFrame + min(heard - s.start, s.count))
+                    position = TrackPosition(track: s.track, frame: s.trackFrame(at: heard))
+                    // Silence sent while waiting for the network, or nothing sent yet to cover now.
+                    if let phase = s.phase { state = phase } else if heard >= s.start + s.count, let starved = p.starved { state = starved }
                 } else if let first = p.segments.first {
                     position = TrackPosition(track: first.track, frame: first.trackFrame)
                 } else if let entry = p.queue.currentEntry {
                     position = TrackPosition(track: entry.id, frame: 0) // nothing sent yet
+                    if let starved = p.starved { state = starved }
                 }
             }
+            if p.state == .stopped && p.error != nil { state = .error }
             let index = p.queue.index(ofID: position.track)
-            return NowPlaying(state: p.state, track: index ?? -1, entryID: index == nil ? nil : position.track,
-                              path: index.map { p.queue.entries[$0].uri } ?? "",
-                              positionSeconds: Double(position.frame) / Double(StreamFormat.sampleRate),
-                              durationSeconds: p.durations[position.track], trackCount: p.queue.count,
-                              shuffle: p.queue.shuffle, repeatMode: p.queue.repeatMode)
+            var result = NowPlaying(state: state, track: index ?? -1, entryID: index == nil ? nil : position.track,
+                                    path: index.map { p.queue.entries[$0].uri } ?? "",
+                                    positionSeconds: Double(position.frame) / Double(StreamFormat.sampleRate),
+                                    durationSeconds: p.durations[position.track], trackCount: p.queue.count,
+                                    shuffle: p.queue.shuffle, repeatMode: p.queue.repeatMode, error: p.error)
+            if let network = p.network, network.track == position.track {
+                // Ahead of the ear: audio sent to the rooms, decoded here, and still compressed in the buffers.
+                var sent = 0
+                if let heard = heardFrame {
+                    for s in p.segments where s.phase == nil && s.track == network.track && s.start + s.count > heard {
+                        sent += s.start + s.count - max(s.start, heard)
+                    }
+                }
+                let seconds = Double(sent) / Double(StreamFormat.sampleRate) + network.pendingSeconds + network.progress.bufferedSeconds
+                result.bufferedSeconds = (seconds * 1000).rounded() / 1000
+                result.bufferedFraction = network.progress.downloadedFraction
+            }
+            return result
         }
     }
 
@@ -258,6 +315,20 @@ final class StreamPlayer: @unchecked Sendable {
                 finishList()
                 continue
             }
+            if let phase = starvedPhase, pending.count < framesPerChunk * 2 {
+                // The network is late. Followers play from their buffer until this
+                // chunk is due; then silence goes out so they keep time, marked so
+                // that now playing reads loading/buffering, and the position stands still.
+                let due = ptsOf(frame: streamFrame).nanoseconds - startLatency
+                let wait = due - Monotonic.now()
+                if wait > 0 {
+                    _ = wake.wait(timeout: .now() + .nanoseconds(Int(min(wait, 20 * nanosecondsPerMillisecond))))
+                    continue
+                }
+                let frames = framesPerChunk - pending.count / 2
+                pending += [Float](repeating: 0, count: frames * 2)
+                pendingSegments.append(Segment(start: 0, count: frames, track: track, trackFrame: trackFrame, phase: phase))
+            }
             // Pace: send each chunk `buffer` ahead of its PTS; commands interrupt the wait.
             let sendAt = ptsOf(frame: streamFrame).nanoseconds - buffer
             let wait = sendAt - Monotonic.now()
@@ -275,7 +346,47 @@ final class StreamPlayer: @unchecked Sendable {
 
     /// Decodes until at least one chunk is pending or the list ends.
     private func fillPending() {
+        starvedPhase = nil
         while pending.count < framesPerChunk * 2 && !endOfList && running.load(ordering: .relaxed) {
+            if let source = background {
+                decoded.removeAll(keepingCapacity: true)
+                switch source.poll(into: &decoded, maxFrames: 4_096) {
+                case .waiting:
+                    starvedPhase = backgroundStarted ? .buffering : .loading
+                    return
+                case .failed(let reason):
+                    log.error("\(reason); going on with the next track")
+                    recordFailure(reason)
+                    if consecutiveFailures > queue.count {
+                        // Every entry failed in a row: stop rather than retry forever.
+                        background = nil
+                        endOfList = true
+                    } else {
+                        advanceTrack()
+                    }
+                case .end:
+                    if let resampler { appendResampled { (out) throws(AudioError) in try resampler.finish(into: &out) } }
+                    advanceTrack()
+                case .frames(let n):
+                    if !backgroundStarted {
+                        // The first audio: now the rate and length are known.
+                        backgroundStarted = true
+                        let progress = source.progress
+                        let rate = progress.sampleRate ?? StreamFormat.sampleRate
+                        do { resampler = rate == StreamFormat.sampleRate ? nil : try SoxrResampler(inputRate: rate) } catch {
+                            log.error("\(source.uri): \(error)")
+                            recordFailure("\(source.uri): \(error)")
+                            advanceTrack()
+                            continue
+                        }
+                        consecutiveFailures = 0
+                        published.withLock { $0.durations[track] = progress.frameCount.map { Double($0) / Double(rate) } }
+                        log.info("playing \(source.uri) (\(rate) Hz)")
+                    }
+                    consumeDecoded(n)
+                }
+                continue
+            }
             guard let decoder else {
                 advanceTrack()
                 continue
@@ -292,15 +403,26 @@ final class StreamPlayer: @unchecked Sendable {
                 advanceTrack()
                 continue
             }
-            if let resampler {
-                let input = decoded
-                appendResampled { (out) throws(AudioError) in
-                    try input.withUnsafeBufferPointer { (p) throws(AudioError) in try resampler.process(p.baseAddress!, frames: n, into: &out) }
-                }
-            } else {
-                appendPending(decoded)
-            }
+            consumeDecoded(n)
         }
+    }
+
+    /// `decoded` holds `n` frames at the source's rate: resample and queue them.
+    private func consumeDecoded(_ n: Int) {
+        if let resampler {
+            let input = decoded
+            appendResampled { (out) throws(AudioError) in
+                try input.withUnsafeBufferPointer { (p) throws(AudioError) in try resampler.process(p.baseAddress!, frames: n, into: &out) }
+            }
+        } else {
+            appendPending(decoded)
+        }
+    }
+
+    /// A track failed: now playing shows why (state `error` once the list stops).
+    private func recordFailure(_ reason: String) {
+        consecutiveFailures += 1
+        published.withLock { $0.error = reason }
     }
 
     private func appendResampled(_ body: (inout [Float]) throws(AudioError) -> Void) {
@@ -312,7 +434,7 @@ final class StreamPlayer: @unchecked Sendable {
     private func appendPending(_ samples: [Float]) {
         let frames = samples.count / 2
         guard frames > 0 else { return }
-        if let last = pendingSegments.last, last.track == track, last.trackFrame + last.count == trackFrame {
+        if let last = pendingSegments.last, last.phase == nil, last.track == track, last.trackFrame + last.count == trackFrame {
             pendingSegments[pendingSegments.count - 1].count += frames
         } else {
             pendingSegments.append(Segment(start: 0, count: frames, track: track, trackFrame: trackFrame))
@@ -332,7 +454,23 @@ final class StreamPlayer: @unchecked Sendable {
             queue.select(index)
             let path = queue.entries[index].uri
             do {
-                let d = try opener(path)
+                let d: any AudioDecoder
+                switch try opener(path, frame) {
+                case .background(let source):
+                    // A network source: it connects and decodes on its own thread; `fillPending` polls it.
+                    decoder = nil
+                    resampler = nil
+                    background = source
+                    backgroundStarted = false
+                    track = entryID
+                    trackFrame = frame
+                    endOfList = false
+                    log.info("opening \(path)\(frame > 0 ? String(format: " from %.3f s", Double(frame) / 48_000) : "")")
+                    return
+                case .ready(let ready):
+                    d = ready
+                    background = nil
+                }
                 let rate = d.sampleRate
                 if frame > 0 { try d.seek(toFrame: Int((Double(frame) * Double(rate) / Double(StreamFormat.sampleRate)).rounded())) }
                 resampler = rate == StreamFormat.sampleRate ? nil : try SoxrResampler(inputRate: rate)
@@ -343,9 +481,11 @@ final class StreamPlayer: @unchecked Sendable {
                 published.withLock { $0.durations[entryID] = duration }
                 log.info("playing \(path) (\(rate) Hz\(frame > 0 ? String(format: ", from %.3f s", Double(frame) / 48_000) : ""))")
                 endOfList = false
+                consecutiveFailures = 0
                 return
             } catch {
                 log.error("skipping \(path): \(error)")
+                recordFailure("\(error)")
                 frame = 0
                 switch queue.stepForward(manual: true) {
                 case .play(let i) where queue.repeatMode != .off || i != queue.order.first: candidate = queue.entries[i].id
@@ -354,14 +494,14 @@ final class StreamPlayer: @unchecked Sendable {
                 }
             }
         }
-        decoder = nil
+        decoder = nil; background = nil
         resampler = nil
         endOfList = true
     }
 
     /// The current entry ended: gapless on to what the queue says is next.
     private func advanceTrack() {
-        decoder = nil
+        decoder = nil; background = nil
         resampler = nil
         let step = queue.stepForward(manual: false)
         switch step {
@@ -402,8 +542,9 @@ final class StreamPlayer: @unchecked Sendable {
         while remaining > 0, !pendingSegments.isEmpty {
             var s = pendingSegments[0]
             let take = min(remaining, s.count)
-            history.append(Segment(start: at, count: take, track: s.track, trackFrame: s.trackFrame))
-            s.count -= take; s.trackFrame += take
+            history.append(Segment(start: at, count: take, track: s.track, trackFrame: s.trackFrame, phase: s.phase))
+            s.count -= take
+            if s.phase == nil { s.trackFrame += take }
             if s.count == 0 { pendingSegments.removeFirst() } else { pendingSegments[0] = s }
             remaining -= take; at += take
         }
@@ -430,11 +571,15 @@ final class StreamPlayer: @unchecked Sendable {
 
     private func publish() {
         let (state, segments, epoch, queue) = (self.state, history, self.epoch, self.queue)
+        let network = background.map { (track: track, pendingSeconds: Double(pending.count / 2) / Double(StreamFormat.sampleRate), progress: $0.progress) }
+        let starved = state == .playing ? starvedPhase : nil
         published.withLock { p in
             p.state = state
             p.segments = segments
             p.epoch = epoch
             p.queue = queue
+            p.network = network
+            p.starved = starved
         }
     }
 
@@ -456,15 +601,16 @@ final class StreamPlayer: @unchecked Sendable {
     /// Where in which track the stream is at grid frame `frame`.
     private func position(atFrame frame: Int) -> TrackPosition {
         if let s = history.last(where: { $0.start <= frame }), frame < s.start + s.count {
-            return TrackPosition(track: s.track, frame: s.trackFrame + (frame - s.start))
+            return TrackPosition(track: s.track, frame: s.trackFrame(at: frame))
         }
         if frame >= streamFrame {
-            if let p = pendingSegments.first {
-                return TrackPosition(track: p.track, frame: p.trackFrame + min(p.count, frame - streamFrame))
+            if var p = pendingSegments.first {
+                p.start = streamFrame
+                return TrackPosition(track: p.track, frame: p.trackFrame(at: frame))
             }
             return TrackPosition(track: track, frame: trackFrame)
         }
-        if let s = history.last { return TrackPosition(track: s.track, frame: s.trackFrame + s.count) }
+        if let s = history.last { return TrackPosition(track: s.track, frame: s.trackFrame(at: s.start + s.count)) }
         return TrackPosition(track: track, frame: trackFrame)
     }
 
@@ -511,11 +657,12 @@ final class StreamPlayer: @unchecked Sendable {
             guard state == .playing else { break }
             cut(at: at)
             state = .paused
+            background = nil // resuming reopens it at the paused position; the connection is not held meanwhile
             published.withLock { $0.pausedAt = heard }
             log.info("paused at \(String(format: "%.3f", Double(heard.frame) / 48_000)) s of entry \(heard.track)")
         case .stop:
             if state == .playing { cut(at: at) }
-            decoder = nil
+            decoder = nil; background = nil
             state = .stopped
             published.withLock { $0.pausedAt = TrackPosition(track: heard.track, frame: 0) }
         case .play:
@@ -561,7 +708,7 @@ final class StreamPlayer: @unchecked Sendable {
                 if state == .playing, let successor {
                     restart(at: at, position: TrackPosition(track: successor, frame: 0))
                 } else {
-                    if state == .playing { cut(at: at); decoder = nil; state = .stopped }
+                    if state == .playing { cut(at: at); decoder = nil; background = nil; state = .stopped }
                     let fallback = successor ?? queue.order.first.map { queue.entries[$0].id } ?? 0
                     published.withLock { $0.pausedAt = TrackPosition(track: fallback, frame: 0) }
                 }
@@ -577,7 +724,7 @@ final class StreamPlayer: @unchecked Sendable {
         case .clear:
             if state == .playing { cut(at: at) }
             queue.clear()
-            decoder = nil
+            decoder = nil; background = nil
             endOfList = true
             state = .stopped
             published.withLock { $0.pausedAt = TrackPosition(track: 0, frame: 0) }
@@ -601,11 +748,11 @@ final class StreamPlayer: @unchecked Sendable {
     /// no longer does is cut, and decoding restarts there with the right entry.
     private func revalidateUpcoming(from at: Int) {
         guard state == .playing else { return }
-        let upcoming = history.filter { $0.start + $0.count > at } + pendingSegments.enumerated().map { i, s in
+        let upcoming = (history.filter { $0.start + $0.count > at } + pendingSegments.enumerated().map { i, s in
             var s = s
             s.start = streamFrame + pendingSegments[..<i].reduce(0) { $0 + $1.count }
             return s
-        }
+        }).filter { $0.phase == nil } // silence while waiting for the network is no track boundary
         func successor(of id: UInt32) -> UInt32? {
             var q = queue
             guard let i = q.index(ofID: id) else { return nil }
@@ -622,7 +769,7 @@ final class StreamPlayer: @unchecked Sendable {
                 let frame = max(at, segment.start)
                 cut(at: frame, fade: frame != segment.start)
                 streamFrame = frame
-                if let expected { open(entry: expected, at: 0) } else { decoder = nil; resampler = nil; endOfList = true }
+                if let expected { open(entry: expected, at: 0) } else { decoder = nil; background = nil; resampler = nil; endOfList = true }
                 return
             }
             previous = segment.track
@@ -632,7 +779,7 @@ final class StreamPlayer: @unchecked Sendable {
             let expected = successor(of: previous)
             pending.removeAll(keepingCapacity: true)
             pendingSegments.removeAll()
-            if let expected { open(entry: expected, at: 0) } else { decoder = nil; resampler = nil; endOfList = true }
+            if let expected { open(entry: expected, at: 0) } else { decoder = nil; background = nil; resampler = nil; endOfList = true }
         }
         if let i = queue.index(ofID: track) { queue.select(i) }
     }
@@ -640,6 +787,8 @@ final class StreamPlayer: @unchecked Sendable {
     /// Starts audio from `position` at grid frame `frame` (cutting what was sent after it).
     private func restart(at frame: Int, position: TrackPosition) {
         cut(at: frame)
+        published.withLock { $0.error = nil }
+        consecutiveFailures = 0
         streamFrame = frame
         if let duration = published.withLock({ $0.durations[position.track] }), Double(position.frame) / 48_000 >= duration,
            let i = queue.index(ofID: position.track) {
@@ -647,7 +796,7 @@ final class StreamPlayer: @unchecked Sendable {
             queue.select(i)
             switch queue.stepForward(manual: true) {
             case .play(let j), .restart(let j): open(entry: queue.entries[j].id, at: 0)
-            case .stop: decoder = nil; endOfList = true
+            case .stop: decoder = nil; background = nil; endOfList = true
             }
         } else {
             open(entry: position.track, at: position.frame)

@@ -22,6 +22,9 @@ public struct NetworkOptions: Sendable {
     /// Bytes fed to the decoder before giving up on finding an MPEG frame.
     public var maxProbeBytes = 512 * 1024
     public var userAgent = "Tutti/1.0"
+    /// Use URLSession for http:// too, instead of the plain-socket client
+    /// (which is what accepts SHOUTcast v1's `ICY 200 OK`).
+    public var useURLSessionForHTTP = false
 
     public init() {}
 }
@@ -110,7 +113,7 @@ struct ByteQueue {
 /// one consumer thread; URLSession callbacks run on a private serial queue.
 /// State crosses between them under one condition lock; URLSession is
 /// never called with that lock held.
-final class HTTPStream: NSObject, URLSessionDataDelegate, @unchecked Sendable {
+final class HTTPStream: NSObject, URLSessionDataDelegate, TransferDelegate, @unchecked Sendable {
     enum ReadResult: Equatable {
         case bytes(Int)
         /// The bytes after this point do not continue the ones before (a
@@ -136,9 +139,11 @@ final class HTTPStream: NSObject, URLSessionDataDelegate, @unchecked Sendable {
 
     private enum Action {
         case start(generation: Int, offset: Int64)
-        case cancel(URLSessionTask)
+        case cancel(any Transfer)
         case reconnect(generation: Int, after: Double)
         case notify(StreamMetadata, @Sendable (StreamMetadata) -> Void)
+        /// The whole file arrived: commit the copy to the offline cache.
+        case commit(CacheTee)
     }
 
     let url: URL
@@ -152,7 +157,7 @@ final class HTTPStream: NSObject, URLSessionDataDelegate, @unchecked Sendable {
     private let lock = NSCondition()
     private var state = State.idle
     private var generation = 0
-    private var task: URLSessionDataTask?
+    private var task: (any Transfer)?
     private(set) var info: ResponseInfo?
     private var buffer = ByteQueue()
     private var appended: Int64 = 0
@@ -171,14 +176,18 @@ final class HTTPStream: NSObject, URLSessionDataDelegate, @unchecked Sendable {
     private var metadataValue = StreamMetadata()
     private var metadataHandler: (@Sendable (StreamMetadata) -> Void)?
     private var stats = NetworkStatistics()
+    /// Where finite files are kept as they arrive (nil: not kept).
+    private let cache: StreamCache?
+    private var tee: CacheTee?
 
-    init(url string: String, options: NetworkOptions, log: Logger) throws(StreamError) {
+    init(url string: String, options: NetworkOptions, log: Logger, cache: StreamCache? = nil) throws(StreamError) {
         guard let url = URL(string: string), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
               url.host != nil else { throw .unsupportedURL(string) }
         self.url = url
         self.urlString = string
         self.options = options
         self.log = log
+        self.cache = cache
         queue = OperationQueue()
         queue.maxConcurrentOperationCount = 1
         queue.name = "tutti.http"
@@ -201,6 +210,10 @@ final class HTTPStream: NSObject, URLSessionDataDelegate, @unchecked Sendable {
     func open() throws(StreamError) {
         var actions: [Action] = []
         lock.lock()
+        if case .closed = state {
+            lock.unlock()
+            throw .network(url: urlString, reason: "cancelled")
+        }
         precondition(isIdle, "HTTPStream.open called twice")
         state = .connecting
         generation += 1
@@ -308,7 +321,10 @@ final class HTTPStream: NSObject, URLSessionDataDelegate, @unchecked Sendable {
     func close() {
         var actions: [Action] = []
         lock.lock()
+        if case .closed = state { lock.unlock(); return }
         state = .closed
+        tee?.discard()
+        tee = nil
         generation += 1
         if let task { actions.append(.cancel(task)) }
         task = nil
@@ -320,6 +336,16 @@ final class HTTPStream: NSObject, URLSessionDataDelegate, @unchecked Sendable {
     }
 
     var metadata: StreamMetadata { lock.withLock { metadataValue } }
+
+    /// Finite file: the share of it that has arrived so far (the download
+    /// frontier), 0…1; nil for a live stream or before the response.
+    var downloadedFraction: Double? {
+        lock.withLock {
+            guard let info, !info.isLive, let length = info.contentLength, length > 0 else { return nil }
+            if case .ended = state { return 1 }
+            return min(1, Double(resourceOffset) / Double(length))
+        }
+    }
     var statistics: NetworkStatistics { lock.withLock { var s = stats; s.bufferedBytes = buffer.count; return s } }
 
     /// Sets the metadata callback (called on the network queue) and calls
@@ -338,6 +364,8 @@ final class HTTPStream: NSObject, URLSessionDataDelegate, @unchecked Sendable {
                 task.cancel()
             case .notify(let value, let handler):
                 handler(value)
+            case .commit(let tee):
+                if tee.finish() { log.info("\(urlString): kept in the offline cache (\(tee.expected) bytes)") }
             case .reconnect(let gen, let delay):
                 DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [weak self] in
                     guard let self else { return }
@@ -349,38 +377,89 @@ final class HTTPStream: NSObject, URLSessionDataDelegate, @unchecked Sendable {
                     if go { self.perform([.start(generation: gen, offset: 0)]) }
                 }
             case .start(let gen, let offset):
-                var request = URLRequest(url: url)
-                request.setValue(options.userAgent, forHTTPHeaderField: "User-Agent")
-                request.setValue("identity", forHTTPHeaderField: "Accept-Encoding")
-                if options.requestMetadata { request.setValue("1", forHTTPHeaderField: "Icy-MetaData") }
-                if offset > 0 { request.setValue("bytes=\(offset)-", forHTTPHeaderField: "Range") }
-                let newTask = session.dataTask(with: request)
-                let current: Bool = lock.withLock {
-                    guard gen == generation, case .connecting = state else { return false }
-                    task = newTask
-                    return true
-                }
-                if current { newTask.resume() } else { newTask.cancel() }
+                startTransfer(url: url, offset: offset, generation: gen)
             }
         }
     }
 
-    private func isCurrent(_ t: URLSessionTask) -> Bool { task.map { $0 === t } ?? false }
+    /// The request headers for a transfer starting at `offset`.
+    private func requestHeaders(offset: Int64) -> [(String, String)] {
+        var headers = [("User-Agent", options.userAgent), ("Accept-Encoding", "identity")]
+        if options.requestMetadata { headers.append(("Icy-MetaData", "1")) }
+        if offset > 0 { headers.append(("Range", "bytes=\(offset)-")) }
+        return headers
+    }
 
-    // MARK: URLSession delegate (on `queue`)
+    /// http:// goes through the plain-socket client (it accepts SHOUTcast v1's
+    /// `ICY 200 OK`); https:// through URLSession (TLS).
+    private func startTransfer(url target: URL, offset: Int64, generation gen: Int) {
+        let headers = requestHeaders(offset: offset)
+        let newTask: any Transfer
+        var socketTransfer: SocketTransfer? = nil
+        if target.scheme?.lowercased() == "http" && !options.useURLSessionForHTTP {
+            let t = SocketTransfer(url: target, headers: headers, connectTimeout: options.connectTimeout,
+                                   stallTimeout: options.stallTimeout, delegate: self)
+            socketTransfer = t
+            newTask = t
+        } else {
+            var request = URLRequest(url: target)
+            for (k, v) in headers { request.setValue(v, forHTTPHeaderField: k) }
+            newTask = session.dataTask(with: request)
+        }
+        let current: Bool = lock.withLock {
+            guard gen == generation, case .connecting = state else { return false }
+            task = newTask
+            return true
+        }
+        guard current else { newTask.cancel(); return }
+        if let socketTransfer { socketTransfer.start() } else { (newTask as? URLSessionDataTask)?.resume() }
+    }
+
+    private func isCurrent(_ t: any Transfer) -> Bool { task.map { $0 === t } ?? false }
+
+    // MARK: URLSession delegate (on `queue`): each event goes to the shared handlers below
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
                     completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void) {
+        let http = response as? HTTPURLResponse
+        var headers: [String: String] = [:]
+        for (k, v) in http?.allHeaderFields ?? [:] { headers[String(describing: k).lowercased()] = String(describing: v) }
+        let allow = transfer(dataTask, didReceiveStatus: http?.statusCode ?? 0, headers: headers)
+        completionHandler(allow ? .allow : .cancel)
+    }
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        data.withUnsafeBytes { transfer(dataTask, didReceive: $0) }
+    }
+
+    func urlSession(_ session: URLSession, task completed: URLSessionTask, didCompleteWithError error: (any Error)?) {
+        guard let dataTask = completed as? URLSessionDataTask else { return }
+        let failure: TransferFailure? = error.map { e in
+            if let u = e as? URLError, u.code == .timedOut { return TransferFailure(reason: "no data for \(Int(options.stallTimeout)) s", timedOut: true) }
+            return TransferFailure(reason: (e as NSError).localizedDescription)
+        }
+        transfer(dataTask, didCompleteWith: failure)
+    }
+
+    // MARK: Transfer events (on the transfer's thread or URLSession's queue)
+
+    func transfer(_ t: any Transfer, redirectedTo target: URL) {
+        // The plain client followed http:// redirects itself; https:// continues in URLSession.
+        let (current, gen, offset): (Bool, Int, Int64) = lock.withLock {
+            (isCurrent(t), generation, info != nil && !(info!.isLive) ? resourceOffset : 0)
+        }
+        guard current else { return }
+        log.info("\(urlString): redirected to \(target.absoluteString)")
+        startTransfer(url: target, offset: offset, generation: gen)
+    }
+
+    func transfer(_ dataTask: any Transfer, didReceiveStatus status: Int, headers: [String: String]) -> Bool {
         var actions: [Action] = []
-        var disposition = URLSession.ResponseDisposition.allow
+        var disposition = true
         lock.lock()
         if !isCurrent(dataTask) {
-            disposition = .cancel
+            disposition = false
         } else {
-            let http = response as? HTTPURLResponse
-            let status = http?.statusCode ?? 0
-            var headers: [String: String] = [:]
-            for (k, v) in http?.allHeaderFields ?? [:] { headers[String(describing: k).lowercased()] = String(describing: v) }
             if info == nil {
                 // First response.
                 if status == 200 || status == 206 {
@@ -389,6 +468,7 @@ final class HTTPStream: NSObject, URLSessionDataDelegate, @unchecked Sendable {
                     info = ResponseInfo(status: status, contentLength: length, metaint: metaint, contentType: headers["content-type"])
                     demuxer = metaint.map(ICYDemuxer.init)
                     state = .streaming
+                    if let cache, let length, metaint == nil { tee = cache.beginTee(url: urlString, size: length) }
                     let station = StreamMetadata(headers: headers)
                     metadataValue.stationName = station.stationName
                     metadataValue.genre = station.genre
@@ -398,7 +478,7 @@ final class HTTPStream: NSObject, URLSessionDataDelegate, @unchecked Sendable {
                     log.info("\(urlString): HTTP \(status), \(info!.isLive ? "live stream" : "file of \(length!) bytes")\(metaint.map { ", ICY metadata every \($0) bytes" } ?? "")\(station.stationName.map { ", station '\($0)'" } ?? "")")
                 } else {
                     state = .failed(.httpStatus(url: urlString, status: status))
-                    disposition = .cancel
+                    disposition = false
                     task = nil
                 }
             } else if info!.isLive {
@@ -413,7 +493,7 @@ final class HTTPStream: NSObject, URLSessionDataDelegate, @unchecked Sendable {
                     log.info("\(urlString): reconnected (HTTP \(status))")
                 } else {
                     log.warning("\(urlString): reconnect attempt answered HTTP \(status)")
-                    disposition = .cancel
+                    disposition = false
                     task = nil
                     actions += scheduleReconnect(reason: "HTTP \(status)")
                 }
@@ -430,15 +510,15 @@ final class HTTPStream: NSObject, URLSessionDataDelegate, @unchecked Sendable {
                 } else {
                     state = .failed(status == 206 ? .notSeekable(url: urlString, reason: "the server sent the wrong range (\(headers["content-range"] ?? "none"))")
                                                   : .httpStatus(url: urlString, status: status))
-                    disposition = .cancel
+                    disposition = false
                     task = nil
                 }
             }
             lock.broadcast()
         }
         lock.unlock()
-        completionHandler(disposition)
         perform(actions)
+        return disposition
     }
 
     /// `bytes 100-199/1000` → 100.
@@ -448,12 +528,16 @@ final class HTTPStream: NSObject, URLSessionDataDelegate, @unchecked Sendable {
         return Int64(parts[1])
     }
 
-    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+    func transfer(_ dataTask: any Transfer, didReceive raw: UnsafeRawBufferPointer) {
         var actions: [Action] = []
         lock.lock()
         guard isCurrent(dataTask), case .streaming = state, let info else { lock.unlock(); return }
-        data.withUnsafeBytes { (raw: UnsafeRawBufferPointer) in
+        do {
             var body = raw
+            if !info.isLive, let t = tee, !t.write(raw, at: resourceOffset) {
+                tee = nil
+                log.debug("\(urlString): not kept in the cache (the bytes did not arrive in order)")
+            }
             if !info.isLive {
                 if resourceOffset < skipUntil {
                     let n = Int(min(Int64(body.count), skipUntil - resourceOffset))
@@ -512,7 +596,7 @@ final class HTTPStream: NSObject, URLSessionDataDelegate, @unchecked Sendable {
         stats.peakBufferedBytes = max(stats.peakBufferedBytes, buffer.count)
     }
 
-    func urlSession(_ session: URLSession, task completed: URLSessionTask, didCompleteWithError error: (any Error)?) {
+    func transfer(_ completed: any Transfer, didCompleteWith error: TransferFailure?) {
         var actions: [Action] = []
         lock.lock()
         defer {
@@ -522,10 +606,7 @@ final class HTTPStream: NSObject, URLSessionDataDelegate, @unchecked Sendable {
         }
         guard isCurrent(completed) else { return }
         task = nil
-        let reason: String? = error.map { e in
-            if let u = e as? URLError, u.code == .timedOut { return "no data for \(Int(options.stallTimeout)) s" }
-            return (e as NSError).localizedDescription
-        }
+        let reason: String? = error?.reason
         guard let info else {
             // The first request failed before any response.
             if case .failed = state { return }
@@ -545,7 +626,9 @@ final class HTTPStream: NSObject, URLSessionDataDelegate, @unchecked Sendable {
         let expected = info.contentLength ?? 0
         if error == nil && resourceOffset == expected {
             state = .ended
-        } else if let error, let u = error as? URLError, u.code == .timedOut {
+            if let t = tee { actions.append(.commit(t)) }
+            tee = nil
+        } else if let error, error.timedOut {
             state = .failed(.timedOut(url: urlString, seconds: options.stallTimeout, waitingFor: "audio data"))
         } else {
             if let reason { log.warning("\(urlString): transfer failed at byte \(resourceOffset) of \(expected): \(reason)") }

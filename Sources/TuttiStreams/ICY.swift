@@ -180,7 +180,7 @@ public enum ICYText {
     }
 }
 
-extension String {
+extension StringProtocol {
     func trimmingWhitespace() -> String {
         var s = Substring(self)
         while let f = s.first, f.isWhitespace { s.removeFirst() }

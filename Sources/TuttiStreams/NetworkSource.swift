@@ -1,5 +1,6 @@
 import CMPG123
 import CTuttiShim
+import Synchronization
 import TuttiAudio
 import TuttiCore
 
@@ -33,13 +34,19 @@ public final class NetworkSource: AudioDecoder {
     private var input = [UInt8](repeating: 0, count: 16_384)
     private var output: [UInt8] = []
     private var finished = false
+    // Reader thread only: for turning buffered bytes into seconds.
+    private var fedBytes: Int64 = 0
+    private var decodedFrames: Int64 = 0
 
     /// Connects to `url` and decodes until the format is known.
     /// Throws `StreamError` (typed: HTTP status, network, timeout, undecodable).
     public init(url: String, options: NetworkOptions = NetworkOptions(), log: Logger = .silent,
-                onMetadata: (@Sendable (StreamMetadata) -> Void)? = nil) throws(StreamError) {
-        let stream = try HTTPStream(url: url, options: options, log: log)
+                onMetadata: (@Sendable (StreamMetadata) -> Void)? = nil,
+                cancellation: NetworkCancellation? = nil, cache: StreamCache? = nil) throws(StreamError) {
+        // With `cache`, a finite file that arrives whole is kept in it (the bytes are teed as they come).
+        let stream = try HTTPStream(url: url, options: options, log: log, cache: cache)
         if let onMetadata { stream.setMetadataHandler(onMetadata) }
+        cancellation?.attach(stream)
         try stream.open()
         var err: Int32 = 0
         guard let mh = mpg123_new(nil, &err) else {
@@ -102,6 +109,7 @@ public final class NetworkSource: AudioDecoder {
         }
         mpg123_format_none(mh)
         mpg123_format(mh, rate, ch, encoding)
+        fedBytes = Int64(fed)
     }
 
     deinit {
@@ -124,6 +132,16 @@ public final class NetworkSource: AudioDecoder {
 
     /// Reconnects, pauses, drops and buffer level; safe from any thread.
     public var statistics: NetworkStatistics { stream.statistics }
+
+    /// Finite file: the share downloaded so far, 0…1; nil for live streams.
+    public var downloadedFraction: Double? { stream.downloadedFraction }
+
+    /// Seconds of audio in the byte buffer between network and decoder,
+    /// estimated from the bytes-per-frame seen so far. Reader thread only.
+    public var bufferedSeconds: Double {
+        guard fedBytes > 0, decodedFrames > 0, sampleRate > 0 else { return 0 }
+        return Double(stream.statistics.bufferedBytes) * Double(decodedFrames) / Double(fedBytes) / Double(sampleRate)
+    }
 
     /// How full the buffer between network and decoder is, 0…1 (for "buffering" displays).
     public var bufferFill: Double {
@@ -159,6 +177,7 @@ public final class NetworkSource: AudioDecoder {
             let rc = output.withUnsafeMutableBytes { mpg123_read(handle, $0.baseAddress, want, &done) }
             let frames = done / bytesPerFrame
             if frames > 0 {
+                decodedFrames += Int64(frames)
                 output.withUnsafeBytes { appendStereo(decodedFloats: $0, frames: frames, channels: channels, to: &out) }
             }
             switch rc {
@@ -179,6 +198,7 @@ public final class NetworkSource: AudioDecoder {
                 if frames > 0 { return frames }
                 switch input.withUnsafeMutableBytes({ stream.read(into: $0) }) {
                 case .bytes(let n):
+                    fedBytes += Int64(n)
                     _ = input.withUnsafeBytes { mpg123_feed(handle, $0.baseAddress!.assumingMemoryBound(to: UInt8.self), n) }
                 case .discontinuity:
                     // New connection (or dropped data): start the decoder afresh
@@ -199,5 +219,25 @@ public final class NetworkSource: AudioDecoder {
                 throw StreamError.undecodable(url: path, reason: String(cString: mpg123_strerror(handle))).audioError
             }
         }
+    }
+}
+
+/// Lets another thread abandon a `NetworkSource` that is still connecting
+/// or waiting for data: its blocked `init` or `read` returns at once.
+public final class NetworkCancellation: Sendable {
+    private let state = Mutex<(cancelled: Bool, stream: HTTPStream?)>((false, nil))
+
+    public init() {}
+
+    public func cancel() {
+        let stream = state.withLock { s -> HTTPStream? in s.cancelled = true; return s.stream }
+        stream?.close()
+    }
+
+    public var isCancelled: Bool { state.withLock { $0.cancelled } }
+
+    func attach(_ stream: HTTPStream) {
+        let cancelled = state.withLock { s -> Bool in s.stream = stream; return s.cancelled }
+        if cancelled { stream.close() }
     }
 }

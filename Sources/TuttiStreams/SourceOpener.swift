@@ -16,12 +16,15 @@ public final class SourceOpener: Sendable {
     public let options: NetworkOptions
     private let log: Logger
     private let onMetadata: (@Sendable (_ uri: String, StreamMetadata) -> Void)?
+    /// Keep finite network files in the cache as they play (a tee of the bytes, no second download).
+    public let autoCache: Bool
 
     /// `onMetadata(uri, metadata)` is called (on a network queue) whenever a
     /// stream's station or title changes: wire it to now-playing.
-    public init(cache: StreamCache? = nil, options: NetworkOptions = NetworkOptions(), log: Logger = .silent,
+    public init(cache: StreamCache? = nil, options: NetworkOptions = NetworkOptions(), log: Logger = .silent, autoCache: Bool = true,
                 onMetadata: (@Sendable (_ uri: String, StreamMetadata) -> Void)? = nil) {
         self.cache = cache
+        self.autoCache = autoCache
         self.options = options
         self.log = log
         self.onMetadata = onMetadata
@@ -30,6 +33,29 @@ public final class SourceOpener: Sendable {
     public static func isNetworkURL(_ uri: String) -> Bool {
         let lower = uri.prefix(8).lowercased()
         return lower.hasPrefix("http://") || lower.hasPrefix("https://")
+    }
+
+    /// A source ready for the player: local files and cached copies open at
+    /// once (`.ready`); network sources open and decode on their own thread
+    /// (`.background`) so the player never waits on the network.
+    public enum Opened {
+        case ready(any AudioDecoder)
+        case background(BackgroundSource)
+    }
+
+    /// Like `open`, but a network source (not in the cache) comes back at
+    /// once as a `BackgroundSource` starting at `startFrame` (48 kHz);
+    /// its failures arrive through `poll`. Local files throw as in `open`.
+    public func openForPlayback(_ uri: String, startFrame: Int = 0) throws(StreamError) -> Opened {
+        if Self.isNetworkURL(uri), cache?.cachedPath(for: uri) == nil {
+            let handler = onMetadata.map { h in { @Sendable (m: StreamMetadata) in h(uri, m) } }
+            let (options, log, cache) = (self.options, self.log, self.autoCache ? self.cache : nil)
+            return .background(BackgroundSource(uri: uri, startFrame: startFrame) { cancellation throws(StreamError) in
+                try NetworkSource(url: uri, options: options, log: log, onMetadata: handler, cancellation: cancellation,
+                                  cache: startFrame == 0 ? cache : nil)
+            })
+        }
+        return .ready(try open(uri))
     }
 
     /// Opens `uri`; throws `StreamError` (`.audio` wraps local file errors).

@@ -131,6 +131,13 @@ public final class StreamCache: Sendable {
         guard received == total else { throw fail(.truncated(url: url, received: received, expected: total)) }
         guard fsync(fd) == 0 else { throw fail(.cache(operation: "fsync", path: part, reason: String(cString: strerror(errno)))) }
         close(fd)
+        return try commit(part: part, url: url, size: total)
+    }
+
+    /// Moves a complete, fsynced `.part` file of `size` bytes into place and
+    /// records it; evicts least-recently-used entries to stay under the cap.
+    func commit(part: String, url: String, size total: Int64) throws(StreamError) -> Entry {
+        let name = Self.fileName(for: url)
         let final = directory + "/" + name
         guard rename(part, final) == 0 else {
             let reason = String(cString: strerror(errno))
@@ -158,6 +165,31 @@ public final class StreamCache: Sendable {
         }
         log.info("cache: added \(url) (\(total) bytes)")
         return entry
+    }
+
+    /// Starts keeping `url` (a finite file of `size` bytes) as its bytes
+    /// arrive from playback; nil when it is already cached, larger than the
+    /// cache or the `.part` file cannot be made.
+    func beginTee(url: String, size: Int64) -> CacheTee? {
+        guard size > 0, size <= capacityBytes, entries.withLock({ $0[url] == nil }) else { return nil }
+        let part = "\(directory)/\(Self.fileName(for: url)).\(getpid()).\(counter.wrappingAdd(1, ordering: .relaxed).newValue).part"
+        let fd = Glibc.open(part, O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC, 0o644)
+        guard fd >= 0 else {
+            log.warning("cache: cannot create \(part): \(String(cString: strerror(errno)))")
+            return nil
+        }
+        return CacheTee(cache: self, url: url, part: part, fd: fd, expected: size)
+    }
+
+    fileprivate static func writeRaw(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> String? {
+        var offset = 0
+        while offset < bytes.count {
+            let n = write(fd, bytes.baseAddress! + offset, bytes.count - offset)
+            if n > 0 { offset += n; continue }
+            if n < 0 && errno == EINTR { continue }
+            return String(cString: strerror(errno))
+        }
+        return nil
     }
 
     /// The local file of `url` if it is completely cached (marks it used).
@@ -271,5 +303,64 @@ public final class StreamCache: Sendable {
     static func isCacheFileName(_ name: String) -> Bool {
         let stem = name.split(separator: ".", maxSplits: 1).first ?? ""
         return stem.count == 16 && stem.allSatisfy { $0.isHexDigit } && !name.hasSuffix(".json")
+    }
+}
+
+/// A copy of a finite network file made from the bytes playback downloads
+/// anyway (no second download): bytes must arrive in order from offset 0;
+/// `finish` commits it to the cache when all `expected` bytes were written,
+/// anything else discards the `.part` file.
+///
+/// Thread contract: one thread at a time (HTTPStream calls it under its lock).
+final class CacheTee {
+    let url: String
+    let expected: Int64
+    private(set) var written: Int64 = 0
+    private let cache: StreamCache
+    private let part: String
+    private var fd: Int32
+
+    fileprivate init(cache: StreamCache, url: String, part: String, fd: Int32, expected: Int64) {
+        self.cache = cache; self.url = url; self.part = part; self.fd = fd; self.expected = expected
+    }
+
+    deinit { discard() }
+
+    /// Body bytes of the resource at `offset`: the part that continues what
+    /// was written is kept (a re-read after an ignored Range repeats bytes).
+    /// Returns false when a gap makes the copy impossible (it is then discarded).
+    @discardableResult
+    func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) -> Bool {
+        guard fd >= 0 else { return false }
+        let end = offset + Int64(bytes.count)
+        if offset > written { discard(); return false }
+        guard end > written else { return true }
+        let slice = UnsafeRawBufferPointer(rebasing: bytes[Int(written - offset)...])
+        guard Int64(slice.count) + written <= expected, StreamCache.writeRaw(fd, slice) == nil else { discard(); return false }
+        written += Int64(slice.count)
+        return true
+    }
+
+    /// Commits when complete, else discards. Returns whether it was committed.
+    @discardableResult
+    func finish() -> Bool {
+        guard fd >= 0 else { return false }
+        guard written == expected, fsync(fd) == 0 else { discard(); return false }
+        close(fd)
+        fd = -1
+        do {
+            _ = try cache.commit(part: part, url: url, size: expected)
+            return true
+        } catch {
+            unlink(part)
+            return false
+        }
+    }
+
+    func discard() {
+        guard fd >= 0 else { return }
+        close(fd)
+        fd = -1
+        unlink(part)
     }
 }

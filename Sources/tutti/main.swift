@@ -97,7 +97,14 @@ func describeStatus(_ s: [String: Any]) -> String {
         if let album = s["album"] as? String { file += " [\(album)]" }
     }
     let track = (s["track"] as? Int ?? 0) + 1
-    return "\(s["state"] as? String ?? "?"): \(file) (track \(track)/\(s["trackCount"] as? Int ?? 0)) \(clock(position))\(duration.map { "/" + clock($0) } ?? "")\(bar)"
+    var line = "\(s["state"] as? String ?? "?"): \(file) (track \(track)/\(s["trackCount"] as? Int ?? 0)) \(clock(position))\(duration.map { "/" + clock($0) } ?? "")\(bar)"
+    // Network sources: how much is downloaded ahead, and of a file how much has arrived.
+    var buffered: [String] = []
+    if let b = s["bufferedSeconds"] as? Double { buffered.append(String(format: "%.1f s ahead", b)) }
+    if let f = s["bufferedFraction"] as? Double { buffered.append(String(format: "%.0f%% downloaded", f * 100)) }
+    if !buffered.isEmpty { line += " (buffered: " + buffered.joined(separator: ", ") + ")" }
+    if let e = s["error"] as? String { line += "\n  last error: \(e)" }
+    return line
 }
 
 func describeRoom(_ r: [String: Any]) -> String {

@@ -66,3 +66,255 @@ import TuttiNet
         #expect((try c.call("cache.size") as? [String: Any])?["entries"] as? Int == 0)
     }
 }
+
+/// A raw-socket Python server for the player's network states: `/stall`
+/// accepts and sends nothing; `/trickle.mp3` sends a Content-Length and the
+/// first `trickle` bytes, then nothing; `/icy` answers SHOUTcast v1 style
+/// (`ICY 200 OK`, icy-metaint 8192) with two StreamTitles, then ends;
+/// `/file.mp3` is the whole file with a Content-Length.
+private let stateServerScript = #"""
+import socket, sys, threading, time, os
+data = open(sys.argv[1], 'rb').read()
+trickle = int(sys.argv[2])
+META = 8192
+def icy_body():
+    out, block = bytearray(), 0
+    for start in range(0, len(data), META):
+        chunk = data[start:start + META]
+        out += chunk
+        if len(chunk) < META: break
+        title = {0: b"Tutti Radio - First", 4: b"Tutti Radio - Second"}.get(block)
+        if title:
+            text = b"StreamTitle='" + title + b"';"
+            n = (len(text) + 15) // 16
+            out += bytes([n]) + text + b"\0" * (n * 16 - len(text))
+        else:
+            out += b"\0"
+        block += 1
+    return bytes(out)
+def handle(c):
+    try:
+        req = b''
+        while b'\r\n\r\n' not in req and len(req) < 65536:
+            d = c.recv(4096)
+            if not d: return
+            req += d
+        path = req.split(b' ')[1].decode()
+        with open(sys.argv[1] + '.requests', 'a') as log:  # one line per request, for the tests to count
+            log.write(path + '\n')
+        if path.startswith('/stall'):
+            time.sleep(120)
+        elif path.startswith('/trickle'):
+            c.sendall(b'HTTP/1.0 200 OK\r\nContent-Type: audio/mpeg\r\nContent-Length: %d\r\n\r\n' % len(data) + data[:trickle])
+            time.sleep(120)
+        elif path.startswith('/file.mp3'):
+            c.sendall(b'HTTP/1.1 200 OK\r\nContent-Type: audio/mpeg\r\nContent-Length: %d\r\nConnection: close\r\n\r\n' % len(data) + data)
+        elif path.startswith('/icy'):
+            c.sendall(b'ICY 200 OK\r\nicy-name: Tutti Radio\r\ncontent-type: audio/mpeg\r\nicy-metaint: 8192\r\n\r\n')
+            body = icy_body()
+            for i in range(0, len(body), 16384):  # about real time: 16 KiB = 1 s at 128 kbit/s
+                c.sendall(body[i:i + 16384]); time.sleep(0.5)
+        else:
+            c.sendall(b'HTTP/1.0 404 Not Found\r\nContent-Length: 0\r\n\r\n')
+    except OSError:
+        pass
+    finally:
+        c.close()
+def exit_with_parent():
+    sys.stdin.buffer.read(); os._exit(0)
+threading.Thread(target=exit_with_parent, daemon=True).start()
+srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+srv.bind(('127.0.0.1', 0)); srv.listen(16)
+print(srv.getsockname()[1], flush=True)
+while True:
+    c, _ = srv.accept()
+    threading.Thread(target=handle, args=(c,), daemon=True).start()
+"""#
+
+private final class StateServer {
+    let process = Process()
+    let stdin = Pipe()
+    let port: Int
+    init(mp3: String, trickleBytes: Int) throws {
+        let script = NSTemporaryDirectory() + "tutti-state-server-\(getpid()).py"
+        try stateServerScript.write(toFile: script, atomically: true, encoding: .utf8)
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", "-u", script, mp3, String(trickleBytes)]
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardInput = stdin
+        try process.run()
+        var line = Data()
+        while !line.contains(UInt8(ascii: "\n")) {
+            let more = out.fileHandleForReading.availableData
+            if more.isEmpty { throw NetError.timedOut("the state test server to start") }
+            line.append(more)
+        }
+        port = Int(String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))!
+    }
+    func url(_ path: String) -> String { "http://127.0.0.1:\(port)\(path)" }
+    deinit { if process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() } }
+}
+
+/// An MP3 of `seconds` of a 0.4 sine (128 kbit/s CBR, 44.1 kHz) made with lame.
+private func makeMP3(_ dir: String, seconds: Double) throws -> String {
+    writeFile(dir + "/tone.wav", TestSignal.wav16(TestSignal.sine(frequency: 440, seconds: seconds, amplitude: 0.4)))
+    let lame = Process()
+    lame.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    lame.arguments = ["lame", "--quiet", "-b", "128", "--cbr", dir + "/tone.wav", dir + "/tone.mp3"]
+    try lame.run(); lame.waitUntilExit()
+    return dir + "/tone.mp3"
+}
+
+/// Calls `method` and returns (result object, seconds it took).
+private func timedCall(_ c: ControlClient, _ method: String, _ params: [String: Any] = [:]) throws -> ([String: Any], Double) {
+    let start = Monotonic.now()
+    let result = try c.call(method, params) as? [String: Any] ?? [:]
+    return (result, Double(Monotonic.now() - start) / 1e9)
+}
+
+private func status(_ c: ControlClient) -> [String: Any] { (try? c.call("player.status")) as? [String: Any] ?? [:] }
+
+@Suite(.serialized) struct NetworkStreamStateTests {
+    /// A server that accepts and sends nothing: commands still answer at once,
+    /// the state reads loading, and after the timeout it is an error with a reason.
+    @Test func stalledServerNeverDelaysCommandsAndEndsInAnError() throws {
+        let dir = makeTemporaryDirectory()
+        let server = try StateServer(mp3: try makeMP3(dir, seconds: 2), trickleBytes: 0)
+        let leader = try startLeader(files: []) { c in
+            c.control = Endpoint(host: "127.0.0.1", port: 0)
+            c.network.connectTimeout = 3
+            c.network.stallTimeout = 3
+        }
+        defer { leader.stop() }
+        let c = try ControlClient(endpoint: try #require(leader.controlEndpoint))
+        _ = try c.call("queue.add", ["uris": [server.url("/stall/a.mp3"), server.url("/stall/b.mp3")]])
+        let (played, playTime) = try timedCall(c, "queue.play", ["index": 0])
+        #expect(playTime < 1, "queue.play took \(playTime) s")
+        #expect(waitUntil(timeout: 2) { status(c)["state"] as? String == "loading" }, "\(played)")
+
+        let (afterNext, nextTime) = try timedCall(c, "player.next")
+        #expect(nextTime < 1, "player.next took \(nextTime) s while the server stalls")
+        #expect(afterNext["state"] as? String != "error")
+        #expect(waitUntil(timeout: 2) { status(c)["state"] as? String == "loading" && status(c)["track"] as? Int == 1 })
+
+        let (afterPause, pauseTime) = try timedCall(c, "player.pause")
+        #expect(pauseTime < 1, "player.pause took \(pauseTime) s")
+        #expect(afterPause["state"] as? String == "paused")
+        let (_, resumeTime) = try timedCall(c, "player.play")
+        #expect(resumeTime < 1)
+        #expect(waitUntil(timeout: 2) { status(c)["state"] as? String == "loading" })
+
+        // 3 s without headers: the player gives up on b.mp3, the end of the list, state error with the reason.
+        let start = Monotonic.now()
+        #expect(waitUntil(timeout: 10) { status(c)["state"] as? String == "error" })
+        let gaveUpAfter = Double(Monotonic.now() - start) / 1e9
+        let s = status(c)
+        let reason = s["error"] as? String ?? ""
+        #expect(reason.contains(server.url("/stall/b.mp3")) && reason.contains("nothing received for 3 s"), "\(reason)")
+        #expect(gaveUpAfter > 2 && gaveUpAfter < 6, "gave up after \(gaveUpAfter) s")
+        print("stalled server: queue.play \(playTime) s, next \(nextTime) s, pause \(pauseTime) s, play \(resumeTime) s; error after \(gaveUpAfter) s: \(reason)")
+        // A play command clears the error and tries again.
+        _ = try c.call("queue.play", ["index": 1])
+        #expect(waitUntil(timeout: 2) { status(c)["state"] as? String == "loading" && status(c)["error"] == nil })
+    }
+
+    /// A finite file that stops arriving after about 1.5 s of audio: the
+    /// state goes playing → buffering with the position standing still,
+    /// buffered progress reports what arrived, and `next` stays immediate.
+    @Test func starvedFileReadsBufferingWithProgressAndCommandsStayFast() throws {
+        let dir = makeTemporaryDirectory()
+        let mp3 = try makeMP3(dir, seconds: 6)
+        let size = try #require(try FileManager.default.attributesOfItem(atPath: mp3)[.size] as? Int)
+        let server = try StateServer(mp3: mp3, trickleBytes: 24_000) // 1.5 s at 128 kbit/s
+        let leader = try startLeader(files: []) { c in
+            c.control = Endpoint(host: "127.0.0.1", port: 0)
+            c.network.connectTimeout = 3
+            c.network.stallTimeout = 20
+        }
+        defer { leader.stop() }
+        let follower = try startFollower(leader: leader.endpoint, name: "r", output: .file(path: dir + "/r.raw", ppm: 0, delayMilliseconds: 0))
+        defer { follower.stop() }
+        let c = try ControlClient(endpoint: try #require(leader.controlEndpoint))
+        _ = try c.call("queue.add", ["uris": [server.url("/trickle.mp3"), server.url("/stall/next.mp3")]])
+        _ = try c.call("queue.play", ["index": 0])
+        var sawPlaying = false, progress: [String: Any] = [:]
+        #expect(waitUntil(timeout: 8) {
+            let s = status(c)
+            if s["state"] as? String == "playing" { sawPlaying = true; progress = s }
+            return s["state"] as? String == "buffering"
+        })
+        #expect(sawPlaying)
+        let fraction = progress["bufferedFraction"] as? Double ?? -1
+        #expect(abs(fraction - 24_000.0 / Double(size)) < 0.02, "bufferedFraction \(fraction) of \(size) bytes, 24000 sent")
+        #expect((progress["bufferedSeconds"] as? Double ?? -1) >= 0)
+        let p1 = status(c)["position"] as? Double ?? 0
+        usleep(500_000)
+        let buffering = status(c)
+        #expect(buffering["state"] as? String == "buffering")
+        #expect(buffering["position"] as? Double == p1, "the position stands still while buffering")
+        #expect(p1 > 1.0 && p1 < 1.8, "heard up to \(p1) s of the 1.5 s that arrived")
+        let (after, nextTime) = try timedCall(c, "player.next")
+        #expect(nextTime < 1, "player.next took \(nextTime) s while buffering")
+        #expect(after["state"] as? String != "error")
+        #expect(waitUntil(timeout: 2) { status(c)["track"] as? Int == 1 && status(c)["state"] as? String == "loading" })
+        print("starved file: played until \(p1) s, bufferedFraction \(fraction), next \(nextTime) s")
+    }
+
+    /// SHOUTcast v1 (`ICY 200 OK`): it plays, and its StreamTitles become now playing.
+    @Test func shoutcastV1StreamPlaysAndItsTitleUpdatesNowPlaying() throws {
+        let dir = makeTemporaryDirectory()
+        let server = try StateServer(mp3: try makeMP3(dir, seconds: 6), trickleBytes: 0)
+        let leader = try startLeader(files: []) { c in
+            c.control = Endpoint(host: "127.0.0.1", port: 0)
+            c.network.connectTimeout = 3
+            c.network.reconnect = .never
+        }
+        defer { leader.stop() }
+        let c = try ControlClient(endpoint: try #require(leader.controlEndpoint))
+        _ = try c.call("queue.add", ["uris": [server.url("/icy")]])
+        _ = try c.call("queue.play", ["index": 0])
+        var titles: [String] = []
+        #expect(waitUntil(timeout: 10) {
+            let s = status(c)
+            if let t = s["title"] as? String, titles.last != t { titles.append(t) }
+            return titles.last == "Tutti Radio - Second" && s["state"] as? String == "playing"
+        }, "titles seen: \(titles)")
+        #expect(titles.contains("Tutti Radio - First"))
+        #expect(status(c)["station"] as? String == "Tutti Radio")
+    }
+
+    /// Auto-cache: a finite file played once is kept (teed as it arrived, one
+    /// download), and plays again with the server gone.
+    @Test func aFilePlayedOnceIsCachedWithoutASecondDownloadAndPlaysOffline() throws {
+        let dir = makeTemporaryDirectory()
+        let mp3 = try makeMP3(dir, seconds: 2)
+        let size = try #require(try FileManager.default.attributesOfItem(atPath: mp3)[.size] as? Int)
+        var server: StateServer? = try StateServer(mp3: mp3, trickleBytes: 0)
+        let url = server!.url("/file.mp3")
+        let leader = try startLeader(files: []) { c in
+            c.control = Endpoint(host: "127.0.0.1", port: 0)
+            c.cacheDirectory = dir + "/cache"
+        }
+        defer { leader.stop() }
+        let follower = try startFollower(leader: leader.endpoint, name: "r", output: .file(path: dir + "/r.raw", ppm: 0, delayMilliseconds: 0))
+        defer { follower.stop() }
+        let c = try ControlClient(endpoint: try #require(leader.controlEndpoint))
+        _ = try c.call("queue.add", ["uris": [url]])
+        _ = try c.call("queue.play", ["index": 0])
+        func entries() -> [[String: Any]] { ((try? c.call("cache.list")) as? [String: Any])?["entries"] as? [[String: Any]] ?? [] }
+        #expect(waitUntil(timeout: 10) { entries().first?["url"] as? String == url })
+        #expect(entries().first?["size"] as? Int == size)
+        func loudFrames(_ x: ArraySlice<Int16>) -> Int { stride(from: x.startIndex, to: x.endIndex, by: 2).filter { abs(Int(x[$0])) > 3_000 }.count }
+        _ = waitUntil(timeout: 15) { loudFrames(readRaw(dir + "/r.raw")[...]) > 70_000 }
+        let requests = (try? String(contentsOfFile: mp3 + ".requests", encoding: .utf8)) ?? ""
+        #expect(requests.split(separator: "\n").filter { $0 == "/file.mp3" }.count == 1, "one download: \(requests)")
+        server = nil // killed: the second play must come from the cache
+        let before = readRaw(dir + "/r.raw").count
+        _ = try c.call("queue.play", ["index": 0])
+        _ = waitUntil(timeout: 15) { loudFrames(readRaw(dir + "/r.raw")[before...]) > 70_000 }
+        let again = loudFrames(readRaw(dir + "/r.raw")[before...])
+        #expect(again > 48_000, "the cached copy played with the server gone: \(again) loud frames")
+        #expect(status(c)["error"] == nil)
+    }
+}

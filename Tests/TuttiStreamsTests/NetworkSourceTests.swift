@@ -58,22 +58,14 @@ import TuttiCore
         #expect(all.count == fixtureSamples.count)
     }
 
-    /// FoundationNetworking's libcurl rejects SHOUTcast v1's "ICY 200 OK"
-    /// status line (it would need CURLOPT_HTTP200ALIASES): a clear error.
-    @Test func shoutcastV1StatusLineIsAClearError() throws {
-        let server = try TestServer()
-        let url = server.url("/icy.mp3?v1")
-        let error = #expect(throws: StreamError.self) { try NetworkSource(url: url, options: testOptions()) }
-        guard case .network(let u, let reason) = error else { Issue.record("expected .network, got \(String(describing: error))"); return }
-        #expect(u == url)
-        #expect(reason.contains("ICY 200 OK"))
-    }
-
-    @Test func icyStreamStripsMetadataAndReportsTitlesInOrder() throws {
+    /// "?v1" answers `ICY 200 OK` (SHOUTcast v1), which URLSession's libcurl
+    /// rejects: the plain-socket client for http:// takes it like HTTP/1.0.
+    @Test(arguments: ["/icy.mp3", "/icy.mp3?v1"])
+    func icyStreamStripsMetadataAndReportsTitlesInOrder(path: String) throws {
         let server = try TestServer()
         let titles = Collector<String>()
         let stations = Collector<String>()
-        let url = server.url("/icy.mp3")
+        let url = server.url(path)
         let source = try NetworkSource(url: url, options: testOptions(), onMetadata: { m in
             if let t = m.title, titles.all.last != t { titles.append(t) }
             if let s = m.stationName { stations.append(s) }
@@ -96,6 +88,30 @@ import TuttiCore
         #expect(source.metadata.stationName == "Tutti Test FM")
         #expect(source.metadata.bitrateKbps == 128)
         #expect(stations.all.first == "Tutti Test FM")
+    }
+
+    /// The plain client follows relative and absolute redirects (up to 5)
+    /// and decodes chunked bodies; URLSession still serves when asked to.
+    @Test(arguments: ["/redirect?n=3", "/chunked.mp3", "/file.mp3#urlsession"])
+    func redirectsChunkedBodiesAndURLSessionDecodeExactly(path: String) throws {
+        let server = try TestServer()
+        var options = testOptions()
+        options.useURLSessionForHTTP = path.hasSuffix("#urlsession")
+        let source = try NetworkSource(url: server.url(path), options: options)
+        let decoded = try decodeAll(source)
+        #expect(decoded.count == fixtureSamples.count)
+        #expect(maxAbsDifference(decoded, fixtureSamples) < 1e-6)
+        if path.hasPrefix("/redirect") { #expect(try server.connections("/redirect") == 4) }
+    }
+
+    @Test func tooManyRedirectsAndOversizedHeadersAreClearErrors() throws {
+        let server = try TestServer()
+        let cases = [("/redirect?n=5", "more than 5 redirects"), ("/longheader", "longer than 8192 bytes"),
+                     ("/manyheaders", "more than 100 headers")]
+        for (path, words) in cases {
+            let error = #expect(throws: StreamError.self) { try NetworkSource(url: server.url(path), options: testOptions()) }
+            #expect(error?.description.contains(words) == true, "\(path): \(String(describing: error))")
+        }
     }
 
     @Test func slowStreamWaitsWithoutSpinningThenTimesOut() throws {
@@ -175,8 +191,9 @@ import TuttiCore
         let url = server.url("/file.mp3")
         server.stop()
         let refused = #expect(throws: StreamError.self) { try NetworkSource(url: url, options: testOptions()) }
-        guard case .network(let u, _) = refused else { Issue.record("expected .network, got \(String(describing: refused))"); return }
+        guard case .network(let u, let reason) = refused else { Issue.record("expected .network, got \(String(describing: refused))"); return }
         #expect(u == url)
+        #expect(reason.contains("connection refused"), "\(reason)")
         #expect(throws: StreamError.unsupportedURL("ftp://example.com/a.mp3")) { try NetworkSource(url: "ftp://example.com/a.mp3") }
     }
 }

@@ -13,6 +13,9 @@ let testServerScript = #"""
 #   /live?drop=N     a live stream (no Content-Length) that closes after N bytes; ?icy adds metadata
 #   /truncated.mp3   Content-Length of the file, half of it sent, then the connection closes
 #   /garbage.mp3     200 KB of text served as audio/mpeg
+#   /redirect?n=N    302 to /redirect?n=N-1 (relative Location), n=0: 301 to /file.mp3
+#   /chunked.mp3     HTTP/1.1, Transfer-Encoding: chunked, chunks of odd sizes with extensions
+#   /longheader      a 20,000-byte header line;  /manyheaders: 500 headers
 #   /stats           {"connections": {path: count}}
 #   anything else    404
 import json, os, socket, socketserver, sys, threading, time
@@ -103,6 +106,26 @@ class Handler(socketserver.StreamRequestHandler):
         elif path == "/garbage.mp3":
             text = b"<html><body>This is not audio. " * 7000
             self.send("200 OK", [("Content-Type", "text/html"), ("Content-Length", len(text))], text)
+        elif path == "/redirect":
+            n = int(params.get("n", "0"))
+            if n > 0:
+                self.send("302 Found", [("Location", "redirect?n=%d" % (n - 1)), ("Content-Length", 0)])
+            else:
+                self.send("301 Moved Permanently", [("Location", "http://127.0.0.1:%d/file.mp3" % self.server.server_address[1]), ("Content-Length", 0)])
+        elif path == "/chunked.mp3":
+            self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: audio/mpeg\r\nTransfer-Encoding: chunked\r\n\r\n")
+            pos, size = 0, 1
+            while pos < len(DATA):
+                chunk = DATA[pos:pos + size]
+                self.wfile.write(b"%x;ext=1\r\n" % len(chunk) + chunk + b"\r\n")
+                pos += len(chunk)
+                size = size * 7 % 9001 + 1
+            self.wfile.write(b"0\r\nX-Trailer: yes\r\n\r\n")
+            self.wfile.flush()
+        elif path == "/longheader":
+            self.send("200 OK", audio + [("X-Long", "a" * 20000)], DATA)
+        elif path == "/manyheaders":
+            self.send("200 OK", audio + [("X-H%d" % i, "v") for i in range(500)], DATA)
         elif path == "/stats":
             with lock:
                 body = json.dumps({"connections": connections}).encode()

@@ -382,7 +382,7 @@ extension MPDServer {
     private func seek(index: Int, to seconds: Double, client: MPDClient) throws(MPDError) {
         guard seconds >= 0 else { throw .argument("Negative position") }
         let now = leader.nowPlaying
-        if now.track != index || now.state == .stopped {
+        if now.track != index || now.state == .stopped || now.state == .error {
             try perform(.playIndex(index), settling: client)
         }
         try perform(.seek(seconds: seconds), settling: client)
@@ -479,7 +479,8 @@ extension MPDServer {
         r.add("mixrampdb", "0.000000")
         // An empty queue plays nothing, whatever the player last published.
         let state = queue.isEmpty ? PlayerState.stopped : now.state
-        r.add("state", state == .playing ? "play" : state == .paused ? "pause" : "stop")
+        // Loading and buffering are playing (waiting for the network); an error has stopped.
+        r.add("state", state.isActive ? "play" : state == .paused ? "pause" : "stop")
         if now.track >= 0, let id = now.entryID {
             r.add("song", now.track)
             r.add("songid", Int(id))
@@ -487,7 +488,7 @@ extension MPDServer {
                 r.add("nextsong", next)
                 r.add("nextsongid", Int(queue.entries[next].id))
             }
-            if state != .stopped {
+            if state != .stopped && state != .error {
                 let song = catalog.song(forQueueURI: now.path)
                 let duration = now.durationSeconds ?? song.durationSeconds
                 r.add("time", "\(Int(now.positionSeconds)):\(Int((duration ?? 0).rounded()))")

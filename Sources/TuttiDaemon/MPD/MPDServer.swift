@@ -109,7 +109,7 @@ public final class MPDServer: @unchecked Sendable {
             usleep(250_000)
             let now = leader.nowPlaying
             let t = Monotonic.now()
-            if now.state == .playing { playedMilliseconds.add(Int((t - last) / 1_000_000), ordering: .relaxed) }
+            if now.state.isActive { playedMilliseconds.add(Int((t - last) / 1_000_000), ordering: .relaxed) }
             last = t
             let changed = lastSeen.withLock { seen -> Bool in
                 defer { seen = (now.state, now.entryID) }
