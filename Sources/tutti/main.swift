@@ -1,10 +1,11 @@
 import Foundation
 import Glibc
 import TuttiCore
+import TuttiDiscovery
 import TuttiNet
 
 let usage = """
-usage: tutti [--host HOST] [--port PORT] [--json] COMMAND [ARGS]
+usage: tutti [--host HOST] [--port PORT] [--leader NAME] [--json] COMMAND [ARGS]
 
   status                 what is playing, and every room with its sync health
   play | pause | toggle | stop
@@ -30,8 +31,12 @@ usage: tutti [--host HOST] [--port PORT] [--json] COMMAND [ARGS]
   mute ROOM | unmute ROOM
   latency ROOM MS        compensate a speaker's delay after its DAC
   watch                  follow changes as they happen
+  leaders                leaders announced on the network (mDNS): name, address, ports
 
-The leader's control socket defaults to 127.0.0.1:4954.
+Which leader: --host/--port, else TUTTI_HOST (HOST or HOST:PORT), else the
+leader found over mDNS within 1.5 s (--leader NAME picks one by its announced
+name, default the first by name; its control port comes from its announcement),
+else 127.0.0.1:4954.
 Exit codes: 0 done, 1 the leader refused (message on stderr), 2 cannot reach the leader, 64 usage.
 """
 
@@ -41,7 +46,7 @@ func fail(_ message: String, _ code: Int32) -> Never {
 }
 
 var args = Array(CommandLine.arguments.dropFirst())
-var host = "127.0.0.1", port: UInt16 = 4954, json = false
+var host: String? = nil, port: UInt16? = nil, json = false, leaderName: String? = nil
 var rest: [String] = []
 while !args.isEmpty {
     let a = args.removeFirst()
@@ -51,6 +56,7 @@ while !args.isEmpty {
         guard let p = args.first.flatMap({ UInt16($0) }) else { fail("--port needs a number 1–65535", 64) }
         args.removeFirst(); port = p
     case "--json": json = true
+    case "--leader": guard !args.isEmpty else { fail("--leader needs a name", 64) }; leaderName = args.removeFirst()
     case "-h", "--help", "help":
         // `tutti COMMAND --help`: the usage lines of that command.
         if let command = rest.first {
@@ -104,9 +110,55 @@ func describeRoom(_ r: [String: Any]) -> String {
     return line
 }
 
+func describeLeader(_ l: DiscoveredLeader) -> [String: Any] {
+    var object: [String: Any] = ["name": l.name, "address": l.address, "hostName": l.hostName, "port": Int(l.port), "local": l.isLocal]
+    if let v = l.protocolVersion { object["version"] = v }
+    if let c = l.controlPort { object["control"] = Int(c) }
+    if let m = l.mpdPort { object["mpd"] = Int(m) }
+    if let id = l.id { object["id"] = id }
+    return object
+}
+
+// `tutti leaders`: needs no leader, only Avahi.
+if command == "leaders" || command == "discover" {
+    let seconds = operands.first.flatMap { Double($0) }.map { min(max($0, 0.1), 60) } ?? 2
+    let leaders: [DiscoveredLeader]
+    do { leaders = try discoverLeaders(timeout: seconds) } catch { fail("\(error)", 2) }
+    if json { output(leaders.map(describeLeader)) } else {
+        if leaders.isEmpty { print("no leaders found over mDNS") }
+        for l in leaders {
+            var line = "\(l.name)\t\(l.address):\(l.port)"
+            if let c = l.controlPort { line += "  control \(c)" }
+            if let m = l.mpdPort { line += "  mpd \(m)" }
+            if l.isLocal { line += "  (this machine)" }
+            print(line)
+        }
+    }
+    exit(0)
+}
+
+/// Where the control socket is: flags, then TUTTI_HOST, then mDNS, then the default.
+@MainActor func controlEndpoint() -> (Endpoint, how: String) {
+    if host != nil || port != nil { return (Endpoint(host: host ?? "127.0.0.1", port: port ?? 4954), "") }
+    if let env = ProcessInfo.processInfo.environment["TUTTI_HOST"], !env.isEmpty {
+        guard let e = try? Endpoint(parsing: env, defaultPort: 4954) else { fail("TUTTI_HOST=\(env): expected HOST or HOST:PORT", 64) }
+        return (e, " (TUTTI_HOST)")
+    }
+    // Without Avahi (or with no leader announced) the default is the local leader.
+    if let leaders = try? discoverLeaders(timeout: 1.5, named: leaderName) {
+        if let chosen = DiscoveredLeader.choose(from: leaders, named: leaderName), let control = chosen.controlPort {
+            // A leader on this machine usually binds its control socket to loopback only.
+            return (Endpoint(host: chosen.isLocal ? "127.0.0.1" : chosen.address, port: control), " (found '\(chosen.name)' over mDNS)")
+        }
+    }
+    if let leaderName { fail("no leader named '\(leaderName)' with a control port found over mDNS (tutti leaders lists them)", 2) }
+    return (Endpoint(host: "127.0.0.1", port: 4954), "")
+}
+
+let (endpoint, how) = controlEndpoint()
 let client: ControlClient
-do { client = try ControlClient(endpoint: Endpoint(host: host, port: port)) } catch {
-    fail("cannot reach the leader at \(host):\(port): \(error)", 2)
+do { client = try ControlClient(endpoint: endpoint) } catch {
+    fail("cannot reach the leader at \(endpoint)\(how): \(error)", 2)
 }
 
 @MainActor func call(_ method: String, _ params: [String: Any] = [:]) -> Any {
