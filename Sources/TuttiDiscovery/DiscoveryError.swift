@@ -32,7 +32,7 @@ public struct DiscoveryError: Error, CustomStringConvertible, Sendable, Equatabl
         switch error {
         case Int32(AVAHI_ERR_NO_DAEMON):
             return DiscoveryError(.daemonNotRunning,
-                                  "avahi-daemon is not running (is the avahi-daemon package installed and started?)",
+                                  "avahi-daemon is not running (is the avahi-daemon package installed and started, with dbus?)",
                                   avahiError: error)
         case Int32(AVAHI_ERR_DBUS_ERROR), Int32(AVAHI_ERR_DISCONNECTED):
             // libavahi-client reports an unreachable system bus as a D-Bus error.
