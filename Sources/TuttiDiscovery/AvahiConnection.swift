@@ -1,5 +1,6 @@
 import CAvahi
 import Dispatch
+import Synchronization
 
 /// One connection to avahi-daemon: an `AvahiThreadedPoll` (its own thread,
 /// on which every Avahi callback runs) and an `AvahiClient` on it. Frees
@@ -17,8 +18,9 @@ final class AvahiConnection: @unchecked Sendable {
     private var client: OpaquePointer?
     private let waitForDaemon: Bool
     private let stateChanged: StateHandler
-    /// Guarded by the poll lock.
-    private var closed = false
+    /// False once `close()` has freed the poll: work queued off the poll
+    /// thread checks it (holding it) before touching the poll.
+    private let alive = Mutex(true)
     private var pollRunning = false
 
     /// - Parameter waitForDaemon: with true (`AVAHI_CLIENT_NO_FAIL`), a missing
@@ -35,14 +37,14 @@ final class AvahiConnection: @unchecked Sendable {
         client = makeClient(&error)
         guard client != nil else {
             avahi_threaded_poll_free(poll)
-            closed = true
+            alive.withLock { $0 = false }
             throw DiscoveryError.fromAvahi(error, doing: "connecting to avahi-daemon")
         }
         guard avahi_threaded_poll_start(poll) >= 0 else {
             avahi_client_free(client)
             client = nil
             avahi_threaded_poll_free(poll)
-            closed = true
+            alive.withLock { $0 = false }
             throw DiscoveryError(.avahi, "cannot start the Avahi event loop thread")
         }
         pollRunning = true
@@ -67,12 +69,15 @@ final class AvahiConnection: @unchecked Sendable {
         if state == AVAHI_CLIENT_FAILURE, waitForDaemon, avahi_client_errno(client) == Int32(AVAHI_ERR_DISCONNECTED) {
             let lost = UInt(bitPattern: client)   // a pointer is not Sendable; its address is
             DispatchQueue.global().async { [self] in
-                locked {
-                    guard !closed, let current = self.client, UInt(bitPattern: current) == lost else { return }
-                    avahi_client_free(current)
-                    var error: Int32 = 0
-                    // Nil only when out of memory or the like: then there is nothing to retry with.
-                    self.client = makeClient(&error)
+                alive.withLock { alive in
+                    guard alive else { return }
+                    locked {
+                        guard let current = self.client, UInt(bitPattern: current) == lost else { return }
+                        avahi_client_free(current)
+                        var error: Int32 = 0
+                        // Nil only when out of memory or the like: then there is nothing to retry with.
+                        self.client = makeClient(&error)
+                    }
                 }
             }
         }
@@ -91,10 +96,14 @@ final class AvahiConnection: @unchecked Sendable {
     /// Stops the poll thread and frees the client (and with it every
     /// browser, resolver and entry group made from it). Idempotent.
     func close() {
-        let alreadyClosed = pollRunning ? locked { () -> Bool in defer { closed = true }; return closed } : closed
-        guard !alreadyClosed else { return }
-        if pollRunning { avahi_threaded_poll_stop(poll); pollRunning = false }
-        if let client { avahi_client_free(client); self.client = nil }
-        avahi_threaded_poll_free(poll)
+        // Holding `alive` keeps a queued reconnect from using the poll while it
+        // is freed; no Avahi callback takes it, so joining the poll thread is safe.
+        alive.withLock { alive in
+            guard alive else { return }
+            alive = false
+            if pollRunning { avahi_threaded_poll_stop(poll); pollRunning = false }
+            if let client { avahi_client_free(client); self.client = nil }
+            avahi_threaded_poll_free(poll)
+        }
     }
 }
