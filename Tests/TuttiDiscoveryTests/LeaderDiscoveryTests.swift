@@ -84,15 +84,6 @@ func longestCounterRun(_ path: String) -> Int {
         let connected = try #require(connectedAfter, "the follower never connected")
         print("follower found the leader over mDNS and connected in \(String(format: "%.2f", connected)) s")
         usleep(3_000_000)
-        follower.terminate()
-        follower.waitUntilExit()
-        let log = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        #expect(log.contains("found leader '\(name)' at 127.0.0.1:\(leader.endpoint.port) over mDNS"), "\(log)")
-        #expect(log.contains("connected to leader 127.0.0.1:\(leader.endpoint.port)"), "\(log)")
-        // It played: at least 1.5 s of consecutive frames of the track.
-        let run = longestCounterRun(dir + "/den.raw")
-        #expect(run >= 72_000, "longest run of consecutive frames: \(run)")
-
         // `tutti leaders --json` lists it with its ports.
         let (status, out) = try AvahiTestDaemon.run(binary("tutti"), ["leaders", "--json"])
         #expect(status == 0, "\(out)")
@@ -114,8 +105,30 @@ func longestCounterRun(_ path: String) -> Int {
         let player = (try? JSONSerialization.jsonObject(with: Data(statusJSON.utf8)) as? [String: Any])?["player"] as? [String: Any]
         #expect(player?["state"] as? String == "playing", "\(statusJSON)")
 
-        // Stopped, the leader is withdrawn.
+        // The leader moves (restarted on another port, same name): the follower finds it again.
         leader.stop()
+        c.listen = Endpoint(host: "127.0.0.1", port: 0)
+        let moved = try Leader(configuration: c, log: .silent)
+        try moved.start()
+        defer { moved.stop() }
+        #expect(moved.endpoint.port != leader.endpoint.port)
+        let movedAt = ContinuousClock.now
+        let movedDeadline = ContinuousClock.now + .seconds(20)
+        while !moved.followerNames.contains("den") && ContinuousClock.now < movedDeadline { usleep(20_000) }
+        #expect(moved.followerNames.contains("den"), "the follower did not follow the leader to its new port")
+        print("follower reconnected to the moved leader \(String(format: "%.2f", secondsSince(movedAt))) s after the move")
+        follower.terminate()
+        follower.waitUntilExit()
+        let log = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(log.contains("found leader '\(name)' at 127.0.0.1:\(leader.endpoint.port) over mDNS"), "\(log)")
+        #expect(log.contains("connected to leader 127.0.0.1:\(leader.endpoint.port)"), "\(log)")
+        // It played: at least 1.5 s of consecutive frames of the track.
+        let run = longestCounterRun(dir + "/den.raw")
+        #expect(run >= 72_000, "longest run of consecutive frames: \(run)")
+        #expect(log.contains("found leader '\(name)' at 127.0.0.1:\(moved.endpoint.port) over mDNS"), "\(log)")
+
+        // Stopped, the leader is withdrawn.
+        moved.stop()
         let gone = ContinuousClock.now + .seconds(10)
         var names: [String] = [name]
         while names.contains(name) && ContinuousClock.now < gone { names = try discoverLeaders(timeout: 2).map(\.name) }
