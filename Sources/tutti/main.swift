@@ -31,7 +31,7 @@ usage: tutti [--host HOST] [--port PORT] [--leader NAME] [--json] COMMAND [ARGS]
   mute ROOM | unmute ROOM
   latency ROOM MS        compensate a speaker's delay after its DAC
   watch                  follow changes as they happen
-  leaders                leaders announced on the network (mDNS): name, address, ports
+  leaders [SECONDS]      leaders announced on the network (mDNS): name, address, ports (browses 2 s)
 
 Which leader: --host/--port, else TUTTI_HOST (HOST or HOST:PORT), else the
 leader found over mDNS within 1.5 s (--leader NAME picks one by its announced
