@@ -43,16 +43,19 @@ let package = Package(
         .target(name: "TuttiStreams", dependencies: ["TuttiCore", "TuttiAudio", "TuttiNet", "CMPG123", "CTuttiShim"]),
         // Buttons and remotes: Linux input events and GPIO lines.
         .target(name: "TuttiInput", dependencies: ["TuttiCore", "CGPIOD"]),
+        // mDNS/DNS-SD through avahi-daemon: announcing leaders, finding them.
+        .target(name: "TuttiDiscovery", dependencies: ["TuttiCore", "CAvahi"]),
         // Composition root: leader, follower, demo.
-        .target(name: "TuttiDaemon", dependencies: ["TuttiCore", "TuttiAudio", "TuttiNet", "TuttiLibrary", "TuttiInput", "TuttiStreams", "CTuttiShim"]),
+        .target(name: "TuttiDaemon", dependencies: ["TuttiCore", "TuttiAudio", "TuttiNet", "TuttiLibrary", "TuttiInput", "TuttiStreams", "TuttiDiscovery", "CTuttiShim"]),
         .executableTarget(name: "tuttid", dependencies: ["TuttiDaemon"]),
-        .executableTarget(name: "tutti", dependencies: ["TuttiCore", "TuttiNet"]),
+        .executableTarget(name: "tutti", dependencies: ["TuttiCore", "TuttiNet", "TuttiDiscovery"]),
 
         .testTarget(name: "TuttiCoreTests", dependencies: ["TuttiCore"]),
         .testTarget(name: "TuttiAudioTests", dependencies: ["TuttiAudio", "TuttiCore"]),
         .testTarget(name: "TuttiLibraryTests", dependencies: ["TuttiLibrary", "TuttiCore"]),
         .testTarget(name: "TuttiStreamsTests", dependencies: ["TuttiStreams", "TuttiAudio", "TuttiCore"]),
         .testTarget(name: "TuttiInputTests", dependencies: ["TuttiInput", "TuttiCore"]),
+        .testTarget(name: "TuttiDiscoveryTests", dependencies: ["TuttiDiscovery", "TuttiDaemon", "TuttiAudio", "TuttiNet", "TuttiCore"]),
         .testTarget(name: "TuttiDaemonTests", dependencies: ["TuttiDaemon", "TuttiAudio", "TuttiNet", "TuttiCore"]),
     ],
     swiftLanguageModes: [.v6]

@@ -5,3 +5,6 @@
 #include <avahi-common/thread-watch.h>
 #include <avahi-common/error.h>
 #include <avahi-common/malloc.h>
+#include <avahi-common/alternative.h>
+#include <avahi-common/strlst.h>
+#include <avahi-common/address.h>

@@ -49,13 +49,18 @@ public enum DaemonUsage {
       --buffer-ms N          steady-state buffer, 20–10000 (default 1000)
       --start-ms N           how far ahead new audio and commands are scheduled
                              (default 100, at most the buffer)
+      --name NAME            the name announced over mDNS (default "Tutti on HOSTNAME")
+      --no-announce          do not announce this leader over mDNS (Avahi)
       --log-level LEVEL      debug, info, warning, error (default info)
     """
 
     public static let follower = """
-    usage: tuttid follower --leader HOST:PORT --name NAME [OPTIONS]
+    usage: tuttid follower [--leader HOST:PORT | --leader-name NAME] --name NAME [OPTIONS]
 
-      --leader HOST:PORT     the leader (port defaults to 4953)
+      --leader HOST:PORT     the leader (port defaults to 4953); without it the
+                             leader is found over mDNS (Avahi) before each connection
+      --leader-name NAME     with several leaders announced, use this one
+                             (default: the first by name)
       --name NAME            this room's name (default: follower)
       --output OUTPUT        alsa:DEVICE (default alsa:default) or
                              file:PATH[,ppm=N][,delay-ms=N] (virtual DAC)
@@ -116,6 +121,7 @@ public extension DaemonCommand {
             var c = LeaderConfiguration()
             c.control = Endpoint(host: "127.0.0.1", port: 4954)
             c.mpd = Endpoint(host: "127.0.0.1", port: 6600)
+            c.announce = true
             while !args.isEmpty {
                 let flag = args.removeFirst()
                 switch flag {
@@ -155,6 +161,12 @@ public extension DaemonCommand {
                     c.frameMilliseconds = ms
                 case "--buffer-ms": c.bufferMilliseconds = Int(try number(flag, 20...10_000))
                 case "--start-ms": c.startLatencyMilliseconds = Int(try number(flag, 10...10_000))
+                case "--no-announce": c.announce = false
+                case "--name":
+                    let name = try value(flag)
+                    // One DNS label: DNS-SD instance names are at most 63 bytes.
+                    guard !name.isEmpty, name.utf8.count <= 63 else { throw UsageError("--name must be 1–63 bytes") }
+                    c.announceName = name
                 case "--log-level": level = try parseLevel(try value(flag))
                 default: throw UsageError("unknown option \(flag) for leader (see tuttid leader --help)")
                 }
@@ -168,6 +180,10 @@ public extension DaemonCommand {
                 switch flag {
                 case "--leader":
                     do { c.leader = try Endpoint(parsing: try value(flag), defaultPort: 4953) } catch let e as NetError { throw UsageError("--leader: \(e)") } catch { throw error as! UsageError }
+                case "--leader-name":
+                    let name = try value(flag)
+                    guard !name.isEmpty, name.utf8.count <= 63 else { throw UsageError("--leader-name must be 1–63 bytes") }
+                    c.leaderName = name
                 case "--name":
                     let name = try value(flag)
                     guard !name.isEmpty, name.utf8.count <= WireProtocol.maxNameBytes else {

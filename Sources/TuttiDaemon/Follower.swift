@@ -6,7 +6,11 @@ import TuttiNet
 
 /// How a follower is set up (`tuttid follower …`).
 public struct FollowerConfiguration: Sendable {
-    public var leader = Endpoint(host: "127.0.0.1", port: 4953)
+    /// The leader's address (nil: find one over mDNS before every connection).
+    public var leader: Endpoint? = nil
+    /// With `leader` nil: the announced name of the leader to use (nil: the
+    /// first by name among those found).
+    public var leaderName: String? = nil
     public var name = "follower"
     public var output = OutputSpec.alsa(device: "default")
     /// Test flags: read a simulated local clock offset and skewed from the real one.
@@ -32,7 +36,7 @@ public struct FollowerConfiguration: Sendable {
 public final class Follower: @unchecked Sendable {
     public let configuration: FollowerConfiguration
     public let engine: PlayoutEngine
-    private let log: Logger
+    let log: Logger
     private let timeline = AudioTimeline(seconds: 8)
     private let clockModel = PublishedClockModel()
     private let localClock: SimulatedClock
@@ -44,6 +48,8 @@ public final class Follower: @unchecked Sendable {
     private let connectionsAtomic = Atomic<Int>(0)
     private let lastError = Mutex<String?>(nil)
     private let roomSettings = Mutex(RoomSettings())
+    /// The leader last found over mDNS, to log only changes (Follower+Discovery.swift).
+    let foundLeader = Mutex<String?>(nil)
 
     public init(configuration: FollowerConfiguration, log: Logger) throws(AudioError) {
         self.configuration = configuration
@@ -102,7 +108,7 @@ public final class Follower: @unchecked Sendable {
             } catch {
                 let text = "\(error)"
                 lastError.withLock { $0 = text }
-                if text != lastLogged { log.warning("leader \(configuration.leader): \(text); retrying"); lastLogged = text }
+                if text != lastLogged { log.warning("leader \(configuration.leader.map { "\($0)" } ?? "(mDNS)"): \(text); retrying"); lastLogged = text }
             }
             connectedAtomic.store(false, ordering: .releasing)
             guard running.load(ordering: .relaxed) else { return }
@@ -113,7 +119,9 @@ public final class Follower: @unchecked Sendable {
 
     /// One connection to the leader, until it ends.
     private func session() throws {
-        let conn = try TCPConnection.connect(to: configuration.leader)
+        // Found again before each connection: the leader may have moved.
+        let leaderEndpoint = try configuration.leader ?? findLeader()
+        let conn = try TCPConnection.connect(to: leaderEndpoint)
         connection.withLock { $0 = conn }
         defer {
             conn.close()
@@ -131,7 +139,7 @@ public final class Follower: @unchecked Sendable {
         case let other?: throw FollowerError.unexpected("\(other.type) before welcome")
         case nil: throw NetError.closed
         }
-        log.info("connected to leader \(configuration.leader) as \(configuration.name): \(stream.codec), \(stream.framesPerChunk)-frame chunks")
+        log.info("connected to leader \(leaderEndpoint) as \(configuration.name): \(stream.codec), \(stream.framesPerChunk)-frame chunks")
         connectedAtomic.store(true, ordering: .releasing)
         connectionsAtomic.add(1, ordering: .relaxed)
         lastError.withLock { $0 = nil }
@@ -278,12 +286,19 @@ public enum FollowerError: Error, CustomStringConvertible {
     case refused(leaderVersion: UInt16, reason: String)
     case leaderClosed(String)
     case unexpected(String)
+    /// No leader (or none with the asked name) answered over mDNS.
+    case noLeaderFound(named: String?, seen: [String])
+    case discovery(String)
 
     public var description: String {
         switch self {
         case .refused(let v, let reason): "leader (protocol v\(v)) refused this follower (v\(WireProtocol.version)): \(reason)"
         case .leaderClosed(let reason): "leader closed the connection: \(reason)"
         case .unexpected(let what): "unexpected \(what)"
+        case .noLeaderFound(let name?, let seen):
+            "no leader named '\(name)' found over mDNS (found: \(seen.isEmpty ? "none" : seen.map { "'\($0)'" }.joined(separator: ", ")))"
+        case .noLeaderFound(nil, _): "no leader found over mDNS (_tutti._tcp); is one running with announcing on, or give --leader HOST:PORT"
+        case .discovery(let message): "cannot look for a leader: \(message)"
         }
     }
 }

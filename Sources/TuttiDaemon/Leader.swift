@@ -3,6 +3,7 @@ import Foundation
 import Synchronization
 import TuttiAudio
 import TuttiCore
+import TuttiDiscovery
 import TuttiLibrary
 import TuttiNet
 import TuttiStreams
@@ -43,6 +44,12 @@ public struct LeaderConfiguration: Sendable {
     /// How long a chunk may wait in a follower's queue before that follower
     /// is dropped as too slow (by then it could no longer play it in time).
     public var maximumQueueDelayMilliseconds = 2_000
+    /// Announce this leader over mDNS (`_tutti._tcp`). Off unless asked for,
+    /// so tests that build leaders directly stay off the network; the
+    /// command line turns it on (see docs/discovery.md).
+    public var announce = false
+    /// The announced service name (nil: "Tutti on HOSTNAME").
+    public var announceName: String? = nil
 
     public init() {}
 
@@ -78,6 +85,8 @@ public final class Leader: @unchecked Sendable {
     let groupChanges = NSLock()
     private var controlServer: ControlServer?
     private var mpdServer: MPDServer?
+    /// The mDNS announcement, while `announce` is on (Leader+Announce.swift).
+    var announcer: ServicePublisher?
     /// The music library, when a music folder or database was configured.
     public let library: Library?
     /// Changes, for every control surface.
@@ -181,6 +190,7 @@ public final class Leader: @unchecked Sendable {
             server.start()
             mpdServer = server
         }
+        if configuration.announce { startAnnouncing() }
         if let library, let folder = configuration.musicDirectory {
             // The start-up scan runs beside playback; unchanged files are not re-read.
             Thread.detachNewThread { [log, self] in
@@ -258,6 +268,7 @@ public final class Leader: @unchecked Sendable {
         guard running.exchange(false, ordering: .acquiringAndReleasing) else { return }
         checkpoint()
         stateWake.signal()
+        announcer?.stop() // withdrawn first: nobody should find a leader that is going
         listener.close()
         for stream in streams.withLock({ Array($0.values) }) { stream.player.stop() }
         controlServer?.stop()

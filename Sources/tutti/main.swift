@@ -1,10 +1,11 @@
 import Foundation
 import Glibc
 import TuttiCore
+import TuttiDiscovery
 import TuttiNet
 
 let usage = """
-usage: tutti [--host HOST] [--port PORT] [--group GROUP] [--json] COMMAND [ARGS]
+usage: tutti [--host HOST] [--port PORT] [--leader NAME] [--group GROUP] [--json] COMMAND [ARGS]
 
   status                 what is playing, and every room with its sync health
   play | pause | toggle | stop
@@ -33,10 +34,15 @@ usage: tutti [--host HOST] [--port PORT] [--group GROUP] [--json] COMMAND [ARGS]
   group new NAME [ROOM...] | add GROUP ROOM... | leave ROOM | rename GROUP NAME | delete GROUP
   party [on [GROUP]|off|status]   every room plays one group (default: the main group); off: back
   watch                  follow changes as they happen
+  leaders [SECONDS]      leaders announced on the network (mDNS): name, address, ports (browses 2 s)
 
 Player and queue commands act on the main group, or on --group GROUP (id or name).
 
-The leader's control socket defaults to 127.0.0.1:4954.
+Which leader: --host/--port, else TUTTI_HOST (HOST or HOST:PORT), else a
+leader on this machine (127.0.0.1:4954) if one answers, else the leader found
+over mDNS within 1.5 s (--leader NAME picks one by its announced name, and
+skips the local check; default the first by name; its control port comes
+from its announcement), else 127.0.0.1:4954.
 Exit codes: 0 done, 1 the leader refused (message on stderr), 2 cannot reach the leader, 64 usage.
 """
 
@@ -46,7 +52,7 @@ func fail(_ message: String, _ code: Int32) -> Never {
 }
 
 var args = Array(CommandLine.arguments.dropFirst())
-var host = "127.0.0.1", port: UInt16 = 4954, json = false
+var host: String? = nil, port: UInt16? = nil, json = false, leaderName: String? = nil
 var group: String?
 var rest: [String] = []
 while !args.isEmpty {
@@ -58,6 +64,7 @@ while !args.isEmpty {
         args.removeFirst(); port = p
     case "--json": json = true
     case "--group": guard !args.isEmpty else { fail("--group needs a group id or name", 64) }; group = args.removeFirst()
+    case "--leader": guard !args.isEmpty else { fail("--leader needs a name", 64) }; leaderName = args.removeFirst()
     case "-h", "--help", "help":
         // `tutti COMMAND --help`: the usage lines of that command.
         if let command = rest.first {
@@ -125,9 +132,61 @@ func describeGroup(_ g: [String: Any]) -> String {
     return "\(g["name"] as? String ?? "?") (\(g["id"] as? String ?? "?")): \(rooms.isEmpty ? "no rooms" : rooms) — \(playing)"
 }
 
+
+func describeLeader(_ l: DiscoveredLeader) -> [String: Any] {
+    var object: [String: Any] = ["name": l.name, "address": l.address, "hostName": l.hostName, "port": Int(l.port), "local": l.isLocal]
+    if let v = l.protocolVersion { object["version"] = v }
+    if let c = l.controlPort { object["control"] = Int(c) }
+    if let m = l.mpdPort { object["mpd"] = Int(m) }
+    if let id = l.id { object["id"] = id }
+    return object
+}
+
+// `tutti leaders`: needs no leader, only Avahi.
+if command == "leaders" || command == "discover" {
+    let seconds = operands.first.flatMap { Double($0) }.map { min(max($0, 0.1), 60) } ?? 2
+    let leaders: [DiscoveredLeader]
+    do { leaders = try discoverLeaders(timeout: seconds) } catch { fail("\(error)", 2) }
+    if json { output(leaders.map(describeLeader)) } else {
+        if leaders.isEmpty { print("no leaders found over mDNS") }
+        for l in leaders {
+            var line = "\(l.name)\t\(l.address):\(l.port)"
+            if let c = l.controlPort { line += "  control \(c)" }
+            if let m = l.mpdPort { line += "  mpd \(m)" }
+            if l.isLocal { line += "  (this machine)" }
+            print(line)
+        }
+    }
+    exit(0)
+}
+
+/// Where the control socket is: flags, then TUTTI_HOST, then mDNS, then the default.
+@MainActor func controlEndpoint() -> (Endpoint, how: String) {
+    if host != nil || port != nil { return (Endpoint(host: host ?? "127.0.0.1", port: port ?? 4954), "") }
+    if let env = ProcessInfo.processInfo.environment["TUTTI_HOST"], !env.isEmpty {
+        guard let e = try? Endpoint(parsing: env, defaultPort: 4954) else { fail("TUTTI_HOST=\(env): expected HOST or HOST:PORT", 64) }
+        return (e, " (TUTTI_HOST)")
+    }
+    // A leader on this machine answers at once; browsing takes about a second.
+    if leaderName == nil, let local = try? TCPConnection.connect(to: Endpoint(host: "127.0.0.1", port: 4954)) {
+        local.close()
+        return (Endpoint(host: "127.0.0.1", port: 4954), "")
+    }
+    // Without Avahi (or with no leader announced) the default is the local leader.
+    if let leaders = try? discoverLeaders(timeout: 1.5, named: leaderName) {
+        if let chosen = DiscoveredLeader.choose(from: leaders, named: leaderName), let control = chosen.controlPort {
+            // A leader on this machine usually binds its control socket to loopback only.
+            return (Endpoint(host: chosen.isLocal ? "127.0.0.1" : chosen.address, port: control), " (found '\(chosen.name)' over mDNS)")
+        }
+    }
+    if let leaderName { fail("no leader named '\(leaderName)' with a control port found over mDNS (tutti leaders lists them)", 2) }
+    return (Endpoint(host: "127.0.0.1", port: 4954), "")
+}
+
+let (endpoint, how) = controlEndpoint()
 let client: ControlClient
-do { client = try ControlClient(endpoint: Endpoint(host: host, port: port)) } catch {
-    fail("cannot reach the leader at \(host):\(port): \(error)", 2)
+do { client = try ControlClient(endpoint: endpoint) } catch {
+    fail("cannot reach the leader at \(endpoint)\(how): \(error)", 2)
 }
 
 @MainActor func call(_ method: String, _ params: [String: Any] = [:]) -> Any {

@@ -28,7 +28,34 @@ import TuttiNet
         #expect(c.latencyMilliseconds == 12.5 && c.clockOffsetMilliseconds == -3000 && c.clockSkewPPM == 50 && !c.steering)
     }
 
+    @Test func announcingIsOnFromTheCommandLineOnly() throws {
+        #expect(!LeaderConfiguration().announce, "leaders built in code stay off the network")
+        guard case .leader(let c) = try DaemonCommand.parse(["leader", "--play", "a.wav"]).0 else { Issue.record("not a leader"); return }
+        #expect(c.announce && c.announceName == nil)
+        guard case .leader(let quiet) = try DaemonCommand.parse(["leader", "--play", "a.wav", "--no-announce"]).0,
+              case .leader(let named) = try DaemonCommand.parse(["leader", "--play", "a.wav", "--name", "Living room"]).0 else {
+            Issue.record("not a leader"); return
+        }
+        #expect(!quiet.announce)
+        #expect(named.announce && named.announceName == "Living room")
+    }
+
+    @Test func followerFindsItsLeaderWithoutAnAddress() throws {
+        guard case .follower(let c) = try DaemonCommand.parse(["follower", "--name", "den"]).0,
+              case .follower(let named) = try DaemonCommand.parse(["follower", "--leader-name", "Tutti on pi"]).0 else {
+            Issue.record("not a follower"); return
+        }
+        #expect(c.leader == nil && c.leaderName == nil)
+        #expect(named.leader == nil && named.leaderName == "Tutti on pi")
+        #expect(DaemonUsage.follower.contains("--leader-name") && DaemonUsage.leader.contains("--no-announce"))
+    }
+
     @Test(arguments: [
+        ["leader", "--play", "a", "--name", ""],
+        ["leader", "--play", "a", "--name", String(repeating: "n", count: 64)],
+        ["leader", "--play", "a", "--name"],
+        ["follower", "--leader-name"],
+        ["follower", "--leader-name", String(repeating: "n", count: 64)],
         ["leader"],                                        // no files
         ["leader", "--play"],                              // still none
         ["leader", "--play", "a", "--codec", "flac"],

@@ -1,0 +1,20 @@
+import TuttiCore
+import TuttiDiscovery
+
+extension Leader {
+    /// Announces this leader over mDNS: its follower port, and in TXT the
+    /// protocol version, control and MPD ports and a stable id. Never fails
+    /// the leader: without Avahi it logs one warning and goes on (the
+    /// publisher announces by itself once avahi-daemon appears).
+    func startAnnouncing() {
+        let port = endpoint.port
+        let name = configuration.announceName ?? TuttiService.defaultName
+        let txt = TuttiService.txt(controlPort: controlEndpoint?.port, mpdPort: mpdEndpoint?.port,
+                                   id: TuttiService.stableLeaderID(port: port))
+        do {
+            announcer = try ServicePublisher(name: name, port: port, txt: txt, log: log.with(label: "mdns"))
+        } catch {
+            log.warning("not announcing over mDNS: \(error)")
+        }
+    }
+}
