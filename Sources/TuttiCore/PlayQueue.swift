@@ -17,6 +17,12 @@ public enum RepeatMode: String, Sendable, CaseIterable {
     }
 }
 
+/// Stop after the current entry ends (MPD's "single" without repeat):
+/// `on` every time, `oneshot` once and then off again.
+public enum SingleMode: String, Sendable, CaseIterable {
+    case off, on, oneshot
+}
+
 /// The rules of a queue as phone music apps apply them, with no I/O.
 ///
 /// `entries` is the user's order (what a queue listing shows); `order` is
@@ -32,6 +38,10 @@ public struct PlayQueue: Sendable, Equatable {
     public private(set) var current: Int?
     public private(set) var shuffle = false
     public var repeatMode = RepeatMode.off
+    /// Stop when the current entry ends (repeat one wins: it repeats instead).
+    public var single = SingleMode.off
+    /// Entries leave the queue once they have been played (or skipped).
+    public var consume = false
     private var nextID: UInt32 = 1
     private var random: UInt64
 
@@ -50,7 +60,10 @@ public struct PlayQueue: Sendable, Equatable {
     /// Rebuilds a saved queue. An `order` that is not a permutation of the
     /// entries (a damaged save) falls back to the user's order; a `current`
     /// out of range is dropped.
-    public init(entries: [QueueEntry], order: [Int], current: Int?, shuffle: Bool, repeatMode: RepeatMode, seed: UInt64) {
+    public init(entries: [QueueEntry], order: [Int], current: Int?, shuffle: Bool, repeatMode: RepeatMode,
+                single: SingleMode = .off, consume: Bool = false, seed: UInt64) {
+        self.single = single
+        self.consume = consume
         self.entries = entries
         let valid = order.count == entries.count && Set(order) == Set(entries.indices)
         self.order = valid ? order : Array(entries.indices)
@@ -175,6 +188,7 @@ public struct PlayQueue: Sendable, Equatable {
         guard !entries.isEmpty else { return .stop }
         guard let c = current, let p = playPosition else { return .play(index: order[0]) }
         if repeatMode == .one && !manual { return .restart(index: c) }
+        if single != .off && !manual { return .stop }
         if p + 1 < order.count { return .play(index: order[p + 1]) }
         return repeatMode == .off ? .stop : .play(index: order[0])
     }

@@ -211,6 +211,18 @@ public final class ControlServer: @unchecked Sendable {
                 throw RPCError(code: -32602, message: "mode must be off, all or one")
             }
             return try player(.repeatMode(mode))
+        case "player.single":
+            // No mode: toggle on/off.
+            let mode: SingleMode
+            if let text = params["mode"] as? String, let m = SingleMode(rawValue: text) { mode = m }
+            else if params["mode"] == nil { mode = try leader.nowPlaying(group: group).single == .off ? .on : .off }
+            else { throw RPCError(code: -32602, message: "mode must be off, on or oneshot") }
+            return try player(.single(mode))
+        case "player.consume":
+            guard let raw = params["on"], let n = raw as? NSNumber, String(cString: n.objCType) == "c" else {
+                throw RPCError(code: -32602, message: "player.consume needs \"on\": true or false")
+            }
+            return try player(.consume(n.boolValue))
         case "player.status":
             return statusObject(group: group)
         case "queue.list":
@@ -254,7 +266,7 @@ public final class ControlServer: @unchecked Sendable {
         var object: [String: Any] = [
             "state": now.state.rawValue, "track": now.track, "trackCount": now.trackCount,
             "file": now.path, "position": (now.positionSeconds * 1000).rounded() / 1000,
-            "shuffle": now.shuffle, "repeat": now.repeatMode.rawValue,
+            "shuffle": now.shuffle, "repeat": now.repeatMode.rawValue, "single": now.single.rawValue, "consume": now.consume,
         ]
         if let id = now.entryID { object["id"] = Int(id) }
         // Title, artist, album and artwork from the library when the file is in it.

@@ -234,6 +234,10 @@ public final class Leader: @unchecked Sendable {
         let now = stream.player.nowPlaying()
         if let (state, entry) = stream.lastHeard, state != now.state || entry != now.entryID {
             events.emit(stream.group == RoomGroups.mainID ? .player : .groups)
+            // Consume: an entry that was being heard and no longer is (it ended, or was skipped) leaves the queue.
+            if now.consume, state.isActive, let entry, entry != now.entryID || (now.state == .stopped && stream.player.ended) {
+                _ = try? perform(.removeEntry(id: entry), group: stream.group)
+            }
         }
         stream.lastHeard = (now.state, now.entryID)
         // Plays go into the library's history once they end, with how long they were heard.
@@ -378,7 +382,8 @@ public final class Leader: @unchecked Sendable {
         switch command {
         case .add, .remove, .move, .clear: events.emit(.queue); events.emit(.player)
         case .shuffle: events.emit(.options); events.emit(.queue)
-        case .repeatMode: events.emit(.options)
+        case .repeatMode, .single, .consume: events.emit(.options)
+        case .removeEntry: events.emit(.queue); events.emit(.player)
         default: events.emit(.player)
         }
         return outcome

@@ -48,6 +48,8 @@ public final class PlayerStateStore: @unchecked Sendable {
                 ("playing", snapshot.wasPlaying ? "1" : "0"),
                 ("shuffle", q.shuffle ? "1" : "0"),
                 ("repeat", q.repeatMode.rawValue),
+                ("single", q.single.rawValue),
+                ("consume", q.consume ? "1" : "0"),
             ]
             let put = try database.cached("INSERT INTO player (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value")
             for (k, v) in values { try put.run([.text(k), .text(v)]) }
@@ -94,7 +96,8 @@ public final class PlayerStateStore: @unchecked Sendable {
         let currentID = values["current"].flatMap { UInt32($0) }
         let current = currentID.flatMap { id in entries.firstIndex { $0.id == id } }
         let queue = PlayQueue(entries: entries, order: order, current: current, shuffle: values["shuffle"] == "1",
-                              repeatMode: RepeatMode(rawValue: values["repeat"] ?? "off") ?? .off, seed: seed)
+                              repeatMode: RepeatMode(rawValue: values["repeat"] ?? "off") ?? .off,
+                              single: SingleMode(rawValue: values["single"] ?? "off") ?? .off, consume: values["consume"] == "1", seed: seed)
         return PlayerSnapshot(queue: queue, entryID: current == nil ? nil : currentID,
                               positionMilliseconds: Int64(values["position_ms"] ?? "0") ?? 0, wasPlaying: values["playing"] == "1")
     }

@@ -21,6 +21,12 @@ public enum PlayerCommand: Sendable, Equatable {
     case clear
     case shuffle(Bool)
     case repeatMode(RepeatMode)
+    /// Stop after the current entry (once, or every time).
+    case single(SingleMode)
+    /// Entries leave the queue once played.
+    case consume(Bool)
+    /// Removes the entry with this id (ids survive edits; indexes do not).
+    case removeEntry(id: UInt32)
 }
 
 /// What now-playing shows. The transport is one of playing, paused and
@@ -57,6 +63,8 @@ public struct NowPlaying: Sendable, Equatable {
     public var trackCount: Int
     public var shuffle: Bool
     public var repeatMode: RepeatMode
+    public var single: SingleMode = .off
+    public var consume = false
     /// Why the last track failed (it names the URL or file); cleared by the next play command.
     public var error: String? = nil
     /// Network source: seconds of audio downloaded ahead of what is heard.
@@ -119,6 +127,8 @@ final class StreamPlayer: @unchecked Sendable {
         var starved: PlayerState?
         /// The network source being decoded: its entry, seconds decoded but not yet sent, its progress.
         var network: (track: UInt32, pendingSeconds: Double, progress: BackgroundSource.Progress)?
+        /// After the list ended: the grid frame up to which its tail is still being heard.
+        var tailUntil: Int?
     }
     private let published = Mutex(Published())
 
@@ -236,8 +246,12 @@ final class StreamPlayer: @unchecked Sendable {
             var position = p.pausedAt
             var state = p.state
             var heardFrame: Int? = nil
-            if p.state == .playing {
-                let heard = Int(StreamFormat.frames(nanoseconds: now - p.epoch.nanoseconds).rounded(.down))
+            let heardNow = Int(StreamFormat.frames(nanoseconds: now - p.epoch.nanoseconds).rounded(.down))
+            // The list ended when its last chunk was sent; the rooms still play its last second.
+            let tail = p.state == .stopped && heardNow < (p.tailUntil ?? .min)
+            if tail { state = .playing }
+            if p.state == .playing || tail {
+                let heard = heardNow
                 heardFrame = heard
                 if let s = p.segments.last(where: { $0.start <= heard }) {
                     position = TrackPosition(track: s.track, frame: s.trackFrame(at: heard))
@@ -257,6 +271,8 @@ final class StreamPlayer: @unchecked Sendable {
                                     positionSeconds: Double(position.frame) / Double(StreamFormat.sampleRate),
                                     durationSeconds: p.durations[position.track], trackCount: p.queue.count,
                                     shuffle: p.queue.shuffle, repeatMode: p.queue.repeatMode, error: p.error)
+            result.single = p.queue.single
+            result.consume = p.queue.consume
             if let network = p.network, network.track == position.track {
                 // Ahead of the ear: audio sent to the rooms, decoded here, and still compressed in the buffers.
                 var sent = 0
@@ -562,10 +578,15 @@ final class StreamPlayer: @unchecked Sendable {
         broadcast(.streamEnd(streamID: streamID, at: end), end)
         log.info("end of play list")
         state = .stopped
-        let first = queue.order.first.map { queue.entries[$0].id } ?? 0
+        // Stopped by "single": a later play goes on with the next entry, not from the top.
+        var resume = queue.order.first
+        if queue.single != .off, case .play(let i) = queue.stepForward(manual: true) { resume = i }
+        if queue.single == .oneshot { queue.single = .off }
+        let first = resume.map { queue.entries[$0].id } ?? 0
         published.withLock { $0.pausedAt = TrackPosition(track: first, frame: 0) }
-        if let i = queue.order.first { queue.select(i) }
+        if let i = resume { queue.select(i) }
         publish()
+        published.withLock { $0.tailUntil = streamFrame }
         endedAtomic.store(true, ordering: .releasing)
     }
 
@@ -575,6 +596,7 @@ final class StreamPlayer: @unchecked Sendable {
         let starved = state == .playing ? starvedPhase : nil
         published.withLock { p in
             p.state = state
+            if state != .stopped { p.tailUntil = nil }
             p.segments = segments
             p.epoch = epoch
             p.queue = queue
@@ -644,6 +666,8 @@ final class StreamPlayer: @unchecked Sendable {
         // decoder, which may already be a track ahead.
         if let i = queue.index(ofID: heard.track) { queue.select(i) }
         let heardIndex = queue.index(ofID: heard.track)
+        // The list has ended but its last second is still being heard: stop and pause cut it.
+        let tailAudible = state == .stopped && (published.withLock { $0.tailUntil } ?? .min) > at
         var added: [UInt32] = []
         func entryID(_ step: PlayQueue.Step) -> UInt32? {
             switch step {
@@ -654,6 +678,7 @@ final class StreamPlayer: @unchecked Sendable {
 
         switch command {
         case .pause:
+            if tailAudible { cut(at: at); published.withLock { $0.tailUntil = nil }; break }
             guard state == .playing else { break }
             cut(at: at)
             state = .paused
@@ -661,7 +686,8 @@ final class StreamPlayer: @unchecked Sendable {
             published.withLock { $0.pausedAt = heard }
             log.info("paused at \(String(format: "%.3f", Double(heard.frame) / 48_000)) s of entry \(heard.track)")
         case .stop:
-            if state == .playing { cut(at: at) }
+            if state == .playing || tailAudible { cut(at: at) }
+            published.withLock { $0.tailUntil = nil }
             decoder = nil; background = nil
             state = .stopped
             published.withLock { $0.pausedAt = TrackPosition(track: heard.track, frame: 0) }
@@ -734,6 +760,14 @@ final class StreamPlayer: @unchecked Sendable {
         case .repeatMode(let mode):
             queue.repeatMode = mode
             revalidateUpcoming(from: at)
+        case .single(let mode):
+            queue.single = mode
+            revalidateUpcoming(from: at) // the next track may already be on its way
+        case .consume(let on):
+            queue.consume = on
+        case .removeEntry(let id):
+            guard let index = queue.index(ofID: id) else { return .failure(.invalid("no queue entry with id \(id)")) }
+            return apply(.remove(index: index))
         case .toggle:
             break
         }

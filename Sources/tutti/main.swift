@@ -13,6 +13,8 @@ usage: tutti [--host HOST] [--port PORT] [--leader NAME] [--group GROUP] [--json
   seek SECONDS | +S | -S absolute or relative seek in the current track
   shuffle [on|off]       toggle or set shuffle
   repeat [off|all|one]   cycle or set repeat
+  single [on|off|oneshot]   stop after the current track (toggle, every time, or once)
+  consume [on|off]       played tracks leave the queue
   queue                  list the queue
   queue add URI...       add files or URLs (queue add --next URI... inserts after the current)
   queue add-search TEXT  add every track a search finds (also: add-album ALBUM, add-playlist ID)
@@ -110,6 +112,11 @@ func describeStatus(_ s: [String: Any]) -> String {
     if let b = s["bufferedSeconds"] as? Double { buffered.append(String(format: "%.1f s ahead", b)) }
     if let f = s["bufferedFraction"] as? Double { buffered.append(String(format: "%.0f%% downloaded", f * 100)) }
     if !buffered.isEmpty { line += " (buffered: " + buffered.joined(separator: ", ") + ")" }
+    // The play options, on the line below: shuffle, repeat, single, consume.
+    var options = ["shuffle \((s["shuffle"] as? Bool ?? false) ? "on" : "off")", "repeat \(s["repeat"] as? String ?? "off")"]
+    if let single = s["single"] as? String, single != "off" { options.append("single \(single)") }
+    if s["consume"] as? Bool == true { options.append("consume on") }
+    if s["shuffle"] != nil { line += "\n  " + options.joined(separator: ", ") }
     if let e = s["error"] as? String { line += "\n  last error: \(e)" }
     return line
 }
@@ -250,6 +257,24 @@ case "repeat":
     }
     let result = call("player.repeat", params)
     if json { output(result) } else { print("repeat \((result as? [String: Any])?["repeat"] as? String ?? "?")") }
+case "single":
+    var params: [String: Any] = [:]
+    if let mode = operands.first {
+        guard ["off", "on", "oneshot"].contains(mode) else { fail("single takes on, off or oneshot", 64) }
+        params["mode"] = mode
+    }
+    let result = call("player.single", params)
+    if json { output(result) } else { print("single \((result as? [String: Any])?["single"] as? String ?? "?")") }
+case "consume":
+    let on: Bool
+    if let arg = operands.first {
+        guard arg == "on" || arg == "off" else { fail("consume takes on or off", 64) }
+        on = arg == "on"
+    } else {
+        on = !((call("player.status") as? [String: Any])?["consume"] as? Bool ?? false)
+    }
+    let result = call("player.consume", ["on": on])
+    if json { output(result) } else { print("consume \(on ? "on" : "off")") }
 case "queue":
     let sub = operands.first ?? "list"
     let rest = Array(operands.dropFirst())

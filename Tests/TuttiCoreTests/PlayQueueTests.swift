@@ -42,6 +42,18 @@ import TuttiCore
         #expect(RepeatMode.off.next == .all && RepeatMode.all.next == .one && RepeatMode.one.next == .off)
     }
 
+    @Test func singleStopsAtTheEndButRepeatOneRepeatsAndNextMovesOn() {
+        var q = queue(3)
+        q.select(0)
+        q.single = .on
+        #expect(q.stepForward(manual: false) == .stop)
+        #expect(q.stepForward(manual: true) == .play(index: 1), "a manual next still moves on")
+        q.repeatMode = .one
+        #expect(q.stepForward(manual: false) == .restart(index: 0), "repeat one wins over single")
+        let saved = PlayQueue(entries: q.entries, order: q.order, current: 0, shuffle: false, repeatMode: .off, single: .oneshot, consume: true, seed: 1)
+        #expect(saved.single == .oneshot && saved.consume)
+    }
+
     @Test func previousRestartsAfterThreeSeconds() {
         var q = queue(3)
         q.select(1)

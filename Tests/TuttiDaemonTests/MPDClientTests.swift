@@ -134,10 +134,17 @@ import TuttiNet
         #expect(try state(f) == "playing #2/4 random=on repeat=on single=off")
         #expect(f.leader.nowPlaying.shuffle && f.leader.nowPlaying.repeatMode == .all)
         try mpc(f, "single", "on")
-        #expect(f.leader.nowPlaying.repeatMode == .one)
-        try mpc(f, "repeat", "off") // repeat 0 single 1: played as repeat-one, reported as asked
+        #expect(f.leader.nowPlaying.repeatMode == .one, "repeat with single repeats the song")
+        try mpc(f, "repeat", "off") // single without repeat: stop after the current song
         #expect(try state(f) == "playing #2/4 random=on repeat=off single=on")
-        #expect(f.leader.nowPlaying.repeatMode == .one)
+        #expect(f.leader.nowPlaying.repeatMode == .off && f.leader.nowPlaying.single == .on)
+        try mpc(f, "single", "once") // sent as "single oneshot"
+        #expect(try state(f) == "playing #2/4 random=on repeat=off single=once")
+        #expect(f.leader.nowPlaying.single == .oneshot)
+        try mpc(f, "consume", "on")
+        let consumeStatus = lines(try mpc(f, "status")).last ?? ""
+        #expect(f.leader.nowPlaying.consume && consumeStatus.contains("consume: on"), "\(consumeStatus)")
+        try mpc(f, "consume", "off")
         try mpc(f, "single", "off")
         try mpc(f, "random", "off")
         #expect(f.leader.nowPlaying.repeatMode == .off && !f.leader.nowPlaying.shuffle)

@@ -76,4 +76,47 @@ import TuttiNet
         #expect(repeats >= 3, "\(r)")
         #expect(r.last.map { $0.start == 100_000 && $0.count == 24_000 } == true, "\(r)")
     }
+
+    /// Single stops at the end of the heard track (once with oneshot), and
+    /// play goes on with the next one; consume takes played and skipped
+    /// tracks out of the queue, but not one that was only stopped.
+    @Test func singleStopsAfterTheTrackAndConsumeRemovesPlayedOnes() throws {
+        let dir = makeTemporaryDirectory()
+        for (i, name) in ["a", "b", "c", "d"].enumerated() {
+            writeFile(dir + "/\(name).wav", wavImage(counterFrames(count: 36_000, from: i * 100_000)))
+        }
+        let leader = try startLeader(files: [])
+        defer { leader.stop() }
+        let f = try startFollower(leader: leader.endpoint, name: "q", output: .file(path: dir + "/q.raw", ppm: 0, delayMilliseconds: 0), steering: false)
+        #expect(waitUntil(timeout: 5) { leader.followerNames == ["q"] })
+        _ = try leader.perform(.add(uris: ["a", "b", "c", "d"].map { dir + "/\($0).wav" }, next: false))
+        _ = try leader.perform(.single(.oneshot))
+        _ = try leader.perform(.consume(true))
+        _ = try leader.perform(.playIndex(0))
+        // a (0.75 s) plays, then the player stops; oneshot turns itself off; a is consumed.
+        #expect(waitUntil(timeout: 10) { leader.nowPlaying.state == .stopped && leader.queue.count == 3 })
+        #expect(leader.nowPlaying.single == .off, "oneshot is spent")
+        #expect(leader.queue.entries.map { URL(fileURLWithPath: $0.uri).lastPathComponent } == ["b.wav", "c.wav", "d.wav"])
+        #expect(leader.nowPlaying.path.hasSuffix("b.wav"), "play goes on with the next track: \(leader.nowPlaying.path)")
+        // Play b; skip it with next: b is consumed, c plays.
+        _ = try leader.perform(.play)
+        usleep(300_000)
+        _ = try leader.perform(.next)
+        #expect(waitUntil(timeout: 3) { leader.queue.entries.map(\.uri).first?.hasSuffix("c.wav") == true })
+        // Stop c mid-way: it stays in the queue.
+        usleep(200_000)
+        _ = try leader.perform(.stop)
+        usleep(400_000)
+        #expect(leader.queue.entries.map { URL(fileURLWithPath: $0.uri).lastPathComponent } == ["c.wav", "d.wav"])
+        // Play to the end with consume: the queue empties.
+        _ = try leader.perform(.single(.off))
+        _ = try leader.perform(.playIndex(0))
+        #expect(waitUntil(timeout: 10) { leader.queue.isEmpty }, "\(leader.queue.entries.map(\.uri))")
+        usleep(1_200_000)
+        f.stop()
+        let r = runs(readRaw(dir + "/q.raw"))
+        // a whole, then b cut by next, c cut by stop, then c and d whole.
+        #expect(r.map(\.start) == [0, 100_000, 200_000, 200_000, 300_000], "\(r)")
+        #expect(r.first?.count == 36_000 && r.last?.count == 36_000 && r.dropLast().last?.count == 36_000, "\(r)")
+    }
 }

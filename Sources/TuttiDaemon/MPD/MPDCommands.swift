@@ -123,14 +123,14 @@ extension MPDServer {
             let on = try MPDArguments.bool(args[0])
             try setRepeat(repeat: on, single: currentRepeatFlags().single)
         case "single":
-            let on: Bool
-            switch args[0] {
-            case "oneshot": throw .argument("single oneshot is not supported")
-            default: on = try MPDArguments.bool(args[0])
+            if args[0] == "oneshot" {
+                try setRepeat(repeat: currentRepeatFlags().repeat, single: .oneshot)
+            } else {
+                try setRepeat(repeat: currentRepeatFlags().repeat, single: try MPDArguments.bool(args[0]) ? .on : .off)
             }
-            try setRepeat(repeat: currentRepeatFlags().repeat, single: on)
         case "consume":
-            if try MPDArguments.bool(args[0]) { throw .system("consume mode is not supported") }
+            // MPD 0.24 also has consume oneshot; 0.23's on/off is what clients send.
+            try perform(.consume(try MPDArguments.bool(args[0])))
         case "crossfade":
             if try MPDArguments.unsigned(args[0]) != 0 { throw .system("crossfade is not supported") }
         case "mixrampdb", "mixrampdelay": _ = try MPDArguments.seconds(args[0])
@@ -427,34 +427,39 @@ extension MPDServer {
 
     // MARK: Repeat, single, volume
 
-    func currentRepeatFlags() -> (repeat: Bool, single: Bool) {
-        let mode = leader.nowPlaying.repeatMode
-        let asked = repeatRequest.withLock { $0 }
-        switch mode {
-        case .off: return (false, false)
-        case .all: return (true, false)
-        case .one: return asked == (false, true) ? (false, true) : (true, true)
+    /// MPD's repeat and single flags from Tutti's repeat mode and single (stop after the current entry).
+    func currentRepeatFlags() -> (repeat: Bool, single: SingleMode) {
+        let now = leader.nowPlaying
+        switch now.repeatMode {
+        case .off: return (false, now.single)
+        case .all: return (true, now.single)
+        case .one: return (true, .on)
         }
     }
 
-    /// repeat+single → Tutti's repeat mode: 1 0 → all, 1 1 → one, 0 1 → one
-    /// (Tutti has no "stop after this song"), 0 0 → off.
-    private func setRepeat(repeat repeatOn: Bool, single: Bool) throws(MPDError) {
-        let mode: RepeatMode = single ? .one : repeatOn ? .all : .off
-        repeatRequest.withLock { $0 = (repeatOn, single) }
+    /// repeat+single → Tutti: repeat with single is "repeat one"; single
+    /// without repeat is "stop after the current entry" (once with oneshot).
+    private func setRepeat(repeat repeatOn: Bool, single: SingleMode) throws(MPDError) {
+        let mode: RepeatMode = repeatOn ? (single == .off ? .all : .one) : .off
         try perform(.repeatMode(mode))
+        try perform(.single(repeatOn ? .off : single))
     }
 
-    /// The mean volume of connected rooms, nil when none is connected.
+    /// The mean volume of the main group's connected rooms, nil when none is connected.
     func averageVolume() -> Int? {
-        let rooms = leader.followerNames
+        let rooms = mainGroupRooms()
         guard !rooms.isEmpty else { return nil }
         let total = rooms.reduce(0) { $0 + Int(leader.settings(of: $1).volume) }
         return Int((Double(total) / Double(rooms.count)).rounded())
     }
 
+    /// The connected rooms MPD controls: those in the main group.
+    private func mainGroupRooms() -> [String] {
+        leader.followerNames.filter { leader.group(ofRoom: $0).id == RoomGroups.mainID }
+    }
+
     private func setVolume(_ v: Int) throws(MPDError) {
-        let rooms = leader.followerNames
+        let rooms = mainGroupRooms()
         guard !rooms.isEmpty else { throw .system("No rooms connected to set the volume of") }
         for room in rooms {
             var settings = leader.settings(of: room)
@@ -472,8 +477,8 @@ extension MPDServer {
         r.add("volume", averageVolume() ?? -1)
         r.add("repeat", flags.repeat ? 1 : 0)
         r.add("random", now.shuffle ? 1 : 0)
-        r.add("single", flags.single ? 1 : 0)
-        r.add("consume", 0)
+        r.add("single", flags.single == .oneshot ? "oneshot" : flags.single == .on ? "1" : "0")
+        r.add("consume", now.consume ? 1 : 0)
         r.add("playlist", playlistVersion)
         r.add("playlistlength", queue.count)
         r.add("mixrampdb", "0.000000")

@@ -34,9 +34,6 @@ public final class MPDServer: @unchecked Sendable {
 
     /// The queue's version (`playlist:` in status), bumped on every queue change.
     private let queueVersion = Atomic<Int>(1)
-    /// How a client last asked for repeat/single, so `repeat 0 single 1`
-    /// (which Tutti plays as repeat-one) is reported back as asked.
-    let repeatRequest = Mutex<(repeat: Bool, single: Bool)>((false, false))
     /// Job id of a running `update`, 0 when none.
     let updateJob = Atomic<Int>(0)
     let nextUpdateJob = Atomic<Int>(1)
