@@ -67,6 +67,7 @@ extension Leader {
     public func deleteGroup(_ idOrName: String) throws(GroupError) -> [String] {
         let (group, rooms) = try changeGroups { (t) throws(GroupError) in try t.delete(idOrName) }
         if let stream = streams.withLock({ $0.removeValue(forKey: group.id) }) { stream.player.stop() }
+        if let stateStore { try? stateStore.forget(group: group.id) }
         log.info("group \(group.name) deleted\(rooms.isEmpty ? "" : "; \(rooms.joined(separator: ", ")) back in the main group")")
         return rooms
     }

@@ -108,6 +108,7 @@ public final class Leader: @unchecked Sendable {
         listener = try TCPListener(endpoint: configuration.listen)
         var snapshot: PlayerSnapshot?
         var savedGroups: RoomGroups?
+        var groupSnapshots: [String: PlayerSnapshot] = [:]
         let seed = UInt64.random(in: 1...UInt64(UInt32.max))
         if configuration.musicDirectory != nil || configuration.databasePath != nil {
             let path = configuration.databasePath ?? Library.defaultDatabasePath(asService: getuid() == 0 && configuration.listen.port == 4953)
@@ -119,6 +120,9 @@ public final class Leader: @unchecked Sendable {
             // Files named on the command line start a fresh queue; otherwise the saved one comes back.
             if configuration.files.isEmpty { snapshot = try store.load(seed: seed) }
             savedGroups = try store.loadGroups()
+            for g in savedGroups?.groups ?? [] where g.id != RoomGroups.mainID {
+                groupSnapshots[g.id] = try store.load(group: g.id, seed: seed)
+            }
         } else {
             library = nil
             stateStore = nil
@@ -137,7 +141,8 @@ public final class Leader: @unchecked Sendable {
         if let savedGroups {
             grouping.withLock { $0 = savedGroups }
             for g in savedGroups.groups where g.id != RoomGroups.mainID {
-                let stream = makeStream(group: g.id, restoring: nil, files: [], loop: false)
+                // Each group's queue and position come back, paused, as the main group's do.
+                let stream = makeStream(group: g.id, restoring: groupSnapshots[g.id], files: [], loop: false)
                 streams.withLock { $0[g.id] = stream }
             }
         }
@@ -207,7 +212,7 @@ public final class Leader: @unchecked Sendable {
         }
         if let stateStore {
             events.subscribe { [weak self] event in
-                guard let self, event == .player || event == .queue || event == .options else { return }
+                guard let self, event == .player || event == .queue || event == .options || event == .groups else { return }
                 self.stateDirty.store(true, ordering: .releasing)
                 self.stateWake.signal()
             }
@@ -256,16 +261,27 @@ public final class Leader: @unchecked Sendable {
         while running.load(ordering: .relaxed) {
             _ = stateWake.wait(timeout: .now() + .seconds(5))
             let dirty = stateDirty.exchange(false, ordering: .acquiringAndReleasing)
-            let snapshot = mainStream.player.snapshot()
-            guard dirty || snapshot.wasPlaying else { continue }
-            do { try store.save(snapshot) } catch { log.error("saving the player state: \(error)") }
+            save(to: store, onlyIfPlaying: !dirty)
+        }
+    }
+
+    /// Saves every group's player state (with `onlyIfPlaying`, only those whose position moves).
+    private func save(to store: PlayerStateStore, onlyIfPlaying: Bool) {
+        for stream in streams.withLock({ Array($0.values) }) {
+            let snapshot = stream.player.snapshot()
+            guard !onlyIfPlaying || snapshot.wasPlaying else { continue }
+            do {
+                if stream.group == RoomGroups.mainID { try store.save(snapshot) } else { try store.save(snapshot, group: stream.group) }
+            } catch {
+                log.error("saving the player state of group \(stream.group): \(error)")
+            }
         }
     }
 
     /// Saves the player state now (on shutdown).
     public func checkpoint() {
         guard let stateStore else { return }
-        do { try stateStore.save(mainStream.player.snapshot()) } catch { log.error("saving the player state: \(error)") }
+        save(to: stateStore, onlyIfPlaying: false)
     }
 
     public func stop() {

@@ -28,6 +28,7 @@ public final class PlayerStateStore: @unchecked Sendable {
         try database.execute("""
             CREATE TABLE IF NOT EXISTS player (key TEXT PRIMARY KEY, value TEXT NOT NULL);
             CREATE TABLE IF NOT EXISTS queue (position INTEGER PRIMARY KEY, id INTEGER NOT NULL, uri TEXT NOT NULL, play_rank INTEGER NOT NULL);
+            CREATE TABLE IF NOT EXISTS group_player (group_id TEXT PRIMARY KEY, snapshot TEXT NOT NULL);
             """)
     }
 
@@ -56,7 +57,48 @@ public final class PlayerStateStore: @unchecked Sendable {
         }
     }
 
-    /// Saves the groups and which room is in which (their queues are not kept: only the main group's is).
+    /// Saves the player state of a group other than the main one (the main
+    /// group's is `save`): one JSON record per group, replaced in one statement.
+    public func save(_ snapshot: PlayerSnapshot, group: String) throws(LibraryError) {
+        lock.lock(); defer { lock.unlock() }
+        let q = snapshot.queue
+        let object: [String: Any] = [
+            "entries": q.entries.map { ["id": Int($0.id), "uri": $0.uri] as [String: Any] },
+            "order": q.order, "current": snapshot.entryID.map { Int($0) } ?? NSNull(),
+            "positionMs": Int(snapshot.positionMilliseconds), "playing": snapshot.wasPlaying,
+            "shuffle": q.shuffle, "repeat": q.repeatMode.rawValue, "single": q.single.rawValue, "consume": q.consume,
+        ]
+        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else { return }
+        let put = try database.cached("INSERT INTO group_player (group_id, snapshot) VALUES (?, ?) ON CONFLICT(group_id) DO UPDATE SET snapshot = excluded.snapshot")
+        try put.run([.text(group), .text(String(decoding: data, as: UTF8.self))])
+    }
+
+    /// A group's saved player state, nil if none (or unreadable: the group then starts empty).
+    public func load(group: String, seed: UInt64) throws(LibraryError) -> PlayerSnapshot? {
+        lock.lock(); defer { lock.unlock() }
+        let rows = try database.query("SELECT snapshot FROM group_player WHERE group_id = ?", [.text(group)]) { (s) throws(LibraryError) in s.text(0) }
+        guard let text = rows.first, let o = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
+              let list = o["entries"] as? [[String: Any]] else { return nil }
+        let entries = list.compactMap { e -> QueueEntry? in
+            guard let id = e["id"] as? Int, let uri = e["uri"] as? String, id > 0, id <= Int(UInt32.max) else { return nil }
+            return QueueEntry(id: UInt32(id), uri: uri)
+        }
+        let currentID = (o["current"] as? Int).flatMap { UInt32(exactly: $0) }
+        let current = currentID.flatMap { id in entries.firstIndex { $0.id == id } }
+        let queue = PlayQueue(entries: entries, order: o["order"] as? [Int] ?? [], current: current, shuffle: o["shuffle"] as? Bool ?? false,
+                              repeatMode: RepeatMode(rawValue: o["repeat"] as? String ?? "off") ?? .off,
+                              single: SingleMode(rawValue: o["single"] as? String ?? "off") ?? .off,
+                              consume: o["consume"] as? Bool ?? false, seed: seed)
+        return PlayerSnapshot(queue: queue, entryID: current == nil ? nil : currentID,
+                              positionMilliseconds: Int64(o["positionMs"] as? Int ?? 0), wasPlaying: o["playing"] as? Bool ?? false)
+    }
+
+    public func forget(group: String) throws(LibraryError) {
+        lock.lock(); defer { lock.unlock() }
+        _ = try database.run("DELETE FROM group_player WHERE group_id = ?", [.text(group)])
+    }
+
+    /// Saves the groups and which room is in which (each group's player state is saved on its own).
     public func saveGroups(_ table: RoomGroups) throws(LibraryError) {
         lock.lock(); defer { lock.unlock() }
         let object: [String: Any] = [

@@ -206,8 +206,18 @@ final class StreamPlayer: @unchecked Sendable {
             queue.add(configuration.files)
             if configuration.loop { queue.repeatMode = .all }
         }
-        // Nothing to play: stopped from the start, before the source thread runs.
-        if queue.isEmpty { published.withLock { $0.state = .stopped } }
+        // What status shows before the source thread runs: the queue, and stopped
+        // (nothing to play) or paused where the saved state left off.
+        let initial = queue
+        published.withLock { p in
+            p.queue = initial
+            if initial.isEmpty { p.state = .stopped }
+            if let snapshot, !initial.isEmpty {
+                p.state = .paused
+                let id = snapshot.entryID ?? initial.entries[initial.order.first ?? 0].id
+                p.pausedAt = TrackPosition(track: id, frame: max(0, Int(snapshot.positionMilliseconds) * StreamFormat.sampleRate / 1000))
+            }
+        }
     }
 
     /// The state to save: the queue, what is heard and where.

@@ -168,20 +168,37 @@ import TuttiNet
         #expect(try tutti("party", "sideways").status == 64)
     }
 
-    @Test func groupsSurviveARestart() throws {
+    @Test func groupsAndTheirQueuesSurviveARestart() throws {
         let dir = makeTemporaryDirectory()
         writeFile(dir + "/one.wav", wavImage(counterFrames(count: 48_000 * 20)))
+        writeFile(dir + "/two.wav", wavImage(counterFrames(count: 48_000 * 20, from: 500_000)))
         var leader: Leader? = try startLeader(files: [dir + "/one.wav"]) { c in c.databasePath = dir + "/db/library.db" }
         let f = try startFollower(leader: leader!.endpoint, name: "porch", output: .file(path: dir + "/p.raw", ppm: 0, delayMilliseconds: 0))
         defer { f.stop() }
         #expect(waitUntil(timeout: 5) { leader!.followerNames == ["porch"] })
         _ = try leader!.createGroup(name: "Outside", rooms: ["porch"])
         _ = try leader!.createGroup(name: "Garage", rooms: [])
+        // The Outside group's own queue, shuffled-off order edited, playing its second entry 1.2 s in.
+        _ = try leader!.perform(.add(uris: [dir + "/one.wav", dir + "/two.wav", dir + "/one.wav"], next: false), group: "Outside")
+        _ = try leader!.perform(.repeatMode(.all), group: "Outside")
+        _ = try leader!.perform(.playIndex(1), group: "Outside")
+        usleep(1_200_000)
         leader!.stop()
         leader = nil
         let again = try startLeader(files: []) { c in c.databasePath = dir + "/db/library.db" }
         defer { again.stop() }
         #expect(again.groups.map(\.name) == ["Home", "Outside", "Garage"])
         #expect(again.group(ofRoom: "porch").name == "Outside")
+        let outside = try again.nowPlaying(group: "Outside")
+        #expect(try again.queue(group: "Outside").entries.map { ($0.uri as NSString).lastPathComponent } == ["one.wav", "two.wav", "one.wav"])
+        #expect(outside.track == 1 && outside.state == .paused && outside.repeatMode == .all, "\(outside)")
+        #expect(outside.positionSeconds > 0.8 && outside.positionSeconds < 2.5, "\(outside.positionSeconds)")
+        #expect(try again.queue(group: "Garage").isEmpty)
+        // A deleted group's state goes with it.
+        _ = try again.deleteGroup("Outside")
+        again.stop()
+        let third = try startLeader(files: []) { c in c.databasePath = dir + "/db/library.db" }
+        defer { third.stop() }
+        #expect(third.groups.map(\.name) == ["Home", "Garage"])
     }
 }
