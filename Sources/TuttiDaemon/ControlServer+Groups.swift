@@ -63,7 +63,7 @@ extension ControlServer {
 
     private func groupObject(_ g: GroupStatus) -> [String: Any] {
         var object: [String: Any] = [
-            "id": g.id, "name": g.name, "rooms": g.rooms, "state": g.nowPlaying.state.rawValue,
+            "id": g.id, "name": g.name, "rooms": g.rooms, "state": Self.stateName(g.nowPlaying),
             "trackCount": g.nowPlaying.trackCount, "position": (g.nowPlaying.positionSeconds * 1000).rounded() / 1000,
         ]
         let status = statusObject(group: g.id)

@@ -261,10 +261,15 @@ public final class ControlServer: @unchecked Sendable {
         }
     }
 
+    /// The state as clients see it: stopped with nothing queued is idle.
+    static func stateName(_ now: NowPlaying) -> String {
+        now.state == .stopped && now.trackCount == 0 ? "idle" : now.state.rawValue
+    }
+
     func statusObject(group: String? = nil) -> [String: Any] {
         let now = (try? leader.nowPlaying(group: group)) ?? leader.nowPlaying
         var object: [String: Any] = [
-            "state": now.state.rawValue, "track": now.track, "trackCount": now.trackCount,
+            "state": Self.stateName(now), "track": now.track, "trackCount": now.trackCount,
             "file": now.path, "position": (now.positionSeconds * 1000).rounded() / 1000,
             "shuffle": now.shuffle, "repeat": now.repeatMode.rawValue, "single": now.single.rawValue, "consume": now.consume,
         ]

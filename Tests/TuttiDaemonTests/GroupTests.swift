@@ -40,7 +40,7 @@ import TuttiNet
 
         // The kitchen gets its own group and plays something else there.
         let created = try #require(try rpc.call("groups.create", ["name": "Kitchen", "rooms": ["kitchen"]]) as? [String: Any])
-        #expect(created["rooms"] as? [String] == ["kitchen"] && created["state"] as? String == "stopped", "\(created)")
+        #expect(created["rooms"] as? [String] == ["kitchen"] && created["state"] as? String == "idle", "\(created)")
         let kitchenID = try #require(created["id"] as? String)
         _ = try rpc.call("queue.add", ["group": "Kitchen", "uris": [dir + "/quiet.wav"]])
         let play = try #require(try rpc.call("player.play", ["group": kitchenID]) as? [String: Any])
