@@ -260,8 +260,8 @@ case "repeat":
 case "single":
     var params: [String: Any] = [:]
     if let mode = operands.first {
-        guard ["off", "on", "oneshot"].contains(mode) else { fail("single takes on, off or oneshot", 64) }
-        params["mode"] = mode
+        guard ["off", "on", "oneshot", "once"].contains(mode) else { fail("single takes on, off or oneshot", 64) }
+        params["mode"] = mode == "once" ? "oneshot" : mode // mpc says "once"
     }
     let result = call("player.single", params)
     if json { output(result) } else { print("single \((result as? [String: Any])?["single"] as? String ?? "?")") }

@@ -55,4 +55,28 @@ import TuttiNet
         #expect(waitUntil(timeout: 2) { follower.settings.volume == 90 })
         #expect(leader.settings(of: "other").volume == 100, "only that room changed")
     }
+
+    /// A button acts on its room's group: next in a room of its own skips
+    /// that group's track, not the main group's; party pulls every room
+    /// into that group and a second press puts them back.
+    @Test func buttonsActOnTheirRoomsGroupAndPartyToggles() throws {
+        let dir = makeTemporaryDirectory()
+        for (i, name) in ["a", "b", "c"].enumerated() { writeFile(dir + "/\(name).wav", wavImage(counterFrames(count: 48_000 * 8, from: i * 500_000))) }
+        let leader = try startLeader(files: [dir + "/a.wav", dir + "/b.wav"])
+        defer { leader.stop() }
+        let den = try startFollower(leader: leader.endpoint, name: "den", output: .file(path: dir + "/den.raw", ppm: 0, delayMilliseconds: 0))
+        let hall = try startFollower(leader: leader.endpoint, name: "hall", output: .file(path: dir + "/hall.raw", ppm: 0, delayMilliseconds: 0))
+        defer { den.stop(); hall.stop() }
+        #expect(waitUntil(timeout: 5) { den.connected && hall.connected && leader.followerNames.count == 2 })
+        _ = try leader.createGroup(name: "Den", rooms: ["den"])
+        _ = try leader.perform(.add(uris: [dir + "/c.wav", dir + "/a.wav"], next: false), group: "Den")
+        _ = try leader.perform(.play, group: "Den")
+        den.send(.next)
+        #expect(waitUntil(timeout: 4) { (try? leader.nowPlaying(group: "Den").track) == 1 }, "next in the den skipped the den's track")
+        #expect(leader.nowPlaying.track == 0, "the main group did not move")
+        hall.send(.party)
+        #expect(waitUntil(timeout: 4) { leader.partyActive && leader.group(ofRoom: "den").id == "main" }, "party from the hall: every room plays the hall's group")
+        den.send(.party)
+        #expect(waitUntil(timeout: 4) { !leader.partyActive && leader.group(ofRoom: "den").name == "Den" }, "a second party press puts the den back")
+    }
 }

@@ -132,19 +132,8 @@ import TuttiNet
         let dir = makeTemporaryDirectory()
         let leader = try leaderWithControl(dir)
         defer { leader.stop() }
-        let port = String(try #require(leader.controlEndpoint).port)
-        let binary = URL(fileURLWithPath: DaemonBinaryTests.binary).deletingLastPathComponent().appendingPathComponent("tutti").path
-        func tutti(_ args: [String]) throws -> (Int32, String) {
-            let p = Process()
-            p.executableURL = URL(fileURLWithPath: binary)
-            p.arguments = ["--port", port] + args
-            let out = Pipe()
-            p.standardOutput = out
-            p.standardError = out
-            try p.run()
-            p.waitUntilExit()
-            return (p.terminationStatus, String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
-        }
+        let port = try #require(leader.controlEndpoint).port
+        func tutti(_ args: [String]) throws -> (Int32, String) { try runTutti(port: port, args) }
         let (s1, status) = try tutti(["status"])
         #expect(s1 == 0 && status.contains("playing") && status.contains("one"), "\(status)")
         let (s2, paused) = try tutti(["pause"])
@@ -157,11 +146,7 @@ import TuttiNet
         #expect(s4 == 64)
         let (s5, _) = try tutti(["frobnicate"])
         #expect(s5 == 64)
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: binary)
-        p.arguments = ["--port", "1", "status"]
-        p.standardError = FileHandle.nullDevice
-        try p.run(); p.waitUntilExit()
-        #expect(p.terminationStatus == 2, "unreachable leader")
+        let unreachable = try runTutti(port: 1, ["status"])
+        #expect(unreachable.status == 2, "unreachable leader: \(unreachable.out)")
     }
 }

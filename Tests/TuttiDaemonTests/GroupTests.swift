@@ -129,20 +129,8 @@ import TuttiNet
         let y = try startFollower(leader: leader.endpoint, name: "bath", output: .file(path: dir + "/y.raw", ppm: 0, delayMilliseconds: 0))
         defer { x.stop(); y.stop() }
         #expect(waitUntil(timeout: 5) { leader.followerNames.count == 2 })
-        let port = String(try #require(leader.controlEndpoint).port)
-        let binary = URL(fileURLWithPath: DaemonBinaryTests.binary).deletingLastPathComponent().appendingPathComponent("tutti").path
-        func tutti(_ args: String...) throws -> (status: Int32, out: String) {
-            let p = Process()
-            p.executableURL = URL(fileURLWithPath: binary)
-            p.arguments = ["--port", port] + args
-            let out = Pipe()
-            p.standardOutput = out
-            p.standardError = out
-            try p.run()
-            let data = out.fileHandleForReading.readDataToEndOfFile()
-            p.waitUntilExit()
-            return (p.terminationStatus, String(decoding: data, as: UTF8.self))
-        }
+        let port = try #require(leader.controlEndpoint).port
+        func tutti(_ args: String...) throws -> (status: Int32, out: String) { try runTutti(port: port, args) }
         let made = try tutti("group", "new", "Upstairs", "office")
         #expect(made.status == 0 && made.out.contains("Upstairs") && made.out.contains("office"), "\(made.out)")
         #expect(leader.group(ofRoom: "office").name == "Upstairs")
@@ -166,6 +154,13 @@ import TuttiNet
         #expect(try tutti("group", "add", "Upstairs").status == 64)
         #expect(try tutti("--group", "Nowhere", "play").status == 1)
         #expect(try tutti("party", "sideways").status == 64)
+        // Single and consume, on a group's player, shown by status.
+        #expect(try tutti("--group", "Upstairs", "single", "oneshot").out.contains("single oneshot"))
+        #expect(try tutti("--group", "Upstairs", "consume", "on").status == 0)
+        let upstairs = try tutti("--group", "Upstairs", "status")
+        #expect(upstairs.out.contains("single oneshot") && upstairs.out.contains("consume on"), "\(upstairs.out)")
+        #expect(try leader.nowPlaying(group: "Upstairs").consume && leader.nowPlaying.single == .off)
+        #expect(try tutti("single", "twice").status == 64)
     }
 
     @Test func groupsAndTheirQueuesSurviveARestart() throws {

@@ -115,18 +115,9 @@ import TuttiNet
         defer { leader.stop() }
         let follower = try startFollower(leader: leader.endpoint, name: "den", output: .file(path: dir + "/den.raw", ppm: 0, delayMilliseconds: 0))
         defer { follower.stop() }
-        let port = String(try #require(leader.controlEndpoint).port)
-        let binary = URL(fileURLWithPath: DaemonBinaryTests.binary).deletingLastPathComponent().appendingPathComponent("tutti").path
-        func tutti(_ args: String...) throws -> (Int32, String) { try run(args) }
-        func run(_ args: [String]) throws -> (Int32, String) {
-            let p = Process()
-            p.executableURL = URL(fileURLWithPath: binary)
-            p.arguments = ["--port", port] + args
-            let out = Pipe()
-            p.standardOutput = out; p.standardError = out
-            try p.run(); p.waitUntilExit()
-            return (p.terminationStatus, String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
-        }
+        let port = try #require(leader.controlEndpoint).port
+        func tutti(_ args: String...) throws -> (Int32, String) { try runTutti(port: port, args) }
+        func run(_ args: [String]) throws -> (Int32, String) { try runTutti(port: port, args) }
         func ok(_ args: String..., contains: String? = nil) throws {
             let (status, out) = try run(args)
             #expect(status == 0, "tutti \(args.joined(separator: " ")): \(out)")

@@ -133,3 +133,20 @@ func firstSoundingFrame(_ samples: [Int16], from: Int = 0) -> Int? {
     }
     return nil
 }
+
+/// Runs the `tutti` client (built beside the tests) against a leader's
+/// control port: its exit status and what it printed (stdout and stderr).
+func runTutti(port: UInt16, _ args: [String]) throws -> (status: Int32, out: String) {
+    let binary = URL(fileURLWithPath: DaemonBinaryTests.binary).deletingLastPathComponent().appendingPathComponent("tutti").path
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: binary)
+    p.arguments = ["--port", String(port)] + args
+    let out = Pipe()
+    p.standardOutput = out
+    p.standardError = out
+    try p.run()
+    // Read before waiting: a full pipe would block the client forever.
+    let data = out.fileHandleForReading.readDataToEndOfFile()
+    p.waitUntilExit()
+    return (p.terminationStatus, String(decoding: data, as: UTF8.self))
+}
