@@ -6,7 +6,8 @@
 Starts a leader and two followers on 127.0.0.1, each on tuttid's virtual DAC
 (file output, crystals at -100 and +120 ppm, simulated clocks seconds apart).
 The main group plays a track of 2 ms clicks once a second over silence; room
-`f2` is put in its own group "B" playing a steady 880 Hz tone. Then, N times:
+`f2` is put in its own group "B" playing a steady 880 Hz tone; after 10 s
+(the clocks settle, as after bench/sync's warm-up), N times:
 `party.on` (f2 joins the main group), 3 s, `party.off` (f2 back in B), `player.play`
 for B, 3 s. From what each DAC really played (its raw samples and .timing log):
 
@@ -165,7 +166,7 @@ def main():
     if not os.path.exists(tuttid):
         subprocess.run(["swift", "build", "-c", "release", "--product", "tuttid"], cwd=REPO, check=True)
     run = tempfile.mkdtemp(prefix="tutti-bench-groups-")
-    seconds = 8 + 6 * a.reps + 4
+    seconds = 14 + 6 * a.reps + 4
     write_wav(os.path.join(run, "clicks.wav"), seconds + 10, clicks=True, tone=False)
     write_wav(os.path.join(run, "tone.wav"), seconds + 10, clicks=False, tone=True)
     listen, control = free_port(), free_port()
@@ -195,7 +196,7 @@ def main():
         rpc(control, "groups.create", {"name": "B", "rooms": ["f2"]})
         rpc(control, "queue.add", {"group": "B", "uris": [os.path.join(run, "tone.wav")]})
         rpc(control, "player.play", {"group": "B"})
-        time.sleep(4)  # clocks converge; f2 plays the tone
+        time.sleep(10)  # clocks converge (as bench/sync's warm-up); f2 plays the tone
         parties = []
         for _ in range(a.reps):
             sent, _ = rpc(control, "party.on")
