@@ -483,9 +483,14 @@ case "watch":
                 print(describeStatus(params))
             } else if method == "rooms.changed" {
                 for r in params["rooms"] as? [[String: Any]] ?? [] { print(describeRoom(r)) }
+            } else if method == "groups.changed" {
+                print("groups:")
+                for g in params["groups"] as? [[String: Any]] ?? [] { print("  " + describeGroup(g)) }
             } else {
                 print("\(method)")
             }
+            // Each change as it happens, also into a pipe (stdout is block-buffered there).
+            fflush(nil) // nil: every output stream (stdout is a C global Swift 6 will not touch)
         } catch {
             fail("\(error)", 2)
         }

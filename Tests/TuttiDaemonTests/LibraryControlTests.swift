@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import Testing
 import TuttiAudio
 import TuttiCore
@@ -107,6 +108,97 @@ import TuttiNet
                 #expect(!e.message.isEmpty && (e.code == -32602 || e.code == -32000), "\(method): \(e.code) \(e.message)")
             }
         }
+    }
+
+    /// The methods no other test calls directly, each with the result it must give.
+    @Test func remainingMethodsOverJSONRPC() throws {
+        let dir = makeTemporaryDirectory()
+        let leader = try musicLeader(dir)
+        defer { leader.stop() }
+        let den = try startFollower(leader: leader.endpoint, name: "den", output: .file(path: dir + "/den.raw", ppm: 0, delayMilliseconds: 0))
+        defer { den.stop() }
+        #expect(waitUntil(timeout: 5) { leader.followerNames == ["den"] })
+        let c = try ControlClient(endpoint: try #require(leader.controlEndpoint))
+        func obj(_ method: String, _ params: [String: Any] = [:]) throws -> [String: Any] { try #require(try c.call(method, params) as? [String: Any]) }
+
+        // Library: one track by path and by id; a search recorded without searching.
+        let night = try obj("library.track", ["path": dir + "/music/" + songs[2].file])
+        #expect(night["title"] as? String == "Night Drive")
+        #expect(try obj("library.track", ["id": try #require(night["id"] as? Int)])["artist"] as? String == "Kraftwerk")
+        #expect(try obj("searches.record", ["query": "neon"])["searches"] as? [String] == ["neon"])
+        // Playlists: create, add tracks by id.
+        let pid = try #require(try obj("playlists.create", ["name": "Drive"])["id"] as? Int)
+        _ = try obj("playlists.add", ["id": pid, "trackIds": [try #require(night["id"] as? Int)]])
+        #expect((try obj("playlists.entries", ["id": pid])["entries"] as? [[String: Any]])?.map { $0["title"] as? String } == ["Night Drive"])
+
+        // Queue and transport: move, remove, toggle, stop, shuffle, single, consume.
+        _ = try obj("queue.add", ["album": "Dawn"])
+        _ = try obj("queue.add", ["trackIds": [try #require(night["id"] as? Int)]])
+        let moved = try obj("queue.move", ["from": 2, "to": 0])
+        #expect(moved["trackCount"] as? Int == 3)
+        #expect(leader.queue.entries.first?.uri.hasSuffix(songs[2].file) == true)
+        _ = try obj("queue.remove", ["index": 2])
+        #expect(leader.queue.count == 2)
+        _ = try obj("queue.play", ["index": 0])
+        #expect(try obj("player.toggle")["state"] as? String == "paused")
+        #expect(try obj("player.toggle")["state"] as? String == "playing")
+        #expect(try obj("player.shuffle", ["on": true])["shuffle"] as? Bool == true)
+        #expect(try obj("player.single", ["mode": "on"])["single"] as? String == "on")
+        #expect(try obj("player.single")["single"] as? String == "off", "no mode: toggles")
+        #expect(try obj("player.consume", ["on": true])["consume"] as? Bool == true)
+        #expect(try obj("player.stop")["state"] as? String == "stopped")
+        #expect(leader.queue.count == 2, "a stopped track is not consumed")
+
+        // Groups: a room taken out into a group of its own; party status.
+        let own = try obj("groups.separate", ["room": "den"])
+        #expect(own["name"] as? String == "den" && own["rooms"] as? [String] == ["den"])
+        #expect(try obj("party.status")["party"] as? Bool == false)
+
+        // Cache: removing what is not there says so.
+        #expect(try obj("cache.remove", ["url": "http://127.0.0.1:9/none.mp3"])["removed"] as? Bool == false)
+
+        // Bad values for the new methods are refused and name the parameter.
+        for (method, params) in [("player.single", ["mode": "twice"]), ("player.consume", ["on": "yes"]),
+                                 ("groups.separate", ["room": "attic"]), ("queue.move", ["from": 0, "to": 9])] as [(String, [String: Any])] {
+            do { _ = try c.call(method, params); Issue.record("\(method) accepted \(params)") } catch let e as ControlClient.RemoteError {
+                #expect(e.code == -32602 || e.code == -32000, "\(method): \(e.code) \(e.message)")
+            }
+        }
+    }
+
+    /// `tutti watch` prints changes as they happen; `tutti cache` lists and sizes the cache.
+    @Test func tuttiWatchAndCache() throws {
+        let dir = makeTemporaryDirectory()
+        let leader = try musicLeader(dir)
+        defer { leader.stop() }
+        let port = try #require(leader.controlEndpoint).port
+        let c = try ControlClient(endpoint: try #require(leader.controlEndpoint))
+        _ = try c.call("queue.add", ["album": "Dawn"])
+        let binary = URL(fileURLWithPath: DaemonBinaryTests.binary).deletingLastPathComponent().appendingPathComponent("tutti").path
+        let watch = Process()
+        watch.executableURL = URL(fileURLWithPath: binary)
+        watch.arguments = ["--port", String(port), "watch"]
+        let out = Pipe()
+        watch.standardOutput = out
+        try watch.run()
+        // SIGKILL: the client may have inherited an ignored SIGTERM from the test runner.
+        defer { if watch.isRunning { kill(watch.processIdentifier, SIGKILL) } }
+        usleep(500_000) // it subscribes by connecting
+        _ = try c.call("queue.play", ["index": 1])
+        _ = try c.call("player.pause")
+        _ = try c.call("groups.create", ["name": "Porch"])
+        usleep(800_000)
+        kill(watch.processIdentifier, SIGKILL)
+        watch.waitUntilExit()
+        let seen = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(seen.contains("paused: ") && seen.contains("Noon Heat"), "\(seen)")
+        #expect(seen.contains("groups:") && seen.contains("Porch (g2): no rooms"), "\(seen)")
+
+        let size = try runTutti(port: port, ["cache", "size"])
+        #expect(size.status == 0 && size.out.hasPrefix("0 tracks, 0 MiB of 2048 MiB"), "\(size.out)")
+        let list = try runTutti(port: port, ["--json", "cache", "list"])
+        #expect((try JSONSerialization.jsonObject(with: Data(list.out.utf8)) as? [String: Any])?["entries"] as? [Any] != nil, "\(list.out)")
+        #expect(try runTutti(port: port, ["cache", "fetch"]).status == 64)
     }
 
     @Test func tuttiSubcommands() throws {
