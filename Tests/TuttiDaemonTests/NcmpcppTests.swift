@@ -150,21 +150,24 @@ import TuttiNet
             leader.stop()
         }
         let port = try #require(leader.mpdEndpoint?.port)
+        // The queue is filled before ncmpcpp starts, by another client, as on a real system.
         let added = try Self.shell(Self.mpc, ["-h", "127.0.0.1", "-p", String(port), "add", "/"])
         #expect(added.status == 0, "mpc add: \(added.err)")
         #expect(leader.queue.count == 3)
 
         let term = try Terminal(dir: dir, port: port)
         defer { term.stop() }
-        // Every step also checks that the server refused nothing ncmpcpp sent, so a failure names the step.
-        // The one expected refusal: ncmpcpp asks for `config` (the music folder), which MPD
-        // too answers only on its local socket, never over TCP; ncmpcpp carries on without it.
-        func unexpected() -> [String] {
-            (leader.mpdErrorsSent?.recent ?? []).filter { !$0.hasPrefix("ACK [4@0] {config} ") }
+        // Every step also checks that the server refused nothing ncmpcpp sent, so a failure
+        // names the step. (mpc's `add` asks for `config` first, refused over TCP as by MPD:
+        // that ACK came before ncmpcpp started and is not counted.)
+        let acksBefore = leader.mpdErrorsSent?.count ?? 0
+        func ncmpcppErrors() -> [String] {
+            let e = leader.mpdErrorsSent ?? (0, [])
+            return Array(e.recent.suffix(min(e.recent.count, e.count - acksBefore)))
         }
         var acksSeen = 0
         func noNewErrors(_ step: String, sourceLocation: SourceLocation) {
-            let errors = unexpected()
+            let errors = ncmpcppErrors()
             #expect(errors.count == acksSeen, "ACKs sent to ncmpcpp by \(step): \(errors)", sourceLocation: sourceLocation)
             acksSeen = errors.count
         }
@@ -223,6 +226,7 @@ import TuttiNet
         term.send("y", literal: true)
         #expect(term.waitForScreen { !$0.contains("shuffle selected range?") }, "the question is answered")
         #expect(!term.screen().contains("MPD:"), "no error in the status bar:\n\(term.screen())")
+        noNewErrors("Z y (shuffle)", sourceLocation: #_sourceLocation)
         #expect(Set(leader.queue.entries.map(\.id)) == ids && leader.queue.count == 3)
 
         // s stops.
@@ -247,8 +251,7 @@ import TuttiNet
         // Dead, with no exit code but 0 and no signal (tmux 3.3 may leave the code empty).
         #expect(waitUntil(timeout: 10) { ["1:0:", "1::"].contains(term.paneState()) }, "ncmpcpp exit: \(term.paneState())")
 
-        // Nothing else ncmpcpp sent was refused.
-        #expect(unexpected().isEmpty, "ACKs sent to ncmpcpp: \(unexpected())")
-        #expect((leader.mpdErrorsSent?.count ?? 99) <= 2, "only config, once per connection: \(leader.mpdErrorsSent?.recent ?? [])")
+        // Nothing ncmpcpp sent was refused.
+        #expect(ncmpcppErrors().isEmpty, "ACKs sent to ncmpcpp: \(ncmpcppErrors())")
     }
 }
