@@ -49,7 +49,15 @@ import TuttiNet
                                             NcmpcppTests.ncmpcpp, "-h", "127.0.0.1", "-p", String(port)],
                               environment: env)
             guard r.status == 0 else { throw TerminalError(message: "tmux new-session failed: \(r.err)") }
+            let pids = (try? shell(NcmpcppTests.tmux, ["-S", socket, "display-message", "-p", "-t", session, "#{pid} #{pane_pid}"]).out) ?? ""
+            let numbers = pids.split(whereSeparator: { $0 == " " || $0 == "\n" }).compactMap { pid_t($0) }
+            serverPID = numbers.first
+            panePID = numbers.count > 1 ? numbers[1] : nil
         }
+
+        /// tmux's server and the pane's process, ended by id in `stop`.
+        private var serverPID: pid_t?
+        private var panePID: pid_t?
 
         struct TerminalError: Error, CustomStringConvertible {
             var message: String
@@ -77,7 +85,12 @@ import TuttiNet
             waitUntil(timeout: timeout) { predicate(screen()) }
         }
 
-        func stop() { _ = try? shell(NcmpcppTests.tmux, ["-S", socket, "kill-server"]) }
+        /// `kill-server` alone was measured to leave tmux 3.3a's server running
+        /// (with a dead pane kept by remain-on-exit): end both by process id.
+        func stop() {
+            _ = try? shell(NcmpcppTests.tmux, ["-S", socket, "kill-server"])
+            for pid in [panePID, serverPID].compactMap({ $0 }) where pid > 1 { kill(pid, SIGKILL) }
+        }
     }
 
     /// Runs a tool to its end. Output goes through files, not pipes, which a
