@@ -8,6 +8,7 @@ packages=(
   libasound2-dev libmpg123-dev libopus-dev libsoxr-dev libsqlite3-dev libavahi-client-dev   # C libraries
   libflac-dev libgpiod-dev
   alsa-utils lame flac id3v2 mpd mpc python3-pip                                            # tests: encoders, taggers, MPD peers
+  ncmpcpp tmux openssl                                                                      # tests: ncmpcpp in a tmux pane; certificates for https
   avahi-daemon dbus                                                                         # mDNS: discovery tests run their own daemon on loopback
 )
 

@@ -180,6 +180,9 @@ public final class Leader: @unchecked Sendable {
     /// The MPD protocol endpoint, once started (the real port when 0 was asked for).
     public var mpdEndpoint: Endpoint? { mpdServer?.endpoint }
 
+    /// ACK lines the MPD server has sent (count, latest ones); nil without one.
+    public var mpdErrorsSent: (count: Int, recent: [String])? { mpdServer?.errorsSent }
+
     public func start() throws {
         // Fail early on an impossible encoder configuration.
         _ = try makeEncoder(configuration.codec, bitrateKbps: configuration.bitrateKbps, frameSize: configuration.framesPerChunk)

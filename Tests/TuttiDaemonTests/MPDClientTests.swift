@@ -152,6 +152,13 @@ import TuttiNet
         try mpc(f, "move", "1", "3")
         #expect(lines(try mpc(f, "-f", "%file%", "playlist")) == ["Misc/tone.wav", "Misc/other.mp3", "Alpha Band/Album A/02 Second.mp3"])
         #expect(f.leader.queue.entries.map { ($0.uri as NSString).lastPathComponent } == ["tone.wav", "other.mp3", "02 Second.mp3"])
+        // shuffle reorders the queue itself (ncmpcpp's Z); priorities exist only as 0.
+        try mpc(f, "shuffle")
+        #expect(Set(lines(try mpc(f, "-f", "%file%", "playlist"))) == ["Misc/tone.wav", "Misc/other.mp3", "Alpha Band/Album A/02 Second.mp3"])
+        #expect(f.leader.queue.count == 3)
+        try mpc(f, "prio", "0", "1")
+        let prio = try mpc(f, "prio", "5", "1", expectSuccess: false)
+        #expect(prio.contains("song priorities are not supported"), "\(prio)")
         try mpc(f, "stop")
         #expect(try state(f) == "stopped random=off repeat=off single=off")
         #expect(try mpc(f, "current") == "")

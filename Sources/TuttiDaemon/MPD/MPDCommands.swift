@@ -23,7 +23,7 @@ enum MPDCommands {
         "outputs": (0, 0), "enableoutput": (1, 1), "disableoutput": (1, 1), "toggleoutput": (1, 1),
         // Queue
         "add": (1, 2), "addid": (1, 2), "delete": (1, 1), "deleteid": (1, 1), "move": (2, 2), "moveid": (2, 2),
-        "swap": (2, 2), "swapid": (2, 2), "clear": (0, 0), "playlist": (0, 0), "playlistinfo": (0, 1), "playlistid": (0, 1),
+        "swap": (2, 2), "swapid": (2, 2), "shuffle": (0, 1), "prio": (2, 64), "prioid": (2, 64), "clear": (0, 0), "playlist": (0, 0), "playlistinfo": (0, 1), "playlistid": (0, 1),
         "plchanges": (1, 2), "plchangesposid": (1, 2), "playlistfind": (1, 64), "playlistsearch": (1, 64),
         // Library
         "find": (1, 64), "search": (1, 64), "findadd": (1, 64), "searchadd": (1, 64), "searchaddpl": (2, 64),
@@ -203,6 +203,30 @@ extension MPDServer {
                 try perform(.move(from: low, to: high))
                 try perform(.move(from: high - 1, to: low))
             }
+        case "shuffle":
+            // ncmpcpp's `Z`: shuffles the queue's order itself (not random mode).
+            let count = leader.queue.count
+            var range = 0..<count
+            if let a = args.first {
+                range = try MPDArguments.range(a, count: count)
+                guard range.upperBound <= count else { throw .argument("Bad song index") }
+            }
+            try shuffle(range)
+        case "prio", "prioid":
+            // Priorities only order random mode in MPD; Tutti has none, so only
+            // the default (0) is accepted. Arguments are checked all the same.
+            let priority = try MPDArguments.unsigned(args[0])
+            guard priority <= 255 else { throw .argument("Priority out of range: \(args[0])") }
+            let queue = leader.queue
+            for a in args.dropFirst() {
+                if command.name == "prioid" {
+                    _ = try indexOf(id: a, in: queue)
+                } else {
+                    let range = try MPDArguments.range(a, count: queue.count)
+                    guard range.upperBound <= queue.count else { throw .argument("Bad song index") }
+                }
+            }
+            if priority != 0 { throw .system("song priorities are not supported") }
         case "clear": try perform(.clear, settling: client)
         case "playlist":
             for (i, entry) in leader.queue.entries.enumerated() { r.add("\(i):file", catalog.uri(forPath: entry.uri)) }
@@ -422,6 +446,19 @@ extension MPDServer {
             for j in 0..<range.count { try perform(.move(from: range.lowerBound + j, to: to + j)) }
         } else if to > range.lowerBound {
             for _ in 0..<range.count { try perform(.move(from: range.lowerBound, to: to + range.count - 1)) }
+        }
+    }
+
+    /// Puts the entries in `range` in a random order, one `move` at a time
+    /// (the player has no bulk reorder; queues are short).
+    private func shuffle(_ range: Range<Int>) throws(MPDError) {
+        guard range.count > 1 else { return }
+        let entries = leader.queue.entries
+        let wanted = entries[range].map(\.id).shuffled()
+        for (offset, id) in wanted.enumerated() {
+            let target = range.lowerBound + offset
+            guard let from = leader.queue.index(ofID: id) else { throw .noExist("The queue changed while shuffling") }
+            if from != target { try perform(.move(from: from, to: target)) }
         }
     }
 

@@ -40,6 +40,11 @@ public final class MPDServer: @unchecked Sendable {
     /// Seconds played since start (for `stats`), in milliseconds.
     let playedMilliseconds = Atomic<Int>(0)
     private let lastSeen = Mutex<(state: PlayerState, id: UInt32?)?>(nil)
+    /// ACK lines sent to clients: a count and the latest few, so tests (and
+    /// anyone debugging a client) can see which commands a client needed
+    /// that the server refused.
+    private let acks = Mutex<(count: Int, recent: [String])>((0, []))
+    static let recentAckLimit = 64
 
     public init(leader: Leader, endpoint: Endpoint, log: Logger) throws(NetError) {
         self.leader = leader
@@ -51,6 +56,26 @@ public final class MPDServer: @unchecked Sendable {
     public var endpoint: Endpoint { listener.endpoint }
 
     var playlistVersion: Int { queueVersion.load(ordering: .relaxed) }
+
+    /// How many ACK (error) lines this server has sent, and the latest
+    /// ones (at most 64, oldest first, without the newline). Any thread.
+    public var errorsSent: (count: Int, recent: [String]) { acks.withLock { $0 } }
+
+    /// Sends an ACK line, counting and logging it (debug) on the way.
+    private func sendAck(_ bytes: [UInt8], to client: MPDClient) {
+        record(ack: bytes, peer: client)
+        client.send(bytes)
+    }
+
+    private func record(ack bytes: [UInt8], peer client: MPDClient) {
+        let line = String(decoding: bytes.last == 0x0a ? bytes.dropLast() : bytes[...], as: UTF8.self)
+        acks.withLock { a in
+            a.count += 1
+            a.recent.append(line)
+            if a.recent.count > Self.recentAckLimit { a.recent.removeFirst(a.recent.count - Self.recentAckLimit) }
+        }
+        log.debug("\(client.connection.peer): \(line)")
+    }
 
     public func start() {
         log.info("MPD protocol on \(listener.endpoint)")
@@ -139,15 +164,15 @@ public final class MPDServer: @unchecked Sendable {
                 case .none:
                     break
                 case .reply(let bytes):
-                    client.send(bytes)
+                    sendAck(bytes, to: client) // the state machine replies only with errors
                 case .close(let reply):
-                    if !reply.isEmpty { client.send(reply) }
+                    if !reply.isEmpty { sendAck(reply, to: client) }
                     client.flush()
                     return
                 case .idle(let command):
                     if let error = client.beginIdle(command.arguments) {
                         state.idling = false
-                        client.send(error)
+                        sendAck(error, to: client)
                     }
                 case .noidle:
                     client.endIdle()
@@ -158,7 +183,7 @@ public final class MPDServer: @unchecked Sendable {
             }
             if splitter.overflow {
                 log.info("MPD client \(client.connection.peer): line longer than \(Self.maxLineBytes) bytes, closing")
-                client.send(MPDError(.argument, "Line too long").ackLine(index: 0, command: ""))
+                sendAck(MPDError(.argument, "Line too long").ackLine(index: 0, command: ""), to: client)
                 client.flush()
                 return
             }
@@ -178,7 +203,9 @@ public final class MPDServer: @unchecked Sendable {
             do {
                 try execute(command, client: client, into: &response)
             } catch {
-                response.append(raw: error.ackLine(index: index, command: command.name))
+                let ack = error.ackLine(index: index, command: command.name)
+                record(ack: ack, peer: client)
+                response.append(raw: ack)
                 return response.bytes
             }
             if listOK { response.append(raw: Array("list_OK\n".utf8)) }
