@@ -214,26 +214,28 @@ import TuttiNet
         leaderReaches("> advances to the second song") { leader.nowPlaying.track == 1 && leader.nowPlaying.state == .playing }
         #expect(onScreen("Playing:", "Second Song"))
 
-        // Modes: z random, r repeat, y single, R consume, each toggled back.
-        term.send("z", literal: true)
-        leaderReaches("z turns random on") { leader.nowPlaying.shuffle }
-        term.send("z", literal: true)
-        leaderReaches("z turns random off") { !leader.nowPlaying.shuffle }
-        term.send("r", literal: true)
-        leaderReaches("r turns repeat on") { leader.nowPlaying.repeatMode == .all }
-        term.send("y", literal: true)
-        leaderReaches("y with repeat is repeat-one") { leader.nowPlaying.repeatMode == .one }
-        term.send("y", literal: true)
-        term.send("r", literal: true)
-        leaderReaches("y and r again turn both off") { leader.nowPlaying.repeatMode == .off }
-        term.send("y", literal: true)
-        leaderReaches("y alone is stop after the current song") { leader.nowPlaying.single == .on && leader.nowPlaying.repeatMode == .off }
-        term.send("y", literal: true)
-        leaderReaches("y again turns it off") { leader.nowPlaying.single == .off }
-        term.send("R", literal: true)
-        leaderReaches("R turns consume on") { leader.nowPlaying.consume }
-        term.send("R", literal: true)
-        leaderReaches("R turns consume off") { !leader.nowPlaying.consume }
+        // Modes: z random, r repeat, y single, R consume, each toggled back. A key
+        // toggles what ncmpcpp last heard, so each change must reach its mode
+        // flags (the "[rzsc]" on the second line) before the next key.
+        func flags() -> String {
+            let line = term.screen().split(separator: "\n", omittingEmptySubsequences: false).dropFirst().first.map(String.init) ?? ""
+            guard let open = line.lastIndex(of: "["), let close = line.lastIndex(of: "]"), open < close else { return "" }
+            return String(line[line.index(after: open)..<close])
+        }
+        func toggle(_ key: String, _ what: String, leaderState: () -> Bool, shows expected: String) {
+            term.send(key, literal: true)
+            leaderReaches(what, leaderState)
+            #expect(waitUntil(timeout: 10) { flags() == expected }, "\(what): flags [\(flags())], expected [\(expected)]")
+        }
+        toggle("z", "z turns random on", leaderState: { leader.nowPlaying.shuffle }, shows: "z")
+        toggle("z", "z turns random off", leaderState: { !leader.nowPlaying.shuffle }, shows: "")
+        toggle("r", "r turns repeat on", leaderState: { leader.nowPlaying.repeatMode == .all }, shows: "r")
+        toggle("y", "y with repeat is repeat-one", leaderState: { leader.nowPlaying.repeatMode == .one }, shows: "rs")
+        toggle("r", "r off with single is stop after the current song",
+               leaderState: { leader.nowPlaying.repeatMode == .off && leader.nowPlaying.single == .on }, shows: "s")
+        toggle("y", "y again turns single off", leaderState: { leader.nowPlaying.single == .off }, shows: "")
+        toggle("R", "R turns consume on", leaderState: { leader.nowPlaying.consume }, shows: "c")
+        toggle("R", "R turns consume off", leaderState: { !leader.nowPlaying.consume }, shows: "")
 
         // Volume keys (MPD `volume -N`) change the room.
         let before = leader.settings(of: "den").volume
