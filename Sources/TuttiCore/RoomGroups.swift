@@ -22,6 +22,8 @@ public struct RoomGroups: Sendable, Equatable {
     public private(set) var assignment: [String: String] = [:]
     /// Where every room was before party mode; nil when party mode is off.
     public private(set) var beforeParty: [String: String]?
+    /// The group everyone plays in party mode.
+    public private(set) var partyGroup: String?
     private var nextNumber = 2
 
     public init(mainName: String = "Home") {
@@ -29,7 +31,7 @@ public struct RoomGroups: Sendable, Equatable {
     }
 
     /// Restores a saved table; assignments to groups that do not exist go to the main group.
-    public init(groups saved: [Group], assignment: [String: String], beforeParty: [String: String]?) {
+    public init(groups saved: [Group], assignment: [String: String], beforeParty: [String: String]?, partyGroup: String? = nil) {
         var table = RoomGroups(mainName: saved.first { $0.id == Self.mainID }?.name ?? "Home")
         for g in saved where g.id != Self.mainID && table.groups.count < Self.maxGroups && table.group(g.id) == nil {
             table.groups.append(g)
@@ -37,6 +39,7 @@ public struct RoomGroups: Sendable, Equatable {
         }
         table.assignment = assignment.filter { table.groupExists($0.value) && $0.value != Self.mainID }
         table.beforeParty = beforeParty
+        table.partyGroup = beforeParty == nil ? nil : partyGroup.flatMap { table.groupExists($0) ? $0 : nil } ?? Self.mainID
         self = table
     }
 
@@ -102,6 +105,7 @@ public struct RoomGroups: Sendable, Equatable {
         if var saved = beforeParty {
             for (room, id) in saved where id == g.id { saved[room] = Self.mainID }
             beforeParty = saved
+            if partyGroup == g.id { partyGroup = Self.mainID }
         }
         return (g, moved)
     }
@@ -125,7 +129,19 @@ public struct RoomGroups: Sendable, Equatable {
             beforeParty = saved
         }
         for room in known { assignment[room] = g.id == Self.mainID ? nil : g.id }
+        partyGroup = g.id
         return g
+    }
+
+    /// A room seen for the first time during party mode joins the party
+    /// (and goes back to its own group when the party ends). Returns whether it moved.
+    public mutating func admit(room: String) -> Bool {
+        guard var saved = beforeParty, saved[room] == nil, let party = partyGroup else { return false }
+        saved[room] = groupID(ofRoom: room)
+        beforeParty = saved
+        guard groupID(ofRoom: room) != party else { return false }
+        assignment[room] = party == Self.mainID ? nil : party
+        return true
     }
 
     /// Puts every room back where it was before party mode (rooms that
@@ -134,6 +150,7 @@ public struct RoomGroups: Sendable, Equatable {
     public mutating func partyOff() -> [String] {
         guard let saved = beforeParty else { return [] }
         beforeParty = nil
+        partyGroup = nil
         var moved: [String] = []
         for (room, id) in saved.sorted(by: { $0.key < $1.key }) {
             let target = groupExists(id) ? id : Self.mainID

@@ -112,6 +112,13 @@ extension Leader {
         return moved
     }
 
+    /// A room that connects during party mode joins the party (before its welcome names its stream).
+    func admitDuringParty(_ room: String) {
+        guard partyActive else { return }
+        let moved = (try? changeGroups { (t) throws(GroupError) in t.admit(room: room) }) ?? false
+        if moved { log.info("room \(room) joined the party") }
+    }
+
     func status(of groupID: String) -> GroupStatus? { groups.first { $0.id == groupID } }
 
     /// Changes the table, then moves every follower whose group changed,

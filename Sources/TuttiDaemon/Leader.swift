@@ -204,8 +204,7 @@ public final class Leader: @unchecked Sendable {
             Thread.detachNewThread { [log, self] in
                 nameThread("tutti-scan")
                 do {
-                    let summary = try library.scan(folder: folder)
-                    log.info("library scan of \(folder): \(summary)")
+                    _ = try library.scan(folder: folder) // the library logs its own summary
                     self.events.emit(.library)
                     self.dropMissingFilesFromQueue()
                 } catch {
@@ -551,6 +550,7 @@ final class FollowerSession: @unchecked Sendable {
                 return
             }
             name = peerName.isEmpty ? connection.peer : peerName
+            leader.admitDuringParty(name!)
             let stream = leader.stream(forRoom: name!)
             try connection.send(Message.welcome(version: WireProtocol.version, stream: leader.describe(stream)).encoded())
             log.info("follower \(name!) joined from \(connection.peer)")

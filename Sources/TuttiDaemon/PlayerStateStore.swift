@@ -105,6 +105,7 @@ public final class PlayerStateStore: @unchecked Sendable {
             "groups": table.groups.map { ["id": $0.id, "name": $0.name] },
             "assignment": table.assignment,
             "beforeParty": table.beforeParty ?? NSNull(),
+            "partyGroup": table.partyGroup ?? NSNull(),
         ]
         guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]),
               let text = String(data: data, encoding: .utf8) else { return }
@@ -120,7 +121,7 @@ public final class PlayerStateStore: @unchecked Sendable {
               let list = object["groups"] as? [[String: String]] else { return nil }
         let groups = list.compactMap { g in g["id"].flatMap { id in g["name"].map { RoomGroups.Group(id: id, name: $0) } } }
         return RoomGroups(groups: groups, assignment: object["assignment"] as? [String: String] ?? [:],
-                          beforeParty: object["beforeParty"] as? [String: String])
+                          beforeParty: object["beforeParty"] as? [String: String], partyGroup: object["partyGroup"] as? String)
     }
 
     /// The saved state, or nil if nothing was saved yet.

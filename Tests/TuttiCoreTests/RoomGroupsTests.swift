@@ -56,6 +56,21 @@ import TuttiCore
         #expect(t.partyOff() == [], "off twice is harmless")
     }
 
+    @Test func aRoomArrivingDuringThePartyJoinsItAndLeavesWithIt() throws {
+        var t = RoomGroups()
+        _ = try t.create(name: "Up")
+        _ = try t.partyOn(rooms: ["bed"], into: "Up")
+        let first = t.admit(room: "porch"), second = t.admit(room: "porch")
+        #expect(first && t.groupID(ofRoom: "porch") == "g2")
+        #expect(!second, "admitted once")
+        t.partyOff()
+        #expect(t.groupID(ofRoom: "porch") == "main" && t.partyGroup == nil)
+        let afterParty = t.admit(room: "attic")
+        #expect(!afterParty, "no party, no move")
+        let saved = RoomGroups(groups: t.groups, assignment: [:], beforeParty: ["x": "main"], partyGroup: "g2")
+        #expect(saved.partyGroup == "g2")
+    }
+
     @Test func partyOffAfterTheSavedGroupWasDeletedUsesMain() throws {
         var t = RoomGroups()
         _ = try t.create(name: "Up")

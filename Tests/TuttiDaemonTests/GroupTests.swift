@@ -148,6 +148,14 @@ import TuttiNet
         #expect((try JSONSerialization.jsonObject(with: Data(json.out.utf8)) as? [String: Any])?["party"] as? Bool == true)
         #expect(try tutti("party", "off").status == 0 && !leader.partyActive)
         #expect(leader.group(ofRoom: "office").name == "Upstairs")
+        // A speaker switched on during a party joins it, and leaves it with the others.
+        #expect(try tutti("party", "on", "Upstairs").status == 0)
+        let attic = try startFollower(leader: leader.endpoint, name: "attic", output: .file(path: dir + "/z.raw", ppm: 0, delayMilliseconds: 0))
+        defer { attic.stop() }
+        #expect(waitUntil(timeout: 5) { leader.followerNames.contains("attic") })
+        #expect(leader.group(ofRoom: "attic").name == "Upstairs" && leader.group(ofRoom: "bath").name == "Upstairs")
+        #expect(try tutti("party", "off").status == 0)
+        #expect(leader.group(ofRoom: "attic").id == "main" && leader.group(ofRoom: "office").name == "Upstairs")
         let left = try tutti("group", "leave", "office")
         #expect(left.status == 0 && leader.group(ofRoom: "office").name == "office", "\(left.out)")
         #expect(try tutti("group", "delete", "main").status == 1)
