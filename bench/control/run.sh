@@ -20,7 +20,7 @@ tuttid="$scratch/release/tuttid"
 
 work=$(mktemp -d /tmp/tutti-bench-control.XXXXXX)
 pids=""
-cleanup() { for p in $pids; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"; }
+cleanup() { for p in $pids; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null; rm -rf "$work"; }
 trap cleanup EXIT INT TERM
 
 # A 30 s stereo tone, two copies, as the music folder for both servers.
@@ -39,7 +39,7 @@ lp=$(free_port); cp=$(free_port); mp=$(free_port); rp=$(free_port)
 
 "$tuttid" leader --listen 127.0.0.1:$lp --control 127.0.0.1:$cp --mpd 127.0.0.1:$mp \
     --music "$work/music" --db "$work/db/library.db" --play "$work/music/a.wav" "$work/music/b.wav" --loop \
-    --codec pcm --log-level warning 2>"$work/leader.log" &
+    --codec pcm --no-announce --log-level warning 2>"$work/leader.log" &
 pids="$pids $!"
 "$tuttid" follower --leader 127.0.0.1:$lp --name bench --output "file:$work/room.raw" --no-realtime --log-level warning 2>"$work/follower.log" &
 pids="$pids $!"
