@@ -71,7 +71,7 @@ while !args.isEmpty {
         // `tutti COMMAND --help`: the usage lines of that command.
         if let command = rest.first {
             let lines = usage.split(separator: "\n").filter { $0.trimmingCharacters(in: .whitespaces).hasPrefix(command) }
-            if !lines.isEmpty { print("usage: tutti [--host HOST] [--port PORT] [--json]"); lines.forEach { print($0) }; exit(0) }
+            if !lines.isEmpty { print("usage: tutti [--host HOST] [--port PORT] [--leader NAME] [--group GROUP] [--json]"); lines.forEach { print($0) }; exit(0) }
         }
         print(usage); exit(0)
     default: rest.append(a)
