@@ -169,6 +169,14 @@ public final class ControlServer: @unchecked Sendable {
         func player(_ command: PlayerCommand) throws -> Any {
             do {
                 let outcome = try leader.perform(command, group: group) // announced to every client through the event hub
+                // The reply says what is heard once the change is: transport changes
+                // take effect a start latency ahead (100 ms), so wait that long.
+                switch command {
+                case .add, .move, .shuffle, .repeatMode, .single, .consume: break
+                default:
+                    let wait = outcome.effectiveAt - Monotonic.now()
+                    if wait > 0 { Monotonic.sleep(nanoseconds: min(wait, nanosecondsPerSecond) + 2 * nanosecondsPerMillisecond) }
+                }
                 var result = statusObject(group: group)
                 result["acceptedAt"] = outcome.acceptedAt
                 result["effectiveAt"] = outcome.effectiveAt
