@@ -374,9 +374,9 @@ private final class HTTPSServer {
     /// An https:// source whose certificate is not trusted (self-signed, not
     /// in the system store): the track ends in the error state with the
     /// TLS reason and the URL, nothing is heard, and the leader keeps
-    /// answering. (Trusting a private CA is not possible yet: measured with
-    /// Swift 6.3's URLSession on Linux, libcurl ignores SSL_CERT_FILE,
-    /// CURL_CA_BUNDLE, SSL_CERT_DIR and URLSessionCertificateAuthorityInfoFile.)
+    /// answering. (URLSession on Linux reads only the system CA bundle: libcurl
+    /// ignores SSL_CERT_FILE, CURL_CA_BUNDLE, SSL_CERT_DIR and
+    /// URLSessionCertificateAuthorityInfoFile, measured with Swift 6.3.)
     @Test func untrustedCertificateIsAnErrorWithItsReasonNotACrash() throws {
         try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl"), "openssl is missing: run scripts/setup.sh")
         let dir = makeTemporaryDirectory()
@@ -406,5 +406,43 @@ private final class HTTPSServer {
         let loud = readRaw(dir + "/r.raw").filter { abs(Int($0)) > 3_000 }.count
         #expect(loud == 0, "\(loud) loud samples from an untrusted server")
         print("https with an untrusted certificate: \(reason)")
+    }
+
+    /// An https:// stream from a server whose certificate the system trusts
+    /// plays. The leader process runs in a private mount namespace where the
+    /// system CA bundle (the one libcurl under URLSession reads) has the test
+    /// certificate appended: nothing outside that process is changed.
+    /// Needs root (unshare --mount), as CI has.
+    @Test func trustedHTTPSStreamPlays() throws {
+        let bundle = "/etc/ssl/certs/ca-certificates.crt"
+        try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl"), "openssl is missing: run scripts/setup.sh")
+        try #require(FileManager.default.fileExists(atPath: bundle), "no system CA bundle at \(bundle): install ca-certificates")
+        try #require(getuid() == 0, "this test needs root for a private mount namespace (unshare --mount)")
+        let dir = makeTemporaryDirectory()
+        try FileManager.default.createDirectory(atPath: dir + "/www", withIntermediateDirectories: true)
+        let mp3 = try makeMP3(dir, seconds: 2)
+        try FileManager.default.copyItem(atPath: mp3, toPath: dir + "/www/tone.mp3")
+        let server = try HTTPSServer(folder: dir + "/www", dir: dir)
+        let trusted = try Data(contentsOf: URL(fileURLWithPath: bundle)) + Data(contentsOf: URL(fileURLWithPath: dir + "/cert.pem"))
+        try trusted.write(to: URL(fileURLWithPath: dir + "/bundle.crt"))
+
+        let listen = Int.random(in: 20_000...40_000)
+        let tuttid = URL(fileURLWithPath: DaemonBinaryTests.binary).path
+        let leader = Process()
+        leader.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
+        leader.arguments = ["--mount", "sh", "-c",
+                            "mount --bind \"$1\" \(bundle) && exec \"$2\" leader --listen 127.0.0.1:$3 --control off --mpd off --no-announce --codec pcm --loop --play \"$4\"",
+                            "sh", dir + "/bundle.crt", tuttid, String(listen), server.url("/tone.mp3")]
+        leader.standardError = FileHandle(forWritingAtPath: "/dev/null")
+        try leader.run()
+        // SIGKILL: the leader may have inherited an ignored SIGTERM from the test runner.
+        defer { if leader.isRunning { kill(leader.processIdentifier, SIGKILL); leader.waitUntilExit() } }
+        let follower = try startFollower(leader: Endpoint(host: "127.0.0.1", port: UInt16(listen)), name: "r",
+                                         output: .file(path: dir + "/r.raw", ppm: 0, delayMilliseconds: 0))
+        defer { follower.stop() }
+        // A 2 s 0.4 sine, looped: about 41,000 frames a second above the threshold.
+        func loudFrames() -> Int { let x = readRaw(dir + "/r.raw"); return stride(from: 0, to: x.count, by: 2).filter { abs(Int(x[$0])) > 3_000 }.count }
+        let played = waitUntil(timeout: 20) { loudFrames() > 70_000 }
+        #expect(played, "the https stream played \(loudFrames()) loud frames; leader running: \(leader.isRunning)")
     }
 }
