@@ -131,15 +131,16 @@ while True:
     threading.Thread(target=handle, args=(c,), daemon=True).start()
 """#
 
-private final class StateServer {
+/// A Python server script run for one test: it prints its port on its first
+/// line and exits when its stdin closes (or is killed with the test).
+private final class PythonTestServer {
     let process = Process()
     let stdin = Pipe()
     let port: Int
-    init(mp3: String, trickleBytes: Int) throws {
-        let script = NSTemporaryDirectory() + "tutti-state-server-\(getpid()).py"
-        try stateServerScript.write(toFile: script, atomically: true, encoding: .utf8)
+    init(script: String, path: String, arguments: [String], what: String) throws {
+        try script.write(toFile: path, atomically: true, encoding: .utf8)
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-u", script, mp3, String(trickleBytes)]
+        process.arguments = ["python3", "-u", path] + arguments
         let out = Pipe()
         process.standardOutput = out
         process.standardInput = stdin
@@ -147,13 +148,21 @@ private final class StateServer {
         var line = Data()
         while !line.contains(UInt8(ascii: "\n")) {
             let more = out.fileHandleForReading.availableData
-            if more.isEmpty { throw NetError.timedOut("the state test server to start") }
+            if more.isEmpty { throw NetError.timedOut(what + " to start") }
             line.append(more)
         }
         port = Int(String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))!
     }
-    func url(_ path: String) -> String { "http://127.0.0.1:\(port)\(path)" }
     deinit { if process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() } }
+}
+
+private final class StateServer {
+    let server: PythonTestServer
+    init(mp3: String, trickleBytes: Int) throws {
+        server = try PythonTestServer(script: stateServerScript, path: NSTemporaryDirectory() + "tutti-state-server-\(getpid()).py",
+                                      arguments: [mp3, String(trickleBytes)], what: "the state test server")
+    }
+    func url(_ path: String) -> String { "http://127.0.0.1:\(server.port)\(path)" }
 }
 
 /// An MP3 of `seconds` of a 0.4 sine (128 kbit/s CBR, 44.1 kHz) made with lame.
@@ -338,10 +347,8 @@ httpd.serve_forever()
 """#
 
 private final class HTTPSServer {
-    let process = Process()
-    let stdin = Pipe()
-    let port: Int
-    /// Serves `folder` with a fresh self-signed certificate for 127.0.0.1 (`cert`, PEM).
+    let server: PythonTestServer
+    /// Serves `folder` with a fresh self-signed certificate for 127.0.0.1 (`dir`/cert.pem).
     init(folder: String, dir: String) throws {
         let openssl = Process()
         openssl.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
@@ -350,24 +357,10 @@ private final class HTTPSServer {
         openssl.standardError = FileHandle.nullDevice
         try openssl.run(); openssl.waitUntilExit()
         guard openssl.terminationStatus == 0 else { throw NetError.timedOut("openssl to make a certificate") }
-        let script = dir + "/https-server.py"
-        try httpsServerScript.write(toFile: script, atomically: true, encoding: .utf8)
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-u", script, folder, dir + "/cert.pem", dir + "/key.pem"]
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardInput = stdin
-        try process.run()
-        var line = Data()
-        while !line.contains(UInt8(ascii: "\n")) {
-            let more = out.fileHandleForReading.availableData
-            if more.isEmpty { throw NetError.timedOut("the https test server to start") }
-            line.append(more)
-        }
-        port = Int(String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))!
+        server = try PythonTestServer(script: httpsServerScript, path: dir + "/https-server.py",
+                                      arguments: [folder, dir + "/cert.pem", dir + "/key.pem"], what: "the https test server")
     }
-    func url(_ path: String) -> String { "https://127.0.0.1:\(port)\(path)" }
-    deinit { if process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() } }
+    func url(_ path: String) -> String { "https://127.0.0.1:\(server.port)\(path)" }
 }
 
 @Suite(.serialized) struct HTTPSStreamTests {
