@@ -50,6 +50,8 @@ extension Leader {
             for room in rooms { try t.move(room: room, to: g.id) }
             return g
         } prepare: { g in
+            // A deleted group's id can come back after a restart: never with its old saved queue.
+            if let stateStore { try? stateStore.forget(group: g.id) }
             let stream = makeStream(group: g.id, restoring: nil, files: [], loop: false)
             streams.withLock { $0[g.id] = stream }
             stream.start()
@@ -87,7 +89,9 @@ extension Leader {
     public func separate(room: String) throws(GroupError) -> GroupStatus {
         let others = knownRooms.filter { $0 != room }
         // A group already named after the room, that no other room is in, is reused.
-        let existing = grouping.withLock { t in t.group(room).flatMap { g in t.rooms(in: g.id, of: others).isEmpty ? g : nil } }
+        let existing = grouping.withLock { t in
+            t.groups.first { $0.name.lowercased() == room.lowercased() }.flatMap { g in t.rooms(in: g.id, of: others).isEmpty ? g : nil }
+        }
         if let own = existing, own.id != RoomGroups.mainID { return try moveRooms([room], to: own.id) }
         var name = room
         var n = 2
