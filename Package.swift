@@ -48,15 +48,17 @@ let package = Package(
         // Composition root: leader, follower, demo.
         .target(name: "TuttiDaemon", dependencies: ["TuttiCore", "TuttiAudio", "TuttiNet", "TuttiLibrary", "TuttiInput", "TuttiStreams", "TuttiDiscovery", "CTuttiShim"]),
         .executableTarget(name: "tuttid", dependencies: ["TuttiDaemon"]),
+        // Helpers shared by the test targets (temporary folders, running real programs); Foundation only.
+        .target(name: "TuttiTestSupport"),
         .executableTarget(name: "tutti", dependencies: ["TuttiCore", "TuttiNet", "TuttiDiscovery"]),
 
         .testTarget(name: "TuttiCoreTests", dependencies: ["TuttiCore"]),
-        .testTarget(name: "TuttiAudioTests", dependencies: ["TuttiAudio", "TuttiCore"]),
-        .testTarget(name: "TuttiLibraryTests", dependencies: ["TuttiLibrary", "TuttiCore"]),
-        .testTarget(name: "TuttiStreamsTests", dependencies: ["TuttiStreams", "TuttiAudio", "TuttiCore"]),
+        .testTarget(name: "TuttiAudioTests", dependencies: ["TuttiTestSupport", "TuttiAudio", "TuttiCore"]),
+        .testTarget(name: "TuttiLibraryTests", dependencies: ["TuttiTestSupport", "TuttiLibrary", "TuttiCore"]),
+        .testTarget(name: "TuttiStreamsTests", dependencies: ["TuttiTestSupport", "TuttiStreams", "TuttiAudio", "TuttiCore"]),
         .testTarget(name: "TuttiInputTests", dependencies: ["TuttiInput", "TuttiCore"]),
-        .testTarget(name: "TuttiDiscoveryTests", dependencies: ["TuttiDiscovery", "TuttiDaemon", "TuttiAudio", "TuttiNet", "TuttiCore"]),
-        .testTarget(name: "TuttiDaemonTests", dependencies: ["TuttiDaemon", "TuttiAudio", "TuttiNet", "TuttiCore"]),
+        .testTarget(name: "TuttiDiscoveryTests", dependencies: ["TuttiTestSupport", "TuttiDiscovery", "TuttiDaemon", "TuttiAudio", "TuttiNet", "TuttiCore"]),
+        .testTarget(name: "TuttiDaemonTests", dependencies: ["TuttiTestSupport", "TuttiDaemon", "TuttiAudio", "TuttiNet", "TuttiCore"]),
     ],
     swiftLanguageModes: [.v6]
 )

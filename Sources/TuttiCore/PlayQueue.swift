@@ -43,7 +43,7 @@ public struct PlayQueue: Sendable, Equatable {
     /// Entries leave the queue once they have been played (or skipped).
     public var consume = false
     private var nextID: UInt32 = 1
-    private var random: UInt64
+    private var random: SplitMix64
 
     /// What the player should do after a transport decision.
     public enum Step: Equatable, Sendable {
@@ -55,7 +55,7 @@ public struct PlayQueue: Sendable, Equatable {
         case stop
     }
 
-    public init(seed: UInt64 = 0x7475_7474_69) { random = seed }
+    public init(seed: UInt64 = 0x7475_7474_69) { random = SplitMix64(seed: seed) }
 
     /// Rebuilds a saved queue. An `order` that is not a permutation of the
     /// entries (a damaged save) falls back to the user's order; a `current`
@@ -71,7 +71,7 @@ public struct PlayQueue: Sendable, Equatable {
         self.current = current.flatMap { entries.indices.contains($0) ? $0 : nil }
         self.repeatMode = repeatMode
         self.nextID = (entries.map(\.id).max() ?? 0) &+ 1
-        self.random = seed
+        self.random = SplitMix64(seed: seed)
     }
 
     public var count: Int { entries.count }
@@ -97,7 +97,7 @@ public struct PlayQueue: Sendable, Equatable {
             let index = entries.count - 1
             if shuffle {
                 let low = (playPosition ?? -1) + 1
-                order.insert(index, at: low + Int(nextRandom() % UInt64(order.count - low + 1)))
+                order.insert(index, at: low + random.below(order.count - low + 1))
             } else {
                 order.append(index)
             }
@@ -172,7 +172,7 @@ public struct PlayQueue: Sendable, Equatable {
         if on {
             var rest = entries.indices.filter { $0 != current }
             for i in stride(from: rest.count - 1, to: 0, by: -1) {
-                rest.swapAt(i, Int(nextRandom() % UInt64(i + 1)))
+                rest.swapAt(i, random.below(i + 1))
             }
             order = (current.map { [$0] } ?? []) + rest
         } else {
@@ -211,12 +211,4 @@ public struct PlayQueue: Sendable, Equatable {
         }
     }
 
-    /// SplitMix64: small, fast, and the same everywhere.
-    private mutating func nextRandom() -> UInt64 {
-        random &+= 0x9E37_79B9_7F4A_7C15
-        var z = random
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
 }

@@ -1,4 +1,5 @@
 import Glibc
+import TuttiCore
 
 /// The pieces of `bench/library`: a deterministic corpus of tagged MP3s
 /// made from one encoded file, synthetic rows for a large library, a query
@@ -25,22 +26,10 @@ public enum LibraryBenchmark {
     ]
     private static let genres = ["Rock", "Pop", "Jazz", "Electronic", "Folk", "Classical", "Hip-Hop", "Ambient", "Soul", "Metal"]
 
-    /// A small deterministic generator (SplitMix64), so every run makes the same corpus.
-    struct Random {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-        mutating func pick<T>(_ a: [T]) -> T { a[Int(next() % UInt64(a.count))] }
-    }
 
     /// `count` entries: 20 tracks per album, 5 albums per artist.
     public static func entries(count: Int, seed: UInt64 = 1) -> [Entry] {
-        var r = Random(state: seed)
+        var r = SplitMix64(seed: seed) // every run makes the same corpus
         var out: [Entry] = []
         out.reserveCapacity(count)
         var artist = "", album = "", genre = "", year = 0
@@ -49,9 +38,9 @@ public enum LibraryBenchmark {
             if i % 20 == 0 {
                 album = r.pick(words).capitalizedFirst + " " + r.pick(words).capitalizedFirst
                 genre = r.pick(genres)
-                year = 1960 + Int(r.next() % 64)
+                year = 1960 + r.below(64)
             }
-            let titleWords = (0..<(2 + Int(r.next() % 3))).map { _ in r.pick(words) }
+            let titleWords = (0..<(2 + r.below(3))).map { _ in r.pick(words) }
             let title = titleWords.joined(separator: " ").capitalizedFirst
             out.append(Entry(relativePath: "\(artist)/\(album)/\(String(i % 20 + 1).leftPadded(2)) \(title) \(i).mp3",
                              title: title, artist: artist, album: album, genre: genre, trackNumber: i % 20 + 1, year: year))
@@ -103,7 +92,7 @@ public enum LibraryBenchmark {
     /// What people type: prefixes while typing, whole words, two words,
     /// field filters, accented and CJK words. Deterministic.
     public static func queries(count: Int = 200, seed: UInt64 = 7) -> [String] {
-        var r = Random(state: seed)
+        var r = SplitMix64(seed: seed) // every run makes the same corpus
         var out: [String] = []
         while out.count < count {
             let w = r.pick(words)
@@ -149,4 +138,8 @@ public enum LibraryBenchmark {
 extension String {
     var capitalizedFirst: String { prefix(1).uppercased() + dropFirst() }
     func leftPadded(_ width: Int) -> String { String(repeating: "0", count: max(0, width - count)) + self }
+}
+
+extension SplitMix64 {
+    mutating func pick<T>(_ a: [T]) -> T { a[below(a.count)] }
 }

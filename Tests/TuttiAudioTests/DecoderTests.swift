@@ -2,12 +2,7 @@ import Foundation
 import Testing
 import TuttiAudio
 import TuttiCore
-
-private func temporaryDirectory(_ name: String = #function) -> String {
-    let path = NSTemporaryDirectory() + "tutti-audio-\(name.filter { $0.isLetter })-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-    try! FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    return path
-}
+import TuttiTestSupport
 
 private func run(_ arguments: [String]) throws {
     let p = Process()
@@ -28,11 +23,11 @@ private func decodeAll(_ path: String) throws -> (samples: [Float], rate: Int) {
 @Suite struct DecoderTests {
     @Test(arguments: [44_100, 48_000])
     func mp3IsGaplessAndKeepsContent(rate: Int) throws {
-        let dir = temporaryDirectory("mp3\(rate)")
+        let dir = makeTemporaryDirectory("mp3\(rate)")
         let frames = rate * 2 + 777   // not a multiple of the 1152-sample MP3 frame
         let source = TestSignal.music(seconds: Double(frames) / Double(rate), rate: rate, percussion: false)
         _ = FileManager.default.createFile(atPath: dir + "/in.wav", contents: Data(TestSignal.wav16(source, rate: rate)))
-        try run(["lame", "--quiet", "-b", "256", dir + "/in.wav", dir + "/in.mp3"])
+        try runTool(["lame", "--quiet", "-b", "256", dir + "/in.wav", dir + "/in.mp3"])
         let (decoded, decodedRate) = try decodeAll(dir + "/in.mp3")
         #expect(decodedRate == rate)
         let decodedFrames = decoded.count / 2
@@ -47,10 +42,10 @@ private func decodeAll(_ path: String) throws -> (samples: [Float], rate: Int) {
     }
 
     @Test func flacIsLosslessAndSeeksExactly() throws {
-        let dir = temporaryDirectory()
+        let dir = makeTemporaryDirectory()
         let source = TestSignal.music(seconds: 2, rate: 44_100)
         _ = FileManager.default.createFile(atPath: dir + "/in.wav", contents: Data(TestSignal.wav16(source, rate: 44_100)))
-        try run(["flac", "--silent", "-f", "-o", dir + "/in.flac", dir + "/in.wav"])
+        try runTool(["flac", "--silent", "-f", "-o", dir + "/in.flac", dir + "/in.wav"])
         let expected = source.map { Float(sampleToInt16($0)) / 32768 }
         let (decoded, rate) = try decodeAll(dir + "/in.flac")
         #expect(rate == 44_100)
@@ -76,7 +71,7 @@ private func decodeAll(_ path: String) throws -> (samples: [Float], rate: Int) {
     }
 
     @Test func wavFormatsDecodeToTheSameSignal() throws {
-        let dir = temporaryDirectory()
+        let dir = makeTemporaryDirectory()
         let n = 4_800
         // 24-bit mono, 32-bit float stereo, 32-bit int stereo of one ramp.
         var mono24 = wavHeader(sampleRate: 48_000, channels: 1, bitsPerSample: 24, dataBytes: n * 3)
@@ -103,7 +98,7 @@ private func decodeAll(_ path: String) throws -> (samples: [Float], rate: Int) {
     }
 
     @Test func unreadableFilesGiveClearErrors() throws {
-        let dir = temporaryDirectory()
+        let dir = makeTemporaryDirectory()
         #expect(throws: AudioError.self) { try AudioFile.open(dir + "/nope.mp3") }
         _ = FileManager.default.createFile(atPath: dir + "/empty.mp3", contents: Data())
         do { _ = try AudioFile.open(dir + "/empty.mp3"); Issue.record("empty file opened") } catch {

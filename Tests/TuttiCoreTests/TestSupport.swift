@@ -1,24 +1,9 @@
 import Foundation
 import TuttiCore
 
-/// A small, fully deterministic PRNG (SplitMix64) so every "random" test
-/// input is reproducible from its seed.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    /// Uniform in [0, 1).
-    mutating func unit() -> Double { Double(next() >> 11) / Double(1 << 53) }
-
+/// Test helpers on the shared generator: every "random" test input is
+/// reproducible from its seed.
+extension SplitMix64 {
     /// Exponentially distributed with the given mean.
     mutating func exponential(mean: Double) -> Double { -mean * log(1 - unit()) }
 

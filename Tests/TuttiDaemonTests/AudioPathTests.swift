@@ -4,6 +4,7 @@ import TuttiAudio
 import TuttiCore
 import TuttiDaemon
 import TuttiNet
+import TuttiTestSupport
 
 /// Leader → follower → virtual DAC, end to end on loopback, real codecs.
 @Suite(.serialized) struct AudioPathTests {

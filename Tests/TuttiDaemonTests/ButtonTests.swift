@@ -5,6 +5,7 @@ import TuttiAudio
 import TuttiCore
 import TuttiDaemon
 import TuttiNet
+import TuttiTestSupport
 
 /// A follower's media keys act on the leader and on that room, through the
 /// real evdev reader (fed `struct input_event` records through a FIFO).

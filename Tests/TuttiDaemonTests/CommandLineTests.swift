@@ -4,6 +4,7 @@ import TuttiAudio
 import TuttiCore
 import TuttiDaemon
 import TuttiNet
+import TuttiTestSupport
 
 @Suite struct CommandLineParsingTests {
     @Test func leaderOptions() throws {

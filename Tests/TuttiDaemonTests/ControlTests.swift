@@ -4,6 +4,7 @@ import TuttiAudio
 import TuttiCore
 import TuttiDaemon
 import TuttiNet
+import TuttiTestSupport
 
 /// The JSON-RPC control socket, with a real client over loopback.
 @Suite(.serialized) struct ControlTests {

@@ -4,6 +4,7 @@ import TuttiAudio
 import TuttiCore
 import TuttiDaemon
 import TuttiNet
+import TuttiTestSupport
 
 /// Groups of rooms, each with its own stream, and party mode, through the
 /// JSON-RPC API and the `tutti` binary, with real followers on loopback.

@@ -5,6 +5,7 @@ import TuttiAudio
 import TuttiCore
 import TuttiDaemon
 import TuttiNet
+import TuttiTestSupport
 
 /// The library through JSON-RPC and the `tutti` client, against a real
 /// leader with a scanned music folder (tagged MP3s made by lame).

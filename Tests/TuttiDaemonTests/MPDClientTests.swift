@@ -5,6 +5,7 @@ import TuttiAudio
 import TuttiCore
 import TuttiDaemon
 import TuttiNet
+import TuttiTestSupport
 
 /// The MPD server against real clients: Debian's `mpc` and python-mpd2,
 /// with a real leader, library and followers on loopback.

@@ -5,6 +5,7 @@ import TuttiAudio
 import TuttiCore
 import TuttiDaemon
 import TuttiNet
+import TuttiTestSupport
 
 /// ncmpcpp, the curses MPD client the issue names, run for real inside a
 /// detached tmux session against a real leader: keys go in with

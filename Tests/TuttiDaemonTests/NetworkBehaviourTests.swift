@@ -5,6 +5,7 @@ import TuttiAudio
 import TuttiCore
 import TuttiDaemon
 import TuttiNet
+import TuttiTestSupport
 
 @Suite(.serialized) struct NetworkBehaviourTests {
     /// A follower that connects two seconds in hears the stream from the

@@ -5,6 +5,7 @@ import TuttiAudio
 import TuttiCore
 import TuttiDaemon
 import TuttiNet
+import TuttiTestSupport
 
 /// A network track in the queue plays through the leader; cached, it plays
 /// with the server gone. The server is Python's http.server on loopback.

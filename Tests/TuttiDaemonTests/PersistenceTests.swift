@@ -5,6 +5,7 @@ import TuttiAudio
 import TuttiCore
 import TuttiDaemon
 import TuttiNet
+import TuttiTestSupport
 
 /// The player's queue, position, shuffle order and repeat mode survive a
 /// restart, and a killed process (the last checkpoint).

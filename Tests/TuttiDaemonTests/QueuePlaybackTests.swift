@@ -4,6 +4,7 @@ import TuttiAudio
 import TuttiCore
 import TuttiDaemon
 import TuttiNet
+import TuttiTestSupport
 
 /// Queue edits while playing: the audio already sent ahead is corrected, and
 /// tracks join gaplessly in the new order.

@@ -4,14 +4,7 @@ import TuttiAudio
 import TuttiCore
 import TuttiDaemon
 import TuttiNet
-
-/// A fresh folder under /tmp for one test.
-func makeTemporaryDirectory(_ name: String = #function) -> String {
-    let safe = name.filter { $0.isLetter || $0.isNumber }
-    let path = NSTemporaryDirectory() + "tutti-test-\(safe)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-    try! FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    return path
-}
+import TuttiTestSupport
 
 func writeFile(_ path: String, _ bytes: [UInt8]) {
     _ = FileManager.default.createFile(atPath: path, contents: Data(bytes))
@@ -138,15 +131,6 @@ func firstSoundingFrame(_ samples: [Int16], from: Int = 0) -> Int? {
 /// control port: its exit status and what it printed (stdout and stderr).
 func runTutti(port: UInt16, _ args: [String]) throws -> (status: Int32, out: String) {
     let binary = URL(fileURLWithPath: DaemonBinaryTests.binary).deletingLastPathComponent().appendingPathComponent("tutti").path
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: binary)
-    p.arguments = ["--port", String(port)] + args
-    let out = Pipe()
-    p.standardOutput = out
-    p.standardError = out
-    try p.run()
-    // Read before waiting: a full pipe would block the client forever.
-    let data = out.fileHandleForReading.readDataToEndOfFile()
-    p.waitUntilExit()
-    return (p.terminationStatus, String(decoding: data, as: UTF8.self))
+    let (status, output) = try runProcess(binary, ["--port", String(port)] + args)
+    return (status, output)
 }

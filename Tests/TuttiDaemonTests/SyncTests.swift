@@ -4,6 +4,7 @@ import TuttiAudio
 import TuttiCore
 import TuttiDaemon
 import TuttiNet
+import TuttiTestSupport
 
 /// Instants (monotonic ns) at which click onsets left a virtual DAC.
 func clickTimes(_ path: String, ppm: Double, threshold: Int16 = 20_000, quietFrames: Int = 4_800) -> [Int64] {

@@ -1,4 +1,5 @@
 import Foundation
+import TuttiTestSupport
 import Glibc
 
 /// A real avahi-daemon for one test, on the loopback interface only, IPv4,
@@ -57,11 +58,11 @@ final class AvahiTestDaemon {
         let began = Date()
         // A pid file left by a daemon that died makes the next one refuse to start.
         try? FileManager.default.removeItem(atPath: "/run/avahi-daemon/pid")
-        let (status, out) = try Self.run(Self.binary, ["-f", directory + "/avahi.conf", "--no-drop-root", "--no-chroot", "--no-rlimits", "-D"])
+        let (status, out) = try runProcess(Self.binary, ["-f", directory + "/avahi.conf", "--no-drop-root", "--no-chroot", "--no-rlimits", "-D"])
         guard status == 0 else { throw Failure(description: "avahi-daemon did not start (exit \(status)): \(out)") }
         running = true
         while Date().timeIntervalSince(began) < timeout {
-            let (_, state) = try Self.run("/usr/bin/dbus-send", ["--system", "--dest=org.freedesktop.Avahi", "--print-reply", "/",
+            let (_, state) = try runProcess("/usr/bin/dbus-send", ["--system", "--dest=org.freedesktop.Avahi", "--print-reply", "/",
                                                                  "org.freedesktop.Avahi.Server.GetState"])
             if state.contains("int32 2") { return Date().timeIntervalSince(began) }
             usleep(20_000)
@@ -77,39 +78,24 @@ final class AvahiTestDaemon {
     }
 
     private func killAnyDaemon() throws {
-        guard try Self.run(Self.binary, ["-c"]).status == 0 else { return } // exit 0: one is running
-        _ = try Self.run(Self.binary, ["-k"])
+        guard try runProcess(Self.binary, ["-c"]).status == 0 else { return } // exit 0: one is running
+        _ = try runProcess(Self.binary, ["-k"])
         let began = Date()
-        while try Self.run(Self.binary, ["-c"]).status == 0 {
+        while try runProcess(Self.binary, ["-c"]).status == 0 {
             guard Date().timeIntervalSince(began) < 10 else { throw Failure(description: "avahi-daemon -k: the daemon did not exit") }
             usleep(20_000)
         }
     }
 
     private func ensureSystemBus() throws {
-        if try Self.run("/usr/bin/dbus-send", ["--system", "--dest=org.freedesktop.DBus", "--print-reply", "/", "org.freedesktop.DBus.GetId"]).status == 0 {
+        if try runProcess("/usr/bin/dbus-send", ["--system", "--dest=org.freedesktop.DBus", "--print-reply", "/", "org.freedesktop.DBus.GetId"]).status == 0 {
             return
         }
         try FileManager.default.createDirectory(atPath: "/run/dbus", withIntermediateDirectories: true)
         try? FileManager.default.removeItem(atPath: "/run/dbus/pid")
         try? FileManager.default.removeItem(atPath: "/run/dbus/system_bus_socket")
-        let (status, out) = try Self.run("/usr/bin/dbus-daemon", ["--system", "--fork"])
+        let (status, out) = try runProcess("/usr/bin/dbus-daemon", ["--system", "--fork"])
         guard status == 0 else { throw Failure(description: "cannot start the D-Bus system bus (exit \(status)): \(out)") }
     }
 
-    /// Runs a program to completion; its exit status and output (stdout and stderr).
-    @discardableResult
-    static func run(_ path: String, _ arguments: [String], environment: [String: String]? = nil) throws -> (status: Int32, output: String) {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: path)
-        p.arguments = arguments
-        if let environment { p.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
-        let pipe = Pipe()
-        p.standardOutput = pipe
-        p.standardError = pipe
-        try p.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return (p.terminationStatus, String(decoding: data, as: UTF8.self))
-    }
 }

@@ -6,6 +6,7 @@ import TuttiCore
 @testable import TuttiDaemon
 import TuttiDiscovery
 import TuttiNet
+import TuttiTestSupport
 
 /// The built executables, beside the test bundle.
 func binary(_ name: String) -> String {
@@ -84,7 +85,7 @@ func playedCounterFrames(_ path: String) -> (played: Int, distinct: Int) {
         print("follower found the leader over mDNS and connected in \(String(format: "%.2f", connected)) s")
         usleep(3_000_000)
         // `tutti leaders --json` lists it with its ports.
-        let (status, out) = try AvahiTestDaemon.run(binary("tutti"), ["leaders", "--json"])
+        let (status, out) = try runProcess(binary("tutti"), ["leaders", "--json"])
         #expect(status == 0, "\(out)")
         let list = try #require(try JSONSerialization.jsonObject(with: Data(out.utf8)) as? [[String: Any]], "\(out)")
         let entry = try #require(list.first { $0["name"] as? String == name }, "\(out)")
@@ -93,12 +94,12 @@ func playedCounterFrames(_ path: String) -> (played: Int, distinct: Int) {
         #expect(entry["address"] as? String == "127.0.0.1")
         #expect(entry["version"] as? Int == Int(WireProtocol.version))
         #expect(entry["id"] as? String == TuttiService.stableLeaderID(port: leader.endpoint.port))
-        let (textStatus, text) = try AvahiTestDaemon.run(binary("tutti"), ["leaders"])
+        let (textStatus, text) = try runProcess(binary("tutti"), ["leaders"])
         #expect(textStatus == 0 && text.contains("\(name)\t127.0.0.1:\(leader.endpoint.port)"), "\(text)")
 
         // `tutti status` with no --host/--port: the control port comes from the announcement
         // (an ephemeral port, not the default 4954).
-        let (statusCode, statusJSON) = try AvahiTestDaemon.run(binary("tutti"), ["--leader", name, "--json", "status"],
+        let (statusCode, statusJSON) = try runProcess(binary("tutti"), ["--leader", name, "--json", "status"],
                                                                environment: ["TUTTI_HOST": ""])
         #expect(statusCode == 0, "\(statusJSON)")
         let player = (try? JSONSerialization.jsonObject(with: Data(statusJSON.utf8)) as? [String: Any])?["player"] as? [String: Any]
@@ -148,11 +149,11 @@ func playedCounterFrames(_ path: String) -> (played: Int, distinct: Int) {
         defer { leader.stop() }
         #expect(leader.announcer?.status == .waitingForDaemon)
 
-        let (status, out) = try AvahiTestDaemon.run(binary("tutti"), ["leaders"])
+        let (status, out) = try runProcess(binary("tutti"), ["leaders"])
         #expect(status == 2)
         #expect(out.contains("avahi-daemon is not running"), "\(out)")
         // Without a bus at all, a clear message too.
-        let (busStatus, busOut) = try AvahiTestDaemon.run(binary("tutti"), ["leaders"],
+        let (busStatus, busOut) = try runProcess(binary("tutti"), ["leaders"],
                                                           environment: ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=\(daemon.directory)/no-bus"])
         #expect(busStatus == 2)
         #expect(busOut.contains("avahi-daemon") && !busOut.isEmpty, "\(busOut)")

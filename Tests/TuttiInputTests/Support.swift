@@ -59,19 +59,6 @@ func keyRecords(ms: Int64, code: UInt16, value: Int32) -> [UInt8] {
     rawEvent(ms: ms, type: 1, code: code, value: value) + rawEvent(ms: ms, type: 0, code: 0, value: 0)
 }
 
-/// The same deterministic generator as the core tests.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// A pipe: (read end, write end).
 func makePipe() -> (Int32, Int32) {
     var fds: [Int32] = [-1, -1]

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TuttiCore
 import TuttiLibrary
+import TuttiTestSupport
 
 /// `bench/library/run.sh`: our scanner and search against MPD on the same
 /// files and queries. Skipped unless TUTTI_BENCH=1 (it takes minutes).
@@ -12,13 +13,13 @@ import TuttiLibrary
     static var tracks: Int { Int(ProcessInfo.processInfo.environment["TUTTI_BENCH_TRACKS"] ?? "") ?? 100_000 }
 
     @Test(.enabled(if: enabled)) func scanAndSearchAgainstMPD() throws {
-        let dir = temporaryDirectory("bench")
+        let dir = makeTemporaryDirectory("bench")
         defer { if ProcessInfo.processInfo.environment["TUTTI_BENCH_KEEP"] == nil { try? FileManager.default.removeItem(atPath: dir) } }
         print("bench folder: \(dir)")
 
         // One 0.5 s MP3, copied with different ID3v2.3 tags.
         write(dir + "/template.wav", wavBytes(frames: 22_050))
-        try run(["lame", "--quiet", "-b", "128", dir + "/template.wav", dir + "/template.mp3"])
+        try runTool(["lame", "--quiet", "-b", "128", dir + "/template.wav", dir + "/template.mp3"])
         let template = read(dir + "/template.mp3")
         let entries = LibraryBenchmark.entries(count: Self.files)
         var t = LibraryBenchmark.now()
@@ -152,7 +153,7 @@ final class MPD {
     }
 
     func mpc(_ arguments: [String]) throws {
-        try run(["mpc", "-h", "127.0.0.1", "-p", "\(port)"] + arguments)
+        try runTool(["mpc", "-h", "127.0.0.1", "-p", "\(port)"] + arguments)
     }
 
     func songCount() throws -> Int {

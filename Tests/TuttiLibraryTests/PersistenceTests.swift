@@ -2,13 +2,14 @@ import Foundation
 import Testing
 import TuttiCore
 @testable import TuttiLibrary
+import TuttiTestSupport
 
 @Suite struct PersistenceTests {
     /// What a killed process leaves on disk is the database file and its
     /// WAL exactly as they are while the connection is still open (no
     /// close, no checkpoint). Copy them at that moment and open the copy.
     @Test func acknowledgedWritesSurviveAKilledProcess() throws {
-        let dir = temporaryDirectory()
+        let dir = makeTemporaryDirectory()
         let media = MediaFactory(dir: dir + "/music", frames: 4_410)
         media.wav("a.wav", info: ["INAM": "Alpha"])
         media.wav("b.wav", info: ["INAM": "Beta"])
@@ -43,7 +44,7 @@ import TuttiCore
     }
 
     @Test func anOlderDatabaseIsUpgraded() throws {
-        let dir = temporaryDirectory()
+        let dir = makeTemporaryDirectory()
         // Version 1 made by hand: the tables of the first release, one track, no search index.
         do {
             let db = try Database(path: dir + "/old.db")
@@ -65,7 +66,7 @@ import TuttiCore
     }
 
     @Test func aNewerDatabaseIsRefusedWithAClearMessage() throws {
-        let dir = temporaryDirectory()
+        let dir = makeTemporaryDirectory()
         _ = try Library(path: dir + "/new.db")
         do {
             let db = try Database(path: dir + "/new.db")
@@ -91,7 +92,7 @@ import TuttiCore
     }
 
     @Test func foreignFilesAreRefused() throws {
-        let dir = temporaryDirectory()
+        let dir = makeTemporaryDirectory()
         do {
             let db = try Database(path: dir + "/other.db")
             try db.execute("CREATE TABLE notes(x)")
@@ -109,7 +110,7 @@ import TuttiCore
     }
 
     @Test func transactionsRollBackOnError() throws {
-        let dir = temporaryDirectory()
+        let dir = makeTemporaryDirectory()
         let db = try Database(path: dir + "/t.db")
         try db.execute("CREATE TABLE t(x INTEGER UNIQUE)")
         #expect(throws: LibraryError.self) {

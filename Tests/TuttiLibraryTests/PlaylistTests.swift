@@ -2,9 +2,10 @@ import Foundation
 import Testing
 import TuttiCore
 @testable import TuttiLibrary
+import TuttiTestSupport
 
 private func library(with names: [String], _ test: String = #function) throws -> (Library, String, [TrackID]) {
-    let dir = temporaryDirectory(test)
+    let dir = makeTemporaryDirectory(test)
     let media = MediaFactory(dir: dir + "/music", frames: 4_410)
     for name in names { media.wav(name, info: ["INAM": ((name as NSString).lastPathComponent as NSString).deletingPathExtension, "IART": "Artist"]) }
     let library = try Library(path: dir + "/library.db")

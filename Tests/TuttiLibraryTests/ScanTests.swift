@@ -2,10 +2,11 @@ import Foundation
 import Testing
 import TuttiCore
 @testable import TuttiLibrary
+import TuttiTestSupport
 
 @Suite struct ScanTests {
     @Test func readsTagsLengthAndCoversFromMP3FLACAndWAV() throws {
-        let dir = temporaryDirectory()
+        let dir = makeTemporaryDirectory()
         let media = MediaFactory(dir: dir + "/music")
         let png = pngBytes(rgb: (200, 30, 30))
         write(dir + "/cover.png", png)
@@ -14,7 +15,7 @@ import TuttiCore
                                                   "--tn", "3/12", "--tg", "Rock", "--ti", dir + "/cover.png"])
         try media.mp3("Lame/v1only.mp3", lameTags: ["--id3v1-only", "--tt", "Old Tag", "--ta", "Someone", "--tn", "9", "--tg", "Jazz", "--ty", "1999"])
         let v23 = try media.mp3("ID3/v23.mp3")
-        try run(["id3v2", "--id3v2-only", "--song", "Twenty Three", "--artist", "Tag Tool", "--album", "Versions",
+        try runTool(["id3v2", "--id3v2-only", "--song", "Twenty Three", "--artist", "Tag Tool", "--album", "Versions",
                  "--TPE2", "Various Artists", "--TPOS", "2/2", "--track", "5/9", "--genre", "17", "--year", "2003", v23])
         try media.mp3("ID3/v24.mp3", id3Version: 4, frames: [
             .text("TIT2", "東京タワーの夜"), .text("TPE1", "山田 太郎"), .text("TALB", "夜景"), .text("TPE2", "山田"),
@@ -108,7 +109,7 @@ import TuttiCore
     }
 
     @Test func rescanIsIncrementalAndPicksUpChanges() throws {
-        let dir = temporaryDirectory()
+        let dir = makeTemporaryDirectory()
         let media = MediaFactory(dir: dir + "/music", frames: 4_410)
         for i in 0..<5 { media.wav("a/\(i).wav", info: ["INAM": "Song \(i)"]) }
         let library = try Library(path: dir + "/library.db")
@@ -136,7 +137,7 @@ import TuttiCore
     }
 
     @Test func deletedFilesLeaveTheLibraryWithTheirFavourites() throws {
-        let dir = temporaryDirectory()
+        let dir = makeTemporaryDirectory()
         let media = MediaFactory(dir: dir + "/music", frames: 4_410)
         media.wav("keep.wav", info: ["INAM": "Keep"])
         media.wav("gone.wav", info: ["INAM": "Gone"])
@@ -157,7 +158,7 @@ import TuttiCore
     }
 
     @Test func movedFilesKeepTheirIdFavouritesHistoryAndPlaylists() throws {
-        let dir = temporaryDirectory()
+        let dir = makeTemporaryDirectory()
         let media = MediaFactory(dir: dir + "/music")
         try media.mp3("Inbox/song.mp3", lameTags: ["--tt", "Travelling Song", "--ta", "Mover"])
         media.wav("other.wav", info: ["INAM": "Stays"])
@@ -185,7 +186,7 @@ import TuttiCore
     }
 
     @Test func anEmptiedFolderKeepsItsTracksUnlessAsked() throws {
-        let dir = temporaryDirectory()
+        let dir = makeTemporaryDirectory()
         let media = MediaFactory(dir: dir + "/music", frames: 4_410)
         media.wav("a.wav")
         let library = try Library(path: dir + "/library.db")
@@ -201,7 +202,7 @@ import TuttiCore
     }
 
     @Test func corruptAndTruncatedFilesAreSkippedWithReasons() throws {
-        let dir = temporaryDirectory()
+        let dir = makeTemporaryDirectory()
         let media = MediaFactory(dir: dir + "/music")
         // Deterministic "random" bytes.
         var state: UInt64 = 0x1234_5678
@@ -241,7 +242,7 @@ import TuttiCore
     }
 
     @Test func missingFolderIsATypedError() throws {
-        let dir = temporaryDirectory()
+        let dir = makeTemporaryDirectory()
         let library = try Library(path: dir + "/library.db")
         #expect(throws: LibraryError.self) { try library.scan(folder: dir + "/nowhere") }
         do {
@@ -252,7 +253,7 @@ import TuttiCore
     }
 
     @Test func searchesAnswerDuringAScan() throws {
-        let dir = temporaryDirectory()
+        let dir = makeTemporaryDirectory()
         let media = MediaFactory(dir: dir + "/music", frames: 441)
         for i in 0..<300 { media.wav("f/\(i).wav", info: ["INAM": "Tune \(i)"]) }
         let library = try Library(path: dir + "/library.db")

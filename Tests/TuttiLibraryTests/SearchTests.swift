@@ -2,10 +2,11 @@ import Foundation
 import Testing
 import TuttiCore
 @testable import TuttiLibrary
+import TuttiTestSupport
 
 /// A library of tagged WAVs (RIFF INFO tags need no encoder, so this is fast).
 private func searchLibrary(_ name: String = #function, extra: [(String, [String: String])] = []) throws -> Library {
-    let dir = temporaryDirectory(name)
+    let dir = makeTemporaryDirectory(name)
     let media = MediaFactory(dir: dir + "/music", frames: 441)
     let songs: [(String, [String: String])] = [
         ("halo.wav", ["INAM": "Halo", "IART": "Beyoncé", "IPRD": "I Am... Sasha Fierce", "IGNR": "R&B"]),

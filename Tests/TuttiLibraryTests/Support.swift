@@ -1,33 +1,7 @@
 import Foundation
 import TuttiCore
 import TuttiLibrary
-
-/// A fresh folder under the system temp dir, unique per test.
-func temporaryDirectory(_ name: String = #function) -> String {
-    let path = NSTemporaryDirectory() + "tutti-library-\(name.filter { $0.isLetter })-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-    try! FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    return path
-}
-
-struct CommandFailed: Error, CustomStringConvertible {
-    var description: String
-}
-
-/// Runs a Debian tool (lame, flac, metaflac, id3v2) and fails the test with its output if it fails.
-func run(_ arguments: [String]) throws {
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    p.arguments = arguments
-    let pipe = Pipe()
-    p.standardError = pipe
-    p.standardOutput = pipe
-    try p.run()
-    let output = pipe.fileHandleForReading.readDataToEndOfFile()
-    p.waitUntilExit()
-    guard p.terminationStatus == 0 else {
-        throw CommandFailed(description: "\(arguments.joined(separator: " ")) → exit \(p.terminationStatus): \(String(decoding: output, as: UTF8.self))")
-    }
-}
+import TuttiTestSupport
 
 func write(_ path: String, _ bytes: [UInt8]) {
     let dir = (path as NSString).deletingLastPathComponent
@@ -110,7 +84,7 @@ struct MediaFactory {
     func mp3(_ relative: String, lameTags: [String] = []) throws -> String {
         let path = dir + "/" + relative
         try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-        try run(["lame", "--quiet", "-b", "128"] + lameTags + [sourceWAV, path])
+        try runTool(["lame", "--quiet", "-b", "128"] + lameTags + [sourceWAV, path])
         return path
     }
 
@@ -127,11 +101,11 @@ struct MediaFactory {
     func flac(_ relative: String, tags: [String: String] = [:], picture: String? = nil) throws -> String {
         let path = dir + "/" + relative
         try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-        try run(["flac", "--silent", "--force", "-o", path, sourceWAV])
+        try runTool(["flac", "--silent", "--force", "-o", path, sourceWAV])
         var args = ["metaflac"]
         for (k, v) in tags.sorted(by: { $0.key < $1.key }) { args.append("--set-tag=\(k)=\(v)") }
         if let picture { args.append("--import-picture-from=3||||\(picture)") }
-        if args.count > 1 { try run(args + [path]) }
+        if args.count > 1 { try runTool(args + [path]) }
         return path
     }
 

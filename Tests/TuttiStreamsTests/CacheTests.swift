@@ -3,11 +3,12 @@ import Testing
 import TuttiAudio
 import TuttiCore
 @testable import TuttiStreams
+import TuttiTestSupport
 
 @Suite struct CacheTests {
     @Test func addWithProgressThenPlayFromDiskWithTheServerStopped() throws {
         let server = try TestServer()
-        let dir = temporaryDirectory()
+        let dir = makeTemporaryDirectory()
         let cache = try StreamCache(directory: dir, capacityBytes: 10_000_000)
         let url = server.url("/file.mp3")
         var progress: [(Int64, Int64)] = []
@@ -37,7 +38,7 @@ import TuttiCore
 
     @Test func partialDownloadNeverBecomesAnEntry() throws {
         let server = try TestServer()
-        let dir = temporaryDirectory()
+        let dir = makeTemporaryDirectory()
         let cache = try StreamCache(directory: dir, capacityBytes: 10_000_000)
         let url = server.url("/truncated.mp3")
         let error = #expect(throws: StreamError.self) { try cache.add(url) }
@@ -52,7 +53,7 @@ import TuttiCore
     }
 
     @Test func leftoverPartFilesAreRemovedOnOpen() throws {
-        let dir = temporaryDirectory()
+        let dir = makeTemporaryDirectory()
         _ = FileManager.default.createFile(atPath: dir + "/0123456789abcdef.mp3.1.1.part", contents: Data([1, 2, 3]))
         _ = FileManager.default.createFile(atPath: dir + "/0123456789abcdef.mp3", contents: Data([1, 2, 3]))
         let cache = try StreamCache(directory: dir, capacityBytes: 1_000)
@@ -62,7 +63,7 @@ import TuttiCore
 
     @Test func leastRecentlyUsedEvictionListSizeRemoveClear() throws {
         let server = try TestServer()
-        let dir = temporaryDirectory()
+        let dir = makeTemporaryDirectory()
         let size = Int64(fixtureBytes.count)
         let cache = try StreamCache(directory: dir, capacityBytes: size * 5 / 2)
         let a = server.url("/file.mp3?a"), b = server.url("/file.mp3?b"), c = server.url("/file.mp3?c")
@@ -80,13 +81,13 @@ import TuttiCore
         #expect(cache.clear() == size)
         #expect(cache.list().isEmpty)
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir) == ["index.json"])
-        let tooBig = try StreamCache(directory: temporaryDirectory(), capacityBytes: size - 1)
+        let tooBig = try StreamCache(directory: makeTemporaryDirectory(), capacityBytes: size - 1)
         #expect(throws: StreamError.self) { try tooBig.add(a) }
     }
 
     @Test func liveStreamsCannotBeCached() throws {
         let server = try TestServer()
-        let cache = try StreamCache(directory: temporaryDirectory(), capacityBytes: 10_000_000)
+        let cache = try StreamCache(directory: makeTemporaryDirectory(), capacityBytes: 10_000_000)
         let error = #expect(throws: StreamError.self) { try cache.add(server.url("/icy.mp3")) }
         #expect(error?.description.contains("live stream") == true)
     }

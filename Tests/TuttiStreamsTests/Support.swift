@@ -4,39 +4,16 @@ import Testing
 import TuttiAudio
 import TuttiCore
 @testable import TuttiStreams
-
-struct CommandFailed: Error, CustomStringConvertible { var description: String }
-
-/// A fresh folder under the system temp dir, unique per call.
-func temporaryDirectory(_ name: String = #function) -> String {
-    let path = NSTemporaryDirectory() + "tutti-streams-\(name.filter { $0.isLetter })-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-    try! FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    return path
-}
-
-func run(_ arguments: [String]) throws {
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    p.arguments = arguments
-    let pipe = Pipe()
-    p.standardError = pipe
-    p.standardOutput = pipe
-    try p.run()
-    let output = pipe.fileHandleForReading.readDataToEndOfFile()
-    p.waitUntilExit()
-    guard p.terminationStatus == 0 else {
-        throw CommandFailed(description: "\(arguments.joined(separator: " ")) → exit \(p.terminationStatus): \(String(decoding: output, as: UTF8.self))")
-    }
-}
+import TuttiTestSupport
 
 /// The test MP3: 6 s of generated music at 44.1 kHz, 128 kbit/s CBR, made
 /// once per test process with lame (which writes the LAME/Info header that
 /// makes decoding gapless).
 let fixtureMP3: String = {
-    let dir = temporaryDirectory("fixture")
+    let dir = makeTemporaryDirectory("fixture")
     let wav = dir + "/music.wav", mp3 = dir + "/music.mp3"
     _ = FileManager.default.createFile(atPath: wav, contents: Data(TestSignal.wav16(TestSignal.music(seconds: 6, rate: 44_100), rate: 44_100)))
-    try! run(["lame", "--quiet", "-b", "128", "--cbr", wav, mp3])
+    try! runTool(["lame", "--quiet", "-b", "128", "--cbr", wav, mp3])
     return mp3
 }()
 

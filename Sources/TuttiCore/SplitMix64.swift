@@ -1,0 +1,22 @@
+/// SplitMix64: a small, fast, fully deterministic generator, the same on
+/// every machine. Shuffles, benchmark corpora and randomised tests use it so
+/// a seed reproduces a run exactly.
+public struct SplitMix64: RandomNumberGenerator, Sendable, Equatable {
+    public var state: UInt64
+
+    public init(seed: UInt64) { state = seed }
+
+    public mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
+    /// Uniform in 0 ..< bound (bound > 0); the modulo bias is negligible for small bounds.
+    public mutating func below(_ bound: Int) -> Int { Int(next() % UInt64(bound)) }
+
+    /// Uniform in [0, 1).
+    public mutating func unit() -> Double { Double(next() >> 11) / Double(1 << 53) }
+}
