@@ -7,8 +7,8 @@ packages=(
   pkg-config
   libasound2-dev libmpg123-dev libopus-dev libsoxr-dev libsqlite3-dev libavahi-client-dev   # C libraries
   libflac-dev libgpiod-dev
-  alsa-utils lame flac id3v2 mpd mpc python3-pip                                            # tests: encoders, taggers, MPD peers
-  ncmpcpp tmux openssl                                                                      # tests: ncmpcpp in a tmux pane; certificates for https
+  alsa-utils lame flac id3v2 mpd mpc python3 python3-pip                                    # tests: encoders, taggers, MPD peers, test servers
+  ncmpcpp tmux openssl ca-certificates util-linux                                           # tests: ncmpcpp in tmux; https certificates, the CA bundle, unshare
   avahi-daemon dbus                                                                         # mDNS: discovery tests run their own daemon on loopback
 )
 

@@ -269,10 +269,8 @@ public final class ControlServer: @unchecked Sendable {
         }
     }
 
-    /// The state as clients see it: stopped with nothing queued is idle.
-    static func stateName(_ now: NowPlaying) -> String {
-        now.state == .stopped && now.trackCount == 0 ? "idle" : now.state.rawValue
-    }
+    /// The state as clients see it: nothing queued is idle.
+    static func stateName(_ now: NowPlaying) -> String { now.isIdle ? "idle" : now.state.rawValue }
 
     func statusObject(group: String? = nil) -> [String: Any] {
         let now = (try? leader.nowPlaying(group: group)) ?? leader.nowPlaying

@@ -71,6 +71,10 @@ public struct NowPlaying: Sendable, Equatable {
     public var bufferedSeconds: Double? = nil
     /// Finite network file: the share of it downloaded, 0…1.
     public var bufferedFraction: Double? = nil
+
+    /// Nothing queued: nothing can play, whatever the transport last said
+    /// (JSON-RPC shows `idle`, MPD `stop`).
+    public var isIdle: Bool { trackCount == 0 }
 }
 
 public enum PlayerError: Error, CustomStringConvertible, Equatable {

@@ -520,7 +520,7 @@ extension MPDServer {
         r.add("playlistlength", queue.count)
         r.add("mixrampdb", "0.000000")
         // An empty queue plays nothing, whatever the player last published.
-        let state = queue.isEmpty ? PlayerState.stopped : now.state
+        let state = now.isIdle ? PlayerState.stopped : now.state
         // Loading and buffering are playing (waiting for the network); an error has stopped.
         r.add("state", state.isActive ? "play" : state == .paused ? "pause" : "stop")
         if now.track >= 0, let id = now.entryID {
