@@ -580,7 +580,9 @@ final class StreamPlayer: @unchecked Sendable {
         }
         pending.removeFirst(min(pending.count, count * 2))
         streamFrame += count
-        let keepFrom = streamFrame - 20 * StreamFormat.sampleRate
+        // What rooms still hear lies at most a buffer behind what is sent: keep
+        // that and 2 s more. (publish() shares the array, so each chunk copies what is kept.)
+        let keepFrom = streamFrame - Int(StreamFormat.frames(nanoseconds: buffer)) - 2 * StreamFormat.sampleRate
         if let firstKept = history.firstIndex(where: { $0.start + $0.count > keepFrom }), firstKept > 64 {
             history.removeFirst(firstKept)
         }
