@@ -48,8 +48,9 @@ let package = Package(
         // Composition root: leader, follower, demo.
         .target(name: "TuttiDaemon", dependencies: ["TuttiCore", "TuttiAudio", "TuttiNet", "TuttiLibrary", "TuttiInput", "TuttiStreams", "TuttiDiscovery", "CTuttiShim"]),
         .executableTarget(name: "tuttid", dependencies: ["TuttiDaemon"]),
-        // Helpers shared by the test targets (temporary folders, running real programs); Foundation only.
-        .target(name: "TuttiTestSupport"),
+        // Helpers shared by the test targets (temporary folders, running real programs to their end).
+        .target(name: "CTuttiSpawn"),
+        .target(name: "TuttiTestSupport", dependencies: ["CTuttiSpawn"]),
         .executableTarget(name: "tutti", dependencies: ["TuttiCore", "TuttiNet", "TuttiDiscovery"]),
 
         .testTarget(name: "TuttiCoreTests", dependencies: ["TuttiCore"]),

@@ -1,7 +1,10 @@
+import CTuttiSpawn
 import Foundation
+import Glibc
 
 // Helpers every test target needs, in one place: a fresh folder per test and
-// running a real program (lame, mpc, openssl, the built binaries) to its end.
+// running a real program (lame, mpc, openssl, tmux, dbus-daemon, the built
+// binaries) to its end.
 
 /// A fresh folder under the system temp dir, unique per call.
 public func makeTemporaryDirectory(_ name: String = #function) -> String {
@@ -11,27 +14,103 @@ public func makeTemporaryDirectory(_ name: String = #function) -> String {
     return path
 }
 
-/// Runs `path` with `arguments` to its end: its exit status and what it
-/// printed (stdout and stderr together). `environment` is added to this
-/// process's own.
-public func runProcess(_ path: String, _ arguments: [String], environment: [String: String]? = nil) throws -> (status: Int32, output: String) {
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: path)
-    p.arguments = arguments
-    if let environment { p.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
-    let pipe = Pipe()
-    p.standardOutput = pipe
-    p.standardError = pipe
-    try p.run()
-    // Read before waiting: a full pipe would block the program forever.
-    let data = pipe.fileHandleForReading.readDataToEndOfFile()
-    p.waitUntilExit()
-    return (p.terminationStatus, String(decoding: data, as: UTF8.self))
-}
-
 public struct CommandFailed: Error, CustomStringConvertible {
     public var description: String
     public init(description: String) { self.description = description }
+}
+
+/// What a program that ran to its end left behind.
+public struct ProgramResult: Sendable {
+    /// The exit code, or 128 + the signal that ended it (as a shell says).
+    public let status: Int32
+    public let out: String
+    public let err: String
+}
+
+/// Runs `path` with `arguments` to its end, at most `timeout` seconds. Then
+/// its process group is killed and this throws, or, with `stopAtTimeout`,
+/// it gets SIGTERM (SIGKILL 5 s later) and what it did is returned.
+///
+/// Not Foundation's `Process`: it learns that a child ended from a socket
+/// the child inherits, so a daemon the child forks (dbus-daemon --fork,
+/// tmux) keeps that socket open and `waitUntilExit` never returns. Here the
+/// child gets nothing but stdin, stdout and stderr, and is reaped with
+/// `waitpid`.
+///
+/// - Parameters:
+///   - environment: added to this process's own, or the whole environment
+///     when `replaceEnvironment` is set.
+///   - input: written to the program's stdin (otherwise /dev/null).
+///   - mergeErrors: stderr goes into `out`, in order, and `err` is empty.
+public func runProgram(_ path: String, _ arguments: [String], environment: [String: String]? = nil,
+                       replaceEnvironment: Bool = false, input: String? = nil, mergeErrors: Bool = false,
+                       timeout: Double = 300, stopAtTimeout: Bool = false) throws -> ProgramResult {
+    let base = NSTemporaryDirectory() + "tutti-run-\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
+    func openFile(_ suffix: String, _ flags: Int32) throws -> Int32 {
+        let fd = open(base + suffix, flags | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw CommandFailed(description: "cannot open \(base + suffix): \(String(cString: strerror(errno)))") }
+        return fd
+    }
+    defer { for suffix in [".in", ".out", ".err"] { unlink(base + suffix) } }
+
+    let inFD: Int32
+    if let input {
+        try Data(input.utf8).write(to: URL(fileURLWithPath: base + ".in"))
+        inFD = try openFile(".in", O_RDONLY)
+    } else {
+        inFD = try openFile(".in", O_RDONLY | O_CREAT)
+    }
+    defer { close(inFD) }
+    let outFD = try openFile(".out", O_WRONLY | O_CREAT | O_TRUNC)
+    defer { close(outFD) }
+    let errFD = mergeErrors ? outFD : try openFile(".err", O_WRONLY | O_CREAT | O_TRUNC)
+    defer { if errFD != outFD { close(errFD) } }
+
+    var variables = replaceEnvironment ? [:] : ProcessInfo.processInfo.environment
+    if let environment { variables.merge(environment) { $1 } }
+    let argv = ([path] + arguments).map { strdup($0) } + [nil]
+    let envp = variables.map { strdup("\($0.key)=\($0.value)") } + [nil]
+    defer { for p in argv + envp { free(p) } }
+
+    var pid: pid_t = 0
+    let rc = tutti_spawn(&pid, path, argv, envp, inFD, outFD, errFD)
+    guard rc == 0 else { throw CommandFailed(description: "cannot start \(path): \(String(cString: strerror(rc)))") }
+
+    var status: Int32 = 0
+    var deadline = Date().addingTimeInterval(timeout)
+    var terminated = false
+    while true {
+        let r = waitpid(pid, &status, WNOHANG)
+        if r == pid { break }
+        if r < 0 && errno != EINTR { throw CommandFailed(description: "waitpid \(path): \(String(cString: strerror(errno)))") }
+        if Date() > deadline {
+            if stopAtTimeout && !terminated {
+                kill(pid, SIGTERM)
+                terminated = true
+                deadline = Date().addingTimeInterval(5)
+                continue
+            }
+            kill(-pid, SIGKILL)
+            _ = waitpid(pid, &status, 0)
+            throw CommandFailed(description: "\(([path] + arguments).joined(separator: " ")) did not end within \(timeout) s")
+        }
+        usleep(2_000)
+    }
+    // Exit code, or 128 + signal like a shell.
+    let code = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+    func text(_ suffix: String) -> String {
+        String(decoding: FileManager.default.contents(atPath: base + suffix) ?? Data(), as: UTF8.self)
+    }
+    return ProgramResult(status: code, out: text(".out"), err: mergeErrors ? "" : text(".err"))
+}
+
+/// Runs `path` with `arguments` to its end: its exit status and what it
+/// printed (stdout and stderr together). `environment` is added to this
+/// process's own.
+public func runProcess(_ path: String, _ arguments: [String], environment: [String: String]? = nil,
+                       timeout: Double = 300) throws -> (status: Int32, output: String) {
+    let r = try runProgram(path, arguments, environment: environment, mergeErrors: true, timeout: timeout)
+    return (r.status, r.out)
 }
 
 /// Runs a tool found on PATH (lame, flac, metaflac, id3v2, …); a non-zero

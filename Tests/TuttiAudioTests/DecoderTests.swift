@@ -4,14 +4,7 @@ import TuttiAudio
 import TuttiCore
 import TuttiTestSupport
 
-private func run(_ arguments: [String]) throws {
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    p.arguments = arguments
-    try p.run()
-    p.waitUntilExit()
-    guard p.terminationStatus == 0 else { throw AudioError.cannotOpen(path: arguments.joined(separator: " "), reason: "exit \(p.terminationStatus)") }
-}
+private func run(_ arguments: [String]) throws { try runTool(arguments) }
 
 private func decodeAll(_ path: String) throws -> (samples: [Float], rate: Int) {
     let decoder = try AudioFile.open(path)

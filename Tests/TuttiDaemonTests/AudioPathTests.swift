@@ -149,10 +149,5 @@ import TuttiTestSupport
 }
 
 func runLame(_ wav: String, _ mp3: String) throws {
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    p.arguments = ["lame", "--quiet", "-b", "192", wav, mp3]
-    try p.run()
-    p.waitUntilExit()
-    guard p.terminationStatus == 0 else { throw UsageError("lame failed (is the lame package installed?)") }
+    try runTool(["lame", "--quiet", "-b", "192", wav, mp3])
 }

@@ -21,11 +21,8 @@ import TuttiTestSupport
         try FileManager.default.createDirectory(atPath: dir + "/music", withIntermediateDirectories: true)
         writeFile(dir + "/tone.wav", TestSignal.wav16(TestSignal.music(seconds: 3)))
         for (i, s) in songs.enumerated() {
-            let p = Process()
-            p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            p.arguments = ["lame", "--quiet", "-b", "128", "--tt", s.title, "--ta", s.artist, "--tl", s.album, "--tn", "\(i + 1)",
-                           dir + "/tone.wav", dir + "/music/" + s.file]
-            try p.run(); p.waitUntilExit()
+            try runTool(["lame", "--quiet", "-b", "128", "--tt", s.title, "--ta", s.artist, "--tl", s.album, "--tn", "\(i + 1)",
+                         dir + "/tone.wav", dir + "/music/" + s.file])
         }
         let leader = try startLeader(files: []) { c in
             c.musicDirectory = dir + "/music"

@@ -59,21 +59,8 @@ import TuttiTestSupport
 
     @discardableResult
     func run(_ tool: String, _ arguments: [String], input: String? = nil) throws -> (out: String, err: String, status: Int32) {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: tool)
-        p.arguments = arguments
-        let out = Pipe(), err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        let inPipe = Pipe()
-        p.standardInput = inPipe
-        try p.run()
-        if let input { inPipe.fileHandleForWriting.write(Data(input.utf8)) }
-        try? inPipe.fileHandleForWriting.close()
-        let o = out.fileHandleForReading.readDataToEndOfFile()
-        let e = err.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return (String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self), p.terminationStatus)
+        let r = try runProgram(tool, arguments, input: input)
+        return (r.out, r.err, r.status)
     }
 
     /// Runs `mpc -h 127.0.0.1 -p PORT ARGS…`; stdout.

@@ -41,13 +41,10 @@ import TuttiTestSupport
             env["TERM"] = "xterm-256color"
             env["LANG"] = "C.UTF-8"
             env["TMUX"] = nil
-            // The tmux server outlives this call and inherits every open descriptor,
-            // among them the one Foundation watches to see the child exit: without
-            // closing them first, waitUntilExit never returns.
-            let start = "for fd in /proc/$$/fd/*; do n=${fd##*/}; [ \"$n\" -gt 2 ] && eval \"exec $n>&-\"; done; exec \"$@\""
-            let r = try shell("/bin/bash", ["-c", start, "tmux-start", NcmpcppTests.tmux, "-S", socket, "-f", dir + "/tmux.conf",
-                                            "new-session", "-d", "-s", session, "-x", "160", "-y", "50",
-                                            NcmpcppTests.ncmpcpp, "-h", "127.0.0.1", "-p", String(port)],
+            // The tmux server outlives this call; runProgram hands it no descriptor to hold.
+            let r = try shell(NcmpcppTests.tmux, ["-S", socket, "-f", dir + "/tmux.conf",
+                                                  "new-session", "-d", "-s", session, "-x", "160", "-y", "50",
+                                                  NcmpcppTests.ncmpcpp, "-h", "127.0.0.1", "-p", String(port)],
                               environment: env)
             guard r.status == 0 else { throw TerminalError(message: "tmux new-session failed: \(r.err)") }
             let pids = (try? shell(NcmpcppTests.tmux, ["-S", socket, "display-message", "-p", "-t", session, "#{pid} #{pane_pid}"]).out) ?? ""
@@ -98,29 +95,8 @@ import TuttiTestSupport
     /// forked tmux server would hold open.
     @discardableResult
     static func shell(_ tool: String, _ arguments: [String], environment: [String: String]? = nil) throws -> (out: String, err: String, status: Int32) {
-        let base = NSTemporaryDirectory() + "tutti-shell-\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
-        _ = FileManager.default.createFile(atPath: base + ".out", contents: nil)
-        _ = FileManager.default.createFile(atPath: base + ".err", contents: nil)
-        defer {
-            try? FileManager.default.removeItem(atPath: base + ".out")
-            try? FileManager.default.removeItem(atPath: base + ".err")
-        }
-        let out = try FileHandle(forWritingTo: URL(fileURLWithPath: base + ".out"))
-        let err = try FileHandle(forWritingTo: URL(fileURLWithPath: base + ".err"))
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: tool)
-        p.arguments = arguments
-        if let environment { p.environment = environment }
-        p.standardOutput = out
-        p.standardError = err
-        p.standardInput = FileHandle.nullDevice
-        try p.run()
-        p.waitUntilExit()
-        try? out.close()
-        try? err.close()
-        let o = FileManager.default.contents(atPath: base + ".out") ?? Data()
-        let e = FileManager.default.contents(atPath: base + ".err") ?? Data()
-        return (String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self), p.terminationStatus)
+        let r = try runProgram(tool, arguments, environment: environment, replaceEnvironment: environment != nil, timeout: 30)
+        return (r.out, r.err, r.status)
     }
 
     /// Three tagged 40 s MP3s (long enough that no track ends on its own

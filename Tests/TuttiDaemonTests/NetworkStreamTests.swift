@@ -15,10 +15,7 @@ import TuttiTestSupport
         try FileManager.default.createDirectory(atPath: dir + "/www", withIntermediateDirectories: true)
         try FileManager.default.createDirectory(atPath: dir + "/music", withIntermediateDirectories: true)
         writeFile(dir + "/tone.wav", TestSignal.wav16(TestSignal.sine(frequency: 440, seconds: 2, amplitude: 0.4)))
-        let lame = Process()
-        lame.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        lame.arguments = ["lame", "--quiet", "-b", "128", dir + "/tone.wav", dir + "/www/tone.mp3"]
-        try lame.run(); lame.waitUntilExit()
+        try runTool(["lame", "--quiet", "-b", "128", dir + "/tone.wav", dir + "/www/tone.mp3"])
 
         let port = Int.random(in: 20_000...40_000)
         let server = Process()
@@ -169,10 +166,7 @@ private final class StateServer {
 /// An MP3 of `seconds` of a 0.4 sine (128 kbit/s CBR, 44.1 kHz) made with lame.
 private func makeMP3(_ dir: String, seconds: Double) throws -> String {
     writeFile(dir + "/tone.wav", TestSignal.wav16(TestSignal.sine(frequency: 440, seconds: seconds, amplitude: 0.4)))
-    let lame = Process()
-    lame.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    lame.arguments = ["lame", "--quiet", "-b", "128", "--cbr", dir + "/tone.wav", dir + "/tone.mp3"]
-    try lame.run(); lame.waitUntilExit()
+    try runTool(["lame", "--quiet", "-b", "128", "--cbr", dir + "/tone.wav", dir + "/tone.mp3"])
     return dir + "/tone.mp3"
 }
 
@@ -351,13 +345,8 @@ private final class HTTPSServer {
     let server: PythonTestServer
     /// Serves `folder` with a fresh self-signed certificate for 127.0.0.1 (`dir`/cert.pem).
     init(folder: String, dir: String) throws {
-        let openssl = Process()
-        openssl.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        openssl.arguments = ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
-                             "-days", "1", "-keyout", dir + "/key.pem", "-out", dir + "/cert.pem"]
-        openssl.standardError = FileHandle.nullDevice
-        try openssl.run(); openssl.waitUntilExit()
-        guard openssl.terminationStatus == 0 else { throw NetError.timedOut("openssl to make a certificate") }
+        try runTool(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                     "-days", "1", "-keyout", dir + "/key.pem", "-out", dir + "/cert.pem"])
         server = try PythonTestServer(script: httpsServerScript, path: dir + "/https-server.py",
                                       arguments: [folder, dir + "/cert.pem", dir + "/key.pem"], what: "the https test server")
     }
