@@ -17,6 +17,7 @@ let package = Package(
     products: [
         .executable(name: "tuttid", targets: ["tuttid"]),
         .executable(name: "tutti", targets: ["tutti"]),
+        .executable(name: "tutti-follower", targets: ["tutti-follower"]),
     ],
     targets: [
         systemLibrary("CALSA", pkgConfig: "alsa", apt: "libasound2-dev"),
@@ -28,38 +29,47 @@ let package = Package(
         systemLibrary("CFLAC", pkgConfig: "flac", apt: "libflac-dev"),
         systemLibrary("CGPIOD", pkgConfig: "libgpiod", apt: "libgpiod-dev"),
         .target(name: "CTuttiShim", dependencies: ["COpus", "CMPG123"]),
+        .target(name: "CTuttiThread"),
 
         // Pure logic: no I/O, no C, runs on injected time.
         .target(name: "TuttiCore"),
+        // OS services without Foundation: named threads, the stderr log.
+        .target(name: "TuttiSystem", dependencies: ["TuttiCore", "CTuttiThread"]),
         // Audio edge: decoders, resampler, codec, sinks.
         .target(name: "TuttiAudio", dependencies: [
-            "TuttiCore", "CALSA", "CMPG123", "COpus", "CSoxr", "CFLAC", "CTuttiShim",
+            "TuttiCore", "TuttiSystem", "CALSA", "CMPG123", "COpus", "CSoxr", "CFLAC", "CTuttiShim",
         ]),
         // Network edge: sockets, framing over TCP.
         .target(name: "TuttiNet", dependencies: ["TuttiCore", "CTuttiShim"]),
+        // The JSON-RPC client (`tutti`, tests); Foundation, so not in TuttiNet.
+        .target(name: "TuttiControlClient", dependencies: ["TuttiCore", "TuttiNet"]),
         // Music library: SQLite store, tag scanner, full-text search, playlists.
         .target(name: "TuttiLibrary", dependencies: ["TuttiCore", "CSQLite", "CMPG123", "CFLAC", "CTuttiShim"]),
         // Network sources: HTTP(S) streams, ICY metadata, offline cache.
         .target(name: "TuttiStreams", dependencies: ["TuttiCore", "TuttiAudio", "TuttiNet", "CMPG123", "CTuttiShim"]),
         // Buttons and remotes: Linux input events and GPIO lines.
-        .target(name: "TuttiInput", dependencies: ["TuttiCore", "CGPIOD"]),
+        .target(name: "TuttiInput", dependencies: ["TuttiCore", "TuttiSystem", "CGPIOD"]),
         // mDNS/DNS-SD through avahi-daemon: announcing leaders, finding them.
         .target(name: "TuttiDiscovery", dependencies: ["TuttiCore", "CAvahi"]),
-        // Composition root: leader, follower, demo.
-        .target(name: "TuttiDaemon", dependencies: ["TuttiCore", "TuttiAudio", "TuttiNet", "TuttiLibrary", "TuttiInput", "TuttiStreams", "TuttiDiscovery", "CTuttiShim"]),
+        // A speaker: clock model, jitter buffer, DAC. No Foundation, so a
+        // speaker's process stays small (tutti-follower).
+        .target(name: "TuttiFollower", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "TuttiNet", "TuttiDiscovery", "TuttiInput"]),
+        // Composition root: leader, demo, and the follower in the same binary.
+        .target(name: "TuttiDaemon", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "TuttiNet", "TuttiLibrary", "TuttiInput", "TuttiStreams", "TuttiDiscovery", "TuttiFollower", "CTuttiShim"]),
         .executableTarget(name: "tuttid", dependencies: ["TuttiDaemon"]),
+        .executableTarget(name: "tutti-follower", dependencies: ["TuttiFollower", "TuttiSystem", "TuttiCore"]),
         // Helpers shared by the test targets (temporary folders, running real programs to their end).
         .target(name: "CTuttiSpawn"),
         .target(name: "TuttiTestSupport", dependencies: ["CTuttiSpawn"]),
-        .executableTarget(name: "tutti", dependencies: ["TuttiCore", "TuttiNet", "TuttiDiscovery"]),
+        .executableTarget(name: "tutti", dependencies: ["TuttiCore", "TuttiNet", "TuttiControlClient", "TuttiDiscovery"]),
 
         .testTarget(name: "TuttiCoreTests", dependencies: ["TuttiCore"]),
         .testTarget(name: "TuttiAudioTests", dependencies: ["TuttiTestSupport", "TuttiAudio", "TuttiCore"]),
         .testTarget(name: "TuttiLibraryTests", dependencies: ["TuttiTestSupport", "TuttiLibrary", "TuttiCore"]),
         .testTarget(name: "TuttiStreamsTests", dependencies: ["TuttiTestSupport", "TuttiStreams", "TuttiAudio", "TuttiCore"]),
         .testTarget(name: "TuttiInputTests", dependencies: ["TuttiInput", "TuttiCore"]),
-        .testTarget(name: "TuttiDiscoveryTests", dependencies: ["TuttiTestSupport", "TuttiDiscovery", "TuttiDaemon", "TuttiAudio", "TuttiNet", "TuttiCore"]),
-        .testTarget(name: "TuttiDaemonTests", dependencies: ["TuttiTestSupport", "TuttiDaemon", "TuttiAudio", "TuttiNet", "TuttiCore"]),
+        .testTarget(name: "TuttiDiscoveryTests", dependencies: ["TuttiTestSupport", "TuttiDiscovery", "TuttiDaemon", "TuttiFollower", "TuttiControlClient", "TuttiAudio", "TuttiNet", "TuttiCore"]),
+        .testTarget(name: "TuttiDaemonTests", dependencies: ["TuttiTestSupport", "TuttiDaemon", "TuttiFollower", "TuttiControlClient", "TuttiAudio", "TuttiNet", "TuttiCore"]),
     ],
     swiftLanguageModes: [.v6]
 )

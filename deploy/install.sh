@@ -4,7 +4,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 swift build -c release
-install -m 0755 .build/release/tuttid .build/release/tutti /usr/local/bin/
+# tutti-follower beside tuttid: `tuttid follower` runs it (a speaker without Foundation, about half the memory).
+install -m 0755 .build/release/tuttid .build/release/tutti .build/release/tutti-follower /usr/local/bin/
 id tutti >/dev/null 2>&1 || useradd --system --groups audio --home /var/lib/tutti --create-home tutti
 install -m 0644 deploy/tutti-leader.service deploy/tutti-follower.service /etc/systemd/system/
 echo "installed; enable one of: systemctl enable --now tutti-follower (speaker) / tutti-leader (source)"

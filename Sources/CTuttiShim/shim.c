@@ -77,13 +77,6 @@ long long tutti_mpg123_seek(mpg123_handle *mh, long long sample) {
     return (long long)mpg123_seek(mh, (off_t)sample, SEEK_SET);
 }
 
-void tutti_set_thread_name(const char *name) {
-    char shortName[16];
-    strncpy(shortName, name, 15);
-    shortName[15] = 0;
-    pthread_setname_np(pthread_self(), shortName);
-}
-
 int tutti_mpg123_open_feed(mpg123_handle *mh) {
     tutti_mpg123_configure(mh);
     return mpg123_open_feed(mh);

@@ -1,8 +1,8 @@
-import Foundation
 import CTuttiShim
 import Glibc
 import Synchronization
 import TuttiCore
+import TuttiSystem
 
 /// The follower's audio thread: reads frames from the timeline at the
 /// instants the leader's clock says, steers for the DAC's drift, applies
@@ -40,7 +40,7 @@ public final class PlayoutEngine: @unchecked Sendable {
     private let counters = SeqLockedValues()   // underruns, resyncs, starved, playing
     private let figures = SeqLockedValues()    // error, ratio ppb, buffered ns, 0
     private let lastBlock = SeqLockedValues()  // pts (leader ns), leave (monotonic ns), 0, 0
-    private var thread: Thread?
+    private var startedThread = false
 
     private let period: Int
     private let output: UnsafeMutablePointer<Int16>
@@ -96,25 +96,21 @@ public final class PlayoutEngine: @unchecked Sendable {
 
     public func start(realtime: Bool = true) {
         guard !running.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        let t = Thread { [self] in
-            // Foundation does not name the OS thread; tools (top, the rt bench) look for this name.
-            tutti_set_thread_name("tutti-playout")
+        startedThread = true
+        // Tools (top, the rt bench) look for this name.
+        startThread(name: "tutti-playout", stackSize: 1 << 20) { [self] in
             if realtime { requestRealtime() }
             run()
             finished.store(true, ordering: .releasing)
         }
-        t.name = "tutti-playout"
-        t.stackSize = 1 << 20
-        thread = t
-        t.start()
     }
 
     /// Stops the thread and waits for it; the sink stays open.
     public func stop() {
         running.store(false, ordering: .releasing)
-        guard thread != nil else { return }
+        guard startedThread else { return }
         while !finished.load(ordering: .acquiring) { usleep(1_000) }
-        thread = nil
+        startedThread = false
     }
 
     private func requestRealtime() {

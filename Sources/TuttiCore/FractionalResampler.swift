@@ -1,4 +1,4 @@
-import Foundation
+import Glibc
 
 /// Interpolates stereo frames at a fractional position with a Kaiser-windowed
 /// sinc kernel: the instrument for inaudible drift steering. Ratios stay

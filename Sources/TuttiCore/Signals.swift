@@ -1,4 +1,4 @@
-import Foundation
+import Glibc
 
 /// Deterministic test and demo signals, 48 kHz stereo interleaved floats.
 public enum TestSignal {

@@ -3,33 +3,6 @@ import TuttiCore
 import TuttiInput
 import TuttiLibrary
 
-/// Starts the button sources a mapping file names and hands every command
-/// to `perform`. The sources run on their own threads until `stop`.
-public final class ButtonController: @unchecked Sendable {
-    private let sources: [any ButtonSource]
-
-    public init(configPath: String, log: Logger, perform: @escaping @Sendable (ButtonCommand) -> Void) throws {
-        let text: String
-        do { text = try String(contentsOfFile: configPath, encoding: .utf8) } catch {
-            throw UsageError("cannot read the button mapping \(configPath): \(error.localizedDescription)")
-        }
-        let mapping: ButtonMapping
-        do { mapping = try ButtonMapping.parse(text) } catch { throw UsageError("\(configPath): \(error)") }
-        sources = try ButtonSources.open(mapping, logger: log)
-        for source in sources {
-            source.start { event in
-                switch event {
-                case .command(let c): perform(c.command)
-                case .finished(let error): if let error { log.warning("\(source.name): \(error)") }
-                }
-            }
-        }
-        log.info("buttons: \(sources.map(\.name).joined(separator: ", "))")
-    }
-
-    public func stop() { for s in sources { s.stop() } }
-}
-
 extension Leader {
     /// What a button does, on the leader's own buttons (`room` nil: the main
     /// group and its rooms) or on a follower's (that room's group; volume

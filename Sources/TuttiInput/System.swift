@@ -1,4 +1,5 @@
-import Foundation
+import Dispatch
+import TuttiSystem
 import Glibc
 import Synchronization
 import TuttiCore
@@ -102,16 +103,12 @@ final class SourceThread: Sendable {
 
     func start(name: String, _ body: @escaping @Sendable () -> Void) {
         precondition(!started.exchange(true, ordering: .acquiringAndReleasing), "a button source starts once")
-        let thread = Thread { [self] in
-            // Setting the name from inside the thread names the OS thread
-            // (top, ps -L, the rt bench look for tutti-*).
-            Thread.current.name = name
+        // Named for top, ps -L and the rt bench, which look for tutti-*.
+        startThread(name: name, stackSize: 512 << 10) { [self] in
             worker.store(UInt(pthread_self()), ordering: .releasing)
             body()
             exited.signal()
         }
-        thread.stackSize = 512 << 10
-        thread.start()
     }
 
     /// Sets the flag, calls `wake` so a blocked wait returns, and waits for

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import TuttiCore
 import TuttiDiscovery
+import TuttiControlClient
 import TuttiNet
 
 let usage = """

@@ -134,4 +134,43 @@ import TuttiTestSupport
         let start = try #require(firstSoundingFrame(out))
         #expect(counterIndex(out[2 * start], out[2 * start + 1]) == 0, "played from the first frame")
     }
+
+    /// `tuttid follower` hands over to tutti-follower (built beside it): a
+    /// speaker that never loads Foundation, and still plays.
+    @Test func aSpeakerRunsWithoutFoundation() throws {
+        let dir = makeTemporaryDirectory()
+        writeFile(dir + "/tone.wav", TestSignal.wav16(TestSignal.sine(frequency: 440, seconds: 2, amplitude: 0.4)))
+        let leader = try startLeader(files: [dir + "/tone.wav"], loop: true)
+        defer { leader.stop() }
+        let speaker = Process()
+        speaker.executableURL = URL(fileURLWithPath: Self.binary)
+        speaker.arguments = ["follower", "--leader", "127.0.0.1:\(leader.endpoint.port)", "--name", "lean", "--no-realtime",
+                             "--log-level", "warning", "--output", "file:\(dir)/lean.raw"]
+        try speaker.run()
+        defer { if speaker.isRunning { kill(speaker.processIdentifier, SIGKILL); speaker.waitUntilExit() } }
+        #expect(waitUntil(timeout: 10) { leader.followerNames == ["lean"] }, "the speaker joined")
+        let pid = speaker.processIdentifier
+        let exe = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe")
+        #expect(exe.hasSuffix("/tutti-follower"), "\(exe)")
+        // cat: Foundation reads a /proc file only up to its first page.
+        let maps = try runProgram("/bin/cat", ["/proc/\(pid)/maps"]).out
+        #expect(maps.contains("libswiftCore") && maps.contains("libopus"), "the whole map was read")
+        #expect(!maps.contains("libFoundation"), "no Foundation in a speaker")
+        #expect(!maps.contains("libsqlite3") && !maps.contains("libcurl"), "nor the leader's libraries")
+        func loudFrames() -> Int { let x = readRaw(dir + "/lean.raw"); return stride(from: 0, to: x.count, by: 2).filter { abs(Int(x[$0])) > 3_000 }.count }
+        #expect(waitUntil(timeout: 10) { loudFrames() > 24_000 }, "it plays the tone")
+        kill(pid, SIGTERM)
+        speaker.waitUntilExit()
+        #expect(speaker.terminationReason == .exit && speaker.terminationStatus == 0, "SIGTERM ends it cleanly")
+    }
+
+    @Test func followerBinaryHelpAndUsageErrors() throws {
+        let lean = URL(fileURLWithPath: Self.binary).deletingLastPathComponent().appendingPathComponent("tutti-follower").path
+        let help = try runProgram(lean, ["--help"], timeout: 10)
+        #expect(help.status == 0 && help.out.contains("--output"))
+        let bad = try runProgram(lean, ["--clock-skew-ppm", "5000"], timeout: 10)
+        #expect(bad.status == 64 && bad.err.contains("--clock-skew-ppm"), "\(bad)")
+        let unknown = try runProgram(Self.binary, ["follower", "--bogus"], timeout: 10)
+        #expect(unknown.status == 64 && unknown.err.contains("--bogus"), "\(unknown)")
+    }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TuttiAudio
+import TuttiControlClient
 import TuttiCore
 import TuttiDaemon
 import TuttiNet

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import Testing
 import TuttiAudio
+import TuttiControlClient
 import TuttiCore
 import TuttiDaemon
 import TuttiNet

@@ -164,7 +164,8 @@ def main():
 
     tuttid = os.environ.get("TUTTID", os.path.join(REPO, ".build/release/tuttid"))
     if not os.path.exists(tuttid):
-        subprocess.run(["swift", "build", "-c", "release", "--product", "tuttid"], cwd=REPO, check=True)
+        for product in ["tuttid", "tutti-follower"]:  # `tuttid follower` runs tutti-follower when beside it
+            subprocess.run(["swift", "build", "-c", "release", "--product", product], cwd=REPO, check=True)
     run = tempfile.mkdtemp(prefix="tutti-bench-groups-")
     seconds = 14 + 6 * a.reps + 4
     write_wav(os.path.join(run, "clicks.wav"), seconds + 10, clicks=True, tone=False)

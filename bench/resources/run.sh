@@ -30,7 +30,9 @@ if [ -n "${TUTTID:-}" ]; then
     tuttid=$TUTTID
 else
     scratch=${TUTTI_BENCH_SCRATCH:-/tmp/tutti-bench-resources-build}
+    # tutti-follower too: `tuttid follower` runs it when it sits beside tuttid.
     swift build -c release --product tuttid --scratch-path "$scratch" >&2
+    swift build -c release --product tutti-follower --scratch-path "$scratch" >&2
     tuttid="$scratch/release/tuttid"
 fi
 [ -x "$tuttid" ] || { echo "bench/resources: no tuttid at $tuttid" >&2; exit 1; }

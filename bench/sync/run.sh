@@ -120,7 +120,7 @@ LATE_PPM=80 LATE_OFF=-4500 LATE_SKEW=-30
 # --- tuttid ---
 if [ -z "${TUTTID:-}" ]; then
     echo "building tuttid (swift build -c release --product tuttid) …" >&2
-    (cd "$REPO" && swift build -c release --product tuttid >&2)
+    (cd "$REPO" && swift build -c release --product tuttid >&2 && swift build -c release --product tutti-follower >&2)
     TUTTID=$REPO/.build/release/tuttid
 fi
 [ -x "$TUTTID" ] || die "TUTTID=$TUTTID is not an executable"

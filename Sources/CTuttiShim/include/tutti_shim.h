@@ -29,8 +29,6 @@ int tutti_enable_receive_timestamps(int fd);
 /// Like recv(); *arrival is the monotonic ns of the last segment read, or 0.
 long tutti_recv_timestamped(int fd, void *buffer, unsigned long length, int64_t *arrival);
 
-/// Names the calling OS thread (at most 15 bytes are kept).
-void tutti_set_thread_name(const char *name);
 
 // Network sources (TuttiStreams): libmpg123's feed mode, whose seek is a large-file macro.
 /// Opens `mh` for feeding and applies tutti_mpg123_configure; returns MPG123_OK or an error code.

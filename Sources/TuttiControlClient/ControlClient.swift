@@ -1,5 +1,6 @@
 import Foundation
 import TuttiCore
+import TuttiNet
 
 /// A JSON-RPC 2.0 client for the leader's control socket (one JSON object
 /// per line). Notifications that arrive while waiting for a reply are

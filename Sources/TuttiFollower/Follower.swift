@@ -1,8 +1,9 @@
-import Foundation
+import Glibc
 import Synchronization
 import TuttiAudio
 import TuttiCore
 import TuttiNet
+import TuttiSystem
 
 /// How a follower is set up (`tuttid follower …`).
 public struct FollowerConfiguration: Sendable {
@@ -84,9 +85,7 @@ public final class Follower: @unchecked Sendable {
 
     public func start() {
         engine.start(realtime: configuration.realtime)
-        let t = Thread { [self] in nameThread("tutti-follower"); connectLoop() }
-        t.name = "tutti-follower"
-        t.start()
+        startThread(name: "tutti-follower") { [self] in connectLoop() }
     }
 
     public func stop() {
@@ -146,9 +145,7 @@ public final class Follower: @unchecked Sendable {
         estimator.withLock { $0.reset() }
 
         // Ends when `conn` is closed (the defer above).
-        let syncThread = Thread { [self] in nameThread("tutti-sync"); syncLoop(conn) }
-        syncThread.name = "tutti-sync"
-        syncThread.start()
+        startThread(name: "tutti-sync") { [self] in syncLoop(conn) }
 
         var decoder = try makeDecoder(stream.codec)
         var sequencer = ChunkSequencer()

@@ -1,0 +1,7 @@
+// Thread names for top, ps -L and the benchmarks: glibc's
+// pthread_setname_np is a GNU extension Swift's Glibc module does not show.
+#ifndef TUTTI_THREAD_H
+#define TUTTI_THREAD_H
+/// Names the calling thread; at most 15 bytes are kept.
+void tutti_set_thread_name(const char *name);
+#endif

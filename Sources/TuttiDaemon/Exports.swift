@@ -1,0 +1,2 @@
+@_exported import TuttiFollower
+@_exported import TuttiSystem

@@ -1,0 +1,110 @@
+import TuttiAudio
+import TuttiCore
+import TuttiNet
+
+/// A command line that cannot be run; the message says what to fix. Exit 64.
+public struct UsageError: Error, CustomStringConvertible {
+    public let message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}
+
+/// Reads flags and their values off a command line, front to back.
+public struct ArgumentReader {
+    public private(set) var remaining: [String]
+    public init(_ arguments: [String]) { remaining = arguments }
+
+    public var isEmpty: Bool { remaining.isEmpty }
+    public var next: String? { remaining.first }
+    public mutating func take() -> String { remaining.removeFirst() }
+
+    /// The value after `flag`; a missing value or another flag is an error.
+    public mutating func value(_ flag: String) throws(UsageError) -> String {
+        guard let first = remaining.first, !first.hasPrefix("--") else { throw UsageError("\(flag) needs a value") }
+        return remaining.removeFirst()
+    }
+
+    /// A finite number within `range`.
+    public mutating func number(_ flag: String, _ range: ClosedRange<Double>) throws(UsageError) -> Double {
+        let text = try value(flag)
+        guard let v = Double(text), v.isFinite, range.contains(v) else {
+            throw UsageError("\(flag) \(text): expected a number in \(range.lowerBound)…\(range.upperBound)")
+        }
+        return v
+    }
+
+    public mutating func logLevel(_ flag: String) throws(UsageError) -> Logger.Level {
+        let text = try value(flag)
+        switch text {
+        case "debug": return .debug
+        case "info": return .info
+        case "warning": return .warning
+        case "error": return .error
+        default: throw UsageError("\(flag) \(text): expected debug, info, warning or error")
+        }
+    }
+}
+
+public enum FollowerUsage {
+    public static let text = """
+    usage: tuttid follower [--leader HOST:PORT | --leader-name NAME] --name NAME [OPTIONS]
+
+      --leader HOST:PORT     the leader (port defaults to 4953); without it the
+                             leader is found over mDNS (Avahi) before each connection
+      --leader-name NAME     with several leaders announced, use this one
+                             (default: the first by name)
+      --name NAME            this room's name (default: follower)
+      --output OUTPUT        alsa:DEVICE (default alsa:default) or
+                             file:PATH[,ppm=N][,delay-ms=N] (virtual DAC)
+      --latency-ms N         speaker latency after the DAC to compensate
+      --buttons FILE         this room's buttons (see hardware/buttons.md)
+      --no-steer             never resample for DAC drift (bit-exact capture)
+      --no-realtime          do not ask for real-time scheduling
+      --clock-offset-ms N    test: simulate a local clock offset by N ms
+      --clock-skew-ppm N     test: simulate a local clock running N ppm fast
+      --log-level LEVEL      debug, info, warning, error (default info)
+
+    tuttid follower runs tutti-follower, the same speaker without the
+    leader's libraries, when it is installed beside tuttid.
+    """
+}
+
+extension FollowerConfiguration {
+    /// The options after `tuttid follower` (nil: help was asked for).
+    public static func parse(_ arguments: [String]) throws(UsageError) -> (FollowerConfiguration, Logger.Level)? {
+        if arguments.contains("--help") || arguments.contains("-h") { return nil }
+        var args = ArgumentReader(arguments)
+        var c = FollowerConfiguration()
+        var level = Logger.Level.info
+        while !args.isEmpty {
+            let flag = args.take()
+            switch flag {
+            case "--leader":
+                let text = try args.value(flag)
+                do { c.leader = try Endpoint(parsing: text, defaultPort: 4953) } catch { throw UsageError("--leader: \(error)") }
+            case "--leader-name":
+                let name = try args.value(flag)
+                guard !name.isEmpty, name.utf8.count <= 63 else { throw UsageError("--leader-name must be 1–63 bytes") }
+                c.leaderName = name
+            case "--name":
+                let name = try args.value(flag)
+                guard !name.isEmpty, name.utf8.count <= WireProtocol.maxNameBytes else {
+                    throw UsageError("--name must be 1–\(WireProtocol.maxNameBytes) bytes")
+                }
+                c.name = name
+            case "--output":
+                let text = try args.value(flag)
+                do { c.output = try OutputSpec(parsing: text) } catch { throw UsageError("--output: \(error)") }
+            case "--latency-ms": c.latencyMilliseconds = try args.number(flag, -1_000...5_000)
+            case "--no-steer": c.steering = false
+            case "--buttons": c.buttons = try args.value(flag)
+            case "--no-realtime": c.realtime = false
+            case "--clock-offset-ms": c.clockOffsetMilliseconds = try args.number(flag, -86_400_000...86_400_000)
+            case "--clock-skew-ppm": c.clockSkewPPM = try args.number(flag, -1_000...1_000)
+            case "--log-level": level = try args.logLevel(flag)
+            default: throw UsageError("unknown option \(flag) for follower (see tuttid follower --help)")
+            }
+        }
+        return (c, level)
+    }
+}

@@ -1,0 +1,51 @@
+import Glibc
+import TuttiCore
+import TuttiFollower
+import TuttiSystem
+
+// A speaker on its own: `tuttid follower` without the leader's libraries
+// (Foundation, SQLite, libcurl), so the process a speaker runs all day stays
+// small. Same options as `tuttid follower`.
+
+func fail(_ message: String, code: Int32) -> Never {
+    StandardErrorLog.write("tutti-follower: \(message)\n")
+    exit(code)
+}
+
+/// Blocks SIGINT and SIGTERM in every thread (set before any starts) and
+/// waits for one.
+func blockTerminationSignals() -> sigset_t {
+    var set = sigset_t()
+    sigemptyset(&set)
+    sigaddset(&set, SIGINT)
+    sigaddset(&set, SIGTERM)
+    pthread_sigmask(SIG_BLOCK, &set, nil)
+    return set
+}
+
+signal(SIGPIPE, SIG_IGN)
+let termination = blockTerminationSignals()
+var arguments = Array(CommandLine.arguments.dropFirst())
+// Also callable as `tutti-follower follower …`, the form `tuttid` hands on.
+if arguments.first == "follower" { arguments.removeFirst() }
+let parsed: (FollowerConfiguration, Logger.Level)?
+do { parsed = try FollowerConfiguration.parse(arguments) } catch { fail(error.message, code: 64) }
+guard let (configuration, level) = parsed else {
+    print(FollowerUsage.text)
+    exit(0)
+}
+StandardErrorLog.setLevel(level)
+do {
+    let follower = try Follower(configuration: configuration, log: StandardErrorLog.logger(configuration.name))
+    follower.start()
+    let buttons = try configuration.buttons.map { path in
+        try ButtonController(configPath: path, log: StandardErrorLog.logger("buttons")) { command in follower.send(command) }
+    }
+    var received: Int32 = 0
+    var signals = termination
+    sigwait(&signals, &received)
+    buttons?.stop()
+    follower.stop()
+} catch {
+    fail("\(error)", code: 1)
+}
