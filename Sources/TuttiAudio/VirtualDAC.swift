@@ -15,6 +15,7 @@ import TuttiCore
 /// times but not in `delay()`, as with real hardware. If the writer falls
 /// behind and the buffer runs dry, that is an underrun: the next block
 /// starts a new segment at the time it is written, as ALSA restarts.
+/// Periods are 10 ms in a 40 ms buffer, as the ALSA sink asks of a card.
 public final class VirtualDAC: AudioSink {
     public let name: String
     public let periodFrames: Int
@@ -35,7 +36,7 @@ public final class VirtualDAC: AudioSink {
     public private(set) var lastBlockLeaveTime: Int64 = 0
     public var lastWriteLeaveTime: Int64? { lastBlockLeaveTime }
 
-    public init(path: String, ppm: Double = 0, delayMilliseconds: Double = 0, periodFrames: Int = 240, bufferFrames: Int = 1_920) throws(AudioError) {
+    public init(path: String, ppm: Double = 0, delayMilliseconds: Double = 0, periodFrames: Int = 480, bufferFrames: Int = 1_920) throws(AudioError) {
         guard let a = fopen(path, "wb") else { throw .cannotOpen(path: path, reason: String(cString: strerror(errno))) }
         guard let t = fopen(path + ".timing", "wb") else {
             fclose(a)

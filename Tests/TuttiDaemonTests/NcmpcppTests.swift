@@ -99,20 +99,23 @@ import TuttiTestSupport
         return (r.out, r.err, r.status)
     }
 
-    /// Three tagged 40 s MP3s (long enough that no track ends on its own
-    /// during the test), a leader with a library and MPD port, one room.
+    /// Three tagged 10-minute MP3s (no track may end on its own during the
+    /// test: with consume on, an ended track leaves the queue, and under the
+    /// full suite's load the test has taken over 50 s), a leader with a
+    /// library and MPD port, one room. 8 kHz mono, so lame takes well under
+    /// a second.
     func makeLeader(dir: String) throws -> (Leader, Follower) {
         let music = dir + "/music"
         for sub in ["Alpha Band/Album A", "Misc"] {
             try FileManager.default.createDirectory(atPath: music + "/" + sub, withIntermediateDirectories: true)
         }
         let source = dir + "/source.wav"
-        writeFile(source, wavImage(counterFrames(count: 48_000 * 40)))
+        writeFile(source, wavImage((0..<8_000 * 600).map { Int16(($0 % 40) * 100 - 2_000) }, rate: 8_000, channels: 1))
         let songs = [("First Song", "Alpha Band", "Album A", "1", "Alpha Band/Album A/01 First.mp3"),
                      ("Second Song", "Alpha Band", "Album A", "2", "Alpha Band/Album A/02 Second.mp3"),
                      ("Other Tune", "Beta Crew", "Bee Sides", "1", "Misc/other.mp3")]
         for (title, artist, album, track, path) in songs {
-            let r = try Self.shell("/usr/bin/lame", ["--quiet", "-b", "96", "--tt", title, "--ta", artist, "--tl", album, "--tn", track,
+            let r = try Self.shell("/usr/bin/lame", ["--quiet", "-b", "16", "--tt", title, "--ta", artist, "--tl", album, "--tn", track,
                                                      "--ty", "2001", source, music + "/" + path])
             #expect(r.status == 0, "lame: \(r.err)")
         }
