@@ -73,3 +73,8 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// Every Swift target: `any` spelled out, and warnings are errors in release builds.
+for target in package.targets where target.type != .system {
+    target.swiftSettings = (target.swiftSettings ?? []) + strict
+}

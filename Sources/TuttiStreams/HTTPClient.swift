@@ -26,11 +26,11 @@ struct TransferFailure: Error, Sendable {
 /// any number of `data`, then one `complete`. Nothing after `cancel`.
 protocol TransferDelegate: AnyObject, Sendable {
     /// Returns false to cancel the transfer (no `complete` follows).
-    func transfer(_ t: Transfer, didReceiveStatus status: Int, headers: [String: String]) -> Bool
-    func transfer(_ t: Transfer, didReceive data: UnsafeRawBufferPointer)
-    func transfer(_ t: Transfer, didCompleteWith failure: TransferFailure?)
+    func transfer(_ t: any Transfer, didReceiveStatus status: Int, headers: [String: String]) -> Bool
+    func transfer(_ t: any Transfer, didReceive data: UnsafeRawBufferPointer)
+    func transfer(_ t: any Transfer, didCompleteWith failure: TransferFailure?)
     /// A redirect to an https:// URL: the delegate continues with another client.
-    func transfer(_ t: Transfer, redirectedTo url: URL)
+    func transfer(_ t: any Transfer, redirectedTo url: URL)
 }
 
 /// The response head of an HTTP/1.x request, or of a SHOUTcast v1 server

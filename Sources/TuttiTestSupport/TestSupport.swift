@@ -119,3 +119,16 @@ public func runTool(_ arguments: [String]) throws {
     let (status, output) = try runProcess("/usr/bin/env", arguments)
     guard status == 0 else { throw CommandFailed(description: "\(arguments.joined(separator: " ")) → exit \(status): \(output)") }
 }
+
+/// Ends a program started with Foundation's `Process`: SIGTERM, then SIGKILL
+/// if it is still running `graceSeconds` later, and waits for it. A child
+/// can inherit a blocked or ignored SIGTERM from the test thread that
+/// started it, so `terminate(); waitUntilExit()` alone may wait for ever.
+public func stopProcess(_ process: Process, graceSeconds: Double = 10) {
+    guard process.isRunning else { return }
+    kill(process.processIdentifier, SIGTERM)
+    let deadline = Date().addingTimeInterval(graceSeconds)
+    while process.isRunning && Date() < deadline { usleep(10_000) }
+    if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+    process.waitUntilExit()
+}

@@ -43,6 +43,13 @@ func runLeanFollowerIfInstalled() {
 }
 
 signal(SIGPIPE, SIG_IGN)
+// A parent's thread may have started us with these blocked (a Swift
+// program's worker threads block most signals, and children inherit the
+// mask): SIGTERM must still stop the daemon.
+var termination = sigset_t()
+sigemptyset(&termination)
+for sig in [SIGINT, SIGTERM] { sigaddset(&termination, sig) }
+pthread_sigmask(SIG_UNBLOCK, &termination, nil)
 let command: DaemonCommand
 let level: Logger.Level
 do { (command, level) = try DaemonCommand.parse(Array(CommandLine.arguments.dropFirst())) } catch {

@@ -173,4 +173,47 @@ import TuttiTestSupport
         let unknown = try runProgram(Self.binary, ["follower", "--bogus"], timeout: 10)
         #expect(unknown.status == 64 && unknown.err.contains("--bogus"), "\(unknown)")
     }
+
+    /// A parent's worker thread may start tuttid with SIGTERM blocked (the
+    /// mask is inherited): SIGTERM must still stop it, within seconds.
+    @Test func sigtermStopsALeaderStartedWithItBlocked() throws {
+        let dir = makeTemporaryDirectory()
+        writeFile(dir + "/tone.wav", TestSignal.wav16(TestSignal.sine(frequency: 440, seconds: 1, amplitude: 0.4)))
+        /// Starts `arguments` from this thread with SIGTERM blocked, as a worker thread would.
+        func startBlocked(_ path: String, _ arguments: [String], output: Pipe? = nil) throws -> Process {
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: path)
+            p.arguments = arguments
+            p.standardError = FileHandle.nullDevice
+            if let output { p.standardOutput = output }
+            var blocked = sigset_t(), previous = sigset_t()
+            sigemptyset(&blocked)
+            sigaddset(&blocked, SIGTERM)
+            pthread_sigmask(SIG_BLOCK, &blocked, &previous)
+            let started = Result { try p.run() }
+            pthread_sigmask(SIG_SETMASK, &previous, nil)
+            try started.get()
+            return p
+        }
+        func termBlocked(_ status: String) -> Bool {
+            let line = status.split(separator: "\n").first { $0.hasPrefix("SigBlk:") } ?? ""
+            let bits = UInt64(line.split(separator: "\t").last.map(String.init) ?? "", radix: 16) ?? 0
+            return bits & (1 << UInt64(SIGTERM - 1)) != 0
+        }
+        // The precondition: a child started so inherits the blocked SIGTERM.
+        let pipe = Pipe()
+        let probe = try startBlocked("/bin/cat", ["/proc/self/status"], output: pipe)
+        let probeStatus = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        probe.waitUntilExit()
+        #expect(termBlocked(probeStatus), "a child inherits its parent thread's blocked SIGTERM")
+
+        let leader = try startBlocked(Self.binary, ["leader", "--listen", "127.0.0.1:0", "--control", "off", "--mpd", "off",
+                                                    "--no-announce", "--play", dir + "/tone.wav", "--loop"])
+        defer { if leader.isRunning { kill(leader.processIdentifier, SIGKILL); leader.waitUntilExit() } }
+        usleep(500_000)
+        let status = try runProgram("/bin/cat", ["/proc/\(leader.processIdentifier)/status"]).out
+        #expect(!termBlocked(status), "tuttid unblocks SIGTERM")
+        kill(leader.processIdentifier, SIGTERM)
+        #expect(waitUntil(timeout: 10) { !leader.isRunning }, "SIGTERM stopped the leader")
+    }
 }

@@ -237,7 +237,7 @@ import TuttiTestSupport
         let rpc = try ControlClient(endpoint: f.leader.controlEndpoint!)
         _ = try rpc.call("player.pause")
         #expect(waitUntil(timeout: 5) { !idle.isRunning })
-        if idle.isRunning { idle.terminate() }
+        stopProcess(idle)
         #expect(String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self) == "player\n")
 
         // A change through mpc becomes a JSON-RPC notification.

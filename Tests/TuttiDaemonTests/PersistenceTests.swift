@@ -82,7 +82,7 @@ import TuttiTestSupport
         client = nil
 
         let second = try launch()
-        defer { second.terminate(); second.waitUntilExit() }
+        defer { stopProcess(second) }
         #expect(waitUntil(timeout: 5) { client = try? ControlClient(endpoint: Endpoint(host: "127.0.0.1", port: port + 1)); return client != nil })
         let restored = try #require(try client!.call("player.status") as? [String: Any])
         #expect(restored["track"] as? Int == 3)

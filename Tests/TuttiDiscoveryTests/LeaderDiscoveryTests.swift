@@ -117,8 +117,7 @@ func playedCounterFrames(_ path: String) -> (played: Int, distinct: Int) {
         while !moved.followerNames.contains("den") && ContinuousClock.now < movedDeadline { usleep(20_000) }
         #expect(moved.followerNames.contains("den"), "the follower did not follow the leader to its new port")
         print("follower reconnected to the moved leader \(String(format: "%.2f", secondsSince(movedAt))) s after the move")
-        follower.terminate()
-        follower.waitUntilExit()
+        stopProcess(follower)
         let log = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         #expect(log.contains("found leader '\(name)' at 127.0.0.1:\(leader.endpoint.port) over mDNS"), "\(log)")
         #expect(log.contains("connected to leader 127.0.0.1:\(leader.endpoint.port)"), "\(log)")

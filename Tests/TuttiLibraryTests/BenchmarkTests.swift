@@ -146,10 +146,7 @@ final class MPD {
     deinit { stop() }
 
     func stop() {
-        if process.isRunning {
-            process.terminate()
-            process.waitUntilExit()
-        }
+        stopProcess(process)
     }
 
     func mpc(_ arguments: [String]) throws {
