@@ -180,7 +180,7 @@ import TuttiTestSupport
         let out = Pipe()
         watch.standardOutput = out
         try watch.run()
-        // SIGKILL: the client may have inherited an ignored SIGTERM from the test runner.
+        // SIGKILL: the client may have inherited a blocked SIGTERM from the test thread that started it.
         defer { if watch.isRunning { kill(watch.processIdentifier, SIGKILL) } }
         usleep(500_000) // it subscribes by connecting
         _ = try c.call("queue.play", ["index": 1])

@@ -25,7 +25,7 @@ import TuttiTestSupport
         server.standardError = FileHandle.nullDevice
         server.standardOutput = FileHandle.nullDevice
         try server.run()
-        // SIGKILL: the server may have inherited an ignored SIGTERM from the test process.
+        // SIGKILL: the server may have inherited a blocked SIGTERM from the test thread that started it.
         defer { if server.isRunning { kill(server.processIdentifier, SIGKILL) } }
         let url = "http://127.0.0.1:\(port)/tone.mp3"
         #expect(waitUntil(timeout: 5) { (try? TCPConnection.connect(to: Endpoint(host: "127.0.0.1", port: UInt16(port)))) != nil })
@@ -419,7 +419,7 @@ private final class HTTPSServer {
                             "sh", dir + "/bundle.crt", tuttid, String(listen), server.url("/tone.mp3")]
         leader.standardError = FileHandle(forWritingAtPath: "/dev/null")
         try leader.run()
-        // SIGKILL: the leader may have inherited an ignored SIGTERM from the test runner.
+        // SIGKILL: the leader may have inherited a blocked SIGTERM from the test thread that started it.
         defer { if leader.isRunning { kill(leader.processIdentifier, SIGKILL); leader.waitUntilExit() } }
         let follower = try startFollower(leader: Endpoint(host: "127.0.0.1", port: UInt16(listen)), name: "r",
                                          output: .file(path: dir + "/r.raw", ppm: 0, delayMilliseconds: 0))
