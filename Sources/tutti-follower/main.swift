@@ -37,10 +37,11 @@ guard let (configuration, level) = parsed else {
 StandardErrorLog.setLevel(level)
 do {
     let follower = try Follower(configuration: configuration, log: StandardErrorLog.logger(configuration.name))
-    follower.start()
+    // Buttons first: a bad mapping file stops the speaker before it joins.
     let buttons = try configuration.buttons.map { path in
         try ButtonController(configPath: path, log: StandardErrorLog.logger("buttons")) { command in follower.send(command) }
     }
+    follower.start()
     var received: Int32 = 0
     var signals = termination
     sigwait(&signals, &received)

@@ -87,10 +87,11 @@ case .follower(let config):
     runLeanFollowerIfInstalled()
     do {
         let follower = try Follower(configuration: config, log: StandardErrorLog.logger(config.name))
-        follower.start()
+        // Buttons first: a bad mapping file stops the speaker before it joins.
         let buttons = try config.buttons.map { path in
             try ButtonController(configPath: path, log: StandardErrorLog.logger("buttons")) { command in follower.send(command) }
         }
+        follower.start()
         waitForTermination()
         buttons?.stop()
         follower.stop()
