@@ -1,3 +1,4 @@
+import Glibc
 import Synchronization
 
 /// The hand-off from the network side (one producer: decoded chunks) to the
@@ -8,11 +9,21 @@ import Synchronization
 /// consumer publishes `readStart` the same way. Storage is allocated once;
 /// the first `guardFrames` frames are mirrored past the end so the
 /// interpolator always sees contiguous frames.
+///
+/// A stream uses only the part of the ring its buffer needs (`capacity`,
+/// set by `beginStream`), and pages of the allocation that are never
+/// written are never made resident: with a 1 s buffer a speaker holds
+/// 2 MiB of audio, not the 4 MiB that the longest buffer needs.
 public final class AudioTimeline: @unchecked Sendable {
-    public let capacity: Int
+    /// Frames allocated (a power of two): the most any stream may use.
+    public let maximumCapacity: Int
     public let guardFrames: Int
-    private let mask: Int
+    private let capacityAtomic: Atomic<Int>
     private let storage: UnsafeMutablePointer<Float>
+
+    /// Frames of the ring the current stream uses: a power of two, at most
+    /// `maximumCapacity`. Changes only in `beginStream`.
+    public var capacity: Int { capacityAtomic.load(ordering: .relaxed) }
 
     private let generationAtomic = Atomic<Int>(0)
     private let epochAtomic = Atomic<Int64>(0)
@@ -28,20 +39,39 @@ public final class AudioTimeline: @unchecked Sendable {
     public init(seconds: Double = 8, guardFrames: Int = 64) {
         var cap = 1
         while cap < Int(seconds * Double(StreamFormat.sampleRate)) { cap <<= 1 }
-        capacity = cap
-        mask = cap - 1
+        maximumCapacity = cap
+        capacityAtomic = Atomic(cap)
         self.guardFrames = guardFrames
-        storage = .allocate(capacity: (cap + guardFrames) * 2)
-        storage.initialize(repeating: 0, count: (cap + guardFrames) * 2)
+        // calloc: zeroed pages that become resident only once written.
+        let count = (cap + guardFrames) * 2
+        guard let raw = calloc(count, MemoryLayout<Float>.stride) else { fatalError("AudioTimeline: no memory for \(count) samples") }
+        storage = raw.bindMemory(to: Float.self, capacity: count)
     }
 
-    deinit { storage.deallocate() }
+    deinit { free(storage) }
+
+    /// The ring a stream buffered `bufferNanoseconds` ahead needs: the
+    /// buffer, 1 s for a negative latency trim and 0.5 s of slack must fit
+    /// in the ¾ of the ring ahead of the reader when a stream begins.
+    public static func frames(forBuffer bufferNanoseconds: Int64) -> Int {
+        let buffer = min(max(bufferNanoseconds, 0), 3_600 * nanosecondsPerSecond)
+        let needed = (Int(StreamFormat.frames(nanoseconds: buffer).rounded(.up)) + 3 * StreamFormat.sampleRate / 2) * 4 / 3
+        var frames = 1
+        while frames < needed { frames <<= 1 }
+        return frames
+    }
 
     // MARK: Producer
 
     /// Starts a new stream whose frame 0 plays at `epoch`. The consumer
-    /// notices the new generation and aligns afresh.
-    public func beginStream(epoch: LeaderTime) {
+    /// notices the new generation and aligns afresh. With the stream's
+    /// buffer, the ring shrinks or grows to what it needs (see
+    /// `frames(forBuffer:)`); a change can garble the previous stream's
+    /// last unplayed frames, which a new stream replaces anyway.
+    public func beginStream(epoch: LeaderTime, bufferNanoseconds: Int64? = nil) {
+        if let bufferNanoseconds {
+            capacityAtomic.store(min(maximumCapacity, Self.frames(forBuffer: bufferNanoseconds)), ordering: .relaxed)
+        }
         // Write the new stream clear of anything the consumer may still read.
         let start = readStartAtomic.load(ordering: .acquiring) + capacity / 4
         epochAtomic.store(epoch.nanoseconds, ordering: .relaxed)
@@ -121,12 +151,13 @@ public final class AudioTimeline: @unchecked Sendable {
 
     @inline(__always)
     private func store(_ index: Int, _ left: Float, _ right: Float) {
-        let slot = index & mask
+        let ring = capacity
+        let slot = index & (ring - 1)
         storage[2 * slot] = left
         storage[2 * slot + 1] = right
         if slot < guardFrames {
-            storage[2 * (capacity + slot)] = left
-            storage[2 * (capacity + slot) + 1] = right
+            storage[2 * (ring + slot)] = left
+            storage[2 * (ring + slot) + 1] = right
         }
     }
 
@@ -155,8 +186,9 @@ public final class AudioTimeline: @unchecked Sendable {
     @inline(__always)
     public func frame(_ index: Int) -> UnsafePointer<Float> {
         // Slot such that reading back guard/2 and forward guard/2 stays inside storage.
-        var slot = index & mask
-        if slot < guardFrames / 2 { slot += capacity }
+        let ring = capacity
+        var slot = index & (ring - 1)
+        if slot < guardFrames / 2 { slot += ring }
         return UnsafePointer(storage + 2 * slot)
     }
 

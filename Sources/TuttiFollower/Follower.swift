@@ -38,7 +38,9 @@ public final class Follower: @unchecked Sendable {
     public let configuration: FollowerConfiguration
     public let engine: PlayoutEngine
     let log: Logger
-    private let timeline = AudioTimeline(seconds: 8)
+    /// Room for the longest buffer a leader allows (10 s) and then some; a
+    /// stream only ever touches the part its own buffer needs.
+    private let timeline = AudioTimeline(seconds: 16)
     private let clockModel = PublishedClockModel()
     private let localClock: SimulatedClock
     private let estimator = Mutex(ClockEstimator())
@@ -173,7 +175,7 @@ public final class Follower: @unchecked Sendable {
             case .chunk(let chunk):
                 guard chunk.streamID == stream.streamID else { continue }
                 if !streamStarted {
-                    timeline.beginStream(epoch: chunk.pts)
+                    timeline.beginStream(epoch: chunk.pts, bufferNanoseconds: stream.bufferNanoseconds)
                     streamStarted = true
                     floorIndex = Int.min
                 }

@@ -50,6 +50,36 @@ struct AudioTimelineTests {
         #expect(AudioTimeline(seconds: 4_096.0 / 48_000).capacity == 4_096)
     }
 
+    @Test("A stream uses the part of the ring its buffer needs")
+    func ringFollowsTheBuffer() {
+        // The buffer, 1.5 s more, within ¾ of the ring, rounded up to a power of two.
+        #expect(AudioTimeline.frames(forBuffer: 0) == 131_072)                            // 96 000 needed
+        #expect(AudioTimeline.frames(forBuffer: nanosecondsPerSecond) == 262_144)         // 160 000
+        #expect(AudioTimeline.frames(forBuffer: 10 * nanosecondsPerSecond) == 1_048_576)  // 736 000
+        #expect(AudioTimeline.frames(forBuffer: -5) == 131_072)
+        #expect(AudioTimeline.frames(forBuffer: .max) == 268_435_456)                     // clamped to an hour
+
+        let t = AudioTimeline(seconds: 16)
+        #expect(t.maximumCapacity == 1_048_576 && t.capacity == 1_048_576)
+        t.beginStream(epoch: LeaderTime(nanoseconds: 0), bufferNanoseconds: nanosecondsPerSecond)
+        #expect(t.capacity == 262_144)
+        t.beginStream(epoch: LeaderTime(nanoseconds: 0), bufferNanoseconds: .max)
+        #expect(t.capacity == t.maximumCapacity, "never more than was allocated")
+        t.beginStream(epoch: LeaderTime(nanoseconds: 0))
+        #expect(t.capacity == t.maximumCapacity, "no buffer given: unchanged")
+
+        // With the ring shrunk, index 131 072 + k lands on slot k.
+        let u = AudioTimeline(seconds: 8)
+        u.beginStream(epoch: LeaderTime(nanoseconds: 0), bufferNanoseconds: 0)
+        #expect(u.capacity == 131_072)
+        u.release(upTo: 100_000)
+        var frames = [Float](repeating: 0, count: 200)
+        for k in 0..<100 { frames[2 * k] = Float(k + 1); frames[2 * k + 1] = -Float(k + 1) }
+        #expect(u.write(frames, count: 100, at: 131_072 - 50) == 100)
+        #expect(u.frame(131_072 + 10)[0] == 61 && u.frame(131_072 + 10)[1] == -61)
+        #expect(u.frame(10)[0] == 61, "the same slot: the ring is 131 072 frames")
+    }
+
     @Test("beginStream bumps the generation, sets the epoch and places the stream clear of the reader")
     func beginStream() {
         let t = AudioTimeline(seconds: 0.01, guardFrames: 64)
