@@ -3,7 +3,6 @@
 #include <time.h>
 #include <string.h>
 #include <stdio.h>
-#include <pthread.h>
 #include "tutti_shim.h"
 #include <opus.h>
 

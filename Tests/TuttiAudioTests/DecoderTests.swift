@@ -4,7 +4,6 @@ import TuttiAudio
 import TuttiCore
 import TuttiTestSupport
 
-private func run(_ arguments: [String]) throws { try runTool(arguments) }
 
 private func decodeAll(_ path: String) throws -> (samples: [Float], rate: Int) {
     let decoder = try AudioFile.open(path)
