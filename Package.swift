@@ -44,7 +44,7 @@ let package = Package(
         // The JSON-RPC client (`tutti`, tests); Foundation, so not in TuttiNet.
         .target(name: "TuttiControlClient", dependencies: ["TuttiCore", "TuttiNet"]),
         // Music library: SQLite store, tag scanner, full-text search, playlists.
-        .target(name: "TuttiLibrary", dependencies: ["TuttiCore", "CSQLite", "CMPG123", "CFLAC", "CTuttiShim"]),
+        .target(name: "TuttiLibrary", dependencies: ["TuttiCore", "TuttiSystem", "CSQLite", "CMPG123", "CFLAC", "CTuttiShim"]),
         // Network sources: HTTP(S) streams, ICY metadata, offline cache.
         .target(name: "TuttiStreams", dependencies: ["TuttiCore", "TuttiAudio", "TuttiNet", "CMPG123", "CTuttiShim"]),
         // Buttons and remotes: Linux input events and GPIO lines.

@@ -1,6 +1,7 @@
 import Glibc
 import TuttiCore
 import TuttiInput
+import TuttiSystem
 
 /// Starts the button sources a mapping file names and hands every command
 /// to `perform`. The sources run on their own threads until `stop`.
@@ -27,20 +28,11 @@ public final class ButtonController: @unchecked Sendable {
 
     /// A mapping is a few lines: anything over 1 MiB is not one.
     private static func readMapping(_ path: String) throws(UsageError) -> String {
-        let limit = 1 << 20
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw UsageError("cannot read the button mapping \(path): \(String(cString: strerror(errno)))") }
-        defer { close(fd) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 16_384)
-        while true {
-            let n = read(fd, &chunk, chunk.count)
-            if n < 0 && errno == EINTR { continue }
-            guard n >= 0 else { throw UsageError("cannot read the button mapping \(path): \(String(cString: strerror(errno)))") }
-            if n == 0 { break }
-            bytes += chunk[0..<n]
-            guard bytes.count <= limit else { throw UsageError("the button mapping \(path) is over 1 MiB: not a mapping file") }
+        do { return String(decoding: try readWholeFile(path, limit: 1 << 20), as: UTF8.self) } catch {
+            switch error {
+            case .unreadable(_, let reason): throw UsageError("cannot read the button mapping \(path): \(reason)")
+            case .tooLarge: throw UsageError("the button mapping \(path) is over 1 MiB: not a mapping file")
+            }
         }
-        return String(decoding: bytes, as: UTF8.self)
     }
 }

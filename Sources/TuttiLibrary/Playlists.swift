@@ -1,4 +1,5 @@
 import Glibc
+import TuttiSystem
 
 /// Playlists: ordered lists of library tracks (a track may appear more
 /// than once). Entries are addressed by 0-based index. A track whose file
@@ -213,13 +214,12 @@ extension Library {
     }
 
     static func readFile(_ path: String) throws(LibraryError) -> [UInt8] {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw .io(path: path, reason: String(cString: strerror(errno))) }
-        defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0 else { throw .io(path: path, reason: String(cString: strerror(errno))) }
-        guard st.st_size <= 16 << 20 else { throw .io(path: path, reason: "too large for a playlist (\(st.st_size) bytes)") }
-        do { return try preadAll(fd, offset: 0, count: Int(st.st_size)) } catch { throw .io(path: path, reason: error.description) }
+        do { return try readWholeFile(path, limit: 16 << 20) } catch {
+            switch error {
+            case .unreadable(_, let reason): throw .io(path: path, reason: reason)
+            case .tooLarge(_, let bytes, _): throw .io(path: path, reason: "too large for a playlist (\(bytes) bytes)")
+            }
+        }
     }
 
     /// Writes to a temporary file beside `path`, fsyncs (when `durable`), renames.

@@ -216,4 +216,19 @@ import TuttiTestSupport
         kill(leader.processIdentifier, SIGTERM)
         #expect(waitUntil(timeout: 10) { !leader.isRunning }, "SIGTERM stopped the leader")
     }
+
+    /// The bounded reader behind button mappings and playlists.
+    @Test func wholeFilesAreReadWithinTheirLimit() throws {
+        let dir = makeTemporaryDirectory()
+        writeFile(dir + "/ten", Array("0123456789".utf8))
+        #expect(try readWholeFile(dir + "/ten", limit: 10) == Array("0123456789".utf8))
+        #expect(throws: FileReadError.self) { try readWholeFile(dir + "/ten", limit: 9) }
+        // st_size is 0 under /proc: read to the end, still bounded.
+        let status = try readWholeFile("/proc/self/status", limit: 1 << 20)
+        #expect(String(decoding: status, as: UTF8.self).contains("VmRSS"))
+        #expect(throws: FileReadError.self) { try readWholeFile("/proc/self/status", limit: 100) }
+        do { _ = try readWholeFile(dir + "/missing", limit: 10); Issue.record("a missing file was read") } catch {
+            #expect("\(error)".contains("No such file"), "\(error)")
+        }
+    }
 }
