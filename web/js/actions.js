@@ -1,0 +1,96 @@
+// What the screens ask the leader to do, in one place: transport, queue
+// additions, and keeping the controlled group's state fresh.
+
+import { S, set, emit, remember, isPlaying } from './store.js';
+import { call, act, gp } from './rpc.js';
+import { toast, errText, plural } from './ui.js';
+
+// A reply carrying a player status for the controlled group updates the page at once.
+export function applyStatus(r, group) {
+  if (r && r.state && (group || 'main') === S.group) set('status', r);
+  return r;
+}
+
+export function player(method, params) {
+  const g = S.group;
+  return act(method, gp(params)).then((r) => { applyStatus(r, g); afterEdit(g); return r; });
+}
+
+export function toggle() {
+  return player(isPlaying(S.status) ? 'player.pause' : 'player.play');
+}
+
+// Groups other than the main one have no player.changed/queue.changed of
+// their own: the page reads their state after groups.changed and after its own edits.
+let refetching = false, again = false;
+export function refreshGroup() {
+  if (refetching) { again = true; return Promise.resolve(); }
+  refetching = true;
+  const g = S.group;
+  return Promise.all([call('player.status', gp()), call('queue.list', gp())]).then(([st, q]) => {
+    if (g !== S.group) return;
+    set('status', st);
+    setQueue(q);
+  }, (e) => toast(errText(e))).then(() => {
+    refetching = false;
+    if (again) { again = false; refreshGroup(); }
+  });
+}
+
+function afterEdit(g) {
+  if (g !== 'main' && g === S.group) refreshGroup();
+}
+
+export function setQueue(q) {
+  set('queue', q);
+  loadQueueTracks(q);
+}
+
+// Queue entries are only URIs: titles come from library.track, once per path.
+const asked = new Set();
+function loadQueueTracks(q) {
+  if (!q || !q.entries) return;
+  const want = [];
+  for (const e of q.entries) {
+    const u = e.uri;
+    if (S.tracks.has(u) || asked.has(u) || /^[a-z]+:\/\//i.test(u)) continue;
+    asked.add(u);
+    want.push(u);
+  }
+  let i = 0;
+  const next = () => {
+    if (i >= want.length) return Promise.resolve();
+    const path = want[i++];
+    return call('library.track', { path }).then((t) => { remember([t]); emit('tracks'); },
+      () => { S.tracks.set(path, null); }).then(next);
+  };
+  for (let k = 0; k < 6; k++) next(); // six requests in flight at most
+}
+
+// Adds tracks (trackIds, uris, playlist, album…) to the controlled group's queue.
+// how: 'end' (default), 'next', or 'play' (insert next and start it now).
+export function addToQueue(what, how, label) {
+  const g = S.group;
+  const params = Object.assign({}, what);
+  if (how === 'next' || how === 'play') params.next = true;
+  return call('queue.add', gp(params)).then((r) => {
+    const added = (r && r.added) || [];
+    if (!added.length) { toast('Nothing was added to the queue'); return; }
+    if (how !== 'play') {
+      applyStatus(r, g);
+      afterEdit(g);
+      toast((label ? label + ': ' : '') + plural(added.length, 'track') + (how === 'next' ? ' will play next' : ' added to the queue'), 'info');
+      return;
+    }
+    return call('queue.list', gp()).then((q) => {
+      let index = -1;
+      for (const e of q.entries) if (e.id === added[0]) index = e.index;
+      if (index < 0) throw new Error('the added track is not in the queue any more');
+      return call('queue.play', gp({ index }));
+    }).then((st) => { applyStatus(st, g); afterEdit(g); });
+  }).catch((e) => toast(errText(e)));
+}
+
+export function trackIds(tracks) {
+  return tracks.map((t) => t.id);
+}

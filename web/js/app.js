@@ -1,0 +1,136 @@
+// Tutti's phone app: the tab bar, the hash router (#/now, #/queue,
+// #/search, #/library/…, #/rooms), and the wiring of leader notifications
+// to the page's state. Everything talks JSON-RPC over /ws (rpc.js).
+
+import { h, icon, toast, errText } from './ui.js';
+import { S, on, emit, set, position, groupById } from './store.js';
+import { connect, call, onNotify } from './rpc.js';
+import { refreshGroup, setQueue } from './actions.js';
+import { createNowPlaying, createMiniPlayer } from './nowplaying.js';
+import { createQueue } from './queue.js';
+import { createSearch } from './search.js';
+import { createLibrary } from './library.js';
+import { createRooms } from './rooms.js';
+import { setupMediaSession } from './media.js';
+
+// The tabs, in order. A Sound tab (EQ) is not here yet: when the leader
+// has it, add { id: 'sound', label: 'Sound', icon: 'sound', make: createSound }
+// with createSound in js/sound.js (and an icon in ui.js); the router,
+// the tab bar and refresh-on-reconnect pick it up from this list.
+const TABS = [
+  { id: 'now', label: 'Playing', icon: 'now', make: () => createNowPlaying(selectGroup) },
+  { id: 'queue', label: 'Queue', icon: 'queue', make: () => createQueue() },
+  { id: 'search', label: 'Search', icon: 'search', make: () => createSearch(go) },
+  { id: 'library', label: 'Library', icon: 'library', make: () => createLibrary(go) },
+  { id: 'rooms', label: 'Rooms', icon: 'rooms', make: () => createRooms(selectGroup, go) },
+];
+
+const views = {};
+let current = null;
+let lastLibrary = 'library/artists';
+
+function go(path, replace) {
+  const hash = '#/' + path;
+  if (location.hash === hash) { route(); return; }
+  if (replace) { history.replaceState(null, '', hash); route(); } else location.hash = hash;
+}
+
+function route() {
+  const parts = location.hash.replace(/^#\/?/, '').split('/').filter((p) => p !== '');
+  let id = parts[0];
+  if (!views[id]) id = 'now';
+  if (id === 'library') lastLibrary = parts.join('/') || 'library/artists';
+  for (const t of TABS) {
+    views[t.id].hidden = t.id !== id;
+    const b = document.querySelector('[data-test="tab-' + t.id + '"]');
+    if (b) b.setAttribute('aria-current', t.id === id ? 'page' : 'false');
+  }
+  document.body.dataset.tab = id;
+  const v = views[id];
+  if (v.route) v.route(parts.slice(1));
+  else if (current !== id && v.refresh && S.connected) v.refresh();
+  if (current !== id) {
+    window.scrollTo(0, 0);
+    if (v.shown) v.shown();
+  }
+  current = id;
+}
+
+function selectGroup(id) {
+  if (id === S.group) return;
+  S.group = id;
+  try { localStorage.setItem('tutti.group', id); } catch (e) { /* not kept */ }
+  set('status', null);
+  set('queue', null);
+  emit('group');
+  emit('groups', S.groups);
+  if (S.connected) refreshGroup();
+}
+
+// On every (re)connection and wake: read everything shown.
+function refreshAll() {
+  Promise.all([call('groups.list'), call('rooms.list'), call('party.status')]).then(([g, r, p]) => {
+    S.party = !!p.party;
+    set('groups', g.groups || []);
+    set('rooms', r.rooms || []);
+    emit('party');
+    if (!groupById(S.group)) { S.group = 'main'; emit('group'); emit('groups', S.groups); }
+    return refreshGroup();
+  }).catch((e) => toast(errText(e)));
+  const v = views[current];
+  if (v && v.refresh) v.refresh();
+}
+
+function wire() {
+  onNotify('player.changed', (p) => { if (S.group === 'main') set('status', p); });
+  onNotify('queue.changed', (p) => { if (S.group === 'main') setQueue(p); });
+  onNotify('rooms.changed', (p) => set('rooms', p.rooms || []));
+  onNotify('groups.changed', (p) => {
+    if (p.party !== undefined && !!p.party !== S.party) { S.party = !!p.party; emit('party'); }
+    set('groups', p.groups || []);
+    if (!groupById(S.group)) {
+      toast('The group you controlled is gone: now controlling ' + ((groupById('main') || {}).name || 'the main group'), 'info');
+      selectGroup('main');
+    } else if (S.group !== 'main') refreshGroup();
+  });
+  onNotify('library.changed', () => { if (current === 'library' || current === 'search') views[current].refresh(); });
+  onNotify('playlists.changed', () => { if (current === 'library' && /playlist/.test(lastLibrary)) views.library.refresh(); });
+  onNotify('cache.progress', () => { /* the page starts no downloads into the cache */ });
+  on('open', refreshAll);
+}
+
+// The position advances locally; this wakes the screens each time its
+// displayed second changes while playing (rendering only, no requests).
+let tickTimer = 0;
+function scheduleTick() {
+  clearTimeout(tickTimer);
+  const s = S.status;
+  if (!s || s.state !== 'playing' || document.visibilityState === 'hidden') return;
+  const ms = (1 - (position() % 1)) * 1000 + 15;
+  tickTimer = setTimeout(() => { emit('tick'); scheduleTick(); }, ms);
+}
+
+function start() {
+  try { S.group = localStorage.getItem('tutti.group') || 'main'; } catch (e) { S.group = 'main'; }
+  const main = document.getElementById('views');
+  const nav = document.getElementById('tabs');
+  for (const t of TABS) {
+    const v = t.make();
+    views[t.id] = v;
+    v.hidden = true;
+    main.appendChild(v);
+    nav.appendChild(h('button.tab', { type: 'button', 'data-test': 'tab-' + t.id, 'aria-label': t.label,
+      onclick: () => go(t.id === 'library' ? lastLibrary : t.id, t.id !== 'library') }, icon(t.icon), h('span', { text: t.label })));
+  }
+  const mini = createMiniPlayer((id) => go(id, true));
+  document.body.insertBefore(mini, nav);
+  wire();
+  on('status', scheduleTick);
+  document.addEventListener('visibilitychange', () => { scheduleTick(); if (!document.hidden) emit('tick'); });
+  window.addEventListener('hashchange', route);
+  setupMediaSession();
+  route();
+  connect();
+}
+
+start();

@@ -1,0 +1,121 @@
+// Queue: the controlled group's queue in the user's order; play from an
+// entry, move it up or down (or drag it by its handle), remove, clear,
+// and save the whole queue as a playlist.
+
+import { h, iconButton, icon, art, clear, ask, confirmBox, toast, errText, plural, emptyNote } from './ui.js';
+import { S, on } from './store.js';
+import { call } from './rpc.js';
+import { player } from './actions.js';
+
+function describe(uri) {
+  const t = S.tracks.get(uri);
+  if (t) return { title: t.title, sub: [t.artist, t.album].filter(Boolean).join(' · '), cover: t.coverHash, name: t.album || t.title };
+  if (/^https?:\/\//i.test(uri)) {
+    let host = uri;
+    try { host = new URL(uri).host; } catch (e) { /* keep the text */ }
+    return { title: uri.split('/').pop() || host, sub: 'Stream · ' + host, cover: null, name: host, radio: true };
+  }
+  return { title: uri.split('/').pop().replace(/\.[^.]+$/, ''), sub: uri, cover: null, name: uri };
+}
+
+export function createQueue() {
+  const count = h('span.count', { 'data-test': 'queue-count' });
+  const list = h('ul.list.queue', { 'data-test': 'queue-list' });
+  const el = h('section.view', { id: 'view-queue', 'aria-label': 'Queue' },
+    h('header.bar', null, h('h1', { text: 'Queue' }), count,
+      h('div.acts', null,
+        h('button.btn', { type: 'button', 'data-test': 'queue-save', onclick: save }, icon('download'), 'Save'),
+        h('button.btn', { type: 'button', 'data-test': 'queue-clear', onclick: clearQueue }, icon('trash'), 'Clear'))),
+    list);
+
+  function render() {
+    const q = S.queue;
+    clear(list);
+    const entries = (q && q.entries) || [];
+    count.textContent = plural(entries.length, 'track');
+    if (!entries.length) {
+      list.appendChild(h('li', null, emptyNote('The queue is empty. Add music from Search or the Library.')));
+      return;
+    }
+    const last = entries.length - 1;
+    for (const e of entries) {
+      const d = describe(e.uri);
+      const cur = q.current === e.index;
+      list.appendChild(h('li.row' + (cur ? '.current' : ''), { 'data-test': 'queue-row', 'data-index': e.index, 'data-id': e.id, 'data-uri': e.uri, 'data-title': d.title, 'aria-current': cur ? 'true' : null },
+        h('span.handle', { 'aria-hidden': 'true', 'data-index': e.index }, icon('drag')),
+        h('button.main', { type: 'button', 'data-test': 'queue-play', 'aria-label': 'Play ' + d.title + ' from here', onclick: () => player('queue.play', { index: e.index }) },
+          art(d.cover, d.name, 'sm'),
+          h('span.txt', null, h('span.t', { text: d.title }), h('span.s', { text: (cur ? '▶ ' : '') + d.sub }))),
+        iconButton('up', 'Move ' + d.title + ' up', 'queue-up', () => move(e.index, e.index - 1), e.index === 0 ? 'dim' : null),
+        iconButton('down', 'Move ' + d.title + ' down', 'queue-down', () => move(e.index, e.index + 1), e.index === last ? 'dim' : null),
+        iconButton('x', 'Remove ' + d.title + ' from the queue', 'queue-remove', () => player('queue.remove', { index: e.index }))));
+    }
+  }
+
+  function move(from, to) {
+    const n = S.queue ? S.queue.entries.length : 0;
+    if (to < 0 || to >= n) { toast(to < 0 ? 'That track is already first' : 'That track is already last', 'info'); return; }
+    player('queue.move', { from, to });
+  }
+
+  function clearQueue() {
+    const n = S.queue ? S.queue.entries.length : 0;
+    if (!n) { toast('The queue is already empty', 'info'); return; }
+    confirmBox('Remove all ' + plural(n, 'track') + ' from the queue?', 'Clear').then((yes) => { if (yes) player('queue.clear'); });
+  }
+
+  function save() {
+    const entries = (S.queue && S.queue.entries) || [];
+    if (!entries.length) { toast('The queue is empty: nothing to save'); return; }
+    ask('Save the queue as a playlist', '', 'Save').then((name) => {
+      if (!name) return;
+      // playlists.saveQueue saves the main group's queue; another group's is saved track by track.
+      const job = S.group === 'main' ? call('playlists.saveQueue', { name }) : saveOther(name, entries);
+      job.then((r) => {
+        const missing = (r.notInLibrary || []).length;
+        toast('Saved “' + r.name + '”: ' + plural(r.entries, 'track') + (missing ? ' (' + missing + ' not in the library left out)' : ''), 'info');
+      }, (e) => toast(errText(e)));
+    });
+  }
+
+  function saveOther(name, entries) {
+    const ids = [], notInLibrary = [];
+    for (const e of entries) { const t = S.tracks.get(e.uri); if (t) ids.push(t.id); else notInLibrary.push(e.uri); }
+    return call('playlists.create', { name }).then((p) => (ids.length ? call('playlists.add', { id: p.id, trackIds: ids }) : null)
+      .then(() => ({ name: p.name, entries: ids.length, notInLibrary })));
+  }
+
+  // Drag by the handle: the row follows the finger; dropping moves it there.
+  let drag = null;
+  list.addEventListener('pointerdown', (ev) => {
+    const hd = ev.target.closest && ev.target.closest('.handle');
+    if (!hd) return;
+    ev.preventDefault();
+    const row = hd.parentNode;
+    const rows = Array.prototype.slice.call(list.children);
+    drag = { row, from: +hd.dataset.index, y0: ev.clientY, h: row.getBoundingClientRect().height, n: rows.length, to: +hd.dataset.index };
+    row.classList.add('dragging');
+    try { hd.setPointerCapture(ev.pointerId); } catch (e) { /* old browsers */ }
+  });
+  list.addEventListener('pointermove', (ev) => {
+    if (!drag) return;
+    const dy = ev.clientY - drag.y0;
+    drag.row.style.transform = 'translateY(' + dy + 'px)';
+    drag.to = Math.max(0, Math.min(drag.n - 1, drag.from + Math.round(dy / drag.h)));
+  });
+  const end = () => {
+    if (!drag) return;
+    const d = drag;
+    drag = null;
+    d.row.classList.remove('dragging');
+    d.row.style.transform = '';
+    if (d.to !== d.from) player('queue.move', { from: d.from, to: d.to });
+  };
+  list.addEventListener('pointerup', end);
+  list.addEventListener('pointercancel', end);
+
+  on('queue', render);
+  on('tracks', render);
+  render();
+  return el;
+}

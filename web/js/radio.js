@@ -1,0 +1,40 @@
+// Radio / URL: an http(s) stream or file URL added to the queue, or
+// played now. The last few URLs are kept on this phone (localStorage).
+// Now playing shows the stream's ICY station and title.
+
+import { h, toast, icon, iconButton, emptyNote } from './ui.js';
+import { addToQueue } from './actions.js';
+
+const KEY = 'tutti.streams';
+
+function saved() {
+  try { return JSON.parse(localStorage.getItem(KEY) || '[]'); } catch (e) { return []; }
+}
+function keep(url) {
+  const list = [url].concat(saved().filter((u) => u !== url)).slice(0, 8);
+  try { localStorage.setItem(KEY, JSON.stringify(list)); } catch (e) { /* private mode: not kept */ }
+}
+
+export function radioPage(_, ctx) {
+  const input = h('input.field', { type: 'url', placeholder: 'https://radio.example/stream.mp3', 'aria-label': 'Stream URL',
+    'data-test': 'radio-url', autocomplete: 'off', autocapitalize: 'off', spellcheck: 'false', inputmode: 'url' });
+  function go(how) {
+    const url = input.value.trim();
+    if (!/^https?:\/\/[^\s/]+/i.test(url)) { toast('Enter an http:// or https:// address'); input.focus(); return; }
+    keep(url);
+    addToQueue({ uris: [url] }, how, 'Stream').then(() => ctx.rerender());
+  }
+  const list = saved();
+  return [ctx.page('Radio and URLs'),
+    h('form.stack', { onsubmit: (e) => { e.preventDefault(); go('play'); } },
+      input,
+      h('div.row', null,
+        h('button.btn.primary', { type: 'submit', 'data-test': 'radio-play' }, icon('play'), 'Play now'),
+        h('button.btn', { type: 'button', 'data-test': 'radio-add', onclick: () => go('end') }, icon('plus'), 'Add to queue'))),
+    h('h2.sec', { text: 'Recent streams' }),
+    list.length ? h('ul.list', null, list.map((u) => h('li.row', null,
+      h('button.main', { type: 'button', 'aria-label': 'Play ' + u, onclick: () => { keep(u); addToQueue({ uris: [u] }, 'play'); } },
+        h('span.art.ph.sm', { 'aria-hidden': 'true', style: '--h:200' }, icon('radio')), h('span.txt', null, h('span.t', { text: u.replace(/^https?:\/\//, '') }))),
+      iconButton('plus', 'Add ' + u + ' to the queue', 'radio-recent-add', () => addToQueue({ uris: [u] }, 'end', 'Stream'))))) :
+      emptyNote('Streams you play show here.')];
+}

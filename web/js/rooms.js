@@ -1,0 +1,249 @@
+// Rooms and groups: every room by group, with volume, mute, latency trim
+// and sync health (offline rooms greyed); each group's volume (the loudest
+// room's, scaled keeping ratios), rename/delete, which group a room is in
+// (a picker), new groups, and the Party button.
+// Cards are updated in place so a slider under a finger is never redrawn.
+
+import { h, icon, iconButton, clear, toast, errText, ask, confirmBox, throttle, plural } from './ui.js';
+import { S, on, groupById } from './store.js';
+import { call, act, isUnknownMethod } from './rpc.js';
+
+const NEW = '\u0000new', OWN = '\u0000own';
+
+function health(room) {
+  if (!room || !room.connected) return { text: 'offline', bad: true };
+  const hl = room.health;
+  if (!hl) return { text: 'connected', bad: false };
+  if (!(hl.bufferMs > 0)) return { text: 'ready · clock ±' + Math.round(Math.abs(hl.clockOffsetUs || 0)) + ' µs · round trip ' + Math.round(hl.rttUs || 0) + ' µs', bad: false };
+  const err = Math.abs(hl.outputErrorUs || 0);
+  let text = err < 1000 ? 'in sync ±' + Math.round(err) + ' µs' : 'off by ' + (err / 1000).toFixed(1) + ' ms';
+  text += ' · buffer ' + Math.round(hl.bufferMs) + ' ms';
+  if (hl.underruns) text += ' · ' + plural(hl.underruns, 'underrun');
+  return { text, bad: err >= 1000 };
+}
+
+export function createRooms(selectGroup, go) {
+  const party = h('button.party', { type: 'button', 'data-test': 'party', 'aria-pressed': 'false', onclick: toggleParty });
+  const box = h('div.groups');
+  const el = h('section.view', { id: 'view-rooms', 'aria-label': 'Rooms and groups' },
+    h('header.bar', null, h('h1', { text: 'Rooms' }),
+      h('div.acts', null, h('button.btn', { type: 'button', 'data-test': 'group-new', onclick: () => newGroup([]) }, icon('plus'), 'New group'))),
+    party, box);
+
+  const cards = new Map(), sections = new Map();
+  let noGroupVolume = false;
+
+  function toggleParty() {
+    const on_ = !S.party;
+    call(on_ ? 'party.on' : 'party.off', on_ ? { group: S.group } : {}).then(() => call('party.status')).then((r) => {
+      S.party = !!r.party;
+      renderParty();
+      toast(S.party ? 'Party: every room plays ' + groupName(S.group) : 'Party over: every room is back in its group', 'info');
+    }, (e) => toast(errText(e)));
+  }
+
+  function groupName(id) { const g = groupById(id); return g ? g.name : id; }
+
+  function renderParty() {
+    party.setAttribute('aria-pressed', String(!!S.party));
+    party.dataset.on = S.party ? '1' : '0';
+    clear(party).appendChild(icon('party'));
+    party.appendChild(h('span', null, h('b', { text: S.party ? 'Party is on' : 'Party' }),
+      h('small', { text: S.party ? 'Tap to put every room back in its group' : 'Every room plays ' + groupName(S.group) })));
+  }
+
+  function newGroup(rooms) {
+    return ask(rooms.length ? 'New group with ' + rooms[0] : 'New group', '', 'Create').then((name) => {
+      if (!name) return;
+      return call('groups.create', { name, rooms }).then((g) => toast('Created the group “' + g.name + '”', 'info'), (e) => toast(errText(e)));
+    });
+  }
+
+  function moveRoom(room, target, sel) {
+    let job;
+    if (target === NEW) job = newGroup([room]);
+    else if (target === OWN) job = call('groups.separate', { room }).then(null, (e) => toast(errText(e)));
+    else job = call('groups.add', { group: target, rooms: [room] }).then(null, (e) => toast(errText(e)));
+    // Until groups.changed redraws the cards, show where the room really is.
+    Promise.resolve(job).then(() => { sel.value = sel.dataset.group || 'main'; });
+  }
+
+  function setRoom(name, params) {
+    return call('rooms.set', Object.assign({ room: name }, params)).then(null, (e) => toast(errText(e)));
+  }
+
+  function makeCard(name) {
+    const c = { name };
+    c.status = h('span.hl', { 'data-test': 'room-health' });
+    c.vol = h('input.vol', { type: 'range', min: '0', max: '100', step: '1', 'data-test': 'room-volume', 'aria-label': 'Volume of ' + name });
+    c.volText = h('span.num', { 'data-test': 'room-volume-value' });
+    c.mute = iconButton('vol', 'Mute ' + name, 'room-mute', () => setRoom(name, { muted: !c.muted }), 'toggle');
+    c.group = h('select.picker', { 'data-test': 'room-group', 'aria-label': 'Group of ' + name, onchange: () => moveRoom(name, c.group.value, c.group) });
+    c.lat = h('input.field.lat', { type: 'number', min: '-1000', max: '5000', step: '1', inputmode: 'numeric', 'data-test': 'room-latency', 'aria-label': 'Latency trim of ' + name + ' in milliseconds' });
+    const sendLatency = () => {
+      const v = Math.round(+c.lat.value);
+      if (!isFinite(v) || v < -1000 || v > 5000) { toast('The latency trim is between −1000 and 5000 ms'); update(c); return; }
+      setRoom(name, { latencyMs: v });
+    };
+    c.lat.addEventListener('change', sendLatency);
+    const nudge = (d) => { c.lat.value = String(Math.round(+c.lat.value || 0) + d); sendLatency(); };
+    const sendVol = throttle((v) => setRoom(name, { volume: v }), 120);
+    c.vol.addEventListener('input', () => { c.dragging = true; c.volText.textContent = c.vol.value; sendVol(+c.vol.value); });
+    c.vol.addEventListener('change', () => { sendVol(+c.vol.value); setTimeout(() => { c.dragging = false; }, 400); });
+    c.el = h('article.room', { 'data-test': 'room', 'data-room': name },
+      h('div.rt', null, h('h3', { text: name }), c.status),
+      h('div.vrow', null, c.mute, c.vol, c.volText),
+      h('div.orow', null,
+        h('label.glabel', null, h('span', { text: 'Group' }), c.group),
+        h('div.latbox', null,
+          h('span.lbl', { text: 'Latency' }),
+          iconButton('minus', 'Less latency trim for ' + name, 'room-latency-down', () => nudge(-5), 'sm'),
+          c.lat,
+          iconButton('plus', 'More latency trim for ' + name, 'room-latency-up', () => nudge(5), 'sm'),
+          h('span.lbl', { text: 'ms' }))));
+    return c;
+  }
+
+  function update(c, groupId) {
+    let room = null;
+    for (const r of S.rooms) if (r.name === c.name) room = r;
+    const hl = health(room);
+    c.el.classList.toggle('offline', !room || !room.connected);
+    c.el.dataset.connected = room && room.connected ? '1' : '0';
+    c.status.textContent = hl.text;
+    c.status.classList.toggle('bad', hl.bad);
+    if (room) {
+      if (!c.dragging) { c.vol.value = String(room.volume); c.volText.textContent = String(room.volume); }
+      c.vol.dataset.volume = String(room.volume);
+      c.muted = !!room.muted;
+      c.el.classList.toggle('muted', c.muted);
+      c.mute.setAttribute('aria-pressed', String(c.muted));
+      const label = (c.muted ? 'Unmute ' : 'Mute ') + c.name;
+      if (c.mute.getAttribute('aria-label') !== label) {
+        c.mute.replaceChild(icon(c.muted ? 'mute' : 'vol'), c.mute.firstChild);
+        c.mute.setAttribute('aria-label', label);
+        c.mute.title = label;
+      }
+      if (document.activeElement !== c.lat) c.lat.value = String(Math.round(room.latencyMs || 0));
+    }
+    if (groupId !== undefined) {
+      c.group.dataset.group = groupId;
+      const opts = S.groups.map((g) => [g.id, g.name]).concat([[OWN, 'Own group (separate)'], [NEW, 'New group…']]);
+      const key = JSON.stringify(opts);
+      if (c.group.dataset.opts !== key) {
+        clear(c.group);
+        for (const o of opts) c.group.appendChild(h('option', { value: o[0], text: o[1] }));
+        c.group.dataset.opts = key;
+      }
+      if (document.activeElement !== c.group || c.group.value === groupId) c.group.value = groupId;
+    }
+  }
+
+  function makeSection(g) {
+    const s = { id: g.id };
+    s.title = h('h2');
+    s.sub = h('p.s', { 'data-test': 'group-playing' });
+    s.gvol = h('input.vol', { type: 'range', min: '0', max: '100', step: '1', 'data-test': 'group-volume', 'aria-label': 'Volume of the group' });
+    s.gvolText = h('span.num');
+    s.control = h('button.btn.sm', { type: 'button', 'data-test': 'group-control', onclick: () => { selectGroup(s.id); go('now'); } }, 'Control');
+    s.rename = iconButton('edit', 'Rename the group', 'group-rename', () => rename(s.id), 'sm');
+    s.del = iconButton('trash', 'Delete the group', 'group-delete', () => del(s.id), 'sm');
+    s.list = h('div.cards');
+    const send = throttle((v) => groupVolume(s, v), 150);
+    s.gvol.addEventListener('input', () => { s.dragging = true; s.gvolText.textContent = s.gvol.value; send(+s.gvol.value); });
+    s.gvol.addEventListener('change', () => { send(+s.gvol.value); setTimeout(() => { s.dragging = false; s.base = null; }, 400); });
+    s.el = h('section.group', { 'data-test': 'group', 'data-group': g.id },
+      h('header.gh', null, h('div.gt', null, s.title, s.sub), s.control, s.rename, s.del),
+      h('div.vrow.gv', null, h('span.lbl', { text: 'Group' }), s.gvol, s.gvolText),
+      s.list);
+    return s;
+  }
+
+  function roomsOf(id) {
+    const g = groupById(id);
+    return S.rooms.filter((r) => g && g.rooms.indexOf(r.name) >= 0);
+  }
+
+  function groupVolume(s, v) {
+    if (!noGroupVolume) {
+      return call('groups.volume', { group: s.id, volume: v }).then(null, (e) => {
+        if (isUnknownMethod(e)) { noGroupVolume = true; return groupVolume(s, v); }
+        toast(errText(e));
+      });
+    }
+    // A leader without groups.volume: scale each room here, keeping the ratios from the drag's start.
+    const rooms = roomsOf(s.id);
+    if (!s.base) { s.base = {}; for (const r of rooms) s.base[r.name] = r.volume; }
+    let top = 0;
+    for (const k in s.base) top = Math.max(top, s.base[k]);
+    return Promise.all(rooms.map((r) => setRoom(r.name, { volume: top > 0 ? Math.round((s.base[r.name] || 0) * v / top) : v })));
+  }
+
+  function rename(id) {
+    ask('Rename “' + groupName(id) + '”', groupName(id), 'Rename').then((name) => {
+      if (name) act('groups.rename', { group: id, name });
+    });
+  }
+
+  function del(id) {
+    confirmBox('Delete the group “' + groupName(id) + '”? Its rooms go back to ' + groupName('main') + '.', 'Delete').then((yes) => {
+      if (yes) act('groups.delete', { group: id });
+    });
+  }
+
+  function render() {
+    renderParty();
+    const seen = new Set(), seenRooms = new Set();
+    let prevSection = null;
+    const placed = new Map();
+    for (const g of S.groups) for (const r of g.rooms) placed.set(r, g.id);
+    for (const r of S.rooms) if (!placed.has(r.name)) {
+      placed.set(r.name, groupById(r.group) ? r.group : 'main');
+    }
+    for (const g of S.groups) {
+      let s = sections.get(g.id);
+      if (!s) { s = makeSection(g); sections.set(g.id, s); }
+      seen.add(g.id);
+      if (prevSection ? prevSection.nextSibling !== s.el : box.firstChild !== s.el) box.insertBefore(s.el, prevSection ? prevSection.nextSibling : box.firstChild);
+      prevSection = s.el;
+      s.title.textContent = g.name;
+      const what = g.title ? g.title + (g.artist ? ' · ' + g.artist : '') : (g.trackCount ? plural(g.trackCount, 'track') : 'nothing queued');
+      s.sub.textContent = g.state + ' · ' + what;
+      s.control.textContent = S.group === g.id ? 'Controlling' : 'Control';
+      s.control.disabled = S.group === g.id;
+      s.del.hidden = s.rename.hidden = false;
+      s.del.hidden = g.id === 'main';
+      const names = [];
+      placed.forEach((gid, name) => { if (gid === g.id) names.push(name); });
+      names.sort();
+      const live = roomsOf(g.id).filter((r) => r.connected);
+      let top = 0;
+      for (const r of live) top = Math.max(top, r.volume);
+      if (!s.dragging) { s.gvol.value = String(top); s.gvolText.textContent = String(top); }
+      s.gvol.disabled = !live.length;
+      let prev = null;
+      for (const name of names) {
+        let c = cards.get(name);
+        if (!c) { c = makeCard(name); cards.set(name, c); }
+        seenRooms.add(name);
+        update(c, g.id);
+        const want = prev ? prev.nextSibling : s.list.firstChild;
+        if (want !== c.el) s.list.insertBefore(c.el, want);
+        prev = c.el;
+      }
+      if (!names.length && !s.list.querySelector('.empty')) s.list.appendChild(h('p.empty', { text: 'No rooms: pick this group on a room below or above.' }));
+      const empty = s.list.querySelector('.empty');
+      if (names.length && empty) empty.remove();
+    }
+    sections.forEach((s, id) => { if (!seen.has(id)) { s.el.remove(); sections.delete(id); } });
+    cards.forEach((c, name) => { if (!seenRooms.has(name)) { c.el.remove(); cards.delete(name); } });
+  }
+
+  on('rooms', render);
+  on('groups', render);
+  on('party', renderParty);
+  on('group', render);
+  render();
+  el.refresh = () => call('rooms.list').then((r) => { S.rooms = r.rooms || []; render(); }, (e) => toast(errText(e)));
+  return el;
+}

@@ -1,0 +1,178 @@
+// JSON-RPC 2.0 over the leader's WebSocket (/ws): one object per text
+// frame. Reconnects by itself with backoff (0.5 s doubling to 5 s), and at
+// once when the phone wakes or comes back online. Notifications are
+// handed to the listeners registered with onNotify.
+
+import { S, set, emit } from './store.js';
+import { toast, errText } from './ui.js';
+
+const TIMEOUT_MS = 15000;
+let ws = null;
+let nextId = 1;
+const pending = new Map();
+let backoff = 500;
+let retryTimer = 0;
+let everOpen = false;
+const listeners = {};
+
+export class RpcError extends Error {
+  constructor(code, message, method) {
+    super(message);
+    this.code = code;
+    this.method = method;
+  }
+}
+
+export function onNotify(method, fn) {
+  (listeners[method] || (listeners[method] = [])).push(fn);
+}
+
+function wsURL() {
+  const u = new URL('ws', location.href);
+  u.protocol = location.protocol === 'https:' ? 'wss:' : 'ws:';
+  return u.href;
+}
+
+function banner(text) {
+  const b = document.getElementById('banner');
+  if (!b) return;
+  b.hidden = !text;
+  if (text) b.textContent = text;
+}
+
+export function connect() {
+  clearTimeout(retryTimer);
+  retryTimer = 0;
+  if (ws && (ws.readyState === WebSocket.OPEN || ws.readyState === WebSocket.CONNECTING)) return;
+  banner(everOpen ? 'Reconnecting to the leader…' : 'Connecting to the leader…');
+  let sock;
+  try {
+    sock = new WebSocket(wsURL());
+  } catch (e) {
+    scheduleRetry();
+    return;
+  }
+  ws = sock;
+  sock.onopen = () => {
+    if (ws !== sock) return;
+    backoff = 500;
+    everOpen = true;
+    banner(null);
+    set('connected', true);
+    emit('open');
+  };
+  sock.onmessage = (ev) => {
+    if (ws !== sock) return;
+    let m;
+    try {
+      m = JSON.parse(ev.data);
+    } catch (e) {
+      toast('The leader sent something that is not JSON');
+      return;
+    }
+    receive(m);
+  };
+  sock.onclose = () => {
+    if (ws !== sock) return;
+    ws = null;
+    lost();
+    scheduleRetry();
+  };
+  sock.onerror = () => { /* onclose follows and retries */ };
+}
+
+function receive(m) {
+  if (m.id !== undefined && m.id !== null && (m.result !== undefined || m.error)) {
+    const p = pending.get(m.id);
+    if (!p) return;
+    pending.delete(m.id);
+    clearTimeout(p.timer);
+    if (m.error) p.reject(new RpcError(m.error.code, friendly(m.error, p.method), p.method));
+    else p.resolve(m.result);
+    return;
+  }
+  if (m.error) { // an error without an id (a frame the leader could not read)
+    toast(errText(m.error));
+    return;
+  }
+  if (m.method) {
+    const list = listeners[m.method];
+    if (list) for (const fn of list) fn(m.params || {});
+  }
+}
+
+function friendly(error, method) {
+  if (error.code === -32601) return 'This leader does not know “' + method + '” yet (update tuttid)';
+  return error.message || ('the leader refused ' + method);
+}
+
+function lost() {
+  set('connected', false);
+  for (const [, p] of pending) {
+    clearTimeout(p.timer);
+    p.reject(new RpcError(0, 'the connection to the leader was lost', p.method));
+  }
+  pending.clear();
+  banner('Reconnecting to the leader…');
+}
+
+function scheduleRetry() {
+  if (retryTimer) return;
+  retryTimer = setTimeout(() => { retryTimer = 0; connect(); }, backoff);
+  backoff = Math.min(backoff * 2, 5000);
+}
+
+// After a phone wakes, a socket may look open yet be dead: a cheap request
+// proves it, and a fresh fetch of what is shown follows anyway.
+function wake() {
+  if (document.visibilityState === 'hidden') return;
+  if (!ws || ws.readyState !== WebSocket.OPEN) {
+    backoff = 500;
+    if (ws && ws.readyState === WebSocket.CONNECTING) return;
+    clearTimeout(retryTimer);
+    retryTimer = 0;
+    connect();
+    return;
+  }
+  const sock = ws;
+  call('party.status', {}, 4000).then(() => emit('open'), () => {
+    if (ws === sock) { ws = null; try { sock.close(); } catch (e) { /* already closed */ } lost(); backoff = 500; connect(); }
+  });
+}
+document.addEventListener('visibilitychange', wake);
+window.addEventListener('online', wake);
+window.addEventListener('pageshow', (e) => { if (e.persisted) wake(); });
+
+// Sends a request; resolves with its result or rejects with an RpcError
+// whose message a person can read.
+export function call(method, params, timeoutMs) {
+  return new Promise((resolve, reject) => {
+    if (!ws || ws.readyState !== WebSocket.OPEN) {
+      reject(new RpcError(0, 'not connected to the leader (reconnecting…)', method));
+      return;
+    }
+    const id = nextId++;
+    const msg = { jsonrpc: '2.0', id, method };
+    if (params && Object.keys(params).length) msg.params = params;
+    const timer = setTimeout(() => {
+      pending.delete(id);
+      reject(new RpcError(0, 'the leader did not answer ' + method + ' in time', method));
+    }, timeoutMs || TIMEOUT_MS);
+    pending.set(id, { resolve, reject, timer, method });
+    ws.send(JSON.stringify(msg));
+  });
+}
+
+// A call whose failure is shown to the person; resolves to null then.
+export function act(method, params) {
+  return call(method, params).catch((e) => { toast(errText(e)); return null; });
+}
+
+// Adds the controlled group to player.* / queue.* params (none for the main group).
+export function gp(params) {
+  const p = Object.assign({}, params || {});
+  if (S.group && S.group !== 'main') p.group = S.group;
+  return p;
+}
+
+export const isUnknownMethod = (e) => e && e.code === -32601;

@@ -1,0 +1,105 @@
+// Search as you type: library.search (record:false) 150 ms after the last
+// key; Enter, or tapping a result, records the search. Recent searches
+// show while the field is empty. Results: artist and album hits found in
+// the tracks, then the tracks. A pasted http(s) URL can be played as a stream.
+
+import { h, clear, toast, errText, emptyNote, icon, art, plural } from './ui.js';
+import { call, act } from './rpc.js';
+import { trackList } from './tracks.js';
+import { addToQueue } from './actions.js';
+
+const LIMIT = 100;
+
+export function createSearch(go) {
+  const input = h('input.field.search', { type: 'search', placeholder: 'Artists, albums, tracks', 'aria-label': 'Search the library',
+    'data-test': 'search-input', autocomplete: 'off', autocapitalize: 'off', spellcheck: 'false', enterkeyhint: 'search' });
+  const out = h('div.results', { 'data-test': 'search-results' });
+  const form = h('form.searchbar', { role: 'search', onsubmit: (e) => { e.preventDefault(); run(true); input.blur(); } }, icon('search'), input);
+  const el = h('section.view', { id: 'view-search', 'aria-label': 'Search' }, form, out);
+
+  let timer = 0, seq = 0, shownQuery = null;
+  input.addEventListener('input', () => {
+    clearTimeout(timer);
+    timer = setTimeout(() => run(false), 150);
+  });
+
+  function run(record) {
+    clearTimeout(timer);
+    const q = input.value.trim();
+    const mine = ++seq;
+    if (!q) { shownQuery = null; recent(); return; }
+    if (/^https?:\/\/\S+$/i.test(q)) { streamOffer(q); return; }
+    call('library.search', { query: q, limit: LIMIT, record: !!record }).then((r) => {
+      if (mine !== seq) return; // an older answer, overtaken by newer typing
+      shownQuery = q;
+      show(q, r);
+    }, (e) => { if (mine === seq) toast(errText(e)); });
+  }
+
+  function recordPick() {
+    if (shownQuery) call('searches.record', { query: shownQuery }).catch((e) => toast(errText(e)));
+  }
+
+  function show(q, r) {
+    clear(out);
+    const tracks = r.tracks || [];
+    out.dataset.query = q;
+    out.dataset.count = String(tracks.length);
+    if (!tracks.length) { out.appendChild(emptyNote('Nothing found for “' + q + '”.')); return; }
+    const artists = new Map(), albums = new Map();
+    for (const t of tracks) {
+      const a = t.albumArtist || t.artist;
+      if (t.artist) artists.set(t.artist, (artists.get(t.artist) || 0) + 1);
+      if (t.album) {
+        const k = (a || '') + '\u0000' + t.album;
+        if (!albums.has(k)) albums.set(k, { name: t.album, artist: a || '', coverHash: t.coverHash });
+      }
+    }
+    const topArtists = Array.from(artists.keys()).slice(0, 4);
+    const topAlbums = Array.from(albums.values()).slice(0, 6);
+    if (topArtists.length) {
+      out.appendChild(h('h2.sec', { text: 'Artists' }));
+      out.appendChild(h('div.chips', null, topArtists.map((a) => h('button.chip', { type: 'button', 'data-test': 'search-artist',
+        onclick: () => { recordPick(); go('library/artist/' + encodeURIComponent(a)); } }, a))));
+    }
+    if (topAlbums.length) {
+      out.appendChild(h('h2.sec', { text: 'Albums' }));
+      out.appendChild(h('div.hscroll', null, topAlbums.map((al) => h('button.tile', { type: 'button', 'data-test': 'search-album',
+        onclick: () => { recordPick(); go('library/album/' + encodeURIComponent(al.artist) + '/' + encodeURIComponent(al.name)); } },
+        art(al.coverHash, al.name), h('span.t', { text: al.name }), h('span.s', { text: al.artist })))));
+    }
+    out.appendChild(h('h2.sec', { text: 'Tracks' + (r.hasMore ? ' (first ' + tracks.length + ')' : '') }));
+    out.appendChild(trackList(tracks, { test: 'search-result', onPick: recordPick }));
+    if (tracks.length > 1) {
+      out.appendChild(h('div.row.end', null, h('button.btn', { type: 'button', 'data-test': 'search-add-all',
+        onclick: () => { recordPick(); addToQueue({ search: q }, 'end', 'All results'); } }, icon('plus'), 'Add all ' + (r.hasMore ? 'results' : plural(tracks.length, 'track')))));
+    }
+  }
+
+  function streamOffer(url) {
+    clear(out);
+    out.appendChild(h('h2.sec', { text: 'Stream' }));
+    out.appendChild(h('div.row.end', null,
+      h('button.btn.primary', { type: 'button', onclick: () => addToQueue({ uris: [url] }, 'play') }, icon('play'), 'Play this stream'),
+      h('button.btn', { type: 'button', onclick: () => addToQueue({ uris: [url] }, 'end', 'Stream') }, icon('plus'), 'Add to queue')));
+  }
+
+  function recent() {
+    const mine = seq;
+    call('searches.recent').then((r) => {
+      if (mine !== seq) return;
+      clear(out);
+      delete out.dataset.query;
+      const list = r.searches || [];
+      if (!list.length) { out.appendChild(emptyNote('Search your music by artist, album or title.')); return; }
+      out.appendChild(h('div.bar', null, h('h2.sec', { text: 'Recent searches' }),
+        h('button.btn', { type: 'button', 'data-test': 'recent-clear', onclick: () => act('searches.clear').then((x) => { if (x) recent(); }) }, 'Clear')));
+      out.appendChild(h('div.chips', null, list.map((s) => h('button.chip', { type: 'button', 'data-test': 'recent-search',
+        onclick: () => { input.value = s; run(true); } }, s))));
+    }, (e) => { if (mine === seq) toast(errText(e)); });
+  }
+
+  el.refresh = () => { if (!input.value.trim()) recent(); else run(false); };
+  el.shown = () => { if (!input.value) setTimeout(() => input.focus(), 50); };
+  return el;
+}
