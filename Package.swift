@@ -3,7 +3,7 @@ import PackageDescription
 
 /// One system-library target per C library: its pkg-config name and the
 /// Debian package that provides it.
-func systemLibrary(_ name: String, pkgConfig: String, apt: String) -> Target {
+func systemLibrary(_ name: String, pkgConfig: String?, apt: String) -> Target {
     .systemLibrary(name: name, pkgConfig: pkgConfig, providers: [.apt([apt])])
 }
 
@@ -28,6 +28,8 @@ let package = Package(
         systemLibrary("CAvahi", pkgConfig: "avahi-client", apt: "libavahi-client-dev"),
         systemLibrary("CFLAC", pkgConfig: "flac", apt: "libflac-dev"),
         systemLibrary("CGPIOD", pkgConfig: "libgpiod", apt: "libgpiod-dev"),
+        systemLibrary("CCivetweb", pkgConfig: nil, apt: "libcivetweb-dev"), // Debian ships no civetweb.pc
+        systemLibrary("CZlib", pkgConfig: "zlib", apt: "zlib1g-dev"),
         .target(name: "CTuttiShim", dependencies: ["COpus", "CMPG123"]),
         .target(name: "CTuttiThread"),
 
@@ -51,11 +53,13 @@ let package = Package(
         .target(name: "TuttiInput", dependencies: ["TuttiCore", "TuttiSystem", "CGPIOD"]),
         // mDNS/DNS-SD through avahi-daemon: announcing leaders, finding them.
         .target(name: "TuttiDiscovery", dependencies: ["TuttiCore", "CAvahi"]),
+        // The web app's server: HTTP and WebSocket (civetweb), static files gzipped once (zlib).
+        .target(name: "TuttiWeb", dependencies: ["TuttiCore", "CCivetweb", "CZlib"]),
         // A speaker: clock model, jitter buffer, DAC. No Foundation, so a
         // speaker's process stays small (tutti-follower).
         .target(name: "TuttiFollower", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "TuttiNet", "TuttiDiscovery", "TuttiInput"]),
         // Composition root: leader, demo, and the follower in the same binary.
-        .target(name: "TuttiDaemon", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "TuttiNet", "TuttiLibrary", "TuttiInput", "TuttiStreams", "TuttiDiscovery", "TuttiFollower", "CTuttiShim"]),
+        .target(name: "TuttiDaemon", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "TuttiNet", "TuttiLibrary", "TuttiInput", "TuttiStreams", "TuttiDiscovery", "TuttiFollower", "TuttiWeb", "CTuttiShim"]),
         .executableTarget(name: "tuttid", dependencies: ["TuttiDaemon"]),
         .executableTarget(name: "tutti-follower", dependencies: ["TuttiFollower", "TuttiSystem", "TuttiCore"]),
         // Helpers shared by the test targets (temporary folders, running real programs to their end).

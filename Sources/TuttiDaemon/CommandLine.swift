@@ -27,6 +27,9 @@ public enum DaemonUsage {
       --listen HOST:PORT     where followers connect (default 0.0.0.0:4953)
       --control HOST:PORT    JSON-RPC control socket (default 127.0.0.1:4954; "off" for none)
       --mpd HOST:PORT        MPD protocol server (default 127.0.0.1:6600; "off" for none)
+      --web HOST:PORT        the web app, http://HOST:PORT (default 0.0.0.0:8080, skipped with a
+                             warning if that port is taken; "off" for none)
+      --web-root DIR         the web app's files (default: found beside tuttid, or /usr/share/tutti/web)
       --music DIR            music folder, scanned into the library at start-up
       --buttons FILE         button mapping (media keys, GPIO, IR; see hardware/buttons.md)
       --cache DIR            offline cache of network tracks (default: beside the library)
@@ -78,6 +81,7 @@ public extension DaemonCommand {
             var c = LeaderConfiguration()
             c.control = Endpoint(host: "127.0.0.1", port: 4954)
             c.mpd = Endpoint(host: "127.0.0.1", port: 6600)
+            c.web = WebOptions(endpoint: Endpoint(host: "0.0.0.0", port: 8080), required: false)
             c.announce = true
             while !args.isEmpty {
                 let flag = args.take()
@@ -95,6 +99,14 @@ public extension DaemonCommand {
                     if text == "off" { c.mpd = nil } else {
                         do { c.mpd = try Endpoint(parsing: text, defaultPort: 6600) } catch { throw UsageError("--mpd: \(error)") }
                     }
+                case "--web":
+                    let text = try args.value(flag)
+                    if text == "off" { c.web = nil } else {
+                        do { c.web = WebOptions(endpoint: try Endpoint(parsing: text, defaultPort: 8080), required: true, root: c.web?.root) } catch { throw UsageError("--web: \(error)") }
+                    }
+                case "--web-root":
+                    let dir = try args.value(flag)
+                    if c.web != nil { c.web?.root = dir } else { c.web = WebOptions(endpoint: Endpoint(host: "0.0.0.0", port: 8080), required: false, root: dir) }
                 case "--music": c.musicDirectory = try args.value(flag)
                 case "--buttons": c.buttons = try args.value(flag)
                 case "--db": c.databasePath = try args.value(flag)

@@ -23,7 +23,7 @@ extension ControlServer {
                     let now = Int64(Date().timeIntervalSince1970 * 1000)
                     guard now - lastSent >= 200 else { return }
                     lastSent = now
-                    self.notify("cache.progress", ["url": url, "received": Int(received), "total": Int(total)])
+                    self.notify("cache.progress", ["url": url, "received": Int(received), "total": Int(total)], key: "cache.progress " + url)
                 }
                 return entry(e)
             } catch {

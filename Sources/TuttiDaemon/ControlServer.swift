@@ -1,55 +1,99 @@
+import Dispatch
 import Foundation
 import Synchronization
 import TuttiAudio
 import TuttiCore
 import TuttiNet
+import TuttiSystem
 
-/// JSON-RPC 2.0 over TCP, one JSON object per line, for the `tutti` client
-/// and any program (see docs/api.md). Every successful change is also sent
-/// to every connected client as a notification, so no client needs to poll.
+/// JSON-RPC 2.0 for the `tutti` client, programs and the web app (see
+/// docs/api.md): over TCP, one JSON object per line, and over the web
+/// app's WebSocket, one object per text frame (`WebSurface`). Every
+/// successful change is also sent to every connected client as a
+/// notification, so no client needs to poll.
+///
+/// No client can hold up another, or the leader: each has a bounded
+/// outbox written by its own writer (`ClientWriter`). Changes reach this
+/// server as `LeaderEvent`s; the emitter only marks them pending, and one
+/// notifier thread builds each notification once and offers it to every
+/// outbox, where it replaces an older one of the same kind still waiting.
 ///
 /// Bad input never closes the connection: malformed JSON, unknown methods
 /// and bad parameters get JSON-RPC error objects; a line longer than 64 KiB
 /// is discarded with a parse error.
 public final class ControlServer: @unchecked Sendable {
+    // Sendable because its mutable state is in Mutex/Atomic, and `subscription` is written once in start().
     public static let maxLineBytes = 64 * 1024
 
     let leader: Leader
-    private let listener: TCPListener
-    private let log: Logger
-    private let clients = Mutex<[ObjectIdentifier: TCPConnection]>([:])
+    private let listener: TCPListener?
+    let log: Logger
+    private let clients = Mutex<[ObjectIdentifier: Client]>([:])
     private let running = Atomic<Bool>(true)
+    /// Changes not yet turned into notifications.
+    private let pendingEvents = Mutex<Set<LeaderEvent>>([])
+    private let notifierWake = DispatchSemaphore(value: 0)
 
     private var subscription = 0
 
-    public init(leader: Leader, endpoint: Endpoint, log: Logger) throws(NetError) {
-        self.leader = leader
-        self.log = log
-        listener = try TCPListener(endpoint: endpoint)
+    /// One connected client, over whatever carries it.
+    final class Client: Sendable {
+        let writer: ClientWriter
+        /// TCP clients read lines; a WebSocket frame is the message itself.
+        let newlineFramed: Bool
+        init(writer: ClientWriter, newlineFramed: Bool) { self.writer = writer; self.newlineFramed = newlineFramed }
     }
 
-    /// Every change, from any surface, becomes a notification.
+    /// `endpoint` nil: no TCP port, only the clients attached by other surfaces (the web app).
+    public init(leader: Leader, endpoint: Endpoint?, log: Logger) throws(NetError) {
+        self.leader = leader
+        self.log = log
+        listener = try endpoint.map { e throws(NetError) in try TCPListener(endpoint: e) }
+    }
+
+    /// Every change, from any surface, becomes a notification: the
+    /// emitter's thread only records it (it may be the source thread).
     private func announce(_ event: LeaderEvent) {
-        switch event {
-        case .player, .options: notify("player.changed", statusObject())
-        case .queue: notify("queue.changed", queueObject())
-        case .mixer, .rooms: notify("rooms.changed", ["rooms": roomsObject()])
-        case .groups: notify("groups.changed", groupsObject())
-        case .library: notify("library.changed", [:])
-        case .playlists: notify("playlists.changed", [:])
+        pendingEvents.withLock { _ = $0.insert(event) }
+        notifierWake.signal()
+    }
+
+    /// Builds each pending notification once and offers it to every client.
+    private func notifierLoop() {
+        while running.load(ordering: .relaxed) {
+            notifierWake.wait()
+            let events = pendingEvents.withLock { e -> Set<LeaderEvent> in defer { e.removeAll() }; return e }
+            var sent = Set<String>()
+            for event in LeaderEvent.allCases where events.contains(event) {
+                let (method, params) = notification(for: event)
+                guard sent.insert(method).inserted else { continue } // .player and .options are one notification
+                notify(method, params())
+            }
         }
     }
 
-    public var endpoint: Endpoint { listener.endpoint }
+    private func notification(for event: LeaderEvent) -> (String, () -> [String: Any]) {
+        switch event {
+        case .player, .options: ("player.changed", { self.statusObject() })
+        case .queue: ("queue.changed", { self.queueObject() })
+        case .mixer, .rooms: ("rooms.changed", { ["rooms": self.roomsObject()] })
+        case .groups: ("groups.changed", { self.groupsObject() })
+        case .library: ("library.changed", { [:] })
+        case .playlists: ("playlists.changed", { [:] })
+        }
+    }
+
+    public var endpoint: Endpoint? { listener?.endpoint }
 
     public func start() {
-        log.info("control (JSON-RPC) on \(listener.endpoint)")
         subscription = leader.events.subscribe { [weak self] event in self?.announce(event) }
-        Thread.detachNewThread { [self] in
+        startThread(name: "tutti-notify") { [self] in notifierLoop() }
+        guard let listener else { return }
+        log.info("control (JSON-RPC) on \(listener.endpoint)")
+        startThread(name: "tutti-ctl-accept") { [self] in
             while running.load(ordering: .relaxed) {
                 guard let connection = try? listener.accept() else { return }
-                clients.withLock { $0[ObjectIdentifier(connection)] = connection }
-                Thread.detachNewThread { [self] in serve(connection) }
+                startThread(name: "tutti-ctl-client") { [self] in serve(connection) }
             }
         }
     }
@@ -57,13 +101,39 @@ public final class ControlServer: @unchecked Sendable {
     public func stop() {
         leader.events.unsubscribe(subscription)
         running.store(false, ordering: .releasing)
-        listener.close()
-        for c in clients.withLock({ Array($0.values) }) { c.close() }
+        notifierWake.signal()
+        listener?.close()
+        for c in clients.withLock({ Array($0.values) }) { c.writer.close(reason: "leader stopping") }
     }
 
+    /// Registers a client; its messages go through `write`, which must give
+    /// up after about the stall limit. `disconnect` ends its connection.
+    func attach(peer: String, newlineFramed: Bool, write: @escaping ClientWriter.Write, disconnect: @escaping @Sendable () -> Void) -> Client {
+        let c = leader.configuration
+        let writer = ClientWriter(peer: peer, limits: c.clientOutbox, log: log, write: write, disconnect: disconnect)
+        let client = Client(writer: writer, newlineFramed: newlineFramed)
+        clients.withLock { $0[ObjectIdentifier(client)] = client }
+        return client
+    }
+
+    func detach(_ client: Client, reason: String = "connection closed") {
+        clients.withLock { _ = $0.removeValue(forKey: ObjectIdentifier(client)) }
+        client.writer.close(reason: reason)
+    }
+
+    /// How many clients are connected (all surfaces that carry JSON-RPC).
+    public var clientCount: Int { clients.withLock { $0.count } }
+
     private func serve(_ connection: TCPConnection) {
+        let stall = leader.configuration.clientStallMilliseconds
+        connection.setSendTimeout(milliseconds: stall)
+        let client = attach(peer: "JSON-RPC \(connection.peer)", newlineFramed: true, write: { bytes in
+            do { try connection.send(bytes) } catch NetError.timedOut {
+                throw RPCError(code: 0, message: "did not read for \(stall / 1000) s")
+            }
+        }, disconnect: { connection.close() })
         defer {
-            clients.withLock { _ = $0.removeValue(forKey: ObjectIdentifier(connection)) }
+            detach(client)
             connection.close()
         }
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 16_384, alignment: 1)
@@ -76,9 +146,9 @@ public final class ControlServer: @unchecked Sendable {
                 if byte == UInt8(ascii: "\n") {
                     if discarding {
                         discarding = false
-                        send(error(id: nil, code: -32700, message: "request line longer than \(Self.maxLineBytes) bytes"), to: connection)
-                    } else if !line.allSatisfy({ $0 == 32 || $0 == 13 || $0 == 9 }) {
-                        if let reply = handle(line) { send(reply, to: connection) }
+                        send(error(id: nil, code: -32700, message: "request line longer than \(Self.maxLineBytes) bytes"), to: client)
+                    } else {
+                        receive(line, from: client)
                     }
                     line.removeAll(keepingCapacity: true)
                 } else if !discarding {
@@ -86,20 +156,34 @@ public final class ControlServer: @unchecked Sendable {
                     if line.count > Self.maxLineBytes { discarding = true; line.removeAll() }
                 }
             }
+            if client.writer.isClosed { return }
         }
     }
 
-    private func send(_ object: [String: Any], to connection: TCPConnection) {
-        guard var data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else { return }
-        data.append(UInt8(ascii: "\n"))
-        connection.setSendTimeout(milliseconds: 1_000)
-        try? connection.send(Array(data))
+    /// One request from a client (a line, or a WebSocket message); the reply goes to its outbox.
+    func receive(_ message: [UInt8], from client: Client) {
+        guard !message.allSatisfy({ $0 == 32 || $0 == 13 || $0 == 9 || $0 == 10 }) else { return }
+        if let reply = handle(message) { send(reply, to: client) }
     }
 
-    /// Sends a notification to every client.
-    public func notify(_ method: String, _ params: [String: Any]) {
+    static func serialize(_ object: [String: Any]) -> [UInt8]? {
+        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else { return nil }
+        return Array(data)
+    }
+
+    private func send(_ object: [String: Any], to client: Client) {
+        guard var bytes = Self.serialize(object) else { return }
+        if client.newlineFramed { bytes.append(UInt8(ascii: "\n")) }
+        client.writer.send(bytes)
+    }
+
+    /// Sends a notification to every client. `key` (default: the method)
+    /// says which waiting notification a newer one replaces.
+    public func notify(_ method: String, _ params: [String: Any], key: String? = nil) {
         let message: [String: Any] = ["jsonrpc": "2.0", "method": method, "params": params]
-        for c in clients.withLock({ Array($0.values) }) { send(message, to: c) }
+        guard let bare = Self.serialize(message) else { return }
+        let line = bare + [UInt8(ascii: "\n")]
+        for c in clients.withLock({ Array($0.values) }) { c.writer.send(c.newlineFramed ? line : bare, key: key ?? method) }
     }
 
     // MARK: Requests
@@ -109,7 +193,7 @@ public final class ControlServer: @unchecked Sendable {
     }
 
     /// A JSON-RPC error object to send back: its code and a message the user can act on.
-    struct RPCError: Error { var code: Int; var message: String }
+    struct RPCError: Error, CustomStringConvertible { var code: Int; var message: String; var description: String { message } }
 
     func handle(_ line: [UInt8]) -> [String: Any]? {
         guard let json = try? JSONSerialization.jsonObject(with: Data(line), options: [.fragmentsAllowed]) else {

@@ -7,6 +7,22 @@ import TuttiDiscovery
 import TuttiLibrary
 import TuttiNet
 import TuttiStreams
+import TuttiSystem
+
+/// Where the web app is served, and from which files.
+public struct WebOptions: Sendable, Equatable {
+    public var endpoint: Endpoint
+    /// Asked for explicitly: failing to serve it stops the leader. The
+    /// default port, when taken, is skipped with a warning instead.
+    public var required: Bool
+    /// The web app's files (nil: found beside the executable, or /usr/share/tutti/web).
+    public var root: String?
+    public init(endpoint: Endpoint, required: Bool = true, root: String? = nil) {
+        self.endpoint = endpoint
+        self.required = required
+        self.root = root
+    }
+}
 
 /// How a leader is set up (`tuttid leader …`).
 public struct LeaderConfiguration: Sendable {
@@ -15,6 +31,8 @@ public struct LeaderConfiguration: Sendable {
     public var control: Endpoint? = nil
     /// Where the MPD protocol server listens (nil: none).
     public var mpd: Endpoint? = nil
+    /// The web app (nil: none).
+    public var web: WebOptions? = nil
     /// The music folder to scan into the library (nil: no library scan).
     public var musicDirectory: String? = nil
     /// The library database (nil with a music folder: the default path).
@@ -44,6 +62,11 @@ public struct LeaderConfiguration: Sendable {
     /// How long a chunk may wait in a follower's queue before that follower
     /// is dropped as too slow (by then it could no longer play it in time).
     public var maximumQueueDelayMilliseconds = 2_000
+    /// A control client (JSON-RPC, MPD, web page) whose writes make no
+    /// progress for this long has stopped reading, and is disconnected.
+    public var clientStallMilliseconds = 10_000
+    /// What may wait for one control client before it is disconnected.
+    public var clientOutbox = ClientOutbox.Limits()
     /// Announce this leader over mDNS (`_tutti._tcp`). Off unless asked for,
     /// so tests that build leaders directly stay off the network; the
     /// command line turns it on (see docs/discovery.md).
@@ -85,6 +108,7 @@ public final class Leader: @unchecked Sendable {
     let groupChanges = NSLock()
     private var controlServer: ControlServer?
     private var mpdServer: MPDServer?
+    private var webSurface: WebSurface?
     /// The mDNS announcement, while `announce` is on (Leader+Announce.swift).
     var announcer: ServicePublisher?
     /// The music library, when a music folder or database was configured.
@@ -100,6 +124,13 @@ public final class Leader: @unchecked Sendable {
     private let stateDirty = Atomic<Bool>(false)
     private let stateWake = DispatchSemaphore(value: 0)
     private let healthReports = Mutex<[String: HealthReport]>([:])
+    /// Wakes the heard-watcher: a command, or a player's next heard change moved.
+    private let heardWake = DispatchSemaphore(value: 0)
+    /// The main group's time heard playing: finished spans, and the start of the current one.
+    private let playTime = Mutex<(total: Int64, since: Int64?)>((0, nil))
+
+    /// Nanoseconds the main group has been heard playing since the leader started (MPD `stats`).
+    public var playedNanoseconds: Int64 { playTime.withLock { $0.total + ($0.since.map { Monotonic.now() - $0 } ?? 0) } }
     private let opener: SourceOpener
 
     public init(configuration: LeaderConfiguration, log: Logger) throws {
@@ -160,6 +191,7 @@ public final class Leader: @unchecked Sendable {
                                      opener: { uri, frame in try opener.openForPlayback(uri, startFrame: frame) },
                                      broadcast: { [unowned self, unowned stream] message, pts in broadcast(message, pts: pts, on: stream) },
                                      purge: { [unowned stream] pts in stream.backlog.withLock { $0.removeAll { $0.pts >= pts } } })
+        stream.player.onHeardChangeMoved = { [heardWake] in heardWake.signal() }
         return stream
     }
 
@@ -177,6 +209,12 @@ public final class Leader: @unchecked Sendable {
     /// The JSON-RPC endpoint, once started (the real port when 0 was asked for).
     public var controlEndpoint: Endpoint? { controlServer?.endpoint }
 
+    /// Where the web app is served, once started (the real port when 0 was asked for).
+    public var webEndpoint: Endpoint? { webSurface?.endpoint }
+
+    /// Control clients connected over every JSON-RPC surface (TCP and the web app).
+    public var controlClientCount: Int { controlServer?.clientCount ?? 0 }
+
     /// The MPD protocol endpoint, once started (the real port when 0 was asked for).
     public var mpdEndpoint: Endpoint? { mpdServer?.endpoint }
 
@@ -188,10 +226,19 @@ public final class Leader: @unchecked Sendable {
         _ = try makeEncoder(configuration.codec, bitrateKbps: configuration.bitrateKbps, frameSize: configuration.framesPerChunk)
         log.info("leader listening on \(listener.endpoint), \(configuration.codec) \(configuration.codec == .opus ? "\(configuration.bitrateKbps) kbps " : "")\(configuration.frameMilliseconds) ms chunks, buffer \(configuration.bufferMilliseconds) ms")
         Thread.detachNewThread { [self] in nameThread("tutti-accept"); acceptLoop() }
-        if let control = configuration.control {
-            let server = try ControlServer(leader: self, endpoint: control, log: log.with(label: "control"))
+        if configuration.control != nil || configuration.web != nil {
+            // The web app speaks the same JSON-RPC, so it needs the server even without its TCP port.
+            let server = try ControlServer(leader: self, endpoint: configuration.control, log: log.with(label: "control"))
             server.start()
             controlServer = server
+            if let web = configuration.web {
+                do {
+                    webSurface = try WebSurface(leader: self, control: server, options: web, log: log.with(label: "web"))
+                } catch {
+                    guard !web.required else { throw error }
+                    log.warning("\(error); the web app is off (give --web HOST:PORT to choose another port)")
+                }
+            }
         }
         if let mpd = configuration.mpd {
             let server = try MPDServer(leader: self, endpoint: mpd, log: log.with(label: "mpd"))
@@ -224,11 +271,26 @@ public final class Leader: @unchecked Sendable {
             }
         }
         // Track changes that no command caused (a track ended, the list ran out)
-        // are announced when they are heard.
+        // are announced when they are heard: the thread sleeps until the next
+        // moment a player says what is heard will change, or until a command.
+        events.subscribe { [heardWake] event in
+            if event == .player || event == .groups || event == .queue { heardWake.signal() }
+        }
         Thread.detachNewThread { [self] in
             nameThread("tutti-heard")
             while running.load(ordering: .relaxed) {
-                usleep(100_000)
+                let players = streams.withLock { $0.values.map(\.player!) }
+                // "Deciding" first: a change published while this looks wakes it at once.
+                for p in players { p.heardWatchDeadline.store(.max, ordering: .releasing) }
+                let now = Monotonic.now()
+                let next = players.compactMap { $0.nextHeardChange(after: now) }.min()
+                for p in players { p.heardWatchDeadline.store(next ?? .max, ordering: .releasing) }
+                if let next {
+                    // A millisecond late, so the frame that changes is already heard.
+                    _ = heardWake.wait(timeout: .now() + .nanoseconds(Int(next - now + nanosecondsPerMillisecond)))
+                } else {
+                    heardWake.wait()
+                }
                 for stream in streams.withLock({ Array($0.values) }) { watchHeard(stream) }
             }
         }
@@ -239,6 +301,13 @@ public final class Leader: @unchecked Sendable {
     /// Announces what a stream's listeners hear change, and records finished plays.
     private func watchHeard(_ stream: LeaderStream) {
         let now = stream.player.nowPlaying()
+        if stream.group == RoomGroups.mainID {
+            let t = Monotonic.now()
+            playTime.withLock { p in
+                if now.state.isActive, p.since == nil { p.since = t }
+                if !now.state.isActive, let since = p.since { p.total += t - since; p.since = nil }
+            }
+        }
         if let (state, entry) = stream.lastHeard, state != now.state || entry != now.entryID {
             events.emit(stream.group == RoomGroups.mainID ? .player : .groups)
             // Consume: an entry that was being heard and no longer is (it ended, or was skipped) leaves the queue.
@@ -290,9 +359,11 @@ public final class Leader: @unchecked Sendable {
         guard running.exchange(false, ordering: .acquiringAndReleasing) else { return }
         checkpoint()
         stateWake.signal()
+        heardWake.signal()
         announcer?.stop() // withdrawn first: nobody should find a leader that is going
         listener.close()
         for stream in streams.withLock({ Array($0.values) }) { stream.player.stop() }
+        webSurface?.stop()
         controlServer?.stop()
         mpdServer?.stop()
         let all = sessions.withLock { Array($0.values) }

@@ -4,7 +4,7 @@ import TuttiCore
 /// What changed in the leader, for every control surface to pass on
 /// (JSON-RPC notifications, MPD `idle`, `tutti watch`). A change made
 /// through any surface is announced to all of them.
-public enum LeaderEvent: Sendable, Equatable {
+public enum LeaderEvent: Sendable, Hashable, CaseIterable {
     /// Play state, current track or position jumped (play, pause, skip, seek).
     case player
     /// Queue contents or order.

@@ -601,8 +601,8 @@ final class StreamPlayer: @unchecked Sendable {
         let first = resume.map { queue.entries[$0].id } ?? 0
         published.withLock { $0.pausedAt = TrackPosition(track: first, frame: 0) }
         if let i = resume { queue.select(i) }
-        publish()
         published.withLock { $0.tailUntil = streamFrame }
+        publish()
         endedAtomic.store(true, ordering: .releasing)
     }
 
@@ -619,7 +619,40 @@ final class StreamPlayer: @unchecked Sendable {
             p.network = network
             p.starved = starved
         }
+        // Wake the heard-watcher only when a change now comes before the moment it waits for.
+        if let next = nextHeardChange(after: Monotonic.now()), next < heardWatchDeadline.load(ordering: .acquiring) {
+            onHeardChangeMoved?()
+        }
     }
+
+    /// Leader ns (a PTS) of the first moment after `t` at which what is
+    /// heard changes by itself, with nothing else happening: a segment of
+    /// another track or phase starts, what was sent runs out while the
+    /// network starves, or the list's tail ends. nil: none ahead.
+    func nextHeardChange(after t: Int64) -> Int64? {
+        published.withLock { p in
+            let heard = Int(StreamFormat.frames(nanoseconds: t - p.epoch.nanoseconds).rounded(.down))
+            var next = Int.max
+            // Only the part still ahead of the ear can hold a change: walk back from the newest segment.
+            // (Also once the list is sent: its tail still plays through track boundaries.)
+            var i = p.segments.count - 1
+            while i >= 0, p.segments[i].start + p.segments[i].count > heard {
+                let s = p.segments[i]
+                if s.start > heard, i == 0 || p.segments[i - 1].track != s.track || p.segments[i - 1].phase != s.phase {
+                    next = min(next, s.start)
+                }
+                if i == p.segments.count - 1 && p.starved != nil { next = min(next, s.start + s.count) }
+                i -= 1
+            }
+            if let tail = p.tailUntil, tail > heard { next = min(next, tail) }
+            return next == .max ? nil : p.epoch.nanoseconds + StreamFormat.nanoseconds(frames: next)
+        }
+    }
+
+    /// When the heard-watcher next wakes by itself (Int64.max: not before a signal); it sets this.
+    let heardWatchDeadline = Atomic<Int64>(0)
+    /// Called when a heard change comes sooner than `heardWatchDeadline` (on the source thread: must not block).
+    var onHeardChangeMoved: (@Sendable () -> Void)?
 
     // MARK: Commands
 

@@ -559,7 +559,7 @@ extension MPDServer {
         r.add("uptime", Int(Date().timeIntervalSince(startedAt)))
         r.add("db_playtime", Int(s.songs.reduce(0) { $0 + ($1.durationSeconds ?? 0) }))
         r.add("db_update", Int(s.loadedAt))
-        r.add("playtime", playedMilliseconds.load(ordering: .relaxed) / 1000)
+        r.add("playtime", Int(leader.playedNanoseconds / 1_000_000_000))
     }
 
     private func tagTypes(_ args: [String], client: MPDClient, into r: inout MPDResponse) throws(MPDError) {

@@ -37,9 +37,6 @@ public final class MPDServer: @unchecked Sendable {
     /// Job id of a running `update`, 0 when none.
     let updateJob = Atomic<Int>(0)
     let nextUpdateJob = Atomic<Int>(1)
-    /// Seconds played since start (for `stats`), in milliseconds.
-    let playedMilliseconds = Atomic<Int>(0)
-    private let lastSeen = Mutex<(state: PlayerState, id: UInt32?)?>(nil)
     /// ACK lines sent to clients: a count and the latest few, so tests (and
     /// anyone debugging a client) can see which commands a client needed
     /// that the server refused.
@@ -84,17 +81,13 @@ public final class MPDServer: @unchecked Sendable {
             nameThread("tutti-mpd-accept")
             while running.load(ordering: .relaxed) {
                 guard let connection = try? listener.accept() else { return }
-                let client = MPDClient(connection: connection)
+                let client = MPDClient(connection: connection, configuration: leader.configuration, log: log)
                 clients.withLock { $0[ObjectIdentifier(client)] = client }
                 Thread.detachNewThread { [self] in
                     nameThread("tutti-mpd-client")
                     serve(client)
                 }
             }
-        }
-        Thread.detachNewThread { [self] in
-            nameThread("tutti-mpd-watch")
-            watchPlayer()
         }
     }
 
@@ -111,9 +104,6 @@ public final class MPDServer: @unchecked Sendable {
         switch event {
         case .queue: queueVersion.add(1, ordering: .relaxed)
         case .library: catalog.invalidate()
-        case .player:
-            let now = leader.nowPlaying
-            lastSeen.withLock { $0 = (now.state, now.entryID) }
         default: break
         }
         notify(Set(MPDSubsystem.of(event)))
@@ -123,30 +113,12 @@ public final class MPDServer: @unchecked Sendable {
         for c in clients.withLock({ Array($0.values) }) { c.changed(subsystems) }
     }
 
-    /// The leader announces commands, not a track ending on its own: this
-    /// notices the current song or state changing and wakes `idle player`.
-    private func watchPlayer() {
-        var last = Monotonic.now()
-        while running.load(ordering: .relaxed) {
-            usleep(250_000)
-            let now = leader.nowPlaying
-            let t = Monotonic.now()
-            if now.state.isActive { playedMilliseconds.add(Int((t - last) / 1_000_000), ordering: .relaxed) }
-            last = t
-            let changed = lastSeen.withLock { seen -> Bool in
-                defer { seen = (now.state, now.entryID) }
-                guard let s = seen else { return false }
-                return s.state != now.state || s.id != now.entryID
-            }
-            if changed { notify([.player]) }
-        }
-    }
-
     // MARK: Clients
 
     private func serve(_ client: MPDClient) {
         defer {
             clients.withLock { _ = $0.removeValue(forKey: ObjectIdentifier(client)) }
+            client.finish()
             client.connection.close()
         }
         client.send(Array("OK MPD \(Self.protocolVersion)\n".utf8))
@@ -216,9 +188,12 @@ public final class MPDServer: @unchecked Sendable {
 }
 
 /// One MPD client connection: its idle state and per-client settings.
+/// Everything it is sent goes through its bounded outbox (`ClientWriter`):
+/// a client that stops reading is disconnected, never waited for.
 final class MPDClient: @unchecked Sendable {
+    // Sendable because `idle` is under a Mutex and the per-client settings are touched by the client's own thread only.
     let connection: TCPConnection
-    private let writer: DispatchQueue
+    private let writer: ClientWriter
     private struct Idle {
         var pending: Set<MPDSubsystem> = []
         var waiting: Set<MPDSubsystem>?
@@ -230,24 +205,27 @@ final class MPDClient: @unchecked Sendable {
     var settleUntil: Int64 = 0
     var tagTypes = Set(MPDTags.all)
 
-    init(connection: TCPConnection) {
+    init(connection: TCPConnection, configuration: LeaderConfiguration, log: Logger) {
         self.connection = connection
-        writer = DispatchQueue(label: "tutti-mpd-writer")
-        connection.setSendTimeout(milliseconds: 5_000)
+        let stall = configuration.clientStallMilliseconds
+        connection.setSendTimeout(milliseconds: stall)
+        writer = ClientWriter(peer: "MPD \(connection.peer)", limits: configuration.clientOutbox, log: log, write: { bytes in
+            do { try connection.send(bytes) } catch NetError.timedOut {
+                throw MPDError(.system, "did not read for \(stall / 1000) s")
+            }
+        }, disconnect: { connection.close() })
     }
-
-    var isWaiting: Bool { idle.withLock { $0.waiting != nil } }
 
     /// Sends after everything queued before; never blocks the caller.
-    func send(_ bytes: [UInt8]) {
-        let connection = self.connection
-        writer.async {
-            do { try connection.send(bytes) } catch { connection.close() }
-        }
-    }
+    func send(_ bytes: [UInt8]) { writer.send(bytes) }
 
-    /// Waits until everything queued has been written.
-    func flush() { writer.sync {} }
+    /// Waits until everything queued has been written (bounded).
+    func flush() { writer.flush() }
+
+    /// The connection ended: the writer stops.
+    func finish() { writer.close(reason: "connection closed") }
+
+    var isWaiting: Bool { idle.withLock { $0.waiting != nil } }
 
     /// Starts an `idle`; returns an ACK line for unknown subsystem names.
     func beginIdle(_ names: [String]) -> [UInt8]? {

@@ -1,0 +1,99 @@
+/// What waits to be written to one control client (a JSON-RPC socket, an
+/// MPD client, a web page's WebSocket), so that the thread that produced a
+/// message never waits for the client to read it.
+///
+/// Bounded: a client that does not keep up is disconnected rather than
+/// allowed to grow the leader's memory or hold up anyone else. State
+/// notifications carry a `key` (the notification's method): a new one
+/// replaces the one of the same key still waiting, so a slow client gets
+/// the latest state, not a backlog. The replaced message is removed and
+/// the new one goes to the tail, after every reply queued before it, so a
+/// client never reads a reply that is newer than the last state it saw.
+///
+/// Pure: no I/O, no clock; the writer that owns it does the writing.
+public struct ClientOutbox: Sendable {
+    public struct Limits: Sendable, Equatable {
+        /// Bytes that may wait. One message larger than this is still
+        /// admitted into an empty outbox (a large reply to a client that
+        /// keeps up), never behind others.
+        public var maximumBytes: Int
+        /// Messages that may wait.
+        public var maximumMessages: Int
+        public init(maximumBytes: Int = 4 << 20, maximumMessages: Int = 1_024) {
+            self.maximumBytes = maximumBytes
+            self.maximumMessages = maximumMessages
+        }
+    }
+
+    public enum Admission: Equatable, Sendable {
+        /// Queued at the tail.
+        case queued
+        /// Queued at the tail; the waiting message with the same key was dropped.
+        case replaced
+        /// Not queued: the client is too far behind. The reason says by how much.
+        case overflow(reason: String)
+        /// Not queued: the outbox was closed.
+        case closed
+    }
+
+    private struct Entry: Sendable {
+        var bytes: [UInt8]
+        var key: String?
+    }
+
+    public let limits: Limits
+    private var entries: [Entry] = []
+    private var head = 0
+    public private(set) var queuedBytes = 0
+    public private(set) var isClosed = false
+    /// Notifications replaced by newer ones (coalesced), since the start.
+    public private(set) var coalesced = 0
+
+    public init(limits: Limits = Limits()) { self.limits = limits }
+
+    public var count: Int { entries.count - head }
+    public var isEmpty: Bool { count == 0 }
+
+    /// Offers a message; `key` marks it as a state notification that a
+    /// newer one of the same key supersedes.
+    public mutating func enqueue(_ bytes: [UInt8], key: String? = nil) -> Admission {
+        guard !isClosed else { return .closed }
+        var replaced = false
+        if let key, let i = entries[head...].firstIndex(where: { $0.key == key }) {
+            queuedBytes -= entries[i].bytes.count
+            entries.remove(at: i)
+            coalesced += 1
+            replaced = true
+        }
+        if !isEmpty && (queuedBytes + bytes.count > limits.maximumBytes || count + 1 > limits.maximumMessages) {
+            return .overflow(reason: "\(count) messages (\(queuedBytes) bytes) still waiting to be read, limit \(limits.maximumMessages) messages or \(limits.maximumBytes) bytes")
+        }
+        entries.append(Entry(bytes: bytes, key: key))
+        queuedBytes += bytes.count
+        return replaced ? .replaced : .queued
+    }
+
+    /// Takes the oldest message, for the writer.
+    public mutating func next() -> [UInt8]? {
+        guard head < entries.count else { return nil }
+        let bytes = entries[head].bytes
+        entries[head].bytes = []
+        head += 1
+        queuedBytes -= bytes.count
+        // Compact once the consumed prefix dominates, so the array stays small.
+        if head >= 64 && head * 2 >= entries.count {
+            entries.removeFirst(head)
+            head = 0
+        }
+        if head == entries.count { entries.removeAll(keepingCapacity: true); head = 0 }
+        return bytes
+    }
+
+    /// Drops everything waiting; later messages are refused.
+    public mutating func close() {
+        isClosed = true
+        entries.removeAll()
+        head = 0
+        queuedBytes = 0
+    }
+}

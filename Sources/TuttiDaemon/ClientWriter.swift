@@ -1,0 +1,94 @@
+import Foundation
+import TuttiCore
+import TuttiSystem
+
+/// Writes one control client's messages (JSON-RPC, MPD, WebSocket) on a
+/// thread of its own, from a bounded `ClientOutbox`, so that whoever
+/// produces a message (a command's reply, a notification fanned out to
+/// everyone) never waits for that client to read.
+///
+/// A client is disconnected, with the reason logged, when its outbox
+/// overflows (it asks faster than it reads) or when a write makes no
+/// progress for the stall limit (it stopped reading: a phone asleep with
+/// its socket open). `write` must give up after about that long; sockets
+/// do it with a send timeout.
+///
+/// Thread contract: `send`, `flush` and `close` may be called from any
+/// thread; `send` and `close` never block.
+final class ClientWriter: @unchecked Sendable {
+    // Sendable because every mutable field is guarded by `condition`.
+    typealias Write = @Sendable ([UInt8]) throws -> Void
+
+    let peer: String
+    private let log: Logger
+    private let write: Write
+    private let disconnect: @Sendable () -> Void
+    private let condition = NSCondition()
+    private var outbox: ClientOutbox
+    private var writing = false
+    private var reason: String?
+
+    /// `write` sends all bytes or throws; `disconnect` wakes the client's
+    /// reader so its connection ends (called once, from the thread that
+    /// found the fault).
+    init(peer: String, limits: ClientOutbox.Limits, log: Logger, write: @escaping Write, disconnect: @escaping @Sendable () -> Void) {
+        self.peer = peer
+        self.log = log
+        self.write = write
+        self.disconnect = disconnect
+        outbox = ClientOutbox(limits: limits)
+        startThread(name: "tutti-client-w", stackSize: 256 << 10) { [self] in run() }
+    }
+
+    /// Queues a message. `key` marks a state notification: it replaces a
+    /// waiting one with the same key.
+    func send(_ bytes: [UInt8], key: String? = nil) {
+        condition.lock()
+        let admission = outbox.enqueue(bytes, key: key)
+        condition.signal()
+        condition.unlock()
+        if case .overflow(let why) = admission { close(reason: "not reading fast enough: \(why)") }
+    }
+
+    /// Waits until everything queued so far is written (or the client is gone), at most `timeoutMilliseconds`.
+    func flush(timeoutMilliseconds: Int = 2_000) {
+        let deadline = Date(timeIntervalSinceNow: Double(timeoutMilliseconds) / 1000)
+        condition.lock()
+        while (!outbox.isEmpty || writing) && reason == nil {
+            if !condition.wait(until: deadline) { break }
+        }
+        condition.unlock()
+    }
+
+    var isClosed: Bool { condition.withLock { reason != nil } }
+
+    /// Ends the client: drops what waits and disconnects it. The first reason is logged.
+    func close(reason why: String) {
+        condition.lock()
+        let first = reason == nil
+        if first { reason = why }
+        outbox.close()
+        condition.broadcast()
+        condition.unlock()
+        guard first else { return }
+        if why != "connection closed" { log.info("client \(peer) disconnected: \(why)") }
+        disconnect()
+    }
+
+    private func run() {
+        while true {
+            condition.lock()
+            while outbox.isEmpty && reason == nil { condition.wait() }
+            guard reason == nil, let bytes = outbox.next() else { condition.unlock(); return }
+            writing = true
+            condition.unlock()
+            var failure: String?
+            do { try write(bytes) } catch { failure = "\(error)" }
+            condition.lock()
+            writing = false
+            condition.broadcast() // flush() waits for an idle writer
+            condition.unlock()
+            if let failure { close(reason: failure); return }
+        }
+    }
+}

@@ -1,0 +1,132 @@
+import Foundation
+import Synchronization
+import TuttiCore
+import TuttiNet
+import TuttiWeb
+
+/// The web app (`--web HOST:PORT`): its files, album art, and the control
+/// API, over civetweb.
+///
+/// * `GET /…` — the app's files (web/), gzipped, revalidated by ETag.
+/// * `GET /art/HASH` — a cover from the library, cached for a year (the
+///   URL is the image's content hash, so it never changes meaning).
+/// * `/ws` — a WebSocket carrying the same JSON-RPC as the TCP port, one
+///   object per text frame, notifications included: one API, not two.
+///   Each page is a `ControlServer` client with its own bounded outbox.
+/// * `POST /api` — one JSON-RPC request per body, for scripts.
+final class WebSurface: @unchecked Sendable {
+    // Sendable because `server` and `assets` are set once in init and only read after.
+    private let leader: Leader
+    private let control: ControlServer
+    private let log: Logger
+    private var server: WebServer!
+    private let assets: WebAssets
+    private let pages: Pages
+
+    init(leader: Leader, control: ControlServer, options: WebOptions, log: Logger) throws {
+        self.leader = leader
+        self.control = control
+        self.log = log
+        let root = try options.root ?? Self.findRoot()
+        assets = try WebAssets(root: root)
+        pages = Pages(control: control, stallMilliseconds: leader.configuration.clientStallMilliseconds)
+        let server = WebServer(endpoint: options.endpoint.description, timeoutMilliseconds: leader.configuration.clientStallMilliseconds,
+                               socketHandler: pages, log: log) { [unowned self] request in respond(to: request) }
+        try server.start()
+        self.server = server
+        log.info("serving \(root) (\(assets.files.count) files)")
+    }
+
+    var endpoint: Endpoint? {
+        let text = server.endpoint
+        return try? Endpoint(parsing: text)
+    }
+
+    func stop() { server.stop() }
+
+    /// The app's files: beside the executable (a build in a checkout:
+    /// .build/debug/tuttid → web/; an install: bin/tuttid → share/tutti/web).
+    static func findRoot() throws -> String {
+        let exe = (CommandLine.arguments.first.map { URL(fileURLWithPath: $0).resolvingSymlinksInPath() } ?? URL(fileURLWithPath: "."))
+        var dir = exe.deletingLastPathComponent()
+        var candidates = [dir.appendingPathComponent("../share/tutti/web").standardized.path]
+        for _ in 0..<5 {
+            candidates.append(dir.appendingPathComponent("web").path)
+            dir = dir.deletingLastPathComponent()
+        }
+        candidates.append("/usr/share/tutti/web")
+        for c in candidates where FileManager.default.fileExists(atPath: c + "/index.html") { return c }
+        throw WebAssets.LoadError.notFound(candidates.last!)
+    }
+
+    private func respond(to request: WebRequest) -> WebResponse {
+        let path = request.path
+        if path == "/api" { return api(request) }
+        guard request.method == "GET" || request.method == "HEAD" else {
+            return .text(405, "only GET here (POST goes to /api)")
+        }
+        if path.hasPrefix("/art/") { return art(String(path.dropFirst(5)), ifNoneMatch: request.headers["if-none-match"]) }
+        if let r = assets.response(for: path, acceptEncoding: request.headers["accept-encoding"], ifNoneMatch: request.headers["if-none-match"]) {
+            return r
+        }
+        return .text(404, "no such page: \(path)")
+    }
+
+    private func art(_ hash: String, ifNoneMatch: String?) -> WebResponse {
+        guard !hash.isEmpty, hash.utf8.count <= 128, hash.utf8.allSatisfy({ ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102) }) else {
+            return .text(404, "not a cover id")
+        }
+        let tag = "\"\(hash)\""
+        let headers = [("Cache-Control", "public, max-age=31536000, immutable"), ("ETag", tag)]
+        if ifNoneMatch == tag { return WebResponse(status: 304, headers: headers) }
+        guard let library = leader.library else { return .text(404, "no library") }
+        guard let cover = try? library.cover(hash: hash) else { return .text(404, "no cover \(hash)") }
+        return WebResponse(status: 200, headers: headers + [("Content-Type", cover.mime)], body: cover.bytes)
+    }
+
+    /// JSON-RPC over HTTP POST. JSON only: a page elsewhere on the web can
+    /// send a "simple" cross-site form POST, but not this one without the
+    /// browser first asking (CORS), which this server never allows.
+    private func api(_ request: WebRequest) -> WebResponse {
+        guard request.method == "POST" else { return .text(405, "POST a JSON-RPC request to /api") }
+        guard request.headers["content-type"]?.lowercased().hasPrefix("application/json") == true else {
+            return .text(415, "send the JSON-RPC request with Content-Type: application/json")
+        }
+        guard let reply = control.handle(request.body) else { return WebResponse(status: 204) }
+        guard let bytes = ControlServer.serialize(reply) else { return .text(500, "reply not serialisable") }
+        return WebResponse(status: 200, headers: [("Content-Type", "application/json")], body: bytes)
+    }
+
+    /// The pages connected over the WebSocket: each is a control client.
+    final class Pages: WebSocketHandler, @unchecked Sendable {
+        // Sendable because `clients` is under a Mutex and `control` is immutable.
+        private let control: ControlServer
+        private let stallMilliseconds: Int
+        private let clients = Mutex<[ObjectIdentifier: ControlServer.Client]>([:])
+
+        init(control: ControlServer, stallMilliseconds: Int) {
+            self.control = control
+            self.stallMilliseconds = stallMilliseconds
+        }
+
+        func opened(_ socket: WebSocket) {
+            let stall = stallMilliseconds
+            let client = control.attach(peer: "web page \(socket.peer)", newlineFramed: false, write: { bytes in
+                do { try socket.send(text: bytes) } catch WebError.writeFailed {
+                    throw WebError.writeFailed(peer: "\(socket.peer) (did not read for \(stall / 1000) s)")
+                }
+            }, disconnect: { socket.close() })
+            clients.withLock { $0[ObjectIdentifier(socket)] = client }
+        }
+
+        func received(_ message: [UInt8], on socket: WebSocket) {
+            guard let client = clients.withLock({ $0[ObjectIdentifier(socket)] }) else { return }
+            control.receive(message, from: client)
+        }
+
+        func closed(_ socket: WebSocket) {
+            guard let client = clients.withLock({ $0.removeValue(forKey: ObjectIdentifier(socket)) }) else { return }
+            control.detach(client)
+        }
+    }
+}

@@ -1,0 +1,363 @@
+import CCivetweb
+import Glibc
+import Synchronization
+import TuttiCore
+
+/// Errors of the web server, with what a user needs to act.
+public enum WebError: Error, CustomStringConvertible, Equatable {
+    /// civetweb could not start (most often: the port is taken).
+    case cannotStart(endpoint: String, reason: String)
+    /// A WebSocket message could not be written (the page went away, or stopped reading).
+    case writeFailed(peer: String)
+    case closed
+
+    public var description: String {
+        switch self {
+        case .cannotStart(let e, let r): "cannot serve the web app on \(e): \(r)"
+        case .writeFailed(let p): "the page at \(p) stopped reading"
+        case .closed: "the page's connection is closed"
+        }
+    }
+}
+
+/// One HTTP request, read whole (bodies are bounded by `WebServer.maximumBodyBytes`).
+public struct WebRequest: Sendable {
+    public var method: String
+    /// The path, URL-decoded, without the query.
+    public var path: String
+    public var query: String
+    /// Header names in lower case.
+    public var headers: [String: String]
+    public var body: [UInt8]
+    public var peer: String
+}
+
+public struct WebResponse: Sendable {
+    public var status: Int
+    public var headers: [(String, String)]
+    public var body: [UInt8]
+    public init(status: Int, headers: [(String, String)] = [], body: [UInt8] = []) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
+    public static func text(_ status: Int, _ message: String) -> WebResponse {
+        WebResponse(status: status, headers: [("Content-Type", "text/plain; charset=utf-8")], body: Array(message.utf8))
+    }
+}
+
+/// What the server calls for its WebSocket endpoint. Calls come on
+/// civetweb's worker thread of that connection, one at a time per socket.
+public protocol WebSocketHandler: AnyObject, Sendable {
+    /// The handshake is done; `socket` may be written from any thread.
+    func opened(_ socket: WebSocket)
+    /// One whole text message (fragments joined, at most `WebServer.maximumMessageBytes`).
+    func received(_ message: [UInt8], on socket: WebSocket)
+    /// The connection is gone; no write reaches it any more.
+    func closed(_ socket: WebSocket)
+}
+
+/// One open WebSocket. Writes may come from any thread and block at most
+/// the server's request timeout on a peer that stopped reading.
+public final class WebSocket: @unchecked Sendable {
+    // Sendable because `connection` is only used under `state`'s lock, and cleared (under it) when civetweb closes the connection.
+    public let peer: String
+    private let state: Mutex<Connection?>
+    /// Sendable because civetweb's mg_websocket_write takes the connection's own lock, and we stop using it under `state` once it closes.
+    private struct Connection: @unchecked Sendable { let pointer: OpaquePointer }
+    /// Fragments of a message still arriving (the worker thread's own).
+    var partial: [UInt8] = []
+    /// Set by `close()`; the next message from the page ends the connection.
+    private let closing = Atomic<Bool>(false)
+
+    init(connection: OpaquePointer, peer: String) {
+        self.peer = peer
+        state = Mutex(Connection(pointer: connection))
+    }
+
+    /// Sends one text message.
+    public func send(text: [UInt8]) throws(WebError) {
+        let ok = state.withLock { connection -> Bool? in
+            guard let connection, !closing.load(ordering: .relaxed) else { return nil }
+            let n = text.withUnsafeBufferPointer { b in
+                b.baseAddress!.withMemoryRebound(to: CChar.self, capacity: max(b.count, 1)) {
+                    mg_websocket_write(connection.pointer, Int32(MG_WEBSOCKET_OPCODE_TEXT), $0, b.count)
+                }
+            }
+            return n > 0
+        }
+        guard let ok else { throw .closed }
+        guard ok else { throw .writeFailed(peer: peer) }
+    }
+
+    /// Asks for the connection to end: nothing more is written, and
+    /// civetweb drops it at the page's next message, or when its pings go
+    /// unanswered (a page that stopped reading).
+    public func close() {
+        closing.store(true, ordering: .releasing)
+    }
+
+    var isClosing: Bool { closing.load(ordering: .acquiring) }
+
+    func detach() { state.withLock { $0 = nil } }
+}
+
+/// An HTTP and WebSocket server on civetweb: its own worker threads, one
+/// per connection (an open WebSocket keeps one), so a slow page never
+/// holds up another. Every request goes to `handler`; WebSocket upgrades
+/// on `webSocketPath` go to `socketHandler`.
+///
+/// Threads: `handler` and `socketHandler` are called on civetweb's
+/// workers, concurrently; they must be thread-safe.
+public final class WebServer: @unchecked Sendable {
+    // Sendable because `context` is set once in start() and cleared in stop(), and the handlers are immutable.
+    public typealias Handler = @Sendable (WebRequest) -> WebResponse
+
+    /// Request bodies beyond this are refused (413) before being read.
+    public static let maximumBodyBytes = 1 << 20
+    /// WebSocket messages beyond this close the connection.
+    public static let maximumMessageBytes = 64 * 1024
+
+    public let requestedEndpoint: String
+    let handler: Handler
+    let webSocketPath: String
+    let socketHandler: (any WebSocketHandler)?
+    let log: Logger
+    private var context: OpaquePointer?
+    private let threads: Int
+    private let timeoutMilliseconds: Int
+
+    /// `endpoint` is `HOST:PORT` (port 0: any free one). `timeoutMilliseconds`
+    /// bounds a read or write on one connection; a WebSocket page that
+    /// answers no ping for about five times that is dropped.
+    public init(endpoint: String, threads: Int = 64, timeoutMilliseconds: Int = 10_000,
+                webSocketPath: String = "/ws", socketHandler: (any WebSocketHandler)?, log: Logger, handler: @escaping Handler) {
+        requestedEndpoint = endpoint
+        self.threads = threads
+        self.timeoutMilliseconds = timeoutMilliseconds
+        self.webSocketPath = webSocketPath
+        self.socketHandler = socketHandler
+        self.log = log
+        self.handler = handler
+    }
+
+    deinit { stop() }
+
+    public func start() throws(WebError) {
+        mg_init_library(0)
+        let options = [
+            "listening_ports", requestedEndpoint,
+            "num_threads", String(threads),
+            "request_timeout_ms", String(timeoutMilliseconds),
+            // Pings at this interval; a page that misses several is gone.
+            "websocket_timeout_ms", String(max(timeoutMilliseconds / 5, 500)),
+            "enable_websocket_ping_pong", "yes",
+            "enable_keep_alive", "yes",
+            "keep_alive_timeout_ms", "30000",
+        ]
+        var callbacks = mg_callbacks()
+        callbacks.log_message = { connection, message in
+            guard let message, let ctx = mg_get_context(connection), let raw = mg_get_user_data(ctx) else { return 0 }
+            Unmanaged<WebServer>.fromOpaque(raw).takeUnretainedValue().log.warning("web: \(String(cString: message))")
+            return 1
+        }
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        let started: OpaquePointer? = withCStrings(options) { argv in mg_start(&callbacks, me, argv) }
+        guard let started else {
+            throw .cannotStart(endpoint: requestedEndpoint, reason: "the address is in use or not valid (see the log)")
+        }
+        context = started
+        mg_set_request_handler(started, "/", { connection, data in
+            guard let connection, let data else { return 500 }
+            return Unmanaged<WebServer>.fromOpaque(data).takeUnretainedValue().serve(connection)
+        }, me)
+        if socketHandler != nil {
+            mg_set_websocket_handler(started, webSocketPath, { connection, data in
+                guard let connection, let data else { return 1 }
+                return Unmanaged<WebServer>.fromOpaque(data).takeUnretainedValue().allowUpgrade(connection) ? 0 : 1
+            }, { connection, data in
+                guard let connection, let data else { return }
+                Unmanaged<WebServer>.fromOpaque(data).takeUnretainedValue().socketReady(connection)
+            }, { connection, bits, bytes, count, data in
+                guard let connection, let data else { return 0 }
+                return Unmanaged<WebServer>.fromOpaque(data).takeUnretainedValue().socketData(connection, bits: bits, bytes, count) ? 1 : 0
+            }, { connection, data in
+                guard let connection, let data else { return }
+                Unmanaged<WebServer>.fromOpaque(data).takeUnretainedValue().socketClosed(connection)
+            }, me)
+        }
+        log.info("web app on http://\(endpoint)")
+    }
+
+    /// The address it listens on (the real port when 0 was asked for).
+    public var endpoint: String {
+        var ports = [mg_server_port](repeating: mg_server_port(), count: 4)
+        guard let context, mg_get_server_ports(context, 4, &ports) > 0 else { return requestedEndpoint }
+        let host = requestedEndpoint.split(separator: ":").dropLast().joined(separator: ":")
+        return "\(host.isEmpty ? "0.0.0.0" : host):\(ports[0].port)"
+    }
+
+    public var port: Int {
+        Int(endpoint.split(separator: ":").last.flatMap { Int($0) } ?? 0)
+    }
+
+    public func stop() {
+        guard let context else { return }
+        self.context = nil
+        mg_stop(context)
+    }
+
+    // MARK: HTTP
+
+    private func serve(_ connection: OpaquePointer) -> Int32 {
+        guard let info = mg_get_request_info(connection)?.pointee else { return 500 }
+        var headers: [String: String] = [:]
+        withUnsafeBytes(of: info.http_headers) { raw in
+            let all = raw.bindMemory(to: mg_header.self)
+            for h in all.prefix(Int(info.num_headers)) {
+                guard let n = h.name, let v = h.value else { continue }
+                headers[String(cString: n).lowercased()] = String(cString: v)
+            }
+        }
+        let peer = remoteAddress(info)
+        var body: [UInt8] = []
+        if info.content_length > Int64(Self.maximumBodyBytes) {
+            return write(.text(413, "request body over \(Self.maximumBodyBytes) bytes"), to: connection)
+        }
+        if info.content_length > 0 || headers["transfer-encoding"] != nil {
+            var chunk = [UInt8](repeating: 0, count: 16_384)
+            while true {
+                let n = chunk.withUnsafeMutableBytes { mg_read(connection, $0.baseAddress, $0.count) }
+                if n <= 0 { break }
+                body += chunk[0..<Int(n)]
+                if body.count > Self.maximumBodyBytes {
+                    return write(.text(413, "request body over \(Self.maximumBodyBytes) bytes"), to: connection)
+                }
+            }
+        }
+        let request = WebRequest(method: info.request_method.map { String(cString: $0) } ?? "GET",
+                                 path: info.local_uri.map { String(cString: $0) } ?? "/",
+                                 query: info.query_string.map { String(cString: $0) } ?? "",
+                                 headers: headers, body: body, peer: peer)
+        return write(handler(request), to: connection)
+    }
+
+    private func write(_ response: WebResponse, to connection: OpaquePointer) -> Int32 {
+        var head = "HTTP/1.1 \(response.status) \(Self.reason(response.status))\r\n"
+        for (name, value) in response.headers { head += "\(name): \(value)\r\n" }
+        head += "Content-Length: \(response.body.count)\r\n\r\n"
+        let headBytes = Array(head.utf8)
+        _ = headBytes.withUnsafeBytes { mg_write(connection, $0.baseAddress, $0.count) }
+        if !response.body.isEmpty {
+            _ = response.body.withUnsafeBytes { mg_write(connection, $0.baseAddress, $0.count) }
+        }
+        return Int32(response.status)
+    }
+
+    static func reason(_ status: Int) -> String {
+        switch status {
+        case 200: "OK"
+        case 204: "No Content"
+        case 304: "Not Modified"
+        case 400: "Bad Request"
+        case 403: "Forbidden"
+        case 404: "Not Found"
+        case 405: "Method Not Allowed"
+        case 413: "Payload Too Large"
+        case 415: "Unsupported Media Type"
+        case 503: "Service Unavailable"
+        default: status < 400 ? "OK" : "Error"
+        }
+    }
+
+    private func remoteAddress(_ info: mg_request_info) -> String {
+        let host = withUnsafeBytes(of: info.remote_addr) { raw in
+            String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+        }
+        return "\(host):\(info.remote_port)"
+    }
+
+    // MARK: WebSocket
+
+    /// Only pages served by this leader may open the socket: a browser
+    /// sends `Origin`, and a page from elsewhere on the web must not drive
+    /// the music of the house it happens to be opened in.
+    private func allowUpgrade(_ connection: OpaquePointer) -> Bool {
+        guard let info = mg_get_request_info(connection)?.pointee else { return false }
+        var origin: String?
+        var host: String?
+        withUnsafeBytes(of: info.http_headers) { raw in
+            for h in raw.bindMemory(to: mg_header.self).prefix(Int(info.num_headers)) {
+                guard let n = h.name, let v = h.value else { continue }
+                switch String(cString: n).lowercased() {
+                case "origin": origin = String(cString: v)
+                case "host": host = String(cString: v)
+                default: break
+                }
+            }
+        }
+        guard let origin else { return true } // not a browser: the same as the TCP port
+        let allowed = Self.sameOrigin(origin: origin, host: host)
+        if !allowed { log.warning("web: refused a WebSocket from \(remoteAddress(info)) opened by a page of \(origin)") }
+        return allowed
+    }
+
+    /// Whether `Origin: scheme://authority` names the `Host` the request went to.
+    public static func sameOrigin(origin: String, host: String?) -> Bool {
+        guard let host else { return false }
+        let parts = origin.split(separator: "/", omittingEmptySubsequences: true)
+        // "http://name:8080" splits into "http:" and "name:8080"; anything more is not an origin.
+        guard parts.count == 2, parts[0].hasSuffix(":") else { return false }
+        return parts[1].lowercased() == host.lowercased()
+    }
+
+    private func socketReady(_ connection: OpaquePointer) {
+        guard let info = mg_get_request_info(connection)?.pointee else { return }
+        let socket = WebSocket(connection: connection, peer: remoteAddress(info))
+        mg_set_user_connection_data(connection, Unmanaged.passRetained(socket).toOpaque())
+        socketHandler?.opened(socket)
+    }
+
+    private func socketData(_ connection: OpaquePointer, bits: Int32, _ bytes: UnsafeMutablePointer<CChar>?, _ count: Int) -> Bool {
+        guard let raw = mg_get_user_connection_data(connection) else { return false }
+        let socket = Unmanaged<WebSocket>.fromOpaque(raw).takeUnretainedValue()
+        if socket.isClosing { return false }
+        let opcode = bits & 0x0f
+        let final = bits & 0x80 != 0
+        switch opcode {
+        case Int32(MG_WEBSOCKET_OPCODE_CONNECTION_CLOSE):
+            return false
+        case Int32(MG_WEBSOCKET_OPCODE_TEXT), Int32(MG_WEBSOCKET_OPCODE_BINARY), Int32(MG_WEBSOCKET_OPCODE_CONTINUATION):
+            if socket.partial.count + count > Self.maximumMessageBytes {
+                log.info("web: \(socket.peer) sent a message over \(Self.maximumMessageBytes) bytes: closing")
+                return false
+            }
+            if count > 0, let bytes { socket.partial += UnsafeRawBufferPointer(start: bytes, count: count) }
+            if final {
+                let message = socket.partial
+                socket.partial.removeAll(keepingCapacity: true)
+                socketHandler?.received(message, on: socket)
+            }
+            return !socket.isClosing
+        default:
+            return true // ping and pong are civetweb's
+        }
+    }
+
+    private func socketClosed(_ connection: OpaquePointer) {
+        guard let raw = mg_get_user_connection_data(connection) else { return }
+        mg_set_user_connection_data(connection, nil)
+        let socket = Unmanaged<WebSocket>.fromOpaque(raw).takeRetainedValue()
+        socket.detach()
+        socketHandler?.closed(socket)
+    }
+}
+
+/// Calls `body` with a NULL-terminated C array of the strings.
+private func withCStrings<R>(_ strings: [String], _ body: (UnsafeMutablePointer<UnsafePointer<CChar>?>) -> R) -> R {
+    let copies = strings.map { strdup($0) }
+    defer { copies.forEach { free($0) } }
+    var argv: [UnsafePointer<CChar>?] = copies.map { UnsafePointer($0) } + [nil]
+    return argv.withUnsafeMutableBufferPointer { body($0.baseAddress!) }
+}
