@@ -6,10 +6,11 @@ set -euo pipefail
 packages=(
   pkg-config
   libasound2-dev libmpg123-dev libopus-dev libsoxr-dev libsqlite3-dev libavahi-client-dev   # C libraries
-  libflac-dev libgpiod-dev
+  libflac-dev libgpiod-dev libcivetweb-dev zlib1g-dev                                       # the web app's server
   alsa-utils lame flac id3v2 mpd mpc python3 python3-pip                                    # tests: encoders, taggers, MPD peers, test servers
   ncmpcpp tmux openssl ca-certificates util-linux                                           # tests: ncmpcpp in tmux; https certificates, the CA bundle, unshare
   avahi-daemon dbus                                                                         # mDNS: discovery tests run their own daemon on loopback
+  chromium chromium-driver python3-selenium                                                 # the web app's tests drive a real browser
 )
 
 missing=()
