@@ -97,6 +97,13 @@ function wire() {
   onNotify('playlists.changed', () => { if (current === 'library' && /playlist/.test(lastLibrary)) views.library.refresh(); });
   onNotify('cache.progress', () => { /* the page starts no downloads into the cache */ });
   on('open', refreshAll);
+  // A track or stream that failed is said in words once, besides the line on Now playing.
+  let lastError = null;
+  on('status', (s) => {
+    const e = s && s.error;
+    if (e && e !== lastError) toast(e);
+    lastError = e || null;
+  });
 }
 
 // The position advances locally; this wakes the screens each time its

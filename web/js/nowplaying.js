@@ -46,7 +46,7 @@ export function createNowPlaying(selectGroup) {
     player('player.seek', { position: Math.max(0, +seek.value) });
   });
 
-  let shownCover = undefined, shownTrackId = undefined;
+  let shownCover = null, shownTrackId = null;
   function render() {
     const s = S.status || { state: 'idle' };
     const idle = s.state === 'idle';
@@ -58,8 +58,9 @@ export function createNowPlaying(selectGroup) {
     stateEl.textContent = words;
     stateEl.dataset.state = s.state;
     stateEl.classList.toggle('bad', !!s.error);
-    if (s.coverHash !== shownCover) {
-      shownCover = s.coverHash;
+    const coverKey = (s.coverHash || '') + '|' + (s.album || s.title || '');
+    if (coverKey !== shownCover) {
+      shownCover = coverKey;
       clear(artBox).appendChild(art(s.coverHash, s.album || s.title || '', 'big'));
     }
     const p = isPlaying(s);
@@ -142,7 +143,7 @@ export function createMiniPlayer(go) {
   const play = iconButton('play', 'Play', 'mini-play', toggle);
   const bar = h('div.mini-bar');
   const box = h('div.art-slot');
-  let cover;
+  let cover = null;
   const el = h('div.mini', { id: 'mini' },
     h('button.main', { type: 'button', 'aria-label': 'Show now playing', onclick: () => go('now') }, box, h('span.txt', null, t, s)),
     play, bar);
@@ -151,7 +152,8 @@ export function createMiniPlayer(go) {
     el.hidden = st.state === 'idle' && !st.title;
     t.textContent = st.title || 'Nothing playing';
     s.textContent = st.station || [st.artist, STATE_WORDS[st.state]].filter(Boolean).join(' · ');
-    if (cover !== st.coverHash) { cover = st.coverHash; clear(box).appendChild(art(st.coverHash, st.album || st.title || '', 'sm')); }
+    const key = (st.coverHash || '') + '|' + (st.album || st.title || '');
+    if (cover !== key) { cover = key; clear(box).appendChild(art(st.coverHash, st.album || st.title || '', 'sm')); }
     const p = isPlaying(st);
     swapIcon(play, p ? 'pause' : 'play', p ? 'Pause' : 'Play');
     tick();

@@ -15,7 +15,7 @@ export function trackList(tracks, opts) {
   const pick = (t) => { if (opts.onPick) opts.onPick(t); };
   return h('ul.list', null, tracks.map((t) => {
     const sub = opts.sub ? opts.sub(t) : [t.artist, t.album].filter(Boolean).join(' · ');
-    return h('li.row', { 'data-test': test, 'data-track-id': t.id, 'data-title': t.title },
+    return h('li.row' + (opts.extra ? '.x3' : ''), { 'data-test': test, 'data-track-id': t.id, 'data-title': t.title },
       h('button.main', { type: 'button', 'data-test': test + '-play', 'aria-label': 'Play ' + t.title + ' now',
         onclick: () => { pick(t); addToQueue({ trackIds: [t.id] }, 'play'); } },
         art(t.coverHash, t.album || t.title, 'sm'),

@@ -132,6 +132,9 @@ export function errText(e) {
 let toastBox = null;
 export function toast(msg, kind) {
   if (!toastBox) toastBox = $('#toasts');
+  msg = String(msg);
+  if (!/^[a-z]+:\/\//.test(msg)) msg = msg.charAt(0).toUpperCase() + msg.slice(1);
+  for (const old of toastBox.children) if (old.firstChild.textContent === msg) old.remove(); // one of each at a time
   const t = h('div.toast' + (kind === 'info' ? '.info' : ''), { 'data-test': 'toast', 'data-kind': kind || 'error', role: kind === 'info' ? 'status' : 'alert' },
     h('span', { text: msg }),
     h('button.tx', { type: 'button', 'aria-label': 'Dismiss', onclick: () => t.remove() }, icon('x')));
@@ -160,12 +163,13 @@ function modal(title, withInput, value, okLabel) {
       const v = input.value.trim();
       if (v) done(v); else input.focus();
     };
-    const key = (e) => { if (e.key === 'Escape') done(null); else if (e.key === 'Enter') ok(); };
-    clear(root).appendChild(h('form.dialog', { role: 'dialog', 'aria-modal': 'true', 'aria-label': title, onsubmit: (e) => { e.preventDefault(); ok(); } },
-      h('h2', { text: title }), input,
-      h('div.row.end',
-        h('button.btn', { type: 'button', 'data-test': 'modal-cancel', onclick: () => done(null) }, 'Cancel'),
-        h('button.btn.primary', { type: 'submit', 'data-test': 'modal-ok' }, okLabel || 'OK'))));
+    const key = (e) => { if (e.key === 'Escape') done(null); };
+    clear(root).appendChild(h('div.dialog', { role: 'dialog', 'aria-modal': 'true', 'aria-label': title },
+      h('form', { onsubmit: (e) => { e.preventDefault(); ok(); } },
+        h('h2', { text: title }), input,
+        h('div.row.end',
+          h('button.btn', { type: 'button', 'data-test': 'modal-cancel', onclick: () => done(null) }, 'Cancel'),
+          h('button.btn.primary', { type: 'submit', 'data-test': 'modal-ok' }, okLabel || 'OK')))));
     root.hidden = false;
     root.onclick = (e) => { if (e.target === root) done(null); };
     document.addEventListener('keydown', key);
