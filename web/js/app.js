@@ -98,11 +98,15 @@ function wire() {
   onNotify('cache.progress', () => { /* the page starts no downloads into the cache */ });
   on('open', refreshAll);
   // A track or stream that failed is said in words once, besides the line on Now playing.
-  let lastError = null;
+  // An error already there when the page connects is only shown on Now playing.
+  let lastError = null, fresh = true;
+  on('open', () => { fresh = true; });
   on('status', (s) => {
-    const e = s && s.error;
-    if (e && e !== lastError) toast(e);
-    lastError = e || null;
+    if (!s) return;
+    const e = s.error || null;
+    if (e && e !== lastError && !fresh) toast(e);
+    lastError = e;
+    fresh = false;
   });
 }
 

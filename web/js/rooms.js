@@ -217,8 +217,9 @@ export function createRooms(selectGroup, go) {
       placed.forEach((gid, name) => { if (gid === g.id) names.push(name); });
       names.sort();
       const live = roomsOf(g.id).filter((r) => r.connected);
-      let top = 0;
+      let top = 0; // the group's volume is its loudest room's
       for (const r of live) top = Math.max(top, r.volume);
+      if (typeof g.volume === 'number' && live.length) top = g.volume;
       if (!s.dragging) { s.gvol.value = String(top); s.gvolText.textContent = String(top); }
       s.gvol.disabled = !live.length;
       let prev = null;

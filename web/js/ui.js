@@ -5,6 +5,7 @@
 // A tag may carry classes after dots. Attribute values false/null are left out;
 // keys starting with "on" are event listeners; "text" sets textContent.
 export function h(tag, attrs, ...children) {
+  if (attrs && (attrs.nodeType || Array.isArray(attrs) || typeof attrs !== 'object')) { children.unshift(attrs); attrs = null; }
   const parts = tag.split('.');
   const el = parts[0] === 'svg' || parts[0] === 'path' ?
     document.createElementNS('http://www.w3.org/2000/svg', parts[0]) : document.createElement(parts[0] || 'div');
@@ -135,7 +136,7 @@ export function toast(msg, kind) {
   msg = String(msg);
   if (!/^[a-z]+:\/\//.test(msg)) msg = msg.charAt(0).toUpperCase() + msg.slice(1);
   for (const old of toastBox.children) if (old.firstChild.textContent === msg) old.remove(); // one of each at a time
-  const t = h('div.toast' + (kind === 'info' ? '.info' : ''), { 'data-test': 'toast', 'data-kind': kind || 'error', role: kind === 'info' ? 'status' : 'alert' },
+  const t = h('div.toast' + (kind === 'info' ? '.info' : ''), { 'data-test': 'toast', 'data-kind': kind || 'error', role: kind === 'info' ? 'status' : 'alert', onclick: () => t.remove() },
     h('span', { text: msg }),
     h('button.tx', { type: 'button', 'aria-label': 'Dismiss', onclick: () => t.remove() }, icon('x')));
   toastBox.appendChild(t);
