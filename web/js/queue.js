@@ -38,9 +38,10 @@ export function createQueue() {
       return;
     }
     const last = entries.length - 1;
+    shownCurrent = currentIndex();
     for (const e of entries) {
       const d = describe(e.uri);
-      const cur = q.current === e.index;
+      const cur = shownCurrent === e.index;
       list.appendChild(h('li.row' + (cur ? '.current' : ''), { 'data-test': 'queue-row', 'data-index': e.index, 'data-id': e.id, 'data-uri': e.uri, 'data-title': d.title, 'aria-current': cur ? 'true' : null },
         h('span.handle', { 'aria-hidden': 'true', 'data-index': e.index }, icon('drag')),
         h('button.main', { type: 'button', 'data-test': 'queue-play', 'aria-label': 'Play ' + d.title + ' from here', onclick: () => player('queue.play', { index: e.index }) },
@@ -114,6 +115,14 @@ export function createQueue() {
   list.addEventListener('pointerup', end);
   list.addEventListener('pointercancel', end);
 
+  // What plays is the player's track (queue.changed does not follow a jump to another entry).
+  let shownCurrent = null;
+  function currentIndex() {
+    const st = S.status;
+    if (st && typeof st.track === 'number') return st.track;
+    return S.queue ? S.queue.current : -1;
+  }
+  on('status', () => { if (currentIndex() !== shownCurrent) render(); });
   on('queue', render);
   on('tracks', render);
   render();

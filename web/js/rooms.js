@@ -219,7 +219,7 @@ export function createRooms(selectGroup, go) {
       const live = roomsOf(g.id).filter((r) => r.connected);
       let top = 0; // the group's volume is its loudest room's
       for (const r of live) top = Math.max(top, r.volume);
-      if (typeof g.volume === 'number' && live.length) top = g.volume;
+      // (groups.list also has a volume, but rooms.changed is what follows every volume change)
       if (!s.dragging) { s.gvol.value = String(top); s.gvolText.textContent = String(top); }
       s.gvol.disabled = !live.length;
       let prev = null;
@@ -232,7 +232,7 @@ export function createRooms(selectGroup, go) {
         if (want !== c.el) s.list.insertBefore(c.el, want);
         prev = c.el;
       }
-      if (!names.length && !s.list.querySelector('.empty')) s.list.appendChild(h('p.empty', { text: 'No rooms: pick this group on a room below or above.' }));
+      if (!names.length && !s.list.querySelector('.empty')) s.list.appendChild(h('p.empty', { text: 'No rooms yet: choose this group in a room’s Group picker.' }));
       const empty = s.list.querySelector('.empty');
       if (names.length && empty) empty.remove();
     }
