@@ -235,11 +235,44 @@ extension ControlServer {
             leader.events.emit(.playlists)
             return ["id": Int(p.id.rawValue), "name": name, "entries": ids.count, "notInLibrary": notInLibrary] as [String: Any]
         case "playlists.import":
-            let path = try string(params, "path", method: method)
-            let report = try wrap { () throws(LibraryError) in try lib.importM3U(path: path, name: params["name"] as? String) }
+            let report: M3UImportReport
+            if let content = params["content"] as? String {
+                // Uploaded text (the web app): relative entries are taken from the music folder.
+                guard content.utf8.count <= 1 << 20 else { throw RPCError(code: -32602, message: "content is over 1 MiB; an M3U of that size is not a playlist") }
+                let name = try string(params, "name", method: method, max: 256)
+                let base = leader.configuration.musicDirectory ?? "/"
+                report = try wrap { () throws(LibraryError) in try lib.importM3U(contents: Array(content.utf8), baseDirectory: base, name: name) }
+            } else {
+                guard params["path"] != nil else { throw RPCError(code: -32602, message: "playlists.import needs \"path\" (an M3U file on the leader) or \"content\" (M3U text) and \"name\"") }
+                let path = try string(params, "path", method: method)
+                report = try wrap { () throws(LibraryError) in try lib.importM3U(path: path, name: params["name"] as? String) }
+            }
             leader.events.emit(.playlists)
             return ["id": Int(report.playlist.id.rawValue), "name": report.playlist.name, "added": report.added,
                     "unresolved": report.unresolved.map { ["line": $0.line, "entry": $0.entry] as [String: Any] }] as [String: Any]
+        case "playlists.m3u":
+            let id = PlaylistID(Int64(try integer(params, "id", method: method)))
+            let folder = leader.configuration.musicDirectory
+            let text = try wrap { () throws(LibraryError) in try lib.m3u(id, relativeTo: folder) }
+            let name = try wrap { () throws(LibraryError) in try lib.playlist(id) }?.name ?? "Playlist"
+            return ["id": Int(id.rawValue), "name": name, "m3u": text]
+        case "library.artists":
+            return ["artists": try wrap { () throws(LibraryError) in try lib.artists() }.map {
+                ["name": $0.name, "albums": $0.albums, "tracks": $0.tracks] as [String: Any]
+            }]
+        case "library.albums":
+            let artist = params["artist"] == nil ? nil : try string(params, "artist", method: method, max: 1_024)
+            return ["albums": try wrap { () throws(LibraryError) in try lib.albums(artist: artist) }.map { a -> [String: Any] in
+                var o: [String: Any] = ["name": a.name, "tracks": a.tracks]
+                if let v = a.artist { o["artist"] = v }
+                if let v = a.year { o["year"] = v }
+                if let v = a.coverHash { o["coverHash"] = v }
+                return o
+            }]
+        case "library.albumTracks":
+            let album = try string(params, "album", method: method, max: 1_024)
+            let artist = params["artist"] == nil ? nil : try string(params, "artist", method: method, max: 1_024)
+            return ["tracks": try wrap { () throws(LibraryError) in try lib.albumTracks(album: album, albumArtist: artist) }.map(trackObject)]
         case "playlists.export":
             let id = PlaylistID(Int64(try integer(params, "id", method: method)))
             let path = try string(params, "path", method: method)

@@ -127,6 +127,8 @@ public final class ControlServer: @unchecked Sendable {
     private func serve(_ connection: TCPConnection) {
         let stall = leader.configuration.clientStallMilliseconds
         connection.setSendTimeout(milliseconds: stall)
+        // A bounded kernel buffer, so a client that stopped reading shows up as a stalled write.
+        connection.setSendBuffer(bytes: 64 * 1024)
         let client = attach(peer: "JSON-RPC \(connection.peer)", newlineFramed: true, write: { bytes in
             do { try connection.send(bytes) } catch NetError.timedOut {
                 throw RPCError(code: 0, message: "did not read for \(stall / 1000) s")

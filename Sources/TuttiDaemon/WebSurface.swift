@@ -126,7 +126,8 @@ final class WebSurface: @unchecked Sendable {
 
         func closed(_ socket: WebSocket) {
             guard let client = clients.withLock({ $0.removeValue(forKey: ObjectIdentifier(socket)) }) else { return }
-            control.detach(client)
+            // civetweb pings a page that sends nothing, and drops one that stops answering (asleep, or gone).
+            control.detach(client, reason: socket.closedByPage ? "connection closed" : "stopped answering pings, or the connection broke")
         }
     }
 }

@@ -100,12 +100,18 @@ extension Library {
     /// outside the library, network URLs) are reported, not fatal.
     public func importM3U(path: String, name: String? = nil) throws(LibraryError) -> M3UImportReport {
         let bytes = try Self.readFile(path)
-        let items = M3U.parse(TagText.utf8OrLatin1(bytes))
         let base = M3U.normalize(path.hasPrefix("/") ? path : Self.currentDirectory() + "/" + path)
         let directory = String(base[..<(base.lastIndex(of: "/") ?? base.startIndex)])
         var fileName = String(base.split(separator: "/").last ?? "Playlist")
         if let dot = fileName.lastIndex(of: "."), dot != fileName.startIndex { fileName = String(fileName[..<dot]) }
-        let playlistName = try Self.validName(name ?? fileName)
+        return try importM3U(contents: bytes, baseDirectory: directory, name: name ?? fileName)
+    }
+
+    /// Imports M3U/M3U8 text (uploaded from a phone, say) as a new playlist;
+    /// relative locations are taken from `baseDirectory`.
+    public func importM3U(contents bytes: [UInt8], baseDirectory directory: String, name: String) throws(LibraryError) -> M3UImportReport {
+        let items = M3U.parse(TagText.utf8OrLatin1(bytes))
+        let playlistName = try Self.validName(name)
 
         return try locked { db throws(LibraryError) in
             try db.transaction { () throws(LibraryError) -> M3UImportReport in
@@ -138,14 +144,19 @@ extension Library {
     /// atomically. Paths are relative to the file's folder unless
     /// `relativePaths` is false.
     public func exportM3U(_ id: PlaylistID, to path: String, relativePaths: Bool = true) throws(LibraryError) {
+        let absolute = M3U.normalize(path.hasPrefix("/") ? path : Self.currentDirectory() + "/" + path)
+        let directory = String(absolute[..<(absolute.lastIndex(of: "/") ?? absolute.startIndex)])
+        let text = try m3u(id, relativeTo: relativePaths ? (directory.isEmpty ? "/" : directory) : nil)
+        try Self.writeFileAtomically(absolute, Array(text.utf8))
+    }
+
+    /// The playlist as extended M3U text, with paths relative to `folder` when given.
+    public func m3u(_ id: PlaylistID, relativeTo folder: String?) throws(LibraryError) -> String {
         let rows = try entries(of: id).map { e in
             M3U.Row(path: e.track.path, title: [e.track.artist, e.track.title].compactMap { $0 }.joined(separator: " - "),
                     durationSeconds: Int(e.track.durationSeconds.rounded()))
         }
-        let absolute = M3U.normalize(path.hasPrefix("/") ? path : Self.currentDirectory() + "/" + path)
-        let directory = String(absolute[..<(absolute.lastIndex(of: "/") ?? absolute.startIndex)])
-        let text = M3U.render(rows, relativeTo: relativePaths ? (directory.isEmpty ? "/" : directory) : nil)
-        try Self.writeFileAtomically(absolute, Array(text.utf8))
+        return M3U.render(rows, relativeTo: folder)
     }
 
     // MARK: Helpers (run with the lock held)

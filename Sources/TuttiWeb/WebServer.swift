@@ -70,6 +70,12 @@ public final class WebSocket: @unchecked Sendable {
     var partial: [UInt8] = []
     /// Set by `close()`; the next message from the page ends the connection.
     private let closing = Atomic<Bool>(false)
+    private let saidGoodbye = Atomic<Bool>(false)
+
+    /// The page closed the socket itself (a close frame), rather than
+    /// vanishing: the connection broke, or it stopped answering pings.
+    public var closedByPage: Bool { saidGoodbye.load(ordering: .acquiring) }
+    func pageSaidGoodbye() { saidGoodbye.store(true, ordering: .releasing) }
 
     init(connection: OpaquePointer, peer: String) {
         self.peer = peer
@@ -240,16 +246,16 @@ public final class WebServer: @unchecked Sendable {
                                  path: info.local_uri.map { String(cString: $0) } ?? "/",
                                  query: info.query_string.map { String(cString: $0) } ?? "",
                                  headers: headers, body: body, peer: peer)
-        return write(handler(request), to: connection)
+        return write(handler(request), to: connection, head: request.method == "HEAD")
     }
 
-    private func write(_ response: WebResponse, to connection: OpaquePointer) -> Int32 {
+    private func write(_ response: WebResponse, to connection: OpaquePointer, head onlyHead: Bool = false) -> Int32 {
         var head = "HTTP/1.1 \(response.status) \(Self.reason(response.status))\r\n"
         for (name, value) in response.headers { head += "\(name): \(value)\r\n" }
         head += "Content-Length: \(response.body.count)\r\n\r\n"
         let headBytes = Array(head.utf8)
         _ = headBytes.withUnsafeBytes { mg_write(connection, $0.baseAddress, $0.count) }
-        if !response.body.isEmpty {
+        if !response.body.isEmpty && !onlyHead {
             _ = response.body.withUnsafeBytes { mg_write(connection, $0.baseAddress, $0.count) }
         }
         return Int32(response.status)
@@ -327,6 +333,7 @@ public final class WebServer: @unchecked Sendable {
         let final = bits & 0x80 != 0
         switch opcode {
         case Int32(MG_WEBSOCKET_OPCODE_CONNECTION_CLOSE):
+            socket.pageSaidGoodbye()
             return false
         case Int32(MG_WEBSOCKET_OPCODE_TEXT), Int32(MG_WEBSOCKET_OPCODE_BINARY), Int32(MG_WEBSOCKET_OPCODE_CONTINUATION):
             if socket.partial.count + count > Self.maximumMessageBytes {

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import Synchronization
 import TuttiAudio
 import TuttiCore
 import TuttiDaemon
@@ -70,7 +71,15 @@ func leaveTime(ofFrame frame: Int, timing: [(frame: Int, time: Int64)], ppm: Dou
 let testLog = Logger.silent
 
 /// A leader on an ephemeral loopback port.
-func startLeader(files: [String], codec: Codec = .pcm, loop: Bool = false, buffer: Int = 1_000,
+/// Keeps every log line, for tests that check what was logged.
+final class CapturingLog: Sendable {
+    private let captured = Mutex<[String]>([])
+    var lines: [String] { captured.withLock { $0 } }
+    var logger: Logger { Logger(label: "test") { [self] level, label, message in record("\(level) \(label): \(message)") } }
+    private func record(_ line: String) { captured.withLock { $0.append(line) } }
+}
+
+func startLeader(files: [String], codec: Codec = .pcm, loop: Bool = false, buffer: Int = 1_000, log: Logger = testLog,
                  configure: (inout LeaderConfiguration) -> Void = { _ in }) throws -> Leader {
     var c = LeaderConfiguration()
     c.listen = Endpoint(host: "127.0.0.1", port: 0)
@@ -79,7 +88,7 @@ func startLeader(files: [String], codec: Codec = .pcm, loop: Bool = false, buffe
     c.loop = loop
     c.bufferMilliseconds = buffer
     configure(&c)
-    let leader = try Leader(configuration: c, log: testLog)
+    let leader = try Leader(configuration: c, log: log)
     try leader.start()
     return leader
 }
