@@ -88,18 +88,21 @@ class Leader:
         self.next_id += 1
         if params is not None:
             req["params"] = params
-        with socket.create_connection(("127.0.0.1", self.port), timeout=10) as s:
-            s.sendall((json.dumps(req) + "\n").encode())
-            f = s.makefile("r", encoding="utf-8")
-            while True:
-                line = f.readline()
-                if not line:
-                    fail("the leader closed the control connection during %s" % method)
-                msg = json.loads(line)
-                if msg.get("id") == req["id"]:
-                    if "error" in msg:
-                        fail("%s %s: leader error %s" % (method, json.dumps(params), msg["error"].get("message")))
-                    return msg["result"]
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=10) as s:
+                s.sendall((json.dumps(req) + "\n").encode())
+                f = s.makefile("r", encoding="utf-8")
+                while True:
+                    line = f.readline()
+                    if not line:
+                        fail("the leader closed the control connection during %s" % method)
+                    msg = json.loads(line)
+                    if msg.get("id") == req["id"]:
+                        if "error" in msg:
+                            fail("%s %s: leader error %s" % (method, json.dumps(params), msg["error"].get("message")))
+                        return msg["result"]
+        except OSError as e:
+            fail("cannot reach the leader's JSON-RPC port 127.0.0.1:%d (%s: %s)" % (self.port, method, e))
 
 
 class Page:
@@ -228,13 +231,15 @@ def run(args):
         print("FAIL setup: mpc is not installed (apt-get install mpc)")
         sys.exit(2)
 
-    # What the page must show, from the leader itself.
-    rooms = leader.call("rooms.list")["rooms"]
-    if not any(r["name"] == args.room and r.get("connected", True) for r in rooms):
-        fail("room %r is not connected to the leader (rooms: %s)" % (args.room, ", ".join(r["name"] for r in rooms) or "none"))
+    # What the page must show, from the leader itself (the room may still be joining).
+    wait_leader(leader, lambda: (lambda rs: (any(r["name"] == args.room and r.get("connected", True) for r in rs),
+                                             ", ".join(r["name"] for r in rs) or "no rooms"))(leader.call("rooms.list")["rooms"]),
+                "room %r to be connected" % args.room, T)
     query = args.query
     if not query:
-        for a in leader.call("library.artists")["artists"]:
+        artists = wait_leader(leader, lambda: (lambda a: (len(a) > 0, a))(leader.call("library.artists")["artists"]),
+                              "library.artists to list an artist (the scan)", T)
+        for a in artists:
             if a["tracks"] >= 2:
                 query = a["name"]
                 break

@@ -36,7 +36,8 @@ function go(path, replace) {
 }
 
 function route() {
-  const parts = location.hash.replace(/^#\/?/, '').split('/').filter((p) => p !== '');
+  const raw = location.hash.replace(/^#\/?/, '').replace(/\/$/, '');
+  const parts = raw ? raw.split('/') : []; // inner parts may be empty (an album without an artist)
   let id = parts[0];
   if (!views[id]) id = 'now';
   if (id === 'library') lastLibrary = parts.join('/') || 'library/artists';

@@ -7,6 +7,7 @@ import { S, set, emit } from './store.js';
 import { toast, errText } from './ui.js';
 
 const TIMEOUT_MS = 15000;
+const MAX_MESSAGE = 64 * 1024; // the leader's limit for one WebSocket message
 let ws = null;
 let nextId = 1;
 const pending = new Map();
@@ -154,12 +155,18 @@ export function call(method, params, timeoutMs) {
     const id = nextId++;
     const msg = { jsonrpc: '2.0', id, method };
     if (params && Object.keys(params).length) msg.params = params;
+    const text = JSON.stringify(msg);
+    const bytes = typeof TextEncoder !== 'undefined' ? new TextEncoder().encode(text).length : text.length;
+    if (bytes > MAX_MESSAGE) { // the leader would close the connection
+      reject(new RpcError(0, method + ' is too large to send (' + Math.ceil(bytes / 1024) + ' KiB; the leader takes at most 64 KiB at once)', method));
+      return;
+    }
     const timer = setTimeout(() => {
       pending.delete(id);
       reject(new RpcError(0, 'the leader did not answer ' + method + ' in time', method));
     }, timeoutMs || TIMEOUT_MS);
     pending.set(id, { resolve, reject, timer, method });
-    ws.send(JSON.stringify(msg));
+    ws.send(text);
   });
 }
 
