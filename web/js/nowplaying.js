@@ -78,7 +78,7 @@ export function createNowPlaying(selectGroup) {
     if (s.trackId !== shownTrackId) {
       shownTrackId = s.trackId;
       showLiked();
-      if (s.trackId !== undefined && !S.liked.has(s.trackId)) {
+      if (s.trackId !== undefined) { // asked each time: another phone may have liked it
         const id = s.trackId;
         call('library.track', { id }).then((t) => { S.liked.set(id, !!t.liked); showLiked(); }, (e) => toast(errText(e)));
       }
