@@ -110,8 +110,12 @@ public final class WebSocket: @unchecked Sendable {
 }
 
 /// An HTTP and WebSocket server on civetweb: its own worker threads, one
-/// per connection (an open WebSocket keeps one), so a slow page never
-/// holds up another. Every request goes to `handler`; WebSocket upgrades
+/// per connection (an open WebSocket keeps one, so `threads` bounds the
+/// pages open at once plus page loads), so a slow page never holds up
+/// another. A write to a page that stopped reading blocks for up to the
+/// timeout: callers write from a thread of the page's own (`ClientWriter`).
+/// Plain HTTP only: Debian 12's civetweb is built against OpenSSL 1.1 and
+/// its TLS does not start with OpenSSL 3 (bench/web/server-choice). Every request goes to `handler`; WebSocket upgrades
 /// on `webSocketPath` go to `socketHandler`.
 ///
 /// Threads: `handler` and `socketHandler` are called on civetweb's
@@ -137,7 +141,7 @@ public final class WebServer: @unchecked Sendable {
     /// `endpoint` is `HOST:PORT` (port 0: any free one). `timeoutMilliseconds`
     /// bounds a read or write on one connection; a WebSocket page that
     /// answers no ping for about five times that is dropped.
-    public init(endpoint: String, threads: Int = 64, timeoutMilliseconds: Int = 10_000,
+    public init(endpoint: String, threads: Int = 128, timeoutMilliseconds: Int = 10_000,
                 webSocketPath: String = "/ws", socketHandler: (any WebSocketHandler)?, log: Logger, handler: @escaping Handler) {
         requestedEndpoint = endpoint
         self.threads = threads
@@ -161,6 +165,8 @@ public final class WebServer: @unchecked Sendable {
             "enable_websocket_ping_pong", "yes",
             "enable_keep_alive", "yes",
             "keep_alive_timeout_ms", "30000",
+            // civetweb writes a WebSocket frame's header and payload in two sends.
+            "tcp_nodelay", "1",
         ]
         var callbacks = mg_callbacks()
         callbacks.log_message = { connection, message in
