@@ -48,6 +48,11 @@ export function setQueue(q) {
 
 // Queue entries are only URIs: titles come from library.track, once per path.
 const asked = new Set();
+export function forgetTracks() { // the library changed: read titles again
+  asked.clear();
+  S.tracks.clear();
+  if (S.queue) loadQueueTracks(S.queue);
+}
 function loadQueueTracks(q) {
   if (!q || !q.entries) return;
   const want = [];

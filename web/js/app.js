@@ -5,7 +5,7 @@
 import { h, icon, toast, errText } from './ui.js';
 import { S, on, emit, set, position, groupById } from './store.js';
 import { connect, call, onNotify } from './rpc.js';
-import { refreshGroup, setQueue } from './actions.js';
+import { refreshGroup, setQueue, forgetTracks } from './actions.js';
 import { createNowPlaying, createMiniPlayer } from './nowplaying.js';
 import { createQueue } from './queue.js';
 import { createSearch } from './search.js';
@@ -94,7 +94,7 @@ function wire() {
       selectGroup('main');
     } else if (S.group !== 'main') refreshGroup();
   });
-  onNotify('library.changed', () => { if (current === 'library' || current === 'search') views[current].refresh(); });
+  onNotify('library.changed', () => { forgetTracks(); if (current === 'library' || current === 'search') views[current].refresh(); });
   onNotify('playlists.changed', () => { if (current === 'library' && /playlist/.test(lastLibrary)) views.library.refresh(); });
   onNotify('cache.progress', () => { /* the page starts no downloads into the cache */ });
   on('open', refreshAll);
