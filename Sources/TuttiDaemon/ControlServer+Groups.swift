@@ -50,7 +50,7 @@ extension ControlServer {
                     throw RPCError(code: -32602, message: "volume must be a number 0…100")
                 }
                 let rooms = g.rooms
-                let volumes = GroupVolume.scaled(rooms.map { leader.settings(of: $0).volume }, to: UInt8(raw.doubleValue.rounded()))
+                let volumes = GroupVolume.scaled(balance: leader.balance(ofGroup: g.id, rooms: rooms), to: UInt8(raw.doubleValue.rounded()))
                 for (room, volume) in zip(rooms, volumes) {
                     var settings = leader.settings(of: room)
                     settings.volume = volume

@@ -224,7 +224,12 @@ extension ControlServer {
         case "playlists.saveQueue":
             let library = lib
             let name = try string(params, "name", method: method, max: 256)
-            let paths = leader.queue.entries.map(\.uri)
+            let group = params["group"] as? String
+            let queue: PlayQueue
+            do { queue = try group.map { g throws(PlayerError) in try leader.queue(group: g) } ?? leader.queue } catch {
+                throw RPCError(code: -32602, message: error.description)
+            }
+            let paths = queue.entries.map(\.uri)
             var ids: [TrackID] = []
             var notInLibrary: [String] = []
             for path in paths {

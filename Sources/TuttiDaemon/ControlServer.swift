@@ -80,6 +80,7 @@ public final class ControlServer: @unchecked Sendable {
         case .groups: ("groups.changed", { self.groupsObject() })
         case .library: ("library.changed", { [:] })
         case .playlists: ("playlists.changed", { [:] })
+        case .health: ("rooms.health", { ["rooms": self.roomsObject().filter { $0["health"] != nil }.map { ["name": $0["name"]!, "health": $0["health"]!] }] })
         }
     }
 
@@ -346,6 +347,7 @@ public final class ControlServer: @unchecked Sendable {
             }
             if let ms = try number(params, "latencyMs", in: -1_000...5_000) { settings.latencyTrimNanoseconds = Int64(ms * 1e6) }
             leader.configure(room: room, settings)
+            leader.forgetBalance(ofGroup: leader.group(ofRoom: room).id) // the room's own level is the new balance
             return roomObject(room, settings: settings, health: leader.health[room])
         default:
             if let result = try dispatchLibrary(method, params) { return result }
@@ -395,13 +397,14 @@ public final class ControlServer: @unchecked Sendable {
 
     func roomsObject() -> [[String: Any]] {
         let health = leader.health
-        return leader.followerNames.map { roomObject($0, settings: leader.settings(of: $0), health: health[$0]) }
+        let connected = Set(leader.followerNames)
+        return leader.knownRooms.map { roomObject($0, settings: leader.settings(of: $0), health: health[$0], connected: connected.contains($0)) }
     }
 
-    private func roomObject(_ name: String, settings: RoomSettings, health: HealthReport?) -> [String: Any] {
+    private func roomObject(_ name: String, settings: RoomSettings, health: HealthReport?, connected: Bool? = nil) -> [String: Any] {
         let group = leader.group(ofRoom: name)
         var object: [String: Any] = [
-            "name": name, "connected": leader.followerNames.contains(name), "volume": Int(settings.volume), "muted": settings.muted,
+            "name": name, "connected": connected ?? leader.followerNames.contains(name), "volume": Int(settings.volume), "muted": settings.muted,
             "latencyMs": Double(settings.latencyTrimNanoseconds) / 1e6, "group": group.id, "groupName": group.name,
         ]
         if let h = health {

@@ -18,7 +18,7 @@ public struct GroupStatus: Sendable, Equatable {
 extension Leader {
     /// Rooms the leader knows: connected, placed in a group, or configured.
     public var knownRooms: [String] {
-        var all = Set(followerNames)
+        var all = Set(followerNames).union(seenRooms.withLock { $0 })
         grouping.withLock { t in
             all.formUnion(t.assignment.keys)
             all.formUnion(t.beforeParty?.keys.map { $0 } ?? [])

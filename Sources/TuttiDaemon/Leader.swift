@@ -95,6 +95,8 @@ public final class Leader: @unchecked Sendable {
     private let sessions = Mutex<[ObjectIdentifier: FollowerSession]>([:])
     private let running = Atomic<Bool>(true)
     private let roomSettings = Mutex<[String: RoomSettings]>([:])
+    /// Each group's balance between its rooms while its volume slider moves (see `GroupVolume`).
+    private let groupBalance = Mutex<[String: (rooms: [String], balance: [Double])]>([:])
     /// Every stream's epoch is a whole number of frames from here, so a room
     /// that changes group stays on the same 48 kHz grid.
     let gridOrigin = LeaderTime(nanoseconds: Monotonic.now())
@@ -124,6 +126,9 @@ public final class Leader: @unchecked Sendable {
     private let stateDirty = Atomic<Bool>(false)
     private let stateWake = DispatchSemaphore(value: 0)
     private let healthReports = Mutex<[String: HealthReport]>([:])
+    private let lastHealthAnnounced = Atomic<Int64>(0)
+    /// Every room that has joined since start: a speaker switched off is still a room (shown offline).
+    let seenRooms = Mutex<Set<String>>([])
     /// Wakes the heard-watcher: a command, or a player's next heard change moved.
     private let heardWake = DispatchSemaphore(value: 0)
     /// The main group's time heard playing: finished spans, and the start of the current one.
@@ -399,6 +404,7 @@ public final class Leader: @unchecked Sendable {
     /// Called by a session once its follower is welcomed to `stream`: it
     /// gets the chunks still ahead of now (the live position) then everything new.
     fileprivate func join(_ session: FollowerSession, stream: LeaderStream) {
+        if let name = session.name { seenRooms.withLock { _ = $0.insert(name) } }
         let now = LeaderTime(nanoseconds: Monotonic.now())
         stream.backlog.withLock { chunks in
             for chunk in chunks where chunk.pts > now { session.enqueue(chunk.bytes) }
@@ -446,6 +452,12 @@ public final class Leader: @unchecked Sendable {
 
     fileprivate func record(health: HealthReport, from name: String) {
         healthReports.withLock { $0[name] = health }
+        // Pages show each room's sync: one announcement a second, whatever the number of rooms.
+        let now = Monotonic.now()
+        let last = lastHealthAnnounced.load(ordering: .relaxed)
+        if now - last >= nanosecondsPerSecond, lastHealthAnnounced.compareExchange(expected: last, desired: now, ordering: .relaxed).exchanged {
+            events.emit(.health)
+        }
     }
 
     private func broadcast(_ message: Message, pts: LeaderTime, on stream: LeaderStream) {
@@ -518,6 +530,22 @@ public final class Leader: @unchecked Sendable {
         for session in targets { session.enqueue(Message.settings(settings).encoded()) }
         events.emit(.mixer)
     }
+
+    /// The rooms' balance for a group volume change: the one kept since the
+    /// group's volume was last moved, while its rooms are the same, else
+    /// their volumes now.
+    func balance(ofGroup group: String, rooms: [String]) -> [Double] {
+        groupBalance.withLock { kept in
+            if let b = kept[group], b.rooms == rooms { return b.balance }
+            let volumes = rooms.map { settings(of: $0).volume }
+            let b = GroupVolume.balance(of: volumes) ?? volumes.map { _ in 1 }
+            kept[group] = (rooms, b)
+            return b
+        }
+    }
+
+    /// A room's own volume changed: its group's balance is what the rooms are at now.
+    func forgetBalance(ofGroup group: String) { groupBalance.withLock { _ = $0.removeValue(forKey: group) } }
 
     public func settings(of room: String) -> RoomSettings {
         roomSettings.withLock { $0[room] } ?? RoomSettings()

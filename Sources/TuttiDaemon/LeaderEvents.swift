@@ -22,6 +22,8 @@ public enum LeaderEvent: Sendable, Hashable, CaseIterable {
     case library
     /// Stored playlists changed.
     case playlists
+    /// Rooms reported their sync health (at most once a second).
+    case health
 }
 
 /// Fan-out of `LeaderEvent`s to subscribers. Callbacks run on the thread

@@ -126,8 +126,8 @@ public final class WebServer: @unchecked Sendable {
 
     /// Request bodies beyond this are refused (413) before being read.
     public static let maximumBodyBytes = 1 << 20
-    /// WebSocket messages beyond this close the connection.
-    public static let maximumMessageBytes = 64 * 1024
+    /// WebSocket messages beyond this close the connection (a playlist upload is at most 1 MiB of M3U).
+    public static let maximumMessageBytes = (1 << 20) + 64 * 1024
 
     public let requestedEndpoint: String
     let handler: Handler

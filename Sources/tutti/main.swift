@@ -484,6 +484,8 @@ case "watch":
                 print(describeStatus(params))
             } else if method == "rooms.changed" {
                 for r in params["rooms"] as? [[String: Any]] ?? [] { print(describeRoom(r)) }
+            } else if method == "rooms.health" {
+                continue // once a second: `tutti rooms` shows it when asked
             } else if method == "groups.changed" {
                 print("groups:")
                 for g in params["groups"] as? [[String: Any]] ?? [] { print("  " + describeGroup(g)) }

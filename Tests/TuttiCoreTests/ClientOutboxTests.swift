@@ -89,3 +89,15 @@ import TuttiCore
         #expect(GroupVolume.of([]) == 0 && GroupVolume.scaled([], to: 50) == [])
     }
 }
+
+@Suite struct GroupVolumeBalanceTests {
+    @Test func aKeptBalanceSurvivesADragThroughSilence() throws {
+        let b = try #require(GroupVolume.balance(of: [60, 30, 15]))
+        // Down to 0 and back: the rooms return to their balance, not to one level.
+        #expect(GroupVolume.scaled(balance: b, to: 0) == [0, 0, 0])
+        #expect(GroupVolume.scaled(balance: b, to: 1) == [1, 1, 0])
+        #expect(GroupVolume.scaled(balance: b, to: 60) == [60, 30, 15])
+        #expect(GroupVolume.scaled(balance: b, to: 80) == [80, 40, 20])
+        #expect(GroupVolume.balance(of: [0, 0]) == nil)
+    }
+}
