@@ -61,7 +61,11 @@ except ImportError as e:  # pragma: no cover
     sys.exit(2)
 
 PHONE = (390, 844)
-MPD_LIMIT_MS = 200
+# A page that polled would show an mpc change up to a polling interval late;
+# pushed, it shows it as mpc returns (pause/play: once heard, ~100 ms). The
+# 200 ms target is measured by bench/web over 100 commands; this bound only
+# has to tell push from polling, and survive a loaded CI machine.
+MPD_LIMIT_MS = 1000
 
 
 class Failure(Exception):
