@@ -194,8 +194,12 @@ public final class Leader: @unchecked Sendable {
         stream.player = StreamPlayer(configuration: setup, streamID: stream.id, gridOrigin: gridOrigin, log: log.with(label: group == RoomGroups.mainID ? "player" : "player \(group)"),
                                      restoring: snapshot,
                                      opener: { uri, frame in try opener.openForPlayback(uri, startFrame: frame) },
-                                     broadcast: { [unowned self, unowned stream] message, pts in broadcast(message, pts: pts, on: stream) },
-                                     purge: { [unowned stream] pts in stream.backlog.withLock { $0.removeAll { $0.pts >= pts } } })
+                                     // Weak: a stopped leader may be gone while its source thread finishes its last chunk.
+                                     broadcast: { [weak self, weak stream] message, pts in
+                                         guard let self, let stream else { return }
+                                         broadcast(message, pts: pts, on: stream)
+                                     },
+                                     purge: { [weak stream] pts in stream?.backlog.withLock { $0.removeAll { $0.pts >= pts } } })
         stream.player.onHeardChangeMoved = { [heardWake] in heardWake.signal() }
         return stream
     }
@@ -555,7 +559,8 @@ public final class Leader: @unchecked Sendable {
 /// One connected follower, seen from the leader.
 final class FollowerSession: @unchecked Sendable {
     let connection: TCPConnection
-    unowned let leader: Leader
+    /// Strong: a session's threads may finish after the leader stopped; it is released when the session is removed.
+    let leader: Leader
     private let log: Logger
     private let queue = NSCondition()
     private var queued: [(bytes: [UInt8], at: Int64)] = []

@@ -31,7 +31,9 @@ final class WebSurface: @unchecked Sendable {
         assets = try WebAssets(root: root)
         pages = Pages(control: control, stallMilliseconds: leader.configuration.clientStallMilliseconds)
         let server = WebServer(endpoint: options.endpoint.description, timeoutMilliseconds: leader.configuration.clientStallMilliseconds,
-                               socketHandler: pages, log: log) { [unowned self] request in respond(to: request) }
+                               socketHandler: pages, log: log) { [weak self] request in
+            self?.respond(to: request) ?? .text(503, "the leader is stopping")
+        }
         try server.start()
         self.server = server
         log.info("serving \(root) (\(assets.files.count) files)")
