@@ -29,6 +29,8 @@ public enum DaemonUsage {
       --mpd HOST:PORT        MPD protocol server (default 127.0.0.1:6600; "off" for none)
       --web HOST:PORT        the web app, http://HOST:PORT (default 0.0.0.0:8080, skipped with a
                              warning if that port is taken; "off" for none)
+      --snapcast-stream HOST:PORT  where stock Snapcast clients (snapclient) join (default 0.0.0.0:1704,
+                             skipped with a warning if taken; "off" for none; see docs/snapcast.md)
       --web-root DIR         the web app's files (default: found beside tuttid, or /usr/share/tutti/web)
       --music DIR            music folder, scanned into the library at start-up
       --buttons FILE         button mapping (media keys, GPIO, IR; see hardware/buttons.md)
@@ -82,6 +84,8 @@ public extension DaemonCommand {
             c.control = Endpoint(host: "127.0.0.1", port: 4954)
             c.mpd = Endpoint(host: "127.0.0.1", port: 6600)
             c.web = WebOptions(endpoint: Endpoint(host: "0.0.0.0", port: 8080), required: false)
+            c.snapcastStream = Endpoint(host: "0.0.0.0", port: 1704)
+            c.snapcastStreamRequired = false
             c.announce = true
             while !args.isEmpty {
                 let flag = args.take()
@@ -103,6 +107,12 @@ public extension DaemonCommand {
                     let text = try args.value(flag)
                     if text == "off" { c.web = nil } else {
                         do { c.web = WebOptions(endpoint: try Endpoint(parsing: text, defaultPort: 8080), required: true, root: c.web?.root) } catch { throw UsageError("--web: \(error)") }
+                    }
+                case "--snapcast-stream":
+                    let text = try args.value(flag)
+                    if text == "off" { c.snapcastStream = nil } else {
+                        do { c.snapcastStream = try Endpoint(parsing: text, defaultPort: 1704) } catch { throw UsageError("--snapcast-stream: \(error)") }
+                        c.snapcastStreamRequired = true
                     }
                 case "--web-root":
                     let dir = try args.value(flag)

@@ -71,6 +71,11 @@ public struct LeaderConfiguration: Sendable {
     /// so tests that build leaders directly stay off the network; the
     /// command line turns it on (see docs/discovery.md).
     public var announce = false
+    /// Where stock Snapcast clients (snapclient, Snapdroid, ESP32 speakers)
+    /// connect with Snapcast's binary protocol (nil: none); see docs/snapcast.md.
+    public var snapcastStream: Endpoint? = nil
+    /// Asked for explicitly: a taken port stops the leader; the default one is skipped with a warning.
+    public var snapcastStreamRequired = true
     /// The announced service name (nil: "Tutti on HOSTNAME").
     public var announceName: String? = nil
 
@@ -92,6 +97,8 @@ public final class Leader: @unchecked Sendable {
     public var streamID: UInt32 { mainStream.id }
     let log: Logger
     private let listener: TCPListener
+    /// Snapcast's stream port, when `snapcastStream` is set.
+    private let snapcastListener: TCPListener?
     private let sessions = Mutex<[ObjectIdentifier: FollowerSession]>([:])
     private let running = Atomic<Bool>(true)
     private let roomSettings = Mutex<[String: RoomSettings]>([:])
@@ -142,6 +149,13 @@ public final class Leader: @unchecked Sendable {
         self.configuration = configuration
         self.log = log
         listener = try TCPListener(endpoint: configuration.listen)
+        do {
+            snapcastListener = try configuration.snapcastStream.map { e throws(NetError) in try TCPListener(endpoint: e) }
+        } catch {
+            guard !configuration.snapcastStreamRequired else { throw error }
+            log.warning("\(error); Snapcast clients cannot join (give --snapcast-stream HOST:PORT to choose another port)")
+            snapcastListener = nil
+        }
         var snapshot: PlayerSnapshot?
         var savedGroups: RoomGroups?
         var groupSnapshots: [String: PlayerSnapshot] = [:]
@@ -207,6 +221,9 @@ public final class Leader: @unchecked Sendable {
     /// Where followers connect (the real port when 0 was asked for).
     public var endpoint: Endpoint { listener.endpoint }
 
+    /// Where Snapcast clients connect, when enabled (the real port when 0 was asked for).
+    public var snapcastEndpoint: Endpoint? { snapcastListener?.endpoint }
+
     /// True once every file has been played (never with `loop`).
     public var finished: Bool { mainStream.player.ended }
 
@@ -234,7 +251,11 @@ public final class Leader: @unchecked Sendable {
         // Fail early on an impossible encoder configuration.
         _ = try makeEncoder(configuration.codec, bitrateKbps: configuration.bitrateKbps, frameSize: configuration.framesPerChunk)
         log.info("leader listening on \(listener.endpoint), \(configuration.codec) \(configuration.codec == .opus ? "\(configuration.bitrateKbps) kbps " : "")\(configuration.frameMilliseconds) ms chunks, buffer \(configuration.bufferMilliseconds) ms")
-        Thread.detachNewThread { [self] in nameThread("tutti-accept"); acceptLoop() }
+        Thread.detachNewThread { [self] in nameThread("tutti-accept"); acceptLoop(listener, dialect: .tutti) }
+        if let snapcastListener {
+            log.info("Snapcast clients on \(snapcastListener.endpoint)")
+            Thread.detachNewThread { [self] in nameThread("tutti-snap-accept"); acceptLoop(snapcastListener, dialect: .snapcast) }
+        }
         if configuration.control != nil || configuration.web != nil {
             // The web app speaks the same JSON-RPC, so it needs the server even without its TCP port.
             let server = try ControlServer(leader: self, endpoint: configuration.control, log: log.with(label: "control"))
@@ -310,6 +331,7 @@ public final class Leader: @unchecked Sendable {
     /// Announces what a stream's listeners hear change, and records finished plays.
     private func watchHeard(_ stream: LeaderStream) {
         let now = stream.player.nowPlaying()
+        StandardErrorLog.write("HEARD \(Monotonic.now()/1_000_000) \(now.state) \(String(describing: now.entryID)) ended=\(stream.player.ended) last=\(String(describing: stream.lastHeard))\n")
         if stream.group == RoomGroups.mainID {
             let t = Monotonic.now()
             playTime.withLock { p in
@@ -371,6 +393,7 @@ public final class Leader: @unchecked Sendable {
         heardWake.signal()
         announcer?.stop() // withdrawn first: nobody should find a leader that is going
         listener.close()
+        snapcastListener?.close()
         for stream in streams.withLock({ Array($0.values) }) { stream.player.stop() }
         webSurface?.stop()
         controlServer?.stop()
@@ -381,14 +404,14 @@ public final class Leader: @unchecked Sendable {
 
     // MARK: Followers
 
-    private func acceptLoop() {
+    private func acceptLoop(_ listener: TCPListener, dialect: FollowerSession.Dialect) {
         while running.load(ordering: .relaxed) {
             let connection: TCPConnection
             do { connection = try listener.accept() } catch {
                 if running.load(ordering: .relaxed) { log.error("accept failed: \(error)") }
                 return
             }
-            let session = FollowerSession(connection: connection, leader: self, log: log)
+            let session = FollowerSession(connection: connection, leader: self, log: log, dialect: dialect)
             sessions.withLock { $0[ObjectIdentifier(session)] = session }
             session.start()
         }
@@ -407,11 +430,11 @@ public final class Leader: @unchecked Sendable {
 
     /// Called by a session once its follower is welcomed to `stream`: it
     /// gets the chunks still ahead of now (the live position) then everything new.
-    fileprivate func join(_ session: FollowerSession, stream: LeaderStream) {
+    func join(_ session: FollowerSession, stream: LeaderStream) {
         if let name = session.name { seenRooms.withLock { _ = $0.insert(name) } }
         let now = LeaderTime(nanoseconds: Monotonic.now())
         stream.backlog.withLock { chunks in
-            for chunk in chunks where chunk.pts > now { session.enqueue(chunk.bytes) }
+            for chunk in chunks where chunk.pts > now { session.send(chunk.message, encoded: chunk.bytes) }
             session.streamID.store(stream.id, ordering: .releasing)
         }
         // The room may have been moved between its welcome and now.
@@ -429,8 +452,9 @@ public final class Leader: @unchecked Sendable {
         stream.backlog.withLock { chunks in
             let current = session.streamID.load(ordering: .acquiring)
             guard current != 0, current != stream.id else { return }
-            session.enqueue(Message.follow(stream: describe(stream), from: from).encoded())
-            for c in chunks where c.pts + chunk > from { session.enqueue(c.bytes) }
+            let follow = Message.follow(stream: describe(stream), from: from)
+            session.send(follow, encoded: follow.encoded())
+            for c in chunks where c.pts + chunk > from { session.send(c.message, encoded: c.bytes) }
             session.streamID.store(stream.id, ordering: .releasing)
         }
     }
@@ -448,7 +472,7 @@ public final class Leader: @unchecked Sendable {
         }
     }
 
-    fileprivate func remove(_ session: FollowerSession) {
+    func remove(_ session: FollowerSession) {
         sessions.withLock { _ = $0.removeValue(forKey: ObjectIdentifier(session)) }
         if let name = session.name { healthReports.withLock { _ = $0.removeValue(forKey: name) } }
         events.emit(.rooms)
@@ -470,10 +494,10 @@ public final class Leader: @unchecked Sendable {
         // Under the backlog lock so a joining follower sees each chunk exactly once.
         let targets: [FollowerSession] = stream.backlog.withLock { chunks in
             chunks.removeAll { $0.pts <= now }
-            chunks.append((pts, bytes))
+            chunks.append((pts, message, bytes))
             return sessions.withLock { Array($0.values) }.filter { $0.streamID.load(ordering: .acquiring) == stream.id }
         }
-        for session in targets { session.enqueue(bytes) }
+        for session in targets { session.send(message, encoded: bytes) }
     }
 
     // MARK: Player
@@ -531,7 +555,9 @@ public final class Leader: @unchecked Sendable {
     public func configure(room: String, _ settings: RoomSettings) {
         roomSettings.withLock { $0[room] = settings }
         let targets = sessions.withLock { $0.values.filter { $0.name == room } }
-        for session in targets { session.enqueue(Message.settings(settings).encoded()) }
+        let message = Message.settings(settings)
+        let bytes = message.encoded()
+        for session in targets { session.send(message, encoded: bytes) }
         events.emit(.mixer)
     }
 
@@ -561,30 +587,52 @@ final class FollowerSession: @unchecked Sendable {
     let connection: TCPConnection
     /// Strong: a session's threads may finish after the leader stopped; it is released when the session is removed.
     let leader: Leader
-    private let log: Logger
+    let log: Logger
     private let queue = NSCondition()
     private var queued: [(bytes: [UInt8], at: Int64)] = []
     private var queuedBytes = 0
     private var closed = false
-    private(set) var name: String?
+    var name: String?
     /// The stream this follower is sent (0 until it joined); set under that
     /// stream's backlog lock once its backlog was queued.
     let streamID = Atomic<UInt32>(0)
 
-    init(connection: TCPConnection, leader: Leader, log: Logger) {
+    /// What the peer speaks: Tutti's protocol, or Snapcast's (a stock snapclient).
+    enum Dialect { case tutti, snapcast }
+    let dialect: Dialect
+    /// Snapcast only: the stream whose chunks go to this client (a
+    /// snapclient knows no streams: chunks of the one it left are dropped here).
+    let snapcastStream = Atomic<UInt32>(0)
+
+    init(connection: TCPConnection, leader: Leader, log: Logger, dialect: Dialect = .tutti) {
         self.connection = connection
         self.leader = leader
         self.log = log
+        self.dialect = dialect
     }
 
     func start() {
-        Thread.detachNewThread { [self] in nameThread("tutti-session-r"); readLoop() }
+        Thread.detachNewThread { [self] in
+            nameThread("tutti-session-r")
+            switch dialect {
+            case .tutti: readLoop()
+            case .snapcast: snapcastReadLoop()
+            }
+        }
         Thread.detachNewThread { [self] in nameThread("tutti-session-w"); writeLoop() }
+    }
+
+    /// Sends a message of the leader's (`encoded` is its Tutti form, shared by every session).
+    func send(_ message: Message, encoded: [UInt8]) {
+        switch dialect {
+        case .tutti: enqueue(encoded)
+        case .snapcast: if let bytes = snapcastForm(of: message) { enqueue(bytes) }
+        }
     }
 
     /// Queues bytes for this follower without ever blocking the caller; a
     /// follower that falls too far behind is disconnected.
-    func enqueue(_ bytes: [UInt8]) {
+    private func enqueue(_ bytes: [UInt8]) {
         queue.lock()
         if closed { queue.unlock(); return }
         let now = Monotonic.now()
@@ -615,9 +663,10 @@ final class FollowerSession: @unchecked Sendable {
         leader.remove(self)
         // Saying goodbye may block on a peer that stopped reading: never on the caller's thread.
         let connection = self.connection
+        let sayBye = dialect == .tutti // a snapclient knows no goodbye: its socket just closes
         Thread.detachNewThread {
             connection.setSendTimeout(milliseconds: 200)
-            try? connection.send(Message.bye(reason: reason).encoded())
+            if sayBye { try? connection.send(Message.bye(reason: reason).encoded()) }
             connection.close()
         }
     }
@@ -697,7 +746,7 @@ final class LeaderStream: @unchecked Sendable {
     let group: String
     var player: StreamPlayer!
     /// Chunks whose PTS is still ahead, for followers that join mid-stream.
-    let backlog = Mutex<[(pts: LeaderTime, bytes: [UInt8])]>([])
+    let backlog = Mutex<[(pts: LeaderTime, message: Message, bytes: [UInt8])]>([])
     // Used by the leader's heard-watcher thread only.
     var lastHeard: (PlayerState, UInt32?)?
     var heard = PlayHistoryTracker()

@@ -1,0 +1,116 @@
+import Foundation
+import TuttiCore
+import TuttiAudio
+import TuttiNet
+
+/// A stock Snapcast client (snapclient, Snapdroid, an ESP32 speaker) as a
+/// room: it gets the group's chunks, encoded once for every room, framed
+/// as Snapcast wire chunks; its volume, mute and latency trim as Snapcast
+/// server settings. Snapcast's clients know no flush: a cut (pause, skip,
+/// seek) or a change of group sends a fresh codec header, which makes a
+/// client drop what it holds, and the audio from the cut on follows.
+extension FollowerSession {
+    /// The room a snapclient is: the ID it was given (`--hostID`) when
+    /// that is not its MAC address, else its host name (with its instance
+    /// number past the first, as snapclient -i gives several per host).
+    static func snapcastRoomName(hello: [String: Any]) -> String {
+        let id = (hello["ID"] as? String) ?? ""
+        let mac = (hello["MAC"] as? String) ?? ""
+        let host = (hello["HostName"] as? String) ?? ""
+        let instance = (hello["Instance"] as? NSNumber)?.intValue ?? 1
+        var name: String
+        if !id.isEmpty && id != mac && !(id.hasPrefix(mac) && id.dropFirst(mac.count).hasPrefix("#")) {
+            name = id
+        } else {
+            name = host.isEmpty ? (id.isEmpty ? "snapclient" : id) : host
+            if instance > 1 { name += " \(instance)" }
+        }
+        // A room name is a short line of text.
+        return String(name.unicodeScalars.filter { $0.value >= 0x20 && $0.value != 0x7f }.prefix(64).map(Character.init))
+    }
+
+    static func snapcastSettings(_ s: RoomSettings, bufferMilliseconds: Int) -> SnapcastMessage {
+        let latency = Int((Double(s.latencyTrimNanoseconds) / 1e6).rounded())
+        return .serverSettings(json: #"{"bufferMs":\#(bufferMilliseconds),"latency":\#(latency),"muted":\#(s.muted),"volume":\#(s.volume)}"#)
+    }
+
+    private var snapcastNow: SnapcastTime { SnapcastTime(nanoseconds: Monotonic.now()) }
+
+    /// The leader's message as this client needs it, or nil for none.
+    func snapcastForm(of message: Message) -> [UInt8]? {
+        let buffer = Int64(leader.configuration.bufferMilliseconds) * nanosecondsPerMillisecond
+        switch message {
+        case .chunk(let c):
+            guard c.streamID == snapcastStream.load(ordering: .acquiring) else { return nil }
+            // A snapclient hears a chunk at its timestamp plus the buffer, on the server's clock (CLOCK_MONOTONIC, as Tutti's PTS).
+            return SnapcastMessage.wireChunk(timestamp: SnapcastTime(nanoseconds: c.pts.nanoseconds - buffer), payload: c.payload).encoded(sent: snapcastNow)
+        case .flush(let stream, _, _):
+            guard stream == snapcastStream.load(ordering: .acquiring) else { return nil }
+            return SnapcastMessage.codecHeader(for: leader.configuration.codec).encoded(sent: snapcastNow)
+        case .follow(let stream, _):
+            snapcastStream.store(stream.streamID, ordering: .releasing)
+            return SnapcastMessage.codecHeader(for: leader.configuration.codec).encoded(sent: snapcastNow)
+        case .settings(let s):
+            return Self.snapcastSettings(s, bufferMilliseconds: leader.configuration.bufferMilliseconds).encoded(sent: snapcastNow)
+        default:
+            return nil
+        }
+    }
+
+    func snapcastReadLoop() {
+        connection.setReceiveTimeout(milliseconds: 5_000)
+        var framer = SnapcastFramer()
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 16_384, alignment: 8)
+        defer { buffer.deallocate() }
+        do throws(any Error) {
+            while true {
+                let (n, arrival) = try connection.receive(into: buffer)
+                if n == 0 { close(reason: "connection closed"); return }
+                let received = arrival != 0 ? arrival : Monotonic.now()
+                framer.append(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
+                while let (header, message) = try framer.next() {
+                    switch message {
+                    case .hello(let json)?:
+                        guard name == nil else { continue }
+                        guard let hello = (try? JSONSerialization.jsonObject(with: Data(json.utf8))) as? [String: Any] else {
+                            close(reason: "a Snapcast Hello that is not a JSON object"); return
+                        }
+                        try welcomeSnapclient(hello, helloID: header.id)
+                    case .time?:
+                        // The client works out the offset from our receive and send times, as snapserver does.
+                        let latency = SnapcastTime(nanoseconds: received - header.sent.nanoseconds)
+                        try connection.send {
+                            SnapcastMessage.time(latency: latency).encoded(refersTo: header.id, sent: snapcastNow, received: SnapcastTime(nanoseconds: received))
+                        }
+                    case .clientInfo(let json)?:
+                        // The client's own mixer moved: the room's volume follows.
+                        guard let room = name, let info = (try? JSONSerialization.jsonObject(with: Data(json.utf8))) as? [String: Any] else { continue }
+                        var s = leader.settings(of: room)
+                        if let v = (info["volume"] as? NSNumber)?.doubleValue, v.isFinite { s.volume = UInt8(max(0, min(100, v.rounded()))) }
+                        if let m = info["muted"] as? Bool { s.muted = m }
+                        if s != leader.settings(of: room) { leader.configure(room: room, s) }
+                    default:
+                        break // nothing else is sent by a client
+                    }
+                }
+            }
+        } catch {
+            close(reason: "\(error)")
+        }
+    }
+
+    private func welcomeSnapclient(_ hello: [String: Any], helloID: UInt16) throws {
+        let room = Self.snapcastRoomName(hello: hello)
+        name = room
+        leader.admitDuringParty(room)
+        let stream = leader.stream(forRoom: room)
+        snapcastStream.store(stream.id, ordering: .releasing)
+        let settings = Self.snapcastSettings(leader.settings(of: room), bufferMilliseconds: leader.configuration.bufferMilliseconds)
+        try connection.send(settings.encoded(refersTo: helloID, sent: snapcastNow))
+        try connection.send(SnapcastMessage.codecHeader(for: leader.configuration.codec).encoded(sent: snapcastNow))
+        let version = (hello["Version"] as? String) ?? "?"
+        log.info("snapclient \(room) (\(hello["ClientName"] as? String ?? "Snapclient") \(version), protocol \(hello["SnapStreamProtocolVersion"] ?? 1)) joined from \(connection.peer)")
+        leader.join(self, stream: stream)
+        connection.setReceiveTimeout(milliseconds: 30_000)
+    }
+}
