@@ -11,6 +11,7 @@ packages=(
   ncmpcpp tmux openssl ca-certificates util-linux                                           # tests: ncmpcpp in tmux; https certificates, the CA bundle, unshare
   avahi-daemon dbus                                                                         # mDNS: discovery tests run their own daemon on loopback
   chromium chromium-driver python3-selenium                                                 # the web app's tests drive a real browser
+  snapclient                                                                                # Snapcast compatibility: the stock client as a room
 )
 
 missing=()
@@ -26,6 +27,9 @@ fi
 
 command -v swift >/dev/null || { echo "setup: the Swift toolchain (swift) is not on PATH" >&2; exit 1; }
 
-# python-mpd2, the second real MPD client the MPD tests drive.
+# python-mpd2, the second real MPD client the MPD tests drive; python-snapcast
+# (PyPI "snapcast"), the library Home Assistant's Snapcast integration is built on.
 python3 -c 'import mpd' 2>/dev/null || python3 -m pip install --quiet python-mpd2 \
   || python3 -m pip install --quiet --break-system-packages python-mpd2
+python3 -c 'import snapcast.control' 2>/dev/null || python3 -m pip install --quiet snapcast \
+  || python3 -m pip install --quiet --break-system-packages snapcast

@@ -31,6 +31,9 @@ public enum DaemonUsage {
                              warning if that port is taken; "off" for none)
       --snapcast-stream HOST:PORT  where stock Snapcast clients (snapclient) join (default 0.0.0.0:1704,
                              skipped with a warning if taken; "off" for none; see docs/snapcast.md)
+      --snapcast-control HOST:PORT  Snapcast's JSON-RPC for Home Assistant and python-snapcast
+                             (default 0.0.0.0:1705; "off" for none)
+      --snapcast-http HOST:PORT     the same over HTTP and WebSocket at /jsonrpc (default 0.0.0.0:1780)
       --web-root DIR         the web app's files (default: found beside tuttid, or /usr/share/tutti/web)
       --music DIR            music folder, scanned into the library at start-up
       --buttons FILE         button mapping (media keys, GPIO, IR; see hardware/buttons.md)
@@ -86,6 +89,8 @@ public extension DaemonCommand {
             c.web = WebOptions(endpoint: Endpoint(host: "0.0.0.0", port: 8080), required: false)
             c.snapcastStream = Endpoint(host: "0.0.0.0", port: 1704)
             c.snapcastStreamRequired = false
+            c.snapcastControl = Endpoint(host: "0.0.0.0", port: 1705)
+            c.snapcastHTTP = Endpoint(host: "0.0.0.0", port: 1780)
             c.announce = true
             while !args.isEmpty {
                 let flag = args.take()
@@ -114,6 +119,14 @@ public extension DaemonCommand {
                         do { c.snapcastStream = try Endpoint(parsing: text, defaultPort: 1704) } catch { throw UsageError("--snapcast-stream: \(error)") }
                         c.snapcastStreamRequired = true
                     }
+                case "--snapcast-control", "--snapcast-http":
+                    let text = try args.value(flag)
+                    let endpoint: Endpoint?
+                    if text == "off" { endpoint = nil } else {
+                        do { endpoint = try Endpoint(parsing: text) } catch { throw UsageError("\(flag): \(error)") }
+                        c.snapcastStreamRequired = true
+                    }
+                    if flag == "--snapcast-control" { c.snapcastControl = endpoint } else { c.snapcastHTTP = endpoint }
                 case "--web-root":
                     let dir = try args.value(flag)
                     if c.web != nil { c.web?.root = dir } else { c.web = WebOptions(endpoint: Endpoint(host: "0.0.0.0", port: 8080), required: false, root: dir) }

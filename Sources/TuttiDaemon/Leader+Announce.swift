@@ -16,5 +16,13 @@ extension Leader {
         } catch {
             log.warning("not announcing over mDNS: \(error)")
         }
+        // As snapserver does, so a snapclient started without a host finds this leader.
+        if let snap = snapcastEndpoint {
+            do {
+                snapcastAnnouncer = try ServicePublisher(name: name, port: snap.port, type: "_snapcast._tcp", log: log.with(label: "mdns"))
+            } catch {
+                log.warning("not announcing _snapcast._tcp over mDNS: \(error)")
+            }
+        }
     }
 }

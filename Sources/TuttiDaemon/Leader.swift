@@ -76,6 +76,9 @@ public struct LeaderConfiguration: Sendable {
     public var snapcastStream: Endpoint? = nil
     /// Asked for explicitly: a taken port stops the leader; the default one is skipped with a warning.
     public var snapcastStreamRequired = true
+    /// Snapcast's control API over TCP (Home Assistant, python-snapcast), and over HTTP/WebSocket at /jsonrpc (snapweb).
+    public var snapcastControl: Endpoint? = nil
+    public var snapcastHTTP: Endpoint? = nil
     /// The announced service name (nil: "Tutti on HOSTNAME").
     public var announceName: String? = nil
 
@@ -118,8 +121,10 @@ public final class Leader: @unchecked Sendable {
     private var controlServer: ControlServer?
     private var mpdServer: MPDServer?
     private var webSurface: WebSurface?
+    private var snapcastControlServer: SnapcastControl?
     /// The mDNS announcement, while `announce` is on (Leader+Announce.swift).
     var announcer: ServicePublisher?
+    var snapcastAnnouncer: ServicePublisher?
     /// The music library, when a music folder or database was configured.
     public let library: Library?
     /// Changes, for every control surface.
@@ -238,6 +243,10 @@ public final class Leader: @unchecked Sendable {
     /// Where the web app is served, once started (the real port when 0 was asked for).
     public var webEndpoint: Endpoint? { webSurface?.endpoint }
 
+    /// Snapcast's control API endpoints, once started.
+    public var snapcastControlEndpoint: Endpoint? { snapcastControlServer?.controlEndpoint }
+    public var snapcastHTTPEndpoint: Endpoint? { snapcastControlServer?.httpEndpoint }
+
     /// Control clients connected over every JSON-RPC surface (TCP and the web app).
     public var controlClientCount: Int { controlServer?.clientCount ?? 0 }
 
@@ -270,6 +279,23 @@ public final class Leader: @unchecked Sendable {
                 }
             }
         }
+        if configuration.snapcastControl != nil || configuration.snapcastHTTP != nil {
+            do {
+                let server = try SnapcastControl(leader: self, control: configuration.snapcastControl, http: configuration.snapcastHTTP, log: log.with(label: "snapcast"))
+                server.start()
+                snapcastControlServer = server
+            } catch {
+                guard configuration.snapcastStreamRequired else {
+                    log.warning("\(error); Snapcast's control API is off (give --snapcast-control and --snapcast-http to choose other ports)")
+                    return try startRest()
+                }
+                throw error
+            }
+        }
+        try startRest()
+    }
+
+    private func startRest() throws {
         if let mpd = configuration.mpd {
             let server = try MPDServer(leader: self, endpoint: mpd, log: log.with(label: "mpd"))
             server.start()
@@ -331,7 +357,6 @@ public final class Leader: @unchecked Sendable {
     /// Announces what a stream's listeners hear change, and records finished plays.
     private func watchHeard(_ stream: LeaderStream) {
         let now = stream.player.nowPlaying()
-        StandardErrorLog.write("HEARD \(Monotonic.now()/1_000_000) \(now.state) \(String(describing: now.entryID)) ended=\(stream.player.ended) last=\(String(describing: stream.lastHeard))\n")
         if stream.group == RoomGroups.mainID {
             let t = Monotonic.now()
             playTime.withLock { p in
@@ -391,11 +416,13 @@ public final class Leader: @unchecked Sendable {
         checkpoint()
         stateWake.signal()
         heardWake.signal()
+        snapcastAnnouncer?.stop()
         announcer?.stop() // withdrawn first: nobody should find a leader that is going
         listener.close()
         snapcastListener?.close()
         for stream in streams.withLock({ Array($0.values) }) { stream.player.stop() }
         webSurface?.stop()
+        snapcastControlServer?.stop()
         controlServer?.stop()
         mpdServer?.stop()
         let all = sessions.withLock { Array($0.values) }
@@ -576,6 +603,14 @@ public final class Leader: @unchecked Sendable {
 
     /// A room's own volume changed: its group's balance is what the rooms are at now.
     func forgetBalance(ofGroup group: String) { groupBalance.withLock { _ = $0.removeValue(forKey: group) } }
+
+    /// Forgets a room that is gone (Snapcast's Server.DeleteClient): its settings, and its place in a group.
+    func forget(room: String) {
+        roomSettings.withLock { _ = $0.removeValue(forKey: room) }
+        seenRooms.withLock { _ = $0.remove(room) }
+        groupChanges.withLock { grouping.withLock { _ = try? $0.move(room: room, to: RoomGroups.mainID) } }
+        events.emit(.rooms)
+    }
 
     public func settings(of room: String) -> RoomSettings {
         roomSettings.withLock { $0[room] } ?? RoomSettings()

@@ -170,6 +170,11 @@ if command == "leaders" || command == "discover" {
 
 /// Where the control socket is: flags, then TUTTI_HOST, then mDNS, then the default.
 @MainActor func controlEndpoint() -> (Endpoint, how: String) {
+    if let host, port == nil, host.contains(":") {
+        // --host HOST:PORT, as TUTTI_HOST takes it.
+        guard let e = try? Endpoint(parsing: host, defaultPort: 4954) else { fail("--host \(host): expected HOST or HOST:PORT", 64) }
+        return (e, "")
+    }
     if host != nil || port != nil { return (Endpoint(host: host ?? "127.0.0.1", port: port ?? 4954), "") }
     if let env = ProcessInfo.processInfo.environment["TUTTI_HOST"], !env.isEmpty {
         guard let e = try? Endpoint(parsing: env, defaultPort: 4954) else { fail("TUTTI_HOST=\(env): expected HOST or HOST:PORT", 64) }

@@ -1,0 +1,513 @@
+import Dispatch
+import Foundation
+import Synchronization
+import TuttiAudio
+import TuttiCore
+import TuttiNet
+import TuttiSystem
+import TuttiWeb
+
+/// Snapcast's control API (JSON-RPC 2.0, control protocol 2 as snapserver
+/// 0.26 has it) for Home Assistant's integration, python-snapcast and
+/// snapweb: on TCP (`--snapcast-control`, default 1705; lines end in
+/// CRLF, as python-snapcast requires) and at `/jsonrpc` over HTTP POST and
+/// WebSocket (`--snapcast-http`, default 1780). See docs/snapcast.md.
+///
+/// The model maps onto Tutti's own:
+/// * a Snapcast client is a room (a Tutti speaker or a snapclient), its id the room's name;
+/// * a Snapcast stream is a group's player (id: the group's id);
+/// * a Snapcast group is a Tutti group, whose `stream_id` is the player its
+///   rooms hear. `Group.SetStream` moves the group's rooms to the group
+///   that owns that player, and the Snapcast group keeps its id and its
+///   rooms, so setting its own stream back (what Home Assistant does after
+///   an announcement) brings them home.
+///
+/// Each client has a bounded outbox (`ClientWriter`), as on every surface.
+/// Notifications are worked out by comparing the whole status before and
+/// after each change, so they say exactly what changed.
+final class SnapcastControl: @unchecked Sendable {
+    // Sendable because its mutable state is under Mutexes; `subscription` and `web` are set once in start().
+    static let snapserverVersion = "0.26.0"
+
+    private let leader: Leader
+    private let log: Logger
+    private let listener: TCPListener?
+    private var web: WebServer?
+    private let clients = Mutex<[ObjectIdentifier: ControlServer.Client]>([:])
+    private let running = Atomic<Bool>(true)
+    private var subscription = 0
+    private let wake = DispatchSemaphore(value: 0)
+    /// Client.SetName: a display name per room (the room keeps its name as its id).
+    private let names = Mutex<[String: String]>([:])
+    /// Rooms moved by Group.SetStream: their Snapcast group, and the Tutti group whose stream they were sent to.
+    private let homes = Mutex<[String: (group: String, stream: String)]>([:])
+    /// The status last announced, to work out what changed.
+    private let last = Mutex<JSONTree?>(nil)
+    /// Sendable because it holds only JSON values (strings, numbers, arrays, dictionaries), which are copied, never shared mutably.
+    struct JSONTree: @unchecked Sendable { var value: [String: Any] }
+    private let serverLock = NSLock() // one request's changes at a time, so notifications stay in order
+
+    init(leader: Leader, control: Endpoint?, http: Endpoint?, log: Logger) throws {
+        self.leader = leader
+        self.log = log
+        listener = try control.map { e throws(NetError) in try TCPListener(endpoint: e) }
+        if let http {
+            let pages = SnapcastPages()
+            let web = WebServer(endpoint: http.description, threads: 32, timeoutMilliseconds: leader.configuration.clientStallMilliseconds,
+                                webSocketPath: "/jsonrpc", socketHandler: pages, log: log) { [weak self] request in
+                self?.respond(request) ?? .text(503, "the leader is stopping")
+            }
+            pages.control = self
+            try web.start()
+            self.web = web
+        }
+    }
+
+    var controlEndpoint: Endpoint? { listener?.endpoint }
+    var httpEndpoint: Endpoint? { web.flatMap { try? Endpoint(parsing: $0.endpoint) } }
+
+    func start() {
+        let initial = JSONTree(value: status())
+        last.withLock { $0 = initial }
+        subscription = leader.events.subscribe { [weak self] event in
+            guard event != .health, event != .library, event != .playlists else { return }
+            self?.wake.signal()
+        }
+        startThread(name: "tutti-snap-notify") { [self] in
+            while running.load(ordering: .relaxed) {
+                wake.wait()
+                guard running.load(ordering: .relaxed) else { return }
+                announceChanges()
+            }
+        }
+        guard let listener else { return }
+        log.info("Snapcast control (JSON-RPC) on \(listener.endpoint)")
+        startThread(name: "tutti-snap-ctl") { [self] in
+            while running.load(ordering: .relaxed) {
+                guard let connection = try? listener.accept() else { return }
+                startThread(name: "tutti-snap-client") { [self] in serve(connection) }
+            }
+        }
+    }
+
+    func stop() {
+        guard running.exchange(false, ordering: .acquiringAndReleasing) else { return }
+        leader.events.unsubscribe(subscription)
+        wake.signal()
+        listener?.close()
+        web?.stop()
+        for c in clients.withLock({ Array($0.values) }) { c.writer.close(reason: "leader stopping") }
+    }
+
+    // MARK: Transports
+
+    func attach(peer: String, newlineFramed: Bool, write: @escaping ClientWriter.Write, disconnect: @escaping @Sendable () -> Void) -> ControlServer.Client {
+        let writer = ClientWriter(peer: peer, limits: leader.configuration.clientOutbox, log: log, write: write, disconnect: disconnect)
+        let client = ControlServer.Client(writer: writer, newlineFramed: newlineFramed)
+        clients.withLock { $0[ObjectIdentifier(client)] = client }
+        return client
+    }
+
+    func detach(_ client: ControlServer.Client, reason: String = "connection closed") {
+        clients.withLock { _ = $0.removeValue(forKey: ObjectIdentifier(client)) }
+        client.writer.close(reason: reason)
+    }
+
+    private func serve(_ connection: TCPConnection) {
+        let stall = leader.configuration.clientStallMilliseconds
+        connection.setSendTimeout(milliseconds: stall)
+        connection.setSendBuffer(bytes: 64 * 1024)
+        let client = attach(peer: "Snapcast JSON-RPC \(connection.peer)", newlineFramed: true, write: { bytes in
+            do { try connection.send(bytes) } catch NetError.timedOut {
+                throw ControlServer.RPCError(code: 0, message: "did not read for \(stall / 1000) s")
+            }
+        }, disconnect: { connection.close() })
+        defer { detach(client); connection.close() }
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 16_384, alignment: 1)
+        defer { buffer.deallocate() }
+        var line: [UInt8] = []
+        var discarding = false
+        while true {
+            guard let (n, _) = try? connection.receive(into: buffer), n > 0 else { return }
+            for byte in buffer[0..<n] {
+                if byte == 10 {
+                    if !discarding { receive(line, from: client) }
+                    discarding = false
+                    line.removeAll(keepingCapacity: true)
+                } else if !discarding {
+                    line.append(byte)
+                    if line.count > ControlServer.maxLineBytes { discarding = true; line.removeAll() }
+                }
+            }
+            if client.writer.isClosed { return }
+        }
+    }
+
+    func receive(_ message: [UInt8], from client: ControlServer.Client) {
+        guard let reply = handle(message) else { return }
+        send(reply, to: client)
+    }
+
+    private func send(_ object: Any, to client: ControlServer.Client, key: String? = nil) {
+        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else { return }
+        var bytes = Array(data)
+        if client.newlineFramed { bytes += [13, 10] } // CRLF: python-snapcast reads nothing until a line ends in it
+        client.writer.send(bytes, key: key)
+    }
+
+    private func respond(_ request: WebRequest) -> WebResponse {
+        guard request.path == "/jsonrpc" else { return .text(404, "Snapcast's control API is at /jsonrpc") }
+        guard request.method == "POST" else { return .text(405, "POST a JSON-RPC request to /jsonrpc") }
+        guard let reply = handle(request.body), let data = try? JSONSerialization.data(withJSONObject: reply, options: [.sortedKeys]) else {
+            return WebResponse(status: 204)
+        }
+        return WebResponse(status: 200, headers: [("Content-Type", "application/json")], body: Array(data))
+    }
+
+    final class SnapcastPages: WebSocketHandler, @unchecked Sendable {
+        // Sendable because `control` is set once before the server starts and `sockets` is under a Mutex.
+        weak var control: SnapcastControl?
+        private let sockets = Mutex<[ObjectIdentifier: ControlServer.Client]>([:])
+        func opened(_ socket: WebSocket) {
+            guard let control else { return }
+            let client = control.attach(peer: "Snapcast web \(socket.peer)", newlineFramed: false,
+                                        write: { bytes in try socket.send(text: bytes) }, disconnect: { socket.close() })
+            sockets.withLock { $0[ObjectIdentifier(socket)] = client }
+        }
+        func received(_ message: [UInt8], on socket: WebSocket) {
+            guard let client = sockets.withLock({ $0[ObjectIdentifier(socket)] }) else { return }
+            control?.receive(message, from: client)
+        }
+        func closed(_ socket: WebSocket) {
+            guard let client = sockets.withLock({ $0.removeValue(forKey: ObjectIdentifier(socket)) }) else { return }
+            control?.detach(client)
+        }
+    }
+
+    // MARK: Requests
+
+    struct Failure: Error { var code: Int; var message: String }
+
+    /// One request (or a batch); the reply, nil for notifications only.
+    func handle(_ bytes: [UInt8]) -> Any? {
+        guard let json = try? JSONSerialization.jsonObject(with: Data(bytes)) else {
+            return ["jsonrpc": "2.0", "id": NSNull(), "error": ["code": -32700, "message": "Parse error"]]
+        }
+        if let batch = json as? [Any] {
+            guard batch.count <= 256 else { return ["jsonrpc": "2.0", "id": NSNull(), "error": ["code": -32600, "message": "batch of more than 256 requests"]] }
+            let replies = batch.compactMap { one($0) }
+            return replies.isEmpty ? nil : replies
+        }
+        return one(json)
+    }
+
+    private func one(_ json: Any) -> [String: Any]? {
+        guard let request = json as? [String: Any], let method = request["method"] as? String else {
+            return ["jsonrpc": "2.0", "id": NSNull(), "error": ["code": -32600, "message": "Invalid request"]]
+        }
+        let id = request["id"]
+        let params = request["params"] as? [String: Any] ?? [:]
+        do {
+            let result = try serverLock.withLock { try dispatch(method, params) }
+            announceChanges() // the change's notifications go out before its reply, as snapserver sends them
+            guard let id else { return nil }
+            return ["jsonrpc": "2.0", "id": id, "result": result]
+        } catch let f as Failure {
+            guard let id else { return nil }
+            return ["jsonrpc": "2.0", "id": id, "error": ["code": f.code, "message": f.message]]
+        } catch {
+            guard let id else { return nil }
+            return ["jsonrpc": "2.0", "id": id, "error": ["code": -32603, "message": "\(error)"]]
+        }
+    }
+
+    private func string(_ p: [String: Any], _ key: String) throws -> String {
+        guard let v = p[key] as? String, !v.isEmpty, v.utf8.count <= 1_024 else { throw Failure(code: -32602, message: "Invalid params: \"\(key)\" must be a string") }
+        return v
+    }
+
+    private func knownRoom(_ p: [String: Any]) throws -> String {
+        let id = try string(p, "id")
+        guard leader.knownRooms.contains(id) else { throw Failure(code: -32603, message: "Client not found: \(id)") }
+        return id
+    }
+
+    /// A Snapcast group id: the Tutti group the room's home is in.
+    private func groupRooms(_ id: String, in status: [String: Any]) throws -> [String] {
+        let groups = (status["server"] as? [String: Any])?["groups"] as? [[String: Any]] ?? []
+        guard let g = groups.first(where: { $0["id"] as? String == id }) else { throw Failure(code: -32603, message: "Group not found: \(id)") }
+        return (g["clients"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? String }
+    }
+
+    private func dispatch(_ method: String, _ p: [String: Any]) throws -> Any {
+        func group(_ e: () throws(GroupError) -> Void) throws {
+            do { try e() } catch { throw Failure(code: -32603, message: error.description) }
+        }
+        switch method {
+        case "Server.GetRPCVersion":
+            return ["major": 2, "minor": 0, "patch": 0]
+        case "Server.GetStatus":
+            return ["server": status()["server"]!]
+        case "Server.DeleteClient":
+            let room = try knownRoom(p)
+            guard !leader.followerNames.contains(room) else { throw Failure(code: -32603, message: "Client \(room) is connected; only a client that is gone can be deleted") }
+            leader.forget(room: room)
+            return ["server": status()["server"]!]
+        case "Client.GetStatus":
+            let room = try knownRoom(p)
+            return ["client": clientObject(room)]
+        case "Client.SetVolume":
+            let room = try knownRoom(p)
+            guard let v = p["volume"] as? [String: Any] else { throw Failure(code: -32602, message: "Invalid params: volume must be {\"percent\", \"muted\"}") }
+            var s = leader.settings(of: room)
+            if let percent = (v["percent"] as? NSNumber)?.doubleValue {
+                guard percent.isFinite, (0...100).contains(percent) else { throw Failure(code: -32602, message: "Invalid params: percent must be 0…100") }
+                s.volume = UInt8(percent.rounded())
+            }
+            if let muted = v["muted"] as? Bool { s.muted = muted }
+            leader.configure(room: room, s)
+            leader.forgetBalance(ofGroup: leader.group(ofRoom: room).id)
+            return ["volume": ["percent": Int(s.volume), "muted": s.muted]]
+        case "Client.SetLatency":
+            let room = try knownRoom(p)
+            guard let ms = (p["latency"] as? NSNumber)?.doubleValue, ms.isFinite, (-1_000...5_000).contains(ms) else {
+                throw Failure(code: -32602, message: "Invalid params: latency must be milliseconds, −1000…5000")
+            }
+            var s = leader.settings(of: room)
+            s.latencyTrimNanoseconds = Int64(ms.rounded()) * nanosecondsPerMillisecond
+            leader.configure(room: room, s)
+            return ["latency": Int(ms.rounded())]
+        case "Client.SetName":
+            let room = try knownRoom(p)
+            guard let name = p["name"] as? String, name.utf8.count <= 256 else { throw Failure(code: -32602, message: "Invalid params: name must be a string") }
+            names.withLock { $0[room] = name.isEmpty ? nil : name }
+            return ["name": name]
+        case "Group.GetStatus":
+            let id = try string(p, "id")
+            let s = status()
+            _ = try groupRooms(id, in: s)
+            return ["group": ((s["server"] as! [String: Any])["groups"] as! [[String: Any]]).first { $0["id"] as? String == id }!]
+        case "Group.SetMute":
+            let id = try string(p, "id")
+            guard let mute = p["mute"] as? Bool else { throw Failure(code: -32602, message: "Invalid params: mute must be true or false") }
+            for room in try groupRooms(id, in: status()) {
+                var s = leader.settings(of: room)
+                s.muted = mute
+                leader.configure(room: room, s)
+            }
+            return ["mute": mute]
+        case "Group.SetName":
+            let id = try string(p, "id")
+            guard let name = p["name"] as? String, !name.isEmpty else { throw Failure(code: -32602, message: "Invalid params: name must be a non-empty string") }
+            _ = try groupRooms(id, in: status())
+            try group { () throws(GroupError) in _ = try leader.renameGroup(id, to: name) }
+            return ["name": name]
+        case "Group.SetStream":
+            let id = try string(p, "id"), stream = try string(p, "stream_id")
+            guard leader.groups.contains(where: { $0.id == stream }) else { throw Failure(code: -32603, message: "Stream not found: \(stream)") }
+            let rooms = try groupRooms(id, in: status())
+            try group { () throws(GroupError) in _ = try leader.moveRooms(rooms, to: stream) }
+            // The rooms stay this Snapcast group's, now hearing another player (unless it is the group's own).
+            homes.withLock { h in for room in rooms { h[room] = stream == id ? nil : (id, stream) } }
+            return ["stream_id": stream]
+        case "Group.SetClients":
+            let id = try string(p, "id")
+            guard let wanted = p["clients"] as? [String], wanted.count <= 256 else { throw Failure(code: -32602, message: "Invalid params: clients must be a list of client ids") }
+            let known = Set(leader.knownRooms)
+            if let unknown = wanted.first(where: { !known.contains($0) }) { throw Failure(code: -32603, message: "Client not found: \(unknown)") }
+            let s = status()
+            let before = try groupRooms(id, in: s)
+            let target = homes.withLock { h in before.compactMap { h[$0]?.stream }.first } ?? id
+            try group { () throws(GroupError) in
+                if !wanted.isEmpty { _ = try leader.moveRooms(wanted, to: target) }
+                for room in before where !wanted.contains(room) { _ = try leader.separate(room: room) }
+            }
+            homes.withLock { h in
+                for room in before where !wanted.contains(room) { h[room] = nil }
+                for room in wanted { h[room] = target == id ? nil : (id, target) }
+            }
+            return ["server": status()["server"]!]
+        case "Stream.Control":
+            let stream = try string(p, "id"), command = try string(p, "command")
+            let args = p["params"] as? [String: Any] ?? [:]
+            let player: PlayerCommand
+            switch command {
+            case "play": player = .play
+            case "pause": player = .pause
+            case "playPause": player = .toggle
+            case "stop": player = .stop
+            case "next": player = .next
+            case "previous": player = .previous
+            case "seek":
+                guard let offset = (args["offset"] as? NSNumber)?.doubleValue, offset.isFinite else { throw Failure(code: -32602, message: "Invalid params: seek needs \"offset\" (seconds)") }
+                player = .seekBy(seconds: offset)
+            case "setPosition":
+                guard let position = (args["position"] as? NSNumber)?.doubleValue, position.isFinite, position >= 0 else { throw Failure(code: -32602, message: "Invalid params: setPosition needs \"position\" (seconds)") }
+                player = .seek(seconds: position)
+            default:
+                throw Failure(code: -32602, message: "Invalid params: unknown command \(command) (play, pause, playPause, stop, next, previous, seek, setPosition)")
+            }
+            do { _ = try leader.perform(player, group: stream) } catch { throw Failure(code: -32603, message: error.description) }
+            return "ok"
+        case "Stream.SetProperty":
+            let stream = try string(p, "id"), property = try string(p, "property")
+            let value = p["value"]
+            let player: PlayerCommand
+            switch (property, value) {
+            case ("shuffle", let on as Bool): player = .shuffle(on)
+            case ("loopStatus", let mode as String):
+                guard let m = ["none": RepeatMode.off, "track": .one, "playlist": .all][mode] else { throw Failure(code: -32602, message: "Invalid params: loopStatus is none, track or playlist") }
+                player = .repeatMode(m)
+            case ("volume", let v as NSNumber):
+                let rooms = leader.groups.first { $0.id == stream }?.rooms ?? []
+                for (room, volume) in zip(rooms, GroupVolume.scaled(balance: leader.balance(ofGroup: stream, rooms: rooms), to: UInt8(max(0, min(100, v.doubleValue.rounded()))))) {
+                    var s = leader.settings(of: room); s.volume = volume; leader.configure(room: room, s)
+                }
+                return "ok"
+            case ("mute", let m as Bool):
+                for room in leader.groups.first(where: { $0.id == stream })?.rooms ?? [] {
+                    var s = leader.settings(of: room); s.muted = m; leader.configure(room: room, s)
+                }
+                return "ok"
+            default:
+                throw Failure(code: -32602, message: "Invalid params: property \(property) cannot be set to that (shuffle, loopStatus, volume, mute)")
+            }
+            do { _ = try leader.perform(player, group: stream) } catch { throw Failure(code: -32603, message: error.description) }
+            return "ok"
+        default:
+            throw Failure(code: -32601, message: "Method not found")
+        }
+    }
+
+    // MARK: The status tree
+
+    private func clientObject(_ room: String) -> [String: Any] {
+        let s = leader.settings(of: room)
+        let connected = leader.followerNames.contains(room)
+        let now = Date().timeIntervalSince1970
+        return [
+            "id": room, "connected": connected,
+            "config": ["instance": 1, "latency": Int((Double(s.latencyTrimNanoseconds) / 1e6).rounded()), "name": names.withLock { $0[room] } ?? "",
+                       "volume": ["muted": s.muted, "percent": Int(s.volume)]] as [String: Any],
+            "host": ["arch": "", "ip": "", "mac": "", "name": room, "os": ""],
+            "lastSeen": ["sec": Int(now), "usec": Int((now - now.rounded(.down)) * 1e6)],
+            "snapclient": ["name": "Snapclient", "protocolVersion": 2, "version": Self.snapserverVersion] as [String: Any],
+        ]
+    }
+
+    /// The whole tree as Server.GetStatus gives it.
+    func status() -> [String: Any] {
+        let groups = leader.groups
+        // Rooms moved by Group.SetStream still belong to their Snapcast group while they hear the stream they were sent to.
+        let current = Dictionary(uniqueKeysWithValues: groups.flatMap { g in g.rooms.map { ($0, g.id) } })
+        let homesNow = homes.withLock { h -> [String: (group: String, stream: String)] in
+            for (room, home) in h where current[room] != home.stream { h[room] = nil }
+            return h
+        }
+        var members: [String: [String]] = [:]
+        var streamOf: [String: String] = [:]
+        for g in groups {
+            for room in g.rooms {
+                let snapGroup = homesNow[room]?.group ?? g.id
+                members[snapGroup, default: []].append(room)
+                streamOf[snapGroup] = g.id
+            }
+        }
+        let snapGroups: [[String: Any]] = members.keys.sorted().map { id in
+            let rooms = members[id]!
+            let name = groups.first { $0.id == id }?.name ?? id
+            return ["id": id, "name": name, "stream_id": streamOf[id] ?? id,
+                    "muted": rooms.allSatisfy { leader.settings(of: $0).muted },
+                    "clients": rooms.map(clientObject)]
+        }
+        let streams: [[String: Any]] = groups.map { g in
+            let now = g.nowPlaying
+            let playback = now.state.isActive ? "playing" : (now.state == .paused ? "paused" : "stopped")
+            var metadata: [String: Any] = [:]
+            if let library = leader.library, !now.path.isEmpty, let t = try? library.track(atPath: now.path) {
+                metadata["title"] = t.title
+                if let a = t.artist { metadata["artist"] = [a] }
+                if let a = t.album { metadata["album"] = a }
+            } else if !now.path.isEmpty {
+                metadata["title"] = leader.metadata(ofStream: now.path)?.title ?? ((now.path as NSString).lastPathComponent as NSString).deletingPathExtension
+            }
+            if let d = now.durationSeconds { metadata["duration"] = d }
+            let loop = ["off": "none", "one": "track", "all": "playlist"][now.repeatMode.rawValue] ?? "none"
+            let properties: [String: Any] = [
+                "playbackStatus": playback, "loopStatus": loop, "shuffle": now.shuffle, "position": (now.positionSeconds * 1000).rounded() / 1000,
+                "canControl": true, "canGoNext": now.trackCount > 0, "canGoPrevious": now.trackCount > 0,
+                "canPlay": now.trackCount > 0, "canPause": true, "canSeek": now.durationSeconds != nil, "metadata": metadata,
+            ]
+            return ["id": g.id, "status": now.state.isActive ? "playing" : "idle", "properties": properties,
+                    "uri": ["raw": "tutti:///\(g.id)?name=\(g.name)", "scheme": "tutti", "host": "", "path": "/\(g.id)", "fragment": "",
+                            "query": ["name": g.name, "codec": leader.configuration.codec.description, "sampleformat": "48000:16:2"]] as [String: Any]]
+        }
+        let host = ProcessInfo.processInfo.hostName
+        let server: [String: Any] = [
+            "host": ["arch": "", "ip": "", "mac": "", "name": host, "os": "Linux"],
+            "snapserver": ["controlProtocolVersion": 1, "name": "Snapserver", "protocolVersion": 1, "version": Self.snapserverVersion] as [String: Any],
+        ]
+        return ["server": ["groups": snapGroups, "server": server, "streams": streams] as [String: Any]]
+    }
+
+    // MARK: Notifications
+
+    /// Compares the status with the last announced one and sends what changed.
+    private func announceChanges() {
+        let now = JSONTree(value: status())
+        let before = last.withLock { l -> JSONTree? in defer { l = now }; return l }
+        guard let before = before?.value else { return }
+        let after = now.value
+        for (method, params) in Self.changes(from: before, to: after) {
+            let message: [String: Any] = ["jsonrpc": "2.0", "method": method, "params": params]
+            let key = method == "Server.OnUpdate" ? method : nil // a newer whole tree replaces a waiting one
+            for c in clients.withLock({ Array($0.values) }) { send(message, to: c, key: key) }
+        }
+    }
+
+    /// What Snapcast notifications take `before` to `after`: Server.OnUpdate
+    /// when groups or their members changed, else one per changed field.
+    static func changes(from before: [String: Any], to after: [String: Any]) -> [(String, [String: Any])] {
+        // JSON values compared as JSON (Foundation on Linux compares boxed Swift values by identity).
+        func same(_ a: Any?, _ b: Any?) -> Bool {
+            let encode = { (v: Any?) in try? JSONSerialization.data(withJSONObject: [v ?? NSNull()], options: [.sortedKeys]) }
+            return encode(a) == encode(b)
+        }
+        func tree(_ s: [String: Any]) -> (groups: [[String: Any]], streams: [[String: Any]]) {
+            let server = s["server"] as? [String: Any] ?? [:]
+            return (server["groups"] as? [[String: Any]] ?? [], server["streams"] as? [[String: Any]] ?? [])
+        }
+        let (g0, s0) = tree(before), (g1, s1) = tree(after)
+        func shape(_ groups: [[String: Any]]) -> [String] {
+            groups.map { g in "\(g["id"] ?? "")=" + ((g["clients"] as? [[String: Any]] ?? []).map { "\($0["id"] ?? "")" }).joined(separator: ",") }
+        }
+        if shape(g0) != shape(g1) || s0.map({ "\($0["id"] ?? "")" }) != s1.map({ "\($0["id"] ?? "")" }) {
+            return [("Server.OnUpdate", ["server": after["server"]!])]
+        }
+        var out: [(String, [String: Any])] = []
+        for (a, b) in zip(g0, g1) {
+            let id = b["id"]!
+            if (a["muted"] as? Bool) != (b["muted"] as? Bool) { out.append(("Group.OnMute", ["id": id, "mute": b["muted"]!])) }
+            if (a["name"] as? String) != (b["name"] as? String) { out.append(("Group.OnNameChanged", ["id": id, "name": b["name"]!])) }
+            if (a["stream_id"] as? String) != (b["stream_id"] as? String) { out.append(("Group.OnStreamChanged", ["id": id, "stream_id": b["stream_id"]!])) }
+            for (ca, cb) in zip(a["clients"] as? [[String: Any]] ?? [], b["clients"] as? [[String: Any]] ?? []) {
+                let cid = cb["id"]!
+                let fa = ca["config"] as? [String: Any] ?? [:], fb = cb["config"] as? [String: Any] ?? [:]
+                if (ca["connected"] as? Bool) != (cb["connected"] as? Bool) {
+                    out.append((cb["connected"] as? Bool == true ? "Client.OnConnect" : "Client.OnDisconnect", ["id": cid, "client": cb]))
+                }
+                if !same(fa["volume"], fb["volume"]) {
+                    out.append(("Client.OnVolumeChanged", ["id": cid, "volume": fb["volume"]!]))
+                }
+                if (fa["latency"] as? Int) != (fb["latency"] as? Int) { out.append(("Client.OnLatencyChanged", ["id": cid, "latency": fb["latency"]!])) }
+                if (fa["name"] as? String) != (fb["name"] as? String) { out.append(("Client.OnNameChanged", ["id": cid, "name": fb["name"]!])) }
+            }
+        }
+        // The position moves by itself: a stream's properties changed when anything but it did.
+        func stable(_ p: Any?) -> Any? { (p as? [String: Any]).map { var d = $0; d["position"] = nil; return d } }
+        for (a, b) in zip(s0, s1) where !same(stable(a["properties"]), stable(b["properties"])) {
+            out.append(("Stream.OnProperties", ["id": b["id"]!, "properties": b["properties"]!]))
+        }
+        return out
+    }
+}

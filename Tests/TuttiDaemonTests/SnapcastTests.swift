@@ -1,0 +1,113 @@
+import Foundation
+import Synchronization
+import Testing
+import TuttiControlClient
+import TuttiCore
+import TuttiDaemon
+import TuttiNet
+import TuttiTestSupport
+
+/// Stock Snapcast clients and tools against a Tutti leader: Debian's real
+/// snapclient (0.26) as a room, and python-snapcast, the library Home
+/// Assistant's integration is built on, driving the leader.
+@Suite(.serialized) struct SnapcastTests {
+    static let snapclient = "/usr/bin/snapclient"
+    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
+    static var tutti: String {
+        URL(fileURLWithPath: Bundle.main.executablePath ?? CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("tutti").path
+    }
+
+    /// 1 kHz at half scale: RMS 0.5/√2 of full scale.
+    static func tone(seconds: Int) -> [UInt8] {
+        let frames = 48_000 * seconds
+        var samples = [Int16](repeating: 0, count: frames * 2)
+        for i in 0..<frames {
+            let v = Int16(16_384 * sin(2 * Double.pi * 1_000 * Double(i) / 48_000))
+            samples[2 * i] = v; samples[2 * i + 1] = v
+        }
+        return wavImage(samples)
+    }
+
+    /// RMS and zero crossings per second of the last `seconds` of an S16LE stereo file.
+    static func level(_ path: String, lastSeconds seconds: Double) -> (rms: Double, hz: Double, frames: Int) {
+        let s = readRaw(path)
+        let frames = s.count / 2
+        let n = min(frames, Int(seconds * 48_000))
+        guard n > 0 else { return (0, 0, frames) }
+        var sum = 0.0, crossings = 0
+        for i in (frames - n)..<frames {
+            let v = Double(s[2 * i]); sum += v * v
+            if i > frames - n, (s[2 * i - 2] < 0) != (s[2 * i] < 0) { crossings += 1 }
+        }
+        return ((sum / Double(n)).squareRoot(), Double(crossings) / 2 / (Double(n) / 48_000), frames)
+    }
+
+    /// Runs snapclient for `seconds` on a thread of its own (it is stopped then).
+    static func startSnapclient(port: UInt16, id: String, output: String, seconds: Double) -> Thread {
+        let thread = Thread {
+            _ = try? runProgram(snapclient, ["-h", "127.0.0.1", "-p", String(port), "--hostID", id, "--player", "file:filename=\(output)"],
+                                mergeErrors: true, timeout: seconds, stopAtTimeout: true)
+        }
+        thread.start()
+        return thread
+    }
+
+    @Test func aStockSnapclientIsARoomThatPlaysTheStreamAndTakesItsVolume() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: Self.snapclient), "snapclient is missing: run scripts/setup.sh")
+        let dir = makeTemporaryDirectory()
+        writeFile(dir + "/tone.wav", Self.tone(seconds: 30))
+        let leader = try startLeader(files: [dir + "/tone.wav"], codec: .opus, loop: true) { c in
+            c.control = Endpoint(host: "127.0.0.1", port: 0)
+            c.snapcastStream = Endpoint(host: "127.0.0.1", port: 0)
+        }
+        defer { leader.stop() }
+        let port = try #require(leader.snapcastEndpoint).port
+        let output = dir + "/snap.raw"
+        _ = Self.startSnapclient(port: port, id: "kitchen-snap", output: output, seconds: 9)
+        #expect(waitUntil(timeout: 5) { leader.followerNames.contains("kitchen-snap") }, "\(leader.followerNames)")
+        let control = try #require(leader.controlEndpoint)
+        let rooms = try #require(try ControlClient(endpoint: control).call("rooms.list") as? [String: Any])
+        let room = (rooms["rooms"] as? [[String: Any]] ?? []).first { $0["name"] as? String == "kitchen-snap" }
+        #expect(room?["connected"] as? Bool == true, "\(rooms)")
+        usleep(2_500_000)
+        let full = Self.level(output, lastSeconds: 1)
+        // The tone, through Opus and snapclient: its pitch exactly, its level within a dB.
+        #expect(abs(full.hz - 1_000) < 10, "\(full.hz) Hz")
+        #expect(abs(full.rms - 16_384 / 2.0.squareRoot()) < 16_384 / 2.0.squareRoot() * 0.11, "RMS \(full.rms)")
+        // Volume 30 from Tutti reaches the snapclient as server settings: its output drops.
+        leader.configure(room: "kitchen-snap", RoomSettings(volume: 30))
+        usleep(2_000_000)
+        let quiet = Self.level(output, lastSeconds: 1)
+        #expect(quiet.rms < full.rms * 0.5 && quiet.rms > 0, "RMS \(full.rms) → \(quiet.rms) at volume 30")
+        #expect(abs(quiet.hz - 1_000) < 10)
+        // Muted: silence.
+        leader.configure(room: "kitchen-snap", RoomSettings(volume: 30, muted: true))
+        usleep(1_500_000)
+        #expect(Self.level(output, lastSeconds: 0.5).rms < 50)
+    }
+
+    @Test func homeAssistantsSnapcastLibraryDrivesTheLeader() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: Self.snapclient), "snapclient is missing: run scripts/setup.sh")
+        let dir = makeTemporaryDirectory()
+        for name in ["a", "b", "c"] { writeFile(dir + "/\(name).wav", Self.tone(seconds: 20)) }
+        let leader = try startLeader(files: ["a", "b", "c"].map { dir + "/\($0).wav" }, codec: .opus) { c in
+            c.control = Endpoint(host: "127.0.0.1", port: 0)
+            c.snapcastStream = Endpoint(host: "127.0.0.1", port: 0)
+            c.snapcastControl = Endpoint(host: "127.0.0.1", port: 0)
+        }
+        defer { leader.stop() }
+        let living = try startFollower(leader: leader.endpoint, name: "living", output: .file(path: dir + "/living.raw", ppm: 0, delayMilliseconds: 0))
+        defer { living.stop() }
+        let snapPort = try #require(leader.snapcastEndpoint).port
+        _ = Self.startSnapclient(port: snapPort, id: "kitchen-snap", output: dir + "/snap.raw", seconds: 30)
+        let snapControl = try #require(leader.snapcastControlEndpoint).port, control = try #require(leader.controlEndpoint).port
+        #expect(waitUntil(timeout: 8) { Set(leader.followerNames) == ["kitchen-snap", "living"] }, "\(leader.followerNames)")
+        let r = try runProgram("/usr/bin/env", ["python3", Self.repository + "/Tests/Snapcast/control_test.py",
+                                               "--port", String(snapControl), "--tutti-control", String(control),
+                                               "--tutti", Self.tutti, "--snapclient", "kitchen-snap", "--room", "living"],
+                               mergeErrors: true, timeout: 60)
+        print(r.out)
+        #expect(r.status == 0, "\(r.out)")
+        #expect(r.out.contains("all checks passed"))
+    }
+}
