@@ -379,6 +379,8 @@ public final class ControlServer: @unchecked Sendable {
             // A radio stream: the station, and the title it announces (usually "Artist - Title").
             if let v = meta.stationName { object["station"] = v }
             if let v = meta.title { object["title"] = v } else if let v = meta.stationName { object["title"] = v }
+        } else if PipeSourceSpec.isPipe(now.path), let pipe = try? PipeSourceSpec(parsing: now.path) {
+            object["title"] = pipe.name // a player feeding a pipe (AirPlay, Spotify): the name it was given
         } else if !now.path.isEmpty {
             object["title"] = ((now.path as NSString).lastPathComponent as NSString).deletingPathExtension
         }

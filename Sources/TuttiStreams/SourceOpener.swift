@@ -47,6 +47,11 @@ public final class SourceOpener: Sendable {
     /// once as a `BackgroundSource` starting at `startFrame` (48 kHz);
     /// its failures arrive through `poll`. Local files throw as in `open`.
     public func openForPlayback(_ uri: String, startFrame: Int = 0) throws(StreamError) -> Opened {
+        if PipeSourceSpec.isPipe(uri) {
+            let spec: PipeSourceSpec
+            do { spec = try PipeSourceSpec(parsing: uri) } catch { throw .unsupportedURL(error.description) }
+            return .background(BackgroundSource(uri: uri) { cancellation throws(AudioError) in try PipeSource(spec, cancellation: cancellation) })
+        }
         if Self.isNetworkURL(uri), cache?.cachedPath(for: uri) == nil {
             let handler = onMetadata.map { h in { @Sendable (m: StreamMetadata) in h(uri, m) } }
             let (options, log, cache) = (self.options, self.log, self.autoCache ? self.cache : nil)

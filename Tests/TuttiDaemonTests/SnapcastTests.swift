@@ -111,3 +111,49 @@ import TuttiTestSupport
         #expect(r.out.contains("all checks passed"))
     }
 }
+
+/// Any player as a source: a real process writes PCM into a FIFO and every room plays it.
+@Suite(.serialized) struct PipeSourceTests {
+    @Test func aProcessWritingIntoAFIFOIsHeardAndNoWriterIsNotAnError() throws {
+        let dir = makeTemporaryDirectory()
+        let fifo = dir + "/airplay"
+        #expect(mkfifo(fifo, 0o644) == 0)
+        let leader = try startLeader(files: [], codec: .pcm) { c in c.control = Endpoint(host: "127.0.0.1", port: 0) }
+        defer { leader.stop() }
+        let room = try startFollower(leader: leader.endpoint, name: "den", output: .file(path: dir + "/den.raw", ppm: 0, delayMilliseconds: 0), steering: false)
+        defer { room.stop() }
+        #expect(waitUntil(timeout: 5) { leader.followerNames == ["den"] })
+        _ = try leader.perform(.add(uris: ["pipe:\(fifo)?rate=44100&format=s16le&channels=2&name=AirPlay"], next: false))
+        _ = try leader.perform(.playIndex(0))
+        // Nobody writes yet: waiting, not an error.
+        usleep(800_000)
+        let waiting = leader.nowPlaying
+        #expect(waiting.state != .error && waiting.error == nil, "\(waiting)")
+        let control = try #require(leader.controlEndpoint)
+        let status = try #require(try ControlClient(endpoint: control).call("player.status") as? [String: Any])
+        #expect(status["title"] as? String == "AirPlay")
+        // A real process writes 3 s of a 441 Hz tone at 44.1 kHz, in real time, then goes away.
+        let writer = try runProgram("/usr/bin/env", ["python3", "-c", """
+            import math, struct, sys, time
+            f = open(sys.argv[1], "wb", buffering=0)
+            start = time.monotonic()
+            for block in range(30):
+                f.write(b"".join(struct.pack("<hh", v, v) for v in (int(12000 * math.sin(2 * math.pi * 441 * (block * 4410 + i) / 44100)) for i in range(4410))))
+                time.sleep(max(0, start + (block + 1) * 0.1 - time.monotonic()))
+            """, fifo], timeout: 30)
+        #expect(writer.status == 0, "\(writer.err)")
+        usleep(1_500_000)
+        #expect(leader.nowPlaying.state != .error, "the writer leaving is not an error either")
+        // What the room played: the tone, resampled to 48 kHz, at its pitch and level.
+        let s = readRaw(dir + "/den.raw")
+        let frames = s.count / 2
+        let loudFrames = (0..<frames).filter { abs(Int(s[2 * $0])) > 6_000 }
+        let (first, last) = (loudFrames.first ?? 0, loudFrames.last ?? 0)
+        var crossings = 0
+        for i in (first + 1)..<max(first + 2, last) where (s[2 * i - 2] < 0) != (s[2 * i] < 0) { crossings += 1 }
+        let seconds = Double(last - first) / 48_000
+        #expect(seconds > 2.5 && seconds < 3.3, "\(seconds) s of tone")
+        let hz = Double(crossings) / 2 / seconds
+        #expect(abs(hz - 441) < 441 * 0.02, "\(hz) Hz")
+    }
+}
