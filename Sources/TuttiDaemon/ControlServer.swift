@@ -139,6 +139,18 @@ public final class ControlServer: @unchecked Sendable {
             detach(client)
             connection.close()
         }
+        Self.readLines(from: connection, until: { client.writer.isClosed }) { line in
+            guard let line else {
+                send(error(id: nil, code: -32700, message: "request line longer than \(Self.maxLineBytes) bytes"), to: client)
+                return
+            }
+            receive(line, from: client)
+        }
+    }
+
+    /// Reads `\n`-terminated lines until the peer closes or `until` holds;
+    /// a line longer than `maxLineBytes` is discarded and reported as nil.
+    static func readLines(from connection: TCPConnection, until stop: () -> Bool, _ handle: ([UInt8]?) -> Void) {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 16_384, alignment: 1)
         defer { buffer.deallocate() }
         var line: [UInt8] = []
@@ -147,19 +159,15 @@ public final class ControlServer: @unchecked Sendable {
             guard let (n, _) = try? connection.receive(into: buffer), n > 0 else { return }
             for byte in buffer[0..<n] {
                 if byte == UInt8(ascii: "\n") {
-                    if discarding {
-                        discarding = false
-                        send(error(id: nil, code: -32700, message: "request line longer than \(Self.maxLineBytes) bytes"), to: client)
-                    } else {
-                        receive(line, from: client)
-                    }
+                    handle(discarding ? nil : line)
+                    discarding = false
                     line.removeAll(keepingCapacity: true)
                 } else if !discarding {
                     line.append(byte)
-                    if line.count > Self.maxLineBytes { discarding = true; line.removeAll() }
+                    if line.count > maxLineBytes { discarding = true; line.removeAll() }
                 }
             }
-            if client.writer.isClosed { return }
+            if stop() { return }
         }
     }
 

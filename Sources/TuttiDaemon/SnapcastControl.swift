@@ -123,23 +123,10 @@ final class SnapcastControl: @unchecked Sendable {
             }
         }, disconnect: { connection.close() })
         defer { detach(client); connection.close() }
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 16_384, alignment: 1)
-        defer { buffer.deallocate() }
-        var line: [UInt8] = []
-        var discarding = false
-        while true {
-            guard let (n, _) = try? connection.receive(into: buffer), n > 0 else { return }
-            for byte in buffer[0..<n] {
-                if byte == 10 {
-                    if !discarding { receive(line, from: client) }
-                    discarding = false
-                    line.removeAll(keepingCapacity: true)
-                } else if !discarding {
-                    line.append(byte)
-                    if line.count > ControlServer.maxLineBytes { discarding = true; line.removeAll() }
-                }
+        ControlServer.readLines(from: connection, until: { client.writer.isClosed }) { line in
+            if let line { receive(line, from: client) } else {
+                send(["jsonrpc": "2.0", "id": NSNull(), "error": ["code": -32700, "message": "request line longer than \(ControlServer.maxLineBytes) bytes"]], to: client)
             }
-            if client.writer.isClosed { return }
         }
     }
 
