@@ -19,9 +19,15 @@ public struct ClientOutbox: Sendable {
         public var maximumBytes: Int
         /// Messages that may wait.
         public var maximumMessages: Int
-        public init(maximumBytes: Int = 4 << 20, maximumMessages: Int = 1_024) {
+        /// How long the client may go without catching up (nothing waiting,
+        /// nothing being written) while more is offered; nil: no limit. A
+        /// client that stopped reading never catches up, even while its
+        /// kernel trickles a few bytes into a full receive buffer.
+        public var maximumBusyNanoseconds: Int64?
+        public init(maximumBytes: Int = 4 << 20, maximumMessages: Int = 1_024, maximumBusyNanoseconds: Int64? = nil) {
             self.maximumBytes = maximumBytes
             self.maximumMessages = maximumMessages
+            self.maximumBusyNanoseconds = maximumBusyNanoseconds
         }
     }
 
@@ -32,6 +38,8 @@ public struct ClientOutbox: Sendable {
         case replaced
         /// Not queued: the client is too far behind. The reason says by how much.
         case overflow(reason: String)
+        /// Not queued: the client has not caught up for longer than the limit.
+        case stalled(reason: String)
         /// Not queued: the outbox was closed.
         case closed
     }
@@ -48,6 +56,10 @@ public struct ClientOutbox: Sendable {
     public private(set) var isClosed = false
     /// Notifications replaced by newer ones (coalesced), since the start.
     public private(set) var coalesced = 0
+    /// The writer holds a message it took and has not finished writing.
+    public private(set) var writing = false
+    /// Since when (injected time, ns) something has been waiting or being written, nil while caught up.
+    public private(set) var busySince: Int64?
 
     public init(limits: Limits = Limits()) { self.limits = limits }
 
@@ -56,8 +68,12 @@ public struct ClientOutbox: Sendable {
 
     /// Offers a message; `key` marks it as a state notification that a
     /// newer one of the same key supersedes.
-    public mutating func enqueue(_ bytes: [UInt8], key: String? = nil) -> Admission {
+    public mutating func enqueue(_ bytes: [UInt8], key: String? = nil, at now: Int64 = 0) -> Admission {
         guard !isClosed else { return .closed }
+        if let since = busySince, let limit = limits.maximumBusyNanoseconds, now - since > limit {
+            return .stalled(reason: "did not read for \((now - since) / 1_000_000_000) s (\(count) messages, \(queuedBytes) bytes waiting)")
+        }
+        if isEmpty && !writing { busySince = now }
         var replaced = false
         if let key, let i = entries[head...].firstIndex(where: { $0.key == key }) {
             queuedBytes -= entries[i].bytes.count
@@ -73,9 +89,10 @@ public struct ClientOutbox: Sendable {
         return replaced ? .replaced : .queued
     }
 
-    /// Takes the oldest message, for the writer.
+    /// Takes the oldest message, for the writer; call `finishedWriting` once it is written.
     public mutating func next() -> [UInt8]? {
         guard head < entries.count else { return nil }
+        writing = true
         let bytes = entries[head].bytes
         entries[head].bytes = []
         head += 1
@@ -87,6 +104,12 @@ public struct ClientOutbox: Sendable {
         }
         if head == entries.count { entries.removeAll(keepingCapacity: true); head = 0 }
         return bytes
+    }
+
+    /// The message taken last is written; with nothing else waiting, the client has caught up.
+    public mutating func finishedWriting() {
+        writing = false
+        if isEmpty { busySince = nil }
     }
 
     /// Drops everything waiting; later messages are refused.

@@ -1,5 +1,6 @@
 import Foundation
 import TuttiCore
+import TuttiAudio
 import TuttiSystem
 
 /// Writes one control client's messages (JSON-RPC, MPD, WebSocket) on a
@@ -25,7 +26,6 @@ final class ClientWriter: @unchecked Sendable {
     private let disconnect: @Sendable () -> Void
     private let condition = NSCondition()
     private var outbox: ClientOutbox
-    private var writing = false
     private var reason: String?
 
     /// `write` sends all bytes or throws; `disconnect` wakes the client's
@@ -44,17 +44,21 @@ final class ClientWriter: @unchecked Sendable {
     /// waiting one with the same key.
     func send(_ bytes: [UInt8], key: String? = nil) {
         condition.lock()
-        let admission = outbox.enqueue(bytes, key: key)
+        let admission = outbox.enqueue(bytes, key: key, at: Monotonic.now())
         condition.signal()
         condition.unlock()
-        if case .overflow(let why) = admission { close(reason: "not reading fast enough: \(why)") }
+        switch admission {
+        case .overflow(let why): close(reason: "not reading fast enough: \(why)")
+        case .stalled(let why): close(reason: why)
+        default: break
+        }
     }
 
     /// Waits until everything queued so far is written (or the client is gone), at most `timeoutMilliseconds`.
     func flush(timeoutMilliseconds: Int = 2_000) {
         let deadline = Date(timeIntervalSinceNow: Double(timeoutMilliseconds) / 1000)
         condition.lock()
-        while (!outbox.isEmpty || writing) && reason == nil {
+        while (!outbox.isEmpty || outbox.writing) && reason == nil {
             if !condition.wait(until: deadline) { break }
         }
         condition.unlock()
@@ -80,12 +84,11 @@ final class ClientWriter: @unchecked Sendable {
             condition.lock()
             while outbox.isEmpty && reason == nil { condition.wait() }
             guard reason == nil, let bytes = outbox.next() else { condition.unlock(); return }
-            writing = true
             condition.unlock()
             var failure: String?
             do { try write(bytes) } catch { failure = "\(error)" }
             condition.lock()
-            writing = false
+            outbox.finishedWriting()
             condition.broadcast() // flush() waits for an idle writer
             condition.unlock()
             if let failure { close(reason: failure); return }

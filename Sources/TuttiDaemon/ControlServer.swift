@@ -111,7 +111,7 @@ public final class ControlServer: @unchecked Sendable {
     /// up after about the stall limit. `disconnect` ends its connection.
     func attach(peer: String, newlineFramed: Bool, write: @escaping ClientWriter.Write, disconnect: @escaping @Sendable () -> Void) -> Client {
         let c = leader.configuration
-        let writer = ClientWriter(peer: peer, limits: c.clientOutbox, log: log, write: write, disconnect: disconnect)
+        let writer = ClientWriter(peer: peer, limits: c.outboxLimits, log: log, write: write, disconnect: disconnect)
         let client = Client(writer: writer, newlineFramed: newlineFramed)
         clients.withLock { $0[ObjectIdentifier(client)] = client }
         return client

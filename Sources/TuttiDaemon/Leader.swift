@@ -67,6 +67,13 @@ public struct LeaderConfiguration: Sendable {
     public var clientStallMilliseconds = 10_000
     /// What may wait for one control client before it is disconnected.
     public var clientOutbox = ClientOutbox.Limits()
+
+    /// The outbox limits with the stall limit in them.
+    var outboxLimits: ClientOutbox.Limits {
+        var l = clientOutbox
+        if l.maximumBusyNanoseconds == nil { l.maximumBusyNanoseconds = Int64(clientStallMilliseconds) * 1_000_000 }
+        return l
+    }
     /// Announce this leader over mDNS (`_tutti._tcp`). Off unless asked for,
     /// so tests that build leaders directly stay off the network; the
     /// command line turns it on (see docs/discovery.md).

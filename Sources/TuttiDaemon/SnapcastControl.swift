@@ -102,7 +102,7 @@ final class SnapcastControl: @unchecked Sendable {
     // MARK: Transports
 
     func attach(peer: String, newlineFramed: Bool, write: @escaping ClientWriter.Write, disconnect: @escaping @Sendable () -> Void) -> ControlServer.Client {
-        let writer = ClientWriter(peer: peer, limits: leader.configuration.clientOutbox, log: log, write: write, disconnect: disconnect)
+        let writer = ClientWriter(peer: peer, limits: leader.configuration.outboxLimits, log: log, write: write, disconnect: disconnect)
         let client = ControlServer.Client(writer: writer, newlineFramed: newlineFramed)
         clients.withLock { $0[ObjectIdentifier(client)] = client }
         return client

@@ -54,6 +54,27 @@ import TuttiCore
         #expect(big.enqueue([1]) == .queued)
     }
 
+    @Test func aClientThatNeverCatchesUpIsStalledAfterTheLimit() {
+        let second: Int64 = 1_000_000_000
+        var o = ClientOutbox(limits: .init(maximumBusyNanoseconds: 10 * second))
+        // A client that keeps up: the writer drains each message; it is never busy for long.
+        for t in 0..<100 {
+            #expect(o.enqueue(bytes("m"), key: "rooms.changed", at: Int64(t) * second) == .queued)
+            _ = o.next()
+            o.finishedWriting()
+            #expect(o.busySince == nil)
+        }
+        // A client that stopped reading: the writer is stuck on one message, newer states coalesce behind it.
+        _ = o.enqueue(bytes("a"), key: "rooms.changed", at: 200 * second)
+        _ = o.next() // being written, for ever
+        for t in 201...210 { #expect(o.enqueue(bytes("b"), key: "rooms.changed", at: Int64(t) * second) != .closed) }
+        guard case .stalled(let why) = o.enqueue(bytes("c"), key: "rooms.changed", at: 211 * second) else {
+            Issue.record("11 s without catching up must be a stall"); return
+        }
+        #expect(why.hasPrefix("did not read for 11 s"), "\(why)")
+        #expect(o.count == 1, "the newest state only, still")
+    }
+
     @Test func closingDropsEverythingAndRefusesMore() {
         var o = ClientOutbox()
         _ = o.enqueue(bytes("a"))

@@ -210,7 +210,7 @@ final class MPDClient: @unchecked Sendable {
         let stall = configuration.clientStallMilliseconds
         connection.setSendTimeout(milliseconds: stall)
         connection.setSendBuffer(bytes: 64 * 1024)
-        writer = ClientWriter(peer: "MPD \(connection.peer)", limits: configuration.clientOutbox, log: log, write: { bytes in
+        writer = ClientWriter(peer: "MPD \(connection.peer)", limits: configuration.outboxLimits, log: log, write: { bytes in
             do { try connection.send(bytes) } catch NetError.timedOut {
                 throw MPDError(.system, "did not read for \(stall / 1000) s")
             }
