@@ -326,9 +326,38 @@ public final class WebServer: @unchecked Sendable {
 
     private func socketReady(_ connection: OpaquePointer) {
         guard let info = mg_get_request_info(connection)?.pointee else { return }
+        // A bounded kernel send buffer (civetweb lets Linux grow it to 4 MB), so a page
+        // that stopped reading shows up as a stalled write, not megabytes of kernel memory.
+        if let fd = Self.socket(remotePort: info.remote_port, localPort: info.server_port) {
+            var size: Int32 = Self.sendBufferBytes
+            setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
         let socket = WebSocket(connection: connection, peer: remoteAddress(info))
         mg_set_user_connection_data(connection, Unmanaged.passRetained(socket).toOpaque())
         socketHandler?.opened(socket)
+    }
+
+    public static let sendBufferBytes: Int32 = 64 * 1024
+
+    /// civetweb does not hand out a connection's descriptor: find it among
+    /// ours by its two ports (once per WebSocket).
+    static func socket(remotePort: Int32, localPort: Int32) -> Int32? {
+        guard let dir = opendir("/proc/self/fd") else { return nil }
+        defer { closedir(dir) }
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            guard let fd = Int32(name) else { continue }
+            var peer = sockaddr_in(), local = sockaddr_in()
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            let gotPeer = withUnsafeMutablePointer(to: &peer) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(fd, $0, &length) } } == 0
+            length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            let gotLocal = withUnsafeMutablePointer(to: &local) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } } == 0
+            if gotPeer, gotLocal, peer.sin_family == sa_family_t(AF_INET),
+               Int32(UInt16(bigEndian: peer.sin_port)) == remotePort, Int32(UInt16(bigEndian: local.sin_port)) == localPort {
+                return fd
+            }
+        }
+        return nil
     }
 
     private func socketData(_ connection: OpaquePointer, bits: Int32, _ bytes: UnsafeMutablePointer<CChar>?, _ count: Int) -> Bool {
