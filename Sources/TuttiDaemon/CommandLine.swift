@@ -8,6 +8,9 @@ public enum DaemonCommand: Sendable {
     case follower(FollowerConfiguration)
     case demo(DemoConfiguration)
     case help(String)
+    /// `--print-config`: the effective settings, each with where it came from.
+    case printConfig(String)
+    case version
 }
 
 public enum DaemonUsage {
@@ -54,6 +57,10 @@ public enum DaemonUsage {
       --name NAME            the name announced over mDNS (default "Tutti on HOSTNAME")
       --no-announce          do not announce this leader over mDNS (Avahi)
       --log-level LEVEL      debug, info, warning, error (default info)
+      --config FILE          settings file, [leader] section (default /etc/tutti/tutti.conf;
+                             a missing default file means defaults); flags override it
+      --print-config         print the effective settings and where each came from
+      --version              print the version
     """
 
     public static let follower = FollowerUsage.text
@@ -68,7 +75,42 @@ public enum DaemonUsage {
 }
 
 public extension DaemonCommand {
+    /// The `[leader]` section: every key, its default, and the flag it is.
+    static func leaderOptions(hostname: String) -> [ConfigOption] {
+        [
+            ConfigOption("listen", "0.0.0.0:4953", .value(flag: "--listen")),
+            ConfigOption("control", "127.0.0.1:4954", .value(flag: "--control")),
+            ConfigOption("mpd", "127.0.0.1:6600", .value(flag: "--mpd")),
+            ConfigOption("web", "0.0.0.0:8080", .value(flag: "--web")),
+            ConfigOption("web-root", "", .value(flag: "--web-root")),
+            ConfigOption("music", "", .value(flag: "--music")),
+            ConfigOption("db", "", .value(flag: "--db")),
+            ConfigOption("cache", "", .value(flag: "--cache")),
+            ConfigOption("cache-mb", "2048", .value(flag: "--cache-mb")),
+            ConfigOption("auto-cache", "yes", .disabledBy(flag: "--no-auto-cache")),
+            ConfigOption("net-timeout", "10", .value(flag: "--net-timeout")),
+            ConfigOption("codec", "opus", .value(flag: "--codec")),
+            ConfigOption("bitrate", "160", .value(flag: "--bitrate")),
+            ConfigOption("frame-ms", "20", .value(flag: "--frame-ms")),
+            ConfigOption("buffer-ms", "1000", .value(flag: "--buffer-ms")),
+            ConfigOption("start-ms", "100", .value(flag: "--start-ms")),
+            ConfigOption("name", "Tutti on \(hostname)", .value(flag: "--name")),
+            ConfigOption("announce", "yes", .disabledBy(flag: "--no-announce")),
+            ConfigOption("buttons", "", .value(flag: "--buttons")),
+            ConfigOption("log-level", "info", .value(flag: "--log-level")),
+        ]
+    }
+
+    /// A command line alone, without a settings file.
     static func parse(_ arguments: [String]) throws(UsageError) -> (DaemonCommand, Logger.Level) {
+        try parse(arguments, file: nil, hostname: "localhost")
+    }
+
+    /// `arguments` over the `[leader]` or `[speaker]` section of `file`.
+    /// Pure: `tuttid/main.swift` reads the file (`loadConfigFile`).
+    static func parse(_ arguments: [String], file: ConfigFile?, hostname: String,
+                      printConfig: Bool = false) throws(UsageError) -> (DaemonCommand, Logger.Level) {
+        if arguments.first == "--version" { return (.version, .info) }
         guard let command = arguments.first else { return (.help(DaemonUsage.overview), .info) }
         var args = ArgumentReader(Array(arguments.dropFirst()))
         var level = Logger.Level.info
@@ -92,8 +134,8 @@ public extension DaemonCommand {
             c.snapcastControl = Endpoint(host: "0.0.0.0", port: 1705)
             c.snapcastHTTP = Endpoint(host: "0.0.0.0", port: 1780)
             c.announce = true
-            while !args.isEmpty {
-                let flag = args.take()
+            var settings = ConfigSettings(section: "leader", options: leaderOptions(hostname: hostname))
+            try applyConfiguration(file, &settings, arguments: args.remaining) { flag, args throws(UsageError) in
                 switch flag {
                 case "--listen":
                     let text = try args.value(flag)
@@ -128,12 +170,12 @@ public extension DaemonCommand {
                     }
                     if flag == "--snapcast-control" { c.snapcastControl = endpoint } else { c.snapcastHTTP = endpoint }
                 case "--web-root":
-                    let dir = try args.value(flag)
+                    guard let dir = try args.value(flag).nonEmpty else { break }
                     if c.web != nil { c.web?.root = dir } else { c.web = WebOptions(endpoint: Endpoint(host: "0.0.0.0", port: 8080), required: false, root: dir) }
-                case "--music": c.musicDirectory = try args.value(flag)
-                case "--buttons": c.buttons = try args.value(flag)
-                case "--db": c.databasePath = try args.value(flag)
-                case "--cache": c.cacheDirectory = try args.value(flag)
+                case "--music": c.musicDirectory = try args.value(flag).nonEmpty
+                case "--buttons": c.buttons = try args.value(flag).nonEmpty
+                case "--db": c.databasePath = try args.value(flag).nonEmpty
+                case "--cache": c.cacheDirectory = try args.value(flag).nonEmpty
                 case "--cache-mb": c.cacheCapacityMegabytes = Int(try args.number(flag, 1...1_000_000))
                 case "--no-auto-cache": c.autoCache = false
                 case "--net-timeout":
@@ -164,11 +206,15 @@ public extension DaemonCommand {
                 default: throw UsageError("unknown option \(flag) for leader (see tuttid leader --help)")
                 }
             }
+            if printConfig { return (.printConfig(settings.render(file: file?.path)), level) }
             guard !c.files.isEmpty || c.musicDirectory != nil else { throw UsageError("leader needs --play FILE [FILE...] or --music DIR") }
             return (.leader(c), level)
         case "follower":
-            guard let (c, level) = try FollowerConfiguration.parse(args.remaining) else { return (.help(DaemonUsage.follower), .info) }
-            return (.follower(c), level)
+            guard let invocation = try FollowerConfiguration.parse(args.remaining, file: file, hostname: hostname) else {
+                return (.help(DaemonUsage.follower), .info)
+            }
+            if printConfig { return (.printConfig(invocation.settings.render(file: file?.path)), invocation.level) }
+            return (.follower(invocation.configuration), invocation.level)
         case "demo":
             var c = DemoConfiguration()
             while !args.isEmpty {
@@ -191,4 +237,9 @@ public extension DaemonCommand {
             throw UsageError("unknown command '\(command)'\n\n\(DaemonUsage.overview)")
         }
     }
+}
+
+extension String {
+    /// nil for "": an option left empty in the file means its default.
+    var nonEmpty: String? { isEmpty ? nil : self }
 }

@@ -49,13 +49,15 @@ public enum FollowerUsage {
     public static let text = """
     usage: tuttid follower [--leader HOST:PORT | --leader-name NAME] --name NAME [OPTIONS]
 
-      --leader HOST:PORT     the leader (port defaults to 4953); without it the
+      --leader HOST:PORT     the leader (port defaults to 4953); without it (or "auto") the
                              leader is found over mDNS (Avahi) before each connection
       --leader-name NAME     with several leaders announced, use this one
                              (default: the first by name)
-      --name NAME            this room's name (default: follower)
+      --name NAME            this room's name (default: the host name)
       --output OUTPUT        alsa:DEVICE (default alsa:default) or
                              file:PATH[,ppm=N][,delay-ms=N] (virtual DAC)
+      --mixer CONTROL        the DAC's hardware mixer control, unmuted and set to 0 dB at
+                             start (volume is applied in software; default: leave it)
       --latency-ms N         speaker latency after the DAC to compensate
       --buttons FILE         this room's buttons (see hardware/buttons.md)
       --no-steer             never resample for DAC drift (bit-exact capture)
@@ -63,28 +65,67 @@ public enum FollowerUsage {
       --clock-offset-ms N    test: simulate a local clock offset by N ms
       --clock-skew-ppm N     test: simulate a local clock running N ppm fast
       --log-level LEVEL      debug, info, warning, error (default info)
+      --config FILE          settings file, [speaker] section (default /etc/tutti/tutti.conf;
+                             a missing default file means defaults); flags override it
+      --print-config         print the effective settings and where each came from
+      --version              print the version
 
     tuttid follower runs tutti-follower, the same speaker without the
     leader's libraries, when it is installed beside tuttid.
     """
 }
 
+/// What a speaker's command line and `[speaker]` section asked for.
+public struct FollowerInvocation: Sendable {
+    public var configuration: FollowerConfiguration
+    public var level: Logger.Level
+    /// The effective settings and where each came from (`--print-config`).
+    public var settings: ConfigSettings
+    public var configFile: String?
+}
+
 extension FollowerConfiguration {
-    /// The options after `tuttid follower` (nil: help was asked for).
+    /// The `[speaker]` section: every key, its default, and the flag it is.
+    public static func options(hostname: String) -> [ConfigOption] {
+        [
+            ConfigOption("name", hostname, .value(flag: "--name")),
+            ConfigOption("output", "alsa:default", .value(flag: "--output")),
+            ConfigOption("mixer", "", .value(flag: "--mixer")),
+            ConfigOption("latency-ms", "0", .value(flag: "--latency-ms")),
+            ConfigOption("buttons", "", .value(flag: "--buttons")),
+            ConfigOption("leader", "auto", .value(flag: "--leader")),
+            ConfigOption("leader-name", "", .value(flag: "--leader-name")),
+            ConfigOption("realtime", "yes", .disabledBy(flag: "--no-realtime")),
+            ConfigOption("steer", "yes", .disabledBy(flag: "--no-steer")),
+            ConfigOption("log-level", "info", .value(flag: "--log-level")),
+        ]
+    }
+
+    /// The options after `tuttid follower` alone, without a file (nil: help was asked for).
     public static func parse(_ arguments: [String]) throws(UsageError) -> (FollowerConfiguration, Logger.Level)? {
+        guard let invocation = try parse(arguments, file: nil, hostname: "follower") else { return nil }
+        return (invocation.configuration, invocation.level)
+    }
+
+    /// `[speaker]` from `file`, then `arguments` over it (nil: help was
+    /// asked for). Pure: the caller reads the file (`loadConfigFile`).
+    public static func parse(_ arguments: [String], file: ConfigFile?, hostname: String) throws(UsageError) -> FollowerInvocation? {
         if arguments.contains("--help") || arguments.contains("-h") { return nil }
-        var args = ArgumentReader(arguments)
         var c = FollowerConfiguration()
+        let host = String(hostname.utf8.prefix(WireProtocol.maxNameBytes)) ?? ""
+        c.name = host.isEmpty ? "follower" : host
         var level = Logger.Level.info
-        while !args.isEmpty {
-            let flag = args.take()
+        var settings = ConfigSettings(section: "speaker", options: options(hostname: c.name))
+        try applyConfiguration(file, &settings, arguments: arguments) { flag, args throws(UsageError) in
             switch flag {
             case "--leader":
                 let text = try args.value(flag)
+                if text.isEmpty || text == "auto" { c.leader = nil; break }
                 do { c.leader = try Endpoint(parsing: text, defaultPort: 4953) } catch { throw UsageError("--leader: \(error)") }
             case "--leader-name":
                 let name = try args.value(flag)
-                guard !name.isEmpty, name.utf8.count <= 63 else { throw UsageError("--leader-name must be 1–63 bytes") }
+                if name.isEmpty { c.leaderName = nil; break }
+                guard name.utf8.count <= 63 else { throw UsageError("--leader-name must be 1–63 bytes") }
                 c.leaderName = name
             case "--name":
                 let name = try args.value(flag)
@@ -95,9 +136,14 @@ extension FollowerConfiguration {
             case "--output":
                 let text = try args.value(flag)
                 do { c.output = try OutputSpec(parsing: text) } catch { throw UsageError("--output: \(error)") }
+            case "--mixer":
+                let name = try args.value(flag)
+                c.mixer = name.isEmpty ? nil : name
             case "--latency-ms": c.latencyMilliseconds = try args.number(flag, -1_000...5_000)
             case "--no-steer": c.steering = false
-            case "--buttons": c.buttons = try args.value(flag)
+            case "--buttons":
+                let path = try args.value(flag)
+                c.buttons = path.isEmpty ? nil : path
             case "--no-realtime": c.realtime = false
             case "--clock-offset-ms": c.clockOffsetMilliseconds = try args.number(flag, -86_400_000...86_400_000)
             case "--clock-skew-ppm": c.clockSkewPPM = try args.number(flag, -1_000...1_000)
@@ -105,6 +151,6 @@ extension FollowerConfiguration {
             default: throw UsageError("unknown option \(flag) for follower (see tuttid follower --help)")
             }
         }
-        return (c, level)
+        return FollowerInvocation(configuration: c, level: level, settings: settings, configFile: file?.path)
     }
 }

@@ -22,6 +22,10 @@ public struct FollowerConfiguration: Sendable {
     public var realtime = true
     /// A button mapping file (nil: no buttons).
     public var buttons: String? = nil
+    /// The DAC's hardware mixer control (e.g. "Digital"), unmuted and set to
+    /// 0 dB at start because the room's volume is applied in software; nil:
+    /// leave the mixer alone.
+    public var mixer: String? = nil
     /// The protocol version announced (tests use another to check refusal).
     public var protocolVersion = WireProtocol.version
 

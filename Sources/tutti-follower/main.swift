@@ -28,12 +28,28 @@ let termination = blockTerminationSignals()
 var arguments = Array(CommandLine.arguments.dropFirst())
 // Also callable as `tutti-follower follower …`, the form `tuttid` hands on.
 if arguments.first == "follower" { arguments.removeFirst() }
-let parsed: (FollowerConfiguration, Logger.Level)?
-do { parsed = try FollowerConfiguration.parse(arguments) } catch { fail(error.message, code: 64) }
-guard let (configuration, level) = parsed else {
+/// This machine's name: a speaker's room name unless the file or `--name` says otherwise.
+func hostname() -> String {
+    var buffer = [CChar](repeating: 0, count: 256)
+    guard gethostname(&buffer, buffer.count - 1) == 0 else { return "follower" }
+    return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+}
+
+let invocation: FollowerInvocation?
+do {
+    let request = try ConfigRequest(arguments)
+    if request.version { print("tutti-follower \(TuttiVersion.current)"); exit(0) }
+    invocation = try FollowerConfiguration.parse(request.arguments, file: try loadConfigFile(request), hostname: hostname())
+    if request.printConfig, let invocation {
+        print(invocation.settings.render(file: invocation.configFile), terminator: "")
+        exit(0)
+    }
+} catch { fail(error.message, code: 64) }
+guard let invocation else {
     print(FollowerUsage.text)
     exit(0)
 }
+let configuration = invocation.configuration, level = invocation.level
 StandardErrorLog.setLevel(level)
 do {
     let follower = try Follower(configuration: configuration, log: StandardErrorLog.logger(configuration.name))

@@ -42,6 +42,13 @@ func runLeanFollowerIfInstalled() {
     for p in argv { free(p) }
 }
 
+/// This machine's name: the default room and leader names.
+func hostname() -> String {
+    var buffer = [CChar](repeating: 0, count: 256)
+    guard gethostname(&buffer, buffer.count - 1) == 0 else { return "localhost" }
+    return String(cString: buffer)
+}
+
 signal(SIGPIPE, SIG_IGN)
 // A parent's thread may have started us with these blocked (a Swift
 // program's worker threads block most signals, and children inherit the
@@ -52,7 +59,14 @@ for sig in [SIGINT, SIGTERM] { sigaddset(&termination, sig) }
 pthread_sigmask(SIG_UNBLOCK, &termination, nil)
 let command: DaemonCommand
 let level: Logger.Level
-do { (command, level) = try DaemonCommand.parse(Array(CommandLine.arguments.dropFirst())) } catch {
+do {
+    let request = try ConfigRequest(Array(CommandLine.arguments.dropFirst()))
+    // Only the daemons read /etc/tutti/tutti.conf; the demo is self-contained.
+    let daemon = ["leader", "follower"].contains(request.arguments.first ?? "")
+    let file = daemon && !request.version ? try loadConfigFile(request) : nil
+    (command, level) = try DaemonCommand.parse(request.version ? ["--version"] : request.arguments, file: file,
+                                               hostname: hostname(), printConfig: request.printConfig)
+} catch {
     fail(error.message, code: 64)
 }
 StandardErrorLog.setLevel(level)
@@ -60,6 +74,10 @@ StandardErrorLog.setLevel(level)
 switch command {
 case .help(let text):
     print(text)
+case .printConfig(let text):
+    print(text, terminator: "")
+case .version:
+    print("tuttid \(TuttiVersion.current)")
 case .leader(let config):
     do {
         let leader = try Leader(configuration: config, log: StandardErrorLog.logger("leader"))

@@ -1,0 +1,154 @@
+import Foundation
+import Testing
+import TuttiAudio
+import TuttiCore
+import TuttiDaemon
+import TuttiNet
+import TuttiTestSupport
+
+/// /etc/tutti/tutti.conf as both daemons read it: every key of both
+/// sections, the command line over the file, and mistakes that name the
+/// file and line.
+@Suite struct ConfigFileTests {
+    static let everySpeakerKey = """
+    [speaker]
+    name = kitchen
+    output = file:/tmp/kitchen.raw,ppm=20
+    mixer = Digital
+    latency-ms = 12.5
+    buttons = /etc/tutti/buttons.conf
+    leader = pi.local
+    leader-name = Tutti on pi
+    realtime = no
+    steer = no
+    log-level = warning
+    """
+
+    static let everyLeaderKey = """
+    [leader]
+    listen = 127.0.0.1:5953
+    control = off
+    mpd = 0.0.0.0:6601
+    web = 0.0.0.0:8081
+    web-root = /srv/web
+    music = /srv/music
+    db = /var/lib/tutti/library.db
+    cache = /var/cache/tutti
+    cache-mb = 512
+    auto-cache = no
+    net-timeout = 30
+    codec = pcm
+    bitrate = 96
+    frame-ms = 10
+    buffer-ms = 1500
+    start-ms = 150
+    name = Living room
+    announce = no
+    buttons = /etc/tutti/leader-buttons.conf
+    log-level = debug
+    """
+
+    func file(_ text: String) throws -> ConfigFile { try ConfigFile.parse(text, path: "/etc/tutti/tutti.conf") }
+
+    @Test func everySpeakerKeyIsRead() throws {
+        let (command, level) = try DaemonCommand.parse(["follower"], file: try file(Self.everySpeakerKey + "\n" + Self.everyLeaderKey), hostname: "pi")
+        guard case .follower(let c) = command else { Issue.record("not a follower: \(command)"); return }
+        #expect(c.name == "kitchen")
+        #expect(c.output == .file(path: "/tmp/kitchen.raw", ppm: 20, delayMilliseconds: 0))
+        #expect(c.mixer == "Digital" && c.latencyMilliseconds == 12.5 && c.buttons == "/etc/tutti/buttons.conf")
+        #expect(c.leader == Endpoint(host: "pi.local", port: 4953) && c.leaderName == "Tutti on pi")
+        #expect(!c.realtime && !c.steering && level == .warning)
+    }
+
+    @Test func everyLeaderKeyIsRead() throws {
+        let (command, level) = try DaemonCommand.parse(["leader"], file: try file(Self.everySpeakerKey + "\n" + Self.everyLeaderKey), hostname: "pi")
+        guard case .leader(let c) = command else { Issue.record("not a leader: \(command)"); return }
+        #expect(c.listen == Endpoint(host: "127.0.0.1", port: 5953) && c.control == nil)
+        #expect(c.mpd == Endpoint(host: "0.0.0.0", port: 6601))
+        #expect(c.web?.endpoint == Endpoint(host: "0.0.0.0", port: 8081) && c.web?.root == "/srv/web")
+        #expect(c.musicDirectory == "/srv/music" && c.databasePath == "/var/lib/tutti/library.db")
+        #expect(c.cacheDirectory == "/var/cache/tutti" && c.cacheCapacityMegabytes == 512 && !c.autoCache)
+        #expect(c.network.connectTimeout == 30 && c.network.stallTimeout == 30)
+        #expect(c.codec == .pcm && c.bitrateKbps == 96 && c.frameMilliseconds == 10)
+        #expect(c.bufferMilliseconds == 1500 && c.startLatencyMilliseconds == 150)
+        #expect(c.announceName == "Living room" && !c.announce && c.buttons == "/etc/tutti/leader-buttons.conf")
+        #expect(level == .debug)
+    }
+
+    @Test func theCommandLineWinsOverTheFile() throws {
+        let text = Self.everySpeakerKey + "\n" + Self.everyLeaderKey
+        guard case .follower(let f) = try DaemonCommand.parse(["follower", "--name", "den", "--latency-ms", "3", "--leader", "auto"],
+                                                              file: try file(text), hostname: "pi").0,
+              case .leader(let l) = try DaemonCommand.parse(["leader", "--codec", "opus", "--buffer-ms", "800", "--control", "127.0.0.1:4954"],
+                                                            file: try file(text), hostname: "pi").0 else {
+            Issue.record("wrong commands"); return
+        }
+        #expect(f.name == "den" && f.latencyMilliseconds == 3 && f.leader == nil)
+        #expect(f.mixer == "Digital", "what the command line leaves alone comes from the file")
+        #expect(l.codec == .opus && l.bufferMilliseconds == 800 && l.control == Endpoint(host: "127.0.0.1", port: 4954))
+        #expect(l.bitrateKbps == 96)
+
+        let printed = try DaemonCommand.parse(["follower", "--latency-ms", "3"], file: try file(text), hostname: "pi", printConfig: true).0
+        guard case .printConfig(let listing) = printed else { Issue.record("not printed"); return }
+        #expect(listing.contains("latency-ms = 3") && listing.contains("# command line"))
+        #expect(listing.split(separator: "\n").contains { $0.hasPrefix("mixer = Digital") && $0.hasSuffix("# /etc/tutti/tutti.conf:4") })
+    }
+
+    @Test func withoutAFileTheDefaultsHold() throws {
+        guard case .follower(let f) = try DaemonCommand.parse(["follower"], file: nil, hostname: "bathroom").0 else { Issue.record("not a follower"); return }
+        #expect(f.name == "bathroom", "a speaker is named after its host")
+        #expect(f.output == .alsa(device: "default") && f.leader == nil && f.mixer == nil && f.realtime && f.steering)
+        guard case .printConfig(let listing) = try DaemonCommand.parse(["leader"], file: nil, hostname: "pi", printConfig: true).0 else {
+            Issue.record("not printed"); return
+        }
+        let defaults = DaemonCommand.leaderOptions(hostname: "pi")
+        #expect(listing.split(separator: "\n").filter { $0.hasSuffix("# default") }.count == defaults.count)
+        #expect(listing.contains("name = Tutti on pi"))
+    }
+
+    @Test(arguments: [
+        ("[speaker]\nname = den\n\nlatency-ms = 9000", "follower", "/etc/tutti/tutti.conf:4: latency-ms = 9000: expected a number in -1000.0…5000.0"),
+        ("[speaker]\noutput = speaker", "follower", "/etc/tutti/tutti.conf:2: output = speaker:"),
+        ("[speaker]\nrealtime = sometimes", "follower", "/etc/tutti/tutti.conf:2: realtime = sometimes: expected yes or no"),
+        ("[speaker]\nouptut = alsa:hw:1", "follower", "/etc/tutti/tutti.conf:2: [speaker] has no option 'ouptut'"),
+        ("[speeker]\nname = x", "follower", "/etc/tutti/tutti.conf:1: unknown section [speeker]"),
+        ("[leader]\nmusic = /m\ncodec = flac", "leader", "/etc/tutti/tutti.conf:3: codec = flac: "),
+        ("[leader]\nmusic = /m\nlisten = nowhere", "leader", "/etc/tutti/tutti.conf:3: listen = nowhere: "),
+        ("[leader]\nmusic = /m\nbitrate = 5000", "leader", "/etc/tutti/tutti.conf:3: bitrate = 5000: expected a number in 6.0…510.0"),
+    ])
+    func aBadValueNamesTheFileAndLine(text: String, command: String, message: String) {
+        #expect {
+            _ = try DaemonCommand.parse([command], file: try file(text), hostname: "pi")
+        } throws: { error in
+            let said = (error as? UsageError)?.message ?? "\(error)"
+            if !said.hasPrefix(message) { Issue.record("said: \(said)") }
+            return said.hasPrefix(message)
+        }
+    }
+
+    /// The daemons themselves: the default path, `--config`, a missing file, and exit code 64 with the line.
+    @Test func theBinariesReadTheFile() throws {
+        let dir = makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let bin = URL(fileURLWithPath: DaemonBinaryTests.binary).deletingLastPathComponent().path
+        let conf = dir + "/tutti.conf"
+        try (Self.everySpeakerKey + "\n" + Self.everyLeaderKey).write(toFile: conf, atomically: true, encoding: .utf8)
+        let printed = try runProgram(bin + "/tutti-follower", ["--config", conf, "--print-config", "--name", "den"])
+        #expect(printed.status == 0)
+        #expect(printed.out.contains("output = file:/tmp/kitchen.raw,ppm=20") && printed.out.contains("\(conf):3"))
+        #expect(printed.out.split(separator: "\n").contains { $0.hasPrefix("name = den") && $0.hasSuffix("# command line") })
+        let leader = try runProgram(bin + "/tuttid", ["leader", "--config", conf, "--print-config"])
+        #expect(leader.status == 0 && leader.out.contains("codec = pcm") && leader.out.contains("\(conf):24"))
+
+        try "[speaker]\nname = den\nlatency-ms = lots\n".write(toFile: conf, atomically: true, encoding: .utf8)
+        for (program, args) in [("tutti-follower", [String]()), ("tuttid", ["follower"])] {
+            let bad = try runProgram(bin + "/" + program, args + ["--config", conf])
+            #expect(bad.status == 64)
+            #expect(bad.err.contains("\(conf):3: latency-ms = lots: expected a number"), "\(program) said: \(bad.err)")
+        }
+        let missing = try runProgram(bin + "/tutti-follower", ["--config", dir + "/none.conf"])
+        #expect(missing.status == 64 && missing.err.contains("cannot read \(dir)/none.conf"))
+        let version = try runProgram(bin + "/tuttid", ["--version"])
+        #expect(version.status == 0 && version.out == "tuttid \(TuttiVersion.current)\n")
+    }
+}
