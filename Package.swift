@@ -65,7 +65,7 @@ let package = Package(
         // Helpers shared by the test targets (temporary folders, running real programs to their end).
         .target(name: "CTuttiSpawn"),
         .target(name: "TuttiTestSupport", dependencies: ["CTuttiSpawn"]),
-        .executableTarget(name: "tutti", dependencies: ["TuttiCore", "TuttiNet", "TuttiControlClient", "TuttiDiscovery"]),
+        .executableTarget(name: "tutti", dependencies: ["TuttiCore", "TuttiNet", "TuttiControlClient", "TuttiDiscovery", "TuttiFollower"]),
 
         .testTarget(name: "TuttiCoreTests", dependencies: ["TuttiCore"]),
         .testTarget(name: "TuttiAudioTests", dependencies: ["TuttiTestSupport", "TuttiAudio", "TuttiCore"]),

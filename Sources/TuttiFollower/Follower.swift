@@ -64,6 +64,14 @@ public final class Follower: @unchecked Sendable {
         localClock = SimulatedClock(offset: Int64(configuration.clockOffsetMilliseconds * 1e6),
                                     skewPPM: configuration.clockSkewPPM, origin: Monotonic.now())
         let sink = try configuration.output.open()
+        // The DAC's own volume at full scale: a HAT that boots muted or at
+        // -100 dB is the classic "no sound"; the room's volume is ours, in software.
+        if let mixer = configuration.mixer, case .alsa(let device) = configuration.output {
+            try ALSAMixer(card: Doctor.mixerDevice(forPCM: device)).setFullScale(mixer)
+            log.info("mixer control '\(mixer)' unmuted at 0 dB")
+        } else if configuration.mixer != nil {
+            log.info("mixer: ignored for \(configuration.output) (not an ALSA device)")
+        }
         engine = PlayoutEngine(sink: sink, timeline: timeline, clock: clockModel, localClock: localClock,
                                steering: configuration.steering, log: log)
         engine.latencyTrimNanoseconds = Int64(configuration.latencyMilliseconds * 1e6)

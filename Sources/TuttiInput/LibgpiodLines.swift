@@ -163,3 +163,10 @@ final class LibgpiodLines: GPIOEdgeProvider, @unchecked Sendable {
 
     func wake() { wakePipe.wake() }
 }
+
+/// Opens a GPIO chip as a mapping file names it and closes it again:
+/// `tutti doctor`'s check that the buttons' chip is there and ours to use.
+public func checkGPIOChip(_ chip: String) throws(InputError) {
+    let handle = try LibgpiodLines.openChip(chip)
+    gpiod_chip_close(handle)
+}

@@ -3,6 +3,7 @@ import Glibc
 import TuttiCore
 import TuttiDiscovery
 import TuttiControlClient
+import TuttiFollower
 import TuttiNet
 
 let usage = """
@@ -38,6 +39,9 @@ usage: tutti [--host HOST] [--port PORT] [--leader NAME] [--group GROUP] [--json
   party [on [GROUP]|off|status]   every room plays one group (default: the main group); off: back
   watch                  follow changes as they happen
   leaders [SECONDS]      leaders announced on the network (mDNS): name, address, ports (browses 2 s)
+  doctor [--config FILE] check this speaker's setup (ALSA device, mixer, real-time, avahi-daemon,
+                         leader, clock, buttons) with the settings tutti-follower uses; says how to fix each fault
+  --version              print the version
 
 Player and queue commands act on the main group, or on --group GROUP (id or name).
 
@@ -80,6 +84,43 @@ while !args.isEmpty {
 }
 guard let command = rest.first else { print(usage); exit(64) }
 let operands = Array(rest.dropFirst())
+if command == "--version" { print("tutti \(TuttiVersion.current)"); exit(0) }
+if command == "doctor" { runDoctor(operands) }
+
+/// `tutti doctor`: reads the speaker's settings as tutti-follower does and
+/// checks the machine against them. Exit 0 when nothing is wrong, 1 otherwise.
+func runDoctor(_ arguments: [String]) -> Never {
+    let invocation: FollowerInvocation
+    let request: ConfigRequest
+    do {
+        request = try ConfigRequest(arguments)
+        guard let parsed = try FollowerConfiguration.parse(request.arguments, file: try loadConfigFile(request),
+                                                           hostname: ProcessInfo.processInfo.hostName.split(separator: ".").first.map(String.init) ?? "follower") else {
+            print("usage: tutti doctor [--config FILE] [speaker options]"); exit(0)
+        }
+        invocation = parsed
+    } catch { fail(error.message, 64) }
+    let probe = SystemDoctorProbe { control, room in
+        do {
+            let client = try ControlClient(endpoint: try Endpoint(parsing: control), timeoutMilliseconds: 2_000)
+            let rooms = try client.call("rooms.list") as? [String: Any]
+            let list = rooms?["rooms"] as? [[String: Any]] ?? []
+            guard let entry = list.first(where: { $0["name"] as? String == room }) else {
+                return .success(RoomHealthReport(connected: false, outputErrorMicroseconds: nil, bufferMilliseconds: nil, roundTripMicroseconds: nil))
+            }
+            let health = entry["health"] as? [String: Any]
+            return .success(RoomHealthReport(connected: entry["connected"] as? Bool ?? false,
+                                             outputErrorMicroseconds: health?["outputErrorUs"] as? Double,
+                                             bufferMilliseconds: health?["bufferMs"] as? Double,
+                                             roundTripMicroseconds: health?["rttUs"] as? Double))
+        } catch { return .failure(DoctorProbeFailure("\(error)")) }
+    }
+    let file = request.named || access(request.path, F_OK) == 0 ? request.path : "\(request.path) (not there yet: defaults)"
+    print("checking room '\(invocation.configuration.name)' as \(file) sets it up")
+    let findings = Doctor.examine(DoctorSettings(invocation.configuration, configFile: request.path), probe)
+    print(Doctor.render(findings), terminator: "")
+    exit(findings.contains { $0.status == .fault } ? 1 : 0)
+}
 
 func output(_ value: Any) {
     if let data = try? JSONSerialization.data(withJSONObject: value, options: [.sortedKeys, .prettyPrinted, .fragmentsAllowed]) {

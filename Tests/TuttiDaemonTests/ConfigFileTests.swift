@@ -152,3 +152,42 @@ import TuttiTestSupport
         #expect(version.status == 0 && version.out == "tuttid \(TuttiVersion.current)\n")
     }
 }
+
+/// `tutti doctor` on this machine, with the real probe: ALSA's null device,
+/// a button file readable and one that is not, no mixer card, no avahi-daemon
+/// on the bus it is pointed at, a pinned leader that is not there. Real-time
+/// is as this process has it (root: allowed), so the fake probe in
+/// TuttiCoreTests covers its fault.
+@Suite struct DoctorBinaryTests {
+    @Test func theRealProbeFindsRealFaults() throws {
+        let dir = makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let bin = URL(fileURLWithPath: DaemonBinaryTests.binary).deletingLastPathComponent().path + "/tutti"
+        let event = dir + "/event-kbd"
+        try "".write(toFile: event, atomically: true, encoding: .utf8)
+        try "input \(event)\n".write(toFile: dir + "/buttons.conf", atomically: true, encoding: .utf8)
+        let noBus = ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=\(dir)/no-bus"]
+        let conf = dir + "/tutti.conf"
+
+        // Right, as far as this machine can be: the device opens, the buttons are readable.
+        try "[speaker]\nname = den\noutput = alsa:null\nbuttons = \(dir)/buttons.conf\nleader = 127.0.0.1:1\n".write(toFile: conf, atomically: true, encoding: .utf8)
+        let right = try runProgram(bin, ["doctor", "--config", conf], environment: noBus)
+        #expect(right.out.contains("ok   ALSA device: null opens at 48 kHz"), "\(right.out)")
+        #expect(right.out.contains("ok   button devices: 1 device readable: \(event)"))
+        #expect(right.out.contains("FAIL leader: 127.0.0.1:1:"), "nothing listens on port 1")
+        #expect(right.out.contains("--   avahi-daemon:"), "a pinned leader needs no mDNS")
+        #expect(right.status == 1)
+
+        // Faults: a device that is not there, a mixer with no card, buttons that are gone, no avahi with mDNS wanted.
+        try "[speaker]\nname = den\noutput = alsa:hw:CARD=nosuchcard,DEV=0\nmixer = Digital\nbuttons = \(dir)/buttons.conf\n".write(toFile: conf, atomically: true, encoding: .utf8)
+        unlink(event)
+        let faults = try runProgram(bin, ["doctor", "--config", conf], environment: noBus)
+        #expect(faults.status == 1)
+        for line in ["FAIL ALSA device: hw:CARD=nosuchcard,DEV=0:", "FAIL mixer control: cannot read", "FAIL avahi-daemon:",
+                     "FAIL button devices: \(event): No such file or directory", "--   leader: cannot look without avahi-daemon"] {
+            #expect(faults.out.contains(line), "\(line) in \(faults.out)")
+        }
+        #expect(faults.out.contains("fix: sudo apt install avahi-daemon"))
+        #expect(faults.out.hasSuffix("4 faults\n"), "\(faults.out)")
+    }
+}
