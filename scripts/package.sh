@@ -6,18 +6,20 @@
 # The Swift runtime is linked in (-static-stdlib), so a board needs no toolchain;
 # Depends: lists only the Debian libraries the binaries load (dpkg-shlibdeps).
 #
-#   scripts/package.sh [--version V] [--skip-build] [--out DIR] [--arch ARCH --bin DIR]
+#   scripts/package.sh [--version V] [--skip-build] [--fast] [--out DIR] [--arch ARCH --bin DIR]
+# --fast compresses with gzip -1 instead of xz (tests: xz takes minutes on these binaries).
 # --arch/--bin package binaries built elsewhere (an aarch64 cross build, see docs/pi.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 version=$(sed -n 's/.*static let current = "\(.*\)".*/\1/p' Sources/TuttiCore/Version.swift)
-build=1 arch=$(dpkg --print-architecture) bin="" out=dist
+build=1 arch=$(dpkg --print-architecture) bin="" out=dist compression=(-Zxz)
 while (($#)); do
     case "$1" in
         --version) version=$2; shift 2 ;;
         --skip-build) build=0; shift ;;
         --out) out=$2; shift 2 ;;
+        --fast) compression=(-Zgzip -z1); shift ;;
         --arch) arch=$2; shift 2 ;;
         --bin) bin=$2; build=0; shift 2 ;;
         *) echo "package.sh: unknown option $1" >&2; exit 64 ;;
@@ -95,7 +97,7 @@ control() {
 
 build_deb() {
     # Owned by root whoever builds; sorted, so two builds are the same bytes.
-    dpkg-deb --root-owner-group -Zxz --build "$1" "$out/${2}_${version}_${arch}.deb" >/dev/null
+    dpkg-deb --root-owner-group "${compression[@]}" --build "$1" "$out/${2}_${version}_${arch}.deb" >/dev/null
     echo "$out/${2}_${version}_${arch}.deb"
 }
 

@@ -17,4 +17,9 @@ if [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then
         | awk '{ mark = $1; $1 = ""; if ($0 == " run") next; if (mark == "◇") open[$0] = 1; else delete open[$0] } END { for (t in open) print "  " t }' >&2
 fi
 rm -f "$log"
+# The install test: packages built, checked and installed into a bookworm root
+# (docs/packaging.md). Last, and only when the suite passed: it takes minutes.
+if [ "$status" -eq 0 ] && [ -z "${TUTTI_SKIP_PACKAGE_TEST:-}" ] && [ "$#" -eq 0 ]; then
+    scripts/test-packages.sh || status=$?
+fi
 exit "$status"
