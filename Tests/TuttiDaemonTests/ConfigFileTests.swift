@@ -30,6 +30,9 @@ import TuttiTestSupport
     control = off
     mpd = 0.0.0.0:6601
     web = 0.0.0.0:8081
+    snapcast-stream = off
+    snapcast-control = 127.0.0.1:1805
+    snapcast-http = off
     web-root = /srv/web
     music = /srv/music
     db = /var/lib/tutti/library.db
@@ -66,6 +69,7 @@ import TuttiTestSupport
         #expect(c.listen == Endpoint(host: "127.0.0.1", port: 5953) && c.control == nil)
         #expect(c.mpd == Endpoint(host: "0.0.0.0", port: 6601))
         #expect(c.web?.endpoint == Endpoint(host: "0.0.0.0", port: 8081) && c.web?.root == "/srv/web")
+        #expect(c.snapcastStream == nil && c.snapcastControl == Endpoint(host: "127.0.0.1", port: 1805) && c.snapcastHTTP == nil)
         #expect(c.musicDirectory == "/srv/music" && c.databasePath == "/var/lib/tutti/library.db")
         #expect(c.cacheDirectory == "/var/cache/tutti" && c.cacheCapacityMegabytes == 512 && !c.autoCache)
         #expect(c.network.connectTimeout == 30 && c.network.stallTimeout == 30)
@@ -138,7 +142,7 @@ import TuttiTestSupport
         #expect(printed.out.contains("output = file:/tmp/kitchen.raw,ppm=20") && printed.out.contains("\(conf):3"))
         #expect(printed.out.split(separator: "\n").contains { $0.hasPrefix("name = den") && $0.hasSuffix("# command line") })
         let leader = try runProgram(bin + "/tuttid", ["leader", "--config", conf, "--print-config"])
-        #expect(leader.status == 0 && leader.out.contains("codec = pcm") && leader.out.contains("\(conf):24"))
+        #expect(leader.status == 0 && leader.out.contains("codec = pcm") && leader.out.contains("\(conf):27"))
 
         try "[speaker]\nname = den\nlatency-ms = lots\n".write(toFile: conf, atomically: true, encoding: .utf8)
         for (program, args) in [("tutti-follower", [String]()), ("tuttid", ["follower"])] {
