@@ -36,7 +36,11 @@ public final class PlayoutEngine: @unchecked Sendable {
     private let running = Atomic<Bool>(false)
     private let finished = Atomic<Bool>(false)
     private let latencyTrim = Atomic<Int64>(0)
-    private let volumeBits = Atomic<UInt32>(Float(1).bitPattern)
+    /// Target gain (low 32 bits, a Float) and the frames to ramp to it (high 32).
+    private let volumeTarget = Atomic<UInt64>(UInt64(Float(1).bitPattern))
+    /// The room's equaliser, as last published (see `PublishedEqualizer`).
+    public let equalizer: PublishedEqualizer
+    private let equalizerKernel: EqualizerProcessor
     private let counters = SeqLockedValues()   // underruns, resyncs, starved, playing
     private let figures = SeqLockedValues()    // error, ratio ppb, buffered ns, 0
     private let lastBlock = SeqLockedValues()  // pts (leader ns), leave (monotonic ns), 0, 0
@@ -44,7 +48,9 @@ public final class PlayoutEngine: @unchecked Sendable {
 
     private let period: Int
     private let output: UnsafeMutablePointer<Int16>
-    private var gain: Float = 1
+    /// One period of float frames, between the resampler and the EQ and volume.
+    private let block: UnsafeMutablePointer<Float>
+    private var ramp = GainRamp()
 
     public init(sink: any AudioSink, timeline: AudioTimeline, clock: PublishedClockModel,
                 localClock: SimulatedClock = SimulatedClock(), steering: Bool = true,
@@ -59,9 +65,14 @@ public final class PlayoutEngine: @unchecked Sendable {
         period = sink.periodFrames
         output = .allocate(capacity: period * 2)
         output.initialize(repeating: 0, count: period * 2)
+        block = .allocate(capacity: period * 2)
+        block.initialize(repeating: 0, count: period * 2)
+        let published = PublishedEqualizer()
+        equalizer = published
+        equalizerKernel = EqualizerProcessor(source: published, maxFrames: period)
     }
 
-    deinit { output.deallocate() }
+    deinit { output.deallocate(); block.deallocate() }
 
     /// Extra delay of the speaker after the DAC (amplifier, DSP): frames are
     /// sent to the DAC this much earlier. Settable at any time.
@@ -70,10 +81,24 @@ public final class PlayoutEngine: @unchecked Sendable {
         set { latencyTrim.store(newValue, ordering: .relaxed) }
     }
 
-    /// Linear gain 0…1, applied with a short ramp.
+    /// Linear gain 0…1, reached with a 5 ms ramp (see `setVolume(_:rampFrames:)`).
     public var volume: Float {
-        get { Float(bitPattern: volumeBits.load(ordering: .relaxed)) }
-        set { volumeBits.store(min(max(newValue.isFinite ? newValue : 0, 0), 1).bitPattern, ordering: .relaxed) }
+        get { Float(bitPattern: UInt32(truncatingIfNeeded: volumeTarget.load(ordering: .relaxed))) }
+        set { setVolume(newValue, rampFrames: GainRamp.volumeFrames) }
+    }
+
+    /// Moves the gain to `gain` (0…1) over `rampFrames` frames: a volume
+    /// change over a few ms, a mute over 30 ms. Any thread.
+    public func setVolume(_ gain: Float, rampFrames: Int) {
+        let g = min(max(gain.isFinite ? gain : 0, 0), 1)
+        volumeTarget.store(UInt64(UInt32(clamping: max(0, rampFrames))) << 32 | UInt64(g.bitPattern), ordering: .relaxed)
+    }
+
+    /// The room's equaliser: designed here (off the audio thread), handed
+    /// over lock-free, crossfaded in over 10 ms. Flat is bypassed (bit-exact).
+    /// One caller at a time (the follower's connection thread).
+    public func setEqualizer(_ settings: EqualizerSettings) {
+        equalizer.publish(EqualizerDesign(settings))
     }
 
     public var statistics: Statistics {
@@ -197,8 +222,9 @@ public final class PlayoutEngine: @unchecked Sendable {
             // Produce one period.
             let blockStart = position
             let writeEnd = snap.writeEnd
-            let target16 = Float(bitPattern: volumeBits.load(ordering: .relaxed))
-            let step = (target16 - gain) / Float(period)
+            let volume = volumeTarget.load(ordering: .relaxed)
+            let targetGain = Float(bitPattern: UInt32(truncatingIfNeeded: volume))
+            if targetGain != ramp.target { ramp.move(to: targetGain, frames: Int(volume >> 32)) }
             for k in 0..<period {
                 let base = position.rounded(.down)
                 let i = Int(base)
@@ -214,13 +240,16 @@ public final class PlayoutEngine: @unchecked Sendable {
                 } else {
                     starved += 1
                 }
-                gain += step
-                let g = k == period - 1 ? target16 : gain
-                output[2 * k] = sampleToInt16(left * g)
-                output[2 * k + 1] = sampleToInt16(right * g)
+                block[2 * k] = left
+                block[2 * k + 1] = right
                 position += ratio
             }
-            gain = target16
+            equalizerKernel.process(block, frames: period)
+            for k in 0..<period {
+                let g = ramp.next()
+                output[2 * k] = sampleToInt16(block[2 * k] * g)
+                output[2 * k + 1] = sampleToInt16(block[2 * k + 1] * g)
+            }
             timeline.release(upTo: Int(position) - margin)
 
             if !sink.write(output, frames: period) { break }

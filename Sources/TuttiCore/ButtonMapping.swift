@@ -10,6 +10,8 @@ public enum ButtonCommand: String, Sendable, Hashable, CaseIterable, CustomStrin
     case volumeDown = "vol-"
     case mute, like, party, shuffle
     case `repeat`
+    /// The room's next EQ preset (Flat, Bass, Treble, …, then saved ones).
+    case eq
 
     public var description: String { rawValue }
 }

@@ -1,10 +1,17 @@
+import Glibc
+
 /// The leader ↔ follower wire protocol (see docs/protocol.md).
 ///
 /// Every message is framed as `u32 length | u8 type | body`, big-endian,
 /// where `length` counts the type byte and the body. Lengths are bounded by
 /// `WireProtocol.maxMessageBytes`; anything larger closes the connection.
 public enum WireProtocol {
-    public static let version: UInt16 = 2
+    public static let version: UInt16 = 3
+    /// The oldest follower a leader still serves: a v2 follower plays, but
+    /// is never sent `equalizer` (a message type it does not know).
+    public static let oldestFollowerVersion: UInt16 = 2
+    /// The first version that understands `equalizer`.
+    public static let equalizerVersion: UInt16 = 3
     public static let maxMessageBytes = 64 * 1024
     public static let maxNameBytes = 64
     public static let maxReasonBytes = 512
@@ -43,6 +50,7 @@ public enum MessageType: UInt8, Sendable, CaseIterable {
     case settings = 11
     case roomCommand = 12
     case follow = 13
+    case equalizer = 14
 }
 
 /// Per-room settings the leader pushes to a follower.
@@ -57,12 +65,20 @@ public struct RoomSettings: Equatable, Sendable {
         self.volume = volume; self.muted = muted; self.latencyTrimNanoseconds = latencyTrimNanoseconds
     }
 
-    /// The gain the follower applies.
+    /// The level in dB for the volume: dB-linear, 100 → 0 dB, each step
+    /// −0.5 dB (50 → −25 dB, 1 → −49.5 dB); 0 and mute are silence (nil).
+    /// Hardware mixers get this same figure, so a room sounds alike either way.
+    public var decibels: Double? {
+        guard !muted, volume > 0 else { return nil }
+        return (Double(min(volume, 100)) - 100) * Self.decibelsPerStep
+    }
+
+    public static let decibelsPerStep = 0.5
+
+    /// The gain the follower applies (software volume).
     public var gain: Float {
-        guard !muted else { return 0 }
-        // A perceptual curve: 100 → 1, 50 → about −18 dB, 0 → silence.
-        let v = Float(min(volume, 100)) / 100
-        return v * v * v
+        guard let db = decibels else { return 0 }
+        return db == 0 ? 1 : Float(pow(10, db / 20))
     }
 }
 
@@ -154,6 +170,8 @@ public enum Message: Equatable, Sendable {
     /// Every stream of a leader is on one 48 kHz grid, so the follower's
     /// timeline carries on across the switch.
     case follow(stream: StreamDescription, from: LeaderTime)
+    /// Leader → follower (v3 and later): the room's equaliser.
+    case equalizer(EqualizerSettings)
 
     public var type: MessageType {
         switch self {
@@ -170,6 +188,7 @@ public enum Message: Equatable, Sendable {
         case .settings: .settings
         case .roomCommand: .roomCommand
         case .follow: .follow
+        case .equalizer: .equalizer
         }
     }
 }
@@ -234,6 +253,15 @@ public extension Message {
             w.string(c.rawValue, limit: 16)
         case .follow(let s, let from):
             w.stream(s); w.i64(from.nanoseconds)
+        case .equalizer(let e):
+            // Every gain in half-dB steps, one signed byte each.
+            w.u8(UInt8(e.gains.count))
+            for g in e.gains { w.halfDecibels(g) }
+            w.halfDecibels(e.bass); w.halfDecibels(e.treble)
+            switch e.preamp {
+            case .auto: w.u8(0); w.u8(0)
+            case .manual(let db): w.u8(1); w.halfDecibels(db)
+            }
         }
         let length = UInt32(w.bytes.count - 4)
         w.bytes[0] = UInt8(length >> 24); w.bytes[1] = UInt8((length >> 16) & 0xff)
@@ -297,6 +325,17 @@ public extension Message {
         case .follow:
             let stream = try r.stream()
             message = .follow(stream: stream, from: LeaderTime(nanoseconds: try r.i64()))
+        case .equalizer:
+            let n = Int(try r.u8())
+            guard n == EqualizerSettings.bandCount else { throw .invalidField(type, "\(n) bands, expected \(EqualizerSettings.bandCount)") }
+            var gains: [Double] = []
+            for _ in 0..<n { gains.append(try r.halfDecibels()) }
+            let bass = try r.halfDecibels(), treble = try r.halfDecibels()
+            let mode = try r.u8(), preamp = try r.halfDecibels()
+            guard mode <= 1 else { throw .invalidField(type, "preamp mode \(mode) is not 0 (auto) or 1 (manual)") }
+            do {
+                message = .equalizer(try EqualizerSettings(gains: gains, bass: bass, treble: treble, preamp: mode == 0 ? .auto : .manual(decibels: preamp)))
+            } catch { throw .invalidField(type, error.description) }
         }
         try r.finish()
         return message
@@ -363,6 +402,7 @@ struct ByteWriter {
         }
         u16(UInt16(utf8.count)); bytes(utf8)
     }
+    mutating func halfDecibels(_ db: Double) { u8(UInt8(bitPattern: Int8(clamping: Int((db * 2).rounded())))) }
     mutating func stream(_ s: StreamDescription) {
         u32(s.streamID); u8(s.codec.rawValue); u32(s.framesPerChunk); i64(s.bufferNanoseconds)
     }
@@ -396,6 +436,7 @@ struct ByteReader {
         guard let s = String(validating: raw, as: UTF8.self) else { throw .invalidField(type, "string is not valid UTF-8") }
         return s
     }
+    mutating func halfDecibels() throws(ProtocolError) -> Double { Double(Int8(bitPattern: try u8())) / 2 }
     mutating func stream() throws(ProtocolError) -> StreamDescription {
         let id = try u32()
         let codecByte = try u8()

@@ -35,6 +35,12 @@ extension Leader {
                     s.muted.toggle()
                     configure(room: name, s)
                 }
+            case .eq:
+                // Every room steps to the preset after the first room's, so they stay alike.
+                guard let first = rooms.first else { return }
+                let next = EqualizerPreset.next(after: equalizer(of: first).preset, custom: customPresets.withLock { $0 })
+                for name in rooms { _ = try? setPreset(room: name, next.name) }
+                log.info("EQ preset \(next.name) in \(rooms.joined(separator: ", "))")
             case .like:
                 guard let library, let track = try library.track(atPath: now.path) else { return }
                 try library.like(track.id)

@@ -112,6 +112,14 @@ public final class Leader: @unchecked Sendable {
     private let sessions = Mutex<[ObjectIdentifier: FollowerSession]>([:])
     private let running = Atomic<Bool>(true)
     private let roomSettings = Mutex<[String: RoomSettings]>([:])
+    /// Each room's equaliser and the preset it came from (Leader+Sound.swift).
+    let roomEqualizers = Mutex<[String: RoomEqualizer]>([:])
+    /// Presets people saved, usable in any room.
+    let customPresets = Mutex<[EqualizerPreset]>([])
+    /// A group volume or mute set while none of its rooms was known: applied to rooms as they join.
+    let keptGroupSound = Mutex<[String: KeptGroupSound]>([:])
+    /// Room settings or presets changed since the last save.
+    let soundDirty = Atomic<Bool>(false)
     /// Each group's balance between its rooms while its volume slider moves (see `GroupVolume`).
     private let groupBalance = Mutex<[String: (rooms: [String], balance: [Double])]>([:])
     /// Every stream's epoch is a whole number of frames from here, so a room
@@ -182,6 +190,11 @@ public final class Leader: @unchecked Sendable {
             // Files named on the command line start a fresh queue; otherwise the saved one comes back.
             if configuration.files.isEmpty { snapshot = try store.load(seed: seed) }
             savedGroups = try store.loadGroups()
+            let (rooms, presets) = (try store.loadRooms(), try store.loadPresets())
+            roomSettings.withLock { s in for (name, r) in rooms { s[name] = r.settings } }
+            roomEqualizers.withLock { e in for (name, r) in rooms { e[name] = RoomEqualizer(settings: r.equalizer, preset: r.preset) } }
+            seenRooms.withLock { $0.formUnion(rooms.keys) }
+            customPresets.withLock { $0 = presets }
             for g in savedGroups?.groups ?? [] where g.id != RoomGroups.mainID {
                 groupSnapshots[g.id] = try store.load(group: g.id, seed: seed)
             }
@@ -324,7 +337,7 @@ public final class Leader: @unchecked Sendable {
         }
         if let stateStore {
             events.subscribe { [weak self] event in
-                guard let self, event == .player || event == .queue || event == .options || event == .groups else { return }
+                guard let self, event == .player || event == .queue || event == .options || event == .groups || event == .mixer else { return }
                 self.stateDirty.store(true, ordering: .releasing)
                 self.stateWake.signal()
             }
@@ -396,6 +409,7 @@ public final class Leader: @unchecked Sendable {
             _ = stateWake.wait(timeout: .now() + .seconds(5))
             let dirty = stateDirty.exchange(false, ordering: .acquiringAndReleasing)
             save(to: store, onlyIfPlaying: !dirty)
+            if soundDirty.exchange(false, ordering: .acquiringAndReleasing) { saveSound(to: store) }
         }
     }
 
@@ -416,6 +430,7 @@ public final class Leader: @unchecked Sendable {
     public func checkpoint() {
         guard let stateStore else { return }
         save(to: stateStore, onlyIfPlaying: false)
+        saveSound(to: stateStore)
     }
 
     public func stop() {
@@ -588,6 +603,7 @@ public final class Leader: @unchecked Sendable {
     /// Sets a room's volume, mute and latency trim; applied at once if it is connected.
     public func configure(room: String, _ settings: RoomSettings) {
         roomSettings.withLock { $0[room] = settings }
+        soundDirty.store(true, ordering: .releasing)
         let targets = sessions.withLock { $0.values.filter { $0.name == room } }
         let message = Message.settings(settings)
         let bytes = message.encoded()
@@ -622,6 +638,22 @@ public final class Leader: @unchecked Sendable {
     public func settings(of room: String) -> RoomSettings {
         roomSettings.withLock { $0[room] } ?? RoomSettings()
     }
+
+    /// Records a room's settings without sending them (a joining room gets them after its welcome).
+    func storeSettings(_ settings: RoomSettings, room: String) {
+        roomSettings.withLock { $0[room] = settings }
+        soundDirty.store(true, ordering: .releasing)
+        events.emit(.mixer)
+    }
+
+    /// Whether a room has settings of its own yet (a room never seen has none).
+    func hasSettings(_ room: String) -> Bool { roomSettings.withLock { $0[room] != nil } }
+
+    /// Every room's settings, for saving.
+    var allRoomSettings: [String: RoomSettings] { roomSettings.withLock { $0 } }
+
+    /// The sessions of a room (usually one).
+    func sessions(ofRoom room: String) -> [FollowerSession] { sessions.withLock { $0.values.filter { $0.name == room } } }
 }
 
 /// One connected follower, seen from the leader.
@@ -635,6 +667,8 @@ final class FollowerSession: @unchecked Sendable {
     private var queuedBytes = 0
     private var closed = false
     var name: String?
+    /// The protocol version the follower spoke in its hello (0: a snapclient).
+    var version: UInt16 = 0
     /// The stream this follower is sent (0 until it joined); set under that
     /// stream's backlog lock once its backlog was queued.
     let streamID = Atomic<UInt32>(0)
@@ -738,18 +772,26 @@ final class FollowerSession: @unchecked Sendable {
             guard case .hello(let version, let peerName)? = try reader.next() else {
                 close(reason: "did not start with hello"); return
             }
-            guard version == WireProtocol.version else {
+            guard (WireProtocol.oldestFollowerVersion...WireProtocol.version).contains(version) else {
                 let reason = "protocol version mismatch: follower speaks v\(version), leader speaks v\(WireProtocol.version)"
                 try? connection.send(Message.reject(version: WireProtocol.version, reason: reason).encoded())
                 close(reason: reason)
                 return
             }
             name = peerName.isEmpty ? connection.peer : peerName
+            self.version = version
             leader.admitDuringParty(name!)
+            leader.applyKeptGroupSound(toJoining: name!)
             let stream = leader.stream(forRoom: name!)
             try connection.send(Message.welcome(version: WireProtocol.version, stream: leader.describe(stream)).encoded())
             log.info("follower \(name!) joined from \(connection.peer)")
             try connection.send(Message.settings(leader.settings(of: name!)).encoded())
+            if version >= WireProtocol.equalizerVersion {
+                // Always, flat too: a speaker keeps its last EQ across reconnects.
+                try connection.send(Message.equalizer(leader.equalizer(of: name!).settings).encoded())
+            } else if !leader.equalizer(of: name!).settings.isFlat {
+                log.warning("room \(name!) speaks protocol v\(version): its EQ is kept but not heard until its tutti is updated")
+            }
             leader.join(self, stream: stream)
             connection.setReceiveTimeout(milliseconds: 30_000)
             while let (message, arrival) = try reader.nextTimed() {

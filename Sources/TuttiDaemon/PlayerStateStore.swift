@@ -29,7 +29,73 @@ public final class PlayerStateStore: @unchecked Sendable {
             CREATE TABLE IF NOT EXISTS player (key TEXT PRIMARY KEY, value TEXT NOT NULL);
             CREATE TABLE IF NOT EXISTS queue (position INTEGER PRIMARY KEY, id INTEGER NOT NULL, uri TEXT NOT NULL, play_rank INTEGER NOT NULL);
             CREATE TABLE IF NOT EXISTS group_player (group_id TEXT PRIMARY KEY, snapshot TEXT NOT NULL);
+            CREATE TABLE IF NOT EXISTS room_sound (room TEXT PRIMARY KEY, sound TEXT NOT NULL);
+            CREATE TABLE IF NOT EXISTS eq_preset (name TEXT PRIMARY KEY, gains TEXT NOT NULL);
             """)
+    }
+
+    /// A room's volume, mute, latency trim and equaliser, as saved.
+    public struct RoomSound: Equatable, Sendable {
+        public var settings: RoomSettings
+        public var equalizer: EqualizerSettings
+        public var preset: String?
+        public init(settings: RoomSettings, equalizer: EqualizerSettings, preset: String?) {
+            self.settings = settings; self.equalizer = equalizer; self.preset = preset
+        }
+    }
+
+    /// Replaces every room's saved sound (one JSON record per room).
+    public func saveRooms(_ rooms: [String: RoomSound]) throws(LibraryError) {
+        lock.lock(); defer { lock.unlock() }
+        _ = try database.transaction { () throws(LibraryError) in
+            _ = try database.run("DELETE FROM room_sound")
+            let put = try database.cached("INSERT INTO room_sound (room, sound) VALUES (?, ?)")
+            for (room, r) in rooms {
+                var object: [String: Any] = [
+                    "volume": Int(r.settings.volume), "muted": r.settings.muted, "latencyNs": r.settings.latencyTrimNanoseconds,
+                    "gains": r.equalizer.gains, "bass": r.equalizer.bass, "treble": r.equalizer.treble,
+                ]
+                if case .manual(let db) = r.equalizer.preamp { object["preamp"] = db }
+                if let p = r.preset { object["preset"] = p }
+                guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else { continue }
+                try put.run([.text(room), .text(String(decoding: data, as: UTF8.self))])
+            }
+        }
+    }
+
+    /// Every room's saved sound; an unreadable record is skipped (that room starts at the defaults).
+    public func loadRooms() throws(LibraryError) -> [String: RoomSound] {
+        lock.lock(); defer { lock.unlock() }
+        let rows = try database.query("SELECT room, sound FROM room_sound") { (s) throws(LibraryError) in (s.text(0), s.text(1)) }
+        var rooms: [String: RoomSound] = [:]
+        for (room, text) in rows {
+            guard let o = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else { continue }
+            let settings = RoomSettings(volume: UInt8(clamping: o["volume"] as? Int ?? 100), muted: o["muted"] as? Bool ?? false,
+                                        latencyTrimNanoseconds: (o["latencyNs"] as? NSNumber)?.int64Value ?? 0)
+            let eq = (try? EqualizerSettings(gains: o["gains"] as? [Double] ?? [], bass: o["bass"] as? Double ?? 0, treble: o["treble"] as? Double ?? 0,
+                                             preamp: (o["preamp"] as? Double).map { .manual(decibels: $0) } ?? .auto)) ?? .flat
+            rooms[room] = RoomSound(settings: settings, equalizer: eq, preset: o["preset"] as? String)
+        }
+        return rooms
+    }
+
+    /// Replaces the saved custom presets.
+    public func savePresets(_ presets: [EqualizerPreset]) throws(LibraryError) {
+        lock.lock(); defer { lock.unlock() }
+        _ = try database.transaction { () throws(LibraryError) in
+            _ = try database.run("DELETE FROM eq_preset")
+            let put = try database.cached("INSERT INTO eq_preset (name, gains) VALUES (?, ?)")
+            for p in presets { try put.run([.text(p.name), .text(p.gains.map { String($0) }.joined(separator: ","))]) }
+        }
+    }
+
+    public func loadPresets() throws(LibraryError) -> [EqualizerPreset] {
+        lock.lock(); defer { lock.unlock() }
+        let rows = try database.query("SELECT name, gains FROM eq_preset ORDER BY name") { (s) throws(LibraryError) in (s.text(0), s.text(1)) }
+        return rows.compactMap { name, text in
+            let gains = text.split(separator: ",").compactMap { Double($0) }
+            return gains.count == EqualizerSettings.bandCount ? EqualizerPreset(name: name, gains: gains) : nil
+        }
     }
 
     public func save(_ snapshot: PlayerSnapshot) throws(LibraryError) {

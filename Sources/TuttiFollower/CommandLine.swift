@@ -56,8 +56,12 @@ public enum FollowerUsage {
       --name NAME            this room's name (default: the host name)
       --output OUTPUT        alsa:DEVICE (default alsa:default) or
                              file:PATH[,ppm=N][,delay-ms=N] (virtual DAC)
-      --mixer CONTROL        the DAC's hardware mixer control, unmuted and set to 0 dB at
-                             start (volume is applied in software; default: leave it)
+      --mixer MIXER          who sets the volume: software (default; a dB-linear
+                             curve on the samples), hw:CONTROL (that ALSA mixer
+                             control, e.g. hw:Digital; samples stay bit-exact)
+                             or none (the amplifier's knob; mute still works).
+                             A bare CONTROL (e.g. Digital): software volume, and
+                             that control unmuted and set to 0 dB at start
       --latency-ms N         speaker latency after the DAC to compensate
       --buttons FILE         this room's buttons (see hardware/buttons.md)
       --no-steer             never resample for DAC drift (bit-exact capture)
@@ -137,8 +141,15 @@ extension FollowerConfiguration {
                 let text = try args.value(flag)
                 do { c.output = try OutputSpec(parsing: text) } catch { throw UsageError("--output: \(error)") }
             case "--mixer":
-                let name = try args.value(flag)
-                c.mixer = name.isEmpty ? nil : name
+                let text = try args.value(flag)
+                switch text {
+                case "": c.mixer = nil
+                case "software", "none", _ where text.hasPrefix("hw:"):
+                    do { c.volumeMixer = try MixerSpec(parsing: text) } catch { throw UsageError("--mixer: \(error)") }
+                default:
+                    // A control's name: put at full scale once, volume in software.
+                    c.mixer = text
+                }
             case "--latency-ms": c.latencyMilliseconds = try args.number(flag, -1_000...5_000)
             case "--no-steer": c.steering = false
             case "--buttons":

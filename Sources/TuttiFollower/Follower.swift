@@ -14,6 +14,8 @@ public struct FollowerConfiguration: Sendable {
     public var leaderName: String? = nil
     public var name = "follower"
     public var output = OutputSpec.alsa(device: "default")
+    /// Who carries the room's volume: the samples, an ALSA mixer control, or nobody.
+    public var volumeMixer = MixerSpec.software
     /// Test flags: read a simulated local clock offset and skewed from the real one.
     public var clockOffsetMilliseconds = 0.0
     public var clockSkewPPM = 0.0
@@ -55,6 +57,11 @@ public final class Follower: @unchecked Sendable {
     private let connectionsAtomic = Atomic<Int>(0)
     private let lastError = Mutex<String?>(nil)
     private let roomSettings = Mutex(RoomSettings())
+    private let roomEqualizer = Mutex(EqualizerSettings.flat)
+    /// The DAC's mixer control with `--mixer hw:CONTROL` (connection thread only).
+    private let hardwareMixer: ALSAMixerControl?
+    /// The version announced in hello: lowered once to an older leader's, so this speaker still plays there (without EQ).
+    private let announcedVersion: Atomic<UInt16>
     /// The leader last found over mDNS, to log only changes (Follower+Discovery.swift).
     let foundLeader = Mutex<String?>(nil)
 
@@ -63,6 +70,15 @@ public final class Follower: @unchecked Sendable {
         self.log = log
         localClock = SimulatedClock(offset: Int64(configuration.clockOffsetMilliseconds * 1e6),
                                     skewPPM: configuration.clockSkewPPM, origin: Monotonic.now())
+        announcedVersion = Atomic(configuration.protocolVersion)
+        if case .hardware(let control) = configuration.volumeMixer {
+            guard case .alsa(let device) = configuration.output else {
+                throw .badOutput(spec: "hw:\(control)", reason: "--mixer hw:CONTROL needs an ALSA output (--output alsa:DEVICE)")
+            }
+            hardwareMixer = try ALSAMixerControl(device: device, control: control)
+        } else {
+            hardwareMixer = nil
+        }
         let sink = try configuration.output.open()
         // The DAC's own volume at full scale: a HAT that boots muted or at
         // -100 dB is the classic "no sound"; the room's volume is ours, in software.
@@ -94,6 +110,8 @@ public final class Follower: @unchecked Sendable {
 
     /// Volume, mute and latency trim as last set by the leader.
     public var settings: RoomSettings { roomSettings.withLock { $0 } }
+    /// The equaliser as last set by the leader.
+    public var equalizer: EqualizerSettings { roomEqualizer.withLock { $0 } }
     /// Why the last connection attempt or session ended.
     public var lastFailure: String? { lastError.withLock { $0 } }
 
@@ -141,13 +159,18 @@ public final class Follower: @unchecked Sendable {
             connection.withLock { $0 = nil }
         }
         guard running.load(ordering: .relaxed) else { return }
-        try conn.send(Message.hello(version: configuration.protocolVersion, name: configuration.name).encoded())
+        try conn.send(Message.hello(version: announcedVersion.load(ordering: .relaxed), name: configuration.name).encoded())
         let reader = MessageReader(connection: conn)
         conn.setReceiveTimeout(milliseconds: 5_000)
         var stream: StreamDescription
         switch try reader.next() {
         case .welcome(_, let description)?: stream = description
         case .reject(let version, let reason)?:
+            // An older leader this speaker can still talk to: next time, speak its version.
+            if version >= WireProtocol.oldestFollowerVersion, version < announcedVersion.load(ordering: .relaxed) {
+                announcedVersion.store(version, ordering: .relaxed)
+                log.warning("leader speaks protocol v\(version): playing without EQ until the leader is updated")
+            }
             throw FollowerError.refused(leaderVersion: version, reason: reason)
         case let other?: throw FollowerError.unexpected("\(other.type) before welcome")
         case nil: throw NetError.closed
@@ -239,9 +262,11 @@ public final class Follower: @unchecked Sendable {
                 stream = next
                 log.info("following stream \(next.streamID) from now on (room moved to another group)")
             case .settings(let settings):
-                engine.volume = settings.gain
-                engine.latencyTrimNanoseconds = settings.latencyTrimNanoseconds + Int64(configuration.latencyMilliseconds * 1e6)
-                roomSettings.withLock { $0 = settings }
+                apply(settings)
+            case .equalizer(let settings):
+                // Designed here, on the connection thread; the audio thread only swaps coefficients.
+                engine.setEqualizer(settings)
+                roomEqualizer.withLock { $0 = settings }
             case .streamEnd(let id, let at):
                 guard id == stream.streamID, streamStarted else { continue }
                 timeline.endStream(at: timeline.frameIndex(of: at))
@@ -253,6 +278,23 @@ public final class Follower: @unchecked Sendable {
             }
         }
         throw NetError.closed
+    }
+
+    /// Volume by the mixer chosen (a mute fades over 30 ms, a change ramps
+    /// over 5 ms), and the latency trim.
+    private func apply(_ settings: RoomSettings) {
+        let before = roomSettings.withLock { old in defer { old = settings }; return old }
+        let ramp = before.muted != settings.muted ? GainRamp.muteFrames : GainRamp.volumeFrames
+        switch configuration.volumeMixer {
+        case .software:
+            engine.setVolume(settings.gain, rampFrames: ramp)
+        case .none:
+            engine.setVolume(settings.muted ? 0 : 1, rampFrames: ramp)
+        case .hardware:
+            engine.setVolume(1, rampFrames: 0)
+            do { try hardwareMixer?.set(decibels: settings.decibels) } catch { log.warning("volume: \(error)") }
+        }
+        engine.latencyTrimNanoseconds = settings.latencyTrimNanoseconds + Int64(configuration.latencyMilliseconds * 1e6)
     }
 
     /// Clock exchanges: 20 quickly at first, then twenty a second (34 bytes
