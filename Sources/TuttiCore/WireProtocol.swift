@@ -333,6 +333,7 @@ public extension Message {
             let bass = try r.halfDecibels(), treble = try r.halfDecibels()
             let mode = try r.u8(), preamp = try r.halfDecibels()
             guard mode <= 1 else { throw .invalidField(type, "preamp mode \(mode) is not 0 (auto) or 1 (manual)") }
+            guard mode == 1 || preamp == 0 else { throw .invalidField(type, "an automatic preamp carries 0, not \(preamp) dB") }
             do {
                 message = .equalizer(try EqualizerSettings(gains: gains, bass: bass, treble: treble, preamp: mode == 0 ? .auto : .manual(decibels: preamp)))
             } catch { throw .invalidField(type, error.description) }

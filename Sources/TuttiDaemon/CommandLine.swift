@@ -66,11 +66,13 @@ public enum DaemonUsage {
     public static let follower = FollowerUsage.text
 
     public static let demo = """
-    usage: tuttid demo [--seconds N] [--codec opus|pcm] [--dir DIR]
+    usage: tuttid demo [--seconds N] [--codec opus|pcm] [--dir DIR] [--eq PRESET] [--speakers N]
 
     Plays a generated track from a leader to two virtual speakers (file
     outputs at -100 and +120 ppm) in one process and prints, once a second,
-    how far apart the speakers are and their buffer levels.
+    how far apart the speakers are and their buffer levels. --eq gives
+    every speaker that EQ preset (bench/realtime measures its cost);
+    --speakers 1 runs only the first.
     """
 }
 
@@ -229,6 +231,13 @@ public extension DaemonCommand {
                     guard let codec = Codec(name: text) else { throw UsageError("--codec \(text): expected opus or pcm") }
                     c.codec = codec
                 case "--dir": c.directory = try args.value(flag)
+                case "--eq":
+                    let name = try args.value(flag)
+                    guard EqualizerPreset.find(name, custom: []) != nil else {
+                        throw UsageError("--eq \(name): expected one of \(EqualizerPreset.builtIn.map(\.name).joined(separator: ", "))")
+                    }
+                    c.equalizerPreset = name
+                case "--speakers": c.speakers = Array(c.speakers.prefix(Int(try args.number(flag, 1...2))))
                 case "--log-level": level = try args.logLevel(flag)
                 default: throw UsageError("unknown option \(flag) for demo (see tuttid demo --help)")
                 }

@@ -42,21 +42,6 @@ extension ControlServer {
                 let room = try text("room")
                 guard leader.knownRooms.contains(room) else { throw RPCError(code: -32602, message: "no room '\(room)'") }
                 return groupObject(try leader.separate(room: room))
-            case "groups.volume":
-                guard let g = leader.groups.first(where: { $0.id == params["group"] as? String || $0.name == params["group"] as? String }) else {
-                    throw RPCError(code: -32602, message: "groups.volume needs \"group\" (an id or name: \(leader.groups.map(\.name).joined(separator: ", ")))")
-                }
-                guard let raw = params["volume"] as? NSNumber, String(cString: raw.objCType) != "c", raw.doubleValue.isFinite, (0...100).contains(raw.doubleValue) else {
-                    throw RPCError(code: -32602, message: "volume must be a number 0…100")
-                }
-                let rooms = g.rooms
-                let volumes = GroupVolume.scaled(balance: leader.balance(ofGroup: g.id, rooms: rooms), to: UInt8(raw.doubleValue.rounded()))
-                for (room, volume) in zip(rooms, volumes) {
-                    var settings = leader.settings(of: room)
-                    settings.volume = volume
-                    leader.configure(room: room, settings)
-                }
-                return ["group": g.id, "volume": Int(GroupVolume.of(volumes)), "rooms": roomsObject().filter { rooms.contains($0["name"] as? String ?? "") }]
             case "party.on":
                 let target = params["group"] == nil ? nil : try text("group")
                 return groupObject(try leader.partyOn(group: target))
@@ -80,7 +65,7 @@ extension ControlServer {
         var object: [String: Any] = [
             "id": g.id, "name": g.name, "rooms": g.rooms, "state": Self.stateName(g.nowPlaying),
             "trackCount": g.nowPlaying.trackCount, "position": (g.nowPlaying.positionSeconds * 1000).rounded() / 1000,
-            "volume": Int(GroupVolume.of(g.rooms.map { leader.settings(of: $0).volume })),
+            "volume": Int(leader.volume(ofGroup: g.id) ?? 0), "muted": leader.muted(group: g.id),
         ]
         let status = statusObject(group: g.id)
         for key in ["title", "artist", "album", "station", "file", "duration"] { if let v = status[key] { object[key] = v } }

@@ -358,6 +358,7 @@ public final class ControlServer: @unchecked Sendable {
             leader.forgetBalance(ofGroup: leader.group(ofRoom: room).id) // the room's own level is the new balance
             return roomObject(room, settings: settings, health: leader.health[room])
         default:
+            if let result = try dispatchSound(method, params) { return result }
             if let result = try dispatchLibrary(method, params) { return result }
             if let result = try dispatchCache(method, params) { return result }
             if let result = try dispatchGroups(method, params) { return result }
@@ -416,6 +417,7 @@ public final class ControlServer: @unchecked Sendable {
         var object: [String: Any] = [
             "name": name, "connected": connected ?? leader.followerNames.contains(name), "volume": Int(settings.volume), "muted": settings.muted,
             "latencyMs": Double(settings.latencyTrimNanoseconds) / 1e6, "group": group.id, "groupName": group.name,
+            "eq": Self.eqObject(leader.equalizer(of: name)),
         ]
         if let h = health {
             object["health"] = [

@@ -10,6 +10,8 @@ public struct DemoConfiguration: Sendable {
     public var codec = Codec.opus
     public var speakers: [(name: String, ppm: Double)] = [("kitchen", -100), ("living-room", 120)]
     public var directory: String? = nil
+    /// An EQ preset for every speaker (nil: flat, bypassed).
+    public var equalizerPreset: String? = nil
     public init() {}
 }
 
@@ -31,6 +33,9 @@ public enum Demo {
         let leader = try Leader(configuration: leaderConfig, log: log.with(label: "leader"))
         try leader.start()
         defer { leader.stop() }
+        if let preset = config.equalizerPreset {
+            for speaker in config.speakers { _ = try leader.setPreset(room: speaker.name, preset) }
+        }
 
         var followers: [Follower] = []
         for speaker in config.speakers {

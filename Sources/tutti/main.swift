@@ -31,8 +31,15 @@ usage: tutti [--host HOST] [--port PORT] [--leader NAME] [--group GROUP] [--json
   playlist import FILE.m3u [NAME] | export ID FILE.m3u
   cache add URL | list | size | remove URL | clear   the offline cache of network tracks
   rooms                  rooms with volume, latency trim and sync health
-  vol ROOM 0-100         room volume
-  mute ROOM | unmute ROOM
+  vol ROOM 0-100         room volume (a dB-linear curve: 100 → 0 dB, 50 → −25 dB)
+  vol --group GROUP 0-100   a group's volume, keeping its rooms' balance (kept until a room joins)
+  mute ROOM | unmute ROOM   (mute --group GROUP | unmute --group GROUP: every room of the group)
+  eq ROOM                the room's equaliser: preset, ten bands, preamp
+  eq ROOM PRESET         Flat, Bass, Treble, Vocal, Electronic, Rock, Pop, Jazz, Classical, Loudness or a saved one
+  eq ROOM g1,g2,…,g10    ten gains in dB (32 Hz … 16 kHz, −12…+12, 0.5 dB steps)
+  eq ROOM bass DB | treble DB | preamp auto|DB   shelves (100 Hz, 8 kHz) and the preamp
+  eq presets             every preset with its gains
+  eq save NAME ROOM|g1,…,g10 | eq delete NAME   your presets, saved at the leader
   latency ROOM MS        compensate a speaker's delay after its DAC
   group [list]           groups of rooms, each with its own queue, and what they play
   group new NAME [ROOM...] | add GROUP ROOM... | leave ROOM | rename GROUP NAME | delete GROUP
@@ -171,6 +178,16 @@ func describeRoom(_ r: [String: Any]) -> String {
                        h["outputErrorUs"] as? Double ?? 0, h["bufferMs"] as? Double ?? 0, h["ratioPpm"] as? Double ?? 0,
                        h["rttUs"] as? Double ?? 0, h["underruns"] as? Int ?? 0, h["hardResyncs"] as? Int ?? 0)
     }
+    return line
+}
+
+func describeEqualizer(_ room: String, _ eq: [String: Any]) -> String {
+    let bands = ["32", "64", "125", "250", "500", "1k", "2k", "4k", "8k", "16k"]
+    let gains = eq["gains"] as? [Double] ?? []
+    var line = "\(room): EQ \((eq["preset"] as? String) ?? "custom")\((eq["flat"] as? Bool ?? false) ? " (flat: bypassed)" : "")\n  "
+    line += zip(bands, gains).map { String(format: "%@ %+g", $0, $1) }.joined(separator: "  ")
+    let preamp = eq["preamp"] as? String == "auto" ? "auto" : "manual"
+    line += String(format: "\n  bass %+g, treble %+g, preamp %@ (%+.1f dB)", eq["bass"] as? Double ?? 0, eq["treble"] as? Double ?? 0, preamp, eq["preampDb"] as? Double ?? 0)
     return line
 }
 
@@ -459,6 +476,76 @@ case "cache":
 case "rooms":
     let rooms = (call("rooms.list") as? [String: Any])?["rooms"] as? [[String: Any]] ?? []
     if json { output(rooms) } else { for r in rooms { print(describeRoom(r)) } }
+case "vol" where group != nil, "mute" where group != nil, "unmute" where group != nil:
+    let result: Any
+    if command == "vol" {
+        guard let text = operands.first, let v = Int(text), (0...100).contains(v) else { fail("vol --group GROUP needs a volume 0–100", 64) }
+        result = call("groups.setVolume", ["group": group!, "volume": v])
+    } else {
+        result = call("groups.setMute", ["group": group!, "muted": command == "mute"])
+    }
+    if json { output(result) } else if let r = result as? [String: Any] {
+        let rooms = r["rooms"] as? [[String: Any]] ?? []
+        if r["kept"] as? Bool == true { print("group \(group!) has no rooms yet: kept for the rooms that join") }
+        for room in rooms { print(describeRoom(room)) }
+    }
+case "eq":
+    func gains(_ text: String) -> [Double]? {
+        let parts = text.split(separator: ",", omittingEmptySubsequences: false).map { Double($0.trimmingCharacters(in: .whitespaces)) }
+        guard parts.count == 10, parts.allSatisfy({ $0 != nil }) else { return nil }
+        return parts.map { $0! }
+    }
+    func show(_ result: Any) {
+        if json { output(result); return }
+        guard let r = result as? [String: Any], let eq = r["eq"] as? [String: Any] else { return }
+        print(describeEqualizer(r["room"] as? String ?? "?", eq))
+    }
+    switch operands.first {
+    case nil: fail("eq needs ROOM (or: eq presets)", 64)
+    case "presets":
+        let r = call("eq.presets") as? [String: Any] ?? [:]
+        if json { output(r) } else {
+            for p in r["presets"] as? [[String: Any]] ?? [] {
+                let g = (p["gains"] as? [Double] ?? []).map { String(format: "%+g", $0) }.joined(separator: " ")
+                print("\(p["name"] as? String ?? "?")\((p["builtIn"] as? Bool ?? false) ? "" : " (saved)"): \(g)")
+            }
+        }
+    case "save":
+        guard operands.count >= 3 else { fail("eq save NAME ROOM | eq save NAME g1,…,g10", 64) }
+        let name = operands[1], source = operands[2]
+        let r = call("eq.save", gains(source).map { ["name": name, "gains": $0] } ?? ["name": name, "room": source])
+        if json { output(r) } else { print("saved preset \(name)") }
+    case "delete":
+        guard operands.count >= 2 else { fail("eq delete NAME", 64) }
+        let r = call("eq.delete", ["name": operands.dropFirst().joined(separator: " ")])
+        if json { output(r) } else { print("deleted preset \(operands.dropFirst().joined(separator: " "))") }
+    case let room?:
+        let args = Array(operands.dropFirst())
+        var params: [String: Any] = ["room": room]
+        if args.isEmpty {
+            let rooms = (call("rooms.list") as? [String: Any])?["rooms"] as? [[String: Any]] ?? []
+            guard let r = rooms.first(where: { $0["name"] as? String == room }) else { fail("no room '\(room)'", 1) }
+            show(["room": room, "eq": r["eq"] ?? [:]])
+            break
+        }
+        var i = 0
+        while i < args.count {
+            let a = args[i]
+            switch a {
+            case "bass", "treble":
+                guard i + 1 < args.count, let db = Double(args[i + 1]) else { fail("eq ROOM \(a) needs dB (−12…+12)", 64) }
+                params[a] = db; i += 2
+            case "preamp":
+                guard i + 1 < args.count else { fail("eq ROOM preamp needs auto or dB", 64) }
+                if args[i + 1] == "auto" { params["preamp"] = "auto" } else if let db = Double(args[i + 1]) { params["preamp"] = db } else { fail("eq ROOM preamp needs auto or dB", 64) }
+                i += 2
+            default:
+                if let g = gains(a) { params["gains"] = g } else { params["preset"] = a }
+                i += 1
+            }
+        }
+        show(call("rooms.setEq", params))
+    }
 case "vol", "mute", "unmute", "latency":
     let room = needRoom()
     var params: [String: Any] = ["room": room]

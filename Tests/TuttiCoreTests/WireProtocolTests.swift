@@ -39,6 +39,8 @@ let sampleMessages: [Message] = {
         .follow(stream: StreamDescription(streamID: 9, codec: .opus, framesPerChunk: 960, bufferNanoseconds: nanosecondsPerSecond),
                 from: LeaderTime(nanoseconds: 123_456_789)),
         .follow(stream: StreamDescription(streamID: 0, codec: .pcm, framesPerChunk: 1, bufferNanoseconds: 0), from: LeaderTime(nanoseconds: -1)),
+        .equalizer(.flat),
+        .equalizer(try! EqualizerSettings(gains: [-12, -1.5, 0, 2, 4, 4, 3, 2, 1, 12], bass: 6, treble: -3.5, preamp: .manual(decibels: -12))),
     ]
 }()
 
@@ -121,7 +123,7 @@ struct WireProtocolTests {
     @Test("Every MessageType case is covered by the samples")
     func everyTypeCovered() {
         #expect(Set(sampleMessages.map(\.type.rawValue)) == Set(MessageType.allCases.map(\.rawValue)))
-        #expect(MessageType.allCases.map(\.rawValue) == Array(1...13))
+        #expect(MessageType.allCases.map(\.rawValue) == Array(1...14))
     }
 
     @Test("Exact byte layout (big-endian) of fixed-size messages")
@@ -141,6 +143,9 @@ struct WireProtocolTests {
         #expect(Message.flush(streamID: 0, from: .init(nanoseconds: 0), fade: false).encoded().count == 4 + 1 + 13)
         #expect(Message.streamEnd(streamID: 0, at: .init(nanoseconds: 0)).encoded().count == 4 + 1 + 12)
         #expect(Message.health(HealthReport()).encoded().count == 4 + 1 + 60)
+        // Equalizer: band count, ten gains, bass, treble, preamp mode and value; half-dB steps in signed bytes.
+        let eq = try! EqualizerSettings(gains: [6, 5, 4, 2, 0, 0, 0, 0, 0, -0.5], treble: 1, preamp: .manual(decibels: -3))
+        #expect(Message.equalizer(eq).encoded() == [0, 0, 0, 16, 14, 10, 12, 10, 8, 4, 0, 0, 0, 0, 0, 0xFF, 0, 2, 1, 0xFA])
         #expect(Message.chunk(Chunk(streamID: 0, sequence: 0, pts: .init(nanoseconds: 0), frames: 1, payload: [9, 8, 7])).encoded()
             == [0, 0, 0, 28, 6] + [UInt8](repeating: 0, count: 4 + 8 + 8) + [0, 0, 0, 1, 9, 8, 7])
     }
@@ -230,7 +235,7 @@ struct WireProtocolTests {
         #expect(throws: ProtocolError.emptyMessage) { try Message.decode(body: ArraySlice<UInt8>()) }
     }
 
-    @Test("Unknown type byte", arguments: [0, 14, 15, 127, 200, 255] as [UInt8])
+    @Test("Unknown type byte", arguments: [0, 15, 16, 127, 200, 255] as [UInt8])
     func unknownType(_ type: UInt8) {
         expectProtocolError(.unknownType(type), frame(type: type, body: []))
         expectProtocolError(.unknownType(type), frame(type: type, body: [1, 2, 3, 4]))
@@ -306,7 +311,7 @@ struct WireProtocolTests {
         #expect(throws: ProtocolError.self) { try Message.decode(body: body(50, 0, -2 * nanosecondsPerSecond)[...]) }
         #expect(RoomSettings(volume: 100).gain == 1)
         #expect(RoomSettings(volume: 100, muted: true).gain == 0)
-        #expect(abs(RoomSettings(volume: 50).gain - 0.125) < 1e-6)
+        #expect(abs(RoomSettings(volume: 50).gain - 0.056234) < 1e-5, "dB-linear: 50 → −25 dB")
     }
 
     @Test("Invalid codec byte", arguments: [2, 3, 0x7F, 0xFF] as [UInt8])

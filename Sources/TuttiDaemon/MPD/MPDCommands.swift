@@ -141,10 +141,9 @@ extension MPDServer {
         case "volume":
             let delta = try MPDArguments.int(args[0])
             guard (-100...100).contains(delta) else { throw .argument("Invalid volume value") }
-            guard let current = averageVolume() else { throw .system("No rooms connected to set the volume of") }
-            try setVolume(max(0, min(100, current + delta)))
+            try setVolume(max(0, min(100, (groupVolume() ?? 100) + delta)))
         case "getvol":
-            if let v = averageVolume() { r.add("volume", v) }
+            if let v = groupVolume() { r.add("volume", v) }
 
         // MARK: Outputs
         case "outputs":
@@ -483,11 +482,12 @@ extension MPDServer {
     }
 
     /// The mean volume of the main group's connected rooms, nil when none is connected.
-    func averageVolume() -> Int? {
+    /// The main group's volume as `setvol` set it: its loudest connected room
+    /// (`GroupVolume`); with none connected, the group's (nil: nothing to say).
+    func groupVolume() -> Int? {
         let rooms = mainGroupRooms()
-        guard !rooms.isEmpty else { return nil }
-        let total = rooms.reduce(0) { $0 + Int(leader.settings(of: $1).volume) }
-        return Int((Double(total) / Double(rooms.count)).rounded())
+        guard !rooms.isEmpty else { return leader.volume(ofGroup: RoomGroups.mainID).map(Int.init) }
+        return Int(GroupVolume.of(rooms.map { leader.settings(of: $0).volume }))
     }
 
     /// The connected rooms MPD controls: those in the main group.
@@ -495,14 +495,10 @@ extension MPDServer {
         leader.followerNames.filter { leader.group(ofRoom: $0).id == RoomGroups.mainID }
     }
 
+    /// MPD's volume is the main group's: every room in it, connected or not,
+    /// keeps its balance; with no room at all it is kept for the rooms that join.
     private func setVolume(_ v: Int) throws(MPDError) {
-        let rooms = mainGroupRooms()
-        guard !rooms.isEmpty else { throw .system("No rooms connected to set the volume of") }
-        for room in rooms {
-            var settings = leader.settings(of: room)
-            settings.volume = UInt8(v)
-            leader.configure(room: room, settings)
-        }
+        leader.setVolume(group: RoomGroups.mainID, UInt8(clamping: v))
     }
 
     // MARK: Status
@@ -511,7 +507,7 @@ extension MPDServer {
         let now = leader.nowPlaying
         let queue = leader.queue
         let flags = currentRepeatFlags()
-        r.add("volume", averageVolume() ?? -1)
+        r.add("volume", groupVolume() ?? -1)
         r.add("repeat", flags.repeat ? 1 : 0)
         r.add("random", now.shuffle ? 1 : 0)
         r.add("single", flags.single == .oneshot ? "oneshot" : flags.single == .on ? "1" : "0")
