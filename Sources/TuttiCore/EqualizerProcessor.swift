@@ -60,7 +60,9 @@ public final class PublishedEqualizer: @unchecked Sendable {
 }
 
 /// Runs a room's equaliser on the audio thread: a cascade of biquads (direct
-/// form I, both channels at once in double precision) and a preamp.
+/// form I, in double precision: a 32 Hz band's poles sit too close to the
+/// unit circle for Float) and a preamp. Plain scalar code, which debug
+/// builds (the tests) also run in real time for a dozen rooms at once.
 ///
 /// A new design is crossfaded in over `fadeFrames` (10 ms), the new cascade
 /// starting from the old one's signal history, so a preset change makes no
@@ -73,14 +75,15 @@ public final class PublishedEqualizer: @unchecked Sendable {
 public final class EqualizerProcessor: @unchecked Sendable {
     public static let fadeFrames = 480
     private static let sectionStride = 5
-    private static let historyStride = 2 * (EqualizerDesign.maxSections + 1)
+    /// Per signal: left and right one frame back, then two frames back.
+    private static let historyStride = 4 * (EqualizerDesign.maxSections + 1)
 
     private let source: PublishedEqualizer
     private let maxFrames: Int
     /// Two banks: the cascade playing, and the one faded from.
     private let coefficients: UnsafeMutablePointer<Double>
     /// Per bank, per signal (input, after section 1, …): the last two samples, both channels.
-    private let history: UnsafeMutablePointer<SIMD2<Double>>
+    private let history: UnsafeMutablePointer<Double>
     private let scratch: UnsafeMutablePointer<Float>
     private var count = (0, 0)
     private var preamp = (1.0, 1.0)
@@ -89,7 +92,7 @@ public final class EqualizerProcessor: @unchecked Sendable {
     private var fading = false
     private var seen: UInt64 = 0
     /// The dry input's last two frames, for a cascade that starts from bypass.
-    private var dry = (SIMD2<Double>(0, 0), SIMD2<Double>(0, 0))
+    private var dry: (l1: Double, r1: Double, l2: Double, r2: Double) = (0, 0, 0, 0)
 
     public init(source: PublishedEqualizer, maxFrames: Int) {
         self.source = source
@@ -97,7 +100,7 @@ public final class EqualizerProcessor: @unchecked Sendable {
         coefficients = .allocate(capacity: 2 * Self.sectionStride * EqualizerDesign.maxSections)
         coefficients.initialize(repeating: 0, count: 2 * Self.sectionStride * EqualizerDesign.maxSections)
         history = .allocate(capacity: 2 * Self.historyStride)
-        history.initialize(repeating: .zero, count: 2 * Self.historyStride)
+        history.initialize(repeating: 0, count: 2 * Self.historyStride)
         scratch = .allocate(capacity: 2 * maxFrames)
         scratch.initialize(repeating: 0, count: 2 * maxFrames)
     }
@@ -151,10 +154,10 @@ public final class EqualizerProcessor: @unchecked Sendable {
         let oldSections = isBypass(current) ? -1 : sections(current)
         for j in 0...n {
             if oldSections < 0 {
-                new[2 * j] = dry.0; new[2 * j + 1] = dry.1
+                new[4 * j] = dry.l1; new[4 * j + 1] = dry.r1; new[4 * j + 2] = dry.l2; new[4 * j + 3] = dry.r2
             } else {
                 let k = min(j, oldSections)
-                new[2 * j] = old[2 * k]; new[2 * j + 1] = old[2 * k + 1]
+                for i in 0..<4 { new[4 * j + i] = old[4 * k + i] }
             }
         }
         // From bypass to bypass there is nothing to fade.
@@ -165,11 +168,11 @@ public final class EqualizerProcessor: @unchecked Sendable {
 
     private func rememberDry(_ block: UnsafeMutablePointer<Float>, frames: Int) {
         guard frames >= 2 else {
-            if frames == 1 { dry = (SIMD2(Double(block[0]), Double(block[1])), dry.0) }
+            if frames == 1 { dry = (Double(block[0]), Double(block[1]), dry.l1, dry.r1) }
             return
         }
         let l = 2 * (frames - 1)
-        dry = (SIMD2(Double(block[l]), Double(block[l + 1])), SIMD2(Double(block[l - 2]), Double(block[l - 1])))
+        dry = (Double(block[l]), Double(block[l + 1]), Double(block[l - 2]), Double(block[l - 1]))
     }
 
     /// One bank's cascade and preamp over the block, in place.
@@ -179,22 +182,20 @@ public final class EqualizerProcessor: @unchecked Sendable {
         let c = coefficients + bank * Self.sectionStride * EqualizerDesign.maxSections
         let h = history + bank * Self.historyStride
         for i in 0..<frames {
-            var x = SIMD2<Double>(Double(block[2 * i]), Double(block[2 * i + 1]))
+            var l = Double(block[2 * i]), r = Double(block[2 * i + 1])
             for k in 0..<n {
                 let b = c + Self.sectionStride * k
-                let x1 = h[2 * k], x2 = h[2 * k + 1], y1 = h[2 * k + 2], y2 = h[2 * k + 3]
-                let y = b[0] * x + b[1] * x1 + b[2] * x2 - b[3] * y1 - b[4] * y2
-                h[2 * k + 1] = x1; h[2 * k] = x
-                x = y
+                let x = h + 4 * k, y = x + 4
+                let outL = b[0] * l + b[1] * x[0] + b[2] * x[2] - b[3] * y[0] - b[4] * y[2]
+                let outR = b[0] * r + b[1] * x[1] + b[2] * x[3] - b[3] * y[1] - b[4] * y[3]
+                x[2] = x[0]; x[3] = x[1]; x[0] = l; x[1] = r
+                l = outL; r = outR
             }
-            h[2 * n + 1] = h[2 * n]; h[2 * n] = x
-            let out = x * g
-            block[2 * i] = Float(out.x); block[2 * i + 1] = Float(out.y)
+            let last = h + 4 * n
+            last[2] = last[0]; last[3] = last[1]; last[0] = l; last[1] = r
+            block[2 * i] = Float(l * g); block[2 * i + 1] = Float(r * g)
         }
         // A decaying filter would otherwise crawl through denormals (slow) after the music stops.
-        for j in 0..<(2 * n + 2) {
-            let v = h[j]
-            if abs(v.x) < 1e-20 && abs(v.y) < 1e-20 { h[j] = .zero }
-        }
+        for j in 0..<(4 * n + 4) where abs(h[j]) < 1e-20 { h[j] = 0 }
     }
 }

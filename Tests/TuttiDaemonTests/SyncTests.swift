@@ -176,12 +176,12 @@ func toneWithClicks(seconds: Double, frequency: Double) -> [Int16] {
         usleep(4_000_000)
         a.stop(); b.stop()
         #expect(b.settings.latencyTrimNanoseconds == 20_000_000)
-        // Room a plays at volume 50 (gain 0.125): its clicks are 0.11 of full scale.
-        let ta = clickTimes(dir + "/a.raw", ppm: 0, threshold: 2_000), tb = clickTimes(dir + "/b.raw", ppm: 0)
+        // Room a plays at volume 50 (−25 dB, gain 0.056): its clicks are about 0.05 of full scale.
+        let ta = clickTimes(dir + "/a.raw", ppm: 0, threshold: 1_000), tb = clickTimes(dir + "/b.raw", ppm: 0)
         let after = pairedDifferences(ta, tb, from: volumeAt + 1_500_000_000)
         #expect(!after.isEmpty)
         #expect((after.max() ?? .max) < 1_000_000, "with the trim, b is \((after.max() ?? 0) / 1000) µs from a")
-        // Volume 50 is about −18 dB: the tone's peak drops from 0.15 to about 0.019 within 100 ms.
+        // Volume 50 is −25 dB: the tone's peak drops from 0.15 to about 0.008 within 100 ms.
         let samples = readRaw(dir + "/a.raw")
         let timing = readTiming(dir + "/a.raw")
         func peak(from t0: Int64, to t1: Int64) -> Int {
