@@ -181,7 +181,7 @@ struct GestureMappingTests {
             _ = try ButtonMapping.parse("\non b1 press volup\nbutton b1 gpio=chip0:4")
             Issue.record("parsed")
         } catch {
-            #expect(error.description == "line 2: unknown command 'volup' (play, pause, toggle, stop, next, prev, vol+, vol-, mute, like, party, shuffle, repeat)")
+            #expect(error.description == "line 2: unknown command 'volup' (play, pause, toggle, stop, next, prev, vol+, vol-, mute, like, party, shuffle, repeat, eq)")
         }
     }
 

@@ -12,17 +12,17 @@ import { createSearch } from './search.js';
 import { createLibrary } from './library.js';
 import { createRooms } from './rooms.js';
 import { setupMediaSession } from './media.js';
+import { createSound } from './sound.js';
 
-// The tabs, in order. A Sound tab (EQ) is not here yet: when the leader
-// has it, add { id: 'sound', label: 'Sound', icon: 'sound', make: createSound }
-// with createSound in js/sound.js (and an icon in ui.js); the router,
-// the tab bar and refresh-on-reconnect pick it up from this list.
+// The tabs, in order; the router, the tab bar and refresh-on-reconnect
+// pick them up from this list.
 const TABS = [
   { id: 'now', label: 'Playing', icon: 'now', make: () => createNowPlaying(selectGroup) },
   { id: 'queue', label: 'Queue', icon: 'queue', make: () => createQueue() },
   { id: 'search', label: 'Search', icon: 'search', make: () => createSearch(go) },
   { id: 'library', label: 'Library', icon: 'library', make: () => createLibrary(go) },
   { id: 'rooms', label: 'Rooms', icon: 'rooms', make: () => createRooms(selectGroup, go) },
+  { id: 'sound', label: 'Sound', icon: 'sound', make: () => createSound() },
 ];
 
 const views = {};

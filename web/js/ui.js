@@ -73,6 +73,7 @@ const ICONS = {
   trash: 'M3 6h18M8 6V4h8v2M19 6l-1 14H6L5 6',
   note: 'M9 18V5l12-2v13M9 18a3 3 0 1 1-6 0 3 3 0 0 1 6 0zM21 16a3 3 0 1 1-6 0 3 3 0 0 1 6 0z',
   drag: 'M5 9h14M5 15h14',
+  sound: 'M4 21v-7M4 10V3M12 21v-9M12 8V3M20 21v-5M20 12V3M1 14h6M9 8h6M17 16h6',
 };
 
 export function icon(name) {
