@@ -244,6 +244,33 @@ func largestStep(_ samples: [Int16], in range: Range<Int>) -> (step: Int, peak: 
         #expect(tail.allSatisfy { $0 == 0 }, "muted: silence")
     }
 
+    @Test func theTuttiClientSetsEQAndGroupVolume() throws {
+        let dir = makeTemporaryDirectory()
+        let leader = try startLeader(files: []) { c in c.control = Endpoint(host: "127.0.0.1", port: 0) }
+        defer { leader.stop() }
+        let f = try startFollower(leader: leader.endpoint, name: "den", output: .file(path: dir + "/den.raw", ppm: 0, delayMilliseconds: 0))
+        defer { f.stop() }
+        #expect(waitUntil(timeout: 5) { leader.followerNames == ["den"] })
+        let port = leader.controlEndpoint!.port
+        func tutti(_ args: String...) throws -> (status: Int32, out: String) { try runTutti(port: port, args) }
+        let bass = try tutti("eq", "den", "bass")
+        #expect(bass.status == 0 && bass.out.contains("den: EQ Bass") && bass.out.contains("32 +6"), bass.out)
+        let custom = try tutti("eq", "den", "1,2,3,4,5,6,5,4,3,2", "treble", "-2")
+        #expect(custom.status == 0 && custom.out.contains("EQ custom") && custom.out.contains("treble -2"), custom.out)
+        #expect(waitUntil(timeout: 5) { f.equalizer.gains == [1, 2, 3, 4, 5, 6, 5, 4, 3, 2] && f.equalizer.treble == -2 })
+        let saved = try tutti("eq", "save", "Den", "den")
+        #expect(saved.status == 0, saved.out)
+        let presets = try tutti("eq", "presets")
+        #expect(presets.out.contains("Loudness: +6 +4 +2 +0 -1 +0 +0 +2 +4 +5") && presets.out.contains("Den (saved): +1 +2"), presets.out)
+        let unknown = try tutti("eq", "den", "Disco")
+        #expect(unknown.status == 1 && unknown.out.contains("no preset 'Disco'"), unknown.out)
+        let vol = try tutti("vol", "--group", "Home", "30")
+        #expect(vol.status == 0 && vol.out.contains("den: volume 30"), vol.out)
+        #expect(try tutti("mute", "--group", "Home").status == 0 && leader.settings(of: "den").muted)
+        let help = try tutti("--help")
+        #expect(help.out.contains("eq ROOM PRESET") && help.out.contains("vol --group GROUP"))
+    }
+
     @Test func mixerChoices() throws {
         #expect(try MixerSpec(parsing: "hw:Digital") == .hardware(control: "Digital"))
         #expect(try MixerSpec(parsing: "software") == .software && (try MixerSpec(parsing: "none")) == MixerSpec.none)
