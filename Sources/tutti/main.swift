@@ -532,9 +532,10 @@ case "eq":
         while i < args.count {
             let a = args[i]
             switch a {
-            case "bass", "treble":
-                guard i + 1 < args.count, let db = Double(args[i + 1]) else { fail("eq ROOM \(a) needs dB (−12…+12)", 64) }
-                params[a] = db; i += 2
+            // `bass 3` is the shelf; `bass` alone is the preset of that name.
+            case "bass" where i + 1 < args.count && Double(args[i + 1]) != nil,
+                 "treble" where i + 1 < args.count && Double(args[i + 1]) != nil:
+                params[a] = Double(args[i + 1])!; i += 2
             case "preamp":
                 guard i + 1 < args.count else { fail("eq ROOM preamp needs auto or dB", 64) }
                 if args[i + 1] == "auto" { params["preamp"] = "auto" } else if let db = Double(args[i + 1]) { params["preamp"] = db } else { fail("eq ROOM preamp needs auto or dB", 64) }
