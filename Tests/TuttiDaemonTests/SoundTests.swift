@@ -279,11 +279,16 @@ func largestStep(_ samples: [Int16], in range: Range<Int>) -> (step: Int, peak: 
         #expect(try MixerSpec(parsing: "hw:Digital") == .hardware(control: "Digital"))
         #expect(try MixerSpec(parsing: "software") == .software && (try MixerSpec(parsing: "none")) == MixerSpec.none)
         #expect(throws: AudioError.self) { try MixerSpec(parsing: "loud") }
-        #expect(ALSAMixer.card(ofDevice: "plughw:1,0") == "hw:1" && ALSAMixer.card(ofDevice: "default") == "default")
+        // On the command line a bare control's name keeps its meaning: software volume, that control at 0 dB at start.
+        let bare = try #require(try FollowerConfiguration.parse(["--mixer", "Digital"])).0
+        #expect(bare.mixer == "Digital" && bare.volumeMixer == .software)
+        let hw = try #require(try FollowerConfiguration.parse(["--mixer", "hw:Digital"])).0
+        #expect(hw.mixer == nil && hw.volumeMixer == .hardware(control: "Digital"))
+        #expect(ALSAMixerControl.card(ofDevice: "plughw:1,0") == "hw:1" && ALSAMixerControl.card(ofDevice: "default") == "default")
         // No sound card here: the error names the mixer and what failed.
         var c = FollowerConfiguration()
         c.output = .alsa(device: "hw:7")
-        c.mixer = .hardware(control: "Digital")
+        c.volumeMixer = .hardware(control: "Digital")
         do { _ = try Follower(configuration: c, log: testLog); Issue.record("opened a mixer on a card that does not exist") } catch {
             #expect("\(error)".contains("mixer hw:7"), "\(error)")
         }
@@ -296,7 +301,7 @@ func largestStep(_ samples: [Int16], in range: Range<Int>) -> (step: Int, peak: 
         writeFile(dir + "/s.wav", wavImage(quantize(TestSignal.sine(frequency: 1_000, seconds: 2, amplitude: 0.5))))
         let leader = try startLeader(files: [])
         defer { leader.stop() }
-        let f = try startFollower(leader: leader.endpoint, name: "amp", output: .file(path: dir + "/amp.raw", ppm: 0, delayMilliseconds: 0), steering: false) { $0.mixer = .none }
+        let f = try startFollower(leader: leader.endpoint, name: "amp", output: .file(path: dir + "/amp.raw", ppm: 0, delayMilliseconds: 0), steering: false) { $0.volumeMixer = .none }
         #expect(waitUntil(timeout: 5) { leader.followerNames == ["amp"] })
         leader.configure(room: "amp", RoomSettings(volume: 20))
         _ = try leader.perform(.add(uris: [dir + "/s.wav"], next: false))
