@@ -27,9 +27,13 @@ import TuttiTestSupport
         writeFile(dir + "/a.wav", wavImage(counterFrames(count: 60_000, from: 0)))
         writeFile(dir + "/b.wav", wavImage(counterFrames(count: 60_000, from: 100_000)))
         writeFile(dir + "/c.wav", wavImage(counterFrames(count: 60_000, from: 200_000)))
-        let leader = try startLeader(files: [dir + "/a.wav", dir + "/b.wav", dir + "/c.wav"])
+        let leader = try startLeader(files: [])
         defer { leader.stop() }
         let f = try startFollower(leader: leader.endpoint, name: "q", output: .file(path: dir + "/q.raw", ppm: 0, delayMilliseconds: 0), steering: false)
+        // The room is there before the first note (on a loaded machine a follower can take longer to join than a track to start).
+        #expect(waitUntil(timeout: 5) { leader.followerNames == ["q"] })
+        _ = try leader.perform(.add(uris: [dir + "/a.wav", dir + "/b.wav", dir + "/c.wav"], next: false))
+        _ = try leader.perform(.playIndex(0))
         // A lasts 1.25 s; at 0.7 s the leader has already sent B's first ~0.45 s.
         usleep(700_000)
         _ = try leader.perform(.move(from: 2, to: 1))
@@ -45,9 +49,12 @@ import TuttiTestSupport
         let dir = makeTemporaryDirectory()
         writeFile(dir + "/a.wav", wavImage(counterFrames(count: 240_000, from: 0)))
         writeFile(dir + "/b.wav", wavImage(counterFrames(count: 30_000, from: 300_000)))
-        let leader = try startLeader(files: [dir + "/a.wav", dir + "/b.wav"])
+        let leader = try startLeader(files: [])
         defer { leader.stop() }
         let f = try startFollower(leader: leader.endpoint, name: "q", output: .file(path: dir + "/q.raw", ppm: 0, delayMilliseconds: 0), steering: false)
+        #expect(waitUntil(timeout: 5) { leader.followerNames == ["q"] })
+        _ = try leader.perform(.add(uris: [dir + "/a.wav", dir + "/b.wav"], next: false))
+        _ = try leader.perform(.playIndex(0))
         usleep(1_000_000)
         let outcome = try leader.perform(.remove(index: 0))
         #expect(outcome.track == 0 && leader.queue.count == 1)

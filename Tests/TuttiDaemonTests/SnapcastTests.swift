@@ -42,7 +42,10 @@ import TuttiTestSupport
         return ((sum / Double(n)).squareRoot(), Double(crossings) / 2 / (Double(n) / 48_000), frames)
     }
 
-    /// Runs snapclient for `seconds` on a thread of its own (it is stopped then).
+    /// Stops the snapclients a test started (a test that ends early must not leave them playing).
+    static func stopSnapclients(id: String) { _ = try? runProgram("/usr/bin/pkill", ["-f", "--", "--hostID \(id) "]) }
+
+    /// Runs snapclient for `seconds` on a thread of its own (it is stopped then, or by `stopSnapclients`).
     static func startSnapclient(port: UInt16, id: String, output: String, seconds: Double) -> Thread {
         let thread = Thread {
             _ = try? runProgram(snapclient, ["-h", "127.0.0.1", "-p", String(port), "--hostID", id, "--player", "file:filename=\(output)"],
@@ -64,6 +67,7 @@ import TuttiTestSupport
         let port = try #require(leader.snapcastEndpoint).port
         let output = dir + "/snap.raw"
         _ = Self.startSnapclient(port: port, id: "kitchen-snap", output: output, seconds: 9)
+        defer { Self.stopSnapclients(id: "kitchen-snap") }
         #expect(waitUntil(timeout: 5) { leader.followerNames.contains("kitchen-snap") }, "\(leader.followerNames)")
         let control = try #require(leader.controlEndpoint)
         let rooms = try #require(try ControlClient(endpoint: control).call("rooms.list") as? [String: Any])
@@ -100,6 +104,7 @@ import TuttiTestSupport
         defer { living.stop() }
         let snapPort = try #require(leader.snapcastEndpoint).port
         _ = Self.startSnapclient(port: snapPort, id: "kitchen-snap", output: dir + "/snap.raw", seconds: 30)
+        defer { Self.stopSnapclients(id: "kitchen-snap") }
         let snapControl = try #require(leader.snapcastControlEndpoint).port, control = try #require(leader.controlEndpoint).port
         #expect(waitUntil(timeout: 8) { Set(leader.followerNames) == ["kitchen-snap", "living"] }, "\(leader.followerNames)")
         let r = try runProgram("/usr/bin/env", ["python3", Self.repository + "/Tests/Snapcast/control_test.py",
