@@ -144,7 +144,7 @@ extension FollowerConfiguration {
                 let text = try args.value(flag)
                 switch text {
                 case "": c.mixer = nil
-                case "software", "none", _ where text.hasPrefix("hw:"):
+                case _ where text == "software" || text == "none" || text.hasPrefix("hw:"):
                     do { c.volumeMixer = try MixerSpec(parsing: text) } catch { throw UsageError("--mixer: \(error)") }
                 default:
                     // A control's name: put at full scale once, volume in software.
