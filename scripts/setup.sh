@@ -12,7 +12,7 @@ packages=(
   ncmpcpp tmux openssl ca-certificates util-linux                                           # tests: ncmpcpp in tmux; https certificates, the CA bundle, unshare
   avahi-daemon dbus                                                                         # mDNS: discovery tests run their own daemon on loopback
   chromium chromium-driver python3-selenium                                                 # the web app's tests drive a real browser
-  snapclient                                                                                # Snapcast compatibility: the stock client as a room
+  snapclient procps                                                                                # Snapcast compatibility: the stock client as a room
 )
 
 missing=()
