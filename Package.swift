@@ -30,6 +30,7 @@ let package = Package(
         systemLibrary("CGPIOD", pkgConfig: "libgpiod", apt: "libgpiod-dev"),
         systemLibrary("CCivetweb", pkgConfig: nil, apt: "libcivetweb-dev"), // Debian ships no civetweb.pc
         systemLibrary("CZlib", pkgConfig: "zlib", apt: "zlib1g-dev"),
+        systemLibrary("CRubberBand", pkgConfig: "rubberband", apt: "librubberband-dev"),
         .target(name: "CTuttiShim", dependencies: ["COpus", "CMPG123"]),
         .target(name: "CTuttiThread"),
 
@@ -41,6 +42,8 @@ let package = Package(
         .target(name: "TuttiAudio", dependencies: [
             "TuttiCore", "TuttiSystem", "CALSA", "CMPG123", "COpus", "CSoxr", "CFLAC", "CTuttiShim",
         ]),
+        // Speed and pitch at the leader (librubberband); its own module, so speakers do not load it.
+        .target(name: "TuttiTimeStretch", dependencies: ["TuttiCore", "CRubberBand"]),
         // Network edge: sockets, framing over TCP.
         .target(name: "TuttiNet", dependencies: ["TuttiCore", "CTuttiShim"]),
         // The JSON-RPC client (`tutti`, tests); Foundation, so not in TuttiNet.
@@ -59,7 +62,7 @@ let package = Package(
         // speaker's process stays small (tutti-follower).
         .target(name: "TuttiFollower", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "TuttiNet", "TuttiDiscovery", "TuttiInput"]),
         // Composition root: leader, demo, and the follower in the same binary.
-        .target(name: "TuttiDaemon", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "TuttiNet", "TuttiLibrary", "TuttiInput", "TuttiStreams", "TuttiDiscovery", "TuttiFollower", "TuttiWeb", "CTuttiShim"]),
+        .target(name: "TuttiDaemon", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "TuttiNet", "TuttiLibrary", "TuttiInput", "TuttiStreams", "TuttiDiscovery", "TuttiFollower", "TuttiWeb", "TuttiTimeStretch", "CTuttiShim"]),
         .executableTarget(name: "tuttid", dependencies: ["TuttiDaemon"]),
         .executableTarget(name: "tutti-follower", dependencies: ["TuttiFollower", "TuttiSystem", "TuttiCore"]),
         // Helpers shared by the test targets (temporary folders, running real programs to their end).
@@ -68,7 +71,7 @@ let package = Package(
         .executableTarget(name: "tutti", dependencies: ["TuttiCore", "TuttiNet", "TuttiControlClient", "TuttiDiscovery", "TuttiFollower"]),
 
         .testTarget(name: "TuttiCoreTests", dependencies: ["TuttiCore"]),
-        .testTarget(name: "TuttiAudioTests", dependencies: ["TuttiTestSupport", "TuttiAudio", "TuttiCore"]),
+        .testTarget(name: "TuttiAudioTests", dependencies: ["TuttiTestSupport", "TuttiAudio", "TuttiTimeStretch", "TuttiCore"]),
         .testTarget(name: "TuttiLibraryTests", dependencies: ["TuttiTestSupport", "TuttiLibrary", "TuttiCore"]),
         .testTarget(name: "TuttiStreamsTests", dependencies: ["TuttiTestSupport", "TuttiStreams", "TuttiAudio", "TuttiCore"]),
         .testTarget(name: "TuttiWebTests", dependencies: ["TuttiTestSupport", "TuttiWeb"]),
