@@ -1,5 +1,6 @@
 import TuttiAudio
 import TuttiCore
+import TuttiTimeStretch
 import TuttiNet
 
 /// What `tuttid` was asked to do. Parsing is pure; `tuttid/main.swift` runs it.
@@ -54,6 +55,9 @@ public enum DaemonUsage {
       --buffer-ms N          steady-state buffer, 20–10000 (default 1000)
       --start-ms N           how far ahead new audio and commands are scheduled
                              (default 100, at most the buffer)
+      --time-stretch faster|finer
+                             librubberband engine for speed and pitch (default faster:
+                             a third of finer's CPU, fit for a Pi-class leader)
       --name NAME            the name announced over mDNS (default "Tutti on HOSTNAME")
       --no-announce          do not announce this leader over mDNS (Avahi)
       --log-level LEVEL      debug, info, warning, error (default info)
@@ -99,6 +103,7 @@ public extension DaemonCommand {
             ConfigOption("frame-ms", "20", .value(flag: "--frame-ms")),
             ConfigOption("buffer-ms", "1000", .value(flag: "--buffer-ms")),
             ConfigOption("start-ms", "100", .value(flag: "--start-ms")),
+            ConfigOption("time-stretch", "faster", .value(flag: "--time-stretch")),
             ConfigOption("name", "Tutti on \(hostname)", .value(flag: "--name")),
             ConfigOption("announce", "yes", .disabledBy(flag: "--no-announce")),
             ConfigOption("buttons", "", .value(flag: "--buttons")),
@@ -201,6 +206,10 @@ public extension DaemonCommand {
                     c.frameMilliseconds = ms
                 case "--buffer-ms": c.bufferMilliseconds = Int(try args.number(flag, 20...10_000))
                 case "--start-ms": c.startLatencyMilliseconds = Int(try args.number(flag, 10...10_000))
+                case "--time-stretch":
+                    let text = try args.value(flag)
+                    guard let engine = TimeStretcher.Engine(rawValue: text) else { throw UsageError("--time-stretch \(text): expected faster or finer") }
+                    c.timeStretchEngine = engine
                 case "--no-announce": c.announce = false
                 case "--name":
                     let name = try args.value(flag)

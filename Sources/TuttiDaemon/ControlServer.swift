@@ -298,6 +298,16 @@ public final class ControlServer: @unchecked Sendable {
             if let by = try number(params, "by", in: -86_400...86_400) { return try player(.seekBy(seconds: by)) }
             throw RPCError(code: -32602, message: "player.seek needs \"position\" (seconds) or \"by\" (± seconds)")
         case "player.stop": return try player(.stop)
+        case "player.setSpeed":
+            guard let speed = try number(params, "speed", in: PlaybackTempo.speedRange) else {
+                throw RPCError(code: -32602, message: "player.setSpeed needs \"speed\": 0.5–2.0 (1 is normal)")
+            }
+            return try player(.speed(speed))
+        case "player.setPitch":
+            guard let pitch = try number(params, "semitones", in: PlaybackTempo.pitchRange) else {
+                throw RPCError(code: -32602, message: "player.setPitch needs \"semitones\": −12…+12 (0 is normal)")
+            }
+            return try player(.pitch(semitones: pitch))
         case "player.shuffle":
             guard let raw = params["on"], let n = raw as? NSNumber, String(cString: n.objCType) == "c" else {
                 throw RPCError(code: -32602, message: "player.shuffle needs \"on\": true or false")
@@ -393,7 +403,13 @@ public final class ControlServer: @unchecked Sendable {
         } else if !now.path.isEmpty {
             object["title"] = ((now.path as NSString).lastPathComponent as NSString).deletingPathExtension
         }
-        if let d = now.durationSeconds { object["duration"] = (d * 1000).rounded() / 1000 }
+        if let d = now.durationSeconds {
+            object["duration"] = (d * 1000).rounded() / 1000
+            // Positions are track time; at another speed the track ends sooner or later than that says.
+            object["remaining"] = (max(0, d - now.positionSeconds) / now.speed * 1000).rounded() / 1000
+        }
+        object["speed"] = now.speed
+        object["pitch"] = now.pitchSemitones
         if let e = now.error { object["error"] = e }
         if let b = now.bufferedSeconds { object["bufferedSeconds"] = b }
         if let f = now.bufferedFraction { object["bufferedFraction"] = (f * 1000).rounded() / 1000 }

@@ -3,6 +3,7 @@ import Foundation
 import Synchronization
 import TuttiAudio
 import TuttiCore
+import TuttiTimeStretch
 import TuttiDiscovery
 import TuttiLibrary
 import TuttiNet
@@ -57,6 +58,8 @@ public struct LeaderConfiguration: Sendable {
     /// so how soon a command is heard; the leader then sends ahead faster
     /// than real time until the buffer is full.
     public var startLatencyMilliseconds = 100
+    /// librubberband's engine for speed and pitch.
+    public var timeStretchEngine = TimeStretcher.Engine.faster
     /// Bytes a follower may have queued before it is dropped as too slow.
     public var maximumQueuedBytes = 2 << 20
     /// How long a chunk may wait in a follower's queue before that follower

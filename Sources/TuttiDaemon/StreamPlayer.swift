@@ -3,6 +3,7 @@ import Foundation
 import Synchronization
 import TuttiAudio
 import TuttiCore
+import TuttiTimeStretch
 import TuttiStreams
 
 /// Transport and queue commands, from any control surface.
@@ -27,6 +28,10 @@ public enum PlayerCommand: Sendable, Equatable {
     case consume(Bool)
     /// Removes the entry with this id (ids survive edits; indexes do not).
     case removeEntry(id: UInt32)
+    /// Playback speed, 0.5–2.0×, pitch kept (the group's, at the leader).
+    case speed(Double)
+    /// Pitch in semitones, ±12, speed kept.
+    case pitch(semitones: Double)
 }
 
 /// What now-playing shows. The transport is one of playing, paused and
@@ -65,6 +70,9 @@ public struct NowPlaying: Sendable, Equatable {
     public var repeatMode: RepeatMode
     public var single: SingleMode = .off
     public var consume = false
+    /// The group's speed (track seconds per second heard) and pitch shift; positions stay in track time.
+    public var speed = 1.0
+    public var pitchSemitones = 0.0
     /// Why the last track failed (it names the URL or file); cleared by the next play command.
     public var error: String? = nil
     /// Network source: seconds of audio downloaded ahead of what is heard.
@@ -97,6 +105,10 @@ public enum PlayerError: Error, CustomStringConvertible, Equatable {
 /// that cut the audio (pause, skip, seek) pick one flush point a start
 /// latency ahead, tell every follower to drop what they hold from there,
 /// and carry on from that point on the same grid.
+extension PlayerState {
+    init(_ phase: PlayerPhase) { self = phase == .loading ? .loading : .buffering }
+}
+
 final class StreamPlayer: @unchecked Sendable {
     typealias Broadcast = @Sendable (Message, LeaderTime) -> Void
     typealias Purge = @Sendable (LeaderTime) -> Void
@@ -133,18 +145,11 @@ final class StreamPlayer: @unchecked Sendable {
         var network: (track: UInt32, pendingSeconds: Double, progress: BackgroundSource.Progress)?
         /// After the list ended: the grid frame up to which its tail is still being heard.
         var tailUntil: Int?
+        var tempo = PlaybackTempo.normal
     }
     private let published = Mutex(Published())
 
-    /// Stream frames [start, start+count) come from queue entry `track` (an
-    /// entry id) frames [trackFrame, …) at 48 kHz.
-    /// `phase` (loading/buffering) marks silence sent while a network source
-    /// had nothing: the track's position stands still at `trackFrame`.
-    struct Segment {
-        var start: Int; var count: Int; var track: UInt32; var trackFrame: Int
-        var phase: PlayerState? = nil
-        func trackFrame(at frame: Int) -> Int { phase == nil ? trackFrame + min(frame - start, count) : trackFrame }
-    }
+    typealias Segment = StreamSegment
     struct TrackPosition: Equatable { var track: UInt32; var frame: Int }
 
     // Source-thread state.
@@ -162,6 +167,10 @@ final class StreamPlayer: @unchecked Sendable {
     private var queue: PlayQueue
     private var track: UInt32 = 0          // entry id being decoded
     private var trackFrame = 0             // 48 kHz frames of it already in `pending`
+    /// The run of audio being decoded: from track frame `runOrigin`, `runFrames` stream frames so far (at `tempo.speed`).
+    private var runOrigin = 0, runFrames = 0
+    private var tempo = PlaybackTempo.normal
+    private var stretcher: TimeStretcher?
     private var pending: [Float] = []
     private var pendingSegments: [Segment] = []   // stream positions assigned when emitted
     private var history: [Segment] = []
@@ -175,7 +184,7 @@ final class StreamPlayer: @unchecked Sendable {
     /// The background source has delivered audio (before that it is loading).
     private var backgroundStarted = false
     /// Set by `fillPending` when a network source had no audio for it.
-    private var starvedPhase: PlayerState?
+    private var starvedPhase: PlayerPhase?
     /// Failures in a row, to stop trying when every entry fails.
     private var consecutiveFailures = 0
 
@@ -270,9 +279,9 @@ final class StreamPlayer: @unchecked Sendable {
                 if let s = p.segments.last(where: { $0.start <= heard }) {
                     position = TrackPosition(track: s.track, frame: s.trackFrame(at: heard))
                     // Silence sent while waiting for the network, or nothing sent yet to cover now.
-                    if let phase = s.phase { state = phase } else if heard >= s.start + s.count, let starved = p.starved { state = starved }
+                    if let phase = s.phase { state = PlayerState(phase) } else if heard >= s.start + s.count, let starved = p.starved { state = starved }
                 } else if let first = p.segments.first {
-                    position = TrackPosition(track: first.track, frame: first.trackFrame)
+                    position = TrackPosition(track: first.track, frame: first.firstTrackFrame)
                 } else if let entry = p.queue.currentEntry {
                     position = TrackPosition(track: entry.id, frame: 0) // nothing sent yet
                     if let starved = p.starved { state = starved }
@@ -286,6 +295,8 @@ final class StreamPlayer: @unchecked Sendable {
                                     durationSeconds: p.durations[position.track], trackCount: p.queue.count,
                                     shuffle: p.queue.shuffle, repeatMode: p.queue.repeatMode, error: p.error)
             result.single = p.queue.single
+            result.speed = p.tempo.speed
+            result.pitchSemitones = p.tempo.pitchSemitones
             result.consume = p.queue.consume
             if let network = p.network, network.track == position.track {
                 // Ahead of the ear: audio sent to the rooms, decoded here, and still compressed in the buffers.
@@ -357,7 +368,7 @@ final class StreamPlayer: @unchecked Sendable {
                 }
                 let frames = framesPerChunk - pending.count / 2
                 pending += [Float](repeating: 0, count: frames * 2)
-                pendingSegments.append(Segment(start: 0, count: frames, track: track, trackFrame: trackFrame, phase: phase))
+                pendingSegments.append(Segment(start: 0, count: frames, track: track, trackFrame: runOrigin, phase: phase, speed: tempo.speed, runOffset: runFrames))
             }
             // Pace: send each chunk `buffer` ahead of its PTS; commands interrupt the wait.
             let sendAt = ptsOf(frame: streamFrame).nanoseconds - buffer
@@ -395,7 +406,7 @@ final class StreamPlayer: @unchecked Sendable {
                         advanceTrack()
                     }
                 case .end:
-                    if let resampler { appendResampled { (out) throws(AudioError) in try resampler.finish(into: &out) } }
+                    finishTrackAudio()
                     advanceTrack()
                 case .frames(let n):
                     if !backgroundStarted {
@@ -429,7 +440,7 @@ final class StreamPlayer: @unchecked Sendable {
                 continue
             }
             if n == 0 {
-                if let resampler { appendResampled { (out) throws(AudioError) in try resampler.finish(into: &out) } }
+                finishTrackAudio()
                 advanceTrack()
                 continue
             }
@@ -445,7 +456,7 @@ final class StreamPlayer: @unchecked Sendable {
                 try input.withUnsafeBufferPointer { (p) throws(AudioError) in try resampler.process(p.baseAddress!, frames: n, into: &out) }
             }
         } else {
-            appendPending(decoded)
+            appendTrackAudio(decoded)
         }
     }
 
@@ -458,19 +469,53 @@ final class StreamPlayer: @unchecked Sendable {
     private func appendResampled(_ body: (inout [Float]) throws(AudioError) -> Void) {
         var out: [Float] = []
         do { try body(&out) } catch { log.error("resampling \(decoder?.path ?? ""): \(error)") }
+        appendTrackAudio(out)
+    }
+
+    /// 48 kHz audio of the track, in track time: stretched when the speed or pitch asks.
+    private func appendTrackAudio(_ samples: [Float]) {
+        guard let stretcher else { return appendPending(samples) }
+        var out: [Float] = []
+        samples.withUnsafeBufferPointer { stretcher.process($0, into: &out) }
         appendPending(out)
     }
 
+    /// The track's audio has all been read: flush the resampler and the stretcher.
+    private func finishTrackAudio() {
+        if let resampler { appendResampled { (out) throws(AudioError) in try resampler.finish(into: &out) } }
+        if let stretcher {
+            var out: [Float] = []
+            stretcher.finish(into: &out)
+            appendPending(out)
+        }
+    }
+
+    /// Audio ready to send (stream time): the run of the current track grows by it.
     private func appendPending(_ samples: [Float]) {
         let frames = samples.count / 2
         guard frames > 0 else { return }
-        if let last = pendingSegments.last, last.phase == nil, last.track == track, last.trackFrame + last.count == trackFrame {
+        if let last = pendingSegments.last, last.phase == nil, last.track == track, last.trackFrame == runOrigin,
+           last.speed == tempo.speed, last.runOffset + last.count == runFrames {
             pendingSegments[pendingSegments.count - 1].count += frames
         } else {
-            pendingSegments.append(Segment(start: 0, count: frames, track: track, trackFrame: trackFrame))
+            pendingSegments.append(Segment(start: 0, count: frames, track: track, trackFrame: runOrigin, speed: tempo.speed, runOffset: runFrames))
         }
         pending.append(contentsOf: samples)
-        trackFrame += frames
+        runFrames += frames
+        trackFrame = Segment.trackFrame(origin: runOrigin, runFrames: runFrames, speed: tempo.speed)
+    }
+
+    /// Decoding of entry `id` starts (again) at track frame `frame`: a new run, with a fresh stretcher.
+    private func beginRun(track id: UInt32, at frame: Int) {
+        track = id
+        trackFrame = frame
+        runOrigin = frame
+        runFrames = 0
+        stretcher = nil
+        guard !tempo.isNormal else { return }
+        do { stretcher = try TimeStretcher(speed: tempo.speed, pitchSemitones: tempo.pitchSemitones, engine: configuration.timeStretchEngine) } catch {
+            log.error("\(error); playing at normal speed and pitch")
+        }
     }
 
     /// Opens queue entry `id` at 48 kHz frame `frame`; a file that fails
@@ -492,8 +537,7 @@ final class StreamPlayer: @unchecked Sendable {
                     resampler = nil
                     background = source
                     backgroundStarted = false
-                    track = entryID
-                    trackFrame = frame
+                    beginRun(track: entryID, at: frame)
                     endOfList = false
                     log.info("opening \(path)\(frame > 0 ? String(format: " from %.3f s", Double(frame) / 48_000) : "")")
                     return
@@ -505,8 +549,7 @@ final class StreamPlayer: @unchecked Sendable {
                 if frame > 0 { try d.seek(toFrame: Int((Double(frame) * Double(rate) / Double(StreamFormat.sampleRate)).rounded())) }
                 resampler = rate == StreamFormat.sampleRate ? nil : try SoxrResampler(inputRate: rate)
                 decoder = d
-                track = entryID
-                trackFrame = frame
+                beginRun(track: entryID, at: frame)
                 let duration = d.frameCount.map { Double($0) / Double(rate) }
                 published.withLock { $0.durations[entryID] = duration }
                 log.info("playing \(path) (\(rate) Hz\(frame > 0 ? String(format: ", from %.3f s", Double(frame) / 48_000) : ""))")
@@ -524,15 +567,19 @@ final class StreamPlayer: @unchecked Sendable {
                 }
             }
         }
-        decoder = nil; background = nil
-        resampler = nil
+        closeSource()
         endOfList = true
+    }
+
+    /// Nothing is decoded any more (until the next `open`).
+    private func closeSource() {
+        decoder = nil; background = nil
+        resampler = nil; stretcher = nil
     }
 
     /// The current entry ended: gapless on to what the queue says is next.
     private func advanceTrack() {
-        decoder = nil; background = nil
-        resampler = nil
+        closeSource()
         let step = queue.stepForward(manual: false)
         switch step {
         case .play(let i), .restart(let i):
@@ -572,9 +619,7 @@ final class StreamPlayer: @unchecked Sendable {
         while remaining > 0, !pendingSegments.isEmpty {
             var s = pendingSegments[0]
             let take = min(remaining, s.count)
-            history.append(Segment(start: at, count: take, track: s.track, trackFrame: s.trackFrame, phase: s.phase))
-            s.count -= take
-            if s.phase == nil { s.trackFrame += take }
+            history.append(s.take(take, at: at))
             if s.count == 0 { pendingSegments.removeFirst() } else { pendingSegments[0] = s }
             remaining -= take; at += take
         }
@@ -609,8 +654,10 @@ final class StreamPlayer: @unchecked Sendable {
     private func publish() {
         let (state, segments, epoch, queue) = (self.state, history, self.epoch, self.queue)
         let network = background.map { (track: track, pendingSeconds: Double(pending.count / 2) / Double(StreamFormat.sampleRate), progress: $0.progress) }
-        let starved = state == .playing ? starvedPhase : nil
+        let starved = state == .playing ? starvedPhase.map(PlayerState.init) : nil
+        let tempo = self.tempo
         published.withLock { p in
+            p.tempo = tempo
             p.state = state
             if state != .stopped { p.tailUntil = nil }
             p.segments = segments
@@ -737,7 +784,7 @@ final class StreamPlayer: @unchecked Sendable {
         case .stop:
             if state == .playing || tailAudible { cut(at: at) }
             published.withLock { $0.tailUntil = nil }
-            decoder = nil; background = nil
+            closeSource()
             state = .stopped
             published.withLock { $0.pausedAt = TrackPosition(track: heard.track, frame: 0) }
         case .play:
@@ -783,7 +830,7 @@ final class StreamPlayer: @unchecked Sendable {
                 if state == .playing, let successor {
                     restart(at: at, position: TrackPosition(track: successor, frame: 0))
                 } else {
-                    if state == .playing { cut(at: at); decoder = nil; background = nil; state = .stopped }
+                    if state == .playing { cut(at: at); closeSource(); state = .stopped }
                     let fallback = successor ?? queue.order.first.map { queue.entries[$0].id } ?? 0
                     published.withLock { $0.pausedAt = TrackPosition(track: fallback, frame: 0) }
                 }
@@ -799,7 +846,7 @@ final class StreamPlayer: @unchecked Sendable {
         case .clear:
             if state == .playing { cut(at: at) }
             queue.clear()
-            decoder = nil; background = nil
+            closeSource()
             endOfList = true
             state = .stopped
             published.withLock { $0.pausedAt = TrackPosition(track: 0, frame: 0) }
@@ -817,6 +864,16 @@ final class StreamPlayer: @unchecked Sendable {
         case .removeEntry(let id):
             guard let index = queue.index(ofID: id) else { return .failure(.invalid("no queue entry with id \(id)")) }
             return apply(.remove(index: index))
+        case .speed(let value):
+            guard let speed = PlaybackTempo.validSpeed(value) else {
+                return .failure(.invalid("speed must be \(PlaybackTempo.speedRange.lowerBound)–\(PlaybackTempo.speedRange.upperBound)×"))
+            }
+            retune(PlaybackTempo(speed: speed, pitchSemitones: tempo.pitchSemitones), at: at, heard: heardIndex == nil ? nil : heard)
+        case .pitch(let value):
+            guard let pitch = PlaybackTempo.validPitch(value) else {
+                return .failure(.invalid("pitch must be \(Int(PlaybackTempo.pitchRange.lowerBound)) to +\(Int(PlaybackTempo.pitchRange.upperBound)) semitones"))
+            }
+            retune(PlaybackTempo(speed: tempo.speed, pitchSemitones: pitch), at: at, heard: heardIndex == nil ? nil : heard)
         case .toggle:
             break
         }
@@ -846,13 +903,13 @@ final class StreamPlayer: @unchecked Sendable {
             }
         }
         guard var previous = upcoming.first?.track else { return }
-        for segment in upcoming.dropFirst() where segment.track != previous || segment.trackFrame == 0 {
+        for segment in upcoming.dropFirst() where segment.track != previous || segment.firstTrackFrame == 0 {
             let expected = successor(of: previous)
             if expected != segment.track {
                 let frame = max(at, segment.start)
                 cut(at: frame, fade: frame != segment.start)
                 streamFrame = frame
-                if let expected { open(entry: expected, at: 0) } else { decoder = nil; background = nil; resampler = nil; endOfList = true }
+                if let expected { open(entry: expected, at: 0) } else { closeSource(); endOfList = true }
                 return
             }
             previous = segment.track
@@ -862,9 +919,19 @@ final class StreamPlayer: @unchecked Sendable {
             let expected = successor(of: previous)
             pending.removeAll(keepingCapacity: true)
             pendingSegments.removeAll()
-            if let expected { open(entry: expected, at: 0) } else { decoder = nil; background = nil; resampler = nil; endOfList = true }
+            if let expected { open(entry: expected, at: 0) } else { closeSource(); endOfList = true }
         }
         if let i = queue.index(ofID: track) { queue.select(i) }
+    }
+
+    /// A new speed or pitch: what is sent from the change point on is
+    /// stretched again from the position heard there, so every room hears
+    /// the change at once, within the start latency.
+    private func retune(_ new: PlaybackTempo, at frame: Int, heard: TrackPosition?) {
+        guard new != tempo else { return }
+        tempo = new
+        log.info(String(format: "speed %.2f×, pitch %+.1f semitones", new.speed, new.pitchSemitones))
+        if state == .playing, let heard { restart(at: frame, position: heard) }
     }
 
     /// Starts audio from `position` at grid frame `frame` (cutting what was sent after it).
@@ -879,7 +946,7 @@ final class StreamPlayer: @unchecked Sendable {
             queue.select(i)
             switch queue.stepForward(manual: true) {
             case .play(let j), .restart(let j): open(entry: queue.entries[j].id, at: 0)
-            case .stop: decoder = nil; background = nil; endOfList = true
+            case .stop: closeSource(); endOfList = true
             }
         } else {
             open(entry: position.track, at: position.frame)

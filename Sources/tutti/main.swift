@@ -13,6 +13,8 @@ usage: tutti [--host HOST] [--port PORT] [--leader NAME] [--group GROUP] [--json
   play | pause | toggle | stop
   next | prev            skip (prev restarts the track when more than 3 s in)
   seek SECONDS | +S | -S absolute or relative seek in the current track
+  speed [0.5-2.0]        the group's playback speed, pitch kept (1 is normal; positions stay in track time)
+  pitch [-12..+12]       the group's pitch in semitones, speed kept (0 is normal)
   shuffle [on|off]       toggle or set shuffle
   repeat [off|all|one]   cycle or set repeat
   single [on|off|oneshot]   stop after the current track (toggle, every time, or once)
@@ -165,6 +167,10 @@ func describeStatus(_ s: [String: Any]) -> String {
     var options = ["shuffle \((s["shuffle"] as? Bool ?? false) ? "on" : "off")", "repeat \(s["repeat"] as? String ?? "off")"]
     if let single = s["single"] as? String, single != "off" { options.append("single \(single)") }
     if s["consume"] as? Bool == true { options.append("consume on") }
+    if let speed = s["speed"] as? Double, speed != 1 {
+        options.append(String(format: "speed %.2f×", speed) + ((s["remaining"] as? Double).map { ", ends in " + clock($0) } ?? ""))
+    }
+    if let pitch = s["pitch"] as? Double, pitch != 0 { options.append(String(format: "pitch %+.1f", pitch)) }
     if s["shuffle"] != nil { line += "\n  " + options.joined(separator: ", ") }
     if let e = s["error"] as? String { line += "\n  last error: \(e)" }
     return line
@@ -299,6 +305,19 @@ case "seek":
     guard let text = operands.first, let value = Double(text), value.isFinite else { fail("seek needs SECONDS, +SECONDS or -SECONDS", 64) }
     let relative = text.hasPrefix("+") || text.hasPrefix("-")
     let result = call("player.seek", relative ? ["by": value] : ["position": value])
+    if json { output(result) } else if let s = result as? [String: Any] { print(describeStatus(s)) }
+case "speed", "pitch":
+    let isSpeed = command == "speed"
+    guard let text = operands.first else {
+        // No value: what it is now.
+        let s = call("player.status") as? [String: Any] ?? [:]
+        if json { output(s) } else { print(isSpeed ? String(format: "%.2f×", s["speed"] as? Double ?? 1) : String(format: "%+.1f semitones", s["pitch"] as? Double ?? 0)) }
+        exit(0)
+    }
+    guard let value = Double(text), value.isFinite else {
+        fail(isSpeed ? "speed needs a number, 0.5–2.0 (1 is normal)" : "pitch needs semitones, −12…+12 (0 is normal)", 64)
+    }
+    let result = call(isSpeed ? "player.setSpeed" : "player.setPitch", isSpeed ? ["speed": value] : ["semitones": value])
     if json { output(result) } else if let s = result as? [String: Any] { print(describeStatus(s)) }
 case "stop":
     let result = call("player.stop")
