@@ -38,7 +38,9 @@ on the first failure (2 for bad arguments or a missing tool):
   mpc pause / play / volume seen by the page within 200 ms (the time
   printed); a room's volume slider changes rooms.list; the room moved into
   a new group by its group picker and back (groups.list); party on and off
-  (party.status).
+  (party.status); on the Sound screen a preset picked for the room, a band
+  raised from the keyboard (rooms.list), the group's speed and pitch from
+  their sliders (player.status), and Normal puts both back.
 """
 
 import argparse
@@ -55,6 +57,7 @@ try:
     from selenium.common.exceptions import WebDriverException
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
     from selenium.webdriver.support.ui import Select
 except ImportError as e:  # pragma: no cover
     print("FAIL setup: selenium is not installed for this python (%s); apt-get install python3-selenium" % e)
@@ -425,6 +428,47 @@ def run(args):
         wait_leader(leader, lambda: (lambda p: (p["party"] is False, p))(leader.call("party.status")), "party.status off", T)
         page.wait("document.querySelector('[data-test=party]').getAttribute('aria-pressed') === 'false'", "the Party button released")
         ok("party off", "party.status false")
+
+        # Sound: the room's preset from the picker, one band from the keyboard, then the group's speed and pitch.
+        page.tab("sound")
+        page.wait("(function(){ const s = document.querySelector('[data-test=sound-room]'); return s && [...s.options].some(o => o.value === %s)"
+                  " && document.querySelectorAll('[data-test=sound-preset] option').length >= 10; })()" % json.dumps(args.room),
+                  "the Sound screen to list the room and the presets")
+        Select(page.one("sound-room")).select_by_value(args.room)
+        Select(page.one("sound-preset")).select_by_value("Bass")
+
+        def room_eq():
+            return next(r for r in leader.call("rooms.list")["rooms"] if r["name"] == args.room)["eq"]
+        eq = wait_leader(leader, lambda: (lambda e: (e.get("preset") == "Bass", e))(room_eq()), "%s to have the Bass preset" % args.room, T)
+        if eq["gains"] != [6, 5, 4, 2, 0, 0, 0, 0, 0, 0]:
+            fail("Bass preset from the page: rooms.list gains %s" % eq["gains"])
+        page.wait("(function(){ const b = document.querySelector('[data-test=sound-band][data-band=\"0\"]'); return b && +b.value === 6; })()",
+                  "the 32 Hz slider to show +6")
+        ok("sound: preset", "%s: Bass from the picker; rooms.list gains %s" % (args.room, eq["gains"]))
+        band = page.one("sound-band")
+        page.d.execute_script("arguments[0].scrollIntoView({block: 'center'}); arguments[0].focus();", band)
+        band.send_keys(Keys.ARROW_UP, Keys.ARROW_UP)
+        eq = wait_leader(leader, lambda: (lambda e: (e["gains"][0] == 7 and not e.get("preset"), e))(room_eq()),
+                         "the 32 Hz band to read +7 and the preset custom", T)
+        ok("sound: band", "32 Hz raised twice from the keyboard: gains %s, preset %r" % (eq["gains"], eq.get("preset")))
+        leader.call("rooms.setEq", {"room": args.room, "preset": "Flat"})
+        # Set elsewhere just after the finger left: the sliders follow once it has.
+        page.wait("[...document.querySelectorAll('[data-test=sound-band]')].every(b => +b.value === 0)", "the sliders to show Flat")
+
+        speed = page.one("sound-speed")
+        page.d.execute_script("arguments[0].scrollIntoView({block: 'center'}); arguments[0].focus();", speed)
+        speed.send_keys(*([Keys.ARROW_RIGHT] * 10))
+        st = wait_leader(leader, lambda: (lambda s: (abs(s["speed"] - 1.5) < 1e-9, s))(leader.call("player.status")), "player.status speed 1.5", T)
+        page.wait("document.getElementById('view-sound').dataset.speed === '1.5'", "the page to show speed 1.5")
+        pitch = page.one("sound-pitch")
+        page.d.execute_script("arguments[0].scrollIntoView({block: 'center'}); arguments[0].focus();", pitch)
+        pitch.send_keys(Keys.ARROW_LEFT, Keys.ARROW_LEFT)
+        st = wait_leader(leader, lambda: (lambda s: (s["pitch"] == -2, s))(leader.call("player.status")), "player.status pitch -2", T)
+        ok("sound: speed and pitch", "speed %.2f×, pitch %+.0f from the sliders; remaining %s s of %s s" % (st["speed"], st["pitch"], st.get("remaining"), st.get("duration")))
+        page.shot(shots, "sound")
+        page.tap(page.one("sound-tempo-reset"), "the Normal button")
+        wait_leader(leader, lambda: (lambda s: (s["speed"] == 1 and s["pitch"] == 0, s))(leader.call("player.status")), "speed 1 and pitch 0 again", T)
+        ok("sound: normal", "speed 1, pitch 0 after Normal")
 
         if shots:
             page.tab("library")

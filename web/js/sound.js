@@ -3,10 +3,13 @@
 // (headroom for the largest boost) or manual. Saving names the current
 // gains as a preset usable in every room. Sliders under a finger are never
 // redrawn by the rooms.changed that follows their own change.
+// Below the rooms' EQ: the controlled group's speed (pitch kept) and pitch
+// (speed kept), set at the leader so every room of the group stays in step.
 
 import { h, clear, toast, errText, ask, throttle } from './ui.js';
 import { S, on } from './store.js';
 import { call } from './rpc.js';
+import { player } from './actions.js';
 
 const BANDS = ['32', '64', '125', '250', '500', '1k', '2k', '4k', '8k', '16k'];
 const db = (v) => (v > 0 ? '+' : '') + (+v).toFixed(1).replace(/\.0$/, '');
@@ -18,27 +21,60 @@ export function createSound() {
   const preamp = h('input.vol', { type: 'range', min: '-12', max: '12', step: '0.5', 'data-test': 'sound-preamp', 'aria-label': 'Preamp in dB' });
   const preampText = h('span.num', { 'data-test': 'sound-preamp-value' });
   const bandsBox = h('div.bands');
+  const speed = h('input.vol', { type: 'range', min: '0.5', max: '2', step: '0.05', 'data-test': 'sound-speed', 'aria-label': 'Playback speed' });
+  const speedText = h('span.num', { 'data-test': 'sound-speed-value' });
+  const pitch = h('input.vol', { type: 'range', min: '-12', max: '12', step: '1', 'data-test': 'sound-pitch', 'aria-label': 'Pitch in semitones' });
+  const pitchText = h('span.num', { 'data-test': 'sound-pitch-value' });
+  const resetTempo = h('button.btn', { type: 'button', 'data-test': 'sound-tempo-reset', onclick: () => {
+    player('player.setSpeed', { speed: 1 }).then(() => player('player.setPitch', { semitones: 0 })).then(null, (e) => toast(errText(e)));
+  } }, 'Normal');
   const el = h('section.view', { id: 'view-sound', 'aria-label': 'Sound' },
     h('header.bar', null, h('h1', { text: 'Sound' }),
       h('div.acts', null, h('button.btn', { type: 'button', 'data-test': 'sound-save', onclick: save }, 'Save preset'))),
     h('div.orow', null, h('label.glabel', null, h('span', { text: 'Room' }), roomSel),
       h('label.glabel', null, h('span', { text: 'Preset' }), presetSel)),
     bandsBox,
-    h('div.vrow', null, h('label.glabel', null, auto, h('span', { text: 'Auto preamp' })), preamp, preampText));
+    h('div.vrow', null, h('label.glabel', null, auto, h('span', { text: 'Auto preamp' })), preamp, preampText),
+    h('h2', { text: 'Speed and pitch of this group' }),
+    h('div.vrow', null, h('span.glabel', { text: 'Speed' }), speed, speedText),
+    h('div.vrow', null, h('span.glabel', { text: 'Pitch' }), pitch, pitchText, resetTempo));
 
   let room = null, presets = [], dragging = false;
   const sliders = BANDS.map((label, i) => {
     const s = h('input.band', { type: 'range', min: '-12', max: '12', step: '0.5', orient: 'vertical', 'data-test': 'sound-band', 'data-band': String(i), 'aria-label': label + ' Hz in dB' });
     const v = h('span.num', { 'data-test': 'sound-band-value' });
     s.addEventListener('input', () => { dragging = true; v.textContent = db(s.value); sendGains(); });
-    s.addEventListener('change', () => { sendGains(); setTimeout(() => { dragging = false; }, 400); });
+    s.addEventListener('change', () => { sendGains(); setTimeout(() => { dragging = false; render(); }, 400); });
     bandsBox.appendChild(h('label.bandc', null, v, s, h('span.lbl', { text: label })));
     return { s, v };
   });
   const sendGains = throttle(() => setEq({ gains: sliders.map((b) => +b.s.value) }), 120);
   const sendPreamp = throttle(() => setEq({ preamp: +preamp.value }), 120);
   preamp.addEventListener('input', () => { dragging = true; auto.checked = false; preampText.textContent = db(preamp.value); sendPreamp(); });
-  preamp.addEventListener('change', () => { sendPreamp(); setTimeout(() => { dragging = false; }, 400); });
+  preamp.addEventListener('change', () => { sendPreamp(); setTimeout(() => { dragging = false; render(); }, 400); });
+  // Each change restarts the group's audio at the point heard: send only where the finger stops.
+  let tempoDragging = false;
+  const speedLabel = (v) => (+v).toFixed(2) + '×', pitchLabel = (v) => db(v) + ' st';
+  speed.addEventListener('input', () => { tempoDragging = true; speedText.textContent = speedLabel(speed.value); });
+  speed.addEventListener('change', () => {
+    player('player.setSpeed', { speed: +speed.value }).then(null, (e) => toast(errText(e))).then(() => { tempoDragging = false; renderTempo(); });
+  });
+  pitch.addEventListener('input', () => { tempoDragging = true; pitchText.textContent = pitchLabel(pitch.value); });
+  pitch.addEventListener('change', () => {
+    player('player.setPitch', { semitones: +pitch.value }).then(null, (e) => toast(errText(e))).then(() => { tempoDragging = false; renderTempo(); });
+  });
+
+  function renderTempo() {
+    const st = S.status || {};
+    el.dataset.speed = String(st.speed || 1);
+    el.dataset.pitch = String(st.pitch || 0);
+    if (tempoDragging) return;
+    speed.value = String(st.speed || 1);
+    speedText.textContent = speedLabel(st.speed || 1);
+    pitch.value = String(st.pitch || 0);
+    pitchText.textContent = pitchLabel(st.pitch || 0);
+  }
+  on('status', renderTempo);
 
   function setEq(params) {
     if (!room) return;
@@ -77,6 +113,6 @@ export function createSound() {
 
   on('rooms', render);
   el.refresh = () => loadPresets();
-  el.shown = () => loadPresets();
+  el.shown = () => { renderTempo(); return loadPresets(); };
   return el;
 }
