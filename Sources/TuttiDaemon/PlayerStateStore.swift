@@ -9,9 +9,12 @@ public struct PlayerSnapshot: Equatable, Sendable {
     public var entryID: UInt32?
     public var positionMilliseconds: Int64
     public var wasPlaying: Bool
+    /// The group's speed and pitch (an audiobook keeps its 1.25× over a restart).
+    public var tempo: PlaybackTempo
 
-    public init(queue: PlayQueue, entryID: UInt32?, positionMilliseconds: Int64, wasPlaying: Bool) {
+    public init(queue: PlayQueue, entryID: UInt32?, positionMilliseconds: Int64, wasPlaying: Bool, tempo: PlaybackTempo = .normal) {
         self.queue = queue; self.entryID = entryID; self.positionMilliseconds = positionMilliseconds; self.wasPlaying = wasPlaying
+        self.tempo = tempo
     }
 }
 
@@ -117,6 +120,8 @@ public final class PlayerStateStore: @unchecked Sendable {
                 ("repeat", q.repeatMode.rawValue),
                 ("single", q.single.rawValue),
                 ("consume", q.consume ? "1" : "0"),
+                ("speed", String(snapshot.tempo.speed)),
+                ("pitch", String(snapshot.tempo.pitchSemitones)),
             ]
             let put = try database.cached("INSERT INTO player (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value")
             for (k, v) in values { try put.run([.text(k), .text(v)]) }
@@ -133,6 +138,7 @@ public final class PlayerStateStore: @unchecked Sendable {
             "order": q.order, "current": snapshot.entryID.map { Int($0) } ?? NSNull(),
             "positionMs": Int(snapshot.positionMilliseconds), "playing": snapshot.wasPlaying,
             "shuffle": q.shuffle, "repeat": q.repeatMode.rawValue, "single": q.single.rawValue, "consume": q.consume,
+            "speed": snapshot.tempo.speed, "pitch": snapshot.tempo.pitchSemitones,
         ]
         guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else { return }
         let put = try database.cached("INSERT INTO group_player (group_id, snapshot) VALUES (?, ?) ON CONFLICT(group_id) DO UPDATE SET snapshot = excluded.snapshot")
@@ -156,7 +162,8 @@ public final class PlayerStateStore: @unchecked Sendable {
                               single: SingleMode(rawValue: o["single"] as? String ?? "off") ?? .off,
                               consume: o["consume"] as? Bool ?? false, seed: seed)
         return PlayerSnapshot(queue: queue, entryID: current == nil ? nil : currentID,
-                              positionMilliseconds: Int64(o["positionMs"] as? Int ?? 0), wasPlaying: o["playing"] as? Bool ?? false)
+                              positionMilliseconds: Int64(o["positionMs"] as? Int ?? 0), wasPlaying: o["playing"] as? Bool ?? false,
+                              tempo: Self.tempo(speed: o["speed"] as? Double, pitch: o["pitch"] as? Double))
     }
 
     public func forget(group: String) throws(LibraryError) {
@@ -208,6 +215,12 @@ public final class PlayerStateStore: @unchecked Sendable {
                               repeatMode: RepeatMode(rawValue: values["repeat"] ?? "off") ?? .off,
                               single: SingleMode(rawValue: values["single"] ?? "off") ?? .off, consume: values["consume"] == "1", seed: seed)
         return PlayerSnapshot(queue: queue, entryID: current == nil ? nil : currentID,
-                              positionMilliseconds: Int64(values["position_ms"] ?? "0") ?? 0, wasPlaying: values["playing"] == "1")
+                              positionMilliseconds: Int64(values["position_ms"] ?? "0") ?? 0, wasPlaying: values["playing"] == "1",
+                              tempo: Self.tempo(speed: values["speed"].flatMap(Double.init), pitch: values["pitch"].flatMap(Double.init)))
+    }
+
+    /// A saved speed and pitch, each back to normal if missing or out of range.
+    private static func tempo(speed: Double?, pitch: Double?) -> PlaybackTempo {
+        PlaybackTempo(speed: speed.flatMap(PlaybackTempo.validSpeed) ?? 1, pitchSemitones: pitch.flatMap(PlaybackTempo.validPitch) ?? 0)
     }
 }

@@ -214,6 +214,7 @@ final class StreamPlayer: @unchecked Sendable {
         restored = snapshot
         if let snapshot {
             queue = snapshot.queue
+            tempo = snapshot.tempo
         } else {
             queue = PlayQueue(seed: UInt64(streamID))
             queue.add(configuration.files)
@@ -222,8 +223,10 @@ final class StreamPlayer: @unchecked Sendable {
         // What status shows before the source thread runs: the queue, and stopped
         // (nothing to play) or paused where the saved state left off.
         let initial = queue
+        let initialTempo = tempo
         published.withLock { p in
             p.queue = initial
+            p.tempo = initialTempo
             if initial.isEmpty { p.state = .stopped }
             if let snapshot, !initial.isEmpty {
                 p.state = .paused
@@ -238,7 +241,7 @@ final class StreamPlayer: @unchecked Sendable {
         let now = nowPlaying()
         let queue = queueSnapshot
         return PlayerSnapshot(queue: queue, entryID: now.entryID, positionMilliseconds: Int64(now.positionSeconds * 1000),
-                              wasPlaying: now.state.isActive)
+                              wasPlaying: now.state.isActive, tempo: PlaybackTempo(speed: now.speed, pitchSemitones: now.pitchSemitones))
     }
 
     /// The queue as the source thread last published it.

@@ -12,7 +12,7 @@ import TuttiTestSupport
         try "export const x = 1;\n".write(toFile: dir + "/js/app.js", atomically: true, encoding: .utf8)
         try "secret".write(toFile: dir + "/.hidden", atomically: true, encoding: .utf8)
         let png: [UInt8] = [0x89, 0x50, 0x4e, 0x47] + [UInt8](repeating: 7, count: 100)
-        FileManager.default.createFile(atPath: dir + "/icon.png", contents: Data(png))
+        _ = FileManager.default.createFile(atPath: dir + "/icon.png", contents: Data(png))
         let assets = try WebAssets(root: dir)
         #expect(Set(assets.files.keys) == ["/index.html", "/js/app.js", "/icon.png"], "hidden files are not served")
 
@@ -49,7 +49,7 @@ import TuttiTestSupport
     /// gunzip through the system's gzip, an independent decoder.
     private func gunzip(_ bytes: [UInt8]) throws -> [UInt8] {
         let dir = makeTemporaryDirectory()
-        FileManager.default.createFile(atPath: dir + "/x.gz", contents: Data(bytes))
+        _ = FileManager.default.createFile(atPath: dir + "/x.gz", contents: Data(bytes))
         let r = try runProgram("/bin/gzip", ["-d", dir + "/x.gz"])
         #expect(r.status == 0)
         return Array(try Data(contentsOf: URL(fileURLWithPath: dir + "/x")))
