@@ -31,6 +31,7 @@ let package = Package(
         systemLibrary("CCivetweb", pkgConfig: nil, apt: "libcivetweb-dev"), // Debian ships no civetweb.pc
         systemLibrary("CZlib", pkgConfig: "zlib", apt: "zlib1g-dev"),
         systemLibrary("CRubberBand", pkgConfig: "rubberband", apt: "librubberband-dev"),
+        systemLibrary("CSodium", pkgConfig: "libsodium", apt: "libsodium-dev"),
         .target(name: "CTuttiShim", dependencies: ["COpus", "CMPG123"]),
         .target(name: "CTuttiThread"),
 
@@ -44,6 +45,8 @@ let package = Package(
         ]),
         // Speed and pitch at the leader (librubberband); its own module, so speakers do not load it.
         .target(name: "TuttiTimeStretch", dependencies: ["TuttiCore", "CRubberBand"]),
+        // The room key: HMAC-SHA256 proofs between speakers and leader, control passwords (libsodium).
+        .target(name: "TuttiAuth", dependencies: ["TuttiCore", "CSodium"]),
         // Network edge: sockets, framing over TCP.
         .target(name: "TuttiNet", dependencies: ["TuttiCore", "CTuttiShim"]),
         // The JSON-RPC client (`tutti`, tests); Foundation, so not in TuttiNet.
@@ -60,9 +63,9 @@ let package = Package(
         .target(name: "TuttiWeb", dependencies: ["TuttiCore", "CCivetweb", "CZlib"]),
         // A speaker: clock model, jitter buffer, DAC. No Foundation, so a
         // speaker's process stays small (tutti-follower).
-        .target(name: "TuttiFollower", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "TuttiNet", "TuttiDiscovery", "TuttiInput"]),
+        .target(name: "TuttiFollower", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "TuttiNet", "TuttiDiscovery", "TuttiInput", "TuttiAuth"]),
         // Composition root: leader, demo, and the follower in the same binary.
-        .target(name: "TuttiDaemon", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "TuttiNet", "TuttiLibrary", "TuttiInput", "TuttiStreams", "TuttiDiscovery", "TuttiFollower", "TuttiWeb", "TuttiTimeStretch", "CTuttiShim"]),
+        .target(name: "TuttiDaemon", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "TuttiNet", "TuttiLibrary", "TuttiInput", "TuttiStreams", "TuttiDiscovery", "TuttiFollower", "TuttiWeb", "TuttiTimeStretch", "TuttiAuth", "CTuttiShim"]),
         .executableTarget(name: "tuttid", dependencies: ["TuttiDaemon"]),
         .executableTarget(name: "tutti-follower", dependencies: ["TuttiFollower", "TuttiSystem", "TuttiCore"]),
         // Helpers shared by the test targets (temporary folders, running real programs to their end).

@@ -6,12 +6,17 @@ import Glibc
 /// where `length` counts the type byte and the body. Lengths are bounded by
 /// `WireProtocol.maxMessageBytes`; anything larger closes the connection.
 public enum WireProtocol {
-    public static let version: UInt16 = 3
+    public static let version: UInt16 = 4
     /// The oldest follower a leader still serves: a v2 follower plays, but
     /// is never sent `equalizer` (a message type it does not know).
     public static let oldestFollowerVersion: UInt16 = 2
     /// The first version that understands `equalizer`.
     public static let equalizerVersion: UInt16 = 3
+    /// The first version that can prove it knows the room key (`authChallenge`).
+    public static let authVersion: UInt16 = 4
+    /// Bytes of each side's nonce and of an HMAC-SHA256 proof.
+    public static let nonceBytes = 32
+    public static let proofBytes = 32
     public static let maxMessageBytes = 64 * 1024
     public static let maxNameBytes = 64
     public static let maxReasonBytes = 512
@@ -51,6 +56,10 @@ public enum MessageType: UInt8, Sendable, CaseIterable {
     case roomCommand = 12
     case follow = 13
     case equalizer = 14
+    // Room-key authentication (protocol v4); numbered apart, so other new messages can take 15 on.
+    case authChallenge = 30
+    case authResponse = 31
+    case authProof = 32
 }
 
 /// Per-room settings the leader pushes to a follower.
@@ -172,6 +181,12 @@ public enum Message: Equatable, Sendable {
     case follow(stream: StreamDescription, from: LeaderTime)
     /// Leader → follower (v3 and later): the room's equaliser.
     case equalizer(EqualizerSettings)
+    /// Leader → follower, after hello, when the leader has a room key: its nonce.
+    case authChallenge(nonce: [UInt8])
+    /// Follower → leader: its own nonce and its proof of the key over both nonces and its name.
+    case authResponse(nonce: [UInt8], proof: [UInt8])
+    /// Leader → follower, before welcome: the leader's proof, so a speaker never plays for a stranger.
+    case authProof(proof: [UInt8])
 
     public var type: MessageType {
         switch self {
@@ -189,6 +204,9 @@ public enum Message: Equatable, Sendable {
         case .roomCommand: .roomCommand
         case .follow: .follow
         case .equalizer: .equalizer
+        case .authChallenge: .authChallenge
+        case .authResponse: .authResponse
+        case .authProof: .authProof
         }
     }
 }
@@ -262,6 +280,12 @@ public extension Message {
             case .auto: w.u8(0); w.u8(0)
             case .manual(let db): w.u8(1); w.halfDecibels(db)
             }
+        case .authChallenge(let nonce):
+            w.bytes(nonce)
+        case .authResponse(let nonce, let proof):
+            w.bytes(nonce); w.bytes(proof)
+        case .authProof(let proof):
+            w.bytes(proof)
         }
         let length = UInt32(w.bytes.count - 4)
         w.bytes[0] = UInt8(length >> 24); w.bytes[1] = UInt8((length >> 16) & 0xff)
@@ -337,6 +361,13 @@ public extension Message {
             do {
                 message = .equalizer(try EqualizerSettings(gains: gains, bass: bass, treble: treble, preamp: mode == 0 ? .auto : .manual(decibels: preamp)))
             } catch { throw .invalidField(type, error.description) }
+        case .authChallenge:
+            message = .authChallenge(nonce: Array(try r.bytes(WireProtocol.nonceBytes)))
+        case .authResponse:
+            let nonce = Array(try r.bytes(WireProtocol.nonceBytes))
+            message = .authResponse(nonce: nonce, proof: Array(try r.bytes(WireProtocol.proofBytes)))
+        case .authProof:
+            message = .authProof(proof: Array(try r.bytes(WireProtocol.proofBytes)))
         }
         try r.finish()
         return message
@@ -426,6 +457,7 @@ struct ByteReader {
         return bytes[index..<(index + n)]
     }
     mutating func u8() throws(ProtocolError) -> UInt8 { try take(1).first! }
+    mutating func bytes(_ n: Int) throws(ProtocolError) -> ArraySlice<UInt8> { try take(n) }
     mutating func u16() throws(ProtocolError) -> UInt16 { try take(2).reduce(0) { $0 << 8 | UInt16($1) } }
     mutating func u32() throws(ProtocolError) -> UInt32 { try take(4).reduce(0) { $0 << 8 | UInt32($1) } }
     mutating func u64() throws(ProtocolError) -> UInt64 { try take(8).reduce(0) { $0 << 8 | UInt64($1) } }

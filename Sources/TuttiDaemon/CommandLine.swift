@@ -1,6 +1,7 @@
 import TuttiAudio
 import TuttiCore
 import TuttiTimeStretch
+import TuttiAuth
 import TuttiNet
 
 /// What `tuttid` was asked to do. Parsing is pure; `tuttid/main.swift` runs it.
@@ -55,6 +56,9 @@ public enum DaemonUsage {
       --buffer-ms N          steady-state buffer, 20–10000 (default 1000)
       --start-ms N           how far ahead new audio and commands are scheduled
                              (default 100, at most the buffer)
+      --room-key-file FILE   the room key speakers must prove (or room-key in tutti.conf
+                             [leader]); without one any device can join as a speaker
+      --snapcast-unkeyed     with a room key, still let snapclients in (they cannot prove it)
       --time-stretch faster|finer
                              librubberband engine for speed and pitch (default faster:
                              a third of finer's CPU, fit for a Pi-class leader)
@@ -104,6 +108,9 @@ public extension DaemonCommand {
             ConfigOption("buffer-ms", "1000", .value(flag: "--buffer-ms")),
             ConfigOption("start-ms", "100", .value(flag: "--start-ms")),
             ConfigOption("time-stretch", "faster", .value(flag: "--time-stretch")),
+            ConfigOption("room-key", "", .value(flag: "--room-key")),
+            ConfigOption("room-key-file", "", .value(flag: "--room-key-file")),
+            ConfigOption("snapcast-unkeyed", "no", .enabledBy(flag: "--snapcast-unkeyed")),
             ConfigOption("name", "Tutti on \(hostname)", .value(flag: "--name")),
             ConfigOption("announce", "yes", .disabledBy(flag: "--no-announce")),
             ConfigOption("buttons", "", .value(flag: "--buttons")),
@@ -206,6 +213,14 @@ public extension DaemonCommand {
                     c.frameMilliseconds = ms
                 case "--buffer-ms": c.bufferMilliseconds = Int(try args.number(flag, 20...10_000))
                 case "--start-ms": c.startLatencyMilliseconds = Int(try args.number(flag, 10...10_000))
+                case "--room-key":
+                    let text = try args.value(flag)
+                    if text.isEmpty { c.roomKey = nil; break }
+                    do { c.roomKey = try RoomKey(text) } catch { throw UsageError("room key: \(error)") }
+                case "--room-key-file":
+                    let path = try args.value(flag)
+                    c.roomKeyFile = path.isEmpty ? nil : path
+                case "--snapcast-unkeyed": c.snapcastWithoutKey = true
                 case "--time-stretch":
                     let text = try args.value(flag)
                     guard let engine = TimeStretcher.Engine(rawValue: text) else { throw UsageError("--time-stretch \(text): expected faster or finer") }

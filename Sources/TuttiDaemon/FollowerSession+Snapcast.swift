@@ -75,6 +75,11 @@ extension FollowerSession {
                         guard let hello = (try? JSONSerialization.jsonObject(with: Data(json.utf8))) as? [String: Any] else {
                             close(reason: "a Snapcast Hello that is not a JSON object"); return
                         }
+                        if leader.configuration.roomKey != nil && !leader.configuration.snapcastWithoutKey {
+                            // A snapclient cannot prove the room key: with one set, it is a stranger unless allowed.
+                            close(reason: "refused snapclient \(Self.snapcastRoomName(hello: hello)) from \(connection.peer): this leader has a room key (--snapcast-unkeyed lets snapclients in)")
+                            return
+                        }
                         try welcomeSnapclient(hello, helloID: header.id)
                     case .time?:
                         // The client works out the offset from our receive and send times, as snapserver does.

@@ -4,6 +4,7 @@ import Synchronization
 import TuttiAudio
 import TuttiCore
 import TuttiTimeStretch
+import TuttiAuth
 import TuttiDiscovery
 import TuttiLibrary
 import TuttiNet
@@ -58,6 +59,11 @@ public struct LeaderConfiguration: Sendable {
     /// so how soon a command is heard; the leader then sends ahead faster
     /// than real time until the buffer is full.
     public var startLatencyMilliseconds = 100
+    /// The room key speakers must prove (nil: any speaker may join).
+    public var roomKey: RoomKey? = nil
+    public var roomKeyFile: String? = nil
+    /// With a room key, let snapclients in anyway (they cannot prove it).
+    public var snapcastWithoutKey = false
     /// librubberband's engine for speed and pitch.
     public var timeStretchEngine = TimeStretcher.Engine.faster
     /// Bytes a follower may have queued before it is dropped as too slow.
@@ -283,6 +289,9 @@ public final class Leader: @unchecked Sendable {
         // Fail early on an impossible encoder configuration.
         _ = try makeEncoder(configuration.codec, bitrateKbps: configuration.bitrateKbps, frameSize: configuration.framesPerChunk)
         log.info("leader listening on \(listener.endpoint), \(configuration.codec) \(configuration.codec == .opus ? "\(configuration.bitrateKbps) kbps " : "")\(configuration.frameMilliseconds) ms chunks, buffer \(configuration.bufferMilliseconds) ms")
+        if configuration.roomKey == nil {
+            log.warning("no room key: any device on the network can join as a speaker (set room-key in tutti.conf [leader])")
+        }
         Thread.detachNewThread { [self] in nameThread("tutti-accept"); acceptLoop(listener, dialect: .tutti) }
         if let snapcastListener {
             log.info("Snapcast clients on \(snapcastListener.endpoint)")
@@ -768,6 +777,28 @@ final class FollowerSession: @unchecked Sendable {
         }
     }
 
+    /// The room-key exchange: our nonce, the speaker's proof, ours. False: refused (and closed).
+    private func checkRoomKey(_ key: RoomKey, reader: MessageReader, room: String) throws -> Bool {
+        let nonce = RoomKey.nonce()
+        try connection.send(Message.authChallenge(nonce: nonce).encoded())
+        switch try reader.next() {
+        case .authResponse(let theirs, let proof)?:
+            guard theirs != nonce, key.verify(proof, .follower, leaderNonce: nonce, followerNonce: theirs, room: room) else {
+                try? connection.send(Message.reject(version: WireProtocol.version, reason: "wrong room key").encoded())
+                close(reason: "refused '\(room)' from \(connection.peer): wrong room key")
+                return false
+            }
+            try connection.send(Message.authProof(proof: key.proof(.leader, leaderNonce: nonce, followerNonce: theirs, room: room)).encoded())
+            return true
+        case .bye(let reason)?:
+            close(reason: "refused '\(room)' from \(connection.peer): \(reason)")
+            return false
+        default:
+            close(reason: "refused '\(room)' from \(connection.peer): it did not answer the room-key challenge")
+            return false
+        }
+    }
+
     private func readLoop() {
         let reader = MessageReader(connection: connection)
         connection.setReceiveTimeout(milliseconds: 5_000)
@@ -780,6 +811,15 @@ final class FollowerSession: @unchecked Sendable {
                 try? connection.send(Message.reject(version: WireProtocol.version, reason: reason).encoded())
                 close(reason: reason)
                 return
+            }
+            if let key = leader.configuration.roomKey {
+                guard version >= WireProtocol.authVersion else {
+                    let reason = "this leader needs a room key, and the speaker (protocol v\(version)) cannot prove one: update it and set its room-key"
+                    try? connection.send(Message.reject(version: WireProtocol.version, reason: reason).encoded())
+                    close(reason: "refused '\(peerName)': \(reason)")
+                    return
+                }
+                guard try checkRoomKey(key, reader: reader, room: peerName) else { return }
             }
             name = peerName.isEmpty ? connection.peer : peerName
             self.version = version

@@ -1,5 +1,7 @@
 import TuttiAudio
+import TuttiAuth
 import TuttiCore
+import TuttiSystem
 import TuttiNet
 
 /// A command line that cannot be run; the message says what to fix. Exit 64.
@@ -68,6 +70,9 @@ public enum FollowerUsage {
       --no-realtime          do not ask for real-time scheduling
       --clock-offset-ms N    test: simulate a local clock offset by N ms
       --clock-skew-ppm N     test: simulate a local clock running N ppm fast
+      --room-key-file FILE   the room key shared with the leader (or room-key in tutti.conf
+                             [speaker]); with one, the speaker plays only for a leader
+                             that proves the same key, and a leader with a key needs it
       --log-level LEVEL      debug, info, warning, error (default info)
       --config FILE          settings file, [speaker] section (default /etc/tutti/tutti.conf;
                              a missing default file means defaults); flags override it
@@ -101,8 +106,17 @@ extension FollowerConfiguration {
             ConfigOption("leader-name", "", .value(flag: "--leader-name")),
             ConfigOption("realtime", "yes", .disabledBy(flag: "--no-realtime")),
             ConfigOption("steer", "yes", .disabledBy(flag: "--no-steer")),
+            ConfigOption("room-key", "", .value(flag: "--room-key")),
+            ConfigOption("room-key-file", "", .value(flag: "--room-key-file")),
             ConfigOption("log-level", "info", .value(flag: "--log-level")),
         ]
+    }
+
+    /// With `--room-key-file`: the key read from it (at start, not while parsing, which stays pure).
+    public func loadingRoomKey() throws(UsageError) -> FollowerConfiguration {
+        var c = self
+        if let path = roomKeyFile { c.roomKey = try readRoomKey(path) }
+        return c
     }
 
     /// The options after `tuttid follower` alone, without a file (nil: help was asked for).
@@ -158,10 +172,24 @@ extension FollowerConfiguration {
             case "--no-realtime": c.realtime = false
             case "--clock-offset-ms": c.clockOffsetMilliseconds = try args.number(flag, -86_400_000...86_400_000)
             case "--clock-skew-ppm": c.clockSkewPPM = try args.number(flag, -1_000...1_000)
+            case "--room-key":
+                let text = try args.value(flag)
+                if text.isEmpty { c.roomKey = nil; break }
+                do { c.roomKey = try RoomKey(text) } catch { throw UsageError("room key: \(error)") }
+            case "--room-key-file":
+                let path = try args.value(flag)
+                c.roomKeyFile = path.isEmpty ? nil : path
             case "--log-level": level = try args.logLevel(flag)
             default: throw UsageError("unknown option \(flag) for follower (see tuttid follower --help)")
             }
         }
         return FollowerInvocation(configuration: c, level: level, settings: settings, configFile: file?.path)
     }
+}
+
+/// A room key from a file (its first 1 KiB; blanks around it dropped).
+public func readRoomKey(_ path: String) throws(UsageError) -> RoomKey {
+    let bytes: [UInt8]
+    do { bytes = try readWholeFile(path, limit: 4_096) } catch { throw UsageError("--room-key-file: \(error)") }
+    do { return try RoomKey(String(decoding: bytes, as: UTF8.self)) } catch { throw UsageError("\(path): \(error)") }
 }

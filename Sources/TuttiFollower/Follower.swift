@@ -1,12 +1,17 @@
 import Glibc
 import Synchronization
 import TuttiAudio
+import TuttiAuth
 import TuttiCore
 import TuttiNet
 import TuttiSystem
 
 /// How a follower is set up (`tuttid follower …`).
 public struct FollowerConfiguration: Sendable {
+    /// The room key shared with the leader (nil: none; the speaker then plays for any leader).
+    public var roomKey: RoomKey? = nil
+    /// A file holding the room key, read by `loadingRoomKey()` at start.
+    public var roomKeyFile: String? = nil
     /// The leader's address (nil: find one over mDNS before every connection).
     public var leader: Endpoint? = nil
     /// With `leader` nil: the announced name of the leader to use (nil: the
@@ -116,6 +121,9 @@ public final class Follower: @unchecked Sendable {
     public var lastFailure: String? { lastError.withLock { $0 } }
 
     public func start() {
+        if configuration.roomKey == nil {
+            log.warning("no room key: this speaker plays for any leader on the network (set room-key in tutti.conf [speaker])")
+        }
         engine.start(realtime: configuration.realtime)
         startThread(name: "tutti-follower") { [self] in connectLoop() }
     }
@@ -148,6 +156,39 @@ public final class Follower: @unchecked Sendable {
         }
     }
 
+    /// Set once this connection's leader proved the room key (connection thread only).
+    private var leaderProven = false
+
+    /// The room-key exchange after the leader's challenge: our proof, the
+    /// leader's, then its welcome.
+    private func proveRoomKey(_ conn: TCPConnection, reader: MessageReader, leaderNonce: [UInt8]) throws -> StreamDescription {
+        guard let key = configuration.roomKey else {
+            try? conn.send(Message.bye(reason: "this speaker has no room key").encoded())
+            throw FollowerError.roomKeyNeeded
+        }
+        let nonce = RoomKey.nonce()
+        let proof = key.proof(.follower, leaderNonce: leaderNonce, followerNonce: nonce, room: configuration.name)
+        try conn.send(Message.authResponse(nonce: nonce, proof: proof).encoded())
+        switch try reader.next() {
+        case .authProof(let theirs)?:
+            guard key.verify(theirs, .leader, leaderNonce: leaderNonce, followerNonce: nonce, room: configuration.name) else {
+                try? conn.send(Message.bye(reason: "wrong proof of the room key").encoded())
+                throw FollowerError.leaderProofWrong
+            }
+        case .reject(let version, let reason)?: throw FollowerError.refused(leaderVersion: version, reason: reason)
+        case let other?: throw FollowerError.unexpected("\(other.type) instead of the leader's proof of the room key")
+        case nil: throw NetError.closed
+        }
+        switch try reader.next() {
+        case .welcome(_, let description)?:
+            leaderProven = true
+            return description
+        case .reject(let version, let reason)?: throw FollowerError.refused(leaderVersion: version, reason: reason)
+        case let other?: throw FollowerError.unexpected("\(other.type) before welcome")
+        case nil: throw NetError.closed
+        }
+    }
+
     /// One connection to the leader, until it ends.
     private func session() throws {
         // Found again before each connection: the leader may have moved.
@@ -163,8 +204,14 @@ public final class Follower: @unchecked Sendable {
         let reader = MessageReader(connection: conn)
         conn.setReceiveTimeout(milliseconds: 5_000)
         var stream: StreamDescription
+        leaderProven = false
         switch try reader.next() {
         case .welcome(_, let description)?: stream = description
+        case .authChallenge(let leaderNonce)?:
+            stream = try proveRoomKey(conn, reader: reader, leaderNonce: leaderNonce)
+        case .reject(let version, let reason)? where version < WireProtocol.authVersion && configuration.roomKey != nil:
+            // An older leader cannot check the key: going down to its version would play for anyone's leader.
+            throw FollowerError.refused(leaderVersion: version, reason: "\(reason); it cannot check the room key, update the leader")
         case .reject(let version, let reason)?:
             // An older leader this speaker can still talk to: next time, speak its version.
             if version >= WireProtocol.oldestFollowerVersion, version < announcedVersion.load(ordering: .relaxed) {
@@ -175,6 +222,7 @@ public final class Follower: @unchecked Sendable {
         case let other?: throw FollowerError.unexpected("\(other.type) before welcome")
         case nil: throw NetError.closed
         }
+        if configuration.roomKey != nil && !leaderProven { throw FollowerError.leaderWithoutKey }
         log.info("connected to leader \(leaderEndpoint) as \(configuration.name): \(stream.codec), \(stream.framesPerChunk)-frame chunks")
         connectedAtomic.store(true, ordering: .releasing)
         connectionsAtomic.add(1, ordering: .relaxed)
@@ -342,9 +390,18 @@ public enum FollowerError: Error, CustomStringConvertible {
     /// No leader (or none with the asked name) answered over mDNS.
     case noLeaderFound(named: String?, seen: [String])
     case discovery(String)
+    /// The leader asks for a room key this speaker does not have.
+    case roomKeyNeeded
+    /// The leader's proof of the room key was wrong: not our leader.
+    case leaderProofWrong
+    /// This speaker has a room key and the leader asked for none: not our leader.
+    case leaderWithoutKey
 
     public var description: String {
         switch self {
+        case .roomKeyNeeded: "the leader needs a room key: set room-key (or room-key-file) in the [speaker] section of tutti.conf, or --room-key-file FILE"
+        case .leaderProofWrong: "the leader could not prove it knows the room key: refusing to play for it (check room-key on both)"
+        case .leaderWithoutKey: "the leader asks no room key but this speaker has one: refusing to play for it (set the same room-key on the leader)"
         case .refused(let v, let reason): "leader (protocol v\(v)) refused this follower (v\(WireProtocol.version)): \(reason)"
         case .leaderClosed(let reason): "leader closed the connection: \(reason)"
         case .unexpected(let what): "unexpected \(what)"

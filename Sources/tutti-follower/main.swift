@@ -49,7 +49,9 @@ guard let invocation else {
     print(FollowerUsage.text)
     exit(0)
 }
-let configuration = invocation.configuration, level = invocation.level
+let configuration: FollowerConfiguration
+do { configuration = try invocation.configuration.loadingRoomKey() } catch { fail(error.message, code: 64) }
+let level = invocation.level
 StandardErrorLog.setLevel(level)
 do {
     let follower = try Follower(configuration: configuration, log: StandardErrorLog.logger(configuration.name))

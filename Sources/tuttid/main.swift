@@ -78,8 +78,10 @@ case .printConfig(let text):
     print(text, terminator: "")
 case .version:
     print("tuttid \(TuttiVersion.current)")
-case .leader(let config):
+case .leader(var config):
     do {
+        if let path = config.roomKeyFile { config.roomKey = try readRoomKey(path) }
+        let config = config
         let leader = try Leader(configuration: config, log: StandardErrorLog.logger("leader"))
         try leader.start()
         let buttons = try config.buttons.map { path in
@@ -104,6 +106,7 @@ case .leader(let config):
 case .follower(let config):
     runLeanFollowerIfInstalled()
     do {
+        let config = try config.loadingRoomKey()
         let follower = try Follower(configuration: config, log: StandardErrorLog.logger(config.name))
         // Buttons first: a bad mapping file stops the speaker before it joins.
         let buttons = try config.buttons.map { path in

@@ -7,6 +7,9 @@ import TuttiCore
 let sampleMessages: [Message] = {
     var rng = SplitMix64(seed: 42)
     return [
+        .authChallenge(nonce: (0..<32).map { UInt8($0) }),
+        .authResponse(nonce: [UInt8](repeating: 7, count: 32), proof: (0..<32).map { UInt8(255 - $0) }),
+        .authProof(proof: [UInt8](repeating: 0xA5, count: 32)),
         .hello(version: 1, name: "kitchen"),
         .hello(version: 0xFFFF, name: ""),
         .hello(version: 1, name: "Küche 🎵 リビング"),
@@ -123,7 +126,7 @@ struct WireProtocolTests {
     @Test("Every MessageType case is covered by the samples")
     func everyTypeCovered() {
         #expect(Set(sampleMessages.map(\.type.rawValue)) == Set(MessageType.allCases.map(\.rawValue)))
-        #expect(MessageType.allCases.map(\.rawValue) == Array(1...14))
+        #expect(MessageType.allCases.map(\.rawValue) == Array(1...14) + Array(30...32))
     }
 
     @Test("Exact byte layout (big-endian) of fixed-size messages")

@@ -1,0 +1,94 @@
+import CSodium
+import TuttiCore
+
+/// The secret a home's speakers and leader share (a room password or a key
+/// file), and the HMAC-SHA256 proofs of knowing it (libsodium). Neither side
+/// ever sends the key: each proves it over both sides' fresh nonces and the
+/// room's name, so a recorded exchange is no use to anyone later.
+public struct RoomKey: Sendable {
+    private let secret: [UInt8]
+
+    /// `text`: a password, or a key file's contents (surrounding blanks and newlines dropped).
+    public init(_ text: String) throws(RoomKeyError) {
+        var t = Substring(text)
+        while let c = t.first, c.isWhitespace { t.removeFirst() }
+        while let c = t.last, c.isWhitespace { t.removeLast() }
+        guard t.utf8.count >= 8 else { throw .tooShort }
+        guard t.utf8.count <= 1_024 else { throw .tooLong }
+        secret = Array(t.utf8)
+        Self.start()
+    }
+
+    /// Who is proving: the two proofs differ, so one side's cannot be replayed as the other's.
+    public enum Role: UInt8, Sendable { case follower = 1, leader = 2 }
+
+    /// HMAC-SHA256 over the role, both nonces and the room name.
+    public func proof(_ role: Role, leaderNonce: [UInt8], followerNonce: [UInt8], room: String) -> [UInt8] {
+        var state = crypto_auth_hmacsha256_state()
+        var out = [UInt8](repeating: 0, count: Int(crypto_auth_hmacsha256_BYTES))
+        secret.withUnsafeBufferPointer { k in _ = crypto_auth_hmacsha256_init(&state, k.baseAddress!, k.count) } // never empty (≥ 8 bytes)
+        let label = Array("tutti room key v1".utf8) + [role.rawValue]
+        for part in [label, leaderNonce, followerNonce, Array(room.utf8)] {
+            // Length-prefixed, so no two different transcripts hash alike.
+            let length: [UInt8] = [UInt8(part.count >> 8 & 0xff), UInt8(part.count & 0xff)]
+            _ = crypto_auth_hmacsha256_update(&state, length, 2)
+            if !part.isEmpty { part.withUnsafeBufferPointer { p in _ = crypto_auth_hmacsha256_update(&state, p.baseAddress!, UInt64(p.count)) } }
+        }
+        _ = crypto_auth_hmacsha256_final(&state, &out)
+        return out
+    }
+
+    /// Checks `proof` in constant time.
+    public func verify(_ proof: [UInt8], _ role: Role, leaderNonce: [UInt8], followerNonce: [UInt8], room: String) -> Bool {
+        let expected = self.proof(role, leaderNonce: leaderNonce, followerNonce: followerNonce, room: room)
+        guard proof.count == expected.count else { return false }
+        return sodium_memcmp(proof, expected, expected.count) == 0
+    }
+
+    /// A fresh nonce from the system's random source.
+    public static func nonce() -> [UInt8] {
+        start()
+        var n = [UInt8](repeating: 0, count: WireProtocol.nonceBytes)
+        n.withUnsafeMutableBufferPointer { randombytes_buf($0.baseAddress!, $0.count) }
+        return n
+    }
+
+    /// A random password for a control surface: 20 characters from an alphabet without look-alikes.
+    public static func randomPassword() -> String {
+        start()
+        let alphabet = Array("abcdefghjkmnpqrstuvwxyz23456789")
+        return String((0..<20).map { _ in alphabet[Int(randombytes_uniform(UInt32(alphabet.count)))] })
+    }
+
+    /// HMAC-SHA256 of `message` under `key`, hex: a session token derived from a password.
+    public static func hexMAC(key: String, message: String) -> String {
+        start()
+        var state = crypto_auth_hmacsha256_state()
+        var out = [UInt8](repeating: 0, count: Int(crypto_auth_hmacsha256_BYTES))
+        // Both are checked non-empty by the callers (a password, a fixed label); "\0" stands in otherwise.
+        let k = key.isEmpty ? [0] : Array(key.utf8), m = message.isEmpty ? [0] : Array(message.utf8)
+        k.withUnsafeBufferPointer { _ = crypto_auth_hmacsha256_init(&state, $0.baseAddress!, $0.count) }
+        m.withUnsafeBufferPointer { _ = crypto_auth_hmacsha256_update(&state, $0.baseAddress!, UInt64($0.count)) }
+        _ = crypto_auth_hmacsha256_final(&state, &out)
+        return out.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined()
+    }
+
+    /// Compares two secrets in constant time (for passwords and tokens).
+    public static func same(_ a: String, _ b: String) -> Bool {
+        let x = Array(a.utf8), y = Array(b.utf8)
+        guard x.count == y.count, !x.isEmpty else { return false }
+        return sodium_memcmp(x, y, x.count) == 0
+    }
+
+    private static func start() { _ = sodium_init() } // idempotent and thread-safe
+}
+
+public enum RoomKeyError: Error, CustomStringConvertible, Equatable {
+    case tooShort, tooLong
+    public var description: String {
+        switch self {
+        case .tooShort: "the room key must be at least 8 characters"
+        case .tooLong: "the room key must be at most 1024 bytes"
+        }
+    }
+}
