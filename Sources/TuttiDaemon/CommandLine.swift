@@ -59,6 +59,13 @@ public enum DaemonUsage {
       --room-key-file FILE   the room key speakers must prove (or room-key in tutti.conf
                              [leader]); without one any device can join as a speaker
       --snapcast-unkeyed     with a room key, still let snapclients in (they cannot prove it)
+      --password-file FILE   the password clients on other machines log in with (JSON-RPC
+                             auth.login, MPD password, the web app); or password in tutti.conf.
+                             Without one, a surface beyond loopback gets a generated password
+                             (saved as control-password beside the library)
+      --guest-read-only      clients on other machines that have not logged in may look
+      --open-control         no password at all: anyone on the network controls the music
+      --password-on-loopback clients on this machine log in too (behind a reverse proxy)
       --time-stretch faster|finer
                              librubberband engine for speed and pitch (default faster:
                              a third of finer's CPU, fit for a Pi-class leader)
@@ -111,6 +118,11 @@ public extension DaemonCommand {
             ConfigOption("room-key", "", .value(flag: "--room-key")),
             ConfigOption("room-key-file", "", .value(flag: "--room-key-file")),
             ConfigOption("snapcast-unkeyed", "no", .enabledBy(flag: "--snapcast-unkeyed")),
+            ConfigOption("password", "", .value(flag: "--password")),
+            ConfigOption("password-file", "", .value(flag: "--password-file")),
+            ConfigOption("guest-read-only", "no", .enabledBy(flag: "--guest-read-only")),
+            ConfigOption("open-control", "no", .enabledBy(flag: "--open-control")),
+            ConfigOption("password-on-loopback", "no", .enabledBy(flag: "--password-on-loopback")),
             ConfigOption("name", "Tutti on \(hostname)", .value(flag: "--name")),
             ConfigOption("announce", "yes", .disabledBy(flag: "--no-announce")),
             ConfigOption("buttons", "", .value(flag: "--buttons")),
@@ -221,6 +233,16 @@ public extension DaemonCommand {
                     let path = try args.value(flag)
                     c.roomKeyFile = path.isEmpty ? nil : path
                 case "--snapcast-unkeyed": c.snapcastWithoutKey = true
+                case "--password":
+                    let text = try args.value(flag)
+                    guard text.isEmpty || (8...256).contains(text.utf8.count) else { throw UsageError("password must be 8–256 bytes") }
+                    c.password = text.isEmpty ? nil : text
+                case "--password-file":
+                    let path = try args.value(flag)
+                    c.passwordFile = path.isEmpty ? nil : path
+                case "--guest-read-only": c.guestReadOnly = true
+                case "--open-control": c.openControl = true
+                case "--password-on-loopback": c.passwordOnLoopback = true
                 case "--time-stretch":
                     let text = try args.value(flag)
                     guard let engine = TimeStretcher.Engine(rawValue: text) else { throw UsageError("--time-stretch \(text): expected faster or finer") }

@@ -3,6 +3,7 @@ import Foundation
 import Synchronization
 import TuttiAudio
 import TuttiCore
+import TuttiAuth
 import TuttiNet
 import TuttiSystem
 
@@ -41,7 +42,26 @@ public final class ControlServer: @unchecked Sendable {
         let writer: ClientWriter
         /// TCP clients read lines; a WebSocket frame is the message itself.
         let newlineFramed: Bool
-        init(writer: ClientWriter, newlineFramed: Bool) { self.writer = writer; self.newlineFramed = newlineFramed }
+        /// What this client may do (`ControlAccess.Level`): raised by `auth.login`.
+        private let levelValue: Atomic<Int>
+        var level: ControlAccess.Level {
+            get { ControlAccess.Level(rawValue: levelValue.load(ordering: .acquiring)) ?? .none }
+            set { levelValue.store(newValue.rawValue, ordering: .releasing) }
+        }
+        init(writer: ClientWriter, newlineFramed: Bool, level: ControlAccess.Level) {
+            self.writer = writer; self.newlineFramed = newlineFramed; levelValue = Atomic(level.rawValue)
+        }
+    }
+
+    /// The host part of "HOST:PORT".
+    static func host(of address: String) -> String {
+        guard let colon = address.lastIndex(of: ":") else { return address }
+        return String(address[..<colon])
+    }
+
+    /// Where a client from `address` ("HOST:PORT") starts.
+    func initialLevel(address: String) -> ControlAccess.Level {
+        leader.controlAccess.initialLevel(peerIsLoopback: ControlAccess.isLoopback(Self.host(of: address)))
     }
 
     /// `endpoint` nil: no TCP port, only the clients attached by other surfaces (the web app).
@@ -109,10 +129,10 @@ public final class ControlServer: @unchecked Sendable {
 
     /// Registers a client; its messages go through `write`, which must give
     /// up after about the stall limit. `disconnect` ends its connection.
-    func attach(peer: String, newlineFramed: Bool, write: @escaping ClientWriter.Write, disconnect: @escaping @Sendable () -> Void) -> Client {
+    func attach(peer: String, address: String, newlineFramed: Bool, write: @escaping ClientWriter.Write, disconnect: @escaping @Sendable () -> Void) -> Client {
         let c = leader.configuration
         let writer = ClientWriter(peer: peer, limits: c.outboxLimits, log: log, write: write, disconnect: disconnect)
-        let client = Client(writer: writer, newlineFramed: newlineFramed)
+        let client = Client(writer: writer, newlineFramed: newlineFramed, level: initialLevel(address: address))
         clients.withLock { $0[ObjectIdentifier(client)] = client }
         return client
     }
@@ -130,7 +150,7 @@ public final class ControlServer: @unchecked Sendable {
         connection.setSendTimeout(milliseconds: stall)
         // A bounded kernel buffer, so a client that stopped reading shows up as a stalled write.
         connection.setSendBuffer(bytes: 64 * 1024)
-        let client = attach(peer: "JSON-RPC \(connection.peer)", newlineFramed: true, write: { bytes in
+        let client = attach(peer: "JSON-RPC \(connection.peer)", address: connection.peer, newlineFramed: true, write: { bytes in
             do { try connection.send(bytes) } catch NetError.timedOut {
                 throw RPCError(code: 0, message: "did not read for \(stall / 1000) s")
             }
@@ -174,7 +194,7 @@ public final class ControlServer: @unchecked Sendable {
     /// One request from a client (a line, or a WebSocket message); the reply goes to its outbox.
     func receive(_ message: [UInt8], from client: Client) {
         guard !message.allSatisfy({ $0 == 32 || $0 == 13 || $0 == 9 || $0 == 10 }) else { return }
-        if let reply = handle(message) { send(reply, to: client) }
+        if let reply = handle(message, level: client.level, login: { client.level = $0 }) { send(reply, to: client) }
     }
 
     static func serialize(_ object: [String: Any]) -> [UInt8]? {
@@ -194,7 +214,8 @@ public final class ControlServer: @unchecked Sendable {
         let message: [String: Any] = ["jsonrpc": "2.0", "method": method, "params": params]
         guard let bare = Self.serialize(message) else { return }
         let line = bare + [UInt8(ascii: "\n")]
-        for c in clients.withLock({ Array($0.values) }) { c.writer.send(c.newlineFramed ? line : bare, key: key ?? method) }
+        // A client that has not logged in hears nothing of what plays.
+        for c in clients.withLock({ Array($0.values) }) where c.level > .none { c.writer.send(c.newlineFramed ? line : bare, key: key ?? method) }
     }
 
     // MARK: Requests
@@ -206,7 +227,8 @@ public final class ControlServer: @unchecked Sendable {
     /// A JSON-RPC error object to send back: its code and a message the user can act on.
     struct RPCError: Error, CustomStringConvertible { var code: Int; var message: String; var description: String { message } }
 
-    func handle(_ line: [UInt8]) -> [String: Any]? {
+    /// One request from a client at `level`; `login` records a successful `auth.login`.
+    func handle(_ line: [UInt8], level: ControlAccess.Level = .full, login: (ControlAccess.Level) -> Void = { _ in }) -> [String: Any]? {
         guard let json = try? JSONSerialization.jsonObject(with: Data(line), options: [.fragmentsAllowed]) else {
             return error(id: nil, code: -32700, message: "not valid JSON")
         }
@@ -228,12 +250,45 @@ public final class ControlServer: @unchecked Sendable {
         default: return error(id: id, code: -32602, message: "params must be an object")
         }
         do {
-            let result = try dispatch(method, params)
+            let result: Any
+            if method.hasPrefix("auth.") {
+                result = try authenticate(method, params, level: level, login: login)
+            } else if ControlAccess.permits(level, method: method) {
+                result = try dispatch(method, params)
+            } else {
+                throw RPCError(code: -32001, message: level == .guest
+                    ? "\(method): guests can only look; log in (auth.login {\"password\"}) to change anything"
+                    : "this leader needs a password from other machines: log in first (auth.login {\"password\"}; tutti --password, or the web app asks)")
+            }
             return isNotification ? nil : ["jsonrpc": "2.0", "id": id!, "result": result]
         } catch let e as RPCError {
             return isNotification ? nil : error(id: id, code: e.code, message: e.message)
         } catch {
             return isNotification ? nil : self.error(id: id, code: -32603, message: "\(error)")
+        }
+    }
+
+    /// `auth.login {password | token}` and `auth.status`.
+    private func authenticate(_ method: String, _ params: [String: Any], level: ControlAccess.Level, login: (ControlAccess.Level) -> Void) throws -> Any {
+        let access = leader.controlAccess
+        switch method {
+        case "auth.status":
+            return ["access": level.name, "password": access.password != nil, "guest": access.guestReadOnly]
+        case "auth.login":
+            guard let secret = (params["password"] ?? params["token"]) as? String, !secret.isEmpty, secret.utf8.count <= 1_024 else {
+                throw RPCError(code: -32602, message: "auth.login needs \"password\" (or the \"token\" a login returned)")
+            }
+            guard let granted = access.login(secret: secret, token: leader.controlToken, same: RoomKey.same) else {
+                // Slows guessing on this connection; other clients are not held up.
+                Monotonic.sleep(nanoseconds: 500 * nanosecondsPerMillisecond)
+                throw RPCError(code: -32001, message: "wrong password")
+            }
+            login(granted)
+            var result: [String: Any] = ["access": granted.name]
+            if access.password != nil { result["token"] = leader.controlToken }
+            return result
+        default:
+            throw RPCError(code: -32601, message: "no method \(method)")
         }
     }
 

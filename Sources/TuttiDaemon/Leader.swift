@@ -64,6 +64,17 @@ public struct LeaderConfiguration: Sendable {
     public var roomKeyFile: String? = nil
     /// With a room key, let snapclients in anyway (they cannot prove it).
     public var snapcastWithoutKey = false
+    /// The password control clients from other machines log in with (nil:
+    /// generated and saved beside the library when a surface listens beyond
+    /// loopback; see docs/security.md).
+    public var password: String? = nil
+    public var passwordFile: String? = nil
+    /// Clients from other machines that have not logged in may look (not change).
+    public var guestReadOnly = false
+    /// No password even beyond loopback: anyone on the network controls the music.
+    public var openControl = false
+    /// Clients on this machine log in too (a reverse proxy here forwards strangers).
+    public var passwordOnLoopback = false
     /// librubberband's engine for speed and pitch.
     public var timeStretchEngine = TimeStretcher.Engine.faster
     /// Bytes a follower may have queued before it is dropped as too slow.
@@ -146,6 +157,35 @@ public final class Leader: @unchecked Sendable {
     private var mpdServer: MPDServer?
     private var webSurface: WebSurface?
     private var snapcastControlServer: SnapcastControl?
+    /// Who may do what on the control surfaces, and the token a login returns (derived from the password).
+    public let controlAccess: ControlAccess
+    let controlToken: String
+
+    /// The control password: given, or (a surface beyond loopback, none
+    /// given) read from or generated into `control-password` beside the library.
+    static func controlAccess(_ c: LeaderConfiguration, stateFolder: String?, log: Logger) -> ControlAccess {
+        let surfaces = [c.control, c.web?.endpoint, c.mpd, c.snapcastControl, c.snapcastHTTP].compactMap { $0 }
+        let exposed = surfaces.filter { !ControlAccess.isLoopback($0.host) }
+        var password = c.password
+        if password == nil, !exposed.isEmpty, !c.openControl {
+            let file = stateFolder.map { $0 + "/control-password" }
+            if let file, let saved = try? String(contentsOfFile: file, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines), !saved.isEmpty {
+                password = saved
+                log.info("control from other machines needs the password in \(file)")
+            } else {
+                let fresh = RoomKey.randomPassword()
+                password = fresh
+                if let file, FileManager.default.createFile(atPath: file, contents: Data((fresh + "\n").utf8), attributes: [.posixPermissions: 0o600]) {
+                    log.warning("\(exposed.map(\.description).joined(separator: ", ")) listen beyond this machine: other machines log in with the password \(fresh) (saved in \(file); set password in tutti.conf to choose one)")
+                } else {
+                    log.warning("\(exposed.map(\.description).joined(separator: ", ")) listen beyond this machine: other machines log in with the password \(fresh) (for this run; set password in tutti.conf to keep one)")
+                }
+            }
+        } else if password == nil, !exposed.isEmpty {
+            log.warning("open control: anyone on the network can control the music on \(exposed.map(\.description).joined(separator: ", "))")
+        }
+        return ControlAccess(password: password, guestReadOnly: c.guestReadOnly, trustsLoopback: !c.passwordOnLoopback)
+    }
     /// The mDNS announcement, while `announce` is on (Leader+Announce.swift).
     var announcer: ServicePublisher?
     var snapcastAnnouncer: ServicePublisher?
@@ -186,12 +226,14 @@ public final class Leader: @unchecked Sendable {
             snapcastListener = nil
         }
         var snapshot: PlayerSnapshot?
+        var stateFolder: String?
         var savedGroups: RoomGroups?
         var groupSnapshots: [String: PlayerSnapshot] = [:]
         let seed = UInt64.random(in: 1...UInt64(UInt32.max))
         if configuration.musicDirectory != nil || configuration.databasePath != nil {
             let path = configuration.databasePath ?? Library.defaultDatabasePath(asService: getuid() == 0 && configuration.listen.port == 4953)
             let folder = (path as NSString).deletingLastPathComponent
+            stateFolder = folder
             try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
             library = try Library(path: path, logger: log.with(label: "library"))
             let store = try PlayerStateStore(path: folder + "/state.db")
@@ -211,6 +253,8 @@ public final class Leader: @unchecked Sendable {
             library = nil
             stateStore = nil
         }
+        controlAccess = Self.controlAccess(configuration, stateFolder: stateFolder, log: log)
+        controlToken = controlAccess.password.map { RoomKey.hexMAC(key: $0, message: "tutti control token v1") } ?? ""
         let cacheFolder = configuration.cacheDirectory ?? library.map { (($0.path as NSString).deletingLastPathComponent as NSString).appendingPathComponent("cache") }
         cache = try cacheFolder.map { folder in
             try StreamCache(directory: folder, capacityBytes: Int64(configuration.cacheCapacityMegabytes) << 20, log: log.with(label: "cache"))

@@ -101,11 +101,20 @@ final class SnapcastControl: @unchecked Sendable {
 
     // MARK: Transports
 
-    func attach(peer: String, newlineFramed: Bool, write: @escaping ClientWriter.Write, disconnect: @escaping @Sendable () -> Void) -> ControlServer.Client {
+    func attach(peer: String, address: String, newlineFramed: Bool, write: @escaping ClientWriter.Write, disconnect: @escaping @Sendable () -> Void) -> ControlServer.Client {
         let writer = ClientWriter(peer: peer, limits: leader.configuration.outboxLimits, log: log, write: write, disconnect: disconnect)
-        let client = ControlServer.Client(writer: writer, newlineFramed: newlineFramed)
+        let client = ControlServer.Client(writer: writer, newlineFramed: newlineFramed, level: level(address: address))
         clients.withLock { $0[ObjectIdentifier(client)] = client }
         return client
+    }
+
+    /// Snapcast's clients (Home Assistant, Snapweb) cannot log in: from
+    /// another machine, with a password set, they may only look, unless
+    /// `--snapcast-unkeyed` trusts them.
+    private func level(address: String) -> ControlAccess.Level {
+        if leader.configuration.snapcastWithoutKey { return .full }
+        let level = leader.controlAccess.initialLevel(peerIsLoopback: ControlAccess.isLoopback(ControlServer.host(of: address)))
+        return level == .full ? .full : (leader.controlAccess.guestReadOnly ? .guest : .none)
     }
 
     func detach(_ client: ControlServer.Client, reason: String = "connection closed") {
@@ -117,7 +126,7 @@ final class SnapcastControl: @unchecked Sendable {
         let stall = leader.configuration.clientStallMilliseconds
         connection.setSendTimeout(milliseconds: stall)
         connection.setSendBuffer(bytes: 64 * 1024)
-        let client = attach(peer: "Snapcast JSON-RPC \(connection.peer)", newlineFramed: true, write: { bytes in
+        let client = attach(peer: "Snapcast JSON-RPC \(connection.peer)", address: connection.peer, newlineFramed: true, write: { bytes in
             do { try connection.send(bytes) } catch NetError.timedOut {
                 throw ControlServer.RPCError(code: 0, message: "did not read for \(stall / 1000) s")
             }
@@ -131,7 +140,7 @@ final class SnapcastControl: @unchecked Sendable {
     }
 
     func receive(_ message: [UInt8], from client: ControlServer.Client) {
-        guard let reply = handle(message) else { return }
+        guard let reply = handle(message, level: client.level) else { return }
         send(reply, to: client)
     }
 
@@ -145,7 +154,7 @@ final class SnapcastControl: @unchecked Sendable {
     private func respond(_ request: WebRequest) -> WebResponse {
         guard request.path == "/jsonrpc" else { return .text(404, "Snapcast's control API is at /jsonrpc") }
         guard request.method == "POST" else { return .text(405, "POST a JSON-RPC request to /jsonrpc") }
-        guard let reply = handle(request.body), let data = try? JSONSerialization.data(withJSONObject: reply, options: [.sortedKeys]) else {
+        guard let reply = handle(request.body, level: level(address: request.peer)), let data = try? JSONSerialization.data(withJSONObject: reply, options: [.sortedKeys]) else {
             return WebResponse(status: 204)
         }
         return WebResponse(status: 200, headers: [("Content-Type", "application/json")], body: Array(data))
@@ -157,7 +166,7 @@ final class SnapcastControl: @unchecked Sendable {
         private let sockets = Mutex<[ObjectIdentifier: ControlServer.Client]>([:])
         func opened(_ socket: WebSocket) {
             guard let control else { return }
-            let client = control.attach(peer: "Snapcast web \(socket.peer)", newlineFramed: false,
+            let client = control.attach(peer: "Snapcast web \(socket.peer)", address: socket.peer, newlineFramed: false,
                                         write: { bytes in try socket.send(text: bytes) }, disconnect: { socket.close() })
             sockets.withLock { $0[ObjectIdentifier(socket)] = client }
         }
@@ -176,25 +185,29 @@ final class SnapcastControl: @unchecked Sendable {
     struct Failure: Error { var code: Int; var message: String }
 
     /// One request (or a batch); the reply, nil for notifications only.
-    func handle(_ bytes: [UInt8]) -> Any? {
+    func handle(_ bytes: [UInt8], level: ControlAccess.Level = .full) -> Any? {
         guard let json = try? JSONSerialization.jsonObject(with: Data(bytes)) else {
             return ["jsonrpc": "2.0", "id": NSNull(), "error": ["code": -32700, "message": "Parse error"]]
         }
         if let batch = json as? [Any] {
             guard batch.count <= 256 else { return ["jsonrpc": "2.0", "id": NSNull(), "error": ["code": -32600, "message": "batch of more than 256 requests"]] }
-            let replies = batch.compactMap { one($0) }
+            let replies = batch.compactMap { one($0, level: level) }
             return replies.isEmpty ? nil : replies
         }
-        return one(json)
+        return one(json, level: level)
     }
 
-    private func one(_ json: Any) -> [String: Any]? {
+    private func one(_ json: Any, level: ControlAccess.Level) -> [String: Any]? {
         guard let request = json as? [String: Any], let method = request["method"] as? String else {
             return ["jsonrpc": "2.0", "id": NSNull(), "error": ["code": -32600, "message": "Invalid request"]]
         }
         let id = request["id"]
         let params = request["params"] as? [String: Any] ?? [:]
         do {
+            let looks = method.hasSuffix(".GetStatus") || method == "Server.GetRPCVersion"
+            guard level == .full || (level == .guest && looks) else {
+                throw Failure(code: -32001, message: "\(method): this leader has a password, and Snapcast clients on other machines cannot log in (--snapcast-unkeyed trusts them)")
+            }
             let result = try serverLock.withLock { try dispatch(method, params) }
             announceChanges() // the change's notifications go out before its reply, as snapserver sends them
             guard let id else { return nil }
@@ -448,7 +461,7 @@ final class SnapcastControl: @unchecked Sendable {
         for (method, params) in Self.changes(from: before, to: after) {
             let message: [String: Any] = ["jsonrpc": "2.0", "method": method, "params": params]
             let key = method == "Server.OnUpdate" ? method : nil // a newer whole tree replaces a waiting one
-            for c in clients.withLock({ Array($0.values) }) { send(message, to: c, key: key) }
+            for c in clients.withLock({ Array($0.values) }) where c.level > .none { send(message, to: c, key: key) }
         }
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import TuttiCore
+import TuttiAuth
 import TuttiNet
 import TuttiWeb
 
@@ -94,7 +95,13 @@ final class WebSurface: @unchecked Sendable {
         guard request.headers["content-type"]?.lowercased().hasPrefix("application/json") == true else {
             return .text(415, "send the JSON-RPC request with Content-Type: application/json")
         }
-        guard let reply = control.handle(request.body) else { return WebResponse(status: 204) }
+        // Stateless: a client from another machine shows its token (from auth.login) in every request.
+        var level = control.initialLevel(address: request.peer)
+        if level < .full, let bearer = request.headers["authorization"], bearer.hasPrefix("Bearer "),
+           leader.controlAccess.login(secret: String(bearer.dropFirst(7)), token: leader.controlToken, same: RoomKey.same) != nil {
+            level = .full
+        }
+        guard let reply = control.handle(request.body, level: level) else { return WebResponse(status: 204) }
         guard let bytes = ControlServer.serialize(reply) else { return .text(500, "reply not serialisable") }
         return WebResponse(status: 200, headers: [("Content-Type", "application/json")], body: bytes)
     }
@@ -113,7 +120,7 @@ final class WebSurface: @unchecked Sendable {
 
         func opened(_ socket: WebSocket) {
             let stall = stallMilliseconds
-            let client = control.attach(peer: "web page \(socket.peer)", newlineFramed: false, write: { bytes in
+            let client = control.attach(peer: "web page \(socket.peer)", address: socket.peer, newlineFramed: false, write: { bytes in
                 do { try socket.send(text: bytes) } catch WebError.writeFailed {
                     throw WebError.writeFailed(peer: "\(socket.peer) (did not read for \(stall / 1000) s)")
                 }

@@ -7,7 +7,7 @@ import TuttiFollower
 import TuttiNet
 
 let usage = """
-usage: tutti [--host HOST] [--port PORT] [--leader NAME] [--group GROUP] [--json] COMMAND [ARGS]
+usage: tutti [--host HOST] [--port PORT] [--leader NAME] [--group GROUP] [--password P] [--json] COMMAND [ARGS]
 
   status                 what is playing, and every room with its sync health
   play | pause | toggle | stop
@@ -54,6 +54,9 @@ usage: tutti [--host HOST] [--port PORT] [--leader NAME] [--group GROUP] [--json
 
 Player and queue commands act on the main group, or on --group GROUP (id or name).
 
+A leader with a password (one reached from another machine) wants
+--password PASSWORD or TUTTI_PASSWORD.
+
 Which leader: --host/--port, else TUTTI_HOST (HOST or HOST:PORT), else a
 leader on this machine (127.0.0.1:4954) if one answers, else the leader found
 over mDNS within 1.5 s (--leader NAME picks one by its announced name, and
@@ -70,6 +73,7 @@ func fail(_ message: String, _ code: Int32) -> Never {
 var args = Array(CommandLine.arguments.dropFirst())
 var host: String? = nil, port: UInt16? = nil, json = false, leaderName: String? = nil
 var group: String?
+var password = ProcessInfo.processInfo.environment["TUTTI_PASSWORD"].flatMap { $0.isEmpty ? nil : $0 }
 var rest: [String] = []
 while !args.isEmpty {
     let a = args.removeFirst()
@@ -79,6 +83,7 @@ while !args.isEmpty {
         guard let p = args.first.flatMap({ UInt16($0) }) else { fail("--port needs a number 1–65535", 64) }
         args.removeFirst(); port = p
     case "--json": json = true
+    case "--password": guard !args.isEmpty else { fail("--password needs a value", 64) }; password = args.removeFirst()
     case "--group": guard !args.isEmpty else { fail("--group needs a group id or name", 64) }; group = args.removeFirst()
     case "--leader": guard !args.isEmpty else { fail("--leader needs a name", 64) }; leaderName = args.removeFirst()
     case "-h", "--help", "help":
@@ -264,6 +269,12 @@ let (endpoint, how) = controlEndpoint()
 let client: ControlClient
 do { client = try ControlClient(endpoint: endpoint) } catch {
     fail("cannot reach the leader at \(endpoint)\(how): \(error)", 2)
+}
+// From another machine a leader with a password wants a login first.
+if let password {
+    do { _ = try client.call("auth.login", ["password": password]) } catch let e as ControlClient.RemoteError {
+        fail("logging in to \(endpoint): \(e.message)", 1)
+    } catch { fail("\(error)", 2) }
 }
 
 @MainActor func call(_ method: String, _ params: [String: Any] = [:]) -> Any {

@@ -81,6 +81,12 @@ case .version:
 case .leader(var config):
     do {
         if let path = config.roomKeyFile { config.roomKey = try readRoomKey(path) }
+        if let path = config.passwordFile {
+            guard let text = try? String(contentsOfFile: path, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines), text.utf8.count >= 8 else {
+                fail("--password-file \(path): cannot read a password of 8 or more characters from it", code: 64)
+            }
+            config.password = text
+        }
         let config = config
         let leader = try Leader(configuration: config, log: StandardErrorLog.logger("leader"))
         try leader.start()

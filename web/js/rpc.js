@@ -4,7 +4,7 @@
 // handed to the listeners registered with onNotify.
 
 import { S, set, emit } from './store.js';
-import { toast, errText } from './ui.js';
+import { toast, errText, askSecret } from './ui.js';
 
 const TIMEOUT_MS = 15000;
 const MAX_MESSAGE = 64 * 1024; // the leader's limit for one WebSocket message
@@ -58,9 +58,12 @@ export function connect() {
     if (ws !== sock) return;
     backoff = 500;
     everOpen = true;
-    banner(null);
-    set('connected', true);
-    emit('open');
+    authenticate().then(() => {
+      if (ws !== sock) return;
+      banner(null);
+      set('connected', true);
+      emit('open');
+    });
   };
   sock.onmessage = (ev) => {
     if (ws !== sock) return;
@@ -80,6 +83,29 @@ export function connect() {
     scheduleRetry();
   };
   sock.onerror = () => { /* onclose follows and retries */ };
+}
+
+// A leader reached from another machine may want its password: the token
+// a login returned is kept on this phone, so the password is asked once.
+function authenticate() {
+  return call('auth.status').then((st) => {
+    if (st.access === 'full') return null;
+    let token = null;
+    try { token = localStorage.getItem('tutti.token'); } catch (e) { /* not kept */ }
+    const viaToken = token ? call('auth.login', { token }).then(() => true, () => false) : Promise.resolve(false);
+    return viaToken.then((ok) => (ok ? null : askPassword(st)));
+  }, () => null); // a leader without auth.*: nothing to do
+}
+
+function askPassword(st) {
+  banner(null);
+  return askSecret(st.guest ? 'Password for this Tutti (Cancel: only look)' : 'Password for this Tutti', 'Log in').then((pw) => {
+    if (pw === null) return null;
+    return call('auth.login', { password: pw }).then((r) => {
+      try { if (r.token) localStorage.setItem('tutti.token', r.token); } catch (e) { /* asked again next time */ }
+      return null;
+    }, (e) => { toast(errText(e)); return askPassword(st); });
+  });
 }
 
 function receive(m) {

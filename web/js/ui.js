@@ -151,14 +151,19 @@ export function ask(title, value, okLabel) {
   return modal(title, true, value, okLabel);
 }
 
+// A password: typed hidden, never remembered by the field.
+export function askSecret(title, okLabel) {
+  return modal(title, true, '', okLabel, 'password');
+}
+
 export function confirmBox(title, okLabel) {
   return modal(title, false, '', okLabel).then((v) => v !== null);
 }
 
-function modal(title, withInput, value, okLabel) {
+function modal(title, withInput, value, okLabel, type) {
   return new Promise((resolve) => {
     const root = $('#modal');
-    const input = withInput ? h('input.field', { type: 'text', value: value || '', 'aria-label': title, 'data-test': 'modal-input', autocomplete: 'off' }) : null;
+    const input = withInput ? h('input.field', { type: type || 'text', value: value || '', 'aria-label': title, 'data-test': 'modal-input', autocomplete: 'off' }) : null;
     const done = (v) => { clear(root); root.hidden = true; document.removeEventListener('keydown', key); resolve(v); };
     const ok = () => {
       if (!input) return done('');

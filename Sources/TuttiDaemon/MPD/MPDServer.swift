@@ -3,6 +3,7 @@ import Foundation
 import Synchronization
 import TuttiAudio
 import TuttiCore
+import TuttiAuth
 import TuttiLibrary
 import TuttiNet
 
@@ -81,7 +82,7 @@ public final class MPDServer: @unchecked Sendable {
             nameThread("tutti-mpd-accept")
             while running.load(ordering: .relaxed) {
                 guard let connection = try? listener.accept() else { return }
-                let client = MPDClient(connection: connection, configuration: leader.configuration, log: log)
+                let client = MPDClient(connection: connection, configuration: leader.configuration, access: leader.controlAccess, log: log)
                 clients.withLock { $0[ObjectIdentifier(client)] = client }
                 Thread.detachNewThread { [self] in
                     nameThread("tutti-mpd-client")
@@ -142,7 +143,10 @@ public final class MPDServer: @unchecked Sendable {
                     client.flush()
                     return
                 case .idle(let command):
-                    if let error = client.beginIdle(command.arguments) {
+                    if !ControlAccess.permitsMPD(client.level, command: "idle") {
+                        state.idling = false
+                        sendAck(MPDError(.permission, "you don't have permission for \"idle\"").ackLine(index: 0, command: "idle"), to: client)
+                    } else if let error = client.beginIdle(command.arguments) {
                         state.idling = false
                         sendAck(error, to: client)
                     }
@@ -162,6 +166,21 @@ public final class MPDServer: @unchecked Sendable {
         }
     }
 
+    /// `password` raises the client to full access; anything else must be allowed at its level.
+    private func authorize(_ command: MPDCommand, client: MPDClient) throws(MPDError) {
+        if command.name == "password", let secret = command.arguments.first {
+            guard leader.controlAccess.login(secret: secret, token: leader.controlToken, same: RoomKey.same) != nil else {
+                usleep(500_000) // slows guessing on this connection only
+                throw MPDError(.password, "incorrect password")
+            }
+            client.level = .full
+            return
+        }
+        guard ControlAccess.permitsMPD(client.level, command: command.name) else {
+            throw MPDError(.permission, "you don't have permission for \"\(command.name)\"")
+        }
+    }
+
     /// Runs a command or a command list; the bytes to send.
     func run(_ commands: [MPDCommand], isList: Bool, listOK: Bool, client: MPDClient) -> [UInt8] {
         var response = MPDResponse()
@@ -173,6 +192,7 @@ public final class MPDServer: @unchecked Sendable {
         }
         for (index, command) in commands.enumerated() {
             do {
+                try authorize(command, client: client)
                 try execute(command, client: client, into: &response)
             } catch {
                 let ack = error.ackLine(index: index, command: command.name)
@@ -204,9 +224,12 @@ final class MPDClient: @unchecked Sendable {
     /// Monotonic ns when the last transport command of this request is heard.
     var settleUntil: Int64 = 0
     var tagTypes = Set(MPDTags.all)
+    /// What this client may do: raised by `password`.
+    var level: ControlAccess.Level
 
-    init(connection: TCPConnection, configuration: LeaderConfiguration, log: Logger) {
+    init(connection: TCPConnection, configuration: LeaderConfiguration, access: ControlAccess, log: Logger) {
         self.connection = connection
+        level = access.initialLevel(peerIsLoopback: ControlAccess.isLoopback(ControlServer.host(of: connection.peer)))
         let stall = configuration.clientStallMilliseconds
         connection.setSendTimeout(milliseconds: stall)
         connection.setSendBuffer(bytes: 64 * 1024)
