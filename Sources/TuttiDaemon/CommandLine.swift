@@ -66,6 +66,10 @@ public enum DaemonUsage {
       --guest-read-only      clients on other machines that have not logged in may look
       --open-control         no password at all: anyone on the network controls the music
       --password-on-loopback clients on this machine log in too (behind a reverse proxy)
+      --playlists DIR        where M3U playlists are imported from and exported to
+                             (default: playlists beside the library)
+      --allow-folder DIR     one more folder clients may name files in (repeatable); otherwise
+                             only the music folder, the cache and the playlist folder
       --time-stretch faster|finer
                              librubberband engine for speed and pitch (default faster:
                              a third of finer's CPU, fit for a Pi-class leader)
@@ -123,6 +127,7 @@ public extension DaemonCommand {
             ConfigOption("guest-read-only", "no", .enabledBy(flag: "--guest-read-only")),
             ConfigOption("open-control", "no", .enabledBy(flag: "--open-control")),
             ConfigOption("password-on-loopback", "no", .enabledBy(flag: "--password-on-loopback")),
+            ConfigOption("playlists", "", .value(flag: "--playlists")),
             ConfigOption("name", "Tutti on \(hostname)", .value(flag: "--name")),
             ConfigOption("announce", "yes", .disabledBy(flag: "--no-announce")),
             ConfigOption("buttons", "", .value(flag: "--buttons")),
@@ -243,6 +248,10 @@ public extension DaemonCommand {
                 case "--guest-read-only": c.guestReadOnly = true
                 case "--open-control": c.openControl = true
                 case "--password-on-loopback": c.passwordOnLoopback = true
+                case "--playlists":
+                    let path = try args.value(flag)
+                    c.playlistDirectory = path.isEmpty ? nil : path
+                case "--allow-folder": c.allowedFolders.append(try args.value(flag))
                 case "--time-stretch":
                     let text = try args.value(flag)
                     guard let engine = TimeStretcher.Engine(rawValue: text) else { throw UsageError("--time-stretch \(text): expected faster or finer") }

@@ -99,6 +99,7 @@ extension ControlServer {
             guard let folder = (params["folder"] as? String) ?? leader.configuration.musicDirectory else {
                 throw RPCError(code: -32602, message: "library.scan needs \"folder\" (no --music folder was given)")
             }
+            try confined(folder)
             // Progress goes out as `library.scanProgress` notifications, at most ten a second.
             var lastSent: Int64 = 0
             let summary = try wrap { () throws(LibraryError) in
@@ -250,6 +251,7 @@ extension ControlServer {
             } else {
                 guard params["path"] != nil else { throw RPCError(code: -32602, message: "playlists.import needs \"path\" (an M3U file on the leader) or \"content\" (M3U text) and \"name\"") }
                 let path = try string(params, "path", method: method)
+                try confined(path)
                 report = try wrap { () throws(LibraryError) in try lib.importM3U(path: path, name: params["name"] as? String) }
             }
             leader.events.emit(.playlists)
@@ -281,10 +283,16 @@ extension ControlServer {
         case "playlists.export":
             let id = PlaylistID(Int64(try integer(params, "id", method: method)))
             let path = try string(params, "path", method: method)
+            try confined(path)
             try wrap { () throws(LibraryError) in try lib.exportM3U(id, to: path) }
             return ["id": Int(id.rawValue), "path": path]
         default:
             return nil
         }
+    }
+
+    /// A path a client named must lie in the music folder, the cache or the playlist folder.
+    func confined(_ path: String) throws {
+        do { _ = try leader.confine(path) } catch { throw RPCError(code: -32602, message: error.description) }
     }
 }

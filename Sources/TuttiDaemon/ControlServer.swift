@@ -400,6 +400,9 @@ public final class ControlServer: @unchecked Sendable {
                 throw RPCError(code: -32602, message: "queue.add needs one of \"uris\" (file paths or URLs), \"trackIds\", \"album\", \"playlist\" or \"search\", resolving to at least one entry")
             }
             guard uris.count <= 10_000 else { throw RPCError(code: -32602, message: "at most 10000 entries per call") }
+            for uri in uris {
+                do { _ = try leader.confine(uri) } catch { throw RPCError(code: -32602, message: error.description) }
+            }
             let next = (params["next"] as? NSNumber).map { $0.boolValue } ?? false
             return try player(.add(uris: uris, next: next))
         case "queue.remove": return try player(.remove(index: try index("index")))

@@ -75,6 +75,10 @@ public struct LeaderConfiguration: Sendable {
     public var openControl = false
     /// Clients on this machine log in too (a reverse proxy here forwards strangers).
     public var passwordOnLoopback = false
+    /// Where M3U playlists are imported from and exported to (nil: `playlists` beside the library).
+    public var playlistDirectory: String? = nil
+    /// More folders clients may name files in (besides music, cache, playlists).
+    public var allowedFolders: [String] = []
     /// librubberband's engine for speed and pitch.
     public var timeStretchEngine = TimeStretcher.Engine.faster
     /// Bytes a follower may have queued before it is dropped as too slow.
@@ -157,6 +161,40 @@ public final class Leader: @unchecked Sendable {
     private var mpdServer: MPDServer?
     private var webSurface: WebSurface?
     private var snapcastControlServer: SnapcastControl?
+    /// Where clients may name files (see `confine`), and where playlists are imported and exported.
+    public let mediaFolders: MediaFolders
+    public let playlistFolder: String?
+
+    /// The path with every symlink and `..` resolved (nil: it does not exist).
+    static func canonical(_ path: String) -> String? {
+        guard let p = realpath(path, nil) else { return nil }
+        defer { free(p) }
+        return String(cString: p)
+    }
+
+    /// A file URI a control client named, checked against `mediaFolders`
+    /// by its canonical path (a link is judged by where it points; a file
+    /// not there yet, by its folder); returned as given. Web streams pass;
+    /// a pipe's path is checked.
+    public func confine(_ uri: String) throws(PathConfinementError) -> String {
+        if MediaFolders.isRemote(uri) { return uri }
+        var path = uri
+        if PipeSourceSpec.isPipe(uri) {
+            guard let spec = try? PipeSourceSpec(parsing: uri) else { return uri } // refused later with its own reason
+            path = spec.path
+        } else if path.hasPrefix("file://") {
+            path = String(path.dropFirst(7))
+        }
+        guard path.hasPrefix("/") else { throw PathConfinementError(path: uri) }
+        let resolved = Self.canonical(path) ?? Self.canonical((path as NSString).deletingLastPathComponent).map {
+            $0 + "/" + (path as NSString).lastPathComponent
+        }
+        guard let resolved, !(path as NSString).lastPathComponent.hasPrefix(".."), mediaFolders.contains(canonical: resolved) else {
+            throw PathConfinementError(path: uri)
+        }
+        return uri // as given: the library knows its files by the paths it scanned
+    }
+
     /// Who may do what on the control surfaces, and the token a login returns (derived from the password).
     public let controlAccess: ControlAccess
     let controlToken: String
@@ -254,11 +292,17 @@ public final class Leader: @unchecked Sendable {
             stateStore = nil
         }
         controlAccess = Self.controlAccess(configuration, stateFolder: stateFolder, log: log)
+        let playlists = configuration.playlistDirectory ?? stateFolder.map { $0 + "/playlists" }
+        if let playlists { try? FileManager.default.createDirectory(atPath: playlists, withIntermediateDirectories: true) }
+        playlistFolder = playlists
         controlToken = controlAccess.password.map { RoomKey.hexMAC(key: $0, message: "tutti control token v1") } ?? ""
         let cacheFolder = configuration.cacheDirectory ?? library.map { (($0.path as NSString).deletingLastPathComponent as NSString).appendingPathComponent("cache") }
         cache = try cacheFolder.map { folder in
             try StreamCache(directory: folder, capacityBytes: Int64(configuration.cacheCapacityMegabytes) << 20, log: log.with(label: "cache"))
         }
+        let roots = [configuration.musicDirectory, cacheFolder, playlists].compactMap { $0 } + configuration.allowedFolders
+            + configuration.files.filter { !MediaFolders.isRemote($0) && !PipeSourceSpec.isPipe($0) }.map { ($0 as NSString).deletingLastPathComponent }
+        mediaFolders = MediaFolders(roots: roots.compactMap(Self.canonical))
         opener = SourceOpener(cache: cache, options: configuration.network, log: log.with(label: "stream"),
                               autoCache: configuration.autoCache) { [streamMetadata, events] uri, metadata in
             streamMetadata.set(metadata, for: uri)

@@ -164,3 +164,62 @@ func thisMachinesAddress() -> String? {
         #expect(ControlAccess.isLoopback("127.0.0.5") && ControlAccess.isLoopback("::1") && !ControlAccess.isLoopback("192.0.2.2"))
     }
 }
+
+/// No control client can name a file outside the music folder, the cache
+/// and the playlist folder: not with `..`, not with an absolute path, not
+/// through a symlink inside the music folder that points out of it.
+@Suite(.serialized) struct PathConfinementTests {
+    @Test func everyPathTakingMethodRefusesWhatLiesOutside() throws {
+        let dir = makeTemporaryDirectory()
+        let music = dir + "/music", outside = dir + "/private"
+        try FileManager.default.createDirectory(atPath: music + "/album", withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: outside, withIntermediateDirectories: true)
+        let tone = wavImage(quantize(TestSignal.sine(frequency: 300, seconds: 1, amplitude: 0.2)))
+        writeFile(music + "/album/in.wav", tone)
+        writeFile(outside + "/secret.wav", tone)
+        writeFile(outside + "/list.m3u", Array("/etc/passwd\n".utf8))
+        try FileManager.default.createSymbolicLink(atPath: music + "/escape", withDestinationPath: outside)
+        try FileManager.default.createSymbolicLink(atPath: music + "/album/link.wav", withDestinationPath: outside + "/secret.wav")
+        let leader = try startLeader(files: []) { c in
+            c.musicDirectory = music
+            c.databasePath = dir + "/db/library.db"
+            c.control = Endpoint(host: "127.0.0.1", port: 0)
+            c.mpd = Endpoint(host: "127.0.0.1", port: 0)
+        }
+        defer { leader.stop() }
+        #expect(waitUntil(timeout: 10) { ((try? leader.library?.trackCount()) ?? 0) >= 1 })
+        let c = try ControlClient(endpoint: Endpoint(host: "127.0.0.1", port: leader.controlEndpoint!.port))
+        func refused(_ method: String, _ params: [String: Any]) -> Bool {
+            do { _ = try c.call(method, params); return false } catch let e as ControlClient.RemoteError { return e.message.contains("outside the music folder") } catch { return false }
+        }
+        let bad = [outside + "/secret.wav", music + "/../private/secret.wav", music + "/escape/secret.wav", music + "/album/link.wav",
+                   "file://" + outside + "/secret.wav", "/etc/passwd", "pipe:" + outside + "/fifo", "relative/secret.wav"]
+        for path in bad {
+            #expect(refused("queue.add", ["uris": [path]]), "queue.add \(path)")
+        }
+        #expect(leader.queue.count == 0, "nothing outside was queued")
+        #expect(refused("playlists.import", ["path": outside + "/list.m3u", "name": "x"]))
+        #expect(refused("playlists.import", ["path": music + "/escape/list.m3u", "name": "x"]))
+        #expect(refused("library.scan", ["folder": outside]))
+        #expect(refused("library.scan", ["folder": music + "/escape"]))
+        let pid = try #require((try c.call("playlists.create", ["name": "P"]) as? [String: Any])?["id"] as? Int)
+        #expect(refused("playlists.export", ["id": pid, "path": outside + "/out.m3u"]))
+        #expect(refused("playlists.export", ["id": pid, "path": dir + "/db/playlists/../../private/out.m3u"]))
+        #expect(!FileManager.default.fileExists(atPath: outside + "/out.m3u"))
+        // What lies inside is fine.
+        _ = try c.call("queue.add", ["uris": [music + "/album/in.wav"]])
+        _ = try c.call("playlists.export", ["id": pid, "path": dir + "/db/playlists/out.m3u"])
+        #expect(leader.queue.count == 1)
+
+        // MPD: relative paths that climb out, absolute ones, and the link.
+        let port = String(leader.mpdEndpoint!.port)
+        for uri in ["../private/secret.wav", outside + "/secret.wav", "escape/secret.wav", "album/link.wav"] {
+            let r = try runProgram("/usr/bin/mpc", ["-h", "127.0.0.1", "-p", port, "add", uri], mergeErrors: true)
+            #expect(r.status != 0, "mpc add \(uri): \(r.out)")
+        }
+        #expect(leader.queue.count == 1, "mpc queued nothing outside")
+        let inside = try runProgram("/usr/bin/mpc", ["-h", "127.0.0.1", "-p", port, "add", "album/in.wav"], mergeErrors: true)
+        #expect(inside.status == 0, "\(inside.out)")
+        #expect(leader.queue.count == 2)
+    }
+}

@@ -85,8 +85,10 @@ import TuttiTestSupport
         _ = try obj("playlists.rename", ["id": pid, "name": "Late"])
         let entries = try obj("playlists.entries", ["id": pid])["entries"] as? [[String: Any]] ?? []
         #expect(entries.map { $0["title"] as? String } == ["Night Drive", "Noon Heat", "Night Drive"])
-        _ = try obj("playlists.export", ["id": pid, "path": dir + "/late.m3u"])
-        let imported = try obj("playlists.import", ["path": dir + "/late.m3u", "name": "Again"])
+        // In the playlist folder (beside the library); anywhere else is refused.
+        let m3u = dir + "/db/playlists/late.m3u"
+        _ = try obj("playlists.export", ["id": pid, "path": m3u])
+        let imported = try obj("playlists.import", ["path": m3u, "name": "Again"])
         #expect(imported["added"] as? Int == 3 && (imported["unresolved"] as? [Any])?.isEmpty == true)
         _ = try obj("queue.clear")
         _ = try obj("queue.add", ["playlist": pid])

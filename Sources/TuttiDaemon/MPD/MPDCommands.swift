@@ -170,7 +170,7 @@ extension MPDServer {
 
         // MARK: Queue
         case "add", "addid":
-            let found = try catalog.resolve(args[0])
+            let found = try resolveConfined(args[0])
             if command.name == "addid" && found.count != 1 { throw .noExist("addid needs one song, not a folder") }
             let ids = try add(found.map(\.path), at: args.count > 1 ? args[1] : nil)
             if command.name == "addid", let id = ids.first { r.add("Id", Int(id)) }
@@ -337,7 +337,7 @@ extension MPDServer {
             }
             leader.events.emit(.playlists)
         case "playlistadd":
-            let found = try catalog.resolve(args[1])
+            let found = try resolveConfined(args[1])
             var tracks: [TrackID] = []
             for item in found { if let id = try libraryTrackID(path: item.path) { tracks.append(id) } }
             guard !tracks.isEmpty else { throw .noExist("Only library songs can be saved in a playlist") }
@@ -409,6 +409,17 @@ extension MPDServer {
             try perform(.playIndex(index), settling: client)
         }
         try perform(.seek(seconds: seconds), settling: client)
+    }
+
+    /// What a client's URI names, as `MPDCatalog.resolve`, but only inside
+    /// the music folder, the cache and the playlist folder (`..` and links
+    /// that lead out of them are refused).
+    private func resolveConfined(_ uri: String) throws(MPDError) -> [(path: String, song: MPDSong)] {
+        let found = try catalog.resolve(uri)
+        for f in found {
+            do { _ = try leader.confine(f.path) } catch { throw MPDError(.permission, "Access denied: \(uri) is outside the music folder") }
+        }
+        return found
     }
 
     /// Appends paths, or inserts them at an MPD position: `N` (absolute),
@@ -754,7 +765,7 @@ extension MPDServer {
 
     private func picture(uri: String, offset text: String, embeddedOnly: Bool, client: MPDClient, into r: inout MPDResponse) throws(MPDError) {
         let offset = try MPDArguments.unsigned(text)
-        let found = try catalog.resolve(uri)
+        let found = try resolveConfined(uri)
         guard found.count == 1, let item = found.first else { throw .noExist("No such song") }
         var image: (mime: String, bytes: [UInt8])?
         if let hash = item.song.coverHash, let library = catalog.library, let cover = try? library.cover(hash: hash) {

@@ -1,0 +1,33 @@
+/// The folders a network client may name files in: the music folder, the
+/// offline cache, the playlist folder, and the folders of files the leader
+/// was started with. Pure: the caller resolves symlinks and `..` first
+/// (realpath), so a link inside the music folder that points out of it is
+/// judged by where it points.
+public struct MediaFolders: Sendable, Equatable {
+    /// Canonical absolute folders, without a trailing slash.
+    public private(set) var roots: [String]
+
+    public init(roots: [String]) {
+        self.roots = roots.map { $0.count > 1 && $0.hasSuffix("/") ? String($0.dropLast()) : $0 }.filter { $0.hasPrefix("/") }
+    }
+
+    /// Whether canonical path `path` is one of the folders or lies under one.
+    public func contains(canonical path: String) -> Bool {
+        roots.contains { root in root == "/" || path == root || path.hasPrefix(root + "/") }
+    }
+
+    /// A URI that is no file here (a stream on the web): nothing to confine.
+    public static func isRemote(_ uri: String) -> Bool {
+        let lower = uri.prefix(8).lowercased()
+        return lower.hasPrefix("http://") || lower.hasPrefix("https://")
+    }
+}
+
+/// A path a client named that lies outside the folders it may use.
+public struct PathConfinementError: Error, CustomStringConvertible, Equatable {
+    public let path: String
+    public init(path: String) { self.path = path }
+    public var description: String {
+        "\(path) is outside the music folder, the cache and the playlist folder: a client may only name files there"
+    }
+}
