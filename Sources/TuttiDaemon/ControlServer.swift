@@ -105,6 +105,8 @@ public final class ControlServer: @unchecked Sendable {
     }
 
     public var endpoint: Endpoint? { listener?.endpoint }
+    /// JSON-RPC connections served at once.
+    private let budget = ConnectionBudget(name: "JSON-RPC", limit: 256)
 
     public func start() {
         subscription = leader.events.subscribe { [weak self] event in self?.announce(event) }
@@ -114,7 +116,11 @@ public final class ControlServer: @unchecked Sendable {
         startThread(name: "tutti-ctl-accept") { [self] in
             while running.load(ordering: .relaxed) {
                 guard let connection = try? listener.accept() else { return }
-                startThread(name: "tutti-ctl-client") { [self] in serve(connection) }
+                guard budget.admit(log: log, now: Monotonic.now()) else { connection.close(); continue }
+                startThread(name: "tutti-ctl-client") { [self] in
+                    defer { budget.release() }
+                    serve(connection)
+                }
             }
         }
     }
@@ -159,42 +165,77 @@ public final class ControlServer: @unchecked Sendable {
             detach(client)
             connection.close()
         }
-        Self.readLines(from: connection, until: { client.writer.isClosed }) { line in
-            guard let line else {
+        var malformed = 0
+        let reason = Self.readLines(from: connection, until: { client.writer.isClosed }) { line in
+            if let line { malformed = receive(line, from: client) ? 0 : malformed + 1 } else {
                 send(error(id: nil, code: -32700, message: "request line longer than \(Self.maxLineBytes) bytes"), to: client)
-                return
+                malformed += 1
             }
-            receive(line, from: client)
+            return malformed < LineDiscipline.maxConsecutiveMalformed ? nil : "\(malformed) malformed requests in a row"
         }
+        if let reason { log.info("JSON-RPC \(connection.peer) closed: \(reason)") }
     }
 
-    /// Reads `\n`-terminated lines until the peer closes or `until` holds;
-    /// a line longer than `maxLineBytes` is discarded and reported as nil.
-    static func readLines(from connection: TCPConnection, until stop: () -> Bool, _ handle: ([UInt8]?) -> Void) {
+    /// Reads `\n`-terminated lines until the peer closes, `until` holds,
+    /// or `handle` gives a reason to close (returned). A line longer than
+    /// `maxLineBytes` is reported as nil as soon as it is too long, and the
+    /// rest of it discarded unread into memory; a half
+    /// line left hanging for `LineDiscipline.partialLineMilliseconds` ends
+    /// the connection (an idle client with nothing half-sent may wait forever).
+    @discardableResult
+    static func readLines(from connection: TCPConnection, until stop: () -> Bool, _ handle: ([UInt8]?) -> String?) -> String? {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 16_384, alignment: 1)
         defer { buffer.deallocate() }
         var line: [UInt8] = []
+        var partialSince: Int64?
+        let connectedAt = Monotonic.now()
+        var lines = 0
         var discarding = false
+        connection.setReceiveTimeout(milliseconds: 2_000)
         while true {
-            guard let (n, _) = try? connection.receive(into: buffer), n > 0 else { return }
+            let n: Int
+            do { (n, _) = try connection.receive(into: buffer) } catch NetError.timedOut {
+                if stop() { return nil }
+                if let since = partialSince, Monotonic.now() - since > Int64(LineDiscipline.partialLineMilliseconds) * nanosecondsPerMillisecond {
+                    return "half a line left hanging for \(LineDiscipline.partialLineMilliseconds / 1000) s"
+                }
+                // Every real client asks something at once; a silent connection only holds a place.
+                if lines == 0, Monotonic.now() - connectedAt > Int64(LineDiscipline.firstRequestMilliseconds) * nanosecondsPerMillisecond {
+                    return "no request within \(LineDiscipline.firstRequestMilliseconds / 1000) s of connecting"
+                }
+                continue
+            } catch { return nil }
+            guard n > 0 else { return nil }
             for byte in buffer[0..<n] {
                 if byte == UInt8(ascii: "\n") {
-                    handle(discarding ? nil : line)
+                    partialSince = nil
+                    lines += 1
+                    if !discarding, let reason = handle(line) { return reason }
                     discarding = false
                     line.removeAll(keepingCapacity: true)
                 } else if !discarding {
+                    if line.isEmpty { partialSince = Monotonic.now() }
                     line.append(byte)
-                    if line.count > maxLineBytes { discarding = true; line.removeAll() }
+                    if line.count > maxLineBytes {
+                        discarding = true
+                        line.removeAll()
+                        if let reason = handle(nil) { return reason }
+                    }
                 }
             }
-            if stop() { return }
+            if stop() { return nil }
         }
     }
 
-    /// One request from a client (a line, or a WebSocket message); the reply goes to its outbox.
-    func receive(_ message: [UInt8], from client: Client) {
-        guard !message.allSatisfy({ $0 == 32 || $0 == 13 || $0 == 9 || $0 == 10 }) else { return }
-        if let reply = handle(message, level: client.level, login: { client.level = $0 }) { send(reply, to: client) }
+    /// One request from a client (a line, or a WebSocket message); the reply
+    /// goes to its outbox. False: it was no JSON-RPC request at all.
+    @discardableResult
+    func receive(_ message: [UInt8], from client: Client) -> Bool {
+        guard !message.allSatisfy({ $0 == 32 || $0 == 13 || $0 == 9 || $0 == 10 }) else { return true }
+        guard let reply = handle(message, level: client.level, login: { client.level = $0 }) else { return true }
+        send(reply, to: client)
+        let code = (reply["error"] as? [String: Any])?["code"] as? Int
+        return code != -32700 && code != -32600
     }
 
     static func serialize(_ object: [String: Any]) -> [UInt8]? {

@@ -553,12 +553,27 @@ public final class Leader: @unchecked Sendable {
 
     // MARK: Followers
 
+    /// Speaker connections (Tutti and Snapcast) served at once; a home has a few dozen rooms at most.
+    static let maximumSessions = 256
+    private let lastRefusalLog = Atomic<Int64>(0)
+
     private func acceptLoop(_ listener: TCPListener, dialect: FollowerSession.Dialect) {
         while running.load(ordering: .relaxed) {
             let connection: TCPConnection
             do { connection = try listener.accept() } catch {
                 if running.load(ordering: .relaxed) { log.error("accept failed: \(error)") }
                 return
+            }
+            // Speakers and would-be speakers at once: a flood of connections gets the rest closed.
+            let admitted = sessions.withLock { $0.count < Self.maximumSessions }
+            guard admitted else {
+                connection.close()
+                let now = Monotonic.now()
+                if now - lastRefusalLog.load(ordering: .relaxed) > 5 * nanosecondsPerSecond {
+                    lastRefusalLog.store(now, ordering: .relaxed)
+                    log.warning("\(Self.maximumSessions) speaker connections already: refusing more")
+                }
+                continue
             }
             let session = FollowerSession(connection: connection, leader: self, log: log, dialect: dialect)
             sessions.withLock { $0[ObjectIdentifier(session)] = session }

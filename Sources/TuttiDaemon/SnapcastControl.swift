@@ -34,6 +34,8 @@ final class SnapcastControl: @unchecked Sendable {
     private let listener: TCPListener?
     private var web: WebServer?
     private let clients = Mutex<[ObjectIdentifier: ControlServer.Client]>([:])
+    /// Snapcast JSON-RPC connections served at once.
+    private let budget = ConnectionBudget(name: "Snapcast JSON-RPC", limit: 128)
     private let running = Atomic<Bool>(true)
     private var subscription = 0
     private let wake = DispatchSemaphore(value: 0)
@@ -85,7 +87,11 @@ final class SnapcastControl: @unchecked Sendable {
         startThread(name: "tutti-snap-ctl") { [self] in
             while running.load(ordering: .relaxed) {
                 guard let connection = try? listener.accept() else { return }
-                startThread(name: "tutti-snap-client") { [self] in serve(connection) }
+                guard budget.admit(log: log, now: Monotonic.now()) else { connection.close(); continue }
+                startThread(name: "tutti-snap-client") { [self] in
+                    defer { budget.release() }
+                    serve(connection)
+                }
             }
         }
     }
@@ -132,16 +138,23 @@ final class SnapcastControl: @unchecked Sendable {
             }
         }, disconnect: { connection.close() })
         defer { detach(client); connection.close() }
-        ControlServer.readLines(from: connection, until: { client.writer.isClosed }) { line in
-            if let line { receive(line, from: client) } else {
+        var malformed = 0
+        let reason = ControlServer.readLines(from: connection, until: { client.writer.isClosed }) { line in
+            if let line { malformed = receive(line, from: client) ? 0 : malformed + 1 } else {
                 send(["jsonrpc": "2.0", "id": NSNull(), "error": ["code": -32700, "message": "request line longer than \(ControlServer.maxLineBytes) bytes"]], to: client)
+                malformed += 1
             }
+            return malformed < LineDiscipline.maxConsecutiveMalformed ? nil : "\(malformed) malformed requests in a row"
         }
+        if let reason { log.info("Snapcast JSON-RPC \(connection.peer) closed: \(reason)") }
     }
 
-    func receive(_ message: [UInt8], from client: ControlServer.Client) {
-        guard let reply = handle(message, level: client.level) else { return }
+    /// False: the message was no request at all (not JSON).
+    @discardableResult
+    func receive(_ message: [UInt8], from client: ControlServer.Client) -> Bool {
+        guard let reply = handle(message, level: client.level) else { return true }
         send(reply, to: client)
+        return ((reply as? [String: Any])?["error"] as? [String: Any])?["code"] as? Int != -32700
     }
 
     private func send(_ object: Any, to client: ControlServer.Client, key: String? = nil) {

@@ -29,6 +29,8 @@ public final class MPDServer: @unchecked Sendable {
     let catalog: MPDCatalog
     private let listener: TCPListener
     private let clients = Mutex<[ObjectIdentifier: MPDClient]>([:])
+    /// MPD connections served at once (MPD's own default is 100).
+    private let budget = ConnectionBudget(name: "MPD", limit: 256)
     private let running = Atomic<Bool>(true)
     private var subscription = 0
     let startedAt = Date()
@@ -82,10 +84,12 @@ public final class MPDServer: @unchecked Sendable {
             nameThread("tutti-mpd-accept")
             while running.load(ordering: .relaxed) {
                 guard let connection = try? listener.accept() else { return }
+                guard budget.admit(log: log, now: Monotonic.now()) else { connection.close(); continue }
                 let client = MPDClient(connection: connection, configuration: leader.configuration, access: leader.controlAccess, log: log)
                 clients.withLock { $0[ObjectIdentifier(client)] = client }
                 Thread.detachNewThread { [self] in
                     nameThread("tutti-mpd-client")
+                    defer { budget.release() }
                     serve(client)
                 }
             }
@@ -125,11 +129,25 @@ public final class MPDServer: @unchecked Sendable {
         client.send(Array("OK MPD \(Self.protocolVersion)\n".utf8))
         var splitter = MPDLineSplitter(maxLineBytes: Self.maxLineBytes)
         var state = MPDSessionState(maxListCommands: Self.maxListCommands)
+        var unknown = 0
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 16_384, alignment: 1)
         defer { buffer.deallocate() }
+        let connectedAt = Monotonic.now()
+        var commands = 0
+        client.connection.setReceiveTimeout(milliseconds: 2_000)
         while running.load(ordering: .relaxed) {
-            guard let (n, _) = try? client.connection.receive(into: buffer), n > 0 else { return }
+            let n: Int
+            do { (n, _) = try client.connection.receive(into: buffer) } catch NetError.timedOut {
+                // Every real client asks something at once (an idling one has asked `idle`).
+                if commands == 0, Monotonic.now() - connectedAt > Int64(LineDiscipline.firstRequestMilliseconds) * nanosecondsPerMillisecond {
+                    log.info("MPD client \(client.connection.peer): no command within \(LineDiscipline.firstRequestMilliseconds / 1000) s, closing")
+                    return
+                }
+                continue
+            } catch { return }
+            guard n > 0 else { return }
             let lines = splitter.feed(buffer[0..<n])
+            commands += lines.count
             for line in lines {
                 // An idle answered by an event leaves the state machine idling: catch up.
                 if state.idling && !client.isWaiting { state.idling = false }
@@ -154,7 +172,15 @@ public final class MPDServer: @unchecked Sendable {
                     client.endIdle()
                     state.idling = false
                 case .run(let commands, let isList, let listOK):
-                    client.send(run(commands, isList: isList, listOK: listOK, client: client))
+                    let reply = run(commands, isList: isList, listOK: listOK, client: client)
+                    client.send(reply)
+                    // Random bytes make one unknown command after another: each costs a parse and an ACK.
+                    unknown = reply.starts(with: Array("ACK [5@".utf8)) ? unknown + 1 : 0
+                    if unknown >= LineDiscipline.maxConsecutiveMalformed {
+                        log.info("MPD client \(client.connection.peer): \(unknown) unknown commands in a row, closing")
+                        client.flush()
+                        return
+                    }
                 }
             }
             if splitter.overflow {

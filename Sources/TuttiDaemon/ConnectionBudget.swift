@@ -1,0 +1,47 @@
+import Synchronization
+import TuttiCore
+import TuttiNet
+
+/// How many connections one port serves at once. A peer that opens more
+/// (a thousand at once, say) has the rest closed as they arrive, so a flood
+/// costs bounded threads and memory and the clients already served keep
+/// their latency. Refusals are logged at most once every 5 s.
+final class ConnectionBudget: Sendable {
+    let name: String
+    let limit: Int
+    private let count = Atomic<Int>(0)
+    private let refused = Atomic<Int>(0)
+    private let lastLog = Atomic<Int64>(0)
+
+    init(name: String, limit: Int) {
+        self.name = name
+        self.limit = limit
+    }
+
+    /// Takes a place for a new connection; false: the port is full (close it).
+    func admit(log: Logger, now: Int64) -> Bool {
+        if count.add(1, ordering: .acquiringAndReleasing).newValue <= limit { return true }
+        count.subtract(1, ordering: .acquiringAndReleasing)
+        let n = refused.add(1, ordering: .relaxed).newValue
+        let last = lastLog.load(ordering: .relaxed)
+        if now - last > 5 * nanosecondsPerSecond, lastLog.compareExchange(expected: last, desired: now, ordering: .relaxed).exchanged {
+            log.warning("\(name): \(limit) connections already; refused \(n) more so far")
+        }
+        return false
+    }
+
+    func release() { count.subtract(1, ordering: .acquiringAndReleasing) }
+
+    var current: Int { count.load(ordering: .relaxed) }
+}
+
+/// What a line-based control client may get wrong before it is closed:
+/// a run of requests that are not requests at all (random bytes) costs a
+/// parse each, so it ends after a few; a half line left hanging (one byte a
+/// second, slowloris) ends after a while, as does a connection that asks
+/// nothing at all in its first seconds (it only holds a place).
+struct LineDiscipline {
+    static let maxConsecutiveMalformed = 8
+    static let partialLineMilliseconds = 10_000
+    static let firstRequestMilliseconds = 10_000
+}

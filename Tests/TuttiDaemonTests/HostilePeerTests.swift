@@ -1,0 +1,94 @@
+import Foundation
+import Testing
+import TuttiAudio
+import TuttiControlClient
+import TuttiCore
+import TuttiDaemon
+import TuttiNet
+import TuttiTestSupport
+
+/// Peers that are no clients: random bytes, oversized lines, half lines
+/// left hanging, and more connections than a port serves. Each is closed;
+/// a real client beside them keeps being answered.
+@Suite(.serialized) struct HostilePeerTests {
+    func open(_ port: UInt16) throws -> TCPConnection { try TCPConnection.connect(to: Endpoint(host: "127.0.0.1", port: port)) }
+
+    /// Reads until the leader closes the connection (true) or `seconds` pass (false).
+    func closedWithin(_ c: TCPConnection, seconds: Int) -> Bool {
+        c.setReceiveTimeout(milliseconds: seconds * 1000)
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 65_536, alignment: 1)
+        defer { buffer.deallocate() }
+        let deadline = Monotonic.now() + Int64(seconds) * nanosecondsPerSecond
+        while Monotonic.now() < deadline {
+            do {
+                let (n, _) = try c.receive(into: buffer)
+                if n == 0 { return true }
+            } catch NetError.timedOut { return false } catch { return true }
+        }
+        return false
+    }
+
+    @Test func garbageOversizedAndSilentControlClientsAreClosedWhileARealOneIsServed() throws {
+        let leader = try startLeader(files: []) { c in
+            c.control = Endpoint(host: "127.0.0.1", port: 0)
+            c.mpd = Endpoint(host: "127.0.0.1", port: 0)
+        }
+        defer { leader.stop() }
+        let port = leader.controlEndpoint!.port, mpd = leader.mpdEndpoint!.port
+        let real = try ControlClient(endpoint: Endpoint(host: "127.0.0.1", port: port))
+        _ = try real.call("player.status")
+
+        // Random bytes with newlines: a few malformed requests, then closed.
+        let garbage = try open(port)
+        var rng = SplitMix64(seed: 7)
+        var bytes = (0..<4_096).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
+        for i in stride(from: 0, to: bytes.count, by: 100) { bytes[i] = 10 }
+        try garbage.send(bytes)
+        #expect(closedWithin(garbage, seconds: 5), "random bytes: still open")
+
+        // Oversized lines, one after another: each an error, and after a few, closed.
+        let big = try open(port)
+        for _ in 0..<10 { try? big.send([UInt8](repeating: 65, count: 100_000) + [10]) }
+        #expect(closedWithin(big, seconds: 5), "oversized lines: still open")
+
+        // MPD: unknown commands one after another.
+        let m = try open(mpd)
+        try m.send(Array(String(repeating: "xyzzy\n", count: 20).utf8))
+        #expect(closedWithin(m, seconds: 5), "MPD garbage: still open")
+
+        // Silent, and a half line left hanging: closed after 10 s.
+        let silent = try open(port), slow = try open(port)
+        try slow.send(Array("{\"jsonrpc\":".utf8))
+        let t0 = Monotonic.now()
+        #expect(closedWithin(silent, seconds: 15), "a silent connection: still open")
+        #expect(closedWithin(slow, seconds: 5), "a half line: still open")
+        let waited = Double(Monotonic.now() - t0) / 1e9
+        #expect(waited >= 9, "closed after \(waited) s, before the 10 s a client is given")
+
+        // The real client was answered all along.
+        #expect((try real.call("player.status") as? [String: Any]) != nil)
+    }
+
+    @Test func aPortHoldsAtMostItsBudgetAndTheClientsAlreadyThereGoOn() throws {
+        let leader = try startLeader(files: []) { c in c.control = Endpoint(host: "127.0.0.1", port: 0) }
+        defer { leader.stop() }
+        let port = leader.controlEndpoint!.port
+        let real = try ControlClient(endpoint: Endpoint(host: "127.0.0.1", port: port))
+        _ = try real.call("player.status")
+        var flood: [TCPConnection] = []
+        for _ in 0..<400 { if let c = try? open(port) { flood.append(c) } }
+        usleep(500_000)
+        // Each refused connection was closed as it came; the budget is 256, the real client holds one.
+        var stillOpen = 0
+        for c in flood {
+            c.setReceiveTimeout(milliseconds: 1)
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 16, alignment: 1)
+            defer { buffer.deallocate() }
+            do { let (n, _) = try c.receive(into: buffer); if n > 0 { stillOpen += 1 } } catch NetError.timedOut { stillOpen += 1 } catch {}
+        }
+        print("400 connections at once: \(stillOpen) held, \(flood.count - stillOpen) closed at once")
+        #expect(stillOpen <= 255 && stillOpen >= 200, "\(stillOpen) held")
+        #expect((try real.call("player.status") as? [String: Any]) != nil, "the client already there is answered")
+        for c in flood { c.close() }
+    }
+}
