@@ -165,6 +165,23 @@ public final class Leader: @unchecked Sendable {
     public let mediaFolders: MediaFolders
     public let playlistFolder: String?
 
+    /// Opens a database; one that is damaged (a power cut, a failing SD card)
+    /// is moved aside, with its journal, and a new one started, so the
+    /// leader comes up rather than stopping at every start.
+    static func openRecovering<T>(_ path: String, what: String, log: Logger, rebuilt: String,
+                                  _ open: () throws(LibraryError) -> T) throws(LibraryError) -> T {
+        do { return try open() } catch where error.isDamagedDatabase {
+            var stamp = timespec()
+            clock_gettime(CLOCK_REALTIME, &stamp)
+            let aside = "\(path).damaged-\(stamp.tv_sec)"
+            for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: path + suffix) {
+                try? FileManager.default.moveItem(atPath: path + suffix, toPath: aside + suffix)
+            }
+            log.warning("\(what) \(path) is damaged (\(error)): moved aside to \(aside) and started anew; \(rebuilt)")
+            return try open()
+        }
+    }
+
     /// The path with every symlink and `..` resolved (nil: it does not exist).
     static func canonical(_ path: String) -> String? {
         guard let p = realpath(path, nil) else { return nil }
@@ -273,8 +290,12 @@ public final class Leader: @unchecked Sendable {
             let folder = (path as NSString).deletingLastPathComponent
             stateFolder = folder
             try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-            library = try Library(path: path, logger: log.with(label: "library"))
-            let store = try PlayerStateStore(path: folder + "/state.db")
+            library = try Self.openRecovering(path, what: "the library database", log: log, rebuilt: "a scan of the music folder fills it again") {
+                () throws(LibraryError) in try Library(path: path, logger: log.with(label: "library"))
+            }
+            let store = try Self.openRecovering(folder + "/state.db", what: "the player state database", log: log, rebuilt: "queue, volumes and groups start afresh") {
+                () throws(LibraryError) in try PlayerStateStore(path: folder + "/state.db")
+            }
             stateStore = store
             // Files named on the command line start a fresh queue; otherwise the saved one comes back.
             if configuration.files.isEmpty { snapshot = try store.load(seed: seed) }
@@ -502,13 +523,16 @@ public final class Leader: @unchecked Sendable {
         }
     }
 
-    /// Saves the player state at once after a change, and every 5 s while
-    /// playing (the position moves); a failure is logged and retried.
+    /// Saves the player state at once after a change, and the position once
+    /// a second while playing (so a power cut loses at most a second of it);
+    /// a failure is logged and retried.
     private func checkpointLoop(_ store: PlayerStateStore) {
+        var ticks = 0
         while running.load(ordering: .relaxed) {
-            _ = stateWake.wait(timeout: .now() + .seconds(5))
+            _ = stateWake.wait(timeout: .now() + .seconds(1))
             let dirty = stateDirty.exchange(false, ordering: .acquiringAndReleasing)
-            save(to: store, onlyIfPlaying: !dirty)
+            ticks += 1
+            if dirty || ticks % 5 == 0 { save(to: store, onlyIfPlaying: !dirty) } else { savePositions(to: store) }
             if soundDirty.exchange(false, ordering: .acquiringAndReleasing) { saveSound(to: store) }
         }
     }
@@ -523,6 +547,15 @@ public final class Leader: @unchecked Sendable {
             } catch {
                 log.error("saving the player state of group \(stream.group): \(error)")
             }
+        }
+    }
+
+    /// The main group's position alone (two rows); other groups, whole, every 5 s.
+    private func savePositions(to store: PlayerStateStore) {
+        let now = mainStream.player.nowPlaying()
+        guard now.state.isActive else { return }
+        do { try store.savePosition(entryID: now.entryID, positionMilliseconds: Int64(now.positionSeconds * 1000)) } catch {
+            log.error("saving the position: \(error)")
         }
     }
 

@@ -128,6 +128,17 @@ public final class PlayerStateStore: @unchecked Sendable {
         }
     }
 
+    /// Only where the main group is heard, for the checkpoint once a second
+    /// while playing: two rows, not the whole queue.
+    public func savePosition(entryID: UInt32?, positionMilliseconds: Int64) throws(LibraryError) {
+        lock.lock(); defer { lock.unlock() }
+        _ = try database.transaction { () throws(LibraryError) in
+            let put = try database.cached("INSERT INTO player (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value")
+            try put.run([.text("current"), .text(entryID.map { String($0) } ?? "")])
+            try put.run([.text("position_ms"), .text(String(positionMilliseconds))])
+        }
+    }
+
     /// Saves the player state of a group other than the main one (the main
     /// group's is `save`): one JSON record per group, replaced in one statement.
     public func save(_ snapshot: PlayerSnapshot, group: String) throws(LibraryError) {

@@ -1,0 +1,333 @@
+#!/usr/bin/python3
+"""Faults a leader and its speakers must survive, each case one printed line
+with its result and time to recover (bench/faults/run.sh; the quick form
+runs in the test suite).
+
+    faults.py --tuttid PATH [--power-cuts 100] [--case NAME ...]
+
+Cases:
+  leader-kill   kill -9 of a playing leader with a queue, a seek position,
+                a room volume, an EQ preset, a second group and party mode;
+                restart: each comes back (the position within 1 s), and the
+                speaker rejoins by itself (target: within 3 s of the leader
+                answering again).
+  speaker-kill  kill -9 of a speaker; started again, it is a connected room
+                again (target: within 2 s).
+  power-cut     N times: a client saves playlists as fast as it can while a
+                scan runs; kill -9 at a random moment; restart: PRAGMA
+                integrity_check is ok for both databases, and every playlist
+                whose creation was acknowledged is there.
+  damaged-db    random bytes over library.db and a truncated state.db (their
+                journals lost with them): the
+                leader starts anyway, says so in its log, moves them aside,
+                and the rescan fills the library again.
+Exit status 1 when a case fails its target. Standard library only.
+"""
+import argparse
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import sqlite3
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import wave
+import math
+
+
+def wav(path, seconds, freq=440):
+    with wave.open(path, "wb") as w:
+        w.setnchannels(2)
+        w.setsampwidth(2)
+        w.setframerate(48000)
+        frame = [struct.pack("<hh", int(3000 * math.sin(2 * math.pi * freq * i / 48000)), 0) for i in range(48000)]
+        w.writeframes(b"".join(frame) * int(seconds))
+
+
+class RPC:
+    def __init__(self, port, timeout=5):
+        self.s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+        self.f = self.s.makefile("rb")
+        self.id = 0
+
+    def call(self, method, params=None):
+        self.id += 1
+        m = {"jsonrpc": "2.0", "id": self.id, "method": method}
+        if params:
+            m["params"] = params
+        self.s.sendall((json.dumps(m) + "\n").encode())
+        while True:
+            line = self.f.readline()
+            if not line:
+                raise OSError("closed")
+            r = json.loads(line)
+            if r.get("id") == self.id:
+                if "error" in r:
+                    raise RuntimeError(r["error"]["message"])
+                return r["result"]
+
+    def close(self):
+        self.s.close()
+
+
+def wait_rpc(port, timeout):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            c = RPC(port)
+            c.call("player.status")
+            return c
+        except (OSError, RuntimeError, ValueError):
+            time.sleep(0.02)
+    return None
+
+
+class Run:
+    def __init__(self, tuttid, base):
+        self.tuttid = tuttid
+        self.dir = tempfile.mkdtemp(prefix="tutti-faults.")
+        self.music = os.path.join(self.dir, "music")
+        os.makedirs(os.path.join(self.music, "album"))
+        for i in range(4):
+            wav(os.path.join(self.music, "album", "%02d.wav" % (i + 1)), 20, 330 + 40 * i)
+        self.db = os.path.join(self.dir, "db", "library.db")
+        self.stream, self.control = base, base + 1
+        self.procs = []
+
+    def leader(self, log="leader.log"):
+        p = subprocess.Popen([self.tuttid, "leader", "--listen", "127.0.0.1:%d" % self.stream, "--control", "127.0.0.1:%d" % self.control,
+                              "--mpd", "off", "--web", "off", "--snapcast-stream", "off", "--snapcast-control", "off", "--snapcast-http", "off",
+                              "--no-announce", "--music", self.music, "--db", self.db],
+                             stdout=subprocess.DEVNULL, stderr=open(os.path.join(self.dir, log), "ab"))
+        self.procs.append(p)
+        return p
+
+    def speaker(self, name="den"):
+        p = subprocess.Popen([self.tuttid, "follower", "--leader", "127.0.0.1:%d" % self.stream, "--name", name,
+                              "--output", "file:" + os.path.join(self.dir, name + ".raw"), "--no-realtime"],
+                             stdout=subprocess.DEVNULL, stderr=open(os.path.join(self.dir, name + ".log"), "ab"))
+        self.procs.append(p)
+        return p
+
+    def kill(self, p):
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+
+    def stop(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def connected(c, room):
+    return any(r["name"] == room and r.get("connected") for r in c.call("rooms.list")["rooms"])
+
+
+def until(fn, timeout, step=0.01):
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        try:
+            if fn():
+                return time.monotonic() - t0
+        except (OSError, RuntimeError, ValueError, KeyError):
+            pass
+        time.sleep(step)
+    return None
+
+
+def case_leader_kill(args, base):
+    r = Run(args.tuttid, base)
+    try:
+        leader = r.leader()
+        c = wait_rpc(r.control, 20)
+        until(lambda: c.call("library.stats")["tracks"] == 4, 20)
+        r.speaker("den")
+        until(lambda: connected(c, "den"), 10)
+        tracks = [t["path"] for t in c.call("library.search", {"query": "album", "limit": 10, "record": False})["tracks"]] or \
+            sorted(os.path.join(r.music, "album", f) for f in os.listdir(os.path.join(r.music, "album")))
+        c.call("queue.add", {"uris": sorted(tracks)})
+        c.call("queue.play", {"index": 1})
+        c.call("player.seek", {"position": 5})
+        c.call("rooms.set", {"room": "den", "volume": 37})
+        c.call("rooms.setEq", {"room": "den", "preset": "Bass"})
+        g = c.call("groups.create", {"name": "Porch"})
+        c.call("party.on")
+        time.sleep(6.5)  # the leader saves at once after a change and every 5 s while playing
+        before = c.call("player.status")
+        c.close()
+        r.kill(leader)
+        t_kill = time.monotonic()
+        r.leader()
+        c = wait_rpc(r.control, 20)
+        t_up = time.monotonic()
+        if c is None:
+            return False, "the leader did not answer after its restart"
+        rejoin = until(lambda: connected(c, "den"), 10)
+        after = c.call("player.status")
+        queue = [e["uri"] for e in c.call("queue.list")["entries"]]
+        room = next(x for x in c.call("rooms.list")["rooms"] if x["name"] == "den")
+        groups = [x["name"] for x in c.call("groups.list")["groups"]]
+        party = c.call("party.status")["party"]
+        checks = {
+            "queue": queue == sorted(tracks),
+            "track": after.get("track") == before.get("track"),
+            "position": abs(after.get("position", -9) - before.get("position", 0)) <= 1.0,
+            "volume": room["volume"] == 37,
+            "eq": (room.get("eq") or {}).get("preset") == "Bass",
+            "groups": "Porch" in groups,
+            "party": party is True,
+            "rejoin<=3s": rejoin is not None and rejoin <= 3.0,
+        }
+        ok = all(checks.values())
+        return ok, "answers %.2f s after kill -9; position %.2f → %.2f s; speaker rejoined %s after the leader answered; %s" % (
+            t_up - t_kill, before.get("position", 0), after.get("position", 0), "%.2f s" % rejoin if rejoin is not None else "never",
+            ", ".join("%s %s" % (k, "ok" if v else "LOST") for k, v in checks.items()))
+    finally:
+        r.stop()
+
+
+def case_speaker_kill(args, base):
+    r = Run(args.tuttid, base)
+    try:
+        r.leader()
+        c = wait_rpc(r.control, 20)
+        sp = r.speaker("den")
+        until(lambda: connected(c, "den"), 10)
+        r.kill(sp)
+        until(lambda: not connected(c, "den"), 10)
+        t0 = time.monotonic()
+        r.speaker("den")
+        took = until(lambda: connected(c, "den"), 10)
+        ok = took is not None and took <= 2.0
+        return ok, "started again, a connected room after %s (target 2 s)" % ("%.2f s" % took if took is not None else "never")
+    finally:
+        r.stop()
+
+
+def integrity(path):
+    con = sqlite3.connect(path)
+    try:
+        return con.execute("PRAGMA integrity_check").fetchone()[0]
+    finally:
+        con.close()
+
+
+def case_power_cut(args, base):
+    r = Run(args.tuttid, base)
+    rng = random.Random(args.seed)
+    acknowledged = set()
+    worst = None
+    bad = []
+    try:
+        for i in range(args.power_cuts):
+            leader = r.leader()
+            c = wait_rpc(r.control, 30)
+            if c is None:
+                bad.append("round %d: no answer after restart" % i)
+                break
+            present = {p["name"] for p in c.call("playlists.list")["playlists"]}
+            lost = acknowledged - present
+            if lost:
+                bad.append("round %d: %d acknowledged playlists lost" % (i, len(lost)))
+            if i % 10 == 0:
+                try:
+                    c.call("library.scan")
+                except (RuntimeError, OSError):
+                    pass
+            deadline = time.monotonic() + rng.uniform(0.05, 0.6)
+            n = 0
+            while time.monotonic() < deadline:
+                name = "cut-%d-%d" % (i, n)
+                try:
+                    c.call("playlists.create", {"name": name})
+                    acknowledged.add(name)
+                except (RuntimeError, OSError):
+                    break
+                n += 1
+            r.kill(leader)
+            c.close()
+            for db in (r.db, os.path.join(os.path.dirname(r.db), "state.db")):
+                v = integrity(db)
+                if v != "ok":
+                    bad.append("round %d: %s: %s" % (i, os.path.basename(db), v))
+        leader = r.leader()
+        c = wait_rpc(r.control, 30)
+        present = {p["name"] for p in c.call("playlists.list")["playlists"]} if c else set()
+        lost = acknowledged - present
+        if lost:
+            bad.append("at the end: %d acknowledged playlists lost" % len(lost))
+        ok = not bad
+        return ok, "%d kill -9 at random moments (playlist saves, scans): integrity_check ok every time: %s; %d acknowledged playlists, %d lost%s" % (
+            args.power_cuts, "yes" if not any("integrity" in b or ".db" in b for b in bad) else "NO", len(acknowledged), len(lost),
+            ("; " + "; ".join(bad[:3])) if bad else "")
+    finally:
+        r.stop()
+
+
+def case_damaged_db(args, base):
+    r = Run(args.tuttid, base)
+    try:
+        leader = r.leader()
+        c = wait_rpc(r.control, 20)
+        until(lambda: c.call("library.stats")["tracks"] == 4, 20)
+        c.close()
+        leader.terminate()
+        leader.wait()
+        # A failing SD card: the file damaged and its journal gone with it.
+        state = os.path.join(os.path.dirname(r.db), "state.db")
+        for db in (r.db, state):
+            for suffix in ("-wal", "-shm"):
+                if os.path.exists(db + suffix):
+                    os.remove(db + suffix)
+        with open(r.db, "r+b") as f:
+            f.write(os.urandom(4096))
+        with open(state, "r+b") as f:
+            f.truncate(100)
+        t0 = time.monotonic()
+        r.leader()
+        c = wait_rpc(r.control, 20)
+        if c is None:
+            return False, "the leader did not start with damaged databases"
+        rebuilt = until(lambda: c.call("library.stats")["tracks"] == 4, 20)
+        log = open(os.path.join(r.dir, "leader.log"), errors="replace").read()
+        aside = [f for f in os.listdir(os.path.dirname(r.db)) if ".damaged-" in f]
+        ok = rebuilt is not None and "is damaged" in log and any(f.startswith("library.db.damaged-") for f in aside)
+        return ok, "started in %.2f s; moved aside: %s; library rebuilt by the rescan in %s; log says so: %s" % (
+            time.monotonic() - t0 - (rebuilt or 0), ", ".join(sorted(aside)) or "nothing",
+            "%.2f s" % rebuilt if rebuilt is not None else "never", "yes" if "is damaged" in log else "no")
+    finally:
+        r.stop()
+
+
+CASES = {"leader-kill": case_leader_kill, "speaker-kill": case_speaker_kill, "power-cut": case_power_cut, "damaged-db": case_damaged_db}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tuttid", required=True)
+    ap.add_argument("--power-cuts", type=int, default=100)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--case", action="append", choices=sorted(CASES))
+    args = ap.parse_args()
+    base = 21000 + os.getpid() % 20000
+    failed = 0
+    for i, name in enumerate(args.case or list(CASES)):
+        t0 = time.monotonic()
+        try:
+            ok, text = CASES[name](args, base + 10 * i)
+        except Exception as e:  # noqa: BLE001
+            ok, text = False, "crashed: %r" % e
+        failed += 0 if ok else 1
+        print("%-13s %-4s %6.1f s  %s" % (name, "ok" if ok else "FAIL", time.monotonic() - t0, text), flush=True)
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
