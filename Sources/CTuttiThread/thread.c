@@ -9,3 +9,12 @@ void tutti_set_thread_name(const char *name) {
     shortName[15] = 0;
     pthread_setname_np(pthread_self(), shortName);
 }
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+int tutti_lower_thread_priority(int increment) {
+    pid_t tid = gettid();
+    int current = getpriority(PRIO_PROCESS, (id_t)tid);
+    return setpriority(PRIO_PROCESS, (id_t)tid, current + increment);
+}

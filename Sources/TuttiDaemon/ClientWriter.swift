@@ -54,6 +54,17 @@ final class ClientWriter: @unchecked Sendable {
         }
     }
 
+    /// Queues a message once fewer than `limit` bytes wait to be written:
+    /// for a producer that can wait (a long answer made on the client's own
+    /// thread). A client that stops reading is disconnected by the writer's
+    /// send timeout, which ends this wait too.
+    func send(_ bytes: [UInt8], waitingBelow limit: Int) {
+        condition.lock()
+        while outbox.queuedBytes >= limit && reason == nil { condition.wait() }
+        condition.unlock()
+        send(bytes)
+    }
+
     /// Waits until everything queued so far is written (or the client is gone), at most `timeoutMilliseconds`.
     func flush(timeoutMilliseconds: Int = 2_000) {
         let deadline = Date(timeIntervalSinceNow: Double(timeoutMilliseconds) / 1000)

@@ -20,7 +20,7 @@ public struct AlbumSummary: Equatable, Sendable {
 extension Library {
     /// Every artist with albums and track counts, by name (case-insensitive).
     public func artists() throws(LibraryError) -> [ArtistSummary] {
-        try locked { db throws(LibraryError) in
+        try reading { db throws(LibraryError) in
             try db.query("""
                 SELECT coalesce(album_artist, artist) AS name, count(DISTINCT album), count(*) FROM tracks
                 WHERE name IS NOT NULL GROUP BY name ORDER BY name COLLATE NOCASE
@@ -30,7 +30,7 @@ extension Library {
 
     /// Albums (of one artist, or all), by artist then name; `limit` bounds a whole-library listing.
     public func albums(artist: String? = nil, limit: Int = 5_000) throws(LibraryError) -> [AlbumSummary] {
-        try locked { db throws(LibraryError) in
+        try reading { db throws(LibraryError) in
             try db.query("""
                 SELECT album, coalesce(album_artist, artist) AS who, max(year), count(*), max(cover_hash) FROM tracks
                 WHERE album IS NOT NULL AND (?1 IS NULL OR who = ?1)

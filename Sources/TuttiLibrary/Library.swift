@@ -25,6 +25,10 @@ public final class Library: Sendable {
     public let path: String
     let logger: Logger
     private let database: Mutex<Database>
+    /// A second connection for queries (search, browsing, the MPD port):
+    /// WAL lets it read while a scan writes, so a batch being committed
+    /// never holds up a search.
+    private let reader: Mutex<Database>
     private let scanning = Atomic<Bool>(false)
 
     /// Opens the library at `path`, creating it (and upgrading an older
@@ -37,9 +41,13 @@ public final class Library: Sendable {
         if before != Schema.latestVersion {
             logger.info("library \(path): schema \(before) → \(Schema.latestVersion)")
         }
+        if before > 0 && before < 4 { try TrackStore.fillSearchColumns(db) }
+        let readOnly = try Database(path: path)
+        try readOnly.execute("PRAGMA query_only=ON")
         self.path = path
         self.logger = logger
         self.database = Mutex(db)
+        self.reader = Mutex(readOnly)
     }
 
     /// Where the library lives by default: `/var/lib/tutti/library.db` for
@@ -57,6 +65,15 @@ public final class Library: Sendable {
     func locked<T: Sendable>(_ body: (Database) throws(LibraryError) -> T) throws(LibraryError) -> T {
         try database.withLock { (db: inout Database) throws(LibraryError) -> T in try body(db) }
     }
+
+    /// Runs `body` with the query connection (read only), holding its lock.
+    @discardableResult
+    func reading<T: Sendable>(_ body: (Database) throws(LibraryError) -> T) throws(LibraryError) -> T {
+        try reader.withLock { (db: inout Database) throws(LibraryError) -> T in try body(db) }
+    }
+
+    /// Whether a scan is running now (MPD's `updating_db`).
+    public var isScanning: Bool { scanning.load(ordering: .acquiring) }
 
     // MARK: Scanning
 
@@ -88,25 +105,25 @@ public final class Library: Sendable {
     // MARK: Tracks
 
     public func track(_ id: TrackID) throws(LibraryError) -> Track? {
-        try locked { db throws(LibraryError) in
+        try reading { db throws(LibraryError) in
             try db.query("SELECT \(TrackStore.columns) FROM tracks WHERE id = ?", [.int(id.rawValue)]) { TrackStore.track($0) }.first
         }
     }
 
     /// The track at an absolute path (as stored: symbolic links resolved).
     public func track(atPath path: String) throws(LibraryError) -> Track? {
-        try locked { db throws(LibraryError) in
+        try reading { db throws(LibraryError) in
             try db.query("SELECT \(TrackStore.columns) FROM tracks WHERE path = ?", [.text(path)]) { TrackStore.track($0) }.first
         }
     }
 
     public func trackCount() throws(LibraryError) -> Int {
-        try locked { db throws(LibraryError) in Int(try db.scalarInt("SELECT count(*) FROM tracks") ?? 0) }
+        try reading { db throws(LibraryError) in Int(try db.scalarInt("SELECT count(*) FROM tracks") ?? 0) }
     }
 
     /// All tracks of an album in disc and track order.
     public func albumTracks(album: String, albumArtist: String? = nil) throws(LibraryError) -> [Track] {
-        try locked { db throws(LibraryError) in
+        try reading { db throws(LibraryError) in
             try db.query("""
                 SELECT \(TrackStore.columns) FROM tracks
                 WHERE album = ? AND (?2 IS NULL OR coalesce(album_artist, artist) = ?2)
@@ -117,7 +134,7 @@ public final class Library: Sendable {
 
     /// The cover image with this hash (from `Track.coverHash`), or nil.
     public func cover(hash: String) throws(LibraryError) -> Cover? {
-        try locked { db throws(LibraryError) in
+        try reading { db throws(LibraryError) in
             try db.query("SELECT hash, mime, bytes FROM covers WHERE hash = ?", [.text(hash)]) {
                 Cover(hash: $0.text(0), mime: $0.text(1), bytes: $0.blob(2))
             }.first

@@ -1,19 +1,25 @@
 import Glibc
 import TuttiCore
+import TuttiSystem
 
 /// How a scan behaves.
 public struct ScanOptions: Sendable {
     /// Files read between two commits. Each batch is one transaction, so a
     /// crash loses at most the batch in flight and the next scan redoes it.
-    public var batchSize = 500
+    public var batchSize = 1_000
     /// A folder that yields no audio files at all while the library holds
     /// tracks under it is most likely an unmounted disk: its tracks (and
     /// their favourites and history) are kept unless this is set.
     public var removeTracksWhenFolderIsEmpty = false
 
-    public init(batchSize: Int = 500, removeTracksWhenFolderIsEmpty: Bool = false) {
+    /// Threads that read files (tags, length, content hash) while the
+    /// scan's own thread writes: one per core by default.
+    public var readers: Int
+
+    public init(batchSize: Int = 1_000, removeTracksWhenFolderIsEmpty: Bool = false, readers: Int? = nil) {
         self.batchSize = max(1, batchSize)
         self.removeTracksWhenFolderIsEmpty = removeTracksWhenFolderIsEmpty
+        self.readers = max(1, readers ?? Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
     }
 }
 
@@ -138,6 +144,88 @@ enum FileReader {
     }
 }
 
+/// Reads files on worker threads, at most `window` files ahead of the
+/// consumer, who takes the results in order (`take(0)`, `take(1)`, …).
+final class ReadAhead: @unchecked Sendable {
+    // Sendable because `results`, `taken` and `cancelled` are touched only
+    // with `mutex` held; `files` is immutable; a slot is filled by the one
+    // worker that claimed its index.
+    typealias Outcome = Result<FileReader.Read, SkipReason>
+    private let files: [FoundFile]
+    private var results: [Outcome?]
+    private var claimed = 0
+    private var taken = 0
+    private var cancelled = false
+    private let window = 256
+    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    private let changed: UnsafeMutablePointer<pthread_cond_t>
+    private var running: Int
+
+    init(files: [FoundFile], workers: Int) {
+        self.files = files
+        results = Array(repeating: nil, count: files.count)
+        mutex = .allocate(capacity: 1)
+        changed = .allocate(capacity: 1)
+        pthread_mutex_init(mutex, nil)
+        pthread_cond_init(changed, nil)
+        let count = files.isEmpty ? 0 : max(1, workers)
+        running = count
+        for _ in 0..<count {
+            startThread(name: "tutti-scan-read") { [self] in
+                // Below the control threads, so commands stay fast while a scan uses every core.
+                lowerThreadPriority(by: 10)
+                work()
+            }
+        }
+    }
+
+    deinit {
+        pthread_cond_destroy(changed)
+        pthread_mutex_destroy(mutex)
+        mutex.deallocate()
+        changed.deallocate()
+    }
+
+    private func work() {
+        pthread_mutex_lock(mutex)
+        while true {
+            while !cancelled && claimed < files.count && claimed >= taken + window { pthread_cond_wait(changed, mutex) }
+            guard !cancelled, claimed < files.count else { break }
+            let index = claimed
+            claimed += 1
+            pthread_mutex_unlock(mutex)
+            let outcome = FileReader.read(files[index])
+            pthread_mutex_lock(mutex)
+            results[index] = outcome
+            pthread_cond_broadcast(changed)
+        }
+        running -= 1
+        pthread_cond_broadcast(changed)
+        pthread_mutex_unlock(mutex)
+    }
+
+    /// The result for file `index`, waiting for it; indices in order.
+    func take(_ index: Int) -> Outcome {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        while results[index] == nil { pthread_cond_wait(changed, mutex) }
+        let outcome = results[index]!
+        results[index] = nil
+        taken = index + 1
+        pthread_cond_broadcast(changed)
+        return outcome
+    }
+
+    /// Stops the workers (a failed write ends the scan early) and waits for them.
+    func cancel() {
+        pthread_mutex_lock(mutex)
+        cancelled = true
+        pthread_cond_broadcast(changed)
+        while running > 0 { pthread_cond_wait(changed, mutex) }
+        pthread_mutex_unlock(mutex)
+    }
+}
+
 /// The scan: walk, compare with the library, read what changed, write in
 /// batches. File reading happens outside the library's lock; each batch
 /// takes the lock for one transaction, so searches and other calls carry
@@ -198,15 +286,24 @@ struct Scan {
             }
         }
 
+        // Unchanged files (same size and mtime) are not opened; the others
+        // are read on every core, ahead of the writer and in order.
+        var toRead: [Int] = []
         for (index, file) in walk.files.enumerated() {
+            if let old = known[file.path], old.size == file.size, old.mtimeNanoseconds == file.mtimeNanoseconds {
+                summary.unchanged += 1
+            } else {
+                toRead.append(index)
+            }
+        }
+        let readAhead = ReadAhead(files: toRead.map { walk.files[$0] }, workers: options.readers)
+        defer { readAhead.cancel() }
+        for (n, index) in toRead.enumerated() {
+            let file = walk.files[index]
             progress?(ScanProgress(done: index, total: walk.files.count, currentPath: file.path))
             let old = known[file.path]
-            if let old, old.size == file.size, old.mtimeNanoseconds == file.mtimeNanoseconds {
-                summary.unchanged += 1
-                continue
-            }
             summary.filesRead += 1
-            switch FileReader.read(file) {
+            switch readAhead.take(n) {
             case .failure(let reason):
                 summary.skipped.append(.init(path: file.path, reason: reason))
                 logger.warning("skipped \(file.path): \(reason)")
@@ -280,11 +377,41 @@ enum TrackStore {
 
     private static func values(_ read: FileReader.Read, coverHash: String?) -> [SQLValue] {
         let t = read.metadata.tags
-        return [.text(read.file.path), .text(read.metadata.format.rawValue), .text(t.title ?? "Untitled"),
+        let title = t.title ?? "Untitled"
+        let search = searchColumns(title: title, artist: t.artist, album: t.album, albumArtist: t.albumArtist, genre: t.genre,
+                                   track: t.trackNumber, disc: t.discNumber, year: t.year)
+        return [.text(read.file.path), .text(read.metadata.format.rawValue), .text(title),
                 SQLValue(t.artist), SQLValue(t.album), SQLValue(t.albumArtist), SQLValue(t.genre),
                 SQLValue(t.trackNumber), SQLValue(t.discNumber), SQLValue(t.year),
                 .int(Int64(read.metadata.durationFrames)), .int(Int64(read.metadata.sampleRate)),
-                .int(Int64(read.file.size)), .int(read.file.mtimeNanoseconds), .text(read.contentHash), SQLValue(coverHash)]
+                .int(Int64(read.file.size)), .int(read.file.mtimeNanoseconds), .text(read.contentHash), SQLValue(coverHash),
+                .text(search.mpdText), SQLValue(search.grams)]
+    }
+
+    /// The derived search columns (schema 4): the MPD port's folded text
+    /// (every value it shows as a tag) and the CJK grams of the word index.
+    static func searchColumns(title: String, artist: String?, album: String?, albumArtist: String?, genre: String?,
+                              track: Int?, disc: Int?, year: Int?) -> (mpdText: String, grams: String?) {
+        let mpd = SearchText.mpdHaystack([title, artist, album, albumArtist, genre, track.map(String.init),
+                                          disc.map(String.init), year.map(String.init)])
+        return (mpd, SearchText.cjkGrams([title, artist, album, albumArtist]))
+    }
+
+    /// Fills the derived columns of rows written before schema 4, in one transaction.
+    static func fillSearchColumns(_ db: Database) throws(LibraryError) {
+        let rows = try db.query("""
+            SELECT id, title, artist, album, album_artist, genre, track_no, disc_no, year FROM tracks WHERE mpd_text IS NULL
+            """) { s in
+            (s.int(0), searchColumns(title: s.text(1), artist: s.optionalText(2), album: s.optionalText(3), albumArtist: s.optionalText(4),
+                                     genre: s.optionalText(5), track: s.optionalInt(6).map(Int.init), disc: s.optionalInt(7).map(Int.init),
+                                     year: s.optionalInt(8).map(Int.init)))
+        }
+        guard !rows.isEmpty else { return }
+        try db.transaction { () throws(LibraryError) in
+            for (id, search) in rows {
+                try db.run("UPDATE tracks SET mpd_text = ?, grams = ? WHERE id = ?", [.text(search.mpdText), SQLValue(search.grams), .int(id)])
+            }
+        }
     }
 
     /// Stores the picture once per distinct image; returns its hash.
@@ -299,8 +426,8 @@ enum TrackStore {
         let cover = try storeCover(read, db)
         try db.run("""
             INSERT INTO tracks(path, format, title, artist, album, album_artist, genre, track_no, disc_no, year,
-                               duration_frames, sample_rate, file_size, mtime_ns, content_hash, cover_hash, added_at)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                               duration_frames, sample_rate, file_size, mtime_ns, content_hash, cover_hash, mpd_text, grams, added_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """, values(read, coverHash: cover) + [.int(WallClock.unixMilliseconds())])
     }
 
@@ -309,7 +436,7 @@ enum TrackStore {
         try db.run("""
             UPDATE tracks SET path = ?, format = ?, title = ?, artist = ?, album = ?, album_artist = ?, genre = ?,
                 track_no = ?, disc_no = ?, year = ?, duration_frames = ?, sample_rate = ?, file_size = ?, mtime_ns = ?,
-                content_hash = ?, cover_hash = ?
+                content_hash = ?, cover_hash = ?, mpd_text = ?, grams = ?
             WHERE id = ?
             """, values(read, coverHash: cover) + [.int(id.rawValue)])
     }

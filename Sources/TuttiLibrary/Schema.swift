@@ -117,6 +117,28 @@ public enum Schema {
                 seq INTEGER NOT NULL          -- newest is largest; a counter, not a clock, so order is exact
             );
             """),
+        Migration(version: 4, summary: "MPD search text, CJK grams, browsing indexes (issue 12)", sql: """
+            -- Every tag value the MPD port shows, case-folded as MPD folds (SearchText.mpdHaystack):
+            -- `search any` is one instr() per row, read from the index below in path order.
+            ALTER TABLE tracks ADD COLUMN mpd_text TEXT;
+            -- One- and two-character pieces of CJK runs (SearchText.cjkGrams), NULL without CJK text.
+            ALTER TABLE tracks ADD COLUMN grams TEXT;
+            CREATE INDEX tracks_mpd ON tracks(path, mpd_text);
+            CREATE INDEX tracks_artist ON tracks(artist, album);
+            CREATE INDEX tracks_album_name ON tracks(album);
+            CREATE INDEX tracks_who ON tracks(coalesce(album_artist, artist), album);
+            CREATE VIRTUAL TABLE tracks_grams USING fts5(grams, content='tracks', content_rowid='id', tokenize='unicode61');
+            CREATE TRIGGER tracks_grams_insert AFTER INSERT ON tracks WHEN new.grams IS NOT NULL BEGIN
+                INSERT INTO tracks_grams(rowid, grams) VALUES (new.id, new.grams);
+            END;
+            CREATE TRIGGER tracks_grams_delete AFTER DELETE ON tracks WHEN old.grams IS NOT NULL BEGIN
+                INSERT INTO tracks_grams(tracks_grams, rowid, grams) VALUES ('delete', old.id, old.grams);
+            END;
+            CREATE TRIGGER tracks_grams_update AFTER UPDATE OF grams ON tracks BEGIN
+                INSERT INTO tracks_grams(tracks_grams, rowid, grams) SELECT 'delete', old.id, old.grams WHERE old.grams IS NOT NULL;
+                INSERT INTO tracks_grams(rowid, grams) SELECT new.id, new.grams WHERE new.grams IS NOT NULL;
+            END;
+            """),
     ]
 
     /// Brings `db` to `latestVersion`, or throws when it is newer or foreign.

@@ -1,3 +1,5 @@
+import TuttiCore
+
 /// A user's search box text, parsed. Pure: no SQLite here.
 ///
 /// Syntax: words match anywhere (all must match); `"two words"` is a
@@ -96,33 +98,32 @@ public struct SearchQuery: Equatable, Sendable {
     /// An FTS5 string literal: the only quoting FTS5 has is doubling `"`.
     static func literal(_ s: String) -> String { "\"" + s.replacingOccurrences(of: "\"", with: "\"\"") + "\"" }
 
-    private static func filter(_ field: Field?) -> String {
-        field.map { "{" + $0.columns.joined(separator: " ") + "} : " } ?? ""
-    }
-
     /// The MATCH expression for the word index (all terms, ANDed).
     var wordExpression: String? {
         guard !terms.isEmpty else { return nil }
         return terms.map { Self.filter($0.field) + Self.literal($0.text) + ($0.prefix ? "*" : "") }.joined(separator: " ")
     }
 
-    /// The substring search: trigram MATCH for terms of 3+ characters, LIKE
-    /// for shorter CJK terms (a trigram index cannot look up 1–2
-    /// characters). Nil when some term is a short non-CJK word, which only
-    /// the word index can serve without scanning every row.
-    var substringPlan: (match: String?, likes: [(columns: [String], pattern: String)])? {
+    /// The substring search: trigram MATCH for terms of 3+ characters, the
+    /// CJK gram index for shorter CJK terms (a trigram index cannot look up
+    /// 1–2 characters), with LIKE on the candidates where such a term names
+    /// a field (the gram index has one column). Nil when some term is a short
+    /// non-CJK word, which only the word index can serve without scanning every row.
+    var substringPlan: (match: String?, grams: String?, likes: [(columns: [String], pattern: String)])? {
         guard !terms.isEmpty, terms.allSatisfy({ $0.text.count >= 3 || Self.containsCJK($0.text) }) else { return nil }
         var matches: [String] = []
+        var grams: [String] = []
         var likes: [(columns: [String], pattern: String)] = []
         for term in terms {
             if term.text.count >= 3 {
                 matches.append(Self.filter(term.field) + Self.literal(term.text))
             } else {
-                let columns = term.field?.columns ?? ["title", "artist", "album", "album_artist", "genre"]
-                likes.append((columns, "%" + Self.escapeLike(term.text) + "%"))
+                // Each CJK piece of the term is a gram ("東京" is one; a 1–2 character term has at most two pieces).
+                grams.append(Self.literal(term.text))
+                if let field = term.field { likes.append((field.columns, "%" + Self.escapeLike(term.text) + "%")) }
             }
         }
-        return (matches.isEmpty ? nil : matches.joined(separator: " "), likes)
+        return (matches.isEmpty ? nil : matches.joined(separator: " "), grams.isEmpty ? nil : grams.joined(separator: " "), likes)
     }
 
     /// Whether the query has CJK text: those scripts are written without
@@ -153,19 +154,75 @@ public struct SearchQuery: Equatable, Sendable {
     }
 }
 
-/// Column weights for bm25: title and artist first, genre last.
-enum SearchRanking {
-    static let weights = "10.0, 8.0, 4.0, 3.0, 1.0" // title, artist, album, album_artist, genre
+/// The order of ranked results: one tier after another, each a cheap
+/// indexed lookup in track id order that stops once the page is full, so a
+/// one-letter prefix costs no more than a rare word (no scoring of every
+/// match). A track is listed in the first tier that finds it.
+enum SearchTier: Equatable, Sendable {
+    /// The whole text is the artist's (or album artist's) name: their tracks first.
+    case exactArtist
+    /// The whole text is the title.
+    case exactTitle
+    /// Every term a whole word: in the title, then in any field.
+    case words(titleOnly: Bool)
+    /// The last term a prefix (search as you type): in the title, then in any field.
+    case prefix(titleOnly: Bool)
+    /// Substrings the word index cannot find: CJK pieces, "beat" in "Upbeat".
+    case substring
+}
+
+extension SearchQuery {
+    /// Whether the query has no field filters: only then do the exact and
+    /// title tiers apply (a filter already says where to look).
+    var isPlain: Bool { terms.allSatisfy { $0.field == nil } }
+
+    /// The whole typed text, as one phrase.
+    var wholeText: String { terms.map(\.text).joined(separator: " ") }
+
+    /// The tiers for this query, best first. `namesArtist`: the whole text
+    /// is an artist's name (found by the caller).
+    func tiers(namesArtist: Bool) -> [SearchTier] {
+        var out: [SearchTier] = []
+        if isPlain {
+            if namesArtist { out.append(.exactArtist) }
+            out += [.exactTitle, .words(titleOnly: true), .words(titleOnly: false), .prefix(titleOnly: true), .prefix(titleOnly: false)]
+        } else {
+            out += [.words(titleOnly: false), .prefix(titleOnly: false)]
+        }
+        if substringPlan != nil { out.append(.substring) }
+        return out
+    }
+
+    /// The MATCH expression of a word tier.
+    func expression(for tier: SearchTier) -> String? {
+        guard !terms.isEmpty else { return nil }
+        switch tier {
+        case .exactTitle: return "{title} : ^" + Self.literal(wholeText)
+        case .exactArtist: return "{artist album_artist} : ^" + Self.literal(wholeText)
+        case .words(let titleOnly), .prefix(let titleOnly):
+            let prefix = tier == .prefix(titleOnly: titleOnly)
+            let body = terms.map { term in
+                Self.filter(titleOnly ? .title : term.field) + Self.literal(term.text) + (prefix && term.prefix ? "*" : "")
+            }
+            return body.joined(separator: " ")
+        case .substring: return nil
+        }
+    }
+
+    static func filter(_ field: Field?) -> String {
+        field.map { "{" + $0.columns.joined(separator: " ") + "} : " } ?? ""
+    }
 }
 
 extension Library {
     /// Searches title, artist, album, album artist and genre.
     ///
-    /// Results come in two tiers: word matches (prefix on the last term,
-    /// case- and diacritic-insensitive) ranked by bm25 with title and artist
-    /// weighted highest; then substring matches the word index missed
-    /// (CJK words inside longer runs, "beat" inside "Upbeat"). Ties are
-    /// broken by track id so pages are stable. Never throws for any text
+    /// Order (`SearchTier`): the artist's tracks when the text is an
+    /// artist's name; titles equal to the whole text; every word whole in
+    /// the title, then in any field; the last word as a prefix in the title,
+    /// then in any field; then substrings (CJK, "beat" in "Upbeat"). Within
+    /// a tier, by track id (scan order: folder, then file), so pages are
+    /// stable. Case and diacritics are ignored. Never throws for any text
     /// the user typed; throws only when the database itself fails.
     /// Does not record the query: call `recordSearch` when the user commits to it.
     public func search(_ text: String, limit: Int = 50, offset: Int = 0) throws(LibraryError) -> SearchResults {
@@ -173,26 +230,39 @@ extension Library {
         let limit = max(0, min(limit, 1_000))
         let offset = max(0, offset)
         var page = SearchResults(query: text, tracks: [], offset: offset, limit: limit, hasMore: false)
-        guard let word = query.wordExpression, limit > 0 else { return page }
+        guard !query.isEmpty, limit > 0 else { return page }
         do {
-            try locked { db throws(LibraryError) in
-                // Tier 1. Only ids are ranked and paged; rows are fetched for the page alone.
-                var ids = try db.query("""
-                    SELECT rowid FROM tracks_fts WHERE tracks_fts MATCH ? ORDER BY bm25(tracks_fts, \(SearchRanking.weights)), rowid LIMIT ? OFFSET ?
-                    """, [.text(word), .int(Int64(limit + 1)), .int(Int64(offset))]) { $0.int(0) }
-                // Tier 2 only when tier 1 cannot fill the page: most queries stop here.
-                if ids.count <= limit, let plan = query.substringPlan {
-                    let wordTotal = ids.isEmpty && offset > 0
-                        ? Int(try db.scalarInt("SELECT count(*) FROM tracks_fts WHERE tracks_fts MATCH ?", [.text(word)]) ?? 0)
-                        : offset + ids.count
-                    ids += try Self.substringIDs(plan, word: word, limit: limit + 1 - ids.count, offset: max(0, offset - wordTotal), db)
+            page.tracks = try reading { db throws(LibraryError) -> [Track] in
+                let wanted = offset + limit + 1
+                var ids: [Int64] = []
+                var seen = Set<Int64>()
+                let whole = SearchText.wordFold(query.wholeText)
+                let artistCandidates = query.isPlain ? try Self.exactCandidates(query, .exactArtist, db) : []
+                let namesArtist = artistCandidates.contains { c in c.values.contains { Self.sameName(SearchText.wordFold($0), whole) } }
+                for tier in query.tiers(namesArtist: namesArtist) {
+                    guard ids.count < wanted else { break }
+                    let found: [Int64]
+                    switch tier {
+                    case .exactArtist:
+                        found = artistCandidates.filter { c in c.values.contains { Self.sameName(SearchText.wordFold($0), whole) } }.map(\.id)
+                    case .exactTitle:
+                        found = try Self.exactCandidates(query, .exactTitle, db).filter { c in c.values.contains { SearchText.wordFold($0) == whole } }.map(\.id)
+                    case .words, .prefix:
+                        guard let expression = query.expression(for: tier) else { continue }
+                        found = try db.query("SELECT rowid FROM tracks_fts WHERE tracks_fts MATCH ? LIMIT ?",
+                                             [.text(expression), .int(Int64(wanted + ids.count))]) { $0.int(0) }
+                    case .substring:
+                        found = try Self.substringIDs(query, limit: wanted + ids.count, db)
+                    }
+                    for id in found where seen.insert(id).inserted { ids.append(id) }
                 }
-                page.hasMore = ids.count > limit
-                ids = Array(ids.prefix(limit))
-                let placeholders = Array(repeating: "?", count: ids.count).joined(separator: ",")
-                let rows = try db.query("SELECT \(TrackStore.columns) FROM tracks WHERE id IN (\(placeholders))", ids.map { .int($0) }) { TrackStore.track($0) }
+                page.hasMore = ids.count > offset + limit
+                let slice = Array(ids.dropFirst(offset).prefix(limit))
+                guard !slice.isEmpty else { return [] }
+                let placeholders = Array(repeating: "?", count: slice.count).joined(separator: ",")
+                let rows = try db.query("SELECT \(TrackStore.columns) FROM tracks WHERE id IN (\(placeholders))", slice.map { .int($0) }) { TrackStore.track($0) }
                 let byID = Dictionary(rows.map { ($0.id.rawValue, $0) }, uniquingKeysWith: { a, _ in a })
-                page.tracks = ids.compactMap { byID[$0] }
+                return slice.compactMap { byID[$0] }
             }
             return page
         } catch {
@@ -209,27 +279,54 @@ extension Library {
         }
     }
 
-    /// Tier 2: substring matches that are not word matches, in trigram bm25 order.
-    private static func substringIDs(_ plan: (match: String?, likes: [(columns: [String], pattern: String)]), word: String,
-                                     limit: Int, offset: Int, _ db: Database) throws(LibraryError) -> [Int64] {
-        var conditions = ["t.id NOT IN (SELECT rowid FROM tracks_fts WHERE tracks_fts MATCH ?)"]
-        var values: [SQLValue] = [.text(word)]
+    /// "Beatles" names "The Beatles" too.
+    static func sameName(_ folded: String, _ typed: String) -> Bool {
+        !typed.isEmpty && (folded == typed || folded == "the " + typed)
+    }
+
+    /// Tracks whose title (or artist) starts with the whole text as a
+    /// phrase, with the values to compare exactly; bounded, since a text
+    /// like "a" starts many titles and only equal ones are kept.
+    private static func exactCandidates(_ query: SearchQuery, _ tier: SearchTier, _ db: Database) throws(LibraryError) -> [(id: Int64, values: [String])] {
+        guard var expression = query.expression(for: tier) else { return [] }
+        var columns = "t.title, NULL"
+        if tier == .exactArtist {
+            columns = "t.artist, t.album_artist"
+            // Also "The …" for a text without it.
+            if !SearchText.wordFold(query.wholeText).hasPrefix("the ") {
+                expression = "(" + expression + ") OR {artist album_artist} : ^" + SearchQuery.literal("the " + query.wholeText)
+            }
+        }
+        return try db.query("""
+            SELECT t.id, \(columns) FROM tracks_fts JOIN tracks t ON t.id = tracks_fts.rowid WHERE tracks_fts MATCH ? LIMIT 2000
+            """, [.text(expression)]) { s in (s.int(0), [s.optionalText(1), s.optionalText(2)].compactMap { $0 }) }
+    }
+
+    /// Substring matches: trigram MATCH for terms of 3+ characters, the CJK
+    /// gram index for shorter CJK terms, the word index for other short
+    /// terms; a field filter on a short CJK term is checked with LIKE on
+    /// those candidates only.
+    private static func substringIDs(_ query: SearchQuery, limit: Int, _ db: Database) throws(LibraryError) -> [Int64] {
+        guard let plan = query.substringPlan else { return [] }
+        var sets: [String] = []
+        var values: [SQLValue] = []
+        if let match = plan.match {
+            sets.append("SELECT rowid FROM tracks_trigram WHERE tracks_trigram MATCH ?")
+            values.append(.text(match))
+        }
+        if let grams = plan.grams {
+            sets.append("SELECT rowid FROM tracks_grams WHERE tracks_grams MATCH ?")
+            values.append(.text(grams))
+        }
+        guard !sets.isEmpty else { return [] }
+        var conditions: [String] = []
         for like in plan.likes {
             conditions.append("(" + like.columns.map { "t.\($0) LIKE ? ESCAPE '\\'" }.joined(separator: " OR ") + ")")
             values += Array(repeating: .text(like.pattern), count: like.columns.count)
         }
-        let sql: String
-        if let match = plan.match {
-            sql = """
-                SELECT t.id FROM tracks_trigram JOIN tracks t ON t.id = tracks_trigram.rowid
-                WHERE tracks_trigram MATCH ? AND \(conditions.joined(separator: " AND "))
-                ORDER BY bm25(tracks_trigram, \(SearchRanking.weights)), t.id LIMIT ? OFFSET ?
-                """
-            values.insert(.text(match), at: 0)
-        } else {
-            sql = "SELECT t.id FROM tracks t WHERE \(conditions.joined(separator: " AND ")) ORDER BY t.id LIMIT ? OFFSET ?"
-        }
-        return try db.query(sql, values + [.int(Int64(limit)), .int(Int64(offset))]) { $0.int(0) }
+        let sql = "SELECT t.id FROM tracks t WHERE t.id IN (\(sets.joined(separator: " INTERSECT ")))"
+            + conditions.map { " AND " + $0 }.joined() + " ORDER BY t.id LIMIT ?"
+        return try db.query(sql, values + [.int(Int64(limit))]) { $0.int(0) }
     }
 
     // MARK: Recent searches

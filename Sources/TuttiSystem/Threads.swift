@@ -10,6 +10,13 @@ public func nameThread(_ name: String) {
     tutti_set_thread_name(name)
 }
 
+/// Makes the calling thread yield the processor to the others (nice +`by`):
+/// for background work such as a library scan. A refusal changes nothing
+/// that matters, so it is ignored.
+public func lowerThreadPriority(by increment: Int32) {
+    _ = tutti_lower_thread_priority(increment)
+}
+
 private final class ThreadBody {
     let name: String
     let body: @Sendable () -> Void

@@ -74,6 +74,54 @@ private func titles(_ library: Library, _ query: String, limit: Int = 50) throws
         #expect(try titles(library, "beat") == ["Beat It", "Upbeat Morning"])
     }
 
+    @Test func exactTitleBeforeLongerTitlesWithTheSamePrefix() throws {
+        let extra = ["Song Number 12", "Song Number 11", "Song Number 10", "Song Number 1", "Song Number 1 (Live)", "Another Song Number 1"]
+            .enumerated().map { ("n\($0.offset).wav", ["INAM": $0.element, "IART": "Numbers"]) }
+        let library = try searchLibrary(extra: extra)
+        // Exact whole text, then the same words whole (title first), then "1" as a prefix.
+        #expect(try titles(library, "song number 1") == ["Song Number 1", "Song Number 1 (Live)", "Another Song Number 1",
+                                                         "Song Number 12", "Song Number 11", "Song Number 10"])
+        #expect(try titles(library, "SONG NUMBER 1").first == "Song Number 1")
+        #expect(try titles(library, "song number 11") == ["Song Number 11"])
+    }
+
+    @Test func wholeWordsBeforePrefixesAndTitlesBeforeOtherFields() throws {
+        let library = try searchLibrary(extra: [
+            ("a.wav", ["INAM": "Lovely Day", "IART": "Bill"]),
+            ("b.wav", ["INAM": "Quiet", "IART": "Love Inc", "IPRD": "Other"]),
+            ("c.wav", ["INAM": "Love Me Do", "IART": "Four"]),
+            ("d.wav", ["INAM": "Calm", "IART": "Nobody", "IPRD": "Love Songs"]),
+        ])
+        // Title with the whole word, then other fields with the whole word, then title prefixes.
+        #expect(try titles(library, "love") == ["Love Me Do", "Crazy in Love", "Quiet", "Calm", "Lovely Day"])
+    }
+
+    @Test func anArtistsNameListsTheirTracksFirst() throws {
+        let library = try searchLibrary(extra: [
+            ("p1.wav", ["INAM": "Prince Song", "IART": "Someone"]),
+            ("p2.wav", ["INAM": "Purple Rain", "IART": "Prince"]),
+            ("p3.wav", ["INAM": "Kiss", "IART": "Prince"]),
+        ])
+        // "prince" is an artist's whole name: their tracks before a title that has the word.
+        #expect(try titles(library, "prince") == ["Purple Rain", "Kiss", "Prince Song"])
+        // Not a whole name: titles first.
+        #expect(try titles(library, "prin") == ["Prince Song", "Purple Rain", "Kiss"])
+        // "The" may be left out.
+        let beatles = try searchLibrary("beatles", extra: [("x.wav", ["INAM": "Help", "IART": "The Beatles"]),
+                                                          ("y.wav", ["INAM": "Beatles Medley", "IART": "Band"])])
+        #expect(try titles(beatles, "beatles") == ["Help", "Beatles Medley"])
+    }
+
+    @Test func oneAndTwoCharacterCJKTermsUseTheGramIndex() throws {
+        let library = try searchLibrary()
+        #expect(try titles(library, "京") == ["東京タワーの夜"])
+        #expect(try titles(library, "タワ") == ["東京タワーの夜"])
+        #expect(try titles(library, "의") == ["사랑의 노래"])
+        #expect(try titles(library, "東京 夜") == ["東京タワーの夜"])
+        #expect(try titles(library, "artist:山").isEmpty == false)
+        #expect(try titles(library, "title:山").isEmpty) // the gram index has every field: the filter is checked on the row
+    }
+
     @Test func paginationIsStableAndComplete() throws {
         let extra = (0..<25).map { ("page\($0).wav", ["INAM": "Paged Song \($0)", "IART": "Pager"]) }
         let library = try searchLibrary(extra: extra)
@@ -140,12 +188,25 @@ private func titles(_ library: Library, _ query: String, limit: Int = 50) throws
         #expect(SearchQuery("unknown:field").terms == [.init(field: nil, text: "unknown:field", prefix: true)])
     }
 
-    @Test func substringPlanUsesLikeOnlyForShortCJK() {
+    @Test func tiersPutExactMatchesFirst() {
+        #expect(SearchQuery("song number 1").tiers(namesArtist: false) == [
+            .exactTitle, .words(titleOnly: true), .words(titleOnly: false), .prefix(titleOnly: true), .prefix(titleOnly: false),
+        ])
+        #expect(SearchQuery("prince").tiers(namesArtist: true).first == .exactArtist)
+        #expect(SearchQuery("artist:x love").tiers(namesArtist: false) == [.words(titleOnly: false), .prefix(titleOnly: false)])
+        #expect(SearchQuery("beat").tiers(namesArtist: false).last == .substring)
+        #expect(SearchQuery("song number 1").expression(for: .exactTitle) == "{title} : ^\"song number 1\"")
+        #expect(SearchQuery("song nu").expression(for: .prefix(titleOnly: true)) == "{title} : \"song\" {title} : \"nu\"*")
+    }
+
+    @Test func substringPlanUsesGramsForShortCJK() {
         #expect(SearchQuery("ab").substringPlan == nil) // short Latin: word index only
         let tokyo = SearchQuery("東京")
         #expect(tokyo.hasCJK)
         #expect(tokyo.substringPlan?.match == nil)
-        #expect(tokyo.substringPlan?.likes.first?.pattern == "%東京%")
+        #expect(tokyo.substringPlan?.grams == "\"東京\"")
+        #expect(tokyo.substringPlan?.likes.isEmpty == true)
+        #expect(SearchQuery("artist:東京").substringPlan?.likes.first?.pattern == "%東京%")
         #expect(SearchQuery("タワー").substringPlan?.match == "\"タワー\"")
         #expect(SearchQuery("100%").substringPlan?.match == "\"100%\"")
         #expect(SearchQuery.escapeLike("5%_\\") == "5\\%\\_\\\\")

@@ -4,4 +4,7 @@
 #define TUTTI_THREAD_H
 /// Names the calling thread; at most 15 bytes are kept.
 void tutti_set_thread_name(const char *name);
+/// Raises the calling thread's nice value by `increment` (Linux keeps one
+/// per thread); returns 0 or -1 with errno set. gettid() is not in Swift's Glibc.
+int tutti_lower_thread_priority(int increment);
 #endif

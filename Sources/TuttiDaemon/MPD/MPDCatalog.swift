@@ -7,33 +7,22 @@ import TuttiLibrary
 /// The library as MPD clients see it: songs addressed by URIs relative to
 /// the music folder, and a folder tree derived from their paths.
 ///
-/// Reads every track in one query through its own read-only connection to
-/// the library's SQLite file (WAL lets it read beside the scanner), and
-/// keeps the result until the library changes (`invalidate`, called on
-/// `LeaderEvent.library`). Without a library, songs are found on the file
-/// system and carry no tags.
+/// Nothing of the library is kept here: every answer is read from SQLite
+/// (`Library+Catalog`) in path order, a page at a time, and written to the
+/// client as it is read, so a 100,000-song library costs the leader no
+/// memory of its own and a 6 MB answer never exists whole. Only `stats`
+/// is kept, until the library changes (`invalidate`, on `LeaderEvent.library`).
+/// Without a library, songs are found on the file system and carry no tags.
 ///
 /// Thread contract: `Sendable`; any thread. Methods block on SQLite or the
 /// file system.
 final class MPDCatalog: Sendable {
-    struct Snapshot: Sendable {
-        /// Sorted by URI.
-        var songs: [MPDSong] = []
-        var byPath: [String: Int] = [:]
-        var byURI: [String: Int] = [:]
-        /// Every folder that holds a song, relative ("" is the root).
-        var directories: Set<String> = [""]
-        /// When this snapshot was read (seconds since 1970).
-        var loadedAt: Int64 = 0
-    }
-
     let library: Library?
     /// The music folder with symbolic links resolved, no trailing slash.
     let root: String?
     /// The music folder as configured (queue entries may use this spelling).
     private let configuredRoot: String?
-    private let connection = Mutex<Database?>(nil)
-    private let cache = Mutex<Snapshot?>(nil)
+    private let cachedStats = Mutex<(stats: CatalogStats, loadedAt: Int64)?>(nil)
     private let log: Logger
 
     static let audioExtensions: Set<String> = ["mp3", "wav", "wave", "flac"]
@@ -56,64 +45,55 @@ final class MPDCatalog: Sendable {
         }
     }
 
-    func invalidate() { cache.withLock { $0 = nil } }
+    func invalidate() { cachedStats.withLock { $0 = nil } }
 
-    func snapshot() -> Snapshot {
-        if let s = cache.withLock({ $0 }) { return s }
-        let s = load()
-        cache.withLock { $0 = s }
+    /// Songs, artists, albums and play time; when they were counted.
+    func stats() -> (stats: CatalogStats, loadedAt: Int64) {
+        if let s = cachedStats.withLock({ $0 }) { return s }
+        var counted = CatalogStats(songs: 0, artists: 0, albums: 0, totalSeconds: 0)
+        if let library {
+            do { counted = try library.catalogStats() } catch { log.error("counting the library for MPD clients: \(error)") }
+        }
+        let s = (counted, Int64(time(nil)))
+        cachedStats.withLock { $0 = s }
         return s
     }
 
-    private func load() -> Snapshot {
-        var snapshot = Snapshot()
-        snapshot.loadedAt = Int64(time(nil))
-        guard let library else { return snapshot }
-        let rows: [MPDSong]
-        do {
-            rows = try connection.withLock { (db: inout Database?) throws(LibraryError) -> [MPDSong] in
-                if db == nil {
-                    let opened = try Database(path: library.path)
-                    try opened.execute("PRAGMA query_only=ON")
-                    db = opened
-                }
-                return try db!.query("""
-                    SELECT path, title, artist, album, album_artist, genre, track_no, disc_no, year,
-                           duration_frames, sample_rate, file_size, mtime_ns, cover_hash
-                    FROM tracks
-                    """) { s in
-                    let path = s.text(0)
-                    var tags: [String: String] = [:]
-                    tags["Title"] = s.text(1)
-                    if let v = s.optionalText(2) { tags["Artist"] = v }
-                    if let v = s.optionalText(3) { tags["Album"] = v }
-                    if let v = s.optionalText(4) { tags["AlbumArtist"] = v }
-                    if let v = s.optionalText(5) { tags["Genre"] = v }
-                    if let v = s.optionalInt(6) { tags["Track"] = String(v) }
-                    if let v = s.optionalInt(7) { tags["Disc"] = String(v) }
-                    if let v = s.optionalInt(8) { tags["Date"] = String(v) }
-                    let rate = s.int(10)
-                    let duration = rate > 0 ? Double(s.int(9)) / Double(rate) : nil
-                    let bitrate = duration.flatMap { $0 > 0 ? Int((Double(s.int(11)) * 8 / $0 / 1000).rounded()) : nil }
-                    return MPDSong(uri: self.uri(forPath: path), tags: tags, durationSeconds: duration,
-                                   modified: s.int(12) / 1_000_000_000, path: path, coverHash: s.optionalText(13), bitrateKbps: bitrate)
-                }
-            }
-        } catch {
-            log.error("reading the library for MPD clients: \(error)")
-            return snapshot
+    /// The song a library row is, for filters and single songs.
+    func song(_ c: CatalogSong) -> MPDSong {
+        var tags: [String: String] = ["Title": c.title]
+        if let v = c.artist { tags["Artist"] = v }
+        if let v = c.album { tags["Album"] = v }
+        if let v = c.albumArtist { tags["AlbumArtist"] = v }
+        if let v = c.genre { tags["Genre"] = v }
+        if let v = c.trackNumber { tags["Track"] = String(v) }
+        if let v = c.discNumber { tags["Disc"] = String(v) }
+        if let v = c.year { tags["Date"] = String(v) }
+        let duration = c.durationSeconds > 0 ? c.durationSeconds : nil
+        let bitrate = duration.map { Int((Double(c.fileSize) * 8 / $0 / 1000).rounded()) }
+        return MPDSong(uri: uri(forPath: c.path), tags: tags, durationSeconds: duration, modified: c.modifiedSeconds,
+                       path: c.path, coverHash: c.coverHash, bitrateKbps: bitrate)
+    }
+
+    /// The library's song at an absolute path, or nil.
+    func librarySong(path: String) -> MPDSong? {
+        guard let library else { return nil }
+        do { return try library.catalogSong(path: path).map(song) } catch {
+            log.error("reading \(path) from the library: \(error)")
+            return nil
         }
-        snapshot.songs = rows.sorted { $0.uri < $1.uri }
-        for (i, song) in snapshot.songs.enumerated() {
-            if let p = song.path { snapshot.byPath[p] = i }
-            snapshot.byURI[song.uri] = i
-            var dir = song.uri
-            while let slash = dir.lastIndex(of: "/") {
-                dir = String(dir[..<slash])
-                if !snapshot.directories.insert(dir).inserted { break }
-            }
-        }
-        return snapshot
+    }
+
+    /// The absolute folder for a client's folder argument ("" is the root).
+    func absoluteFolder(_ dir: String) -> String? {
+        guard let root else { return nil }
+        return dir.isEmpty ? root : root + "/" + dir
+    }
+
+    /// Whether the library has songs under this relative folder (the root always exists).
+    func hasFolder(_ dir: String) -> Bool {
+        guard let library, let folder = absoluteFolder(dir) else { return false }
+        return dir.isEmpty || ((try? library.catalogHasFolder(folder)) ?? false)
     }
 
     // MARK: URIs
@@ -145,12 +125,11 @@ final class MPDCatalog: Sendable {
 
     /// The song for a queue entry (tags when the library has it).
     func song(forQueueURI entry: String) -> MPDSong {
-        let s = snapshot()
-        if let i = s.byPath[entry] { return s.songs[i] }
+        if let s = librarySong(path: entry) { return s }
         if let resolved = realpath(entry, nil) {
             let path = String(cString: resolved)
             free(resolved)
-            if let i = s.byPath[path] { return s.songs[i] }
+            if path != entry, let s = librarySong(path: path) { return s }
         }
         return MPDSong(uri: uri(forPath: entry), tags: [:], path: nil)
     }
@@ -159,14 +138,21 @@ final class MPDCatalog: Sendable {
     /// song under a folder (sorted). Falls back to the file system when the
     /// library does not know the path. Throws `.noExist` when nothing is there.
     func resolve(_ uri: String) throws(MPDError) -> [(path: String, song: MPDSong)] {
-        let s = snapshot()
         let isAbsolute = uri.hasPrefix("/") || uri.hasPrefix("file://")
-        if !isAbsolute {
-            if let i = s.byURI[uri] { return [(s.songs[i].path ?? path(forURI: uri), s.songs[i])] }
+        if !isAbsolute, let library, root != nil {
+            if !uri.isEmpty, let s = librarySong(path: path(forURI: uri)) { return [(s.path ?? path(forURI: uri), s)] }
             let dir = Self.folder(uri)
-            if s.directories.contains(dir) {
-                let found = s.songs.filter { dir.isEmpty || $0.uri.hasPrefix(dir + "/") }
-                if !found.isEmpty { return found.map { ($0.path ?? path(forURI: $0.uri), $0) } }
+            if let folder = absoluteFolder(dir) {
+                var found: [(path: String, song: MPDSong)] = []
+                do {
+                    try library.catalogSongs(CatalogPrefilter([.under(folder)])) { c in
+                        found.append((c.path, song(c)))
+                        return true
+                    }
+                } catch {
+                    throw .system(error.description)
+                }
+                if !found.isEmpty { return found }
             }
         }
         if uri.contains("://"), !uri.hasPrefix("file://") { throw .noExist("Unsupported URI scheme") }
@@ -176,7 +162,7 @@ final class MPDCatalog: Sendable {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: target, isDirectory: &isDirectory) else { throw .noExist("No such song or folder") }
         if !isDirectory.boolValue {
-            if let i = s.byPath[target] { return [(target, s.songs[i])] }
+            if let s = librarySong(path: target) { return [(target, s)] }
             return [(target, MPDSong(uri: self.uri(forPath: target)))]
         }
         var found: [String] = []
@@ -187,6 +173,72 @@ final class MPDCatalog: Sendable {
             }
         }
         guard !found.isEmpty else { throw .noExist("No songs in that folder") }
-        return found.sorted().map { p in (p, s.byPath[p].map { s.songs[$0] } ?? MPDSong(uri: self.uri(forPath: p))) }
+        return found.sorted().map { p in (p, librarySong(path: p) ?? MPDSong(uri: self.uri(forPath: p))) }
+    }
+
+    // MARK: Filters in SQL
+
+    /// The part of `filter` SQLite can apply, and whether it is all of it
+    /// (then no song needs checking again). `foldCase`: search (MPD's case
+    /// folding), else find (exact).
+    func prefilter(_ filter: MPDFilter, foldCase: Bool) -> (prefilter: CatalogPrefilter, exact: Bool) {
+        var conditions: [CatalogPrefilter.Condition] = []
+        var exact = true
+        func add(_ f: MPDFilter) {
+            switch f {
+            case .all:
+                break
+            case .and(let parts):
+                parts.forEach(add)
+            case .base(let folder):
+                let trimmed = Self.folder(folder)
+                if let absolute = absoluteFolder(trimmed) {
+                    if !trimmed.isEmpty { conditions.append(.under(absolute)) }
+                } else {
+                    exact = false
+                }
+            case .tag(nil, .contains, let value):
+                // Every value a song shows, folded as MPD folds: exactly `any`.
+                conditions.append(.foldedTextContains(SearchText.mpdFold(value)))
+                if !foldCase { exact = false } // a case-sensitive `contains`: the fold only narrows
+            case .tag(let tag?, .contains, let value):
+                conditions.append(.foldedTextContains(SearchText.mpdFold(value)))
+                if let column = Self.column(tag), foldCase, value.utf8.allSatisfy({ $0 < 0x80 }) {
+                    // SQLite's LIKE folds ASCII, which is all an ASCII needle can meet.
+                    conditions.append(.columnLike(column, value))
+                } else {
+                    exact = false
+                }
+            case .tag(let tag?, .equals, let value) where !foldCase && !value.isEmpty:
+                if let column = Self.column(tag) {
+                    conditions.append(.equals(column, value))
+                } else {
+                    exact = false
+                }
+            case .tag(_, .equals, let value), .tag(_, .startsWith, let value):
+                // Narrowed by the fold (an empty value matches songs without the tag: nothing to narrow by).
+                if !value.isEmpty { conditions.append(.foldedTextContains(SearchText.mpdFold(value))) }
+                exact = false
+            default:
+                exact = false
+            }
+        }
+        add(filter)
+        return (CatalogPrefilter(conditions), exact)
+    }
+
+    /// The library column of an MPD tag, nil for tags Tutti does not keep.
+    static func column(_ tag: String) -> CatalogColumn? {
+        switch tag {
+        case "Title": .title
+        case "Artist": .artist
+        case "Album": .album
+        case "AlbumArtist": .albumArtist
+        case "Genre": .genre
+        case "Track": .trackNumber
+        case "Disc": .discNumber
+        case "Date": .year
+        default: nil
+        }
     }
 }

@@ -274,26 +274,7 @@ extension MPDServer {
         case "list":
             try list(args, into: &r)
         case "listall", "listallinfo":
-            let dir = MPDCatalog.folder(args.first ?? "")
-            let snapshot = catalog.snapshot()
-            if snapshot.byURI[args.first ?? ""] != nil, let i = snapshot.byURI[args[0]] {
-                if command.name == "listall" { r.add("file", snapshot.songs[i].uri) } else { write(snapshot.songs[i], client: client, into: &r) }
-                break
-            }
-            guard snapshot.directories.contains(dir) else { throw .noExist("No such directory") }
-            var shown = Set<String>()
-            for song in snapshot.songs where dir.isEmpty || song.uri.hasPrefix(dir + "/") {
-                // Folders before the songs in them, each once.
-                var parents: [String] = []
-                var d = song.uri
-                while let slash = d.lastIndex(of: "/") {
-                    d = String(d[..<slash])
-                    if d.count <= dir.count { break }
-                    parents.append(d)
-                }
-                for p in parents.reversed() where shown.insert(p).inserted { r.add("directory", p) }
-                if command.name == "listall" { r.add("file", song.uri) } else { write(song, client: client, into: &r) }
-            }
+            try listAll(args.first ?? "", withTags: command.name == "listallinfo", client: client, into: &r)
         case "lsinfo", "listfiles":
             try lsinfo(args.first ?? "", withTags: command.name == "lsinfo", client: client, into: &r)
         case "update", "rescan":
@@ -548,7 +529,11 @@ extension MPDServer {
             }
         }
         let job = updateJob.load(ordering: .relaxed)
-        if job > 0 { r.add("updating_db", job) }
+        if job > 0 {
+            r.add("updating_db", job)
+        } else if catalog.library?.isScanning == true {
+            r.add("updating_db", 1) // the start-up scan or a JSON-RPC library.scan
+        }
     }
 
     private func nextIndex(queue: PlayQueue, current: Int, mode: RepeatMode) -> Int? {
@@ -559,13 +544,13 @@ extension MPDServer {
     }
 
     private func stats(into r: inout MPDResponse) {
-        let s = catalog.snapshot()
-        r.add("artists", Set(s.songs.compactMap { $0.tags["Artist"] }).count)
-        r.add("albums", Set(s.songs.compactMap { $0.tags["Album"] }).count)
-        r.add("songs", s.songs.count)
+        let (s, loadedAt) = catalog.stats()
+        r.add("artists", s.artists)
+        r.add("albums", s.albums)
+        r.add("songs", s.songs)
         r.add("uptime", Int(Date().timeIntervalSince(startedAt)))
-        r.add("db_playtime", Int(s.songs.reduce(0) { $0 + ($1.durationSeconds ?? 0) }))
-        r.add("db_update", Int(s.loadedAt))
+        r.add("db_playtime", Int(s.totalSeconds))
+        r.add("db_update", Int(loadedAt))
         r.add("playtime", Int(leader.playedNanoseconds / 1_000_000_000))
     }
 
@@ -603,6 +588,27 @@ extension MPDServer {
         }
         if let position { r.add("Pos", position) }
         if let id { r.add("Id", Int(id)) }
+    }
+
+    /// The same block as `write(_:)` for a library row, written straight
+    /// from its fields (a search answer may hold 100,000 of them).
+    func write(_ c: CatalogSong, client: MPDClient, into r: inout MPDResponse) {
+        r.add("file", catalog.uri(forPath: c.path))
+        r.add("Last-Modified", Self.iso8601(c.modifiedSeconds))
+        let t = client.tagTypes
+        if let v = c.artist, t.contains("Artist") { r.add("Artist", v) }
+        if let v = c.albumArtist, t.contains("AlbumArtist") { r.add("AlbumArtist", v) }
+        if t.contains("Title") { r.add("Title", c.title) }
+        if let v = c.album, t.contains("Album") { r.add("Album", v) }
+        if let v = c.trackNumber, t.contains("Track") { r.add("Track", v) }
+        if let v = c.discNumber, t.contains("Disc") { r.add("Disc", v) }
+        if let v = c.genre, t.contains("Genre") { r.add("Genre", v) }
+        if let v = c.year, t.contains("Date") { r.add("Date", v) }
+        if c.durationSeconds > 0 {
+            r.add("Time", Int(c.durationSeconds.rounded()))
+            r.add("duration", seconds: c.durationSeconds)
+        }
+        r.streamIfLarge()
     }
 
     private func writeQueue(_ queue: PlayQueue, range: Range<Int>, client: MPDClient, into r: inout MPDResponse) {
@@ -647,6 +653,11 @@ extension MPDServer {
         return (filter, sort, window, groups)
     }
 
+    /// find, search, count, findadd, searchadd, searchaddpl: the filter
+    /// goes to SQLite as far as it can (`MPDCatalog.prefilter`), songs come
+    /// back in path order and are written as they come. A window is applied
+    /// by SQLite when the prefilter is the whole filter, and otherwise stops
+    /// the reading at its end: `window 0:50` reads 50 songs, not all.
     private func findCommand(_ command: MPDCommand, client: MPDClient, into r: inout MPDResponse) throws(MPDError) {
         var args = command.arguments
         var playlistName: String?
@@ -654,42 +665,109 @@ extension MPDServer {
         let parts = splitModifiers(args)
         let exact = command.name.hasPrefix("find") || command.name == "count"
         let filter = try MPDFilter.parse(parts.filter, exact: exact)
-        var songs = catalog.snapshot().songs.filter { filter.matches($0, foldCase: !exact) }
+        guard let library = catalog.library, catalog.root != nil else {
+            if command.name == "count" { r.add("songs", 0); r.add("playtime", 0) }
+            return
+        }
+        let (prefilter, complete) = catalog.prefilter(filter, foldCase: !exact)
+        var window: Range<Int>?
+        if let w = parts.window {
+            window = try MPDArguments.range(w, count: Int.max)
+        }
+        func libraryError(_ e: LibraryError) -> MPDError { .system(e.description) }
+
+        if command.name == "count" {
+            if complete {
+                let n: (songs: Int, seconds: Double)
+                do { n = try library.catalogCount(prefilter) } catch { throw libraryError(error) }
+                r.add("songs", n.songs)
+                r.add("playtime", Int(n.seconds))
+            } else {
+                var songs = 0
+                var seconds = 0.0
+                do {
+                    try library.catalogSongs(prefilter) { c in
+                        if filter.matches(catalog.song(c), foldCase: !exact) { songs += 1; seconds += c.durationSeconds }
+                        return true
+                    }
+                } catch { throw libraryError(error) }
+                r.add("songs", songs)
+                r.add("playtime", Int(seconds))
+            }
+            return
+        }
+
+        // Songs in order, window applied; `body` returns false to stop.
+        func each(_ body: (CatalogSong) -> Bool) throws(MPDError) {
+            do {
+                if complete {
+                    let offset = window?.lowerBound ?? 0
+                    let limit = window.map { $0.upperBound - $0.lowerBound }
+                    try library.catalogSongs(prefilter, offset: offset, limit: limit, visit: body)
+                } else {
+                    var index = 0
+                    try library.catalogSongs(prefilter) { c in
+                        guard filter.matches(catalog.song(c), foldCase: !exact) else { return true }
+                        defer { index += 1 }
+                        if let window {
+                            if index < window.lowerBound { return true }
+                            if index >= window.upperBound { return false }
+                        }
+                        return body(c)
+                    }
+                }
+            } catch { throw libraryError(error) }
+        }
+
+        func finish(_ paths: [String], songs: [MPDSong]) throws(MPDError) {
+            switch command.name {
+            case "find", "search":
+                for song in songs { write(song, client: client, into: &r); r.streamIfLarge() }
+            case "findadd", "searchadd":
+                if !paths.isEmpty { _ = try add(paths, at: nil) }
+            default:
+                var tracks: [TrackID] = []
+                for p in paths { if let id = try libraryTrackID(path: p) { tracks.append(id) } }
+                try libraryCall { l throws(LibraryError) in
+                    let id = try self.playlistCreatingIfNeeded(playlistName!, l)
+                    if !tracks.isEmpty { try l.addToPlaylist(id, tracks: tracks) }
+                }
+                leader.events.emit(.playlists)
+            }
+        }
+
         if let sortTag = parts.sort {
+            // Sorting needs every match first (as in MPD).
             let descending = sortTag.hasPrefix("-")
             let name = descending ? String(sortTag.dropFirst()) : sortTag
             guard let tag = MPDTags.canonical(name) else { throw .argument("Unknown sort tag: \(name)") }
+            var songs: [MPDSong] = []
+            let sortWindow = window
+            window = nil
+            try each { c in songs.append(catalog.song(c)); return true }
             songs.sort { a, b in
                 let x = a.tags[tag] ?? "", y = b.tags[tag] ?? ""
                 if tag == "Track" || tag == "Disc" || tag == "Date", let i = Int(x), let j = Int(y), i != j { return descending ? i > j : i < j }
                 return descending ? x > y : x < y
             }
+            if let w = sortWindow { songs = Array(songs[w.clamped(to: 0..<songs.count)]) }
+            try finish(songs.compactMap(\.path), songs: songs)
+            return
         }
-        if let w = parts.window {
-            let range = try MPDArguments.range(w, count: songs.count).clamped(to: 0..<songs.count)
-            songs = Array(songs[range])
-        }
+
         switch command.name {
         case "find", "search":
-            for song in songs { write(song, client: client, into: &r) }
-        case "count":
-            r.add("songs", songs.count)
-            r.add("playtime", Int(songs.reduce(0) { $0 + ($1.durationSeconds ?? 0) }))
-        case "findadd", "searchadd":
-            let paths = songs.compactMap(\.path)
-            if !paths.isEmpty { _ = try add(paths, at: nil) }
+            try each { c in write(c, client: client, into: &r); return true }
         default:
-            var tracks: [TrackID] = []
-            for s in songs { if let p = s.path, let id = try libraryTrackID(path: p) { tracks.append(id) } }
-            try libraryCall { l throws(LibraryError) in
-                let id = try self.playlistCreatingIfNeeded(playlistName!, l)
-                if !tracks.isEmpty { try l.addToPlaylist(id, tracks: tracks) }
-            }
-            leader.events.emit(.playlists)
+            var paths: [String] = []
+            try each { c in paths.append(c.path); return true }
+            try finish(paths, songs: [])
         }
     }
 
     /// `list TYPE [FILTER…] [group TAG…]`; the legacy `list album ARTIST` too.
+    /// Distinct values come from SQLite's indexes when the filter is one it
+    /// applies whole; `list albumartist` falls back to the artist, as MPD's does.
     private func list(_ args: [String], into r: inout MPDResponse) throws(MPDError) {
         let typeName = args[0]
         var rest = Array(args.dropFirst())
@@ -703,41 +781,106 @@ extension MPDServer {
             guard let t = MPDTags.canonical(g) else { throw .argument("Unknown tag type: \(g)") }
             return t
         }
-        let songs = catalog.snapshot().songs.filter { filter.matches($0, foldCase: false) }
-        func value(_ song: MPDSong, _ tag: String) -> String? { tag == "file" ? song.uri : song.tags[tag] }
-        if let group = groups.first {
-            var byGroup: [String: Set<String>] = [:]
-            for s in songs { if let v = value(s, type) { byGroup[s.tags[group] ?? "", default: []].insert(v) } }
+        guard let library = catalog.library, catalog.root != nil else { return }
+        let (prefilter, complete) = catalog.prefilter(filter, foldCase: false)
+        func column(_ tag: String) -> CatalogColumn? { tag == "AlbumArtist" ? .albumArtistOrArtist : MPDCatalog.column(tag) }
+        let group = groups.first
+        if type != "file", let valueColumn = column(type), complete, group.map({ column($0) != nil }) ?? true {
+            let rows: [(group: String?, value: String)]
+            do { rows = try library.catalogValues(valueColumn, group: group.flatMap(column), prefilter) } catch { throw .system(error.description) }
+            var lastGroup: String?
+            for row in rows {
+                if let group, let g = row.group, g != lastGroup { r.add(group, g); lastGroup = g }
+                r.add(type, row.value)
+                r.streamIfLarge()
+            }
+            return
+        }
+        // Tags Tutti does not keep, or a filter SQLite cannot apply whole: song by song.
+        func value(_ song: MPDSong, _ tag: String) -> String? {
+            if tag == "file" { return song.uri }
+            if tag == "AlbumArtist" { return song.tags["AlbumArtist"] ?? song.tags["Artist"] }
+            return song.tags[tag]
+        }
+        var byGroup: [String: Set<String>] = [:]
+        var plain = Set<String>()
+        do {
+            try library.catalogSongs(prefilter) { c in
+                let s = catalog.song(c)
+                guard complete || filter.matches(s, foldCase: false), let v = value(s, type) else { return true }
+                if let group { byGroup[value(s, group) ?? "", default: []].insert(v) } else { plain.insert(v) }
+                return true
+            }
+        } catch { throw .system(error.description) }
+        if let group {
             for g in byGroup.keys.sorted() {
                 r.add(group, g)
                 for v in byGroup[g]!.sorted() { r.add(type, v) }
             }
         } else {
-            for v in Set(songs.compactMap { value($0, type) }).sorted() where !v.isEmpty { r.add(type, v) }
+            for v in plain.sorted() where !v.isEmpty { r.add(type, v) }
         }
     }
 
     private func lsinfo(_ uri: String, withTags: Bool, client: MPDClient, into r: inout MPDResponse) throws(MPDError) {
-        let snapshot = catalog.snapshot()
-        if let i = snapshot.byURI[uri] {
-            if withTags { write(snapshot.songs[i], client: client, into: &r) } else { r.add("file", uri) }
+        if !uri.isEmpty, let library = catalog.library, let c = try? library.catalogSong(path: catalog.path(forURI: uri)) {
+            if withTags { write(c, client: client, into: &r) } else { r.add("file", uri) }
             return
         }
         let dir = MPDCatalog.folder(uri)
-        guard snapshot.directories.contains(dir) else { throw .noExist("No such directory") }
+        guard catalog.hasFolder(dir), let library = catalog.library, let folder = catalog.absoluteFolder(dir) else {
+            throw .noExist("No such directory")
+        }
         let prefix = dir.isEmpty ? "" : dir + "/"
-        for d in snapshot.directories.sorted() where !d.isEmpty && d.hasPrefix(prefix) && !d.dropFirst(prefix.count).contains("/") {
-            r.add("directory", d)
-        }
-        for song in snapshot.songs where song.uri.hasPrefix(prefix) && !song.uri.dropFirst(prefix.count).contains("/") {
-            if withTags { write(song, client: client, into: &r) } else { r.add("file", String(song.uri.dropFirst(prefix.count))) }
-        }
-        if dir.isEmpty && withTags, let library = catalog.library, let playlists = try? library.playlists() {
+        do {
+            try library.catalogFolder(folder) { entry in
+                switch entry {
+                case .folder(let name):
+                    r.add("directory", prefix + name)
+                case .song(let c):
+                    if withTags { write(c, client: client, into: &r) } else { r.add("file", String(catalog.uri(forPath: c.path).dropFirst(prefix.count))) }
+                }
+            }
+        } catch { throw .system(error.description) }
+        if dir.isEmpty && withTags, let playlists = try? library.playlists() {
             for p in playlists {
                 r.add("playlist", p.name)
                 r.add("Last-Modified", Self.iso8601(p.updatedAt / 1000))
             }
         }
+    }
+
+    /// `listall`/`listallinfo`: every song under a folder, each folder named once before its songs.
+    private func listAll(_ uri: String, withTags: Bool, client: MPDClient, into r: inout MPDResponse) throws(MPDError) {
+        if !uri.isEmpty, let library = catalog.library, let c = try? library.catalogSong(path: catalog.path(forURI: uri)) {
+            if withTags { write(c, client: client, into: &r) } else { r.add("file", catalog.uri(forPath: c.path)) }
+            return
+        }
+        let dir = MPDCatalog.folder(uri)
+        guard catalog.hasFolder(dir), let library = catalog.library, let folder = catalog.absoluteFolder(dir) else {
+            throw .noExist("No such directory")
+        }
+        var lastFolder = dir
+        do {
+            try library.catalogSongs(dir.isEmpty ? CatalogPrefilter() : CatalogPrefilter([.under(folder)])) { c in
+                let songURI = catalog.uri(forPath: c.path)
+                let parent = songURI.lastIndex(of: "/").map { String(songURI[..<$0]) } ?? ""
+                if parent != lastFolder {
+                    // The folders between the last one shown and this one (path order: parents come first).
+                    var parents: [String] = []
+                    var d = parent
+                    while d.count > dir.count, !(lastFolder == d || lastFolder.hasPrefix(d + "/")) {
+                        parents.append(d)
+                        guard let slash = d.lastIndex(of: "/") else { break }
+                        d = String(d[..<slash])
+                    }
+                    for p in parents.reversed() { r.add("directory", p) }
+                    lastFolder = parent
+                }
+                if withTags { write(c, client: client, into: &r) } else { r.add("file", songURI); r.streamIfLarge() }
+                return true
+            }
+        } catch { throw .system(error.description) }
     }
 
     private func update(into r: inout MPDResponse) throws(MPDError) {
@@ -825,8 +968,7 @@ extension MPDServer {
     }
 
     private func songForLibraryTrack(_ track: Track) -> MPDSong {
-        let s = catalog.snapshot()
-        if let i = s.byPath[track.path] { return s.songs[i] }
+        if let s = catalog.librarySong(path: track.path) { return s }
         return MPDSong(uri: catalog.uri(forPath: track.path), tags: ["Title": track.title], durationSeconds: track.durationSeconds, path: track.path)
     }
 

@@ -1,3 +1,5 @@
+import TuttiCore
+
 // MPD song filters, with no I/O: the old `TAG VALUE …` pairs and the
 // filter expressions of MPD 0.21 (`(artist == 'x')`, `((a) AND (b))`, `(!…)`).
 
@@ -95,8 +97,8 @@ public indirect enum MPDFilter: Equatable, Sendable {
     /// `foldCase`: compare ignoring case (search); else exact (find).
     public func matches(_ song: MPDSong, foldCase: Bool) -> Bool {
         func compare(_ value: String, _ op: Operator, _ wanted: String) -> Bool {
-            let v = foldCase ? value.lowercased() : value
-            let w = foldCase ? wanted.lowercased() : wanted
+            let v = foldCase ? SearchText.mpdFold(value) : value
+            let w = foldCase ? SearchText.mpdFold(wanted) : wanted
             switch op {
             case .equals: return v == w
             case .notEquals: return v != w
@@ -120,7 +122,8 @@ public indirect enum MPDFilter: Equatable, Sendable {
             // A missing tag is the empty string, so `(genre != 'x')` matches untagged songs.
             return compare(song.tags[tag] ?? "", op, wanted)
         case .tag(nil, let op, let wanted):
-            let values = Array(song.tags.values) + [song.uri]
+            // Tag values only, as MPD 0.23: `search any "mp3"` does not match file names.
+            let values = Array(song.tags.values)
             if op == .notEquals { return values.allSatisfy { compare($0, .notEquals, wanted) } }
             return values.contains { compare($0, op, wanted) }
         }

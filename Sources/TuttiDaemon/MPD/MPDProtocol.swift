@@ -259,8 +259,21 @@ public struct MPDSessionState: Sendable {
 /// A response under construction: `key: value` lines and binary blocks.
 public struct MPDResponse: Sendable {
     public private(set) var bytes: [UInt8] = []
+    /// Where the bytes of a long answer go before it is complete; nil keeps
+    /// the answer whole (tests, command lists that must be rolled back).
+    public var stream: (@Sendable ([UInt8]) -> Void)?
+    /// How much is collected before it is handed to `stream`.
+    public static let streamChunkBytes = 64 * 1024
 
-    public init() {}
+    public init(stream: (@Sendable ([UInt8]) -> Void)? = nil) { self.stream = stream }
+
+    /// Hands what is collected to `stream` once it is a chunk's worth:
+    /// call between songs, so a 6 MB answer is never held whole.
+    public mutating func streamIfLarge() {
+        guard let stream, bytes.count >= Self.streamChunkBytes else { return }
+        stream(bytes)
+        bytes.removeAll(keepingCapacity: true)
+    }
 
     public mutating func add(_ key: String, _ value: String) {
         bytes.append(contentsOf: key.utf8)

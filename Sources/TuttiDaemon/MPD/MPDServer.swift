@@ -209,7 +209,9 @@ public final class MPDServer: @unchecked Sendable {
 
     /// Runs a command or a command list; the bytes to send.
     func run(_ commands: [MPDCommand], isList: Bool, listOK: Bool, client: MPDClient) -> [UInt8] {
-        var response = MPDResponse()
+        // Long answers (search, listallinfo) go out as they are made, waiting
+        // while the client's outbox is full: memory stays at a few chunks.
+        var response = MPDResponse(stream: { [client] bytes in client.sendWaitingForRoom(bytes) })
         client.settleUntil = 0
         defer {
             // Reply once the change is heard (at most 1 s on), so the client's next status shows it.
@@ -268,6 +270,11 @@ final class MPDClient: @unchecked Sendable {
 
     /// Sends after everything queued before; never blocks the caller.
     func send(_ bytes: [UInt8]) { writer.send(bytes) }
+
+    /// Sends once less than `MPDClient.streamingBacklog` bytes wait: for a
+    /// long answer, from the client's own thread (it may block).
+    func sendWaitingForRoom(_ bytes: [UInt8]) { writer.send(bytes, waitingBelow: Self.streamingBacklog) }
+    static let streamingBacklog = 256 * 1024
 
     /// Waits until everything queued has been written (bounded).
     func flush() { writer.flush() }
