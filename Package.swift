@@ -32,6 +32,7 @@ let package = Package(
         systemLibrary("CZlib", pkgConfig: "zlib", apt: "zlib1g-dev"),
         systemLibrary("CRubberBand", pkgConfig: "rubberband", apt: "librubberband-dev"),
         systemLibrary("CSodium", pkgConfig: "libsodium", apt: "libsodium-dev"),
+        systemLibrary("CCrypto", pkgConfig: "libcrypto", apt: "libssl-dev"),
         .target(name: "CTuttiShim", dependencies: ["COpus", "CMPG123"]),
         .target(name: "CTuttiThread"),
 
@@ -52,7 +53,7 @@ let package = Package(
         // The JSON-RPC client (`tutti`, tests); Foundation, so not in TuttiNet.
         .target(name: "TuttiControlClient", dependencies: ["TuttiCore", "TuttiNet"]),
         // Music library: SQLite store, tag scanner, full-text search, playlists.
-        .target(name: "TuttiLibrary", dependencies: ["TuttiCore", "TuttiSystem", "CSQLite", "CMPG123", "CFLAC", "CTuttiShim"]),
+        .target(name: "TuttiLibrary", dependencies: ["TuttiCore", "TuttiSystem", "CSQLite", "CMPG123", "CFLAC", "CTuttiShim", "CCrypto"]),
         // Network sources: HTTP(S) streams, ICY metadata, offline cache.
         .target(name: "TuttiStreams", dependencies: ["TuttiCore", "TuttiAudio", "TuttiNet", "CMPG123", "CTuttiShim"]),
         // Buttons and remotes: Linux input events and GPIO lines.

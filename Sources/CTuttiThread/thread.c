@@ -18,3 +18,7 @@ int tutti_lower_thread_priority(int increment) {
     int current = getpriority(PRIO_PROCESS, (id_t)tid);
     return setpriority(PRIO_PROCESS, (id_t)tid, current + increment);
 }
+
+#include <malloc.h>
+
+int tutti_malloc_trim(void) { return malloc_trim(0); }

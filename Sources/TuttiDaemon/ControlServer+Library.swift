@@ -88,6 +88,47 @@ extension ControlServer {
         return nil
     }
 
+    private func artistsObject(_ lib: Library) throws -> [String: Any] {
+        ["artists": try wrap { () throws(LibraryError) in try lib.artists() }.map {
+            ["name": $0.name, "albums": $0.albums, "tracks": $0.tracks] as [String: Any]
+        }]
+    }
+
+    private func albumsObject(_ lib: Library, artist: String?) throws -> [String: Any] {
+        ["albums": try wrap { () throws(LibraryError) in try lib.albums(artist: artist) }.map { a -> [String: Any] in
+            var o: [String: Any] = ["name": a.name, "tracks": a.tracks]
+            if let v = a.artist { o["artist"] = v }
+            if let v = a.year { o["year"] = v }
+            if let v = a.coverHash { o["coverHash"] = v }
+            return o
+        }]
+    }
+
+    /// A whole-library list, encoded once per library version: with
+    /// 100,000 tracks reading and encoding it takes a few hundred
+    /// milliseconds, answering it again a copy.
+    private func browseList(_ key: String, _ lib: Library, _ make: () throws -> [String: Any]) throws -> EncodedJSON {
+        let version = lib.contentVersion
+        if let hit = browseCache.withLock({ $0[key] }), hit.version == version { return hit.json }
+        let object = try make()
+        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else {
+            throw RPCError(code: -32603, message: "cannot encode the \(key) list")
+        }
+        let json = EncodedJSON(bytes: Array(data))
+        browseCache.withLock { $0[key] = (version, json) }
+        return json
+    }
+
+    /// Makes the lists again after the library changed, so the web app's
+    /// next look at them is a copy.
+    func warmBrowseCache() {
+        guard let lib = leader.library else { return }
+        startThread(name: "tutti-browse") { [self] in
+            _ = try? browseList("artists", lib) { () throws -> [String: Any] in try self.artistsObject(lib) }
+            _ = try? browseList("albums", lib) { () throws -> [String: Any] in try self.albumsObject(lib, artist: nil) }
+        }
+    }
+
     /// Library methods; nil if `method` is not one of them.
     func dispatchLibrary(_ method: String, _ params: [String: Any]) throws -> Any? {
         let prefixes = ["library.", "searches.", "favourites.", "history.", "playlists."]
@@ -264,18 +305,11 @@ extension ControlServer {
             let name = try wrap { () throws(LibraryError) in try lib.playlist(id) }?.name ?? "Playlist"
             return ["id": Int(id.rawValue), "name": name, "m3u": text]
         case "library.artists":
-            return ["artists": try wrap { () throws(LibraryError) in try lib.artists() }.map {
-                ["name": $0.name, "albums": $0.albums, "tracks": $0.tracks] as [String: Any]
-            }]
+            return try browseList("artists", lib) { () throws -> [String: Any] in try self.artistsObject(lib) }
         case "library.albums":
             let artist = params["artist"] == nil ? nil : try string(params, "artist", method: method, max: 1_024)
-            return ["albums": try wrap { () throws(LibraryError) in try lib.albums(artist: artist) }.map { a -> [String: Any] in
-                var o: [String: Any] = ["name": a.name, "tracks": a.tracks]
-                if let v = a.artist { o["artist"] = v }
-                if let v = a.year { o["year"] = v }
-                if let v = a.coverHash { o["coverHash"] = v }
-                return o
-            }]
+            if let artist { return try albumsObject(lib, artist: artist) }
+            return try browseList("albums", lib) { () throws -> [String: Any] in try self.albumsObject(lib, artist: nil) }
         case "library.albumTracks":
             let album = try string(params, "album", method: method, max: 1_024)
             let artist = params["artist"] == nil ? nil : try string(params, "artist", method: method, max: 1_024)

@@ -33,6 +33,9 @@ public final class ControlServer: @unchecked Sendable {
     private let running = Atomic<Bool>(true)
     /// Changes not yet turned into notifications.
     private let pendingEvents = Mutex<Set<LeaderEvent>>([])
+    /// The web app's artist and album lists, encoded, with the library's
+    /// `contentVersion` they were made at: they change only with a scan.
+    let browseCache = Mutex<[String: (version: Int, json: EncodedJSON)]>([:])
     private let notifierWake = DispatchSemaphore(value: 0)
 
     private var subscription = 0
@@ -98,7 +101,7 @@ public final class ControlServer: @unchecked Sendable {
         case .queue: ("queue.changed", { self.queueObject() })
         case .mixer, .rooms: ("rooms.changed", { ["rooms": self.roomsObject()] })
         case .groups: ("groups.changed", { self.groupsObject() })
-        case .library: ("library.changed", { [:] })
+        case .library: ("library.changed", { self.warmBrowseCache(); return [:] })
         case .playlists: ("playlists.changed", { [:] })
         case .health: ("rooms.health", { ["rooms": self.roomsObject().filter { $0["health"] != nil }.map { ["name": $0["name"]!, "health": $0["health"]!] }] })
         }
@@ -107,6 +110,9 @@ public final class ControlServer: @unchecked Sendable {
     public var endpoint: Endpoint? { listener?.endpoint }
     /// JSON-RPC connections served at once.
     private let budget = ConnectionBudget(name: "JSON-RPC", limit: 256)
+
+    /// A result already encoded as JSON (cached lists), spliced into the reply as it is.
+    struct EncodedJSON: Sendable { var bytes: [UInt8] }
 
     public func start() {
         subscription = leader.events.subscribe { [weak self] event in self?.announce(event) }
@@ -239,6 +245,14 @@ public final class ControlServer: @unchecked Sendable {
     }
 
     static func serialize(_ object: [String: Any]) -> [UInt8]? {
+        if let raw = object["result"] as? EncodedJSON {
+            // Sorted keys put "result" last: `…,"result":0}` with the encoded result in place of the 0.
+            var rest = object
+            rest["result"] = 0
+            guard var bytes = serialize(rest), bytes.suffix(2) == Array("0}".utf8) else { return nil }
+            bytes.removeLast(2)
+            return bytes + raw.bytes + [UInt8(ascii: "}")]
+        }
         guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else { return nil }
         return Array(data)
     }

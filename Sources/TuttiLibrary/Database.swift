@@ -247,6 +247,11 @@ public final class Statement {
         return String(decoding: UnsafeBufferPointer(start: p, count: n), as: UTF8.self)
     }
     public func optionalText(_ column: Int32) -> String? { isNull(column) ? nil : text(column) }
+    /// The column's UTF-8 bytes as SQLite holds them, valid during `body` only; nil for NULL.
+    public func withTextBytes<R>(_ column: Int32, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R? {
+        guard !isNull(column), let p = sqlite3_column_text(stmt, column) else { return nil }
+        return body(UnsafeBufferPointer(start: p, count: Int(sqlite3_column_bytes(stmt, column))))
+    }
     public func blob(_ column: Int32) -> [UInt8] {
         guard let p = sqlite3_column_blob(stmt, column) else { return [] }
         let n = Int(sqlite3_column_bytes(stmt, column))

@@ -20,6 +20,27 @@ public struct CatalogSong: Sendable, Equatable {
     public var coverHash: String?
 }
 
+/// One row of a catalog read (`Library.catalogRows`), valid only during
+/// the call it is given to: its text as the bytes SQLite holds, so a
+/// 100,000-song answer is written without making a String per value.
+public struct CatalogRow {
+    let statement: Statement
+
+    public enum Text: Int32 { case path = 1, title, artist, album, albumArtist, genre }
+
+    public func withBytes<R>(_ field: Text, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R? {
+        statement.withTextBytes(field.rawValue, body)
+    }
+    public var trackNumber: Int? { statement.optionalInt(7).map(Int.init) }
+    public var discNumber: Int? { statement.optionalInt(8).map(Int.init) }
+    public var year: Int? { statement.optionalInt(9).map(Int.init) }
+    public var durationSeconds: Double {
+        let rate = statement.int(11)
+        return rate > 0 ? Double(statement.int(10)) / Double(rate) : 0
+    }
+    public var modifiedSeconds: Int64 { statement.int(12) / 1_000_000_000 }
+}
+
 /// A column a catalog condition or listing names.
 public enum CatalogColumn: String, Sendable, CaseIterable {
     case title, artist, album, albumArtist = "album_artist", genre, trackNumber = "track_no", discNumber = "disc_no", year
@@ -49,6 +70,12 @@ public struct CatalogPrefilter: Sendable, Equatable {
 
     public var conditions: [Condition]
     public init(_ conditions: [Condition] = []) { self.conditions = conditions }
+
+    /// The index to read: `tracks_mpd` (path order, the folded text beside
+    /// each path) unless an equality can use a column's own index.
+    fileprivate var index: String {
+        conditions.contains { if case .equals = $0 { true } else { false } } ? "" : " INDEXED BY tracks_mpd"
+    }
 
     /// The WHERE clause and its values (after the path cursor).
     fileprivate var sql: (clause: String, values: [SQLValue]) {
@@ -125,7 +152,7 @@ extension Library {
         // INDEXED BY: path order straight from the index that also holds
         // mpd_text, so a row is looked up only when it matches.
         let sql = """
-            SELECT \(Self.catalogColumns) FROM tracks INDEXED BY tracks_mpd
+            SELECT \(Self.catalogColumns) FROM tracks\(prefilter.index)
             WHERE path > ?\(clause) ORDER BY path LIMIT ? OFFSET ?
             """
         var cursor = ""
@@ -152,8 +179,46 @@ extension Library {
         return try reading { db throws(LibraryError) in
             try db.query("""
                 SELECT count(*), coalesce(sum(CAST(duration_frames AS REAL) / max(sample_rate, 1)), 0)
-                FROM tracks INDEXED BY tracks_mpd WHERE path > ''\(clause)
+                FROM tracks\(prefilter.index) WHERE path > ''\(clause)
                 """, values) { (Int($0.int(0)), $0.double(1)) }.first ?? (0, 0)
+        }
+    }
+
+    /// As `catalogSongs`, but each row is lent to `row` inside the read
+    /// (no `CatalogSong` made); `afterPage` runs between pages with no lock
+    /// held (where a caller sends what it wrote). For answers that only
+    /// write every matching song out.
+    public func catalogRows(_ prefilter: CatalogPrefilter, offset: Int = 0, limit: Int? = nil,
+                            row: (CatalogRow) -> Void, afterPage: () -> Void) throws(LibraryError) {
+        let (clause, values) = prefilter.sql
+        let sql = """
+            SELECT \(Self.catalogColumns) FROM tracks\(prefilter.index)
+            WHERE path > ?\(clause) ORDER BY path LIMIT ? OFFSET ?
+            """
+        var cursor = ""
+        var last: [UInt8] = []
+        var skip = max(0, offset)
+        var left = limit ?? Int.max
+        while left > 0 {
+            let pageSize = min(Self.catalogPage, left)
+            let count = try reading { db throws(LibraryError) -> Int in
+                let s = try db.cached(sql)
+                try s.bind([.text(cursor)] + values + [.int(Int64(pageSize)), .int(Int64(skip))])
+                defer { s.reset() }
+                var n = 0
+                let view = CatalogRow(statement: s)
+                while try s.step() {
+                    n += 1
+                    row(view)
+                    _ = s.withTextBytes(1) { p in last.removeAll(keepingCapacity: true); last.append(contentsOf: p) }
+                }
+                return n
+            }
+            skip = 0
+            left -= count
+            afterPage()
+            guard count == pageSize else { return }
+            cursor = String(decoding: last, as: UTF8.self)
         }
     }
 
@@ -172,42 +237,55 @@ extension Library {
         }
     }
 
-    /// One folder's entries in path order: each subfolder once (the rows
-    /// under it are skipped with one index seek, not read) and the songs
-    /// directly in it.
+    /// One folder's entries, as MPD lists them: its subfolders, then the
+    /// songs directly in it, each in path order. A subfolder costs one index
+    /// seek (the rows under it are skipped, not read); paths come from the
+    /// path index alone, and full rows are read for the songs only, a page
+    /// at a time.
     public func catalogFolder(_ folder: String, visit: (CatalogFolderEntry) -> Void) throws(LibraryError) {
         let base = (folder.hasSuffix("/") ? String(folder.dropLast()) : folder) + "/"
         let upper = String(base.dropLast()) + "0"
+        let baseCount = base.utf8.count
         var cursor = base
+        var songIDs: [Int64] = []
         // `path > cursor`: no track's path is the folder itself ("…/") or ends in "…/name0" (tracks have extensions).
-        let songSQL = "SELECT \(Self.catalogColumns) FROM tracks WHERE path > ? AND path < ? ORDER BY path LIMIT ?"
+        let pathSQL = "SELECT path, id FROM tracks WHERE path > ? AND path < ? ORDER BY path LIMIT ?"
         while true {
             var next: String?
-            let page = try reading { db throws(LibraryError) -> [CatalogFolderEntry] in
-                var entries: [CatalogFolderEntry] = []
-                let s = try db.cached(songSQL)
+            let folderName = try reading { db throws(LibraryError) -> String? in
+                let s = try db.cached(pathSQL)
                 try s.bind([.text(cursor), .text(upper), .int(Int64(Self.catalogPage))])
                 defer { s.reset() }
                 var rows = 0
                 while try s.step() {
                     rows += 1
-                    let path = s.text(1)
-                    let rest = path.utf8.dropFirst(base.utf8.count)
+                    let path = s.text(0)
+                    let rest = path.utf8.dropFirst(baseCount)
                     if let slash = rest.firstIndex(of: UInt8(ascii: "/")) {
                         let name = String(decoding: rest[..<slash], as: UTF8.self)
-                        entries.append(.folder(name))
                         next = base + name + "0" // past everything under base/name/
-                        return entries
+                        return name
                     }
-                    entries.append(.song(Self.catalogSong(s)))
+                    songIDs.append(s.int(1))
                     next = path
                 }
                 if rows < Self.catalogPage { next = nil }
-                return entries
+                return nil
             }
-            for e in page { visit(e) }
-            guard let n = next else { return }
+            if let folderName { visit(.folder(folderName)) }
+            guard let n = next else { break }
             cursor = n
+        }
+        var start = 0
+        while start < songIDs.count {
+            let ids = songIDs[start..<min(start + Self.catalogPage, songIDs.count)]
+            start += ids.count
+            let placeholders = Array(repeating: "?", count: ids.count).joined(separator: ",")
+            let songs = try reading { db throws(LibraryError) in
+                try db.query("SELECT \(Self.catalogColumns) FROM tracks WHERE id IN (\(placeholders)) ORDER BY path",
+                             ids.map { .int($0) }) { Self.catalogSong($0) }
+            }
+            for song in songs { visit(.song(song)) }
         }
     }
 
@@ -216,11 +294,17 @@ extension Library {
     public func catalogValues(_ column: CatalogColumn, group: CatalogColumn? = nil,
                               _ prefilter: CatalogPrefilter = CatalogPrefilter()) throws(LibraryError) -> [(group: String?, value: String)] {
         let (clause, values) = prefilter.sql
-        let g = group.map { "coalesce(\($0.sql), '')" } ?? "NULL"
         return try reading { db throws(LibraryError) in
-            try db.query("""
-                SELECT DISTINCT \(g), \(column.sql) AS v FROM tracks WHERE v IS NOT NULL AND v != ''\(clause) ORDER BY 1, 2
-                """, values) { ($0.optionalText(0), $0.text(1)) }
+            if let group {
+                let g = "coalesce(\(group.sql), '')"
+                return try db.query("""
+                    SELECT DISTINCT \(g), \(column.sql) AS v FROM tracks WHERE v IS NOT NULL AND v != ''\(clause) ORDER BY 1, 2
+                    """, values) { ($0.optionalText(0), $0.text(1)) }
+            }
+            // One column alone: DISTINCT and ORDER BY read it in order from its index.
+            return try db.query("""
+                SELECT DISTINCT \(column.sql) AS v FROM tracks WHERE v IS NOT NULL AND v != ''\(clause) ORDER BY v
+                """, values) { (nil, $0.text(0)) }
         }
     }
 

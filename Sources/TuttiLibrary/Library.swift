@@ -2,6 +2,7 @@
 import Glibc
 import Synchronization
 import TuttiCore
+import TuttiSystem
 
 /// The music library of one leader: tracks found by scanning folders,
 /// cover art, full-text search, playlists, favourites, play history and
@@ -30,6 +31,7 @@ public final class Library: Sendable {
     /// never holds up a search.
     private let reader: Mutex<Database>
     private let scanning = Atomic<Bool>(false)
+    private let version = Atomic<Int>(0)
 
     /// Opens the library at `path`, creating it (and upgrading an older
     /// schema) if needed. Throws `.databaseTooNew` for a database written
@@ -72,6 +74,11 @@ public final class Library: Sendable {
         try reader.withLock { (db: inout Database) throws(LibraryError) -> T in try body(db) }
     }
 
+    /// Goes up whenever tracks were added, changed or removed (each batch
+    /// of a scan): a cache of something derived from the tracks is good
+    /// while this stays the same.
+    public var contentVersion: Int { version.load(ordering: .acquiring) }
+
     /// Whether a scan is running now (MPD's `updating_db`).
     public var isScanning: Bool { scanning.load(ordering: .acquiring) }
 
@@ -98,7 +105,13 @@ public final class Library: Sendable {
         defer { scanning.store(false, ordering: .releasing) }
         let scan = Scan(root: root, options: options, logger: logger, withDatabase: { body throws(LibraryError) in
             try self.locked { db throws(LibraryError) in try body(db) }
+            self.version.add(1, ordering: .releasing)
         }, progress: progress)
+        defer {
+            // A scan's lists and dictionaries (100,000 paths) are freed in
+            // the arenas of the threads that made them; give the pages back.
+            returnFreedMemory()
+        }
         return try scan.run()
     }
 

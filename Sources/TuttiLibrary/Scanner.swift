@@ -36,59 +36,84 @@ struct KnownFile {
     var id: TrackID
     var size: Int
     var mtimeNanoseconds: Int64
-    var contentHash: String
 }
 
 /// Walks a folder for audio files: recursive, following symbolic links
 /// (each directory once, so a link loop ends), skipping hidden entries and
-/// files whose extension is not an audio format. Sorted, so scans are
-/// deterministic. Unreadable folders are reported, not fatal.
+/// files whose extension is not an audio format. Files come out in the
+/// byte order of their paths (SQLite's order), so the scan compares them
+/// with the library by walking both lists side by side, not by hashing
+/// 100,000 paths. Unreadable folders are reported, not fatal.
 enum FolderWalker {
     static func walk(root: String) -> (files: [FoundFile], skipped: [ScanSummary.Skipped]) {
         var files: [FoundFile] = []
         var skipped: [ScanSummary.Skipped] = []
         var seen = Set<[UInt64]>()
-        var pending = [root]
-        while let dir = pending.popLast() {
+        func visit(_ dir: String) {
             var st = stat()
             guard stat(dir, &st) == 0 else {
                 skipped.append(.init(path: dir, reason: .unreadable(String(cString: strerror(errno)))))
-                continue
+                return
             }
-            guard seen.insert([UInt64(st.st_dev), UInt64(st.st_ino)]).inserted else { continue }
-            guard let handle = opendir(dir) else {
+            guard seen.insert([UInt64(st.st_dev), UInt64(st.st_ino)]).inserted else { return }
+            let fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            guard fd >= 0, let handle = fdopendir(fd) else {
                 skipped.append(.init(path: dir, reason: .unreadable(String(cString: strerror(errno)))))
-                continue
+                if fd >= 0 { close(fd) }
+                return
             }
-            var names: [String] = []
+            // Sorted by name bytes, a folder's name with "/" after it: then
+            // depth-first order is the byte order of whole paths.
+            var entries: [(key: [UInt8], isDirectory: Bool, size: Int, mtime: Int64, format: AudioFormatKind?)] = []
             while let entry = readdir(handle) {
-                let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                    String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-                }
-                if name.hasPrefix(".") { continue } // ".", "..", and hidden files
-                names.append(name)
-            }
-            closedir(handle)
-            var subdirectories: [String] = []
-            for name in names.sorted() {
-                let path = (dir.hasSuffix("/") ? dir : dir + "/") + name
+                let bytes = withUnsafeBytes(of: entry.pointee.d_name) { raw in Array(raw.prefix { $0 != 0 }) }
+                if bytes.first == UInt8(ascii: ".") { continue } // ".", "..", and hidden files
                 var s = stat()
-                guard stat(path, &s) == 0 else {
+                // Relative to the open folder: the kernel does not walk the whole path again.
+                let ok = (bytes + [0]).withUnsafeBufferPointer { b in
+                    b.withMemoryRebound(to: CChar.self) { fstatat(fd, $0.baseAddress!, &s, 0) }
+                }
+                let name = String(decoding: bytes, as: UTF8.self)
+                let format = AudioFormatKind(pathExtension: pathExtension(name))
+                guard ok == 0 else {
                     // A dangling link or a file that vanished: only audio files are worth a line.
-                    if AudioFormatKind(pathExtension: pathExtension(name)) != nil {
-                        skipped.append(.init(path: path, reason: .unreadable(String(cString: strerror(errno)))))
+                    if format != nil {
+                        skipped.append(.init(path: dir + "/" + name, reason: .unreadable(String(cString: strerror(errno)))))
                     }
                     continue
                 }
                 if (s.st_mode & S_IFMT) == S_IFDIR {
-                    subdirectories.append(path)
-                } else if (s.st_mode & S_IFMT) == S_IFREG, let format = AudioFormatKind(pathExtension: pathExtension(name)) {
-                    files.append(FoundFile(path: path, size: Int(s.st_size), mtimeNanoseconds: mtime(s), format: format))
+                    entries.append((bytes + [UInt8(ascii: "/")], true, 0, 0, nil))
+                } else if (s.st_mode & S_IFMT) == S_IFREG, let format {
+                    entries.append((bytes, false, Int(s.st_size), mtime(s), format))
                 }
             }
-            pending.append(contentsOf: subdirectories.reversed()) // depth-first, in name order
+            entries.sort { $0.key.lexicographicallyPrecedes($1.key) }
+            let prefix = dir.hasSuffix("/") ? dir : dir + "/"
+            for e in entries {
+                if e.isDirectory {
+                    visit(prefix + String(decoding: e.key.dropLast(), as: UTF8.self))
+                } else {
+                    files.append(FoundFile(path: prefix + String(decoding: e.key, as: UTF8.self), size: e.size,
+                                           mtimeNanoseconds: e.mtime, format: e.format!))
+                }
+            }
+            closedir(handle) // closes fd
         }
+        visit(root)
         return (files, skipped)
+    }
+
+    /// Byte order of two paths (SQLite's BINARY collation), without Unicode normalisation.
+    static func compare(_ a: String, _ b: String) -> Int {
+        var a = a, b = b
+        return a.withUTF8 { x in
+            b.withUTF8 { y in
+                let n = min(x.count, y.count)
+                let c = n == 0 ? 0 : memcmp(x.baseAddress!, y.baseAddress!, n)
+                return c != 0 ? Int(c) : x.count - y.count
+            }
+        }
     }
 
     static func pathExtension(_ name: String) -> String {
@@ -248,25 +273,43 @@ struct Scan {
         let walk = FolderWalker.walk(root: root)
         summary.skipped = walk.skipped
 
-        var known: [String: KnownFile] = [:]
+        // The library's tracks under root, in path order beside the walk's
+        // files (also in path order): each file gets its row, if any; rows
+        // left over are tracks whose file is gone.
+        var known = [KnownFile?](repeating: nil, count: walk.files.count)
+        var missing: [(id: TrackID, path: String)] = []
         try withDatabase { db throws(LibraryError) in
             // Everything under root: paths in [root + "/", root + "0"), "0" being "/" + 1.
             let prefix = root.hasSuffix("/") ? String(root.dropLast()) : root
-            let rows = try db.query("SELECT path, id, file_size, mtime_ns, content_hash FROM tracks WHERE path >= ? AND path < ?",
-                                    [.text(prefix + "/"), .text(prefix + "0")]) { s in
-                (s.text(0), KnownFile(id: TrackID(s.int(1)), size: Int(s.int(2)), mtimeNanoseconds: s.int(3), contentHash: s.text(4)))
+            let s = try db.cached("SELECT path, id, file_size, mtime_ns FROM tracks WHERE path >= ? AND path < ? ORDER BY path")
+            try s.bind([.text(prefix + "/"), .text(prefix + "0")])
+            defer { s.reset() }
+            var i = 0
+            while try s.step() {
+                let path = s.text(0)
+                while i < walk.files.count, FolderWalker.compare(walk.files[i].path, path) < 0 { i += 1 }
+                if i < walk.files.count, FolderWalker.compare(walk.files[i].path, path) == 0 {
+                    known[i] = KnownFile(id: TrackID(s.int(1)), size: Int(s.int(2)), mtimeNanoseconds: s.int(3))
+                    i += 1
+                } else {
+                    missing.append((TrackID(s.int(1)), path))
+                }
             }
-            for (path, file) in rows { known[path] = file }
         }
 
         // Tracks whose path is gone are either moved (their content turns up
-        // under a new path below) or removed at the end.
-        let present = Set(walk.files.map(\.path))
+        // under a new path below) or removed at the end. Only their hashes are read.
         var missingByHash: [String: [TrackID]] = [:]
         var missingPaths: [TrackID: String] = [:]
-        for (path, file) in known where !present.contains(path) {
-            missingByHash[file.contentHash, default: []].append(file.id)
-            missingPaths[file.id] = path
+        if !missing.isEmpty {
+            try withDatabase { db throws(LibraryError) in
+                for m in missing {
+                    missingPaths[m.id] = m.path
+                    if let hash = try db.scalarText("SELECT content_hash FROM tracks WHERE id = ?", [.int(m.id.rawValue)]) {
+                        missingByHash[hash, default: []].append(m.id)
+                    }
+                }
+            }
         }
 
         var batch: [Write] = []
@@ -290,7 +333,7 @@ struct Scan {
         // are read on every core, ahead of the writer and in order.
         var toRead: [Int] = []
         for (index, file) in walk.files.enumerated() {
-            if let old = known[file.path], old.size == file.size, old.mtimeNanoseconds == file.mtimeNanoseconds {
+            if let old = known[index], old.size == file.size, old.mtimeNanoseconds == file.mtimeNanoseconds {
                 summary.unchanged += 1
             } else {
                 toRead.append(index)
@@ -301,7 +344,7 @@ struct Scan {
         for (n, index) in toRead.enumerated() {
             let file = walk.files[index]
             progress?(ScanProgress(done: index, total: walk.files.count, currentPath: file.path))
-            let old = known[file.path]
+            let old = known[index]
             summary.filesRead += 1
             switch readAhead.take(n) {
             case .failure(let reason):

@@ -49,17 +49,28 @@ class MPDClient:
 
     def __init__(self, port, timeout=120):
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
-        self.buf = b""
-        self._read_until(lambda b: b.endswith(b"\n"))
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+        self.pending = b""
+        self._read_answer(greeting=True)
 
-    def _read_until(self, done):
-        while not done(self.buf):
+    def _read_answer(self, greeting=False):
+        """Reads up to the answer's last line (OK, or ACK after partial output); chunks kept in a list."""
+        chunks = [self.pending] if self.pending else []
+        tail = self.pending
+        while True:
+            if tail.endswith(b"\n"):
+                last = tail[tail.rfind(b"\n", 0, len(tail) - 1) + 1:]
+                if greeting and last.startswith(b"OK MPD"):
+                    break
+                if last == b"OK\n" or last.startswith(b"ACK ["):
+                    break
             chunk = self.sock.recv(1 << 20)
             if not chunk:
                 raise ConnectionError("MPD connection closed")
-            self.buf += chunk
-        out, self.buf = self.buf, b""
-        return out
+            chunks.append(chunk)
+            tail = (tail + chunk)[-4096:]
+        self.pending = b""
+        return b"".join(chunks)
 
     @staticmethod
     def quote(s):
@@ -67,10 +78,10 @@ class MPDClient:
 
     def command(self, line):
         self.sock.sendall(line.encode() + b"\n")
-        answer = self._read_until(lambda b: b.endswith(b"OK\n") and (b == b"OK\n" or b.endswith(b"\nOK\n"))
-                                  or (b.startswith(b"ACK") or b"\nACK [" in b) and b.endswith(b"\n"))
-        if answer.startswith(b"ACK") or b"\nACK [" in answer:
-            raise RuntimeError(f"{line!r}: {answer[-200:]!r}")
+        answer = self._read_answer()
+        last = answer[answer.rfind(b"\n", 0, len(answer) - 1) + 1:]
+        if last.startswith(b"ACK ["):
+            raise RuntimeError(f"{line!r}: {last!r}")
         return answer
 
     def pairs(self, line):
@@ -181,6 +192,8 @@ port "{self.port}"
 zeroconf_enabled "no"
 auto_update "no"
 log_file "{work}/mpd.log"
+# MPD's default (8 MiB) closes the connection on the largest answers; Tutti has no such limit.
+max_output_buffer_size "131072"
 audio_output {{
   type "null"
   name "null"
@@ -493,7 +506,7 @@ def main():
         if args.only != "mpd":
             t = run_daemon(Tutti(music, work, args.tuttid), files, queries, artists, folders, True, args.rounds)
         if args.only:
-            print(json.dumps({k: v for k, v in (m or t).items() if k != "timings"}, indent=1, default=str))
+            print(json.dumps({k: v for k, v in (m or t).items() if k not in ("timings", "counts")}, indent=1, default=str))
             for label, v in (m or t)["timings"].items():
                 print(label, {k: fmt_ms(x) if k != "n" else x for k, x in percentiles(v).items()})
             return

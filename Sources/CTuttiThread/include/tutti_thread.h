@@ -7,4 +7,6 @@ void tutti_set_thread_name(const char *name);
 /// Raises the calling thread's nice value by `increment` (Linux keeps one
 /// per thread); returns 0 or -1 with errno set. gettid() is not in Swift's Glibc.
 int tutti_lower_thread_priority(int increment);
+/// glibc's malloc_trim(0) (malloc.h is not in Swift's Glibc module).
+int tutti_malloc_trim(void);
 #endif

@@ -100,8 +100,13 @@ final class MPDCatalog: Sendable {
 
     /// The URI an MPD client sees for a path or URL held in the queue.
     func uri(forPath path: String) -> String {
-        for base in [root, configuredRoot].compactMap({ $0 }) where path.hasPrefix(base + "/") {
-            return String(path.dropFirst(base.count + 1))
+        // Bytes, not Characters: called once per song of an answer.
+        for base in [root, configuredRoot] {
+            guard let base else { continue }
+            let b = base.utf8, p = path.utf8
+            if p.count > b.count + 1, p.starts(with: b), p[p.index(p.startIndex, offsetBy: b.count)] == UInt8(ascii: "/") {
+                return String(decoding: p.dropFirst(b.count + 1), as: UTF8.self)
+            }
         }
         return path
     }

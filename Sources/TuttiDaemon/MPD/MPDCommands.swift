@@ -595,20 +595,44 @@ extension MPDServer {
     func write(_ c: CatalogSong, client: MPDClient, into r: inout MPDResponse) {
         r.add("file", catalog.uri(forPath: c.path))
         r.add("Last-Modified", Self.iso8601(c.modifiedSeconds))
-        let t = client.tagTypes
-        if let v = c.artist, t.contains("Artist") { r.add("Artist", v) }
-        if let v = c.albumArtist, t.contains("AlbumArtist") { r.add("AlbumArtist", v) }
-        if t.contains("Title") { r.add("Title", c.title) }
-        if let v = c.album, t.contains("Album") { r.add("Album", v) }
-        if let v = c.trackNumber, t.contains("Track") { r.add("Track", v) }
-        if let v = c.discNumber, t.contains("Disc") { r.add("Disc", v) }
-        if let v = c.genre, t.contains("Genre") { r.add("Genre", v) }
-        if let v = c.year, t.contains("Date") { r.add("Date", v) }
+        let t = client.shownTags // MPDTags.all: Artist, AlbumArtist, Title, Album, Track, Disc, Genre, Date
+        if let v = c.artist, t[0] { r.add("Artist", v) }
+        if let v = c.albumArtist, t[1] { r.add("AlbumArtist", v) }
+        if t[2] { r.add("Title", c.title) }
+        if let v = c.album, t[3] { r.add("Album", v) }
+        if let v = c.trackNumber, t[4] { r.add("Track", v) }
+        if let v = c.discNumber, t[5] { r.add("Disc", v) }
+        if let v = c.genre, t[6] { r.add("Genre", v) }
+        if let v = c.year, t[7] { r.add("Date", v) }
         if c.durationSeconds > 0 {
             r.add("Time", Int(c.durationSeconds.rounded()))
             r.add("duration", seconds: c.durationSeconds)
         }
         r.streamIfLarge()
+    }
+
+    /// The same block again, straight from a row's bytes: for answers of
+    /// every matching song (`find`, `search`), where it is most of the work.
+    func write(_ row: CatalogRow, rootPrefix: [UInt8], client: MPDClient, into r: inout MPDResponse) {
+        _ = row.withBytes(.path) { p in
+            let inRoot = p.count > rootPrefix.count && !rootPrefix.isEmpty && p.starts(with: rootPrefix)
+            r.add("file", bytes: p, droppingFirst: inRoot ? rootPrefix.count : 0)
+        }
+        r.add("Last-Modified", Self.iso8601(row.modifiedSeconds))
+        let t = client.shownTags // MPDTags.all: Artist, AlbumArtist, Title, Album, Track, Disc, Genre, Date
+        if t[0] { _ = row.withBytes(.artist) { r.add("Artist", bytes: $0) } }
+        if t[1] { _ = row.withBytes(.albumArtist) { r.add("AlbumArtist", bytes: $0) } }
+        if t[2] { _ = row.withBytes(.title) { r.add("Title", bytes: $0) } }
+        if t[3] { _ = row.withBytes(.album) { r.add("Album", bytes: $0) } }
+        if t[4], let v = row.trackNumber { r.add("Track", v) }
+        if t[5], let v = row.discNumber { r.add("Disc", v) }
+        if t[6] { _ = row.withBytes(.genre) { r.add("Genre", bytes: $0) } }
+        if t[7], let v = row.year { r.add("Date", v) }
+        let d = row.durationSeconds
+        if d > 0 {
+            r.add("Time", Int(d.rounded()))
+            r.add("duration", seconds: d)
+        }
     }
 
     private func writeQueue(_ queue: PlayQueue, range: Range<Int>, client: MPDClient, into r: inout MPDResponse) {
@@ -617,12 +641,30 @@ extension MPDServer {
         }
     }
 
+    /// `2024-05-01T12:00:00Z`, by arithmetic (civil date from days,
+    /// H. Hinnant's algorithm): a search answer formats one per song.
     static func iso8601(_ seconds: Int64) -> String {
-        var t = time_t(seconds)
-        var tm = tm()
-        gmtime_r(&t, &tm)
-        func two(_ v: Int32) -> String { v < 10 ? "0\(v)" : "\(v)" }
-        return "\(tm.tm_year + 1900)-\(two(tm.tm_mon + 1))-\(two(tm.tm_mday))T\(two(tm.tm_hour)):\(two(tm.tm_min)):\(two(tm.tm_sec))Z"
+        let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
+        let secondsOfDay = seconds - days * 86_400
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1_460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let mp = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * mp + 2) / 5 + 1
+        let month = mp < 10 ? mp + 3 : mp - 9
+        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+        var out = [UInt8](repeating: 0, count: 20)
+        func put(_ value: Int64, _ at: Int, _ width: Int) {
+            var v = value
+            for i in stride(from: at + width - 1, through: at, by: -1) { out[i] = UInt8(48 + v % 10); v /= 10 }
+        }
+        put(min(max(year, 0), 9999), 0, 4)
+        out[4] = 0x2D; put(month, 5, 2); out[7] = 0x2D; put(day, 8, 2); out[10] = 0x54
+        put(secondsOfDay / 3600, 11, 2); out[13] = 0x3A; put(secondsOfDay / 60 % 60, 14, 2); out[16] = 0x3A
+        put(secondsOfDay % 60, 17, 2); out[19] = 0x5A
+        return String(decoding: out, as: UTF8.self)
     }
 
     // MARK: Library helpers
@@ -755,7 +797,16 @@ extension MPDServer {
             return
         }
 
+        let writesEverySong = command.name == "find" || command.name == "search"
         switch command.name {
+        case _ where writesEverySong && complete:
+            // The common case, and the largest answers: rows written as bytes, sent between pages.
+            let rootPrefix = Array(((catalog.root ?? "") + "/").utf8)
+            do {
+                try library.catalogRows(prefilter, offset: window?.lowerBound ?? 0, limit: window.map { $0.upperBound - $0.lowerBound },
+                                        row: { row in write(row, rootPrefix: rootPrefix, client: client, into: &r) },
+                                        afterPage: { r.streamIfLarge() })
+            } catch { throw libraryError(error) }
         case "find", "search":
             try each { c in write(c, client: client, into: &r); return true }
         default:

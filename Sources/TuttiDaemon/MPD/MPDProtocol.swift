@@ -277,12 +277,44 @@ public struct MPDResponse: Sendable {
 
     public mutating func add(_ key: String, _ value: String) {
         bytes.append(contentsOf: key.utf8)
-        bytes.append(contentsOf: ": ".utf8)
-        bytes.append(contentsOf: value.replacingNewlines().utf8)
+        bytes.append(0x3A) // ": "
+        bytes.append(0x20)
+        let start = bytes.count
+        bytes.append(contentsOf: value.utf8)
+        // Values are one line each: a newline inside one becomes a space (bytes, not Characters: this runs per tag).
+        for i in start..<bytes.count where bytes[i] == 0x0A || bytes[i] == 0x0D { bytes[i] = 0x20 }
         bytes.append(0x0a)
     }
 
-    public mutating func add(_ key: String, _ value: Int) { add(key, String(value)) }
+    /// `key: value` with the value's bytes as they are (from SQLite); newlines become spaces.
+    public mutating func add(_ key: StaticString, bytes value: UnsafeBufferPointer<UInt8>, droppingFirst skip: Int = 0) {
+        bytes.append(contentsOf: UnsafeBufferPointer(start: key.utf8Start, count: key.utf8CodeUnitCount))
+        bytes.append(0x3A)
+        bytes.append(0x20)
+        let start = bytes.count
+        bytes.append(contentsOf: UnsafeBufferPointer(rebasing: value[min(skip, value.count)...]))
+        for i in start..<bytes.count where bytes[i] == 0x0A || bytes[i] == 0x0D { bytes[i] = 0x20 }
+        bytes.append(0x0a)
+    }
+
+    public mutating func add(_ key: String, _ value: Int) {
+        bytes.append(contentsOf: key.utf8)
+        bytes.append(0x3A)
+        bytes.append(0x20)
+        if value < 0 {
+            bytes.append(contentsOf: String(value).utf8)
+        } else {
+            var divisor = 1
+            while divisor <= value / 10 { divisor *= 10 }
+            var v = value
+            repeat {
+                bytes.append(UInt8(48 + v / divisor))
+                v %= divisor
+                divisor /= 10
+            } while divisor > 0
+        }
+        bytes.append(0x0a)
+    }
 
     /// `value` with three decimals, as MPD prints elapsed and duration.
     public mutating func add(_ key: String, seconds value: Double) { add(key, MPDResponse.threeDecimals(value)) }
@@ -307,7 +339,7 @@ public struct MPDResponse: Sendable {
 extension String {
     /// Values are one line each in MPD responses.
     func replacingNewlines() -> String {
-        guard contains(where: { $0 == "\n" || $0 == "\r" }) else { return self }
+        guard utf8.contains(where: { $0 == 0x0A || $0 == 0x0D }) else { return self }
         return String(map { $0 == "\n" || $0 == "\r" ? " " : $0 })
     }
 }

@@ -6,6 +6,7 @@ import TuttiCore
 import TuttiAuth
 import TuttiLibrary
 import TuttiNet
+import TuttiSystem
 
 /// The MPD protocol server (`--mpd HOST:PORT`), so MPD clients (mpc,
 /// ncmpcpp, python-mpd2, phone apps) control the leader. See docs/mpd.md.
@@ -211,7 +212,15 @@ public final class MPDServer: @unchecked Sendable {
     func run(_ commands: [MPDCommand], isList: Bool, listOK: Bool, client: MPDClient) -> [UInt8] {
         // Long answers (search, listallinfo) go out as they are made, waiting
         // while the client's outbox is full: memory stays at a few chunks.
-        var response = MPDResponse(stream: { [client] bytes in client.sendWaitingForRoom(bytes) })
+        let streamed = Atomic<Int>(0)
+        var response = MPDResponse(stream: { [client] bytes in
+            streamed.add(bytes.count, ordering: .relaxed)
+            client.sendWaitingForRoom(bytes)
+        })
+        defer {
+            // A long answer's chunks were freed in this thread's malloc arena: give them back.
+            if streamed.load(ordering: .relaxed) > 1 << 20 { returnFreedMemory() }
+        }
         client.settleUntil = 0
         defer {
             // Reply once the change is heard (at most 1 s on), so the client's next status shows it.
@@ -251,9 +260,11 @@ final class MPDClient: @unchecked Sendable {
     var binaryLimit = 8_192
     /// Monotonic ns when the last transport command of this request is heard.
     var settleUntil: Int64 = 0
-    var tagTypes = Set(MPDTags.all)
     /// What this client may do: raised by `password`.
     var level: ControlAccess.Level
+    var tagTypes = Set(MPDTags.all) { didSet { shownTags = MPDTags.all.map { tagTypes.contains($0) } } }
+    /// `tagTypes` as flags in `MPDTags.all` order: a song block asks eight times per song.
+    private(set) var shownTags = MPDTags.all.map { _ in true }
 
     init(connection: TCPConnection, configuration: LeaderConfiguration, access: ControlAccess, log: Logger) {
         self.connection = connection
