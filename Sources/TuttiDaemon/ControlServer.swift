@@ -245,6 +245,7 @@ public final class ControlServer: @unchecked Sendable {
     }
 
     static func serialize(_ object: [String: Any]) -> [UInt8]? {
+        if object["result"] as? EncodedJSON == nil, let fast = ReplyJSON.encode(object) { return fast }
         if let raw = object["result"] as? EncodedJSON {
             // Sorted keys put "result" last: `…,"result":0}` with the encoded result in place of the 0.
             var rest = object

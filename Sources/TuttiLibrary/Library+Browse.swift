@@ -30,10 +30,12 @@ extension Library {
 
     /// Albums (of one artist, or all), by artist then name; `limit` bounds a whole-library listing.
     public func albums(artist: String? = nil, limit: Int = 5_000) throws(LibraryError) -> [AlbumSummary] {
-        try reading { db throws(LibraryError) in
+        // One artist: an equality the index on coalesce(album_artist, artist) answers (no "?1 IS NULL OR").
+        let filter = artist == nil ? "" : "AND coalesce(album_artist, artist) = ?1"
+        return try reading { db throws(LibraryError) in
             try db.query("""
                 SELECT album, coalesce(album_artist, artist) AS who, max(year), count(*), max(cover_hash) FROM tracks
-                WHERE album IS NOT NULL AND (?1 IS NULL OR who = ?1)
+                WHERE album IS NOT NULL \(filter)
                 GROUP BY album, who ORDER BY who COLLATE NOCASE, album COLLATE NOCASE LIMIT ?2
                 """, [SQLValue(artist), .int(Int64(limit))]) {
                 AlbumSummary(name: $0.text(0), artist: $0.optionalText(1), year: $0.optionalInt(2).map { Int($0) },

@@ -105,8 +105,7 @@ public final class Library: Sendable {
         defer { scanning.store(false, ordering: .releasing) }
         let scan = Scan(root: root, options: options, logger: logger, withDatabase: { body throws(LibraryError) in
             try self.locked { db throws(LibraryError) in try body(db) }
-            self.version.add(1, ordering: .releasing)
-        }, progress: progress)
+        }, didWrite: { self.version.add(1, ordering: .releasing) }, progress: progress)
         defer {
             // A scan's lists and dictionaries (100,000 paths) are freed in
             // the arenas of the threads that made them; give the pages back.

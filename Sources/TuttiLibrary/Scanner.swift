@@ -134,6 +134,8 @@ enum FileReader {
         var file: FoundFile
         var metadata: FileMetadata
         var contentHash: String
+        /// Computed here, on the reader threads, not by the writer.
+        var search: TrackStore.SearchColumns
     }
 
     static func read(_ found: FoundFile) -> Result<Read, SkipReason> {
@@ -164,7 +166,7 @@ enum FileReader {
                 metadata.tags.title = guess.title
                 metadata.tags.trackNumber = metadata.tags.trackNumber ?? guess.trackNumber
             }
-            return Read(file: file, metadata: metadata, contentHash: hash)
+            return Read(file: file, metadata: metadata, contentHash: hash, search: TrackStore.searchColumns(metadata.tags))
         }
     }
 }
@@ -260,6 +262,8 @@ struct Scan {
     let options: ScanOptions
     let logger: Logger
     let withDatabase: (_ body: (Database) throws(LibraryError) -> Void) throws(LibraryError) -> Void
+    /// Called after each transaction that changed tracks.
+    let didWrite: () -> Void
     let progress: ((ScanProgress) -> Void)?
 
     private enum Write {
@@ -327,6 +331,7 @@ struct Scan {
                     }
                 }
             }
+            didWrite()
         }
 
         // Unchanged files (same size and mtime) are not opened; the others
@@ -382,6 +387,7 @@ struct Scan {
                     for (id, _) in gone { try db.run("DELETE FROM tracks WHERE id = ?", [.int(id.rawValue)]) }
                 }
             }
+            didWrite()
             for (id, path) in gone {
                 logger.info("removed \(path): the file is gone")
                 summary.removedTrackIDs.append(id)
@@ -421,23 +427,39 @@ enum TrackStore {
     private static func values(_ read: FileReader.Read, coverHash: String?) -> [SQLValue] {
         let t = read.metadata.tags
         let title = t.title ?? "Untitled"
-        let search = searchColumns(title: title, artist: t.artist, album: t.album, albumArtist: t.albumArtist, genre: t.genre,
-                                   track: t.trackNumber, disc: t.discNumber, year: t.year)
+        let search = read.search
         return [.text(read.file.path), .text(read.metadata.format.rawValue), .text(title),
                 SQLValue(t.artist), SQLValue(t.album), SQLValue(t.albumArtist), SQLValue(t.genre),
                 SQLValue(t.trackNumber), SQLValue(t.discNumber), SQLValue(t.year),
                 .int(Int64(read.metadata.durationFrames)), .int(Int64(read.metadata.sampleRate)),
                 .int(Int64(read.file.size)), .int(read.file.mtimeNanoseconds), .text(read.contentHash), SQLValue(coverHash),
-                .text(search.mpdText), SQLValue(search.grams)]
+                .text(search.mpdText), SQLValue(search.grams), .text(search.titleKey), SQLValue(search.artistKey),
+                SQLValue(search.albumArtistKey)]
     }
 
     /// The derived search columns (schema 4): the MPD port's folded text
-    /// (every value it shows as a tag) and the CJK grams of the word index.
+    /// (every value it shows as a tag), the CJK grams of the word index, and
+    /// the whole-text keys of ranking's exact tiers (`SearchText.wordFold`).
+    struct SearchColumns: Sendable {
+        var mpdText: String
+        var grams: String?
+        var titleKey: String
+        var artistKey: String?
+        var albumArtistKey: String?
+    }
+
     static func searchColumns(title: String, artist: String?, album: String?, albumArtist: String?, genre: String?,
-                              track: Int?, disc: Int?, year: Int?) -> (mpdText: String, grams: String?) {
+                              track: Int?, disc: Int?, year: Int?) -> SearchColumns {
         let mpd = SearchText.mpdHaystack([title, artist, album, albumArtist, genre, track.map(String.init),
                                           disc.map(String.init), year.map(String.init)])
-        return (mpd, SearchText.cjkGrams([title, artist, album, albumArtist]))
+        return SearchColumns(mpdText: mpd, grams: SearchText.cjkGrams([title, artist, album, albumArtist]),
+                             titleKey: SearchText.wordFold(title), artistKey: artist.map(SearchText.wordFold),
+                             albumArtistKey: albumArtist.map(SearchText.wordFold))
+    }
+
+    static func searchColumns(_ t: TagSet) -> SearchColumns {
+        searchColumns(title: t.title ?? "Untitled", artist: t.artist, album: t.album, albumArtist: t.albumArtist, genre: t.genre,
+                      track: t.trackNumber, disc: t.discNumber, year: t.year)
     }
 
     /// Fills the derived columns of rows written before schema 4, in one transaction.
@@ -452,7 +474,9 @@ enum TrackStore {
         guard !rows.isEmpty else { return }
         try db.transaction { () throws(LibraryError) in
             for (id, search) in rows {
-                try db.run("UPDATE tracks SET mpd_text = ?, grams = ? WHERE id = ?", [.text(search.mpdText), SQLValue(search.grams), .int(id)])
+                try db.run("UPDATE tracks SET mpd_text = ?, grams = ?, title_key = ?, artist_key = ?, album_artist_key = ? WHERE id = ?",
+                           [.text(search.mpdText), SQLValue(search.grams), .text(search.titleKey), SQLValue(search.artistKey),
+                            SQLValue(search.albumArtistKey), .int(id)])
             }
         }
     }
@@ -469,8 +493,9 @@ enum TrackStore {
         let cover = try storeCover(read, db)
         try db.run("""
             INSERT INTO tracks(path, format, title, artist, album, album_artist, genre, track_no, disc_no, year,
-                               duration_frames, sample_rate, file_size, mtime_ns, content_hash, cover_hash, mpd_text, grams, added_at)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                               duration_frames, sample_rate, file_size, mtime_ns, content_hash, cover_hash, mpd_text, grams,
+                               title_key, artist_key, album_artist_key, added_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """, values(read, coverHash: cover) + [.int(WallClock.unixMilliseconds())])
     }
 
@@ -479,7 +504,7 @@ enum TrackStore {
         try db.run("""
             UPDATE tracks SET path = ?, format = ?, title = ?, artist = ?, album = ?, album_artist = ?, genre = ?,
                 track_no = ?, disc_no = ?, year = ?, duration_frames = ?, sample_rate = ?, file_size = ?, mtime_ns = ?,
-                content_hash = ?, cover_hash = ?, mpd_text = ?, grams = ?
+                content_hash = ?, cover_hash = ?, mpd_text = ?, grams = ?, title_key = ?, artist_key = ?, album_artist_key = ?
             WHERE id = ?
             """, values(read, coverHash: cover) + [.int(id.rawValue)])
     }

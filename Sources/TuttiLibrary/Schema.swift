@@ -123,6 +123,13 @@ public enum Schema {
             ALTER TABLE tracks ADD COLUMN mpd_text TEXT;
             -- One- and two-character pieces of CJK runs (SearchText.cjkGrams), NULL without CJK text.
             ALTER TABLE tracks ADD COLUMN grams TEXT;
+            -- SearchText.wordFold of the title, artist and album artist: ranking's "the whole text is the title / the artist".
+            ALTER TABLE tracks ADD COLUMN title_key TEXT;
+            ALTER TABLE tracks ADD COLUMN artist_key TEXT;
+            ALTER TABLE tracks ADD COLUMN album_artist_key TEXT;
+            CREATE INDEX tracks_title_key ON tracks(title_key);
+            CREATE INDEX tracks_artist_key ON tracks(artist_key);
+            CREATE INDEX tracks_album_artist_key ON tracks(album_artist_key);
             CREATE INDEX tracks_mpd ON tracks(path, mpd_text);
             CREATE INDEX tracks_artist ON tracks(artist, album);
             CREATE INDEX tracks_album_name ON tracks(album);

@@ -197,8 +197,7 @@ extension SearchQuery {
     func expression(for tier: SearchTier) -> String? {
         guard !terms.isEmpty else { return nil }
         switch tier {
-        case .exactTitle: return "{title} : ^" + Self.literal(wholeText)
-        case .exactArtist: return "{artist album_artist} : ^" + Self.literal(wholeText)
+        case .exactTitle, .exactArtist: return nil // looked up by key (`title_key`, `artist_key`), not in the word index
         case .words(let titleOnly), .prefix(let titleOnly):
             let prefix = tier == .prefix(titleOnly: titleOnly)
             let body = terms.map { term in
@@ -237,16 +236,22 @@ extension Library {
                 var ids: [Int64] = []
                 var seen = Set<Int64>()
                 let whole = SearchText.wordFold(query.wholeText)
-                let artistCandidates = query.isPlain ? try Self.exactCandidates(query, .exactArtist, db) : []
-                let namesArtist = artistCandidates.contains { c in c.values.contains { Self.sameName(SearchText.wordFold($0), whole) } }
+                // "Beatles" names "The Beatles" too.
+                let names: [SQLValue] = [.text(whole), .text("the " + whole)]
+                let artistTracks = query.isPlain && !whole.isEmpty ? try db.query("""
+                    SELECT id FROM tracks WHERE artist_key IN (?1, ?2) UNION SELECT id FROM tracks WHERE album_artist_key IN (?1, ?2)
+                    ORDER BY 1 LIMIT ?3
+                    """, names + [.int(Int64(wanted))]) { $0.int(0) } : []
+                let namesArtist = !artistTracks.isEmpty
                 for tier in query.tiers(namesArtist: namesArtist) {
                     guard ids.count < wanted else { break }
                     let found: [Int64]
                     switch tier {
                     case .exactArtist:
-                        found = artistCandidates.filter { c in c.values.contains { Self.sameName(SearchText.wordFold($0), whole) } }.map(\.id)
+                        found = artistTracks
                     case .exactTitle:
-                        found = try Self.exactCandidates(query, .exactTitle, db).filter { c in c.values.contains { SearchText.wordFold($0) == whole } }.map(\.id)
+                        found = try db.query("SELECT id FROM tracks WHERE title_key = ? ORDER BY id LIMIT ?",
+                                             [.text(whole), .int(Int64(wanted))]) { $0.int(0) }
                     case .words, .prefix:
                         guard let expression = query.expression(for: tier) else { continue }
                         found = try db.query("SELECT rowid FROM tracks_fts WHERE tracks_fts MATCH ? LIMIT ?",
@@ -277,29 +282,6 @@ extension Library {
             }
             throw error
         }
-    }
-
-    /// "Beatles" names "The Beatles" too.
-    static func sameName(_ folded: String, _ typed: String) -> Bool {
-        !typed.isEmpty && (folded == typed || folded == "the " + typed)
-    }
-
-    /// Tracks whose title (or artist) starts with the whole text as a
-    /// phrase, with the values to compare exactly; bounded, since a text
-    /// like "a" starts many titles and only equal ones are kept.
-    private static func exactCandidates(_ query: SearchQuery, _ tier: SearchTier, _ db: Database) throws(LibraryError) -> [(id: Int64, values: [String])] {
-        guard var expression = query.expression(for: tier) else { return [] }
-        var columns = "t.title, NULL"
-        if tier == .exactArtist {
-            columns = "t.artist, t.album_artist"
-            // Also "The …" for a text without it.
-            if !SearchText.wordFold(query.wholeText).hasPrefix("the ") {
-                expression = "(" + expression + ") OR {artist album_artist} : ^" + SearchQuery.literal("the " + query.wholeText)
-            }
-        }
-        return try db.query("""
-            SELECT t.id, \(columns) FROM tracks_fts JOIN tracks t ON t.id = tracks_fts.rowid WHERE tracks_fts MATCH ? LIMIT 2000
-            """, [.text(expression)]) { s in (s.int(0), [s.optionalText(1), s.optionalText(2)].compactMap { $0 }) }
     }
 
     /// Substring matches: trigram MATCH for terms of 3+ characters, the CJK

@@ -162,6 +162,7 @@ class Daemon:
     def wait_scanned(self, client, expected, started, probe=None):
         """Polls status until no scan runs and `expected` songs are in; returns seconds since `started`."""
         stable = 0
+        last_probe = 0.0
         while True:
             st = dict(client.pairs("status"))
             if "updating_db" not in st:
@@ -171,9 +172,11 @@ class Daemon:
                 stable = stable + 1 if songs > 0 else 0
                 if stable > 100:  # some files were refused: stop waiting for them
                     return time.monotonic() - started
-            if probe:
+            if probe and time.monotonic() - last_probe >= 0.25:
+                # A few commands a second: enough to see them held up, too few to slow the scan.
+                last_probe = time.monotonic()
                 probe()
-            time.sleep(0.02)
+            time.sleep(0.05)
 
 
 class MPD(Daemon):
