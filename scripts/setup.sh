@@ -6,11 +6,7 @@ set -euo pipefail
 packages=(
   pkg-config
   libasound2-dev libmpg123-dev libopus-dev libsoxr-dev libsqlite3-dev libavahi-client-dev   # C libraries
-<<<<<<< HEAD
-  libflac-dev libgpiod-dev libcivetweb-dev zlib1g-dev librubberband-dev libsodium-dev  # web server; speed and pitch; room key
-=======
-  libflac-dev libgpiod-dev libcivetweb-dev zlib1g-dev libssl-dev                            # the web app's server; libcrypto: the scan's SHA-256
->>>>>>> 7aff374 (Library: libcrypto SHA-256 for content hashes, byte-ordered walk merged with the library's rows (no dictionary of paths), malloc_trim after scans and long MPD answers; MPD answers written from SQLite's bytes; lsinfo skips subfolders by index; list from indexes; web lists cached encoded; ranking tests; docs)
+  libflac-dev libgpiod-dev libcivetweb-dev zlib1g-dev librubberband-dev libsodium-dev libssl-dev  # web server; speed and pitch; room key; libcrypto: the scan's SHA-256
   libcurl4-openssl-dev dpkg-dev lintian debootstrap binutils systemd                              # packages: the leader's static link, scripts/test-packages.sh
   alsa-utils lame flac id3v2 mpd mpc python3 python3-pip                                    # tests: encoders, taggers, MPD peers, test servers
   ncmpcpp tmux openssl ca-certificates util-linux                                           # tests: ncmpcpp in tmux; https certificates, the CA bundle, unshare
