@@ -3,7 +3,7 @@
 the same clicks, how a late joiner converged, and how long commands took to
 be heard.
 
-  analyze.py RUN_DIR [--warmup S] [--integer-onsets]
+  analyze.py RUN_DIR [--warmup S] [--integer-onsets] [--case NAME]
 
 RUN_DIR is a run directory kept by run.sh --keep (its manifest says which
 DACs there were and when the run started and ended); --warmup overrides the
@@ -31,6 +31,7 @@ import bisect
 import json
 import math
 import os
+import re
 import sys
 
 RATE = 48000
@@ -47,6 +48,10 @@ SILENT_RUN_FRAMES = int(0.030 * RATE)   # silence must last 30 ms to count as "w
 MARKERS = [(0.120, "A", 0.50), (0.150, "B", 0.25)]
 MARKER_TOLERANCE = 0.008
 PAIR_WINDOW_NS = 500_000_000
+# A gap: both channels below -42 dBFS for at least 10 ms while the tone should play
+# (the right channel carries a 1 kHz tone throughout each track).
+GAP_FRAMES = int(0.010 * RATE)
+GAP_RE = re.compile(b"\x00{%d,}" % (2 * GAP_FRAMES))
 JOIN_TOLERANCE_NS = 100_000
 JOIN_RUN = 5
 
@@ -185,6 +190,25 @@ class FileDAC:
                 if idx >= 0:
                     return self.time_of_frame(base + idx // 2)
                 base += len(buf) // 4
+
+    def gaps(self, lo, hi, quiet):
+        """Silent stretches (>= 10 ms) between lo and hi (ns) outside the `quiet` intervals:
+        (start ns, length ms) each."""
+        start, end = self.frame_at_time(lo), self.frame_at_time(hi)
+        if end <= start:
+            return []
+        with open(self.path, "rb") as f:
+            f.seek(4 * start)
+            h = f.read(4 * (end - start))[1::2].translate(AUDIBLE_HI)
+        out = []
+        for m in GAP_RE.finditer(h):
+            t = self.time_of_frame(start + m.start() // 2)
+            length = (m.end() - m.start()) / 2 / RATE * 1000
+            t_end = t + length * 1e6
+            if any(a <= t_end and t <= b for a, b in quiet):
+                continue
+            out.append((t, length))
+        return out
 
     def health(self):
         return f"DAC segments restarted (underruns seen by the DAC): {self.discontinuities}"
@@ -549,11 +573,47 @@ def main():
         if errors:
             print(f"commands: {len(errors)} errors, first: {errors[0].get('method')}: {errors[0]['error']}")
 
+    # --- gaps: silence where the tone should be heard (outside pause..play and track ends) ---
+    quiet = []
+    pause_at = None
+    for r in accepted:
+        acc = int(r["result"]["acceptedAt"])
+        if r["method"] == "player.pause":
+            pause_at = acc
+        elif r["method"] == "player.play" and pause_at is not None:
+            quiet.append((pause_at - 0.2e9, acc + 1.0e9))
+            pause_at = None
+    if pause_at is not None:
+        quiet.append((pause_at - 0.2e9, t_end))
+    gap_total, gap_longest, gap_parts = 0, 0.0, []
+    for d in dacs:
+        if not hasattr(d, "gaps"):
+            continue
+        start = lo
+        if d.late:
+            heard = d.first_audible()
+            if heard is None:
+                continue
+            start = max(lo, heard + 0.5e9)
+        g = d.gaps(start, hi, quiet)
+        gap_total += len(g)
+        gap_longest = max([gap_longest] + [x for _, x in g])
+        gap_parts.append(f"{d.name}={len(g)}")
+        for t, x in g[:3]:
+            print(f"gap {d.name}: {x:.1f} ms silent at +{(t - t0) / 1e9:.2f} s")
+    gaps_text = f"{gap_total} (longest {gap_longest:.0f} ms)" if gap_parts else "n/a"
+    print(f"gaps (>= 10 ms silent outside pauses): {' '.join(gap_parts) if gap_parts else 'n/a (vdac sink)'}")
+
     # --- health ---
+    resyncs = underruns = None
     rooms = [r for r in records if r.get("method") == "rooms.list" and r.get("result") is not None]
     if rooms:
         last = rooms[-1]
         for name, fields, raw in rooms_health(last["result"]):
+            if isinstance(fields.get("hardResyncs"), int):
+                resyncs = (resyncs or 0) + fields["hardResyncs"]
+            if isinstance(fields.get("underruns"), int):
+                underruns = (underruns or 0) + fields["underruns"]
             if fields:
                 print("health " + name + ": " + " ".join(f"{k}={v}" for k, v in fields.items()))
             else:
@@ -580,6 +640,11 @@ def main():
     print(f"join_s={fmt(join_s, 2)}")
     print(f"sync_us median={fmt(med)} p99={fmt(p99)} max={fmt(mx)} "
           f"pause_ms={fmt(command_summary.get('pause'))} next_ms={fmt(command_summary.get('next'))}")
+    case = sys.argv[sys.argv.index("--case") + 1] if "--case" in sys.argv[2:] else "run"
+    print(f"case {case}: median={fmt(med)} p99={fmt(p99)} max={fmt(mx)} µs join_s={fmt(join_s, 2)} "
+          f"pause_ms={fmt(command_summary.get('pause'))} next_ms={fmt(command_summary.get('next'))} "
+          f"gaps={gaps_text} hardResyncs={resyncs if resyncs is not None else 'n/a'} "
+          f"underruns={underruns if underruns is not None else 'n/a'}")
     return 0 if pair_stats else 1
 
 

@@ -31,7 +31,15 @@ usage: bench/sync/run.sh [OPTIONS]
                        (default: as many as fit, at most 10)
   --codec opus|pcm     wire codec (default opus)
   --buffer-ms N        leader buffer (default: the leader's)
-  --impair D,J         relay every follower through a TCP relay that holds data D±J ms
+  --impair D,J         relay every follower (TCP and UDP) through relay.py: D±J ms each way, uniform
+  --down SPEC          delay leader -> follower: uniform:M,H | normal:M,SD |
+                       burst:LO,HI,EVERY_MS,STALL_LO,STALL_HI (see relay.py); implies the relay
+  --up SPEC            delay follower -> leader (same forms)
+  --loss P             loss 0..1 (UDP: dropped; TCP: held one RTO, 200 ms, doubled in a row)
+  --reorder P          UDP datagrams held 10 ms longer with probability P
+  --rate-kbps K        bandwidth cap per direction
+  --seed N             relay seed (default 1)
+  --case NAME          name printed on the closing 'case' line (default: the impairment)
   --sink file|alsa     file: tuttid's virtual DAC (default); alsa: vdac ALSA PCMs
   --no-realtime        pass --no-realtime to the followers
   --keep               keep the run directory (printed at the end)
@@ -44,10 +52,11 @@ EOF
 
 SECONDS_RUN=60 WARMUP=3 NFOLLOWERS=3 PPMS="" OFFSETS="" SKEWS="" LATE="" REPS="auto"
 CODEC=opus BUFFER_MS="" IMPAIR="" SINK=file REALTIME=1 KEEP=0
+DOWN="" UP="" LOSS=0 REORDER=0 RATE=0 SEED=1 CASE=""
 die() { echo "run.sh: $*" >&2; exit 64; }
 while [ $# -gt 0 ]; do
     case "$1" in
-        --seconds|--warmup|--followers|--ppm|--offsets-ms|--skews-ppm|--late-join|--reps|--codec|--buffer-ms|--impair|--sink)
+        --seconds|--warmup|--followers|--ppm|--offsets-ms|--skews-ppm|--late-join|--reps|--codec|--buffer-ms|--impair|--sink|--down|--up|--loss|--reorder|--rate-kbps|--seed|--case)
             [ $# -ge 2 ] || die "$1 needs a value (see --help)" ;;
     esac
     case "$1" in
@@ -63,6 +72,13 @@ while [ $# -gt 0 ]; do
         --buffer-ms) BUFFER_MS=$2; shift 2 ;;
         --impair) IMPAIR=$2; shift 2 ;;
         --sink) SINK=$2; shift 2 ;;
+        --down) DOWN=$2; shift 2 ;;
+        --up) UP=$2; shift 2 ;;
+        --loss) LOSS=$2; shift 2 ;;
+        --reorder) REORDER=$2; shift 2 ;;
+        --rate-kbps) RATE=$2; shift 2 ;;
+        --seed) SEED=$2; shift 2 ;;
+        --case) CASE=$2; shift 2 ;;
         --no-realtime) REALTIME=0; shift ;;
         --keep) KEEP=1; shift ;;
         -h|--help) usage; exit 0 ;;
@@ -87,6 +103,16 @@ if [ -n "$IMPAIR" ]; then
     [[ $IMPAIR =~ ^[0-9]+([.][0-9]+)?,[0-9]+([.][0-9]+)?$ ]] || die "--impair: DELAY_MS,JITTER_MS"
 fi
 [ "$REPS" = auto ] && REPS=10
+RELAY=0
+RELAY_ARGS=(--seed "$SEED" --loss "$LOSS" --reorder "$REORDER" --rate-kbps "$RATE")
+[ -n "$IMPAIR" ] && { RELAY=1; RELAY_ARGS+=(--impair "$IMPAIR"); }
+[ -n "$DOWN" ] && { RELAY=1; RELAY_ARGS+=(--down "$DOWN"); }
+[ -n "$UP" ] && { RELAY=1; RELAY_ARGS+=(--up "$UP"); }
+awk -v l="$LOSS" -v r="$REORDER" -v k="$RATE" 'BEGIN { exit !(l > 0 || r > 0 || k > 0) }' && RELAY=1
+if [ -z "$CASE" ]; then
+    CASE=clean
+    [ "$RELAY" = 1 ] && CASE="impair=${IMPAIR:--} down=${DOWN:--} up=${UP:--} loss=$LOSS reorder=$REORDER rate=$RATE"
+fi
 for list in "$PPMS" "$OFFSETS" "$SKEWS"; do
     [ -z "$list" ] || [ "$(tr -cd , <<<"$list" | wc -c)" -eq $((NFOLLOWERS - 1)) ] \
         || die "list '$list' needs $NFOLLOWERS comma-separated values (one per follower)"
@@ -215,10 +241,11 @@ fi
 echo "leader: $TUTTID ${LEADER_ARGS[*]}$([ "$CONTROL" = on ] && echo " --control 127.0.0.1:$CONTROL_PORT")" >"$TMP/commands.txt"
 
 # --- relays (impairment) ---
-if [ -n "$IMPAIR" ]; then
+if [ "$RELAY" = 1 ]; then
     MAPS=()
     for ((i = 0; i < NFOLLOWERS + NEXTRA; i++)); do MAPS+=("${RELAY_PORTS[$i]}:127.0.0.1:$LEADER_PORT"); done
-    python3 "$HERE/relay.py" --delay-ms "${IMPAIR%,*}" --jitter-ms "${IMPAIR#*,}" "${MAPS[@]}" >"$TMP/relay.log" 2>&1 &
+    echo "relay: python3 $HERE/relay.py ${RELAY_ARGS[*]} --stats $TMP/relay.json ${MAPS[*]}" >>"$TMP/commands.txt"
+    python3 "$HERE/relay.py" "${RELAY_ARGS[@]}" --stats "$TMP/relay.json" "${MAPS[@]}" >"$TMP/relay.log" 2>&1 &
     RELAY_PID=$!
     PIDS+=("$RELAY_PID")
     n=0; until grep -q "relay ready" "$TMP/relay.log"; do
@@ -231,7 +258,7 @@ fi
 MANIFEST_DACS=()
 start_follower() {   # INDEX NAME PPM OFFSET SKEW LATE
     local i=$1 name=$2 ppm=$3 off=$4 skew=$5 late=$6 addr="127.0.0.1:$LEADER_PORT" output path kind
-    [ -n "$IMPAIR" ] && addr="127.0.0.1:${RELAY_PORTS[$i]}"
+    [ "$RELAY" = 1 ] && addr="127.0.0.1:${RELAY_PORTS[$i]}"
     if [ "$SINK" = alsa ]; then
         output="alsa:tuttibench_$name" path="$name.vdac.log" kind=vdac
     else
@@ -263,7 +290,7 @@ fi
 
 {
     head="bench/sync: $NFOLLOWERS followers, ${SECONDS_RUN} s, warm-up ${WARMUP} s, codec $CODEC, sink $SINK"
-    [ -n "$IMPAIR" ] && head+=", relay ${IMPAIR%,*}±${IMPAIR#*,} ms"
+    [ "$RELAY" = 1 ] && head+=", relay: $CASE (seed $SEED)"
     [ "$LATE" != 0 ] && head+=", late joiner at +$LATE s"
     echo "$head, control $CONTROL"
     for ((i = 0; i < NFOLLOWERS; i++)); do
@@ -312,6 +339,6 @@ PIDS=()
 echo "$CPU_LINE"
 ANALYSIS_START=$(U now)
 rc=0
-python3 "$HERE/analyze.py" "$TMP" || rc=$?
+python3 "$HERE/analyze.py" "$TMP" --case "$CASE" || rc=$?
 echo "analysis took $(awk -v a="$ANALYSIS_START" -v b="$(U now)" 'BEGIN { printf "%.1f", (b - a) / 1e9 }') s" >&2
 exit $rc

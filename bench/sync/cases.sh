@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# bench/sync/cases.sh: the Wi-Fi cases of issue 11, one line each.
+#
+#   bench/sync/cases.sh [--seconds N] [--runs R] [CASE ...]      (cases: clean jitter bursts loss; default all)
+#
+# Each case is one run.sh (3 followers + a late joiner at +20 s, commands);
+# its closing 'case' line is printed as it finishes, R times per case.
+# TUTTID as for run.sh (built once here when unset).
+set -euo pipefail
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO=$(cd "$HERE/../.." && pwd)
+SECS=60 RUNS=1 CASES=()
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --seconds) SECS=$2; shift 2 ;;
+        --runs) RUNS=$2; shift 2 ;;
+        -h|--help) sed -n 2,9p "$0"; exit 0 ;;
+        *) CASES+=("$1"); shift ;;
+    esac
+done
+[ ${#CASES[@]} -gt 0 ] || CASES=(clean jitter bursts loss)
+if [ -z "${TUTTID:-}" ]; then
+    (cd "$REPO" && swift build -c release --product tuttid >&2 && swift build -c release --product tutti-follower >&2)
+    export TUTTID=$REPO/.build/release/tuttid
+fi
+# Wi-Fi's bursts: packets 1-3 ms, a 100-300 ms stall every 4 s on average (both directions).
+BURST=burst:1,3,4000,100,300
+for ((r = 1; r <= RUNS; r++)); do
+    for c in "${CASES[@]}"; do
+        case "$c" in
+            clean)  args=() ;;
+            jitter) args=(--impair 20,15) ;;
+            bursts) args=(--down "$BURST" --up "$BURST") ;;
+            loss)   args=(--impair 2,1 --loss 0.02) ;;
+            *) echo "cases.sh: unknown case $c" >&2; exit 64 ;;
+        esac
+        out=$("$HERE/run.sh" --seconds "$SECS" --seed "$r" --case "$c" ${args[@]+"${args[@]}"} 2>/dev/null) || true
+        grep '^case ' <<<"$out" || echo "case $c: run failed"
+    done
+done
