@@ -59,38 +59,65 @@ public struct ClockModel: Equatable, Sendable {
     }
 }
 
-/// Estimates the leader's clock from exchanges.
+/// Estimates the leader's clock from exchanges, by their lower envelopes.
 ///
-/// Network queueing only ever adds delay, and independently in each
-/// direction. So the window is cut into groups of consecutive exchanges,
-/// and in each group the smallest forward delay (`t2 − t1`) and the
-/// smallest backward delay (`t4 − t3`) are taken separately (after removing
-/// the skew learnt so far): their half-difference is that group's offset,
-/// assuming only that the two directions share a base delay. Taking the
-/// minima per direction needs far fewer lucky exchanges than waiting for one
-/// with both directions clean at once. Offset and skew are then a weighted
-/// least-squares line through the groups (groups whose best round trip is
-/// congested weigh less), iterated twice so the detrending uses the new skew.
+/// Queueing only ever adds delay, independently in each direction. Seen
+/// from the follower, every exchange gives two bounds on `θ(x) = leader −
+/// local` at its local instant `x`: `t2 − t1 ≥ θ(t1) + d` (forward) and
+/// `t3 − t4 ≤ θ(t4) − d` (backward), `d` the base delay of the path. The
+/// forward points' lower envelope is therefore `θ + d`, the backward points'
+/// upper envelope `θ − d`; their mean is `θ`, assuming only that the two
+/// directions share a base delay. Each envelope is the support line of the
+/// convex hull of its points at the window's mean instant (the solution of
+/// the linear programme "the line below every point, as high as possible
+/// on average"); the two slopes are averaged into the skew, and with that
+/// common slope each envelope is pinned by its lowest (highest) point.
+///
+/// Why envelopes and not a least-squares fit of the best exchanges: on
+/// Wi-Fi (20 ± 15 ms each way, bursts of 300 ms) a whole exchange with both
+/// directions clean is rare, while a clean forward trip and a clean return
+/// each turn up often; the envelope uses each the moment it turns up, and a
+/// delayed sample lies above the envelope and changes nothing at all: during
+/// a burst the model holds and coasts on its skew by construction.
+///
+/// Confidence: near the floor the points thin out to a density `ρ`; the
+/// lowest point then sits about `1/ρ` above the true floor. `uncertainty`
+/// estimates that as the k-th smallest residual over k, per direction,
+/// averaged. `ready` turns true once it is below `readyUncertainty`: a
+/// follower starts playing only then (a late joiner never plays out of step
+/// first), and stays true until `reset`.
 public struct ClockEstimator: Sendable {
     public struct Configuration: Sendable {
-        /// Samples kept (twenty a second after start-up: 60 s).
-        public var window = 1_200
-        /// Largest group of consecutive samples (at 20/s: 2 s).
-        public var maximumGroup = 40
-        /// A group whose best round trip is this much above the window's best weighs ¼.
-        public var roundTripSlack: Int64 = 100_000
-        /// Skew is only fitted once the groups span this long.
+        /// Most samples kept (at 200 a second: 60 s).
+        public var window = 12_288
+        /// Samples older than this (by `t1`, from the newest) are dropped.
+        public var windowSpan: Int64 = 60 * nanosecondsPerSecond
+        /// Skew is only fitted once the samples span this long, and long
+        /// enough for the fit to be good to `skewErrorToFit`; before that the
+        /// offset is fitted with the skew held (0 at first).
         public var minimumSkewSpan: Int64 = nanosecondsPerSecond
+        public var skewErrorToFit = 20e-6
         /// Skew is clamped to this (±500 ppm covers any real crystal).
         public var maximumSkew = 500e-6
+        /// `ready` needs at least this many samples …
+        public var minimumSamples = 8
+        /// … and an uncertainty at most this.
+        public var readyUncertainty: Int64 = 60_000
+        /// The k of the residual that estimates how far the envelope is above the floor.
+        public var residualRank = 9
         public init() {}
     }
 
     public let configuration: Configuration
+    /// The window, in order of `t1`.
     private(set) public var samples: [ClockSample] = []
     private(set) public var model: ClockModel?
     /// The best round trip currently in the window.
     private(set) public var bestRoundTrip: Int64 = 0
+    /// How far off the offset may be, ns (see the type's comment); nil before a sample.
+    private(set) public var uncertainty: Int64?
+    /// Good enough to play by (see the type's comment).
+    private(set) public var ready = false
 
     public init(configuration: Configuration = Configuration()) {
         self.configuration = configuration
@@ -102,81 +129,156 @@ public struct ClockEstimator: Sendable {
     public mutating func reset() {
         samples.removeAll(keepingCapacity: true)
         model = nil
+        lastRefit = nil
+        addedSinceRefit = 0
         bestRoundTrip = 0 // else health reports show the previous session's round trip
+        uncertainty = nil
+        ready = false
     }
 
     /// Adds an exchange and refits. Returns false if the sample was discarded
-    /// as impossible (negative round trip or out of order).
+    /// as impossible (negative round trip, received before sent, overflowing)
+    /// or older than the window. Replies may arrive out of order (UDP): a
+    /// sample is put in its place by `t1`.
     @discardableResult
     public mutating func add(_ sample: ClockSample) -> Bool {
         guard sample.isRepresentable, sample.roundTrip >= 0, sample.t4 >= sample.t1, sample.t3 >= sample.t2 else { return false }
-        if let last = samples.last, sample.t1 < last.t1 { return false }
-        samples.append(sample)
-        if samples.count > configuration.window { samples.removeFirst(samples.count - configuration.window) }
+        if let last = samples.last, sample.t1 < last.t1 {
+            guard last.t1 - sample.t1 < configuration.windowSpan else { return false }
+            var i = samples.count - 1
+            while i > 0 && samples[i - 1].t1 > sample.t1 { i -= 1 }
+            samples.insert(sample, at: i)
+        } else {
+            samples.append(sample)
+        }
+        let newest = samples[samples.count - 1].t1
+        var drop = max(0, samples.count - configuration.window)
+        while drop < samples.count - 1 && newest - samples[drop].t1 > configuration.windowSpan { drop += 1 }
+        if drop > 0 { samples.removeFirst(drop) }
+        // Refitting costs a pass over the window: do it when the sample
+        // could move an envelope, and every 100 ms (or 20 samples) anyway,
+        // as the window slides. A delayed sample changes nothing (see above).
+        addedSinceRefit += 1
+        bestRoundTrip = min(bestRoundTrip, sample.roundTrip)
+        if let m = model, let last = lastRefit, addedSinceRefit < 20, sample.t1 - last < 100 * nanosecondsPerMillisecond {
+            let predicted = m.leaderTime(at: sample.t1).nanoseconds &- sample.t1.nanoseconds
+            let forwardDelay = Double(sample.t2.nanoseconds &- sample.t1.nanoseconds) - Double(predicted)
+            let backDelay = Double(predicted) - Double(sample.t3.nanoseconds &- sample.t4.nanoseconds)
+            if forwardDelay >= envelopeFloor && backDelay >= envelopeFloor { return true }
+        }
         refit()
         return true
     }
 
-    private struct GroupPoint { var x: Double; var offset: Double; var roundTrip: Double }
+    private struct Point { var x: Double; var y: Double }
+    private var addedSinceRefit = 0
+    private var lastRefit: LocalTime?
+    /// The base delay `d` at the envelopes (both directions share it).
+    private var envelopeFloor = 0.0
 
     private mutating func refit() {
         guard let newest = samples.last else { return }
-        bestRoundTrip = samples.lazy.map(\.roundTrip).min()!
+        addedSinceRefit = 0
+        lastRefit = newest.t1
+        var best = Int64.max
+        for s in samples { best = min(best, s.roundTrip) }
+        bestRoundTrip = best
         let reference = newest.midpoint
-        var skew = model?.skew ?? 0
-        // Groups of `size` consecutive samples, aligned on the newest; a few at least.
-        let size = max(1, min(configuration.maximumGroup, samples.count / 6))
-        var fitted: ClockModel?
-        for _ in 0..<2 {
-            var points: [GroupPoint] = []
-            var end = samples.count
-            while end > 0 {
-                let start = max(0, end - size)
-                if end - start < max(1, size / 2) && !points.isEmpty { break } // a stub at the old end
-                points.append(groupPoint(samples[start..<end], reference: reference, skew: skew))
-                end = start
-            }
-            let bestGroup = points.map(\.roundTrip).min()!
-            let slack = Double(configuration.roundTripSlack)
-            let weights = points.map { 1 / (1 + (($0.roundTrip - bestGroup) / slack) * (($0.roundTrip - bestGroup) / slack)) }
-            let span = (points.map(\.x).max()! - points.map(\.x).min()!) * 1e9
-            if points.count >= 3 && span >= Double(configuration.minimumSkewSpan) {
-                // Weighted least squares: offset = a + b·x (x in seconds from `reference`).
-                var sw = 0.0, sx = 0.0, sy = 0.0
-                for (p, w) in zip(points, weights) { sw += w; sx += w * p.x; sy += w * p.offset }
-                let mx = sx / sw, my = sy / sw
-                var sxx = 0.0, sxy = 0.0
-                for (p, w) in zip(points, weights) { sxx += w * (p.x - mx) * (p.x - mx); sxy += w * (p.x - mx) * (p.offset - my) }
-                var slope = sxx > 0 ? sxy / sxx : 0 // ns per second
-                let limit = configuration.maximumSkew * 1e9
-                slope = min(max(slope, -limit), limit)
-                skew = slope / 1e9
-                fitted = ClockModel(reference: reference, offset: Int64((my - slope * mx).rounded()), skew: skew)
-            } else {
-                // Too short to see skew: the weighted mean offset, carried to
-                // `reference` with any skew already learnt.
-                var sw = 0.0, sy = 0.0
-                for (p, w) in zip(points, weights) { sw += w; sy += w * (p.offset - p.x * skew * 1e9) }
-                fitted = ClockModel(reference: reference, offset: Int64((sy / sw).rounded()), skew: skew)
-                break
-            }
+        // Offsets relative to the newest sample's, so the doubles stay small.
+        let base = newest.offset
+        var forward: [Point] = [], backward: [Point] = []
+        forward.reserveCapacity(samples.count); backward.reserveCapacity(samples.count)
+        for s in samples {
+            forward.append(Point(x: Double(s.t1 - reference), y: Double((s.t2.nanoseconds &- s.t1.nanoseconds) &- base)))
+            // Negated, so that both envelopes are lower ones.
+            backward.append(Point(x: Double(s.t4 - reference), y: -Double((s.t3.nanoseconds &- s.t4.nanoseconds) &- base)))
         }
-        model = fitted
+        // t4 = t1 + round trip: nearly in order already.
+        insertionSort(&backward)
+        var skew = model?.skew ?? 0
+        let span = samples[samples.count - 1].t1 - samples[0].t1
+        // The chord's slope is good to about 4·uncertainty/span: fit it once
+        // that is within `skewErrorToFit` (at once on a quiet link, after
+        // seconds on a jittery one), and never over less than minimumSkewSpan.
+        let needed = max(Double(configuration.minimumSkewSpan), 4 * Double(uncertainty ?? .max) / configuration.skewErrorToFit)
+        if samples.count >= 3 && Double(span) >= needed {
+            let sf = Self.hullSlope(forward)
+            let sb = -Self.hullSlope(backward) // the backward envelope was negated
+            skew = min(max((sf + sb) / 2, -configuration.maximumSkew), configuration.maximumSkew)
+        }
+        // With the common slope, each envelope rests on its lowest point in
+        // the newer half of the window: near now, so an error in the skew
+        // is carried over half the window at most, yet over enough points.
+        // (x is taken from t1 forward, t4 backward; the newest exchange is always in.)
+        let from = -Double(span) / 2 - Double(newest.t4 - newest.t1)
+        var af = Double.infinity, ab = Double.infinity
+        for p in forward where p.x >= from { af = min(af, p.y - skew * p.x) }
+        for p in backward where p.x >= from { ab = min(ab, p.y + skew * p.x) }
+        // θ(reference) = (lower forward envelope + upper backward envelope) / 2.
+        let theta = (af - ab) / 2
+        guard theta.isFinite, skew.isFinite, abs(theta) < 9e18 else { return } // absurd timestamps: keep the last model
+        model = ClockModel(reference: reference, offset: base &+ Int64(theta.rounded()), skew: skew)
+        envelopeFloor = (af + ab) / 2
+
+        let k = min(configuration.residualRank, max(1, samples.count / 2))
+        let ef = Self.kthSmallest(forward.lazy.filter { $0.x >= from }.map { $0.y - skew * $0.x - af }, k) / Double(max(1, k - 1))
+        let eb = Self.kthSmallest(backward.lazy.filter { $0.x >= from }.map { $0.y + skew * $0.x - ab }, k) / Double(max(1, k - 1))
+        let mean = (ef + eb) / 2
+        let u = mean.isFinite ? Int64(min(max(mean.rounded(), 0), 9e18)) : Int64.max
+        uncertainty = u
+        if !ready && samples.count >= configuration.minimumSamples && u <= configuration.readyUncertainty { ready = true }
     }
 
-    /// The offset at a group's centre from its separate forward and backward minima.
-    private func groupPoint(_ group: ArraySlice<ClockSample>, reference: LocalTime, skew: Double) -> GroupPoint {
-        var centre = 0.0
-        for s in group { centre += Double(s.midpoint - reference) }
-        centre /= Double(group.count)
-        var forward = Double.infinity, backward = Double.infinity
-        for s in group {
-            // forward = offset(t1) + queueing, backward = queueing − offset(t4); detrend to the centre.
-            let f = Double(s.t2.nanoseconds &- s.t1.nanoseconds) - skew * (Double(s.t1 - reference) - centre)
-            let b = Double(s.t4.nanoseconds &- s.t3.nanoseconds) + skew * (Double(s.t4 - reference) - centre)
-            forward = min(forward, f)
-            backward = min(backward, b)
+    /// The mean slope of the points' lower convex hull over the middle half
+    /// of their span: the chord of the envelope between a quarter and three
+    /// quarters of the way. (The LP's own answer, the one hull edge over the
+    /// mean, rests on two points and swings when the samples are unevenly
+    /// dense, as after the join burst.)
+    private static func hullSlope(_ points: [Point]) -> Double {
+        var hull: [Point] = []
+        hull.reserveCapacity(64)
+        for p in points {
+            while hull.count >= 2 {
+                let o = hull[hull.count - 2], a = hull[hull.count - 1]
+                // Keep only left turns: a lies strictly below the chord o → p.
+                if (a.x - o.x) * (p.y - o.y) - (a.y - o.y) * (p.x - o.x) <= 0 { hull.removeLast() } else { break }
+            }
+            hull.append(p)
         }
-        return GroupPoint(x: centre / 1e9, offset: (forward - backward) / 2, roundTrip: forward + backward)
+        guard hull.count >= 2, let first = hull.first, let last = hull.last, last.x > first.x else { return 0 }
+        let q1 = first.x + (last.x - first.x) / 4, q3 = first.x + 3 * (last.x - first.x) / 4
+        func envelope(at x: Double) -> Double {
+            var j = 0
+            while j < hull.count - 2 && hull[j + 1].x < x { j += 1 }
+            let a = hull[j], b = hull[j + 1]
+            return b.x > a.x ? a.y + (b.y - a.y) * (x - a.x) / (b.x - a.x) : min(a.y, b.y)
+        }
+        return (envelope(at: q3) - envelope(at: q1)) / (q3 - q1)
+    }
+
+    private func insertionSort(_ points: inout [Point]) {
+        guard points.count > 1 else { return }
+        for i in 1..<points.count {
+            let p = points[i]
+            var j = i
+            while j > 0 && points[j - 1].x > p.x { points[j] = points[j - 1]; j -= 1 }
+            points[j] = p
+        }
+    }
+
+    /// The k-th smallest value (1-based), in one pass.
+    private static func kthSmallest<S: Sequence<Double>>(_ values: S, _ k: Int) -> Double {
+        var smallest: [Double] = []
+        smallest.reserveCapacity(k + 1)
+        for v in values {
+            if smallest.count < k {
+                smallest.append(v); smallest.sort()
+            } else if v < smallest[k - 1] {
+                smallest[k - 1] = v
+                var i = k - 1
+                while i > 0 && smallest[i - 1] > smallest[i] { smallest.swapAt(i, i - 1); i -= 1 }
+            }
+        }
+        return max(0, smallest.last ?? 0)
     }
 }

@@ -6,7 +6,7 @@ import Glibc
 /// where `length` counts the type byte and the body. Lengths are bounded by
 /// `WireProtocol.maxMessageBytes`; anything larger closes the connection.
 public enum WireProtocol {
-    public static let version: UInt16 = 4
+    public static let version: UInt16 = 5
     /// The oldest follower a leader still serves: a v2 follower plays, but
     /// is never sent `equalizer` (a message type it does not know).
     public static let oldestFollowerVersion: UInt16 = 2
@@ -17,6 +17,12 @@ public enum WireProtocol {
     /// Bytes of each side's nonce and of an HMAC-SHA256 proof.
     public static let nonceBytes = 32
     public static let proofBytes = 32
+    /// The first version with the clock channel: the leader answers
+    /// `timeRequest` datagrams on UDP at its TCP port, and takes `syncReport`.
+    public static let clockChannelVersion: UInt16 = 5
+    /// A clock request datagram is padded to this (a response's size), so
+    /// the leader never sends more than it was sent.
+    public static let clockDatagramBytes = 33
     public static let maxMessageBytes = 64 * 1024
     public static let maxNameBytes = 64
     public static let maxReasonBytes = 512
@@ -56,10 +62,35 @@ public enum MessageType: UInt8, Sendable, CaseIterable {
     case roomCommand = 12
     case follow = 13
     case equalizer = 14
+    case syncReport = 15
     // Room-key authentication (protocol v4); numbered apart, so other new messages can take 15 on.
     case authChallenge = 30
     case authResponse = 31
     case authProof = 32
+}
+
+/// How a follower's sync is doing, beyond `HealthReport` (v5 and later).
+public struct SyncReport: Equatable, Sendable {
+    /// Which channel the clock exchanges use.
+    public enum ClockChannel: UInt8, Sendable { case stream = 0, datagram = 1 }
+    /// The clock estimator's uncertainty (see `ClockEstimator.uncertainty`).
+    public var clockUncertaintyNanoseconds: Int64
+    public var clockSamples: UInt32
+    public var clockChannel: ClockChannel
+    /// The least lead a chunk had on arrival over the last 10 s (PTS minus
+    /// leader time at arrival): how much of the buffer the worst arrival left.
+    public var arrivalLeadMinimumNanoseconds: Int64
+    /// Chunks that arrived after their PTS (too late to play), since connecting.
+    public var lateChunks: UInt32
+
+    public init(clockUncertaintyNanoseconds: Int64 = 0, clockSamples: UInt32 = 0, clockChannel: ClockChannel = .stream,
+                arrivalLeadMinimumNanoseconds: Int64 = 0, lateChunks: UInt32 = 0) {
+        self.clockUncertaintyNanoseconds = clockUncertaintyNanoseconds
+        self.clockSamples = clockSamples
+        self.clockChannel = clockChannel
+        self.arrivalLeadMinimumNanoseconds = arrivalLeadMinimumNanoseconds
+        self.lateChunks = lateChunks
+    }
 }
 
 /// Per-room settings the leader pushes to a follower.
@@ -187,6 +218,8 @@ public enum Message: Equatable, Sendable {
     case authResponse(nonce: [UInt8], proof: [UInt8])
     /// Leader → follower, before welcome: the leader's proof, so a speaker never plays for a stranger.
     case authProof(proof: [UInt8])
+    /// Follower → leader (v5 and later): clock confidence and arrival margin, once a second.
+    case syncReport(SyncReport)
 
     public var type: MessageType {
         switch self {
@@ -207,6 +240,7 @@ public enum Message: Equatable, Sendable {
         case .authChallenge: .authChallenge
         case .authResponse: .authResponse
         case .authProof: .authProof
+        case .syncReport: .syncReport
         }
     }
 }
@@ -286,6 +320,9 @@ public extension Message {
             w.bytes(nonce); w.bytes(proof)
         case .authProof(let proof):
             w.bytes(proof)
+        case .syncReport(let r):
+            w.i64(r.clockUncertaintyNanoseconds); w.u32(r.clockSamples); w.u8(r.clockChannel.rawValue)
+            w.i64(r.arrivalLeadMinimumNanoseconds); w.u32(r.lateChunks)
         }
         let length = UInt32(w.bytes.count - 4)
         w.bytes[0] = UInt8(length >> 24); w.bytes[1] = UInt8((length >> 16) & 0xff)
@@ -368,9 +405,41 @@ public extension Message {
             message = .authResponse(nonce: nonce, proof: Array(try r.bytes(WireProtocol.proofBytes)))
         case .authProof:
             message = .authProof(proof: Array(try r.bytes(WireProtocol.proofBytes)))
+        case .syncReport:
+            let u = try r.i64(), n = try r.u32(), c = try r.u8()
+            guard let channel = SyncReport.ClockChannel(rawValue: c) else { throw .invalidField(type, "clock channel \(c) is not 0 or 1") }
+            message = .syncReport(SyncReport(clockUncertaintyNanoseconds: u, clockSamples: n, clockChannel: channel,
+                                             arrivalLeadMinimumNanoseconds: try r.i64(), lateChunks: try r.u32()))
         }
         try r.finish()
         return message
+    }
+}
+
+/// Clock exchanges as UDP datagrams (v5): one framed message per datagram,
+/// a request padded with zeros to `WireProtocol.clockDatagramBytes`.
+public enum ClockDatagram {
+    /// A request datagram.
+    public static func request(id: UInt32, t1: LocalTime) -> [UInt8] {
+        var bytes = Message.timeRequest(id: id, t1: t1).encoded()
+        bytes.append(contentsOf: repeatElement(0, count: max(0, WireProtocol.clockDatagramBytes - bytes.count)))
+        return bytes
+    }
+
+    /// The message a datagram frames (bytes after the frame are padding and
+    /// ignored); nil for anything that is not a well-formed time request or
+    /// response, or a request shorter than a response (an amplifier's bait).
+    public static func decode(_ datagram: UnsafeRawBufferPointer) -> Message? {
+        guard datagram.count >= WireProtocol.headerBytes else { return nil }
+        let length = Int(datagram[0]) << 24 | Int(datagram[1]) << 16 | Int(datagram[2]) << 8 | Int(datagram[3])
+        guard length > 0, length <= datagram.count - 4 else { return nil }
+        let body = Array(datagram[4..<(4 + length)])
+        guard let message = try? Message.decode(body: body[...]) else { return nil }
+        switch message {
+        case .timeRequest: return datagram.count >= WireProtocol.clockDatagramBytes ? message : nil
+        case .timeResponse: return message
+        default: return nil
+        }
     }
 }
 

@@ -550,12 +550,21 @@ public final class ControlServer: @unchecked Sendable {
             "eq": Self.eqObject(leader.equalizer(of: name)),
         ]
         if let h = health {
-            object["health"] = [
+            var fields: [String: Any] = [
                 "clockOffsetUs": Double(h.clockOffsetNanoseconds) / 1e3, "clockSkewPpm": Double(h.clockSkewPPB) / 1e3,
                 "rttUs": Double(h.roundTripNanoseconds) / 1e3, "bufferMs": Double(h.bufferedNanoseconds) / 1e6,
                 "outputErrorUs": Double(h.outputErrorNanoseconds) / 1e3, "ratioPpm": Double(h.resampleRatioPPB) / 1e3,
                 "underruns": Int(h.underruns), "hardResyncs": Int(h.hardResyncs), "concealed": Int(h.concealedChunks),
-            ] as [String: Any]
+            ]
+            // v5 rooms: the clock's confidence and the arrival margin (the tail of the delay).
+            if let sync = leader.syncHealth[name] {
+                fields["clockUncertaintyUs"] = Double(sync.clockUncertaintyNanoseconds) / 1e3
+                fields["clockSamples"] = Int(sync.clockSamples)
+                fields["clockChannel"] = sync.clockChannel == .datagram ? "udp" : "tcp"
+                fields["arrivalLeadMinMs"] = Double(sync.arrivalLeadMinimumNanoseconds) / 1e6
+                fields["lateChunks"] = Int(sync.lateChunks)
+            }
+            object["health"] = fields
         }
         return object
     }

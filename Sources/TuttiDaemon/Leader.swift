@@ -257,6 +257,9 @@ public final class Leader: @unchecked Sendable {
     private let stateDirty = Atomic<Bool>(false)
     private let stateWake = DispatchSemaphore(value: 0)
     private let healthReports = Mutex<[String: HealthReport]>([:])
+    private let syncReports = Mutex<[String: SyncReport]>([:])
+    /// Answers clock requests on UDP at the listener's port (protocol v5); nil if that port was taken.
+    private var clockServer: UDPSocket?
     private let lastHealthAnnounced = Atomic<Int64>(0)
     /// Every room that has joined since start: a speaker switched off is still a room (shown offline).
     let seenRooms = Mutex<Set<String>>([])
@@ -373,6 +376,8 @@ public final class Leader: @unchecked Sendable {
     public var followerNames: [String] { sessions.withLock { $0.values.compactMap { $0.name } }.sorted() }
 
     public var health: [String: HealthReport] { healthReports.withLock { $0 } }
+    /// Each v5 room's clock confidence and arrival margin.
+    public var syncHealth: [String: SyncReport] { syncReports.withLock { $0 } }
 
 
     /// The JSON-RPC endpoint, once started (the real port when 0 was asked for).
@@ -402,6 +407,7 @@ public final class Leader: @unchecked Sendable {
             log.warning("no room key: any device on the network can join as a speaker (set room-key in tutti.conf [leader])")
         }
         Thread.detachNewThread { [self] in nameThread("tutti-accept"); acceptLoop(listener, dialect: .tutti) }
+        startClockServer()
         if let snapcastListener {
             log.info("Snapcast clients on \(snapcastListener.endpoint)")
             Thread.detachNewThread { [self] in nameThread("tutti-snap-accept"); acceptLoop(snapcastListener, dialect: .snapcast) }
@@ -574,6 +580,7 @@ public final class Leader: @unchecked Sendable {
         snapcastAnnouncer?.stop()
         announcer?.stop() // withdrawn first: nobody should find a leader that is going
         listener.close()
+        clockServer?.close()
         snapcastListener?.close()
         for stream in streams.withLock({ Array($0.values) }) { stream.player.stop() }
         webSurface?.stop()
@@ -582,6 +589,38 @@ public final class Leader: @unchecked Sendable {
         mpdServer?.stop()
         let all = sessions.withLock { Array($0.values) }
         for s in all { s.close(reason: "leader stopping") }
+    }
+
+    // MARK: Clock service
+
+    /// UDP clock exchanges on the listener's port: a request is answered at
+    /// once, stamped with the kernel's receive time (t2) and the time just
+    /// before the reply is sent (t3). Stateless: anyone may ask the time;
+    /// a request is as long as its answer, so nobody can amplify through it.
+    /// Without the port (taken), v5 followers fall back to the TCP stream.
+    private func startClockServer() {
+        let socket: UDPSocket
+        do { socket = try UDPSocket.bind(listener.endpoint) } catch {
+            log.warning("clock exchanges over UDP are off (\(error)): followers use the TCP stream for them")
+            return
+        }
+        clockServer = socket
+        Thread.detachNewThread { [self] in
+            nameThread("tutti-clock")
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 512, alignment: 8)
+            defer { buffer.deallocate() }
+            while running.load(ordering: .relaxed) {
+                let received: (count: Int, arrival: Int64, from: UDPSocket.Peer)
+                do { received = try socket.receive(into: buffer) } catch {
+                    if socket.closed || !running.load(ordering: .relaxed) { return }
+                    continue
+                }
+                guard case .timeRequest(let id, let t1)? = ClockDatagram.decode(UnsafeRawBufferPointer(rebasing: buffer[0..<received.count])) else { continue }
+                let t2 = LeaderTime(nanoseconds: received.arrival != 0 ? received.arrival : Monotonic.now())
+                let reply = Message.timeResponse(id: id, t1: t1, t2: t2, t3: LeaderTime(nanoseconds: Monotonic.now())).encoded()
+                try? socket.send(reply, to: received.from)
+            }
+        }
     }
 
     // MARK: Followers
@@ -671,8 +710,15 @@ public final class Leader: @unchecked Sendable {
 
     func remove(_ session: FollowerSession) {
         sessions.withLock { _ = $0.removeValue(forKey: ObjectIdentifier(session)) }
-        if let name = session.name { healthReports.withLock { _ = $0.removeValue(forKey: name) } }
+        if let name = session.name {
+            healthReports.withLock { _ = $0.removeValue(forKey: name) }
+            syncReports.withLock { _ = $0.removeValue(forKey: name) }
+        }
         events.emit(.rooms)
+    }
+
+    fileprivate func record(sync report: SyncReport, from name: String) {
+        syncReports.withLock { $0[name] = report }
     }
 
     fileprivate func record(health: HealthReport, from name: String) {
@@ -983,6 +1029,8 @@ final class FollowerSession: @unchecked Sendable {
                     }
                 case .health(let report):
                     leader.record(health: report, from: name!)
+                case .syncReport(let report) where version >= WireProtocol.clockChannelVersion:
+                    leader.record(sync: report, from: name!)
                 case .roomCommand(let command):
                     let room = name!
                     // Off the reader thread: a command may wait for the player.

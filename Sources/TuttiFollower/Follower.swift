@@ -55,6 +55,12 @@ public final class Follower: @unchecked Sendable {
     private let clockModel = PublishedClockModel()
     private let localClock: SimulatedClock
     private let estimator = Mutex(ClockEstimator())
+    /// When the last clock reply came as a datagram (monotonic ns, 0: none this session).
+    private let lastDatagramReply = Atomic<Int64>(0)
+    /// Lead of each chunk on arrival (connection thread writes, health reads).
+    private let arrivalMargin = Mutex(ArrivalMargin())
+    /// Whether the clock exchanges currently go over the TCP stream.
+    private let clockOverStream = Atomic<Bool>(true)
     private let running = Atomic<Bool>(true)
     private let connection = Mutex<TCPConnection?>(nil)
     private let connectedAtomic = Atomic<Bool>(false)
@@ -161,7 +167,7 @@ public final class Follower: @unchecked Sendable {
 
     /// The room-key exchange after the leader's challenge: our proof, the
     /// leader's, then its welcome.
-    private func proveRoomKey(_ conn: TCPConnection, reader: MessageReader, leaderNonce: [UInt8]) throws -> StreamDescription {
+    private func proveRoomKey(_ conn: TCPConnection, reader: MessageReader, leaderNonce: [UInt8]) throws -> (version: UInt16, stream: StreamDescription) {
         guard let key = configuration.roomKey else {
             try? conn.send(Message.bye(reason: "this speaker has no room key").encoded())
             throw FollowerError.roomKeyNeeded
@@ -180,9 +186,9 @@ public final class Follower: @unchecked Sendable {
         case nil: throw NetError.closed
         }
         switch try reader.next() {
-        case .welcome(_, let description)?:
+        case .welcome(let version, let description)?:
             leaderProven = true
-            return description
+            return (version, description)
         case .reject(let version, let reason)?: throw FollowerError.refused(leaderVersion: version, reason: reason)
         case let other?: throw FollowerError.unexpected("\(other.type) before welcome")
         case nil: throw NetError.closed
@@ -205,10 +211,11 @@ public final class Follower: @unchecked Sendable {
         conn.setReceiveTimeout(milliseconds: 5_000)
         var stream: StreamDescription
         leaderProven = false
+        let leaderVersion: UInt16
         switch try reader.next() {
-        case .welcome(_, let description)?: stream = description
+        case .welcome(let version, let description)?: stream = description; leaderVersion = version
         case .authChallenge(let leaderNonce)?:
-            stream = try proveRoomKey(conn, reader: reader, leaderNonce: leaderNonce)
+            (leaderVersion, stream) = try proveRoomKey(conn, reader: reader, leaderNonce: leaderNonce)
         case .reject(let version, let reason)? where version < WireProtocol.authVersion && configuration.roomKey != nil:
             // An older leader cannot check the key: going down to its version would play for anyone's leader.
             throw FollowerError.refused(leaderVersion: version, reason: "\(reason); it cannot check the room key, update the leader")
@@ -216,7 +223,7 @@ public final class Follower: @unchecked Sendable {
             // An older leader this speaker can still talk to: next time, speak its version.
             if version >= WireProtocol.oldestFollowerVersion, version < announcedVersion.load(ordering: .relaxed) {
                 announcedVersion.store(version, ordering: .relaxed)
-                log.warning("leader speaks protocol v\(version): playing without EQ until the leader is updated")
+                log.warning("leader speaks protocol v\(version): playing \(version < WireProtocol.equalizerVersion ? "without EQ, " : "")with clock exchanges over TCP until the leader is updated")
             }
             throw FollowerError.refused(leaderVersion: version, reason: reason)
         case let other?: throw FollowerError.unexpected("\(other.type) before welcome")
@@ -228,9 +235,17 @@ public final class Follower: @unchecked Sendable {
         connectionsAtomic.add(1, ordering: .relaxed)
         lastError.withLock { $0 = nil }
         estimator.withLock { $0.reset() }
+        arrivalMargin.withLock { $0.reset() }
+        lastDatagramReply.store(0, ordering: .relaxed)
 
+        // v5: clock exchanges as datagrams to the same address and port, off the audio stream.
+        let datagrams = leaderVersion >= WireProtocol.clockChannelVersion ? openClockSocket(leaderEndpoint) : nil
+        defer { datagrams?.close() }
+        if let datagrams {
+            startThread(name: "tutti-clock-rx") { [self] in clockReceiveLoop(datagrams) }
+        }
         // Ends when `conn` is closed (the defer above).
-        startThread(name: "tutti-sync") { [self] in syncLoop(conn) }
+        startThread(name: "tutti-sync") { [self] in syncLoop(conn, datagrams: datagrams, leaderVersion: leaderVersion) }
 
         var decoder = try makeDecoder(stream.codec)
         var sequencer = ChunkSequencer()
@@ -249,14 +264,14 @@ public final class Follower: @unchecked Sendable {
             case .timeResponse(_, let t1, let t2, let t3):
                 // A reply that shared its read with other data has no exact arrival time: skip it.
                 guard let arrival else { continue }
-                let t4 = localClock.local(fromReal: arrival)
-                let sample = ClockSample(t1: t1, t2: t2, t3: t3, t4: t4)
-                let model: ClockModel? = estimator.withLock { e in
-                    e.add(sample) ? e.model : nil
-                }
-                if let model { clockModel.publish(model) }
+                accept(ClockSample(t1: t1, t2: t2, t3: t3, t4: localClock.local(fromReal: arrival)))
             case .chunk(let chunk):
                 guard chunk.streamID == stream.streamID else { continue }
+                if let model = clockModel.current() {
+                    let real = arrival ?? Monotonic.now()
+                    let lead = chunk.pts - model.leaderTime(at: localClock.local(fromReal: real))
+                    arrivalMargin.withLock { $0.record(lead: lead, at: real) }
+                }
                 if !streamStarted {
                     timeline.beginStream(epoch: chunk.pts, bufferNanoseconds: stream.bufferNanoseconds)
                     streamStarted = true
@@ -345,27 +360,86 @@ public final class Follower: @unchecked Sendable {
         engine.latencyTrimNanoseconds = settings.latencyTrimNanoseconds + Int64(configuration.latencyMilliseconds * 1e6)
     }
 
-    /// Clock exchanges: 20 quickly at first, then twenty a second (34 bytes
-    /// each way: cheap, and many samples let the estimator find each
-    /// direction's base delay); a health report each second.
-    private func syncLoop(_ conn: TCPConnection) {
+    /// The UDP socket for clock exchanges with a v5 leader, at the address and port of its TCP stream.
+    private func openClockSocket(_ endpoint: Endpoint) -> UDPSocket? {
+        do { return try UDPSocket.connect(to: endpoint) } catch {
+            log.warning("clock exchanges over UDP unavailable (\(error)): using the TCP stream")
+            return nil
+        }
+    }
+
+    /// An exchange's result: into the estimator, and out to the audio
+    /// thread once the estimator is ready (so nothing plays on a guess).
+    private func accept(_ sample: ClockSample) {
+        let model: ClockModel? = estimator.withLock { e in
+            e.add(sample) && e.ready ? e.model : nil
+        }
+        if let model { clockModel.publish(model) }
+    }
+
+    /// Clock replies over UDP, stamped by the kernel on arrival.
+    private func clockReceiveLoop(_ socket: UDPSocket) {
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 512, alignment: 8)
+        defer { buffer.deallocate() }
+        socket.setReceiveTimeout(milliseconds: 200)
+        while running.load(ordering: .relaxed) && !socket.closed {
+            let received: (count: Int, arrival: Int64, from: UDPSocket.Peer)
+            do { received = try socket.receive(into: buffer) } catch {
+                if case .closed = error { return }
+                continue // a timeout, or an ICMP error for an earlier datagram
+            }
+            guard received.arrival != 0,
+                  case .timeResponse(_, let t1, let t2, let t3)? = ClockDatagram.decode(UnsafeRawBufferPointer(rebasing: buffer[0..<received.count]))
+            else { continue }
+            lastDatagramReply.store(received.arrival, ordering: .relaxed)
+            accept(ClockSample(t1: t1, t2: t2, t3: t3, t4: localClock.local(fromReal: received.arrival)))
+        }
+    }
+
+    /// Clock requests (as `ClockExchangeSchedule` says: a burst at join,
+    /// then steady; datagrams when the leader offers them, the TCP stream
+    /// otherwise or while datagrams go unanswered) and the health reports.
+    private func syncLoop(_ conn: TCPConnection, datagrams: UDPSocket?, leaderVersion: UInt16) {
+        var schedule = ClockExchangeSchedule(datagramsOffered: datagrams != nil, start: Monotonic.now())
         var id: UInt32 = 0
         while running.load(ordering: .relaxed) && !conn.closed {
-            id &+= 1
+            let real = Monotonic.now()
+            let replied = lastDatagramReply.load(ordering: .relaxed)
+            if replied != 0 { schedule.datagramReplied(at: replied) }
+            let (ready, uncertainty) = estimator.withLock { ($0.ready, $0.uncertainty) }
+            if ready { schedule.estimatorReady(at: real) }
+            schedule.clockUncertainty(uncertainty)
+            let (actions, next) = schedule.poll(now: real)
+            clockOverStream.store(schedule.usingStream(at: real), ordering: .relaxed)
             do {
-                try conn.send { Message.timeRequest(id: id, t1: now()).encoded() }
-                if id > 20 && id % 20 == 0 {
-                    Monotonic.sleep(nanoseconds: 20 * nanosecondsPerMillisecond)
-                    try conn.send(Message.health(healthReport()).encoded())
+                for action in actions {
+                    id &+= 1
+                    switch action {
+                    case .request(.datagram):
+                        // A lost or refused datagram is just a missing sample.
+                        try? datagrams?.send(ClockDatagram.request(id: id, t1: now()))
+                    case .request(.stream):
+                        try conn.send { Message.timeRequest(id: id, t1: now()).encoded() }
+                    case .health:
+                        try conn.send(Message.health(healthReport()).encoded())
+                        if leaderVersion >= WireProtocol.clockChannelVersion {
+                            try conn.send(Message.syncReport(syncReport()).encoded())
+                        }
+                    }
                 }
             } catch { return }
-            let interval: Int64 = id <= 20 ? 25 * nanosecondsPerMillisecond : 50 * nanosecondsPerMillisecond
-            var slept: Int64 = 0
-            while slept < interval && !conn.closed && running.load(ordering: .relaxed) {
-                Monotonic.sleep(nanoseconds: min(interval - slept, 50 * nanosecondsPerMillisecond))
-                slept += min(interval - slept, 50 * nanosecondsPerMillisecond)
-            }
+            let wait = min(max(next - Monotonic.now(), 0), 50 * nanosecondsPerMillisecond)
+            if wait > 0 { Monotonic.sleep(nanoseconds: wait) }
         }
+    }
+
+    /// Clock confidence and the arrival margin, for the leader (v5).
+    public func syncReport() -> SyncReport {
+        let (uncertainty, samples) = estimator.withLock { ($0.uncertainty ?? 0, $0.sampleCount) }
+        let (lead, late) = arrivalMargin.withLock { ($0.minimum(at: Monotonic.now()) ?? 0, $0.lateChunks) }
+        return SyncReport(clockUncertaintyNanoseconds: uncertainty, clockSamples: UInt32(clamping: samples),
+                          clockChannel: clockOverStream.load(ordering: .relaxed) ? .stream : .datagram,
+                          arrivalLeadMinimumNanoseconds: lead, lateChunks: UInt32(clamping: late))
     }
 
     public func healthReport() -> HealthReport {

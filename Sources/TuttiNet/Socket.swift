@@ -253,3 +253,120 @@ public final class MessageReader {
         }
     }
 }
+
+/// A UDP socket for clock exchanges: the leader's is bound and answers
+/// whoever asks; a follower's is connected to the leader. Kernel receive
+/// timestamps (SO_TIMESTAMPNS) on every datagram.
+///
+/// `@unchecked Sendable`: the descriptor is immutable, sends and receives
+/// are single system calls (the kernel serialises them), and `close` only
+/// flips an atomic and shuts the socket down.
+public final class UDPSocket: @unchecked Sendable {
+    /// A sender's address, as the kernel gave it (network byte order).
+    public struct Peer: Equatable, Sendable {
+        public var address: UInt32
+        public var port: UInt16
+    }
+
+    public let endpoint: Endpoint
+    private let fd: Int32
+    private let isClosed = Atomic<Bool>(false)
+
+    private init(fd: Int32, endpoint: Endpoint) {
+        self.fd = fd
+        self.endpoint = endpoint
+        tutti_enable_receive_timestamps(fd)
+    }
+
+    deinit { Glibc.close(fd) }
+
+    /// Binds `endpoint` (port 0: any free port).
+    public static func bind(_ endpoint: Endpoint) throws(NetError) -> UDPSocket {
+        var address = try endpoint.resolve()
+        let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+        guard fd >= 0 else { throw .system(operation: "socket", address: endpoint.description, errno: errno) }
+        let rc = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard rc == 0 else {
+            let e = errno
+            Glibc.close(fd)
+            throw .system(operation: "bind UDP", address: endpoint.description, errno: e)
+        }
+        return UDPSocket(fd: fd, endpoint: endpoint)
+    }
+
+    /// A socket whose datagrams go to `endpoint` (and only its replies come back).
+    public static func connect(to endpoint: Endpoint) throws(NetError) -> UDPSocket {
+        var address = try endpoint.resolve()
+        let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+        guard fd >= 0 else { throw .system(operation: "socket", address: endpoint.description, errno: errno) }
+        let rc = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard rc == 0 else {
+            let e = errno
+            Glibc.close(fd)
+            throw .system(operation: "connect UDP", address: endpoint.description, errno: e)
+        }
+        return UDPSocket(fd: fd, endpoint: endpoint)
+    }
+
+    public func setReceiveTimeout(milliseconds: Int) {
+        var tv = timeval(tv_sec: milliseconds / 1000, tv_usec: (milliseconds % 1000) * 1000)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    /// Sends one datagram (to the connected peer, or to `peer`). A datagram
+    /// the kernel refuses (no route, a full buffer) is lost like any other:
+    /// the error says why, and the caller usually just carries on.
+    public func send(_ bytes: [UInt8], to peer: Peer? = nil) throws(NetError) {
+        while true {
+            let n: Int
+            if let peer {
+                var to = sockaddr_in()
+                to.sin_family = sa_family_t(AF_INET)
+                to.sin_addr.s_addr = peer.address
+                to.sin_port = peer.port
+                n = bytes.withUnsafeBytes { b in
+                    withUnsafePointer(to: &to) {
+                        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                            Glibc.sendto(fd, b.baseAddress, b.count, Int32(MSG_NOSIGNAL), $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                        }
+                    }
+                }
+            } else {
+                n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            }
+            if n >= 0 { return }
+            let e = errno
+            if e == EINTR { continue }
+            throw isClosed.load(ordering: .relaxed) ? .closed : .system(operation: "send UDP to", address: endpoint.description, errno: e)
+        }
+    }
+
+    /// Waits for one datagram (up to the receive timeout: then `.timedOut`).
+    /// `arrival` is the kernel's receive time (monotonic ns, 0 if unknown).
+    public func receive(into buffer: UnsafeMutableRawBufferPointer) throws(NetError) -> (count: Int, arrival: Int64, from: Peer) {
+        while true {
+            var arrival: Int64 = 0
+            var address: UInt32 = 0, port: UInt16 = 0
+            let n = tutti_recvfrom_timestamped(fd, buffer.baseAddress, UInt(buffer.count), &arrival, &address, &port)
+            if n >= 0 && !isClosed.load(ordering: .relaxed) { return (n, arrival, Peer(address: address, port: port)) }
+            if isClosed.load(ordering: .relaxed) { throw .closed }
+            let e = errno
+            if e == EINTR { continue }
+            if e == EAGAIN || e == EWOULDBLOCK { throw .timedOut("a datagram on \(endpoint)") }
+            // A connected socket reports an earlier datagram's ICMP error here (nobody listening): not fatal.
+            if e == ECONNREFUSED { throw .system(operation: "receive UDP from", address: endpoint.description, errno: e) }
+            throw .system(operation: "receive UDP on", address: endpoint.description, errno: e)
+        }
+    }
+
+    /// Wakes a blocked receiver; the descriptor is freed on deinit.
+    public func close() {
+        if !isClosed.exchange(true, ordering: .acquiringAndReleasing) { shutdown(fd, Int32(SHUT_RDWR)) }
+    }
+
+    public var closed: Bool { isClosed.load(ordering: .relaxed) }
+}

@@ -271,26 +271,46 @@ struct ClockEstimatorTests {
         #expect(e.bestRoundTrip == 400_000)
     }
 
-    @Test("Window keeps the newest samples; reset clears")
+    @Test("Window keeps the newest minute (and at most `window` samples); reset clears")
     func windowAndReset() {
         let truth = TrueLeaderClock(offset: -1_000_000_000, skew: 20e-6)
         var e = ClockEstimator()
-        let window = e.configuration.window
-        let total = window + 36
+        let total = 400
         for k in 0..<total {
             let t = Int64(k) * 200 * nanosecondsPerMillisecond
             e.add(ClockSample(t1: LocalTime(nanoseconds: t), t2: LeaderTime(nanoseconds: truth.leader(atLocal: t + 100_000)),
                               t3: LeaderTime(nanoseconds: truth.leader(atLocal: t + 100_000)), t4: LocalTime(nanoseconds: t + 200_000)))
         }
-        #expect(e.sampleCount == window)
-        #expect(e.samples.first?.t1 == LocalTime(nanoseconds: 36 * 200 * nanosecondsPerMillisecond))
+        // 60 s back from the newest (79.8 s): 19.8 s … 79.8 s.
+        #expect(e.sampleCount == 301)
+        #expect(e.samples.first?.t1 == LocalTime(nanoseconds: 99 * 200 * nanosecondsPerMillisecond))
         #expect(e.samples.last?.t1 == LocalTime(nanoseconds: Int64(total - 1) * 200 * nanosecondsPerMillisecond))
         #expect(abs(e.model!.skew - 20e-6) < 1e-9)
         #expect(e.bestRoundTrip == 200_000)
+        var config = ClockEstimator.Configuration()
+        config.window = 50
+        var small = ClockEstimator(configuration: config)
+        for k in 0..<80 { small.add(ClockSample(t1: LocalTime(nanoseconds: Int64(k)), t2: LeaderTime(nanoseconds: Int64(k)), t3: LeaderTime(nanoseconds: Int64(k)), t4: LocalTime(nanoseconds: Int64(k)))) }
+        #expect(small.sampleCount == 50)
         e.reset()
         #expect(e.sampleCount == 0)
         #expect(e.model == nil)
         #expect(e.bestRoundTrip == 0)
+        #expect(e.uncertainty == nil && !e.ready)
+    }
+
+    @Test("Replies out of order (UDP) are put in their place; one older than the window is refused")
+    func outOfOrder() {
+        var e = ClockEstimator()
+        func sample(_ t: Int64) -> ClockSample {
+            ClockSample(t1: LocalTime(nanoseconds: t), t2: LeaderTime(nanoseconds: t + 5_000_100_000), t3: LeaderTime(nanoseconds: t + 5_000_100_000),
+                        t4: LocalTime(nanoseconds: t + 200_000))
+        }
+        for t in [100, 300, 200, 400] as [Int64] { #expect(e.add(sample(t * nanosecondsPerMillisecond))) }
+        #expect(e.samples.map(\.t1.nanoseconds) == [100, 200, 300, 400].map { $0 * nanosecondsPerMillisecond })
+        #expect(e.add(sample(70 * nanosecondsPerSecond)))
+        #expect(!e.add(sample(5 * nanosecondsPerSecond)))
+        #expect(e.model!.offset == 5_000_000_000)
     }
 
     @Test("Skew is clamped to ±500 ppm")
@@ -326,9 +346,9 @@ struct ClockEstimatorTests {
     }
 
     /// Once skew is known, a short run of much better samples (the network
-    /// got quieter) is fitted by the median branch, which must compare
-    /// offsets taken at different instants at a common time.
-    @Test("Median fallback accounts for the learnt skew between samples")
+    /// got quieter) moves the envelopes at once; offsets taken at different
+    /// instants are compared at a common time through the learnt skew.
+    @Test("Better samples after the skew is known set the offset at once")
     func medianFallbackUsesSkew() {
         let truth = TrueLeaderClock(offset: 2_000_000_000, skew: 100e-6)
         var e = ClockEstimator()

@@ -44,6 +44,9 @@ let sampleMessages: [Message] = {
         .follow(stream: StreamDescription(streamID: 0, codec: .pcm, framesPerChunk: 1, bufferNanoseconds: 0), from: LeaderTime(nanoseconds: -1)),
         .equalizer(.flat),
         .equalizer(try! EqualizerSettings(gains: [-12, -1.5, 0, 2, 4, 4, 3, 2, 1, 12], bass: 6, treble: -3.5, preamp: .manual(decibels: -12))),
+        .syncReport(SyncReport()),
+        .syncReport(SyncReport(clockUncertaintyNanoseconds: 12_345, clockSamples: .max, clockChannel: .datagram,
+                               arrivalLeadMinimumNanoseconds: -5_000_000, lateChunks: 3)),
     ]
 }()
 
@@ -126,7 +129,7 @@ struct WireProtocolTests {
     @Test("Every MessageType case is covered by the samples")
     func everyTypeCovered() {
         #expect(Set(sampleMessages.map(\.type.rawValue)) == Set(MessageType.allCases.map(\.rawValue)))
-        #expect(MessageType.allCases.map(\.rawValue) == Array(1...14) + Array(30...32))
+        #expect(MessageType.allCases.map(\.rawValue) == Array(1...15) + Array(30...32))
     }
 
     @Test("Exact byte layout (big-endian) of fixed-size messages")

@@ -28,6 +28,10 @@ long long tutti_mpg123_seek(struct mpg123_handle_struct *mh, long long sample);
 int tutti_enable_receive_timestamps(int fd);
 /// Like recv(); *arrival is the monotonic ns of the last segment read, or 0.
 long tutti_recv_timestamped(int fd, void *buffer, unsigned long length, int64_t *arrival);
+/// The same for a datagram socket, also giving the sender (IPv4 address and
+/// port in network byte order; zero when not IPv4).
+long tutti_recvfrom_timestamped(int fd, void *buffer, unsigned long length, int64_t *arrival,
+                                uint32_t *from_address, uint16_t *from_port);
 
 
 // Network sources (TuttiStreams): libmpg123's feed mode, whose seek is a large-file macro.

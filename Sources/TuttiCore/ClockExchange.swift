@@ -1,0 +1,167 @@
+/// When a follower sends its clock requests, and over which channel.
+///
+/// At join it sends a burst (one request every 2 ms) so the estimator's
+/// envelopes fill fast, for at least `minimumJoin` and until the estimator
+/// has been ready for `settle` (at most `maximumJoin`). Then one every 5 ms
+/// while the estimator's uncertainty is above `quietUncertainty` (a jittery
+/// path needs many samples for its envelopes), one every 20 ms on a quiet one.
+/// Requests go as datagrams when the leader offers them (v5): on their own
+/// socket, never queued behind audio on the TCP stream. When no datagram
+/// reply has come for `datagramGrace` (UDP blocked, an old relay), requests
+/// also go over the stream, at the old pace, until datagram replies return.
+/// A leader older than v5 gets stream requests only. A health report goes
+/// once a second.
+///
+/// Pure: it runs on the times it is given and returns what to do.
+public struct ClockExchangeSchedule: Sendable {
+    public enum Channel: Equatable, Sendable { case datagram, stream }
+    public enum Action: Equatable, Sendable {
+        case request(Channel)
+        case health
+    }
+
+    public struct Configuration: Sendable {
+        public var joinInterval: Int64 = 2 * nanosecondsPerMillisecond
+        public var steadyInterval: Int64 = 5 * nanosecondsPerMillisecond
+        public var quietInterval: Int64 = 20 * nanosecondsPerMillisecond
+        public var quietUncertainty: Int64 = 10_000
+        public var minimumJoin: Int64 = 2 * nanosecondsPerSecond
+        public var maximumJoin: Int64 = 4 * nanosecondsPerSecond
+        public var settle: Int64 = 500 * nanosecondsPerMillisecond
+        /// Over TCP: 20 at this pace first (as before v5) …
+        public var streamJoinInterval: Int64 = 25 * nanosecondsPerMillisecond
+        public var streamJoinCount = 20
+        /// … then this.
+        public var streamInterval: Int64 = 50 * nanosecondsPerMillisecond
+        public var datagramGrace: Int64 = nanosecondsPerSecond
+        public var healthInterval: Int64 = nanosecondsPerSecond
+        public init() {}
+    }
+
+    public let configuration: Configuration
+    public let datagramsOffered: Bool
+    private let start: Int64
+    private var readyAt: Int64?
+    private var lastDatagramReply: Int64?
+    private var nextDatagram: Int64
+    private var nextStream: Int64
+    private var nextHealth: Int64
+    private var streamSent = 0
+    private var streaming = false
+    private var uncertainty: Int64?
+
+    public init(configuration: Configuration = Configuration(), datagramsOffered: Bool, start: Int64) {
+        self.configuration = configuration
+        self.datagramsOffered = datagramsOffered
+        self.start = start
+        nextDatagram = start
+        nextStream = start
+        nextHealth = start + configuration.healthInterval
+    }
+
+    /// A datagram reply arrived at `now`.
+    public mutating func datagramReplied(at now: Int64) {
+        lastDatagramReply = max(lastDatagramReply ?? now, now)
+    }
+
+    /// The estimator became ready at `now` (the first call counts).
+    public mutating func estimatorReady(at now: Int64) {
+        if readyAt == nil { readyAt = now }
+    }
+
+    /// The estimator's latest uncertainty (ns), which sets the steady pace.
+    public mutating func clockUncertainty(_ nanoseconds: Int64?) { uncertainty = nanoseconds }
+
+    /// Whether the join burst is on at `now`.
+    public func joining(at now: Int64) -> Bool {
+        let elapsed = now - start
+        if elapsed < configuration.minimumJoin { return true }
+        if elapsed >= configuration.maximumJoin { return false }
+        guard let readyAt else { return true }
+        return now - readyAt < configuration.settle
+    }
+
+    /// Whether requests go over the stream at `now`.
+    public func usingStream(at now: Int64) -> Bool {
+        guard datagramsOffered else { return true }
+        return now - (lastDatagramReply ?? start) >= configuration.datagramGrace
+    }
+
+    /// What is due at `now`, and when to ask again.
+    public mutating func poll(now: Int64) -> (actions: [Action], next: Int64) {
+        var actions: [Action] = []
+        if datagramsOffered && now >= nextDatagram {
+            actions.append(.request(.datagram))
+            let quiet = (uncertainty ?? .max) <= configuration.quietUncertainty
+            let interval = joining(at: now) ? configuration.joinInterval : quiet ? configuration.quietInterval : configuration.steadyInterval
+            // Never a burst of catch-up requests after a stall of this thread.
+            nextDatagram = max(nextDatagram + interval, now + interval / 2)
+        }
+        if usingStream(at: now) {
+            if !streaming { streaming = true; nextStream = now }
+            if now >= nextStream {
+                actions.append(.request(.stream))
+                streamSent += 1
+                let interval = streamSent <= configuration.streamJoinCount ? configuration.streamJoinInterval : configuration.streamInterval
+                nextStream = max(nextStream + interval, now + interval / 2)
+            }
+        } else {
+            streaming = false
+        }
+        if now >= nextHealth {
+            actions.append(.health)
+            nextHealth = max(nextHealth + configuration.healthInterval, now + configuration.healthInterval / 2)
+        }
+        var next = nextHealth
+        if datagramsOffered { next = min(next, nextDatagram) }
+        // While datagrams answer, look again when the grace would run out.
+        next = min(next, usingStream(at: now) ? nextStream : (lastDatagramReply ?? start) + configuration.datagramGrace)
+        return (actions, max(next, now))
+    }
+}
+
+/// The least lead chunks had on arrival, over a sliding window of whole
+/// seconds, and how many came too late: the tail of the arrival delay, as a
+/// follower measures it (`SyncReport`). Pure; times in ns.
+public struct ArrivalMargin: Sendable {
+    public let seconds: Int
+    private var minima: [Int64]
+    private var bucketSecond: Int64?
+    public private(set) var lateChunks = 0
+
+    public init(seconds: Int = 10) {
+        self.seconds = max(1, seconds)
+        minima = Array(repeating: .max, count: self.seconds)
+    }
+
+    /// Forgets everything (a new connection).
+    public mutating func reset() {
+        for i in minima.indices { minima[i] = .max }
+        bucketSecond = nil
+        lateChunks = 0
+    }
+
+    /// A chunk whose PTS is `lead` ns ahead of the leader time it arrived at.
+    public mutating func record(lead: Int64, at now: Int64) {
+        advance(to: now)
+        let i = Int(((now / nanosecondsPerSecond) % Int64(seconds) + Int64(seconds)) % Int64(seconds))
+        minima[i] = min(minima[i], lead)
+        if lead < 0 { lateChunks += 1 }
+    }
+
+    /// The least lead over the window ending at `now` (nil: nothing arrived in it).
+    public mutating func minimum(at now: Int64) -> Int64? {
+        advance(to: now)
+        let m = minima.min()!
+        return m == .max ? nil : m
+    }
+
+    private mutating func advance(to now: Int64) {
+        let second = now / nanosecondsPerSecond
+        guard let last = bucketSecond else { bucketSecond = second; return }
+        guard second > last else { return }
+        // Clear the buckets of the seconds that passed without a record.
+        for s in (last + 1)...min(second, last + Int64(seconds)) { minima[Int((s % Int64(seconds) + Int64(seconds)) % Int64(seconds))] = .max }
+        bucketSecond = second
+    }
+}

@@ -1,0 +1,108 @@
+import Testing
+import TuttiCore
+
+/// One direction's delay on a simulated Wi-Fi path, ns.
+enum WiFiDelay {
+    /// `mean ± half`, uniform.
+    case uniform(mean: Double, half: Double)
+    /// `lo…hi` normally; stalls of `stall` ns start every `every` ns on average.
+    case bursts(lo: Double, hi: Double, every: Double, stall: ClosedRange<Double>)
+}
+
+/// Exchanges over a simulated path, as the follower's schedule sends them
+/// (a 2 ms burst for `joinSeconds`, then every 10 ms), with loss.
+struct WiFiRun {
+    var truth: TrueLeaderClock
+    var down: WiFiDelay
+    var up: WiFiDelay
+    var loss = 0.0
+    var joinSeconds = 2.0
+    var rng: SplitMix64
+    /// Stall intervals (shared by both directions: one radio).
+    private var stalls: [(Int64, Int64)] = []
+    private var stallHorizon: Int64 = 0
+
+    init(truth: TrueLeaderClock, down: WiFiDelay, up: WiFiDelay, loss: Double = 0, seed: UInt64) {
+        self.truth = truth; self.down = down; self.up = up; self.loss = loss
+        rng = SplitMix64(seed: seed)
+    }
+
+    private mutating func stallEnd(at t: Int64, every: Double, stall: ClosedRange<Double>) -> Int64? {
+        while stallHorizon < t + nanosecondsPerSecond {
+            let start = stallHorizon + Int64(rng.exponential(mean: every))
+            let end = start + Int64(stall.lowerBound + rng.unit() * (stall.upperBound - stall.lowerBound))
+            stalls.append((start, end)); stallHorizon = end
+        }
+        return stalls.first { $0.0 <= t && t < $0.1 }?.1
+    }
+
+    /// When a packet sent at `t` arrives.
+    mutating func arrival(sent t: Int64, over d: WiFiDelay) -> Int64 {
+        switch d {
+        case .uniform(let mean, let half):
+            return t + Int64(max(0, mean + (rng.unit() * 2 - 1) * half))
+        case .bursts(let lo, let hi, let every, let stall):
+            let base = Int64(lo + rng.unit() * (hi - lo))
+            return (stallEnd(at: t, every: every, stall: stall) ?? t) + base
+        }
+    }
+
+    /// Feeds `seconds` of exchanges into `estimator`, calling `observe` after each
+    /// with the local time the reply came (and the estimator).
+    mutating func run(_ estimator: inout ClockEstimator, seconds: Double, from start: Int64 = 1_000 * nanosecondsPerSecond,
+                      observe: (Int64, ClockEstimator) -> Void = { _, _ in }) {
+        var t1 = start
+        var replies: [ClockSample] = []
+        let end = start + Int64(seconds * 1e9)
+        while t1 < end {
+            let lostOut = rng.unit() < loss, lostBack = rng.unit() < loss
+            let atLeader = arrival(sent: t1, over: up)
+            let t2 = truth.leader(atLocal: atLeader)
+            let t4 = arrival(sent: atLeader + 20_000, over: down)
+            if !lostOut && !lostBack {
+                replies.append(ClockSample(t1: LocalTime(nanoseconds: t1), t2: LeaderTime(nanoseconds: t2),
+                                           t3: LeaderTime(nanoseconds: t2 + 20_000), t4: LocalTime(nanoseconds: t4)))
+            }
+            t1 += t1 - start < Int64(joinSeconds * 1e9) ? 2 * nanosecondsPerMillisecond : 5 * nanosecondsPerMillisecond
+            // Deliver every reply that has arrived by now, in arrival order.
+            replies.sort { $0.t4 < $1.t4 }
+            while let first = replies.first, first.t4.nanoseconds <= t1 {
+                estimator.add(first)
+                observe(first.t4.nanoseconds, estimator)
+                replies.removeFirst()
+            }
+        }
+    }
+}
+
+@Suite("Clock estimator on Wi-Fi") struct ClockWiFiTests {
+    static func error(_ e: ClockEstimator, at t: Int64, _ truth: TrueLeaderClock) -> Int64 {
+        e.model!.leaderTime(at: LocalTime(nanoseconds: t)).nanoseconds - truth.leader(atLocal: t)
+    }
+
+    @Test("20 ± 15 ms each way: ready within 3 s; from 10 s on within 60 µs, median 10 µs", arguments: [1, 2, 3] as [UInt64])
+    func jitter(seed: UInt64) {
+        let truth = TrueLeaderClock(offset: 3_000_000_000, skew: seed % 2 == 0 ? 50e-6 : -50e-6)
+        var run = WiFiRun(truth: truth, down: .uniform(mean: 20e6, half: 15e6), up: .uniform(mean: 20e6, half: 15e6), seed: seed)
+        var e = ClockEstimator()
+        var readyAt: Int64?
+        var errors: [Int64] = []
+        var early: Int64 = 0
+        let start: Int64 = 1_000 * nanosecondsPerSecond
+        run.run(&e, seconds: 40, from: start) { t, e in
+            if e.ready && readyAt == nil { readyAt = t }
+            guard readyAt != nil else { return }
+            let error = abs(Self.error(e, at: t, truth))
+            if t - start >= 10 * nanosecondsPerSecond { errors.append(error) } else { early = max(early, error) }
+        }
+        errors.sort()
+        let ready = Double(readyAt! - start) / 1e9
+        print("20±15 ms seed \(seed): ready after \(ready) s, worst before 10 s \(early / 1000) µs; from 10 s |error| median \(errors[errors.count / 2] / 1000) µs, " +
+              "p99 \(errors[errors.count * 99 / 100] / 1000) µs, max \(errors.last! / 1000) µs, uncertainty \(e.uncertainty! / 1000) µs, " +
+              "skew error \((e.model!.skew - truth.skew) * 1e6) ppm")
+        #expect(ready <= 3)
+        #expect(early <= 300_000)
+        #expect(errors.last! <= 60_000)
+        #expect(errors[errors.count / 2] <= 10_000)
+    }
+}

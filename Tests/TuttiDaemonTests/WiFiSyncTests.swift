@@ -1,0 +1,152 @@
+import Foundation
+import Testing
+import TuttiAudio
+import TuttiCore
+import TuttiDaemon
+import TuttiNet
+
+/// bench/sync/relay.py in front of a leader: TCP and UDP on one port each
+/// (the leader's clock service is on UDP at its TCP port), seeded.
+final class ImpairmentRelay {
+    let process = Process()
+    let ports: [UInt16]
+
+    init(target: Endpoint, count: Int, arguments: [String]) throws {
+        let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        // Free ports: bound and closed at once (the relay binds them again just after).
+        ports = try (0..<count).map { _ in
+            let probe = try TCPListener(endpoint: Endpoint(host: "127.0.0.1", port: 0))
+            defer { probe.close() }
+            return probe.endpoint.port
+        }
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", repo.appendingPathComponent("bench/sync/relay.py").path] + arguments
+            + ports.map { "\($0):127.0.0.1:\(target.port)" }
+        let out = Pipe()
+        process.standardOutput = out
+        try process.run()
+        // "relay ready" once it listens.
+        _ = out.fileHandleForReading.availableData
+    }
+
+    func endpoint(_ i: Int) -> Endpoint { Endpoint(host: "127.0.0.1", port: ports[i]) }
+
+    deinit {
+        process.terminate()
+        process.waitUntilExit()
+    }
+}
+
+/// Silent stretches (both channels below −42 dBFS for `frames` frames or more)
+/// between two instants: (start, frames) each.
+func silentStretches(_ path: String, ppm: Double, from: Int64, to: Int64, frames: Int = 480) -> [(Int64, Int)] {
+    let samples = readRaw(path)
+    let timing = readTiming(path)
+    guard let first = timing.first(where: { $0.time >= from })?.frame else { return [] }
+    var out: [(Int64, Int)] = []
+    var run = 0
+    var i = first
+    while 2 * i + 1 < samples.count {
+        guard let t = leaveTime(ofFrame: i, timing: timing, ppm: ppm), t <= to else { break }
+        if abs(Int(samples[2 * i])) < 256 && abs(Int(samples[2 * i + 1])) < 256 { run += 1 } else {
+            if run >= frames, let s = leaveTime(ofFrame: i - run, timing: timing, ppm: ppm) { out.append((s, run)) }
+            run = 0
+        }
+        i += 1
+    }
+    if run >= frames, let s = leaveTime(ofFrame: i - run, timing: timing, ppm: ppm) { out.append((s, run)) }
+    return out
+}
+
+/// Behaviour on a Wi-Fi-like link, through the bench's relay (timing figures: bench/sync).
+@Suite(.serialized) struct WiFiSyncTests {
+    @Test func aJoinerBehindTwentyPlusMinusFifteenMillisecondsJitterPlaysInStep() throws {
+        let dir = makeTemporaryDirectory()
+        writeFile(dir + "/a.wav", wavImage(toneWithClicks(seconds: 40, frequency: 440)))
+        let leader = try startLeader(files: [dir + "/a.wav"], codec: .opus)
+        defer { leader.stop() }
+        let relay = try ImpairmentRelay(target: leader.endpoint, count: 2, arguments: ["--impair", "20,15", "--seed", "7"])
+        let a = try startFollower(leader: relay.endpoint(0), name: "a", output: .file(path: dir + "/a.raw", ppm: -100, delayMilliseconds: 0)) { c in
+            c.clockOffsetMilliseconds = 2_500; c.clockSkewPPM = 40
+        }
+        usleep(8_000_000)
+        let joined = Monotonic.now()
+        let b = try startFollower(leader: relay.endpoint(1), name: "b", output: .file(path: dir + "/b.raw", ppm: 120, delayMilliseconds: 0)) { c in
+            c.clockOffsetMilliseconds = -4_000; c.clockSkewPPM = -30
+        }
+        usleep(12_000_000)
+        let health = leader.syncHealth
+        a.stop(); b.stop()
+
+        let ta = clickTimes(dir + "/a.raw", ppm: -100), tb = clickTimes(dir + "/b.raw", ppm: 120)
+        // Every click the joiner played, its first included: it never plays out of step first.
+        let all = pairedDifferences(tb, ta, from: joined).sorted()
+        let first = tb.first { $0 >= joined }.map { ($0 - joined) / 1_000_000 }
+        print("joiner behind 20±15 ms: first click \(first ?? -1) ms after start, |b − a| µs:", all.map { $0 / 1000 })
+        #expect(all.count >= 9, "\(all.count) clicks compared")
+        #expect((all.last ?? .max) < 500_000, "the joiner's worst click \((all.last ?? 0) / 1000) µs from the other room's")
+        // From 2 s after it started: in step.
+        let settled = pairedDifferences(tb, ta, from: joined + 2_000_000_000).sorted()
+        #expect(settled.count >= 8)
+        #expect(settled[settled.count / 2] < 100_000 && (settled.last ?? .max) < 300_000)
+        #expect(b.engine.statistics.hardResyncs == 0)
+        // The rooms say how their clocks are doing: over UDP, and how sure.
+        #expect(health["b"]?.clockChannel == .datagram)
+        #expect((health["b"]?.clockUncertaintyNanoseconds ?? .max) < 100_000)
+        #expect((health["b"]?.arrivalLeadMinimumNanoseconds ?? 0) > 500_000_000)
+    }
+
+    @Test func withTwoPercentLossAndStallsNothingGoesSilent() throws {
+        let dir = makeTemporaryDirectory()
+        writeFile(dir + "/a.wav", wavImage(toneWithClicks(seconds: 30, frequency: 440)))
+        let leader = try startLeader(files: [dir + "/a.wav"], codec: .opus)
+        defer { leader.stop() }
+        // Packets 1–3 ms, a 100–300 ms stall every 3 s, 2 % loss (TCP: an RTO each).
+        let burst = "burst:1,3,3000,100,300"
+        let relay = try ImpairmentRelay(target: leader.endpoint, count: 2,
+                                        arguments: ["--down", burst, "--up", burst, "--loss", "0.02", "--seed", "3"])
+        let started = Monotonic.now()
+        let a = try startFollower(leader: relay.endpoint(0), name: "a", output: .file(path: dir + "/a.raw", ppm: -150, delayMilliseconds: 0)) { c in
+            c.clockOffsetMilliseconds = 1_000; c.clockSkewPPM = 50
+        }
+        let b = try startFollower(leader: relay.endpoint(1), name: "b", output: .file(path: dir + "/b.raw", ppm: 150, delayMilliseconds: 0)) { c in
+            c.clockOffsetMilliseconds = -3_000; c.clockSkewPPM = -50
+        }
+        usleep(20_000_000)
+        a.stop(); b.stop()
+        for (name, ppm) in [("a", -150.0), ("b", 150.0)] {
+            let gaps = silentStretches(dir + "/\(name).raw", ppm: ppm, from: started + 3_000_000_000, to: started + 19_000_000_000)
+            print("2 % loss and stalls, room \(name): silent stretches ≥ 10 ms:", gaps.map { "\(($0.0 - started) / 1_000_000) ms: \($0.1 / 48) ms" })
+            #expect(gaps.isEmpty)
+        }
+        #expect(a.engine.statistics.hardResyncs == 0 && b.engine.statistics.hardResyncs == 0)
+        let ta = clickTimes(dir + "/a.raw", ppm: -150), tb = clickTimes(dir + "/b.raw", ppm: 150)
+        let diffs = pairedDifferences(ta, tb, from: started + 5_000_000_000).sorted()
+        print("2 % loss and stalls: |a − b| µs:", diffs.map { $0 / 1000 })
+        #expect(diffs.count >= 12 && diffs[diffs.count / 2] < 100_000 && diffs.last! < 500_000)
+    }
+
+    /// A speaker not yet updated (v3) keeps its clock exchanges on the TCP
+    /// stream and plays in step with a v4 one.
+    @Test func aVersionThreeFollowerStillPlaysInStep() throws {
+        let dir = makeTemporaryDirectory()
+        writeFile(dir + "/a.wav", wavImage(toneWithClicks(seconds: 20, frequency: 440)))
+        let leader = try startLeader(files: [dir + "/a.wav"])
+        defer { leader.stop() }
+        let started = Monotonic.now()
+        let old = try startFollower(leader: leader.endpoint, name: "old", output: .file(path: dir + "/old.raw", ppm: 100, delayMilliseconds: 0)) { c in
+            c.protocolVersion = 3; c.clockOffsetMilliseconds = 1_500; c.clockSkewPPM = 30
+        }
+        let new = try startFollower(leader: leader.endpoint, name: "new", output: .file(path: dir + "/new.raw", ppm: -100, delayMilliseconds: 0)) { c in
+            c.clockOffsetMilliseconds = -1_500; c.clockSkewPPM = -30
+        }
+        usleep(10_000_000)
+        let sync = leader.syncHealth
+        old.stop(); new.stop()
+        #expect(sync["old"] == nil, "a v3 follower sends no syncReport")
+        #expect(sync["new"]?.clockChannel == .datagram)
+        let diffs = pairedDifferences(clickTimes(dir + "/old.raw", ppm: 100), clickTimes(dir + "/new.raw", ppm: -100), from: started + 3_000_000_000).sorted()
+        print("v3 and v4 followers: |old − new| µs:", diffs.map { $0 / 1000 })
+        #expect(diffs.count >= 5 && diffs.last! < 100_000)
+    }
+}
