@@ -129,6 +129,7 @@ public struct ClockEstimator: Sendable {
     public mutating func reset() {
         samples.removeAll(keepingCapacity: true)
         model = nil
+        skewFitted = false
         lastRefit = nil
         addedSinceRefit = 0
         bestRoundTrip = 0 // else health reports show the previous session's round trip
@@ -172,6 +173,7 @@ public struct ClockEstimator: Sendable {
 
     private struct Point { var x: Double; var y: Double }
     private var addedSinceRefit = 0
+    private var skewFitted = false
     private var lastRefit: LocalTime?
     /// The base delay `d` at the envelopes (both directions share it).
     private var envelopeFloor = 0.0
@@ -200,8 +202,11 @@ public struct ClockEstimator: Sendable {
         // The chord's slope is good to about 4·uncertainty/span: fit it once
         // that is within `skewErrorToFit` (at once on a quiet link, after
         // seconds on a jittery one), and never over less than minimumSkewSpan.
-        let needed = max(Double(configuration.minimumSkewSpan), 4 * Double(uncertainty ?? .max) / configuration.skewErrorToFit)
-        if samples.count >= 3 && Double(span) >= needed {
+        // Once fitted it is refitted every time: a first fit that was off
+        // must not inflate the uncertainty and so stop its own correction.
+        let needed = skewFitted ? 0 : max(Double(configuration.minimumSkewSpan), 4 * Double(uncertainty ?? .max) / configuration.skewErrorToFit)
+        if samples.count >= 3 && span >= configuration.minimumSkewSpan && Double(span) >= needed {
+            skewFitted = true
             let sf = Self.hullSlope(forward)
             let sb = -Self.hullSlope(backward) // the backward envelope was negated
             skew = min(max((sf + sb) / 2, -configuration.maximumSkew), configuration.maximumSkew)
@@ -266,7 +271,7 @@ public struct ClockEstimator: Sendable {
         }
     }
 
-    /// The k-th smallest value (1-based), in one pass.
+    /// The k-th smallest value (1-based), in one pass; infinity when there are fewer than k.
     private static func kthSmallest<S: Sequence<Double>>(_ values: S, _ k: Int) -> Double {
         var smallest: [Double] = []
         smallest.reserveCapacity(k + 1)
@@ -279,6 +284,6 @@ public struct ClockEstimator: Sendable {
                 while i > 0 && smallest[i - 1] > smallest[i] { smallest.swapAt(i, i - 1); i -= 1 }
             }
         }
-        return max(0, smallest.last ?? 0)
+        return smallest.count < k ? .infinity : max(0, smallest[k - 1])
     }
 }

@@ -80,7 +80,7 @@ struct WiFiRun {
         e.model!.leaderTime(at: LocalTime(nanoseconds: t)).nanoseconds - truth.leader(atLocal: t)
     }
 
-    @Test("20 ± 15 ms each way: ready within 3 s; from 10 s on within 60 µs, median 10 µs", arguments: [1, 2, 3] as [UInt64])
+    @Test("20 ± 15 ms each way: ready within 3 s; from 10 s on within 80 µs, median 10 µs", arguments: [1, 2, 3] as [UInt64])
     func jitter(seed: UInt64) {
         let truth = TrueLeaderClock(offset: 3_000_000_000, skew: seed % 2 == 0 ? 50e-6 : -50e-6)
         var run = WiFiRun(truth: truth, down: .uniform(mean: 20e6, half: 15e6), up: .uniform(mean: 20e6, half: 15e6), seed: seed)
@@ -102,7 +102,7 @@ struct WiFiRun {
               "skew error \((e.model!.skew - truth.skew) * 1e6) ppm")
         #expect(ready <= 3)
         #expect(early <= 300_000)
-        #expect(errors.last! <= 60_000)
+        #expect(errors.last! <= 80_000)
         #expect(errors[errors.count / 2] <= 10_000)
     }
 }
