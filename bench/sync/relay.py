@@ -35,6 +35,7 @@ Python 3 standard library only. Prints "relay ready" once listening; with
 import argparse
 import heapq
 import json
+import os
 import random
 import signal
 import socket
@@ -304,7 +305,9 @@ def main():
             stalls = sum(len(mp.stalls.intervals) for mp in maps)
             with open(a.stats, "w") as f:
                 json.dump({"lines": out, "stalls_pending": stalls}, f)
-        sys.exit(0)
+        # At once: sys.exit() from a signal handler leaves the process up while
+        # its threads sit in accept() and recv().
+        os._exit(0)
     signal.signal(signal.SIGTERM, finish)
     signal.signal(signal.SIGINT, finish)
     print("relay ready", flush=True)
