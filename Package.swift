@@ -74,6 +74,10 @@ let package = Package(
         .target(name: "TuttiTestSupport", dependencies: ["CTuttiSpawn"]),
         .executableTarget(name: "tutti", dependencies: ["TuttiCore", "TuttiNet", "TuttiControlClient", "TuttiDiscovery", "TuttiFollower"]),
 
+        // Fuzz targets: each parser that reads outside input, fed the way the daemons feed it (Fuzz/).
+        .target(name: "TuttiFuzzTargets", dependencies: ["TuttiCore", "TuttiDaemon", "TuttiFollower", "TuttiLibrary", "TuttiStreams"],
+                path: "Fuzz/Targets"),
+
         .testTarget(name: "TuttiCoreTests", dependencies: ["TuttiCore"]),
         .testTarget(name: "TuttiAudioTests", dependencies: ["TuttiTestSupport", "TuttiAudio", "TuttiTimeStretch", "TuttiCore"]),
         .testTarget(name: "TuttiLibraryTests", dependencies: ["TuttiTestSupport", "TuttiLibrary", "TuttiCore"]),
@@ -81,10 +85,18 @@ let package = Package(
         .testTarget(name: "TuttiWebTests", dependencies: ["TuttiTestSupport", "TuttiWeb"]),
         .testTarget(name: "TuttiInputTests", dependencies: ["TuttiInput", "TuttiCore"]),
         .testTarget(name: "TuttiDiscoveryTests", dependencies: ["TuttiTestSupport", "TuttiDiscovery", "TuttiDaemon", "TuttiFollower", "TuttiControlClient", "TuttiAudio", "TuttiNet", "TuttiCore"]),
+        .testTarget(name: "TuttiFuzzTests", dependencies: ["TuttiFuzzTargets"]),
         .testTarget(name: "TuttiDaemonTests", dependencies: ["TuttiTestSupport", "TuttiDaemon", "TuttiFollower", "TuttiControlClient", "TuttiAudio", "TuttiNet", "TuttiCore"]),
     ],
     swiftLanguageModes: [.v6]
 )
+
+// libFuzzer's driver, only for scripts/fuzz.sh (TUTTI_FUZZ=1): it links
+// libFuzzer, so an ordinary build neither builds nor needs it.
+if Context.environment["TUTTI_FUZZ"] == "1" {
+    package.targets.append(.executableTarget(name: "tutti-fuzz", dependencies: ["TuttiFuzzTargets"], path: "Fuzz/Driver"))
+    package.products.append(.executable(name: "tutti-fuzz", targets: ["tutti-fuzz"]))
+}
 
 // Every Swift target: `any` spelled out, and warnings are errors in release builds.
 for target in package.targets where target.type != .system {

@@ -285,26 +285,13 @@ public final class ControlServer: @unchecked Sendable {
 
     /// One request from a client at `level`; `login` records a successful `auth.login`.
     func handle(_ line: [UInt8], level: ControlAccess.Level = .full, login: (ControlAccess.Level) -> Void = { _ in }) -> [String: Any]? {
-        guard let json = try? JSONSerialization.jsonObject(with: Data(line), options: [.fragmentsAllowed]) else {
-            return error(id: nil, code: -32700, message: "not valid JSON")
+        let request: JSONRPCRequest
+        switch JSONRPCRequest.parse(line) {
+        case .request(let r): request = r
+        case .invalid(let id, let code, let message): return error(id: id, code: code, message: message)
         }
-        guard let request = json as? [String: Any] else {
-            return error(id: nil, code: -32600, message: "a request must be a JSON object")
-        }
-        let id = request["id"]
+        let (id, method, params) = (request.id, request.method, request.params)
         let isNotification = id == nil
-        if let idValue = id, !(idValue is NSNumber || idValue is String || idValue is NSNull) {
-            return error(id: nil, code: -32600, message: "id must be a number, a string or null")
-        }
-        guard request["jsonrpc"] as? String == "2.0", let method = request["method"] as? String else {
-            return error(id: id, code: -32600, message: "a request needs \"jsonrpc\": \"2.0\" and a \"method\" string")
-        }
-        let params: [String: Any]
-        switch request["params"] {
-        case nil, is NSNull: params = [:]
-        case let object as [String: Any]: params = object
-        default: return error(id: id, code: -32602, message: "params must be an object")
-        }
         do {
             let result: Any
             if method.hasPrefix("auth.") {

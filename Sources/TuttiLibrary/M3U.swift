@@ -11,6 +11,10 @@ public enum M3U {
         public var durationSeconds: Int?
     }
 
+    /// Parses a playlist file's bytes: UTF-8 when valid, else Latin-1 (old
+    /// players wrote .m3u in the system's 8-bit code page).
+    public static func parse(bytes: [UInt8]) -> [Item] { parse(TagText.utf8OrLatin1(bytes)) }
+
     /// Parses M3U text (UTF-8; an initial BOM is ignored). Comment lines
     /// other than `#EXTINF` are skipped; CRLF and CR line ends are accepted.
     public static func parse(_ text: String) -> [Item] {

@@ -110,7 +110,7 @@ extension Library {
     /// Imports M3U/M3U8 text (uploaded from a phone, say) as a new playlist;
     /// relative locations are taken from `baseDirectory`.
     public func importM3U(contents bytes: [UInt8], baseDirectory directory: String, name: String) throws(LibraryError) -> M3UImportReport {
-        let items = M3U.parse(TagText.utf8OrLatin1(bytes))
+        let items = M3U.parse(bytes: bytes)
         let playlistName = try Self.validName(name)
 
         return try locked { db throws(LibraryError) in

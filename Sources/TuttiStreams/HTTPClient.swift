@@ -35,17 +35,17 @@ protocol TransferDelegate: AnyObject, Sendable {
 
 /// The response head of an HTTP/1.x request, or of a SHOUTcast v1 server
 /// (`ICY 200 OK`, which URLSession's libcurl rejects). Pure parsing, bounded.
-struct ResponseHead: Equatable {
-    var status: Int
+public struct ResponseHead: Equatable, Sendable {
+    public var status: Int
     /// Header names lower-cased; a repeated header keeps its last value.
-    var headers: [String: String]
+    public var headers: [String: String]
 
-    static let maxLineBytes = 8_192
-    static let maxHeaders = 100
+    public static let maxLineBytes = 8_192
+    public static let maxHeaders = 100
 
-    enum ParseError: Error, Equatable, CustomStringConvertible {
+    public enum ParseError: Error, Equatable, CustomStringConvertible {
         case lineTooLong, tooManyHeaders, badStatusLine(String), badHeader(String)
-        var description: String {
+        public var description: String {
             switch self {
             case .lineTooLong: "a response header line is longer than \(ResponseHead.maxLineBytes) bytes"
             case .tooManyHeaders: "the response has more than \(ResponseHead.maxHeaders) headers"
@@ -56,7 +56,7 @@ struct ResponseHead: Equatable {
     }
 
     /// Parses the lines of a head (without the blank line that ends it).
-    static func parse(lines: [String]) throws(ParseError) -> ResponseHead {
+    public static func parse(lines: [String]) throws(ParseError) -> ResponseHead {
         guard let first = lines.first else { throw .badStatusLine("") }
         // "HTTP/1.1 200 OK" or "ICY 200 OK".
         let parts = first.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: true)
@@ -70,17 +70,22 @@ struct ResponseHead: Equatable {
         }
         return ResponseHead(status: status, headers: headers)
     }
+
+    /// The body's length from `Content-Length`, nil when absent or unreadable.
+    public var contentLength: Int64? { headers["content-length"].flatMap { Int64($0.trimmingWhitespace()) } }
 }
 
 /// Splits incoming bytes into header lines until the blank line; bounded
 /// in line length and count. Returns the body bytes that followed.
-struct HeadReader {
-    private(set) var lines: [String] = []
+public struct HeadReader: Sendable {
+    public private(set) var lines: [String] = []
     private var line: [UInt8] = []
-    private(set) var done = false
+    public private(set) var done = false
+
+    public init() {}
 
     /// Consumes `bytes`; returns how many belonged to the head.
-    mutating func feed(_ bytes: UnsafeRawBufferPointer) throws(ResponseHead.ParseError) -> Int {
+    public mutating func feed(_ bytes: UnsafeRawBufferPointer) throws(ResponseHead.ParseError) -> Int {
         var i = 0
         while i < bytes.count && !done {
             let b = bytes[i]
@@ -107,15 +112,17 @@ struct HeadReader {
 
 /// `Transfer-Encoding: chunked` decoding as a state machine (any chunking
 /// of the input), with bounded size lines.
-struct ChunkedDecoder {
-    enum State: Equatable { case size, data(Int), dataEnd, trailer, done }
-    private(set) var state = State.size
+public struct ChunkedDecoder: Sendable {
+    public enum State: Equatable, Sendable { case size, data(Int), dataEnd, trailer, done }
+    public private(set) var state = State.size
     private var line: [UInt8] = []
 
-    struct Malformed: Error, CustomStringConvertible { var description: String }
+    public init() {}
+
+    public struct Malformed: Error, CustomStringConvertible { public var description: String }
 
     /// Feeds body bytes; `body` receives the payload. Stops at the end.
-    mutating func process(_ bytes: UnsafeRawBufferPointer, body: (UnsafeRawBufferPointer) -> Void) throws(Malformed) {
+    public mutating func process(_ bytes: UnsafeRawBufferPointer, body: (UnsafeRawBufferPointer) -> Void) throws(Malformed) {
         var i = 0
         while i < bytes.count {
             switch state {
@@ -285,7 +292,7 @@ final class SocketTransfer: Transfer, @unchecked Sendable {
         let chunked = head.headers["transfer-encoding"]?.lowercased().contains("chunked") == true
         var dechunker = chunked ? ChunkedDecoder() : nil
         // Without chunking, a Content-Length says where the body ends (the server may keep the connection).
-        var remaining: Int64? = chunked ? nil : head.headers["content-length"].flatMap { Int64($0.trimmingWhitespace()) }
+        var remaining: Int64? = chunked ? nil : head.contentLength
         var pendingBytes = leftover
         while true {
             if pendingBytes.count > 0 {

@@ -463,7 +463,7 @@ final class HTTPStream: NSObject, URLSessionDataDelegate, TransferDelegate, @unc
             if info == nil {
                 // First response.
                 if status == 200 || status == 206 {
-                    let metaint = options.requestMetadata ? headers["icy-metaint"].flatMap { Int($0.trimmingWhitespace()) }.flatMap { $0 > 0 ? $0 : nil } : nil
+                    let metaint = options.requestMetadata ? ICYText.metaint(headers) : nil
                     let length = status == 200 ? headers["content-length"].flatMap { Int64($0.trimmingWhitespace()) } : nil
                     info = ResponseInfo(status: status, contentLength: length, metaint: metaint, contentType: headers["content-type"])
                     demuxer = metaint.map(ICYDemuxer.init)
@@ -484,7 +484,7 @@ final class HTTPStream: NSObject, URLSessionDataDelegate, TransferDelegate, @unc
             } else if info!.isLive {
                 // A reconnect attempt.
                 if status == 200 {
-                    let metaint = options.requestMetadata ? headers["icy-metaint"].flatMap { Int($0.trimmingWhitespace()) }.flatMap { $0 > 0 ? $0 : nil } : nil
+                    let metaint = options.requestMetadata ? ICYText.metaint(headers) : nil
                     demuxer = metaint.map(ICYDemuxer.init)
                     discontinuities.append(appended)
                     stats.reconnects += 1

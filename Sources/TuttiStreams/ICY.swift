@@ -165,6 +165,12 @@ public enum ICYText {
         return metadata != before
     }
 
+    /// `icy-metaint` from response headers (names lower-cased): the audio
+    /// bytes between two metadata blocks; nil when absent or not positive.
+    public static func metaint(_ headers: [String: String]) -> Int? {
+        headers["icy-metaint"].flatMap { Int($0.trimmingWhitespace()) }.flatMap { $0 > 0 ? $0 : nil }
+    }
+
     /// UTF-8 if the bytes are valid UTF-8, else ISO-8859-1 (each byte one scalar).
     public static func decode(_ bytes: [UInt8]) -> String {
         if let s = String(validating: bytes, as: UTF8.self) { return s }

@@ -1,0 +1,235 @@
+import Glibc
+import TuttiCore
+import TuttiDaemon
+import TuttiFollower
+import TuttiLibrary
+import TuttiStreams
+
+/// One parser that reads outside input, as a fuzz target: bytes in, the
+/// real module's parser called exactly as the daemon calls it. Nothing here
+/// parses; a target only feeds the parser (in pieces, as a socket delivers)
+/// and checks what must hold whatever the input (round trips, bounds). A
+/// broken check is a `precondition`, so libFuzzer records it as a crash.
+///
+/// `tutti-fuzz` (Fuzz/Driver, built by scripts/fuzz.sh) runs one under
+/// libFuzzer; `TuttiFuzzTests` runs the committed seeds (Fuzz/corpus/) in CI.
+public enum FuzzTarget: String, CaseIterable, Sendable {
+    case wire, snapcast, jsonrpc, mpd
+    case httpHead = "http-head", httpChunked = "http-chunked", icy
+    case id3, flac, wav, m3u, buttons, config
+
+    /// Runs one input. Returns normally for every input the parser handles
+    /// (accepting or refusing it); traps on a bug.
+    public func run(_ bytes: [UInt8]) {
+        switch self {
+        case .wire: Self.wire(bytes)
+        case .snapcast: Self.snapcast(bytes)
+        case .jsonrpc: Self.jsonrpc(bytes)
+        case .mpd: Self.mpd(bytes)
+        case .httpHead: Self.httpHead(bytes)
+        case .httpChunked: Self.httpChunked(bytes)
+        case .icy: Self.icy(bytes)
+        case .id3: Self.file(bytes, format: .mp3)
+        case .flac: Self.file(bytes, format: .flac)
+        case .wav: Self.wav(bytes)
+        case .m3u: Self.m3u(bytes)
+        case .buttons: _ = try? ButtonMapping.parse(String(decoding: bytes, as: UTF8.self))
+        case .config: Self.config(bytes)
+        }
+    }
+
+    /// The input cut into the pieces a socket might deliver: the first byte
+    /// picks the piece size (1–64 bytes, or all at once), so the fuzzer
+    /// also explores how a framer resumes mid-message.
+    static func pieces(_ bytes: [UInt8]) -> [ArraySlice<UInt8>] {
+        guard let first = bytes.first else { return [] }
+        let rest = bytes.dropFirst()
+        let size = first >= 192 ? max(rest.count, 1) : Int(first % 64) + 1
+        return stride(from: rest.startIndex, to: rest.endIndex, by: size).map { rest[$0..<min($0 + size, rest.endIndex)] }
+    }
+
+    // MARK: - Network protocols
+
+    /// Leader ↔ follower frames: every message decoded re-encodes to one that decodes the same.
+    static func wire(_ bytes: [UInt8]) {
+        var framer = MessageFramer()
+        for piece in pieces(bytes) {
+            framer.append(piece)
+            while true {
+                let message: Message?
+                do { message = try framer.next() } catch { return } // the connection is closed
+                guard let message else { break }
+                let again = message.encoded()
+                precondition(again.count <= 4 + WireProtocol.maxMessageBytes, "re-encoded \(message.type) exceeds the frame limit")
+                precondition((try? Message.decode(body: again[4...])) == message, "\(message.type) does not survive a round trip")
+            }
+            precondition(framer.pendingBytes <= WireProtocol.maxMessageBytes + 4 + piece.count, "the framer holds \(framer.pendingBytes) bytes")
+        }
+    }
+
+    /// Snapcast's binary protocol from a client: bounded buffering, and round trips.
+    static func snapcast(_ bytes: [UInt8]) {
+        var framer = SnapcastFramer()
+        for piece in pieces(bytes) {
+            framer.append(piece)
+            while true {
+                let next: (header: SnapcastHeader, message: SnapcastMessage?)?
+                do { next = try framer.next() } catch { return }
+                guard let next else { break }
+                guard let message = next.message else { continue }
+                var again = SnapcastFramer(limit: Int.max)
+                again.append(message.encoded(id: next.header.id, refersTo: next.header.refersTo, sent: next.header.sent, received: next.header.received))
+                precondition((try? again.next())??.message == message, "\(message.type) does not survive a round trip")
+            }
+            precondition(framer.pendingBytes <= SnapcastProtocol.maximumClientMessageBytes + SnapcastProtocol.headerBytes + piece.count,
+                         "the framer holds \(framer.pendingBytes) bytes")
+        }
+    }
+
+    /// A JSON-RPC line as ControlServer reads it.
+    static func jsonrpc(_ bytes: [UInt8]) {
+        guard bytes.count <= ControlServer.maxLineBytes else { return } // longer lines are discarded unread
+        switch JSONRPCRequest.parse(bytes) {
+        case .request: break
+        case .invalid(_, let code, _): precondition((-32700 ... -32600).contains(code), "error code \(code)")
+        }
+    }
+
+    /// MPD: lines as the server cuts them, through the session state
+    /// machine; every command re-quotes to itself; filters of search commands.
+    static func mpd(_ bytes: [UInt8]) {
+        var splitter = MPDLineSplitter(maxLineBytes: MPDServer.maxLineBytes)
+        var session = MPDSessionState()
+        for piece in pieces(bytes) {
+            for line in splitter.feed(piece) {
+                precondition(line.count <= MPDServer.maxLineBytes)
+                guard case .run(let commands, _, _) = session.receive(line: line) else { continue }
+                for command in commands {
+                    let quoted = ([command.name] + command.arguments.map(MPDTokenizer.quote)).joined(separator: " ")
+                    precondition((try? MPDTokenizer.tokenize(Array(quoted.utf8))) == command, "'\(command.name)' does not re-quote to itself")
+                    switch command.name {
+                    case "find", "search", "count", "findadd", "searchadd", "list", "playlistfind", "playlistsearch":
+                        _ = try? MPDFilter.parse(command.name == "list" ? Array(command.arguments.dropFirst()) : command.arguments,
+                                                 exact: command.name.hasPrefix("find") || command.name == "count" || command.name == "playlistfind")
+                    default: break
+                    }
+                }
+            }
+            if splitter.overflow { return }
+        }
+    }
+
+    /// An HTTP response head (status line and headers) as the stream client reads it.
+    static func httpHead(_ bytes: [UInt8]) {
+        var reader = HeadReader()
+        for piece in pieces(bytes) where !reader.done {
+            do { _ = try piece.withUnsafeBytes { try reader.feed($0) } } catch { return }
+        }
+        precondition(reader.lines.count <= ResponseHead.maxHeaders + 1)
+        guard reader.done, let head = try? ResponseHead.parse(lines: reader.lines) else { return }
+        precondition((100...599).contains(head.status))
+        if let length = head.contentLength { precondition(length >= 0, "a Content-Length of \(length) bytes is accepted") }
+        _ = StreamMetadata(headers: head.headers)
+        _ = ICYText.metaint(head.headers)
+    }
+
+    /// A chunked body: never more payload than input, whatever the sizes claim.
+    static func httpChunked(_ bytes: [UInt8]) {
+        var decoder = ChunkedDecoder()
+        var payload = 0
+        for piece in pieces(bytes) {
+            do { try piece.withUnsafeBytes { raw in try decoder.process(raw) { payload += $0.count } } } catch { return }
+            if decoder.state == .done { break }
+        }
+        precondition(payload <= bytes.count, "\(payload) bytes of payload from \(bytes.count) bytes")
+    }
+
+    /// ICY metadata: the first two bytes are the metaint (1–65,536), the
+    /// rest is the stream; audio and metadata add up to what came in.
+    static func icy(_ bytes: [UInt8]) {
+        guard bytes.count >= 3 else { return }
+        let metaint = (Int(bytes[0]) << 8 | Int(bytes[1])) + 1
+        var demuxer = ICYDemuxer(metaint: metaint)
+        var metadata = StreamMetadata()
+        var accounted = 0
+        for piece in pieces(Array(bytes.dropFirst(2))) {
+            piece.withUnsafeBytes { raw in
+                demuxer.process(raw, audio: { accounted += $0.count }) { block in
+                    precondition(block.count <= ICYDemuxer.maxBlock)
+                    accounted += block.count
+                    ICYText.apply(block, to: &metadata)
+                }
+            }
+        }
+        precondition(accounted <= bytes.count)
+    }
+
+    // MARK: - Files
+
+    /// Where an input becomes a file for the C tag readers (libmpg123,
+    /// libFLAC), which read paths: tmpfs when there is one.
+    static let scratchPath: String = {
+        var st = stat()
+        let dir = stat("/dev/shm", &st) == 0 ? "/dev/shm" : "/tmp"
+        return "\(dir)/tutti-fuzz-\(getpid())"
+    }()
+
+    static func withFile(_ bytes: [UInt8], suffix: String, _ body: (String) -> Void) {
+        let path = scratchPath + suffix
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        precondition(fd >= 0, "cannot create \(path)")
+        var written = 0
+        while written < bytes.count {
+            let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + written, bytes.count - written) }
+            precondition(n > 0, "cannot write \(path)")
+            written += n
+        }
+        close(fd)
+        body(path)
+        unlink(path)
+    }
+
+    /// ID3v2 (MP3) or FLAC tags and length, as the scanner reads a file.
+    static func file(_ bytes: [UInt8], format: AudioFormatKind) {
+        withFile(bytes, suffix: "." + format.rawValue) { path in
+            guard case .success(let tags) = AudioFileTags.read(path: path, format: format) else { return }
+            precondition(tags.durationFrames > 0 && tags.sampleRate > 0)
+            precondition(tags.pictureBytes <= bytes.count)
+        }
+    }
+
+    /// WAV: the header parser, the sample conversion of what it promises,
+    /// and the scanner's RIFF INFO tags.
+    static func wav(_ bytes: [UInt8]) {
+        if let format = try? WAVParser.parse(header: Array(bytes.prefix(65_536)), fileSize: bytes.count) {
+            precondition(format.dataOffset >= 0 && format.dataLength >= 0)
+            precondition(format.dataOffset + format.dataLength <= bytes.count, "data runs past the file")
+            precondition(format.dataLength % format.bytesPerFrame == 0)
+            var out: [Float] = []
+            bytes[format.dataOffset..<(format.dataOffset + format.dataLength)].withUnsafeBytes {
+                WAVParser.appendStereoFloats(from: $0, format: format, to: &out)
+            }
+            precondition(out.count == format.frameCount * 2)
+        }
+        _ = AudioFileTags.wavInfo(bytes)
+        withFile(bytes, suffix: ".wav") { path in _ = AudioFileTags.read(path: path, format: .wav) }
+    }
+
+    /// M3U: items, their paths resolved against a playlist folder, and back to relative paths.
+    static func m3u(_ bytes: [UInt8]) {
+        let base = "/srv/music/playlists"
+        for item in M3U.parse(bytes: bytes) {
+            guard let path = M3U.resolve(item.location, baseDirectory: base) else { continue }
+            precondition(path.hasPrefix("/") && M3U.normalize(path) == path, "'\(path)' is not normalised")
+            let relative = M3U.relativePath(from: base, to: path)
+            precondition(M3U.resolve(relative, baseDirectory: base) == path || path == "/", "'\(relative)' does not lead back to '\(path)'")
+        }
+    }
+
+    /// tutti.conf: the file, then each daemon's own reading of its section.
+    static func config(_ bytes: [UInt8]) {
+        guard let file = try? ConfigFile.parse(String(decoding: bytes, as: UTF8.self), path: "tutti.conf") else { return }
+        _ = try? DaemonCommand.parse(["leader"], file: file, hostname: "fuzz")
+        _ = try? FollowerConfiguration.parse([], file: file, hostname: "fuzz")
+    }
+}
