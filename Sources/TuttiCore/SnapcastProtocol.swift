@@ -166,7 +166,7 @@ public struct SnapcastFramer: Sendable {
         let sent = SnapcastTime(sec: Int32(bitPattern: r.u32()), usec: Int32(bitPattern: r.u32()))
         let received = SnapcastTime(sec: Int32(bitPattern: r.u32()), usec: Int32(bitPattern: r.u32()))
         let size = r.u32()
-        guard size <= UInt32(limit) else { throw .tooLarge(type: type, size: size, limit: limit) }
+        guard Int(size) <= limit else { throw .tooLarge(type: type, size: size, limit: limit) }
         guard pendingBytes >= SnapcastProtocol.headerBytes + Int(size) else { compact(); return nil }
         let bodyStart = start + SnapcastProtocol.headerBytes
         let body = Array(buffer[bodyStart..<(bodyStart + Int(size))])

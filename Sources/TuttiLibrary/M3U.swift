@@ -105,7 +105,9 @@ public enum M3U {
         var common = 0
         while common < from.count, common < to.count - 1, from[common] == to[common] { common += 1 }
         let ups = Array(repeating: "..", count: from.count - common)
-        return (ups + to[common...].map(String.init)).joined(separator: "/")
+        let relative = (ups + to[common...].map(String.init)).joined(separator: "/")
+        // A lone name with a backslash would read back as a Windows path ("a\\b" → "a/b").
+        return relative.contains("\\") && !relative.contains("/") ? "./" + relative : relative
     }
 
     static func percentDecoded(_ s: String) -> String {

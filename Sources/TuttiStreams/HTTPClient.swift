@@ -72,7 +72,15 @@ public struct ResponseHead: Equatable, Sendable {
     }
 
     /// The body's length from `Content-Length`, nil when absent or unreadable.
-    public var contentLength: Int64? { headers["content-length"].flatMap { Int64($0.trimmingWhitespace()) } }
+    public var contentLength: Int64? { Self.contentLength(headers) }
+
+    /// `Content-Length` from headers (names lower-cased): digits only, so a
+    /// server's "-5" reads as no length rather than a negative one.
+    public static func contentLength(_ headers: [String: String]) -> Int64? {
+        guard let text = headers["content-length"]?.trimmingWhitespace(), !text.isEmpty, text.utf8.count <= 18,
+              text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
+        return Int64(text)
+    }
 }
 
 /// Splits incoming bytes into header lines until the blank line; bounded
@@ -153,7 +161,8 @@ public struct ChunkedDecoder: Sendable {
                 default:
                     let hex = text.split(separator: ";", maxSplits: 1).first.map { $0.trimmingWhitespace() } ?? ""
                     // 15 hex digits at most: a size that cannot overflow.
-                    guard !hex.isEmpty, hex.count <= 15, let size = Int(hex, radix: 16) else {
+                    // Digits only: Int(_:radix:) also takes a sign, and "-3" would be a negative length.
+                    guard !hex.isEmpty, hex.count <= 15, hex.allSatisfy(\.isHexDigit), let size = Int(hex, radix: 16) else {
                         throw Malformed(description: "bad chunk size '\(text.prefix(40))'")
                     }
                     state = size == 0 ? .trailer : .data(size)

@@ -464,7 +464,7 @@ final class HTTPStream: NSObject, URLSessionDataDelegate, TransferDelegate, @unc
                 // First response.
                 if status == 200 || status == 206 {
                     let metaint = options.requestMetadata ? ICYText.metaint(headers) : nil
-                    let length = status == 200 ? headers["content-length"].flatMap { Int64($0.trimmingWhitespace()) } : nil
+                    let length = status == 200 ? ResponseHead.contentLength(headers) : nil
                     info = ResponseInfo(status: status, contentLength: length, metaint: metaint, contentType: headers["content-type"])
                     demuxer = metaint.map(ICYDemuxer.init)
                     state = .streaming

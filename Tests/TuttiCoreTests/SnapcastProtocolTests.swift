@@ -66,4 +66,12 @@ import TuttiCore
         #expect(try f3.next()?.message == nil)
         #expect(try f3.next()?.message == .hello(json: "{}"))
     }
+
+    /// Found by the snapcast fuzz target: a framer with a limit beyond
+    /// UInt32 (no limit) trapped converting it instead of reading the message.
+    @Test func aFramerWithoutALimitReadsMessages() throws {
+        var framer = SnapcastFramer(limit: Int.max)
+        framer.append(SnapcastMessage.clientInfo(json: "{}").encoded(sent: SnapcastTime(sec: 0, usec: 0)))
+        #expect(try framer.next()?.message == .clientInfo(json: "{}"))
+    }
 }

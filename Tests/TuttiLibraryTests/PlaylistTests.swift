@@ -137,4 +137,14 @@ private func library(with names: [String], _ test: String = #function) throws ->
         #expect(M3U.relativePath(from: "/home/u/music", to: "/home/u/music/x/a.mp3") == "x/a.mp3")
         #expect(M3U.relativePath(from: "/", to: "/a.mp3") == "a.mp3")
     }
+
+    /// Found by the m3u fuzz target: an exported name with a backslash in
+    /// it was read back as a Windows path, so the entry named another file.
+    @Test func aNameWithABackslashExportsAndImportsAsItself() {
+        let path = "/srv/music/playlists/AC\\DC - Live.mp3"
+        let relative = M3U.relativePath(from: "/srv/music/playlists", to: path)
+        #expect(relative == "./AC\\DC - Live.mp3")
+        #expect(M3U.resolve(relative, baseDirectory: "/srv/music/playlists") == path)
+        #expect(M3U.resolve("Music\\Band\\a.mp3", baseDirectory: "/m") == "/m/Music/Band/a.mp3", "Windows playlists still read")
+    }
 }
