@@ -11,6 +11,7 @@ import TuttiSystem
 /// Real-time discipline: every buffer is allocated in `init`; the loop talks
 /// to the rest of the process only through atomics and seqlocks; its only
 /// I/O is the sink.
+// Sendable because `controller`, `ramp` and the buffers belong to the playout thread, `startedThread` to the thread that calls start()/stop(), and everything shared is an atomic or a seqlock.
 public final class PlayoutEngine: @unchecked Sendable {
     public struct Statistics: Sendable, Equatable {
         public var underruns = 0

@@ -14,6 +14,7 @@ import Synchronization
 /// set by `beginStream`), and pages of the allocation that are never
 /// written are never made resident: with a 1 s buffer a speaker holds
 /// 2 MiB of audio, not the 4 MiB that the longest buffer needs.
+// Sendable because it is a single-producer single-consumer ring: each index is an atomic with release/acquire, a frame is written before the index that publishes it, and `overflowedFrames` is the producer's own count.
 public final class AudioTimeline: @unchecked Sendable {
     /// Frames allocated (a power of two): the most any stream may use.
     public let maximumCapacity: Int

@@ -5,6 +5,7 @@ import Synchronization
 /// writer publishes coefficients into preallocated atomics under a
 /// sequence number (a seqlock); the audio thread copies them out when the
 /// number changed, and retries if a write overlapped its read.
+// Sendable because `slots` points to atomics allocated in init and freed in deinit; every access is an atomic load or store under the sequence number.
 public final class PublishedEqualizer: @unchecked Sendable {
     /// Section count, preamp gain, then five coefficients per section.
     static let slotCount = 2 + 5 * EqualizerDesign.maxSections
@@ -72,6 +73,7 @@ public final class PublishedEqualizer: @unchecked Sendable {
 /// Thread contract: created anywhere; `process` only on the audio thread.
 /// Everything is allocated in `init`; `process` allocates nothing and takes
 /// no lock.
+// Sendable because it is handed to the audio thread and used only there after that; it reads other threads' designs only through its PublishedEqualizer.
 public final class EqualizerProcessor: @unchecked Sendable {
     public static let fadeFrames = 480
     private static let sectionStride = 5

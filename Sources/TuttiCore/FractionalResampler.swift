@@ -6,6 +6,7 @@ import Glibc
 ///
 /// Built once (the table is allocated in `init`); `interpolate` does no
 /// allocation and is safe on the audio thread.
+// Sendable because its table is filled in init and only read afterwards.
 public final class FractionalResampler: @unchecked Sendable {
     /// Taps on each side of the interpolation point.
     public let halfTaps: Int

@@ -4,7 +4,7 @@ import Synchronization
 /// reader without blocking it: the reader retries if a write overlapped.
 /// Used to hand the clock model and playout figures to and from the audio
 /// thread without a lock.
-public final class SeqLockedValues: @unchecked Sendable {
+public final class SeqLockedValues: Sendable {
     private let sequence = Atomic<UInt64>(0)
     private let a = Atomic<Int64>(0), b = Atomic<Int64>(0), c = Atomic<Int64>(0), d = Atomic<Int64>(0)
 
@@ -34,7 +34,7 @@ public final class SeqLockedValues: @unchecked Sendable {
 }
 
 /// The clock model as the audio thread sees it.
-public final class PublishedClockModel: @unchecked Sendable {
+public final class PublishedClockModel: Sendable {
     private let cell = SeqLockedValues()
     public init() {}
 

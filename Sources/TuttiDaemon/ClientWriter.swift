@@ -16,8 +16,8 @@ import TuttiSystem
 ///
 /// Thread contract: `send`, `flush` and `close` may be called from any
 /// thread; `send` and `close` never block.
+// Sendable because `outbox` and `reason` are touched only under `condition`; the rest is immutable.
 final class ClientWriter: @unchecked Sendable {
-    // Sendable because every mutable field is guarded by `condition`.
     typealias Write = @Sendable ([UInt8]) throws -> Void
 
     let peer: String

@@ -22,8 +22,8 @@ import TuttiSystem
 /// Bad input never closes the connection: malformed JSON, unknown methods
 /// and bad parameters get JSON-RPC error objects; a line longer than 64 KiB
 /// is discarded with a parse error.
+// Sendable because its mutable state is in Mutexes and Atomics, and `subscription` is written once in start(), before the threads that read it.
 public final class ControlServer: @unchecked Sendable {
-    // Sendable because its mutable state is in Mutex/Atomic, and `subscription` is written once in start().
     public static let maxLineBytes = 64 * 1024
 
     let leader: Leader

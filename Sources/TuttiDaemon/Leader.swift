@@ -125,6 +125,7 @@ public struct LeaderConfiguration: Sendable {
 /// and per follower one reader (hello, clock sync, health) and one writer
 /// (drains that follower's bounded queue). No follower can block another
 /// or the source.
+// Sendable because shared state is in Mutexes and Atomics; the `var`s (main stream, servers, announcers) are set during init and start(), before the threads that read them, and never again.
 public final class Leader: @unchecked Sendable {
     public let configuration: LeaderConfiguration
     /// The main group's stream.
@@ -851,6 +852,7 @@ public final class Leader: @unchecked Sendable {
 }
 
 /// One connected follower, seen from the leader.
+// Sendable because the queue and `closed` are touched only under `queue`, `name` and `version` are in a Mutex and an Atomic, and the rest is immutable.
 final class FollowerSession: @unchecked Sendable {
     let connection: TCPConnection
     /// Strong: a session's threads may finish after the leader stopped; it is released when the session is removed.
@@ -860,9 +862,19 @@ final class FollowerSession: @unchecked Sendable {
     private var queued: [(bytes: [UInt8], at: Int64)] = []
     private var queuedBytes = 0
     private var closed = false
-    var name: String?
+    /// The room, from the hello: written by the reader thread, read by
+    /// control threads and `close` on any thread, hence the Mutex.
+    var name: String? {
+        get { nameCell.withLock { $0 } }
+        set { nameCell.withLock { $0 = newValue } }
+    }
+    private let nameCell = Mutex<String?>(nil)
     /// The protocol version the follower spoke in its hello (0: a snapclient).
-    var version: UInt16 = 0
+    var version: UInt16 {
+        get { versionCell.load(ordering: .acquiring) }
+        set { versionCell.store(newValue, ordering: .releasing) }
+    }
+    private let versionCell = Atomic<UInt16>(0)
     /// The stream this follower is sent (0 until it joined); set under that
     /// stream's backlog lock once its backlog was queued.
     let streamID = Atomic<UInt32>(0)
@@ -1051,6 +1063,7 @@ final class FollowerSession: @unchecked Sendable {
 }
 
 /// One group's stream: its player, and its chunks still ahead for rooms that join.
+// Sendable because `player` is set once before the stream is shared, `lastHeard` and `heard` belong to the heard-watcher thread, and the backlog is under a Mutex.
 final class LeaderStream: @unchecked Sendable {
     let id: UInt32
     /// The group it belongs to.

@@ -28,7 +28,7 @@ public enum LeaderEvent: Sendable, Hashable, CaseIterable {
 
 /// Fan-out of `LeaderEvent`s to subscribers. Callbacks run on the thread
 /// that caused the change and must not block.
-public final class LeaderEventHub: @unchecked Sendable {
+public final class LeaderEventHub: Sendable {
     public typealias Subscriber = @Sendable (LeaderEvent) -> Void
     private let subscribers = Mutex<[Int: Subscriber]>([:])
     private let nextToken = Atomic<Int>(1)

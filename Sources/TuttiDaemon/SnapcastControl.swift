@@ -25,8 +25,8 @@ import TuttiWeb
 /// Each client has a bounded outbox (`ClientWriter`), as on every surface.
 /// Notifications are worked out by comparing the whole status before and
 /// after each change, so they say exactly what changed.
+// Sendable because its mutable state is under Mutexes; `web` is set once in init and `subscription` once in start(), before other threads use them.
 final class SnapcastControl: @unchecked Sendable {
-    // Sendable because its mutable state is under Mutexes; `subscription` and `web` are set once in start().
     static let snapserverVersion = "0.26.0"
 
     private let leader: Leader
@@ -45,7 +45,7 @@ final class SnapcastControl: @unchecked Sendable {
     private let homes = Mutex<[String: (group: String, stream: String)]>([:])
     /// The status last announced, to work out what changed.
     private let last = Mutex<JSONTree?>(nil)
-    /// Sendable because it holds only JSON values (strings, numbers, arrays, dictionaries), which are copied, never shared mutably.
+    // Sendable because it holds only JSON values (strings, numbers, arrays, dictionaries), which are copied, never shared mutably.
     struct JSONTree: @unchecked Sendable { var value: [String: Any] }
     private let serverLock = NSLock() // one request's changes at a time, so notifications stay in order
 
@@ -173,8 +173,8 @@ final class SnapcastControl: @unchecked Sendable {
         return WebResponse(status: 200, headers: [("Content-Type", "application/json")], body: Array(data))
     }
 
+    // Sendable because `control` is set once in SnapcastControl.init, before the web server that calls these methods starts, and `sockets` is under a Mutex.
     final class SnapcastPages: WebSocketHandler, @unchecked Sendable {
-        // Sendable because `control` is set once before the server starts and `sockets` is under a Mutex.
         weak var control: SnapcastControl?
         private let sockets = Mutex<[ObjectIdentifier: ControlServer.Client]>([:])
         func opened(_ socket: WebSocket) {

@@ -109,6 +109,7 @@ extension PlayerState {
     init(_ phase: PlayerPhase) { self = phase == .loading ? .loading : .buffering }
 }
 
+// Sendable because the decoding state (the `var`s) is used only by the source thread; commands arrive through the `mailbox` Mutex, results leave through `published`, and `onHeardChangeMoved` is set before the thread starts.
 final class StreamPlayer: @unchecked Sendable {
     typealias Broadcast = @Sendable (Message, LeaderTime) -> Void
     typealias Purge = @Sendable (LeaderTime) -> Void
@@ -121,6 +122,7 @@ final class StreamPlayer: @unchecked Sendable {
 
     // Mailbox.
     private struct Request { var command: PlayerCommand; var reply: Reply }
+    // Sendable because `result` is written by the source thread before `done.signal()` and read by the caller only after `done.wait()`.
     private final class Reply: @unchecked Sendable {
         let done = DispatchSemaphore(value: 0)
         var result: Result<CommandOutcome, PlayerError> = .failure(.busy)

@@ -15,8 +15,8 @@ import TuttiWeb
 ///   object per text frame, notifications included: one API, not two.
 ///   Each page is a `ControlServer` client with its own bounded outbox.
 /// * `POST /api` — one JSON-RPC request per body, for scripts.
+// Sendable because `server` is set once in init and only read after; the rest is immutable.
 final class WebSurface: @unchecked Sendable {
-    // Sendable because `server` and `assets` are set once in init and only read after.
     private let leader: Leader
     private let control: ControlServer
     private let log: Logger
@@ -107,8 +107,7 @@ final class WebSurface: @unchecked Sendable {
     }
 
     /// The pages connected over the WebSocket: each is a control client.
-    final class Pages: WebSocketHandler, @unchecked Sendable {
-        // Sendable because `clients` is under a Mutex and `control` is immutable.
+    final class Pages: WebSocketHandler, Sendable {
         private let control: ControlServer
         private let stallMilliseconds: Int
         private let clients = Mutex<[ObjectIdentifier: ControlServer.Client]>([:])

@@ -43,6 +43,7 @@ public struct DiscoveredLeader: Sendable, Equatable, CustomStringConvertible {
 /// Thread contract: any thread may read `leaders`, `settled`, `failure` and
 /// call `stop`. `onChange` runs on the browser's poll thread with the list
 /// sorted by name; it must not call `stop`.
+// Sendable because `browser` is used only under Avahi's poll lock, `connection` is set once in init, and the list and flags are in Mutexes.
 public final class ServiceBrowser: @unchecked Sendable {
     private struct Instance: Hashable { var interface: Int32; var name: String; var domain: String }
     private struct State {

@@ -12,6 +12,7 @@ import TuttiCore
 /// Thread contract: `init`, `status`, `waitUntilEstablished` and `stop` may
 /// be called from any thread; Avahi's callbacks run on the publisher's own
 /// poll thread. Entry-group state is guarded by the poll lock.
+// Sendable because `group` and `name` are touched only under Avahi's poll lock (callbacks hold it; other threads take it through `connection.locked`), `connection` is set once in init, and status lives in Mutexes.
 public final class ServicePublisher: @unchecked Sendable {
     public enum Status: Sendable, Equatable {
         /// avahi-daemon is not (yet, or no longer) there.

@@ -5,7 +5,7 @@ import TuttiSystem
 
 /// Starts the button sources a mapping file names and hands every command
 /// to `perform`. The sources run on their own threads until `stop`.
-public final class ButtonController: @unchecked Sendable {
+public final class ButtonController: Sendable {
     private let sources: [any ButtonSource]
 
     public init(configPath: String, log: Logger, perform: @escaping @Sendable (ButtonCommand) -> Void) throws {

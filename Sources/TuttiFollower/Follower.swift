@@ -45,6 +45,7 @@ public struct FollowerConfiguration: Sendable {
 /// Threads: the playout thread (see `PlayoutEngine`), a connection thread
 /// (reads messages, decodes), and a sync thread per connection (sends clock
 /// requests and health reports).
+// Sendable because shared state is in Mutexes, Atomics and seqlocks, and `hardwareMixer` is used only by the connection thread (one connection at a time).
 public final class Follower: @unchecked Sendable {
     public let configuration: FollowerConfiguration
     public let engine: PlayoutEngine

@@ -16,6 +16,7 @@ import TuttiCore
 /// whose level was read after a bounce.)
 ///
 /// Used from the source thread only, except `wake()`.
+// Sendable because the chips, lines and descriptors are used by the source thread only; other threads call just wake(), which writes to the wake pipe.
 final class LibgpiodLines: GPIOEdgeProvider, @unchecked Sendable {
     private var chips: [String: OpaquePointer] = [:]
     private var lines: [OpaquePointer] = []

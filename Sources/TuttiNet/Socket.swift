@@ -62,7 +62,7 @@ public struct Endpoint: Equatable, Sendable, CustomStringConvertible {
 
 /// A connected TCP socket. Sends are serialised by a lock so two threads
 /// (time replies and audio) can write whole messages without interleaving.
-public final class TCPConnection: @unchecked Sendable {
+public final class TCPConnection: Sendable {
     public let peer: String
     private let fd: Int32
     private let sendLock = Mutex<Void>(())
@@ -156,7 +156,7 @@ public final class TCPConnection: @unchecked Sendable {
 }
 
 /// A listening TCP socket.
-public final class TCPListener: @unchecked Sendable {
+public final class TCPListener: Sendable {
     public let endpoint: Endpoint
     private let fd: Int32
     private let isClosed = Atomic<Bool>(false)

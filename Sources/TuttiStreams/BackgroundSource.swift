@@ -11,6 +11,7 @@ import TuttiCore
 /// any thread (one consumer polls); the decoder lives on the private thread.
 /// `close` must be called when the consumer is done: it stops the thread
 /// and abandons a connection still being made or read.
+// Sendable because the ring, progress and flags are touched only under `lock`; the decoder lives on the private thread.
 public final class BackgroundSource: @unchecked Sendable {
     public enum Poll: Equatable {
         /// Frames appended to the output (interleaved stereo at `sampleRate`).

@@ -179,14 +179,14 @@ public struct ChunkedDecoder: Sendable {
 /// Thread contract: `start` once, `cancel` from any thread; the delegate is
 /// called on the transfer's thread and never after `cancel` returns… except
 /// for a callback already running.
-final class SocketTransfer: Transfer, @unchecked Sendable {
+final class SocketTransfer: Transfer, Sendable {
     static let maxRedirects = 5
 
     private let url: URL
     private let requestHeaders: [(String, String)]
     private let connectTimeout: Double
     private let stallTimeout: Double
-    private weak var delegate: (any TransferDelegate)?
+    private weak let delegate: (any TransferDelegate)?
     private let cancelled = Atomic<Bool>(false)
     private let connection = Mutex<TCPConnection?>(nil)
 

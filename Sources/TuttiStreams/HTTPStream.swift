@@ -113,6 +113,7 @@ struct ByteQueue {
 /// one consumer thread; URLSession callbacks run on a private serial queue.
 /// State crosses between them under one condition lock; URLSession is
 /// never called with that lock held.
+// Sendable because its state is touched only under `lock` (consumer and URLSession callbacks alike), and `session` is set once in init.
 final class HTTPStream: NSObject, URLSessionDataDelegate, TransferDelegate, @unchecked Sendable {
     enum ReadResult: Equatable {
         case bytes(Int)

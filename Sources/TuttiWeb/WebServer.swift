@@ -60,11 +60,11 @@ public protocol WebSocketHandler: AnyObject, Sendable {
 
 /// One open WebSocket. Writes may come from any thread and block at most
 /// the server's request timeout on a peer that stopped reading.
+// Sendable because `connection` is used only under `state`'s lock, and `partial` only by civetweb's one worker thread of this connection.
 public final class WebSocket: @unchecked Sendable {
-    // Sendable because `connection` is only used under `state`'s lock, and cleared (under it) when civetweb closes the connection.
     public let peer: String
     private let state: Mutex<Connection?>
-    /// Sendable because civetweb's mg_websocket_write takes the connection's own lock, and we stop using it under `state` once it closes.
+    // Sendable because civetweb's mg_websocket_write takes the connection's own lock, and we stop using it under `state` once it closes.
     private struct Connection: @unchecked Sendable { let pointer: OpaquePointer }
     /// Fragments of a message still arriving (the worker thread's own).
     var partial: [UInt8] = []
@@ -120,8 +120,8 @@ public final class WebSocket: @unchecked Sendable {
 ///
 /// Threads: `handler` and `socketHandler` are called on civetweb's
 /// workers, concurrently; they must be thread-safe.
+// Sendable because `context` is set in start() and cleared in stop() by the thread that owns the server, and the handlers are immutable.
 public final class WebServer: @unchecked Sendable {
-    // Sendable because `context` is set once in start() and cleared in stop(), and the handlers are immutable.
     public typealias Handler = @Sendable (WebRequest) -> WebResponse
 
     /// Request bodies beyond this are refused (413) before being read.

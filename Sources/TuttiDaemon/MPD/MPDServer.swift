@@ -20,6 +20,7 @@ import TuttiSystem
 /// Bad input never crashes the server: unknown commands and bad arguments
 /// get ACK lines; a line longer than 64 KiB or a command list longer than
 /// 4096 commands closes that client's connection, as MPD does.
+// Sendable because its mutable state is in Mutexes and Atomics, and `subscription` is written once in start(), before the threads that read it.
 public final class MPDServer: @unchecked Sendable {
     public static let protocolVersion = "0.23.5"
     public static let maxLineBytes = 64 * 1024
@@ -247,8 +248,8 @@ public final class MPDServer: @unchecked Sendable {
 /// One MPD client connection: its idle state and per-client settings.
 /// Everything it is sent goes through its bounded outbox (`ClientWriter`):
 /// a client that stops reading is disconnected, never waited for.
+// Sendable because `idle` is under a Mutex and `binaryLimit`, `settleUntil` and `tagTypes` are touched only by the client's own reader thread (its commands).
 final class MPDClient: @unchecked Sendable {
-    // Sendable because `idle` is under a Mutex and the per-client settings are touched by the client's own thread only.
     let connection: TCPConnection
     private let writer: ClientWriter
     private struct Idle {
