@@ -22,7 +22,7 @@ public struct PlayerSnapshot: Equatable, Sendable {
 /// library (`state.db`), so it never contends with a library scan.
 /// Each save is one transaction committed (WAL, synchronous=FULL through
 /// `Database`) before it returns. Thread-safe: calls are serialised.
-// Sendable because every use of `database` is under `lock`.
+// Sendable because every use of `database` after init is under `lock`.
 public final class PlayerStateStore: @unchecked Sendable {
     private let database: Database
     private let lock = NSLock()

@@ -10,7 +10,7 @@ import Synchronization
 /// lock held (the first time inside `init`). Any other thread touches the
 /// client or objects made from it only inside `locked`. Never call `close()`
 /// from an Avahi callback (it joins the poll thread).
-// Sendable because `client` and `pollRunning` change only in init and close() with the poll thread stopped or under its lock; every other use of the client is inside `locked`.
+// Sendable because `client` changes only in init, in a reconnect (under `alive` and the poll lock) and in close() (under `alive`, the poll stopped); other uses are inside `locked`.
 final class AvahiConnection: @unchecked Sendable {
     typealias StateHandler = (_ client: OpaquePointer, _ state: AvahiClientState) -> Void
 
