@@ -43,6 +43,9 @@ put("wire", "follower-join", WHOLE + hello + treq)
 put("wire", "leader-session", SMALL + welcome + settings + eq + tresp + chunk + chunk + flush + follow + end)
 put("wire", "health-and-command", BYTES + health + command + bye)
 put("wire", "reject", WHOLE + reject)
+# Protocol v4: the room-key exchange (32-byte nonces and HMAC-SHA256 proofs).
+hello4 = frame(1, struct.pack(">H", 4) + s16("bedroom"))
+put("wire", "room-key", SMALL + hello4 + frame(30, bytes(range(32))) + frame(31, bytes(range(32, 64)) + bytes(range(64, 96))) + frame(32, bytes(range(96, 128))) + treq)
 
 # --- Snapcast binary protocol: 26-byte little-endian header, then the body.
 def snap(t, body, id=1, refers=0):
