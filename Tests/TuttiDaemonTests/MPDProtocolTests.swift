@@ -23,6 +23,13 @@ struct MPDProtocolTests {
         #expect(MPDTokenizer.quote(#"a "b" \c"#) == #""a \"b\" \\c""#)
     }
 
+    /// Found by the mpd fuzz target: a quote before a combining mark (one
+    /// Character with it) went out unescaped, ending the argument early.
+    @Test func aQuoteBeforeACombiningMarkIsEscaped() throws {
+        let tricky = "Song \"\u{488}s \"Blue\""
+        #expect(try MPDTokenizer.tokenize(Array("find \(MPDTokenizer.quote(tricky))".utf8)) == MPDCommand(name: "find", arguments: [tricky]))
+    }
+
     @Test func tokenizerRejectsMalformedLinesWithMPDMessages() {
         #expect(tokenizeError(Array(#"add "open"#.utf8)) == MPDTokenizeError(name: "add", error: .argument("Missing closing '\"'")))
         #expect(tokenizeError(Array(#"add "a"b"#.utf8)) == MPDTokenizeError(name: "add", error: .argument("Space expected after closing '\"'")))

@@ -122,12 +122,16 @@ public enum MPDTokenizer {
 
     /// Quotes an argument for sending (clients, tests): `"` and `\` are escaped.
     public static func quote(_ s: String) -> String {
-        var out = "\""
-        for c in s {
+        // By scalar, not Character: a quote followed by a combining mark is one
+        // Character, unequal to "\"", and would go out unescaped.
+        var out = String.UnicodeScalarView()
+        out.append("\"")
+        for c in s.unicodeScalars {
             if c == "\"" || c == "\\" { out.append("\\") }
             out.append(c)
         }
-        return out + "\""
+        out.append("\"")
+        return String(out)
     }
 }
 
