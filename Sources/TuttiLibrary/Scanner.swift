@@ -173,10 +173,8 @@ enum FileReader {
 
 /// Reads files on worker threads, at most `window` files ahead of the
 /// consumer, who takes the results in order (`take(0)`, `take(1)`, …).
+// Sendable because `results`, `claimed`, `taken`, `cancelled` and `running` are touched only with `mutex` held, and `files` is immutable.
 final class ReadAhead: @unchecked Sendable {
-    // Sendable because `results`, `taken` and `cancelled` are touched only
-    // with `mutex` held; `files` is immutable; a slot is filled by the one
-    // worker that claimed its index.
     typealias Outcome = Result<FileReader.Read, SkipReason>
     private let files: [FoundFile]
     private var results: [Outcome?]
