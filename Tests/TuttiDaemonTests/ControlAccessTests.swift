@@ -18,7 +18,7 @@ func thisMachinesAddress() -> String? {
         var addr = a.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee.sin_addr }
         var text = [CChar](repeating: 0, count: 32)
         inet_ntop(AF_INET, &addr, &text, 32)
-        let s = String(cString: text)
+        let s = String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         if !s.hasPrefix("127.") { return s }
     }
     return nil
