@@ -230,27 +230,18 @@ public extension DaemonCommand {
                     c.frameMilliseconds = ms
                 case "--buffer-ms": c.bufferMilliseconds = Int(try args.number(flag, 20...10_000))
                 case "--start-ms": c.startLatencyMilliseconds = Int(try args.number(flag, 10...10_000))
-                case "--room-key":
-                    let text = try args.value(flag)
-                    if text.isEmpty { c.roomKey = nil; break }
-                    do { c.roomKey = try RoomKey(text) } catch { throw UsageError("room key: \(error)") }
-                case "--room-key-file":
-                    let path = try args.value(flag)
-                    c.roomKeyFile = path.isEmpty ? nil : path
+                case "--room-key": c.roomKey = try args.roomKey(flag)
+                case "--room-key-file": c.roomKeyFile = try args.optionalPath(flag)
                 case "--snapcast-unkeyed": c.snapcastWithoutKey = true
                 case "--password":
                     let text = try args.value(flag)
                     guard text.isEmpty || (8...256).contains(text.utf8.count) else { throw UsageError("password must be 8–256 bytes") }
                     c.password = text.isEmpty ? nil : text
-                case "--password-file":
-                    let path = try args.value(flag)
-                    c.passwordFile = path.isEmpty ? nil : path
+                case "--password-file": c.passwordFile = try args.optionalPath(flag)
                 case "--guest-read-only": c.guestReadOnly = true
                 case "--open-control": c.openControl = true
                 case "--password-on-loopback": c.passwordOnLoopback = true
-                case "--playlists":
-                    let path = try args.value(flag)
-                    c.playlistDirectory = path.isEmpty ? nil : path
+                case "--playlists": c.playlistDirectory = try args.optionalPath(flag)
                 case "--allow-folder": c.allowedFolders.append(try args.value(flag))
                 case "--time-stretch":
                     let text = try args.value(flag)

@@ -35,6 +35,19 @@ public struct ArgumentReader {
         return v
     }
 
+    /// A room key (empty: none).
+    public mutating func roomKey(_ flag: String) throws(UsageError) -> RoomKey? {
+        let text = try value(flag)
+        if text.isEmpty { return nil }
+        do { return try RoomKey(text) } catch { throw UsageError("room key: \(error)") }
+    }
+
+    /// A path (empty: none).
+    public mutating func optionalPath(_ flag: String) throws(UsageError) -> String? {
+        let path = try value(flag)
+        return path.isEmpty ? nil : path
+    }
+
     public mutating func logLevel(_ flag: String) throws(UsageError) -> Logger.Level {
         let text = try value(flag)
         switch text {
@@ -172,13 +185,8 @@ extension FollowerConfiguration {
             case "--no-realtime": c.realtime = false
             case "--clock-offset-ms": c.clockOffsetMilliseconds = try args.number(flag, -86_400_000...86_400_000)
             case "--clock-skew-ppm": c.clockSkewPPM = try args.number(flag, -1_000...1_000)
-            case "--room-key":
-                let text = try args.value(flag)
-                if text.isEmpty { c.roomKey = nil; break }
-                do { c.roomKey = try RoomKey(text) } catch { throw UsageError("room key: \(error)") }
-            case "--room-key-file":
-                let path = try args.value(flag)
-                c.roomKeyFile = path.isEmpty ? nil : path
+            case "--room-key": c.roomKey = try args.roomKey(flag)
+            case "--room-key-file": c.roomKeyFile = try args.optionalPath(flag)
             case "--log-level": level = try args.logLevel(flag)
             default: throw UsageError("unknown option \(flag) for follower (see tuttid follower --help)")
             }
