@@ -627,8 +627,7 @@ public final class Leader: @unchecked Sendable {
     // MARK: Followers
 
     /// Speaker connections (Tutti and Snapcast) served at once; a home has a few dozen rooms at most.
-    static let maximumSessions = 256
-    private let lastRefusalLog = Atomic<Int64>(0)
+    private let sessionBudget = ConnectionBudget(name: "speaker port", limit: 256)
 
     private func acceptLoop(_ listener: TCPListener, dialect: FollowerSession.Dialect) {
         while running.load(ordering: .relaxed) {
@@ -638,16 +637,7 @@ public final class Leader: @unchecked Sendable {
                 return
             }
             // Speakers and would-be speakers at once: a flood of connections gets the rest closed.
-            let admitted = sessions.withLock { $0.count < Self.maximumSessions }
-            guard admitted else {
-                connection.close()
-                let now = Monotonic.now()
-                if now - lastRefusalLog.load(ordering: .relaxed) > 5 * nanosecondsPerSecond {
-                    lastRefusalLog.store(now, ordering: .relaxed)
-                    log.warning("\(Self.maximumSessions) speaker connections already: refusing more")
-                }
-                continue
-            }
+            guard sessionBudget.admit(log: log, now: Monotonic.now()) else { connection.close(); continue }
             let session = FollowerSession(connection: connection, leader: self, log: log, dialect: dialect)
             sessions.withLock { $0[ObjectIdentifier(session)] = session }
             session.start()
@@ -710,7 +700,8 @@ public final class Leader: @unchecked Sendable {
     }
 
     func remove(_ session: FollowerSession) {
-        sessions.withLock { _ = $0.removeValue(forKey: ObjectIdentifier(session)) }
+        let removed = sessions.withLock { $0.removeValue(forKey: ObjectIdentifier(session)) != nil }
+        if removed { sessionBudget.release() } // once per session, however often it is called
         if let name = session.name {
             healthReports.withLock { _ = $0.removeValue(forKey: name) }
             syncReports.withLock { _ = $0.removeValue(forKey: name) }
