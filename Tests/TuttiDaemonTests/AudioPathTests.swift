@@ -12,10 +12,9 @@ import TuttiTestSupport
         let dir = makeTemporaryDirectory()
         let input = quantize(TestSignal.music(seconds: 3))
         writeFile(dir + "/music.wav", wavImage(input))
-        let leader = try startLeader(files: [dir + "/music.wav"])
         // Steering off: a DAC exactly at 48 kHz needs none, and any
         // resampling would (correctly) change the bits.
-        let follower = try startFollower(leader: leader.endpoint, name: "a", output: .file(path: dir + "/a.raw", ppm: 0, delayMilliseconds: 0), steering: false)
+        let (leader, follower) = try startPlayback(files: [dir + "/music.wav"], follower: "a", output: .file(path: dir + "/a.raw", ppm: 0, delayMilliseconds: 0))
         waitForPlayout(leader)
         follower.stop()
         leader.stop()
@@ -39,8 +38,7 @@ import TuttiTestSupport
         let source = TestSignal.music(seconds: 3, rate: 44_100, percussion: false)
         let reference = TestSignal.music(seconds: 3, rate: 48_000, percussion: false)
         writeFile(dir + "/music44.wav", wavImage(quantize(source), rate: 44_100))
-        let leader = try startLeader(files: [dir + "/music44.wav"])
-        let follower = try startFollower(leader: leader.endpoint, name: "a", output: .file(path: dir + "/a.raw", ppm: 0, delayMilliseconds: 0), steering: false)
+        let (leader, follower) = try startPlayback(files: [dir + "/music44.wav"], follower: "a", output: .file(path: dir + "/a.raw", ppm: 0, delayMilliseconds: 0))
         waitForPlayout(leader)
         follower.stop()
         leader.stop()
@@ -61,8 +59,7 @@ import TuttiTestSupport
         let signal = kind == "sine" ? TestSignal.sine(frequency: 1_000, seconds: 3) : TestSignal.music(seconds: 3)
         let input = quantize(signal)
         writeFile(dir + "/in.wav", wavImage(input))
-        let leader = try startLeader(files: [dir + "/in.wav"], codec: .opus)
-        let follower = try startFollower(leader: leader.endpoint, name: "a", output: .file(path: dir + "/a.raw", ppm: 0, delayMilliseconds: 0), steering: false)
+        let (leader, follower) = try startPlayback(files: [dir + "/in.wav"], codec: .opus, follower: "a", output: .file(path: dir + "/a.raw", ppm: 0, delayMilliseconds: 0))
         waitForPlayout(leader)
         follower.stop()
         leader.stop()
@@ -83,28 +80,41 @@ import TuttiTestSupport
 
     @Test func consecutiveFilesJoinWithoutGapOrRepeat() throws {
         let dir = makeTemporaryDirectory()
-        // Split a counter signal at a point that is not a chunk boundary.
-        let first = counterFrames(count: 30_001)
-        let second = counterFrames(count: 40_000, from: 30_001)
+        // Split a counter signal at a point that is not a chunk boundary,
+        // 3 s in: a follower that connects late on a loaded machine starts at
+        // the live position (by design), and must still hear the join.
+        let joinFrame = 144_001
+        let first = counterFrames(count: joinFrame)
+        let second = counterFrames(count: 40_000, from: joinFrame)
         writeFile(dir + "/1.wav", wavImage(first))
         writeFile(dir + "/2.wav", wavImage(second))
-        let leader = try startLeader(files: [dir + "/1.wav", dir + "/2.wav"])
-        let follower = try startFollower(leader: leader.endpoint, name: "a", output: .file(path: dir + "/a.raw", ppm: 0, delayMilliseconds: 0), steering: false)
+        let (leader, follower) = try startPlayback(files: [dir + "/1.wav", dir + "/2.wav"], follower: "a", output: .file(path: dir + "/a.raw", ppm: 0, delayMilliseconds: 0))
         waitForPlayout(leader)
+        let statistics = follower.engine.statistics
         follower.stop()
         leader.stop()
 
         let output = readRaw(dir + "/a.raw")
         let start = try #require(firstSoundingFrame(output))
-        var expected = 0, breaks = 0
+        let firstHeard = try #require(counterIndex(output[2 * start], output[2 * start + 1]))
+        #expect(firstHeard < joinFrame - 48_000, "the follower came in at frame \(firstHeard), too late to hear the join")
+        var expected = firstHeard, breaks = 0, repeats = 0
+        var joinHeard = false
         var i = start
         while 2 * i + 1 < output.count, let index = counterIndex(output[2 * i], output[2 * i + 1]) {
             if index != expected { breaks += 1 }
+            if index < expected { repeats += 1 }
+            if index == joinFrame, expected == joinFrame { joinHeard = true }
             expected = index + 1
             i += 1
         }
-        #expect(breaks == 0, "\(breaks) discontinuities")
-        #expect(expected == 70_001, "played \(expected) of 70001 frames in order")
+        // The join itself must be seamless: the last frame of 1.wav followed by the first of 2.wav.
+        #expect(joinHeard, "frame \(joinFrame) (the first of 2.wav) did not follow the last of 1.wav")
+        #expect(repeats == 0, "\(repeats) frames went backwards")
+        // Steering is off, so nothing skips once playing; a playout thread
+        // starved of CPU underruns the DAC (counted) but loses no frame.
+        #expect(breaks == 0, "\(breaks) discontinuities after frame \(firstHeard) (\(statistics.underruns) underruns)")
+        #expect(expected == joinFrame + 40_000, "played up to frame \(expected) of \(joinFrame + 40_000)")
     }
 
     @Test func mp3PlaysThroughTheLeader() throws {
@@ -112,8 +122,7 @@ import TuttiTestSupport
         let input = quantize(TestSignal.music(seconds: 2))
         writeFile(dir + "/in.wav", wavImage(input))
         try runLame(dir + "/in.wav", dir + "/in.mp3")
-        let leader = try startLeader(files: [dir + "/in.mp3"])
-        let follower = try startFollower(leader: leader.endpoint, name: "a", output: .file(path: dir + "/a.raw", ppm: 0, delayMilliseconds: 0), steering: false)
+        let (leader, follower) = try startPlayback(files: [dir + "/in.mp3"], follower: "a", output: .file(path: dir + "/a.raw", ppm: 0, delayMilliseconds: 0))
         waitForPlayout(leader)
         follower.stop()
         leader.stop()
@@ -131,8 +140,7 @@ import TuttiTestSupport
         writeFile(dir + "/broken.mp3", (0..<20_000).map { UInt8(truncatingIfNeeded: $0 &* 7919 &+ 13) })
         writeFile(dir + "/broken.wav", Array("RIFF\u{0}\u{0}\u{0}\u{0}WAVEjunk".utf8))
         writeFile(dir + "/good.wav", wavImage(counterFrames(count: 24_000)))
-        let leader = try startLeader(files: [dir + "/missing.wav", dir + "/broken.wav", dir + "/broken.mp3", dir + "/good.wav"])
-        let follower = try startFollower(leader: leader.endpoint, name: "a", output: .file(path: dir + "/a.raw", ppm: 0, delayMilliseconds: 0), steering: false)
+        let (leader, follower) = try startPlayback(files: [dir + "/missing.wav", dir + "/broken.wav", dir + "/broken.mp3", dir + "/good.wav"], follower: "a", output: .file(path: dir + "/a.raw", ppm: 0, delayMilliseconds: 0))
         waitForPlayout(leader)
         follower.stop()
         leader.stop()

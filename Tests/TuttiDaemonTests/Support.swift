@@ -109,6 +109,26 @@ func startFollower(leader: Endpoint, name: String, output: OutputSpec, steering:
     return follower
 }
 
+/// A leader and one follower, with the files started only once the follower
+/// is connected and has a clock model. A follower that connects late plays
+/// from the live position (by design), so on a loaded machine a test that
+/// starts the files first can miss their start.
+func startPlayback(files: [String], codec: Codec = .pcm, follower name: String, output: OutputSpec,
+                   steering: Bool = false) throws -> (Leader, Follower) {
+    let leader = try startLeader(files: [], codec: codec) { c in
+        c.allowedFolders = files.map { ($0 as NSString).deletingLastPathComponent }
+    }
+    let follower = try startFollower(leader: leader.endpoint, name: name, output: output, steering: steering)
+    let ready = waitUntil(timeout: 20) { follower.connected && follower.clock != nil && leader.followerNames.contains(name) }
+    guard ready else {
+        follower.stop(); leader.stop()
+        throw CommandFailed(description: "follower \(name) did not connect within 20 s: \(follower.lastFailure ?? "no error")")
+    }
+    _ = try leader.perform(.add(uris: files, next: false))
+    _ = try leader.perform(.play)
+    return (leader, follower)
+}
+
 /// Waits (polling) up to `timeout` seconds for `condition`.
 @discardableResult
 func waitUntil(timeout: Double, _ condition: () -> Bool) -> Bool {
