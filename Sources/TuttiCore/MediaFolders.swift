@@ -16,6 +16,11 @@ public struct MediaFolders: Sendable, Equatable {
         roots.contains { root in root == "/" || path == root || path.hasPrefix(root + "/") }
     }
 
+    /// The innermost folder that canonical path `path` lies under, if any.
+    public func root(containing path: String) -> String? {
+        roots.filter { root in root == "/" || path.hasPrefix(root + "/") }.max { $0.count < $1.count }
+    }
+
     /// A URI that is no file here (a stream on the web): nothing to confine.
     public static func isRemote(_ uri: String) -> Bool {
         let lower = uri.prefix(8).lowercased()

@@ -190,6 +190,23 @@ public final class Leader: @unchecked Sendable {
         return String(cString: p)
     }
 
+    /// The media folder local file `path` lies in, when the file is missing
+    /// and the folder is gone or empty: an unplugged disk or an unmounted
+    /// share, not a deleted file (nil then, and for a file that is there).
+    static func unavailableFolder(of path: String, in folders: MediaFolders) -> String? {
+        let path = path.hasPrefix("file://") ? String(path.dropFirst(7)) : path
+        guard path.hasPrefix("/"), access(path, F_OK) != 0 else { return nil }
+        let parent = Self.canonical((path as NSString).deletingLastPathComponent) ?? (path as NSString).deletingLastPathComponent
+        guard let root = folders.root(containing: parent + "/" + (path as NSString).lastPathComponent) else { return nil }
+        guard let dir = opendir(root) else { return root }
+        defer { closedir(dir) }
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            if name != "." && name != ".." { return nil }
+        }
+        return root
+    }
+
     /// A file URI a control client named, checked against `mediaFolders`
     /// by its canonical path (a link is judged by where it points; a file
     /// not there yet, by its folder); returned as given. Web streams pass;
@@ -327,7 +344,8 @@ public final class Leader: @unchecked Sendable {
         }
         let roots = [configuration.musicDirectory, cacheFolder, playlists].compactMap { $0 } + configuration.allowedFolders
             + configuration.files.filter { !MediaFolders.isRemote($0) && !PipeSourceSpec.isPipe($0) }.map { ($0 as NSString).deletingLastPathComponent }
-        mediaFolders = MediaFolders(roots: roots.compactMap(Self.canonical))
+        // A folder missing now (a disk not mounted yet) is still a media folder, by its name.
+        mediaFolders = MediaFolders(roots: roots.map { Self.canonical($0) ?? ($0 as NSString).standardizingPath })
         opener = SourceOpener(cache: cache, options: configuration.network, log: log.with(label: "stream"),
                               autoCache: configuration.autoCache) { [streamMetadata, events] uri, metadata in
             streamMetadata.set(metadata, for: uri)
@@ -355,6 +373,7 @@ public final class Leader: @unchecked Sendable {
         stream.player = StreamPlayer(configuration: setup, streamID: stream.id, gridOrigin: gridOrigin, log: log.with(label: group == RoomGroups.mainID ? "player" : "player \(group)"),
                                      restoring: snapshot,
                                      opener: { uri, frame in try opener.openForPlayback(uri, startFrame: frame) },
+                                     unavailableFolder: { [mediaFolders] path in Self.unavailableFolder(of: path, in: mediaFolders) },
                                      // Weak: a stopped leader may be gone while its source thread finishes its last chunk.
                                      broadcast: { [weak self, weak stream] message, pts in
                                          guard let self, let stream else { return }
@@ -778,7 +797,8 @@ public final class Leader: @unchecked Sendable {
     /// After a scan: queue entries whose local file is gone leave the queue, with a log line.
     public func dropMissingFilesFromQueue() {
         let entries = queue.entries
-        for (index, entry) in entries.enumerated().reversed() where entry.uri.hasPrefix("/") && !FileManager.default.fileExists(atPath: entry.uri) {
+        for (index, entry) in entries.enumerated().reversed() where entry.uri.hasPrefix("/") && !FileManager.default.fileExists(atPath: entry.uri)
+            && Self.unavailableFolder(of: entry.uri, in: mediaFolders) == nil { // a folder that is gone for now keeps its entries
             log.info("\(entry.uri) no longer exists: removed from the queue")
             _ = try? perform(.remove(index: index))
         }

@@ -196,14 +196,23 @@ final class StreamPlayer: @unchecked Sendable {
     /// or a background source already starting there.
     typealias Opener = @Sendable (String, Int) throws -> SourceOpener.Opened
     private let opener: Opener
+    /// The media folder a local path lies in, when that folder is gone or
+    /// empty (a USB disk unplugged); nil when the file's absence is its own.
+    typealias FolderCheck = @Sendable (String) -> String?
+    private let unavailableFolder: FolderCheck
+    /// Playback stopped because `folder` went away: where to go on from, and
+    /// when it was last looked for. A user's command clears it.
+    private var awaitingFolder: (folder: String, position: TrackPosition, checkedAt: Int64)?
 
     /// The leader's 48 kHz grid: the epoch is a whole number of frames from it.
     private let gridOrigin: LeaderTime
 
     init(configuration: LeaderConfiguration, streamID: UInt32, gridOrigin: LeaderTime, log: Logger, restoring snapshot: PlayerSnapshot? = nil,
          opener: @escaping Opener = { path, _ in .ready(try AudioFile.open(path)) },
+         unavailableFolder: @escaping FolderCheck = { _ in nil },
          broadcast: @escaping Broadcast, purge: @escaping Purge) {
         self.opener = opener
+        self.unavailableFolder = unavailableFolder
         self.configuration = configuration
         self.streamID = streamID
         self.gridOrigin = gridOrigin
@@ -292,7 +301,7 @@ final class StreamPlayer: @unchecked Sendable {
                     if let starved = p.starved { state = starved }
                 }
             }
-            if p.state == .stopped && p.error != nil { state = .error }
+            if p.state == .stopped && p.error != nil && !tail { state = .error }
             let index = p.queue.index(ofID: position.track)
             var result = NowPlaying(state: state, track: index ?? -1, entryID: index == nil ? nil : position.track,
                                     path: index.map { p.queue.entries[$0].uri } ?? "",
@@ -353,6 +362,7 @@ final class StreamPlayer: @unchecked Sendable {
         while running.load(ordering: .relaxed) {
             handleCommands()
             guard state == .playing else {
+                if resumeIfFolderIsBack() { continue } // audio is due a start latency from now: no waiting
                 _ = wake.wait(timeout: .now() + .milliseconds(200))
                 continue
             }
@@ -440,6 +450,10 @@ final class StreamPlayer: @unchecked Sendable {
             decoded.removeAll(keepingCapacity: true)
             let n: Int
             do { n = try decoder.read(into: &decoded, maxFrames: 4_096) } catch {
+                if let folder = unavailableFolder(decoder.path) {
+                    awaitFolder(folder, at: TrackPosition(track: track, frame: trackFrame))
+                    continue
+                }
                 log.error("\(decoder.path): \(error); going on with the next track")
                 advanceTrack()
                 continue
@@ -562,6 +576,11 @@ final class StreamPlayer: @unchecked Sendable {
                 consecutiveFailures = 0
                 return
             } catch {
+                if let folder = unavailableFolder(path) {
+                    // Not this file's fault: skipping would run through the whole queue.
+                    awaitFolder(folder, at: TrackPosition(track: entryID, frame: frame))
+                    return
+                }
                 log.error("skipping \(path): \(error)")
                 recordFailure("\(error)")
                 frame = 0
@@ -580,6 +599,33 @@ final class StreamPlayer: @unchecked Sendable {
     private func closeSource() {
         decoder = nil; background = nil
         resampler = nil; stretcher = nil
+    }
+
+    /// The music folder holding the next audio is gone: stop once what was
+    /// sent has played, keep the queue and the place, and go on by itself
+    /// when the folder is back (`resumeIfFolderIsBack`).
+    private func awaitFolder(_ folder: String, at position: TrackPosition) {
+        if awaitingFolder == nil {
+            log.error("the music folder \(folder) is unavailable (a disk unplugged?): playback stops and goes on when it is back")
+        }
+        awaitingFolder = (folder, position, Monotonic.now())
+        recordFailure("the music folder \(folder) is unavailable; playback goes on when it is back")
+        closeSource()
+        endOfList = true
+    }
+
+    /// Once a second while stopped by a missing folder: is it back? (true: playing again)
+    private func resumeIfFolderIsBack() -> Bool {
+        guard let waiting = awaitingFolder, state == .stopped else { return false }
+        let now = Monotonic.now()
+        guard now - waiting.checkedAt >= 1_000 * nanosecondsPerMillisecond else { return false }
+        awaitingFolder?.checkedAt = now
+        guard let i = queue.index(ofID: waiting.position.track), unavailableFolder(queue.entries[i].uri) == nil else { return false }
+        log.info("the music folder \(waiting.folder) is back: playing on")
+        awaitingFolder = nil
+        restart(at: max(changePoint(now: now), 0), position: waiting.position)
+        publish()
+        return true
     }
 
     /// The current entry ended: gapless on to what the queue says is next.
@@ -649,8 +695,10 @@ final class StreamPlayer: @unchecked Sendable {
         if queue.single != .off, case .play(let i) = queue.stepForward(manual: true) { resume = i }
         if queue.single == .oneshot { queue.single = .off }
         let first = resume.map { queue.entries[$0].id } ?? 0
-        published.withLock { $0.pausedAt = TrackPosition(track: first, frame: 0) }
-        if let i = resume { queue.select(i) }
+        // Stopped by a missing music folder: play goes on where it stopped.
+        let stoppedAt = awaitingFolder?.position ?? TrackPosition(track: first, frame: 0)
+        published.withLock { $0.pausedAt = stoppedAt }
+        if let i = queue.index(ofID: stoppedAt.track) ?? resume { queue.select(i) }
         published.withLock { $0.tailUntil = streamFrame }
         publish()
         endedAtomic.store(true, ordering: .releasing)
@@ -759,6 +807,8 @@ final class StreamPlayer: @unchecked Sendable {
 
     private func apply(_ command: PlayerCommand) -> Result<CommandOutcome, PlayerError> {
         let now = Monotonic.now()
+        // The user has taken over: a folder coming back no longer restarts play by itself.
+        awaitingFolder = nil
         let at = max(changePoint(now: now), 0)
         var command = command
         if command == .toggle { command = state == .playing ? .pause : .play }

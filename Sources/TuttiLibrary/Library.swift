@@ -99,6 +99,18 @@ public final class Library: Sendable {
         free(resolved)
         var st = stat()
         guard stat(root, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR else { throw .musicFolder(path: folder, reason: "not a folder") }
+        // An empty mount point (a USB disk not plugged in) would otherwise
+        // remove every track, and with them favourites and playlists' entries.
+        if Self.folderIsEmpty(root) {
+            let held = try reading { db throws(LibraryError) in
+                // Every path under root/: from "root/" up to "root0" ("0" follows "/").
+                let base = root.hasSuffix("/") ? String(root.dropLast()) : root
+                return try db.scalarInt("SELECT count(*) FROM tracks WHERE path >= ? AND path < ?", [.text(base + "/"), .text(base + "0")]) ?? 0
+            }
+            if held > 0 {
+                throw .musicFolder(path: folder, reason: "it is empty but the library holds \(held) tracks from it (is its disk unplugged?); nothing was removed")
+            }
+        }
         guard scanning.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else {
             throw .scanInProgress
         }
@@ -112,6 +124,16 @@ public final class Library: Sendable {
             returnFreedMemory()
         }
         return try scan.run()
+    }
+
+    static func folderIsEmpty(_ path: String) -> Bool {
+        guard let dir = opendir(path) else { return false }
+        defer { closedir(dir) }
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            if name != "." && name != ".." { return false }
+        }
+        return true
     }
 
     // MARK: Tracks

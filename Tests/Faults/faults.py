@@ -21,6 +21,12 @@ Cases:
                 journals lost with them): the
                 leader starts anyway, says so in its log, moves them aside,
                 and the rescan fills the library again.
+  music-gone    the music folder's disk is unplugged while playing (an empty
+                mount point stays) and plugged back in: playback stops
+                after the current track with an error naming the folder,
+                the queue and library are kept (a scan refuses the empty
+                folder), and play goes on by itself at the next track when
+                the folder is back; every track is heard once.
 Exit status 1 when a case fails its target. Standard library only.
 """
 import argparse
@@ -123,7 +129,8 @@ class Run:
             if p.poll() is None:
                 p.kill()
                 p.wait()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        if not os.environ.get("FAULTS_KEEP"):
+            shutil.rmtree(self.dir, ignore_errors=True)
 
 
 def connected(c, room):
@@ -306,7 +313,83 @@ def case_damaged_db(args, base):
         r.stop()
 
 
-CASES = {"leader-kill": case_leader_kill, "speaker-kill": case_speaker_kill, "power-cut": case_power_cut, "damaged-db": case_damaged_db}
+def sounding_seconds(path):
+    """Seconds of non-silent stereo frames in a raw s16le file."""
+    data = open(path, "rb").read()
+    frames = len(data) // 4
+    count = 0
+    for (l, r) in struct.iter_unpack("<hh", data[: frames * 4]):
+        if l or r:
+            count += 1
+    return count / 48000
+
+
+def case_music_gone(args, base):
+    """The music folder disappears while playing (a USB disk unplugged: the
+    mount point stays, empty) and comes back."""
+    r = Run(args.tuttid, base)
+    try:
+        shutil.rmtree(r.music)
+        os.makedirs(os.path.join(r.music, "album"))
+        for i in range(3):
+            wav(os.path.join(r.music, "album", "%02d.wav" % (i + 1)), 2, 330 + 40 * i)
+        r.leader()
+        c = wait_rpc(r.control, 20)
+        until(lambda: c.call("library.stats")["tracks"] == 3, 20)
+        r.speaker("den")
+        until(lambda: connected(c, "den"), 10)
+        files = sorted(os.path.join(r.music, "album", f) for f in os.listdir(os.path.join(r.music, "album")))
+        c.call("queue.add", {"uris": files})
+        c.call("player.play")
+        until(lambda: c.call("player.status")["state"] == "playing", 5)
+        time.sleep(0.5)
+        # Unplugged: the folder's contents go, an empty mount point stays.
+        away = r.music + ".away"
+        os.rename(r.music, away)
+        os.makedirs(r.music)
+        t0 = time.monotonic()
+        stopped = until(lambda: c.call("player.status")["state"] == "error", 10)
+        status = c.call("player.status")
+        problems = []
+        if stopped is None:
+            problems.append("never stopped: %s" % status.get("state"))
+        if "unavailable" not in status.get("error", ""):
+            problems.append("error says %r" % status.get("error"))
+        if status.get("trackCount") != 3 or status.get("track") != 1:
+            problems.append("queue %s, at %s (want 3, at 1)" % (status.get("trackCount"), status.get("track")))
+        try:
+            c.call("library.scan")
+            problems.append("a scan of the empty folder was accepted")
+        except RuntimeError as e:
+            if "unplugged" not in str(e):
+                problems.append("scan error %r" % str(e))
+        if c.call("library.stats")["tracks"] != 3:
+            problems.append("the library lost tracks")
+        # Plugged back in.
+        os.rmdir(r.music)
+        os.rename(away, r.music)
+        back = time.monotonic()
+        resumed = until(lambda: c.call("player.status")["state"] == "playing" and c.call("player.status")["track"] == 1, 10)
+        if resumed is None:
+            problems.append("did not play on when the folder came back")
+        else:
+            s2 = c.call("player.status")
+            if s2.get("track") != 1 or s2.get("position", 9) > 1.5:
+                problems.append("played on at track %s, %.2f s (want 1, from 0)" % (s2.get("track"), s2.get("position", -1)))
+        until(lambda: c.call("player.status")["state"] in ("stopped", "idle"), 15)
+        time.sleep(1.5)
+        heard = sounding_seconds(os.path.join(r.dir, "den.raw"))
+        if abs(heard - 6.0) > 0.1:
+            problems.append("the speaker played %.2f s of sound (want 6.00: every track once)" % heard)
+        text = "stopped %s after the unplug with the queue and library kept; played on %s after it came back; %.2f s of 6 heard" % (
+            "%.2f s" % stopped if stopped is not None else "never", "%.2f s" % resumed if resumed is not None else "never", heard)
+        return not problems, text + ("; " + "; ".join(problems) if problems else "")
+    finally:
+        r.stop()
+
+
+CASES = {"leader-kill": case_leader_kill, "speaker-kill": case_speaker_kill, "power-cut": case_power_cut, "damaged-db": case_damaged_db,
+         "music-gone": case_music_gone}
 
 
 def main():
