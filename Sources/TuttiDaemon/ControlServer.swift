@@ -488,6 +488,7 @@ public final class ControlServer: @unchecked Sendable {
             "shuffle": now.shuffle, "repeat": now.repeatMode.rawValue, "single": now.single.rawValue, "consume": now.consume,
         ]
         if let id = now.entryID { object["id"] = Int(id) }
+        if let failure = leader.saveFailure { object["warning"] = "the player state is not being saved: \(failure)" }
         // Title, artist, album and artwork from the library when the file is in it.
         if let library = leader.library, !now.path.isEmpty, let track = try? library.track(atPath: now.path) {
             object["title"] = track.title

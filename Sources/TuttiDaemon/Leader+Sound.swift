@@ -104,9 +104,10 @@ extension Leader {
         do {
             try store.saveRooms(rooms)
             try store.savePresets(customPresets.withLock { $0 })
+            recordSave(nil)
         } catch {
             soundDirty.store(true, ordering: .releasing) // tried again at the next checkpoint
-            log.error("saving the rooms' sound: \(error)")
+            recordSave(error)
         }
     }
 

@@ -273,6 +273,10 @@ public final class Leader: @unchecked Sendable {
     /// Where the player's state is checkpointed (with a library).
     let stateStore: PlayerStateStore?
     private let stateDirty = Atomic<Bool>(false)
+    /// Whether checkpoints are being written (a full disk fails them all).
+    let saveHealth = Mutex(SaveHealth())
+    /// Why the player state is not being saved now (nil: it is); shown in status.
+    public var saveFailure: String? { saveHealth.withLock { $0.failure } }
     private let stateWake = DispatchSemaphore(value: 0)
     private let healthReports = Mutex<[String: HealthReport]>([:])
     private let syncReports = Mutex<[String: SyncReport]>([:])
@@ -558,30 +562,50 @@ public final class Leader: @unchecked Sendable {
             _ = stateWake.wait(timeout: .now() + .seconds(1))
             let dirty = stateDirty.exchange(false, ordering: .acquiringAndReleasing)
             ticks += 1
-            if dirty || ticks % 5 == 0 { save(to: store, onlyIfPlaying: !dirty) } else { savePositions(to: store) }
+            if dirty || ticks % 5 == 0 {
+                // A change that could not be saved is tried again at the next tick.
+                if !save(to: store, onlyIfPlaying: !dirty), dirty { stateDirty.store(true, ordering: .releasing) }
+            } else {
+                savePositions(to: store)
+            }
             if soundDirty.exchange(false, ordering: .acquiringAndReleasing) { saveSound(to: store) }
         }
     }
 
-    /// Saves every group's player state (with `onlyIfPlaying`, only those whose position moves).
-    private func save(to store: PlayerStateStore, onlyIfPlaying: Bool) {
+    /// Logs the first failure of a kind and the recovery, not every checkpoint.
+    func recordSave(_ error: (any Error)?) {
+        let line = saveHealth.withLock { h in error.map { h.failed("\($0)") } ?? h.succeeded() }
+        guard let line else { return }
+        if error == nil { log.info(line) } else { log.error(line) }
+    }
+
+    /// Saves every group's player state (with `onlyIfPlaying`, only those
+    /// whose position moves); false when a save failed.
+    @discardableResult
+    private func save(to store: PlayerStateStore, onlyIfPlaying: Bool) -> Bool {
+        var failure: (any Error)?
         for stream in streams.withLock({ Array($0.values) }) {
             let snapshot = stream.player.snapshot()
             guard !onlyIfPlaying || snapshot.wasPlaying else { continue }
             do {
                 if stream.group == RoomGroups.mainID { try store.save(snapshot) } else { try store.save(snapshot, group: stream.group) }
             } catch {
-                log.error("saving the player state of group \(stream.group): \(error)")
+                failure = error
             }
         }
+        recordSave(failure)
+        return failure == nil
     }
 
     /// The main group's position alone (two rows); other groups, whole, every 5 s.
     private func savePositions(to store: PlayerStateStore) {
         let now = mainStream.player.nowPlaying()
         guard now.state.isActive else { return }
-        do { try store.savePosition(entryID: now.entryID, positionMilliseconds: Int64(now.positionSeconds * 1000)) } catch {
-            log.error("saving the position: \(error)")
+        do {
+            try store.savePosition(entryID: now.entryID, positionMilliseconds: Int64(now.positionSeconds * 1000))
+            recordSave(nil)
+        } catch {
+            recordSave(error)
         }
     }
 

@@ -25,6 +25,7 @@ public enum LibraryError: Error, CustomStringConvertible, Equatable, Sendable {
         switch self {
         case .sqlite(let operation, let code, let message):
             "library database: \(operation) failed: \(message) (SQLite code \(code))"
+                + (code & 0xff == 13 ? "; free some space on the disk that holds it" : "")
         case .cannotOpenDatabase(let path, let reason):
             "cannot open the library database \(path): \(reason)"
         case .databaseTooNew(let path, let found, let supported, let writtenBy):

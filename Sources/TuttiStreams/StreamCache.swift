@@ -35,7 +35,7 @@ public final class StreamCache: Sendable {
     public let directory: String
     public let capacityBytes: Int64
     private let options: NetworkOptions
-    private let log: Logger
+    fileprivate let log: Logger
     private let entries: Mutex<[String: Entry]>
     private let counter = Atomic<Int>(0)
 
@@ -336,7 +336,13 @@ final class CacheTee {
         if offset > written { discard(); return false }
         guard end > written else { return true }
         let slice = UnsafeRawBufferPointer(rebasing: bytes[Int(written - offset)...])
-        guard Int64(slice.count) + written <= expected, StreamCache.writeRaw(fd, slice) == nil else { discard(); return false }
+        guard Int64(slice.count) + written <= expected else { discard(); return false }
+        if let failure = StreamCache.writeRaw(fd, slice) {
+            // A full disk: playback has its own copy of the bytes and goes on uncached.
+            cache.log.warning("not keeping \(url): writing \(part) failed: \(failure)")
+            discard()
+            return false
+        }
         written += Int64(slice.count)
         return true
     }

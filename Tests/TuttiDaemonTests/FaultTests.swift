@@ -8,15 +8,18 @@ import TuttiTestSupport
 /// speaker rejoins within 3 s; a killed speaker is back within 2 s; 10 power
 /// cuts leave both databases intact and lose no acknowledged save; damaged
 /// databases are moved aside and rebuilt; an unplugged music disk stops
-/// play without losing the queue or library, and play goes on when it is back.
+/// play without losing the queue or library, and play goes on when it is back;
+/// a full disk stops saving (said once) but not playing, and saving resumes.
 @Suite(.serialized) struct FaultTests {
     @Test func theLeaderAndItsSpeakersSurviveKillsPowerCutsAndDamagedDatabases() throws {
         let script = WebAppTests.repository + "/Tests/Faults/faults.py"
         let r = try runProgram("/usr/bin/python3", [script, "--tuttid", DaemonBinaryTests.binary, "--power-cuts", "10"], mergeErrors: true, timeout: 240)
         print(r.out)
         #expect(r.status == 0, "a fault case failed:\n\(r.out)")
-        for name in ["leader-kill", "speaker-kill", "power-cut", "damaged-db", "music-gone"] {
+        for name in ["leader-kill", "speaker-kill", "power-cut", "damaged-db", "music-gone", "disk-full"] {
             #expect(r.out.contains(name + " ") && !r.out.contains(name + "  FAIL"), "\(name): \(r.out)")
         }
+        // A full disk is made with a small tmpfs, which needs root (CI has it).
+        if getuid() == 0 { #expect(!r.out.contains("disk-full     SKIP"), "\(r.out)") }
     }
 }
