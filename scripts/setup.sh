@@ -13,6 +13,7 @@ packages=(
   avahi-daemon dbus                                                                         # mDNS: discovery tests run their own daemon on loopback
   chromium chromium-driver python3-selenium                                                 # the web app's tests drive a real browser
   snapclient procps                                                                                # Snapcast compatibility: the stock client as a room
+  pulseaudio libasound2-plugins                                                             # faults: a DAC that can be unplugged (ALSA's pulse plugin)
 )
 
 missing=()

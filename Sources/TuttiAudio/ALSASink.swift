@@ -11,6 +11,7 @@ public final class ALSASink: AudioSink {
     public let periodFrames: Int
     public let bufferFrames: Int
     public private(set) var underruns = 0
+    public private(set) var failure: String?
     private var pcm: OpaquePointer?
 
     // A device that never blocks (`null`, `file`) is paced by the system
@@ -111,7 +112,10 @@ public final class ALSASink: AudioSink {
             if err == -EPIPE { underruns += 1 }
             if err == -EAGAIN || err == -EINTR { continue }
             // Recover from underrun (EPIPE) and suspend (ESTRPIPE); anything else is fatal.
-            if snd_pcm_recover(pcm, err, 1) < 0 { return false }
+            if snd_pcm_recover(pcm, err, 1) < 0 {
+                failure = String(cString: snd_strerror(err)) // allocates, but the device is gone: nothing to glitch
+                return false
+            }
         }
         // A device that blocks has a clock of its own (a DAC, a plugin that plays
         // in real time): it paces us. Only one that never blocks needs pacing.

@@ -154,6 +154,7 @@ public final class PlayoutEngine: @unchecked Sendable {
         let halfTaps = resampler.halfTaps
         let margin = timeline.guardFrames / 2
         var generation = -1
+        var sinkGeneration = sink.generation
         var playing = false
         var position = 0.0        // fractional stream index of the next output frame
         var ratio = 1.0
@@ -163,8 +164,10 @@ public final class PlayoutEngine: @unchecked Sendable {
         while running.load(ordering: .relaxed) {
             let (queued, realNow) = sink.delay()
             let snap = timeline.snapshot()
-            if snap.generation != generation {
+            if snap.generation != generation || sink.generation != sinkGeneration {
+                // A new stream, or a new device (plugged back in): line up on the leader's clock again.
                 generation = snap.generation
+                sinkGeneration = sink.generation
                 playing = false
                 controller.restart()
             }

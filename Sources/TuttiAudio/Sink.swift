@@ -21,11 +21,18 @@ public protocol AudioSink: AnyObject {
     /// When the first frame of the latest write leaves the device, if the
     /// device knows it exactly (the virtual DAC does); nil otherwise.
     var lastWriteLeaveTime: Int64? { get }
+    /// Changes when the device behind the sink was replaced (unplugged and
+    /// plugged back in): what was queued in the old one is gone.
+    var generation: Int { get }
+    /// Why the last write failed for good (what the device said), if it did.
+    var failure: String? { get }
     func close()
 }
 
 public extension AudioSink {
     var lastWriteLeaveTime: Int64? { nil }
+    var generation: Int { 0 }
+    var failure: String? { nil }
 }
 
 /// `--output` values: `alsa:DEVICE` or `file:PATH[,ppm=N][,delay-ms=N]`.

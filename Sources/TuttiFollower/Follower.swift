@@ -91,7 +91,18 @@ public final class Follower: @unchecked Sendable {
         } else {
             hardwareMixer = nil
         }
-        let sink = try configuration.output.open()
+        let sink: any AudioSink
+        if case .alsa(let device) = configuration.output {
+            // A DAC may be absent at boot or unplugged later: wait for it, in step.
+            sink = HotplugOutput(name: "alsa:\(device)", open: { () throws(AudioError) in try ALSASink(device: device) }) { [log] change in
+                switch change {
+                case .lost(let reason): log.error("\(reason); waiting for the DAC (trying again every 0.5 s)")
+                case .back: log.info("alsa:\(device) is open again: playing on, in step with the other rooms")
+                }
+            }
+        } else {
+            sink = try configuration.output.open()
+        }
         // The DAC's own volume at full scale: a HAT that boots muted or at
         // -100 dB is the classic "no sound"; the room's volume is ours, in software.
         if let mixer = configuration.mixer, case .alsa(let device) = configuration.output {

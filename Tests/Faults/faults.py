@@ -33,6 +33,12 @@ Cases:
                 with a clear error; once space is back saving resumes, and
                 after kill -9 the databases are intact and the queue and
                 volume set while full are there.
+  dac-gone      the speaker's DAC (ALSA's pulse plugin before a PulseAudio
+                null sink: killing the server fails writes with EIO, as an
+                unplugged USB DAC does) is missing at start, then unplugged
+                while playing: the speaker stays a connected room, reopens
+                the device within 1.5 s of its return, and plays on in step
+                (output error within 1 ms).
 Exit status 1 when a case fails its target. Standard library only.
 """
 import argparse
@@ -503,8 +509,115 @@ def case_disk_full(args, base):
         r.stop()
 
 
+class PulseDAC:
+    """A DAC that can be unplugged: ALSA's pulse plugin in front of a
+    PulseAudio server with a null sink. Killing the server makes the
+    device's writes fail with EIO, as an unplugged USB DAC's do."""
+
+    def __init__(self, folder):
+        self.folder = folder
+        self.socket = os.path.join(folder, "pulse.sock")
+        self.conf = os.path.join(folder, "asound-dac.conf")
+        with open(self.conf, "w") as f:
+            f.write('pcm.tuttidac { type pulse server "unix:%s" }\n' % self.socket)
+        self.proc = None
+
+    @staticmethod
+    def available():
+        return shutil.which("pulseaudio") is not None and os.path.exists("/usr/lib/x86_64-linux-gnu/alsa-lib/libasound_module_pcm_pulse.so") or \
+            any(os.path.exists(os.path.join(d, "libasound_module_pcm_pulse.so")) for d in ("/usr/lib/aarch64-linux-gnu/alsa-lib", "/usr/lib/alsa-lib"))
+
+    def env(self):
+        e = dict(os.environ)
+        e["ALSA_CONFIG_PATH"] = "/usr/share/alsa/alsa.conf:" + self.conf
+        return e
+
+    def plug(self):
+        e = dict(os.environ)
+        e["HOME"] = self.folder
+        e["PULSE_RUNTIME_PATH"] = os.path.join(self.folder, "pulse-run")
+        self.proc = subprocess.Popen(["pulseaudio", "-n", "--daemonize=no", "--exit-idle-time=-1", "--use-pid-file=false",
+                                      "-L", "module-null-sink sink_name=dac", "-L", "module-native-protocol-unix socket=%s auth-anonymous=1" % self.socket],
+                                     stdout=subprocess.DEVNULL, stderr=open(os.path.join(self.folder, "pulse.log"), "ab"), env=e)
+        until(lambda: os.path.exists(self.socket), 10)
+
+    def unplug(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        if os.path.exists(self.socket):
+            os.unlink(self.socket)
+
+
+def case_dac_gone(args, base):
+    """The speaker's DAC is missing when it starts, then unplugged while
+    playing, and plugged back in each time."""
+    if not PulseDAC.available():
+        return None, "skipped: needs pulseaudio and libasound2-plugins (scripts/setup.sh installs them)"
+    r = Run(args.tuttid, base)
+    dac = PulseDAC(r.dir)
+    problems = []
+    try:
+        r.leader()
+        c = wait_rpc(r.control, 20)
+        until(lambda: c.call("library.stats")["tracks"] == 4, 20)
+        log_path = os.path.join(r.dir, "den.log")
+        sp = subprocess.Popen([r.tuttid, "follower", "--leader", "127.0.0.1:%d" % r.stream, "--name", "den", "--output", "alsa:tuttidac", "--no-realtime"],
+                              stdout=subprocess.DEVNULL, stderr=open(log_path, "ab"), env=dac.env())
+        r.procs.append(sp)
+        # Missing at start: the speaker waits for it, connected to the leader.
+        if until(lambda: connected(c, "den"), 10) is None:
+            problems.append("a speaker without its DAC did not join the leader")
+        tracks = sorted(os.path.join(r.music, "album", f) for f in os.listdir(os.path.join(r.music, "album")))
+        c.call("queue.add", {"uris": tracks})
+        c.call("player.play")
+        time.sleep(1)
+        if "waiting for the DAC" not in open(log_path, errors="replace").read():
+            problems.append("no log line about the missing DAC")
+        dac.plug()
+        t_plug = time.monotonic()
+        first = until(lambda: open(log_path, errors="replace").read().count("open again") >= 1, 5)
+        time.sleep(3)
+
+        def health():
+            room = next(x for x in c.call("rooms.list")["rooms"] if x["name"] == "den")
+            return room.get("health", {})
+        before = health()
+        # Unplugged while playing.
+        dac.unplug()
+        lost = until(lambda: open(log_path, errors="replace").read().count("waiting for the DAC") >= 2, 5)
+        time.sleep(2)
+        if sp.poll() is not None:
+            problems.append("the speaker exited (status %s)" % sp.returncode)
+        if not connected(c, "den"):
+            problems.append("the room left the leader while its DAC was gone")
+        dac.plug()
+        second = until(lambda: open(log_path, errors="replace").read().count("open again") >= 2, 5)
+        time.sleep(3)
+        after = health()
+        for name, took in (("at start", first), ("after the unplug", second)):
+            if took is None or took > 1.5:
+                problems.append("the DAC was not reopened %s within 1.5 s" % name)
+        if lost is None:
+            problems.append("the unplug was not noticed")
+        err_before, err_after = before.get("outputErrorUs"), after.get("outputErrorUs")
+        if err_after is None or abs(err_after) > 1000:
+            problems.append("output error %s µs after the DAC came back (want within 1 ms)" % err_after)
+        status = c.call("player.status")
+        if status.get("state") != "playing":
+            problems.append("the leader stopped playing: %s" % status.get("state"))
+        text = "missing at start: played once plugged (%s); unplugged while playing: noticed in %s, connected throughout, reopened %s after it was back; output error %s µs before, %s µs after" % (
+            "%.2f s" % first if first is not None else "never", "%.2f s" % lost if lost is not None else "never",
+            "%.2f s" % second if second is not None else "never", err_before, err_after)
+        return not problems, text + ("; " + "; ".join(problems) if problems else "")
+    finally:
+        dac.unplug()
+        r.stop()
+
+
 CASES = {"leader-kill": case_leader_kill, "speaker-kill": case_speaker_kill, "power-cut": case_power_cut, "damaged-db": case_damaged_db,
-         "music-gone": case_music_gone, "disk-full": case_disk_full}
+         "music-gone": case_music_gone, "disk-full": case_disk_full,
+         "dac-gone": case_dac_gone}
 
 
 def main():
