@@ -44,4 +44,19 @@ struct LineDiscipline {
     static let maxConsecutiveMalformed = 8
     static let partialLineMilliseconds = 10_000
     static let firstRequestMilliseconds = 10_000
+
+    /// How long the line being read has been unfinished. Checked after every
+    /// read as well as when reads time out: one byte a second never lets a
+    /// read time out, and would hold its half line for hours.
+    struct PartialLineClock {
+        private(set) var since: Int64?
+        var limitNanoseconds = Int64(LineDiscipline.partialLineMilliseconds) * 1_000_000
+
+        /// After a read: whether a line is left unfinished, and whether one ended in it.
+        mutating func update(unfinished: Bool, lineEnded: Bool, now: Int64) {
+            if !unfinished { since = nil } else if since == nil || lineEnded { since = now }
+        }
+
+        func expired(now: Int64) -> Bool { since.map { now - $0 > limitNanoseconds } ?? false }
+    }
 }

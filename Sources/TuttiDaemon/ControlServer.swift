@@ -193,7 +193,8 @@ public final class ControlServer: @unchecked Sendable {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 16_384, alignment: 1)
         defer { buffer.deallocate() }
         var line: [UInt8] = []
-        var partialSince: Int64?
+        var partial = LineDiscipline.PartialLineClock()
+        let hanging = "half a line left hanging for \(LineDiscipline.partialLineMilliseconds / 1000) s"
         let connectedAt = Monotonic.now()
         var lines = 0
         var discarding = false
@@ -202,9 +203,7 @@ public final class ControlServer: @unchecked Sendable {
             let n: Int
             do { (n, _) = try connection.receive(into: buffer) } catch NetError.timedOut {
                 if stop() { return nil }
-                if let since = partialSince, Monotonic.now() - since > Int64(LineDiscipline.partialLineMilliseconds) * nanosecondsPerMillisecond {
-                    return "half a line left hanging for \(LineDiscipline.partialLineMilliseconds / 1000) s"
-                }
+                if partial.expired(now: Monotonic.now()) { return hanging }
                 // Every real client asks something at once; a silent connection only holds a place.
                 if lines == 0, Monotonic.now() - connectedAt > Int64(LineDiscipline.firstRequestMilliseconds) * nanosecondsPerMillisecond {
                     return "no request within \(LineDiscipline.firstRequestMilliseconds / 1000) s of connecting"
@@ -212,15 +211,15 @@ public final class ControlServer: @unchecked Sendable {
                 continue
             } catch { return nil }
             guard n > 0 else { return nil }
+            var ended = false
             for byte in buffer[0..<n] {
                 if byte == UInt8(ascii: "\n") {
-                    partialSince = nil
+                    ended = true
                     lines += 1
                     if !discarding, let reason = handle(line) { return reason }
                     discarding = false
                     line.removeAll(keepingCapacity: true)
                 } else if !discarding {
-                    if line.isEmpty { partialSince = Monotonic.now() }
                     line.append(byte)
                     if line.count > maxLineBytes {
                         discarding = true
@@ -229,6 +228,9 @@ public final class ControlServer: @unchecked Sendable {
                     }
                 }
             }
+            let now = Monotonic.now()
+            partial.update(unfinished: !line.isEmpty || discarding, lineEnded: ended, now: now)
+            if partial.expired(now: now) { return hanging }
             if stop() { return nil }
         }
     }

@@ -69,6 +69,44 @@ import TuttiTestSupport
         #expect((try real.call("player.status") as? [String: Any]) != nil)
     }
 
+    /// Whether the leader has closed `c` (reads what is waiting, 1 ms at most).
+    func hasClosed(_ c: TCPConnection) -> Bool {
+        c.setReceiveTimeout(milliseconds: 1)
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 4_096, alignment: 1)
+        defer { buffer.deallocate() }
+        while true {
+            do {
+                let (n, _) = try c.receive(into: buffer)
+                if n == 0 { return true }
+            } catch NetError.timedOut { return false } catch { return true }
+        }
+    }
+
+    @Test func aSlowlorisSendingAByteEveryHalfSecondIsClosedAfterTenSeconds() throws {
+        let leader = try startLeader(files: []) { c in
+            c.control = Endpoint(host: "127.0.0.1", port: 0)
+            c.mpd = Endpoint(host: "127.0.0.1", port: 0)
+        }
+        defer { leader.stop() }
+        // A read never times out at this pace, so only a clock on the half line can end it.
+        let slow = ["JSON-RPC": try open(leader.controlEndpoint!.port), "MPD": try open(leader.mpdEndpoint!.port)]
+        let t0 = Monotonic.now()
+        var closedAfter: [String: Double] = [:]
+        while closedAfter.count < slow.count, Monotonic.now() - t0 < 20 * nanosecondsPerSecond {
+            for (name, c) in slow where closedAfter[name] == nil {
+                if (try? c.send([UInt8(ascii: "s")])) == nil || hasClosed(c) {
+                    closedAfter[name] = Double(Monotonic.now() - t0) / 1e9
+                }
+            }
+            usleep(500_000)
+        }
+        print("slowloris closed after: \(closedAfter)")
+        for name in slow.keys {
+            let after = try #require(closedAfter[name], "\(name): still open after 20 s")
+            #expect(after >= 9.5 && after <= 13, "\(name): closed after \(after) s (the limit is 10 s)")
+        }
+    }
+
     @Test func aPortHoldsAtMostItsBudgetAndTheClientsAlreadyThereGoOn() throws {
         let leader = try startLeader(files: []) { c in c.control = Endpoint(host: "127.0.0.1", port: 0) }
         defer { leader.stop() }

@@ -147,6 +147,8 @@ public struct MPDLineSplitter: Sendable {
     public let maxLineBytes: Int
     private var pending: [UInt8] = []
     public private(set) var overflow = false
+    /// A line has begun and not ended.
+    public var hasUnfinishedLine: Bool { !pending.isEmpty }
 
     public init(maxLineBytes: Int = 64 * 1024) { self.maxLineBytes = maxLineBytes }
 

@@ -136,6 +136,8 @@ public final class MPDServer: @unchecked Sendable {
         defer { buffer.deallocate() }
         let connectedAt = Monotonic.now()
         var commands = 0
+        var partial = LineDiscipline.PartialLineClock()
+        let hanging = { [log] in log.info("MPD client \(client.connection.peer): half a line left hanging for \(LineDiscipline.partialLineMilliseconds / 1000) s, closing") }
         client.connection.setReceiveTimeout(milliseconds: 2_000)
         while running.load(ordering: .relaxed) {
             let n: Int
@@ -145,11 +147,15 @@ public final class MPDServer: @unchecked Sendable {
                     log.info("MPD client \(client.connection.peer): no command within \(LineDiscipline.firstRequestMilliseconds / 1000) s, closing")
                     return
                 }
+                if partial.expired(now: Monotonic.now()) { hanging(); return }
                 continue
             } catch { return }
             guard n > 0 else { return }
             let lines = splitter.feed(buffer[0..<n])
             commands += lines.count
+            let now = Monotonic.now()
+            partial.update(unfinished: splitter.hasUnfinishedLine, lineEnded: !lines.isEmpty, now: now)
+            if partial.expired(now: now) { hanging(); return }
             for line in lines {
                 // An idle answered by an event leaves the state machine idling: catch up.
                 if state.idling && !client.isWaiting { state.idling = false }
