@@ -11,7 +11,7 @@ import TuttiSystem
 /// Real-time discipline: every buffer is allocated in `init`; the loop talks
 /// to the rest of the process only through atomics and seqlocks; its only
 /// I/O is the sink.
-// Sendable because `controller`, `ramp` and the buffers belong to the playout thread, `startedThread` to the thread that calls start()/stop(), and everything shared is an atomic or a seqlock.
+// Sendable because `ramp` and the buffers belong to the playout thread, `startedThread` to the thread that calls start()/stop(), and everything shared is an atomic or a seqlock.
 public final class PlayoutEngine: @unchecked Sendable {
     public struct Statistics: Sendable, Equatable {
         public var underruns = 0
@@ -30,7 +30,7 @@ public final class PlayoutEngine: @unchecked Sendable {
     public let clock: PublishedClockModel
     public let localClock: SimulatedClock
     private let resampler = FractionalResampler()
-    private var controller: DriftController
+    private let controllerConfiguration: DriftController.Configuration
     private let steering: Bool
     private let log: Logger
 
@@ -62,7 +62,7 @@ public final class PlayoutEngine: @unchecked Sendable {
         self.clock = clock
         self.localClock = localClock
         self.steering = steering
-        self.controller = DriftController(configuration: controller)
+        self.controllerConfiguration = controller
         period = sink.periodFrames
         output = .allocate(capacity: period * 2)
         output.initialize(repeating: 0, count: period * 2)
@@ -152,76 +152,35 @@ public final class PlayoutEngine: @unchecked Sendable {
 
     private func run() {
         let halfTaps = resampler.halfTaps
-        let margin = timeline.guardFrames / 2
-        var generation = -1
-        var sinkGeneration = sink.generation
-        var playing = false
-        var position = 0.0        // fractional stream index of the next output frame
-        var ratio = 1.0
-        var underruns = 0, resyncs = 0, starved = 0
-        var lastError: Int64 = 0
+        var schedule = PlayoutSchedule(steering: steering, releaseMargin: timeline.guardFrames / 2, controller: controllerConfiguration)
+        var underruns = 0, starved = 0
+        var position = 0.0
 
         while running.load(ordering: .relaxed) {
             let (queued, realNow) = sink.delay()
             let snap = timeline.snapshot()
-            if snap.generation != generation || sink.generation != sinkGeneration {
-                // A new stream, or a new device (plugged back in): line up on the leader's clock again.
-                generation = snap.generation
-                sinkGeneration = sink.generation
-                playing = false
-                controller.restart()
+            var target: Double?
+            if let model = clock.current() {
+                let trim = latencyTrim.load(ordering: .relaxed)
+                let leaveLocal = localClock.local(fromReal: realNow) + StreamFormat.nanoseconds(frames: queued) + trim
+                let leaveLeader = model.leaderTime(at: leaveLocal)
+                target = Double(snap.validStart) + StreamFormat.frames(nanoseconds: leaveLeader - snap.epoch)
             }
-            guard snap.generation > 0, let model = clock.current() else {
-                if !writeSilence(period) { break }
+            let moment = PlayoutSchedule.Moment(streamGeneration: snap.generation, sinkGeneration: sink.generation,
+                                                validStart: snap.validStart, writeEnd: snap.writeEnd,
+                                                readStart: timeline.readStart, target: target, now: realNow)
+            switch schedule.decide(moment, period: period) {
+            case .silence(let frames):
+                if !writeSilence(frames) { return }
                 continue
+            case .discard(let upTo, let frames):
+                timeline.release(upTo: upTo)
+                if !writeSilence(frames) { return }
+                continue
+            case .play:
+                position = schedule.position
             }
-            let trim = latencyTrim.load(ordering: .relaxed)
-            let leaveLocal = localClock.local(fromReal: realNow) + StreamFormat.nanoseconds(frames: queued) + trim
-            let leaveLeader = model.leaderTime(at: leaveLocal)
-            let target = Double(snap.validStart) + StreamFormat.frames(nanoseconds: leaveLeader - snap.epoch)
-
-            if !playing {
-                let first = Double(max(snap.validStart, timeline.readStart))
-                if snap.writeEnd <= snap.validStart {
-                    if !writeSilence(period) { break }
-                    continue
-                }
-                if target < first - 0.5 {
-                    // The first frame is still in the future: pad with exactly the silence before it.
-                    let gap = Int((first - target).rounded())
-                    if !writeSilence(min(gap, period)) { break }
-                    continue
-                }
-                if target >= Double(snap.writeEnd) {
-                    // Everything we hold is already in the past.
-                    timeline.release(upTo: snap.writeEnd - margin)
-                    if !writeSilence(period) { break }
-                    continue
-                }
-                // Within a couple of frames of the first frame counts as on time:
-                // never drop the start of a stream for one frame of measurement jitter.
-                position = target < first + 2 ? first : target.rounded()
-                playing = true
-                ratio = 1
-                controller.restart()
-            } else if steering {
-                let errorFrames = target - position
-                let error = Int64((errorFrames * 62_500 / 3).rounded())
-                lastError = error
-                switch controller.update(error: error, now: realNow) {
-                case .steer(let r):
-                    ratio = r
-                case .resync(let frames):
-                    resyncs += 1
-                    if frames > 0 {
-                        position += Double(frames)
-                    } else {
-                        if !writeSilence(min(-frames, period)) { return }
-                        // Hold position: the silence took the place of the frames.
-                        continue
-                    }
-                }
-            }
+            let ratio = schedule.ratio
 
             // Produce one period.
             let blockStart = position
@@ -254,16 +213,17 @@ public final class PlayoutEngine: @unchecked Sendable {
                 output[2 * k] = sampleToInt16(block[2 * k] * g)
                 output[2 * k + 1] = sampleToInt16(block[2 * k + 1] * g)
             }
-            timeline.release(upTo: Int(position) - margin)
+            schedule.position = position
+            timeline.release(upTo: Int(position) - schedule.releaseMargin)
 
             if !sink.write(output, frames: period) { break }
             underruns = sink.underruns
             let ptsNs = snap.epoch.nanoseconds + Int64(((blockStart - Double(snap.validStart)) * 62_500 / 3).rounded())
             let leave = sink.lastWriteLeaveTime ?? (realNow + StreamFormat.nanoseconds(frames: queued))
             lastBlock.store(ptsNs, leave, 1, 0)
-            counters.store(Int64(underruns), Int64(resyncs), Int64(starved), playing ? 1 : 0)
+            counters.store(Int64(underruns), Int64(schedule.resyncs), Int64(starved), schedule.playing ? 1 : 0)
             let buffered = StreamFormat.nanoseconds(frames: max(0, writeEnd - Int(position)))
-            figures.store(lastError, Int64(((ratio - 1) * 1e9).rounded()), buffered, 0)
+            figures.store(schedule.lastError, Int64(((ratio - 1) * 1e9).rounded()), buffered, 0)
         }
     }
 

@@ -1,0 +1,111 @@
+/// What the playout thread does each period, decided on the timeline's
+/// frame indexes and where the leader's clock says the DAC is (pure:
+/// `PlayoutEngine` performs each step, and tests drive it on made-up
+/// timelines and clocks).
+///
+/// Not playing, it waits for the first frame: silence up to it exactly, or
+/// starts at once when that moment has come (late: from where the clock
+/// is, never out of step). Playing, it steers through `DriftController`: a
+/// ratio, or a hard resync that skips frames or holds with silence. A new
+/// stream or a new output device starts over. Allocates nothing.
+public struct PlayoutSchedule: Sendable {
+    public enum Step: Equatable, Sendable {
+        /// Write this much silence, then decide again.
+        case silence(frames: Int)
+        /// Everything the timeline holds is already in the past: release it
+        /// up to `upTo`, write `silence` frames, decide again.
+        case discard(upTo: Int, silence: Int)
+        /// Produce a period from `position`, advancing by `ratio` a frame.
+        case play
+    }
+
+    /// What the schedule sees at the start of a period.
+    public struct Moment: Sendable {
+        /// The timeline's stream generation (0: no stream yet).
+        public var streamGeneration: Int
+        /// The output device's generation (a new device: start over).
+        public var sinkGeneration: Int
+        public var validStart: Int
+        public var writeEnd: Int
+        /// The first frame the consumer may still read.
+        public var readStart: Int
+        /// The fractional frame index the next frame written should be:
+        /// where the leader's clock is when it leaves the DAC (nil: no clock model).
+        public var target: Double?
+        /// Monotonic ns.
+        public var now: Int64
+
+        public init(streamGeneration: Int, sinkGeneration: Int, validStart: Int, writeEnd: Int, readStart: Int, target: Double?, now: Int64) {
+            self.streamGeneration = streamGeneration; self.sinkGeneration = sinkGeneration
+            self.validStart = validStart; self.writeEnd = writeEnd; self.readStart = readStart
+            self.target = target; self.now = now
+        }
+    }
+
+    public let steering: Bool
+    /// Half the timeline's guard: what stays readable behind the play position.
+    public let releaseMargin: Int
+    public private(set) var playing = false
+    /// Fractional index of the next frame to produce; the engine moves it as it produces.
+    public var position = 0.0
+    public private(set) var ratio = 1.0
+    public private(set) var resyncs = 0
+    /// The last output error the controller saw (ns; positive: late).
+    public private(set) var lastError: Int64 = 0
+    private var streamGeneration = -1
+    private var sinkGeneration: Int?
+    private var controller: DriftController
+
+    public init(steering: Bool, releaseMargin: Int, controller: DriftController.Configuration = .init()) {
+        self.steering = steering
+        self.releaseMargin = releaseMargin
+        self.controller = DriftController(configuration: controller)
+    }
+
+    public mutating func decide(_ m: Moment, period: Int) -> Step {
+        if m.streamGeneration != streamGeneration || (sinkGeneration.map { $0 != m.sinkGeneration } ?? false) {
+            // A new stream, or a new device (plugged back in): line up on the leader's clock again.
+            streamGeneration = m.streamGeneration
+            playing = false
+            controller.restart()
+        }
+        sinkGeneration = m.sinkGeneration
+        guard m.streamGeneration > 0, let target = m.target else { return .silence(frames: period) }
+
+        if !playing {
+            let first = Double(max(m.validStart, m.readStart))
+            if m.writeEnd <= m.validStart { return .silence(frames: period) }
+            if target < first - 0.5 {
+                // The first frame is still in the future: exactly the silence before it.
+                return .silence(frames: min(Int((first - target).rounded()), period))
+            }
+            if target >= Double(m.writeEnd) {
+                return .discard(upTo: m.writeEnd - releaseMargin, silence: period)
+            }
+            // Within a couple of frames of the first frame counts as on time:
+            // never drop the start of a stream for one frame of measurement jitter.
+            position = target < first + 2 ? first : target.rounded()
+            playing = true
+            ratio = 1
+            controller.restart()
+            return .play
+        }
+        guard steering else { return .play }
+        let errorFrames = target - position
+        let error = Int64((errorFrames * 62_500 / 3).rounded()) // frames → ns at 48 kHz
+        lastError = error
+        switch controller.update(error: error, now: m.now) {
+        case .steer(let r):
+            ratio = r
+        case .resync(let frames):
+            resyncs += 1
+            if frames > 0 {
+                position += Double(frames)
+            } else {
+                // Hold position: the silence takes the place of the frames.
+                return .silence(frames: min(-frames, period))
+            }
+        }
+        return .play
+    }
+}

@@ -1,0 +1,76 @@
+import Testing
+import TuttiCore
+
+/// The playout thread's decisions, on made-up timelines and clocks: no
+/// threads, no DAC, no sleeps.
+struct PlayoutScheduleTests {
+    func moment(_ target: Double?, stream: Int = 1, sink: Int = 0, valid: Int = 1_000, end: Int = 50_000, read: Int = 1_000, now: Int64 = 0) -> PlayoutSchedule.Moment {
+        PlayoutSchedule.Moment(streamGeneration: stream, sinkGeneration: sink, validStart: valid, writeEnd: end, readStart: read, target: target, now: now)
+    }
+
+    @Test func silenceUntilTheFirstFrameExactlyThenPlayFromIt() {
+        var s = PlayoutSchedule(steering: true, releaseMargin: 64)
+        // No stream, or no clock model yet: a period of silence.
+        #expect(s.decide(moment(nil), period: 480) == .silence(frames: 480))
+        #expect(s.decide(moment(900, stream: 0), period: 480) == .silence(frames: 480))
+        // Nothing written yet.
+        #expect(s.decide(moment(900, end: 1_000), period: 480) == .silence(frames: 480))
+        // The first frame leaves 1,300 frames from now: one period, then exactly the rest.
+        #expect(s.decide(moment(-300), period: 480) == .silence(frames: 480))
+        #expect(s.decide(moment(700), period: 480) == .silence(frames: 300))
+        #expect(!s.playing)
+        // Within two frames of on time counts as on time: the first frame is not dropped.
+        #expect(s.decide(moment(1_001.6), period: 480) == .play)
+        #expect(s.playing && s.position == 1_000 && s.ratio == 1)
+    }
+
+    @Test func aLateStartBeginsWhereTheClockIsAndStaleAudioIsDiscarded() {
+        var s = PlayoutSchedule(steering: true, releaseMargin: 64)
+        #expect(s.decide(moment(60_000), period: 480) == .discard(upTo: 50_000 - 64, silence: 480))
+        #expect(s.decide(moment(12_345.4), period: 480) == .play)
+        #expect(s.position == 12_345, "never out of step: from where the leader's clock is")
+    }
+
+    @Test func aNewStreamOrANewDeviceLinesUpAgain() {
+        var s = PlayoutSchedule(steering: false, releaseMargin: 64)
+        #expect(s.decide(moment(1_000), period: 480) == .play)
+        s.position = 5_000 // the engine produced up to here
+        #expect(s.decide(moment(5_000), period: 480) == .play && s.position == 5_000)
+        // Steering off: nothing moves the position while playing, however far the clock is.
+        #expect(s.decide(moment(9_000), period: 480) == .play && s.position == 5_000)
+        // The DAC was unplugged and is back: start over at the clock.
+        #expect(s.decide(moment(9_000, sink: 1), period: 480) == .play && s.position == 9_000)
+        s.position = 9_480
+        // A new stream (after a flush or a group change) waits for its first frame.
+        #expect(s.decide(moment(500, stream: 2), period: 480) == .silence(frames: 480))
+        #expect(!s.playing)
+    }
+
+    @Test func playingItSteersSmallErrorsAndResyncsLargeOnes() {
+        var s = PlayoutSchedule(steering: true, releaseMargin: 64)
+        #expect(s.decide(moment(1_000, now: 0), period: 480) == .play)
+        // 10 ms late (480 frames): beyond the 5 ms resync threshold, skip ahead.
+        s.position = 1_480
+        #expect(s.decide(moment(1_960, now: 10_000_000), period: 480) == .play)
+        #expect(s.resyncs == 1 && s.position == 1_960)
+        #expect(s.lastError == 10_000_000)
+        // 10 ms early: hold with exactly that much silence (at most a period), position kept.
+        s.position = 2_440
+        #expect(s.decide(moment(1_960, now: 20_000_000), period: 480) == .silence(frames: 480))
+        #expect(s.resyncs == 2 && s.position == 2_440)
+        // A small error is steered with a ratio, not a jump.
+        var t = PlayoutSchedule(steering: true, releaseMargin: 64)
+        _ = t.decide(moment(1_000, now: 0), period: 480)
+        var now: Int64 = 0
+        var position = 1_000.0
+        for _ in 0..<400 {
+            now += 10_000_000
+            position += 480 * t.ratio
+            t.position = position
+            // The clock runs 4.8 frames (100 µs) ahead of what is played, steadily.
+            #expect(t.decide(moment(position + 4.8, now: now), period: 480) == .play)
+        }
+        #expect(t.resyncs == 0)
+        #expect(t.ratio > 1, "catching up: ratio \(t.ratio)")
+    }
+}
