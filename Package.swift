@@ -61,7 +61,7 @@ let package = Package(
         // mDNS/DNS-SD through avahi-daemon: announcing leaders, finding them.
         .target(name: "TuttiDiscovery", dependencies: ["TuttiCore", "CAvahi"]),
         // The web app's server: HTTP and WebSocket (civetweb), static files gzipped once (zlib).
-        .target(name: "TuttiWeb", dependencies: ["TuttiCore", "CCivetweb", "CZlib"]),
+        .target(name: "TuttiWeb", dependencies: ["TuttiCore", "TuttiSystem", "CCivetweb", "CZlib"]),
         // A speaker: clock model, jitter buffer, DAC. No Foundation, so a
         // speaker's process stays small (tutti-follower).
         .target(name: "TuttiFollower", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "TuttiNet", "TuttiDiscovery", "TuttiInput", "TuttiAuth"]),

@@ -72,7 +72,7 @@ extension FollowerSession {
                     switch message {
                     case .hello(let json)?:
                         guard name == nil else { continue }
-                        guard let hello = (try? JSONSerialization.jsonObject(with: Data(json.utf8))) as? [String: Any] else {
+                        guard !JSONNesting.exceeds(json.utf8), let hello = (try? JSONSerialization.jsonObject(with: Data(json.utf8))) as? [String: Any] else {
                             close(reason: "a Snapcast Hello that is not a JSON object"); return
                         }
                         if leader.configuration.roomKey != nil && !leader.configuration.snapcastWithoutKey {
@@ -89,7 +89,7 @@ extension FollowerSession {
                         }
                     case .clientInfo(let json)?:
                         // The client's own mixer moved: the room's volume follows.
-                        guard let room = name, let info = (try? JSONSerialization.jsonObject(with: Data(json.utf8))) as? [String: Any] else { continue }
+                        guard let room = name, !JSONNesting.exceeds(json.utf8), let info = (try? JSONSerialization.jsonObject(with: Data(json.utf8))) as? [String: Any] else { continue }
                         var s = leader.settings(of: room)
                         if let v = (info["volume"] as? NSNumber)?.doubleValue, v.isFinite { s.volume = UInt8(max(0, min(100, v.rounded()))) }
                         if let m = info["muted"] as? Bool { s.muted = m }

@@ -1,4 +1,5 @@
 import Foundation
+import TuttiCore
 
 /// One JSON-RPC 2.0 request as it arrives (a TCP line or a WebSocket
 /// message), checked before anything acts on it. Pure, so the fuzz target
@@ -16,6 +17,9 @@ public struct JSONRPCRequest {
     }
 
     public static func parse(_ line: [UInt8]) -> Parsed {
+        if JSONNesting.exceeds(line) {
+            return .invalid(id: nil, code: -32600, message: "nested deeper than \(JSONNesting.limit) levels")
+        }
         guard let json = try? JSONSerialization.jsonObject(with: Data(line), options: [.fragmentsAllowed]) else {
             return .invalid(id: nil, code: -32700, message: "not valid JSON")
         }

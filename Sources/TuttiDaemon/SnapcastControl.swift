@@ -199,6 +199,9 @@ final class SnapcastControl: @unchecked Sendable {
 
     /// One request (or a batch); the reply, nil for notifications only.
     func handle(_ bytes: [UInt8], level: ControlAccess.Level = .full) -> Any? {
+        if JSONNesting.exceeds(bytes) {
+            return ["jsonrpc": "2.0", "id": NSNull(), "error": ["code": -32600, "message": "nested deeper than \(JSONNesting.limit) levels"]]
+        }
         guard let json = try? JSONSerialization.jsonObject(with: Data(bytes)) else {
             return ["jsonrpc": "2.0", "id": NSNull(), "error": ["code": -32700, "message": "Parse error"]]
         }

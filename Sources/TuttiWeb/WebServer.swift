@@ -120,7 +120,7 @@ public final class WebSocket: @unchecked Sendable {
 ///
 /// Threads: `handler` and `socketHandler` are called on civetweb's
 /// workers, concurrently; they must be thread-safe.
-// Sendable because `context` is set in start() and cleared in stop() by the thread that owns the server, and the handlers are immutable.
+// Sendable because `context` and `lane` are set in start() before civetweb's workers exist and cleared in stop() after mg_stop has ended them, by the thread that owns the server, and the handlers are immutable.
 public final class WebServer: @unchecked Sendable {
     public typealias Handler = @Sendable (WebRequest) -> WebResponse
 
@@ -136,6 +136,8 @@ public final class WebServer: @unchecked Sendable {
     let log: Logger
     private var context: OpaquePointer?
     private let threads: Int
+    /// Where the handlers run (see HandlerLane: civetweb's own stacks are too small).
+    private var lane: HandlerLane?
     private let timeoutMilliseconds: Int
 
     /// `endpoint` is `HOST:PORT` (port 0: any free one). `timeoutMilliseconds`
@@ -156,6 +158,7 @@ public final class WebServer: @unchecked Sendable {
 
     public func start() throws(WebError) {
         mg_init_library(0)
+        lane = HandlerLane(threads: 8)
         let options = [
             "listening_ports", requestedEndpoint,
             "num_threads", String(threads),
@@ -177,6 +180,8 @@ public final class WebServer: @unchecked Sendable {
         let me = Unmanaged.passUnretained(self).toOpaque()
         let started: OpaquePointer? = withCStrings(options) { argv in mg_start(&callbacks, me, argv) }
         guard let started else {
+            lane?.stop()
+            lane = nil
             throw .cannotStart(endpoint: requestedEndpoint, reason: "the address is in use or not valid (see the log)")
         }
         context = started
@@ -218,6 +223,8 @@ public final class WebServer: @unchecked Sendable {
         guard let context else { return }
         self.context = nil
         mg_stop(context)
+        lane?.stop()
+        lane = nil
     }
 
     // MARK: HTTP
@@ -252,7 +259,9 @@ public final class WebServer: @unchecked Sendable {
                                  path: info.local_uri.map { String(cString: $0) } ?? "/",
                                  query: info.query_string.map { String(cString: $0) } ?? "",
                                  headers: headers, body: body, peer: peer)
-        return write(handler(request), to: connection, head: request.method == "HEAD")
+        let handler = self.handler
+        let response = lane.map { lane in lane.run { handler(request) } } ?? handler(request)
+        return write(response, to: connection, head: request.method == "HEAD")
     }
 
     private func write(_ response: WebResponse, to connection: OpaquePointer, head onlyHead: Bool = false) -> Int32 {
@@ -379,7 +388,9 @@ public final class WebServer: @unchecked Sendable {
             if final {
                 let message = socket.partial
                 socket.partial.removeAll(keepingCapacity: true)
-                socketHandler?.received(message, on: socket)
+                if let socketHandler {
+                    if let lane { lane.run { socketHandler.received(message, on: socket) } } else { socketHandler.received(message, on: socket) }
+                }
             }
             return !socket.isClosing
         default:

@@ -107,6 +107,47 @@ import TuttiTestSupport
         }
     }
 
+    /// Sends one HTTP/1.1 request and returns the whole answer (the server closes after it).
+    func http(_ port: UInt16, _ request: [UInt8]) throws -> String {
+        let c = try open(port)
+        try c.send(request)
+        c.setReceiveTimeout(milliseconds: 5_000)
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 65_536, alignment: 1)
+        defer { buffer.deallocate() }
+        var answer: [UInt8] = []
+        while let (n, _) = try? c.receive(into: buffer), n > 0 { answer += buffer[0..<n] }
+        return String(decoding: answer, as: UTF8.self)
+    }
+
+    @Test func deeplyNestedJSONIsRefusedOnEveryPortAndKillsNothing() throws {
+        let leader = try startLeader(files: []) { c in
+            c.control = Endpoint(host: "127.0.0.1", port: 0)
+            c.web = WebOptions(endpoint: Endpoint(host: "127.0.0.1", port: 0), root: ControlPlaneTests.webRoot())
+        }
+        defer { leader.stop() }
+        let web = try #require(leader.webEndpoint), control = try #require(leader.controlEndpoint)
+        // 100 levels killed the leader on civetweb's 100 KiB stack; 100,000 would on any stack.
+        for depth in [100, 100_000] {
+            let body = Array(#"{"jsonrpc":"2.0","id":1,"method":"player.status","params":{"x":"#.utf8)
+                + [UInt8](repeating: UInt8(ascii: "["), count: depth) + [UInt8](repeating: UInt8(ascii: "]"), count: depth) + Array("}}".utf8)
+            let head = "POST /api HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: \(body.count)\r\nConnection: close\r\n\r\n"
+            let answer = try http(web.port, Array(head.utf8) + body)
+            #expect(answer.contains("nested deeper than 32 levels"), "POST /api, \(depth) deep: \(answer.prefix(300))")
+            let rpc = try ControlClient(endpoint: control)
+            #expect(throws: (any Error).self, "JSON-RPC, \(depth) deep") { _ = try rpc.call("player.status", ["x": nestedArray(depth)]) }
+        }
+        // Both still serve.
+        let ok = try http(web.port, Array("POST /api HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 50\r\nConnection: close\r\n\r\n".utf8) + Array(#"{"jsonrpc":"2.0","id":1,"method":"player.status"} "#.utf8))
+        #expect(ok.contains("\"state\""), "\(ok.prefix(300))")
+        #expect((try ControlClient(endpoint: control).call("player.status") as? [String: Any]) != nil)
+    }
+
+    func nestedArray(_ depth: Int) -> Any {
+        var value: Any = [Any]()
+        for _ in 0..<min(depth, 200) { value = [value] }
+        return value
+    }
+
     @Test func aPortHoldsAtMostItsBudgetAndTheClientsAlreadyThereGoOn() throws {
         let leader = try startLeader(files: []) { c in c.control = Endpoint(host: "127.0.0.1", port: 0) }
         defer { leader.stop() }
