@@ -260,16 +260,56 @@ public final class Follower: @unchecked Sendable {
         startThread(name: "tutti-sync") { [self] in syncLoop(conn, datagrams: datagrams, leaderVersion: leaderVersion) }
 
         var decoder = try makeDecoder(stream.codec)
-        var sequencer = ChunkSequencer()
+        var intake = StreamIntake(stream: stream)
         let scratch = UnsafeMutablePointer<Float>.allocate(capacity: WireProtocol.maxChunkFrames * 2)
         defer { scratch.deallocate() }
         var nextIndex: Int?     // grid index after the last frame written
-        // After a flush, nothing is written before the cut: the new audio's
-        // first decoded frames (an Opus decoder's pre-roll) must not overwrite
-        // the old audio still to be heard before it.
-        var floorIndex = Int.min
-        var streamStarted = false
         conn.setReceiveTimeout(milliseconds: 10_000)
+
+        /// Does what the intake decided, on the timeline and the decoder.
+        func perform(_ actions: [StreamIntake.Action]) throws {
+            for action in actions {
+                switch action {
+                case .begin(let epoch, let buffer):
+                    timeline.beginStream(epoch: epoch, bufferNanoseconds: buffer)
+                case .decode(let c, let floor):
+                    let index = timeline.frameIndex(of: c.pts)
+                    do {
+                        let n = try decoder.decode(c.payload, frames: Int(c.frames), into: scratch, maxFrames: WireProtocol.maxChunkFrames)
+                        let floorIndex = floor.map { timeline.frameIndex(of: $0) } ?? .min
+                        let skip = floorIndex > index ? min(n, floorIndex - index) : 0
+                        if skip < n { timeline.write(scratch + 2 * skip, count: n - skip, at: index + skip) }
+                        nextIndex = index + n
+                    } catch {
+                        log.warning("chunk \(c.sequence): \(error); concealing")
+                        let n = decoder.conceal(frames: Int(c.frames), into: scratch)
+                        timeline.write(scratch, count: n, at: index)
+                        nextIndex = index + n
+                        concealedAtomic.add(1, ordering: .relaxed)
+                    }
+                case .conceal(let count, let framesPerChunk):
+                    for _ in 0..<count {
+                        let n = decoder.conceal(frames: framesPerChunk, into: scratch)
+                        if let at = nextIndex { timeline.write(scratch, count: n, at: at); nextIndex = at + n }
+                    }
+                    concealedAtomic.add(count, ordering: .relaxed)
+                case .cut(let at, let fade):
+                    let index = timeline.frameIndex(of: at)
+                    // A 2.5 ms fade into a cut mid-audio, so a pause or skip does not click.
+                    if fade { timeline.fadeOut(before: index, count: 120) }
+                    timeline.flush(from: index)
+                    nextIndex = index
+                case .resetDecoder:
+                    decoder.reset()
+                case .follow(let next, let newCodec):
+                    if newCodec { decoder = try makeDecoder(next.codec) } else { decoder.reset() }
+                    log.info("following stream \(next.streamID) from now on (room moved to another group)")
+                case .end(let at):
+                    timeline.endStream(at: timeline.frameIndex(of: at))
+                    log.info("leader ended the stream")
+                }
+            }
+        }
 
         while running.load(ordering: .relaxed), let (message, arrival) = try reader.nextTimed() {
             switch message {
@@ -278,64 +318,17 @@ public final class Follower: @unchecked Sendable {
                 guard let arrival else { continue }
                 accept(ClockSample(t1: t1, t2: t2, t3: t3, t4: localClock.local(fromReal: arrival)))
             case .chunk(let chunk):
-                guard chunk.streamID == stream.streamID else { continue }
-                if let model = clockModel.current() {
+                if chunk.streamID == intake.stream.streamID, let model = clockModel.current() {
                     let real = arrival ?? Monotonic.now()
                     let lead = chunk.pts - model.leaderTime(at: localClock.local(fromReal: real))
                     arrivalMargin.withLock { $0.record(lead: lead, at: real) }
                 }
-                if !streamStarted {
-                    timeline.beginStream(epoch: chunk.pts, bufferNanoseconds: stream.bufferNanoseconds)
-                    streamStarted = true
-                    floorIndex = Int.min
-                }
-                for event in sequencer.offer(chunk) {
-                    switch event {
-                    case .decode(let c):
-                        let index = timeline.frameIndex(of: c.pts)
-                        do {
-                            let n = try decoder.decode(c.payload, frames: Int(c.frames), into: scratch, maxFrames: WireProtocol.maxChunkFrames)
-                            let skip = floorIndex > index ? min(n, floorIndex - index) : 0
-                            if skip < n { timeline.write(scratch + 2 * skip, count: n - skip, at: index + skip) }
-                            nextIndex = index + n
-                        } catch {
-                            log.warning("chunk \(c.sequence): \(error); concealing")
-                            let n = decoder.conceal(frames: Int(c.frames), into: scratch)
-                            timeline.write(scratch, count: n, at: index)
-                            nextIndex = index + n
-                            concealedAtomic.add(1, ordering: .relaxed)
-                        }
-                    case .conceal(_, let count):
-                        for _ in 0..<count {
-                            let n = decoder.conceal(frames: Int(stream.framesPerChunk), into: scratch)
-                            if let at = nextIndex { timeline.write(scratch, count: n, at: at); nextIndex = at + n }
-                        }
-                        concealedAtomic.add(count, ordering: .relaxed)
-                    }
-                }
+                try perform(intake.chunk(chunk))
             case .flush(let id, let from, let fade):
-                guard id == stream.streamID, streamStarted else { continue }
-                let index = timeline.frameIndex(of: from)
-                // A 2.5 ms fade into a cut mid-audio, so a pause or skip does not click.
-                if fade { timeline.fadeOut(before: index, count: 120) }
-                timeline.flush(from: index)
-                decoder.reset()
-                sequencer.reset()
-                nextIndex = index
-                floorIndex = index
+                try perform(intake.flush(streamID: id, from: from, fade: fade))
             case .follow(let next, let from):
                 // The room changed group: the old stream plays up to `from`, the new one from there.
-                if streamStarted {
-                    let index = timeline.frameIndex(of: from)
-                    timeline.fadeOut(before: index, count: 120)
-                    timeline.flush(from: index)
-                    nextIndex = index
-                    floorIndex = index
-                }
-                if next.codec != stream.codec { decoder = try makeDecoder(next.codec) } else { decoder.reset() }
-                sequencer.reset()
-                stream = next
-                log.info("following stream \(next.streamID) from now on (room moved to another group)")
+                try perform(intake.follow(next, from: from))
             case .settings(let settings):
                 apply(settings)
             case .equalizer(let settings):
@@ -343,9 +336,7 @@ public final class Follower: @unchecked Sendable {
                 engine.setEqualizer(settings)
                 roomEqualizer.withLock { $0 = settings }
             case .streamEnd(let id, let at):
-                guard id == stream.streamID, streamStarted else { continue }
-                timeline.endStream(at: timeline.frameIndex(of: at))
-                log.info("leader ended the stream")
+                try perform(intake.streamEnd(streamID: id, at: at))
             case .bye(let reason):
                 throw FollowerError.leaderClosed(reason)
             default:

@@ -31,7 +31,7 @@ import TuttiTestSupport
         defer { leader.stop() }
         let f = try startFollower(leader: leader.endpoint, name: "q", output: .file(path: dir + "/q.raw", ppm: 0, delayMilliseconds: 0), steering: false)
         // The room is there before the first note (on a loaded machine a follower can take longer to join than a track to start).
-        #expect(waitUntil(timeout: 5) { leader.followerNames == ["q"] })
+        #expect(waitUntilInStep(leader, [f]))
         _ = try leader.perform(.add(uris: [dir + "/a.wav", dir + "/b.wav", dir + "/c.wav"], next: false))
         _ = try leader.perform(.playIndex(0))
         // A lasts 1.25 s; at 0.7 s the leader has already sent B's first ~0.45 s.
@@ -52,7 +52,7 @@ import TuttiTestSupport
         let leader = try startLeader(files: [])
         defer { leader.stop() }
         let f = try startFollower(leader: leader.endpoint, name: "q", output: .file(path: dir + "/q.raw", ppm: 0, delayMilliseconds: 0), steering: false)
-        #expect(waitUntil(timeout: 5) { leader.followerNames == ["q"] })
+        #expect(waitUntilInStep(leader, [f]))
         _ = try leader.perform(.add(uris: [dir + "/a.wav", dir + "/b.wav"], next: false))
         _ = try leader.perform(.playIndex(0))
         usleep(1_000_000)
@@ -96,7 +96,7 @@ import TuttiTestSupport
         let leader = try startLeader(files: [])
         defer { leader.stop() }
         let f = try startFollower(leader: leader.endpoint, name: "q", output: .file(path: dir + "/q.raw", ppm: 0, delayMilliseconds: 0), steering: false)
-        #expect(waitUntil(timeout: 5) { leader.followerNames == ["q"] })
+        #expect(waitUntilInStep(leader, [f]))
         _ = try leader.perform(.add(uris: ["a", "b", "c", "d"].map { dir + "/\($0).wav" }, next: false))
         _ = try leader.perform(.single(.oneshot))
         _ = try leader.perform(.consume(true))

@@ -129,6 +129,14 @@ func startPlayback(files: [String], codec: Codec = .pcm, follower name: String, 
     return (leader, follower)
 }
 
+/// The rooms are joined and each has a clock model good enough to play by,
+/// so audio started now is heard from its first frame (a room still
+/// converging starts at the live position, by design).
+@discardableResult
+func waitUntilInStep(_ leader: Leader, _ followers: [Follower], timeout: Double = 10) -> Bool {
+    waitUntil(timeout: timeout) { followers.allSatisfy { $0.clock != nil && leader.followerNames.contains($0.configuration.name) } }
+}
+
 /// Waits (polling) up to `timeout` seconds for `condition`.
 @discardableResult
 func waitUntil(timeout: Double, _ condition: () -> Bool) -> Bool {
