@@ -136,6 +136,32 @@ import TuttiTestSupport
         #expect(try library.search("song 2").tracks.isEmpty)
     }
 
+    @Test func anEmptyMusicFolderRemovesNothingWhileAFolderEmptiedInPartDoes() throws {
+        let dir = makeTemporaryDirectory()
+        let media = MediaFactory(dir: dir + "/music", frames: 4_410)
+        for i in 0..<3 { media.wav("a/\(i).wav", info: ["INAM": "Song \(i)"]) }
+        media.wav("b/x.wav", info: ["INAM": "Other"])
+        let library = try Library(path: dir + "/library.db")
+        _ = try library.scan(folder: dir + "/music")
+        // The disk is unplugged: the mount point stays, empty.
+        try FileManager.default.moveItem(atPath: dir + "/music", toPath: dir + "/away")
+        try FileManager.default.createDirectory(atPath: dir + "/music", withIntermediateDirectories: false)
+        #expect { try library.scan(folder: dir + "/music") } throws: { error in
+            "\(error)".contains("it is empty but the library holds 4 tracks from it (is its disk unplugged?); nothing was removed")
+        }
+        #expect(try library.trackCount() == 4)
+        // Back, minus one folder the user deleted: that one leaves, as it should.
+        try FileManager.default.removeItem(atPath: dir + "/music")
+        try FileManager.default.moveItem(atPath: dir + "/away", toPath: dir + "/music")
+        try FileManager.default.removeItem(atPath: dir + "/music/b")
+        let summary = try library.scan(folder: dir + "/music")
+        #expect(summary.removed == 1 && summary.unchanged == 3)
+        // An empty folder the library holds nothing from scans as empty.
+        try FileManager.default.createDirectory(atPath: dir + "/empty", withIntermediateDirectories: false)
+        #expect(try library.scan(folder: dir + "/empty").added == 0)
+        #expect(try library.trackCount() == 3)
+    }
+
     @Test func deletedFilesLeaveTheLibraryWithTheirFavourites() throws {
         let dir = makeTemporaryDirectory()
         let media = MediaFactory(dir: dir + "/music", frames: 4_410)
