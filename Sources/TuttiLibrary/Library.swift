@@ -44,6 +44,11 @@ public final class Library: Sendable {
             logger.info("library \(path): schema \(before) → \(Schema.latestVersion)")
         }
         if before > 0 && before < 4 { try TrackStore.fillSearchColumns(db) }
+        if try DeferredIndexes.pending(db) {
+            // A bulk load was cut short (the process killed): build what it deferred.
+            logger.warning("library \(path): building the indexes an interrupted scan deferred")
+            try DeferredIndexes.resume(db)
+        }
         let readOnly = try Database(path: path)
         try readOnly.execute("PRAGMA query_only=ON")
         self.path = path

@@ -129,6 +129,9 @@ public struct ScanSummary: Sendable, Equatable, CustomStringConvertible {
     /// Set when removal was held back (see `ScanOptions.removeMissing`).
     public var warnings: [String] = []
     public var elapsedSeconds: Double = 0
+    /// The scan added more than the library held and built its indexes
+    /// once at the end (`ScanOptions.bulkLoadMinimum`).
+    public var bulkLoad = false
 
     public var description: String {
         var s = "\(added) added, \(updated) updated, \(unchanged) unchanged, \(moved) moved, \(removed) removed, \(skipped.count) skipped"

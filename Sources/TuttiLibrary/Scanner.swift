@@ -16,8 +16,16 @@ public struct ScanOptions: Sendable {
     /// scan's own thread writes: one per core by default.
     public var readers: Int
 
-    public init(batchSize: Int = 1_000, removeTracksWhenFolderIsEmpty: Bool = false, readers: Int? = nil) {
+    /// A scan that adds at least this many tracks, and more than the
+    /// library already holds, is a bulk load (`DeferredIndexes`): the
+    /// secondary indexes and the word indexes are built once at its end
+    /// instead of row by row. Nil: never.
+    public var bulkLoadMinimum: Int?
+
+    public init(batchSize: Int = 1_000, removeTracksWhenFolderIsEmpty: Bool = false, readers: Int? = nil,
+                bulkLoadMinimum: Int? = 2_000) {
         self.batchSize = max(1, batchSize)
+        self.bulkLoadMinimum = bulkLoadMinimum
         self.removeTracksWhenFolderIsEmpty = removeTracksWhenFolderIsEmpty
         self.readers = max(1, readers ?? Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
     }
@@ -280,7 +288,9 @@ struct Scan {
         // left over are tracks whose file is gone.
         var known = [KnownFile?](repeating: nil, count: walk.files.count)
         var missing: [(id: TrackID, path: String)] = []
+        var libraryTracks = 0
         try withDatabase { db throws(LibraryError) in
+            libraryTracks = Int(try db.scalarInt("SELECT count(*) FROM tracks") ?? 0)
             // Everything under root: paths in [root + "/", root + "0"), "0" being "/" + 1.
             let prefix = root.hasSuffix("/") ? String(root.dropLast()) : root
             let s = try db.cached("SELECT path, id, file_size, mtime_ns FROM tracks WHERE path >= ? AND path < ? ORDER BY path")
@@ -342,36 +352,55 @@ struct Scan {
                 toRead.append(index)
             }
         }
+        let newFiles = toRead.count { known[$0] == nil }
+        if let minimum = options.bulkLoadMinimum, newFiles >= minimum, newFiles > libraryTracks {
+            try withDatabase { db throws(LibraryError) in try DeferredIndexes.suspend(db) }
+            summary.bulkLoad = true
+        }
+        // However the batches end, the indexes are built again (a failed
+        // write first, then the error); a killed process builds them at the next open.
+        func resumeIndexes() throws(LibraryError) {
+            guard summary.bulkLoad else { return }
+            try withDatabase { db throws(LibraryError) in try DeferredIndexes.resume(db) }
+            didWrite()
+        }
         let readAhead = ReadAhead(files: toRead.map { walk.files[$0] }, workers: options.readers)
         defer { readAhead.cancel() }
-        for (n, index) in toRead.enumerated() {
-            let file = walk.files[index]
-            progress?(ScanProgress(done: index, total: walk.files.count, currentPath: file.path))
-            let old = known[index]
-            summary.filesRead += 1
-            switch readAhead.take(n) {
-            case .failure(let reason):
-                summary.skipped.append(.init(path: file.path, reason: reason))
-                logger.warning("skipped \(file.path): \(reason)")
-            case .success(let read):
-                if let old {
-                    batch.append(.update(old.id, read))
-                    summary.updated += 1
-                } else if var candidates = missingByHash[read.contentHash], !candidates.isEmpty {
-                    let id = candidates.removeFirst()
-                    missingByHash[read.contentHash] = candidates
-                    logger.info("moved \(missingPaths[id] ?? "?") → \(file.path)")
-                    missingPaths[id] = nil
-                    batch.append(.update(id, read))
-                    summary.moved += 1
-                } else {
-                    batch.append(.insert(read))
-                    summary.added += 1
+        do throws(LibraryError) {
+            for (n, index) in toRead.enumerated() {
+                let file = walk.files[index]
+                progress?(ScanProgress(done: index, total: walk.files.count, currentPath: file.path))
+                let old = known[index]
+                summary.filesRead += 1
+                switch readAhead.take(n) {
+                case .failure(let reason):
+                    summary.skipped.append(.init(path: file.path, reason: reason))
+                    logger.warning("skipped \(file.path): \(reason)")
+                case .success(let read):
+                    if let old {
+                        batch.append(.update(old.id, read))
+                        summary.updated += 1
+                    } else if var candidates = missingByHash[read.contentHash], !candidates.isEmpty {
+                        let id = candidates.removeFirst()
+                        missingByHash[read.contentHash] = candidates
+                        logger.info("moved \(missingPaths[id] ?? "?") → \(file.path)")
+                        missingPaths[id] = nil
+                        batch.append(.update(id, read))
+                        summary.moved += 1
+                    } else {
+                        batch.append(.insert(read))
+                        summary.added += 1
+                    }
                 }
+                if batch.count >= options.batchSize { try flush() }
             }
-            if batch.count >= options.batchSize { try flush() }
+            try flush()
+        } catch {
+            try? resumeIndexes()
+            throw error
         }
-        try flush()
+        readAhead.cancel()
+        try resumeIndexes()
         progress?(ScanProgress(done: walk.files.count, total: walk.files.count, currentPath: ""))
 
         let gone = missingPaths.sorted { $0.value < $1.value }
