@@ -133,6 +133,12 @@ public final class Database {
         }
     }
 
+    /// Frees this connection's page cache (the pages not in use) and other
+    /// memory SQLite can rebuild: after a scan, whose batches filled it.
+    public func releaseMemory() {
+        sqlite3_db_release_memory(handle)
+    }
+
     public var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
     public var changes: Int { Int(sqlite3_changes(handle)) }
 

@@ -124,9 +124,11 @@ public final class Library: Sendable {
             try self.locked { db throws(LibraryError) in try body(db) }
         }, didWrite: { self.version.add(1, ordering: .releasing) }, progress: progress)
         defer {
-            // A scan's lists and dictionaries (100,000 paths) are freed in
-            // the arenas of the threads that made them; give the pages back.
-            returnFreedMemory()
+            // The writer's page cache (full after the batches and the index
+            // builds) and the reader's, refilled by the next queries; then a
+            // scan's lists and dictionaries (100,000 paths), freed in the
+            // arenas of the threads that made them: give the pages back.
+            releaseMemory()
         }
         return try scan.run()
     }
@@ -139,6 +141,14 @@ public final class Library: Sendable {
             if name != "." && name != ".." { return false }
         }
         return true
+    }
+
+    /// Frees both connections' page caches and hands freed memory back
+    /// to the kernel (after a scan; after a large answer).
+    public func releaseMemory() {
+        database.withLock { $0.releaseMemory() }
+        reader.withLock { $0.releaseMemory() }
+        returnFreedMemory()
     }
 
     // MARK: Tracks
