@@ -21,8 +21,15 @@ public enum SearchText {
 
     /// What the MPD port's `search any` looks in: every tag value it
     /// shows, folded, one a line, so a needle never spans two values.
+    /// Line breaks inside a value become spaces (MPD replaces control
+    /// characters in tags), so each value is one line and the first is the title.
     public static func mpdHaystack(_ values: [String?]) -> String {
-        values.compactMap { $0.map(mpdFold) }.joined(separator: "\n")
+        values.compactMap { v in
+            v.map { value in
+                guard value.utf8.contains(0x0A) else { return mpdFold(value) }
+                return mpdFold(String(String.UnicodeScalarView(value.unicodeScalars.map { $0 == "\n" ? " " : $0 })))
+            }
+        }.joined(separator: "\n")
     }
 
     /// Folded for comparing whole texts the way the word index compares

@@ -60,6 +60,10 @@ public struct CatalogPrefilter: Sendable, Equatable {
     public enum Condition: Sendable, Equatable {
         /// `SearchText.mpdHaystack` of the song contains this folded text.
         case foldedTextContains(String)
+        /// The song's title, folded as MPD folds, contains this folded
+        /// text: the first line of `mpd_text` (the haystack starts with the
+        /// title, which has no line breaks), read from `tracks_mpd` alone.
+        case foldedTitleContains(String)
         /// The column's value is exactly this (case-sensitive).
         case equals(CatalogColumn, String)
         /// The column's value contains this text, ASCII letters in any case (SQLite's LIKE).
@@ -85,6 +89,9 @@ public struct CatalogPrefilter: Sendable, Equatable {
             switch c {
             case .foldedTextContains(let text):
                 parts.append("instr(mpd_text, ?) > 0")
+                values.append(.text(text))
+            case .foldedTitleContains(let text):
+                parts.append("instr(substr(mpd_text, 1, coalesce(nullif(instr(mpd_text, char(10)), 0) - 1, length(mpd_text))), ?) > 0")
                 values.append(.text(text))
             case .equals(let column, let value):
                 parts.append("\(column.sql) = ?")

@@ -31,6 +31,8 @@ public final class Library: Sendable {
     /// never holds up a search.
     private let reader: Mutex<Database>
     private let scanning = Atomic<Bool>(false)
+    /// A bulk load is writing rows without their indexes (`DeferredIndexes`).
+    let bulkLoading = Atomic<Bool>(false)
     private let version = Atomic<Int>(0)
 
     /// Opens the library at `path`, creating it (and upgrading an older
@@ -122,7 +124,8 @@ public final class Library: Sendable {
         defer { scanning.store(false, ordering: .releasing) }
         let scan = Scan(root: root, options: options, logger: logger, withDatabase: { body throws(LibraryError) in
             try self.locked { db throws(LibraryError) in try body(db) }
-        }, didWrite: { self.version.add(1, ordering: .releasing) }, progress: progress)
+        }, didWrite: { self.version.add(1, ordering: .releasing) },
+        bulkLoading: { self.bulkLoading.store($0, ordering: .releasing) }, progress: progress)
         defer {
             // The writer's page cache (full after the batches and the index
             // builds) and the reader's, refilled by the next queries; then a

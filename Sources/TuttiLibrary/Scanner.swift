@@ -270,6 +270,8 @@ struct Scan {
     let withDatabase: (_ body: (Database) throws(LibraryError) -> Void) throws(LibraryError) -> Void
     /// Called after each transaction that changed tracks.
     let didWrite: () -> Void
+    /// Called with true when a bulk load starts, false when its indexes are built.
+    let bulkLoading: (Bool) -> Void
     let progress: ((ScanProgress) -> Void)?
 
     private enum Write {
@@ -356,11 +358,13 @@ struct Scan {
         if let minimum = options.bulkLoadMinimum, newFiles >= minimum, newFiles > libraryTracks {
             try withDatabase { db throws(LibraryError) in try DeferredIndexes.suspend(db) }
             summary.bulkLoad = true
+            bulkLoading(true)
         }
         // However the batches end, the indexes are built again (a failed
         // write first, then the error); a killed process builds them at the next open.
         func resumeIndexes() throws(LibraryError) {
             guard summary.bulkLoad else { return }
+            defer { bulkLoading(false) }
             try withDatabase { db throws(LibraryError) in try DeferredIndexes.resume(db) }
             didWrite()
         }

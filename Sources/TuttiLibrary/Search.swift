@@ -238,13 +238,18 @@ extension Library {
                 let whole = SearchText.wordFold(query.wholeText)
                 // "Beatles" names "The Beatles" too.
                 let names: [SQLValue] = [.text(whole), .text("the " + whole)]
-                let artistTracks = query.isPlain && !whole.isEmpty ? try db.query("""
+                // During a bulk load the key indexes are not there yet and the
+                // word index holds the tracks from before it: the exact tiers
+                // would read every row, so only the word tiers run.
+                let exactTiers = !self.bulkLoading.load(ordering: .acquiring)
+                let artistTracks = exactTiers && query.isPlain && !whole.isEmpty ? try db.query("""
                     SELECT id FROM tracks WHERE artist_key IN (?1, ?2) UNION SELECT id FROM tracks WHERE album_artist_key IN (?1, ?2)
                     ORDER BY 1 LIMIT ?3
                     """, names + [.int(Int64(wanted))]) { $0.int(0) } : []
                 let namesArtist = !artistTracks.isEmpty
                 for tier in query.tiers(namesArtist: namesArtist) {
                     guard ids.count < wanted else { break }
+                    if !exactTiers, tier == .exactTitle { continue }
                     let found: [Int64]
                     switch tier {
                     case .exactArtist:

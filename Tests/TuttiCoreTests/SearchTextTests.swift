@@ -14,6 +14,9 @@ import TuttiCore
         let h = SearchText.mpdHaystack(["Night", nil, "Drive", "12"])
         #expect(h == "night\ndrive\n12")
         #expect(!h.contains("nightdrive"))
+        // A line break inside a value is a space: the first line is the whole title.
+        #expect(SearchText.mpdHaystack(["Two\nLines", "Artist"]) == "two lines\nartist")
+        #expect(SearchText.mpdHaystack(["Crlf\r\nTitle"]).split(separator: "\n").count == 1)
     }
 
     @Test func wordFoldComparesWholeTexts() {

@@ -86,3 +86,28 @@ import TuttiTestSupport
         #expect(try reopened.search("song", limit: 100).tracks.count == 29)
     }
 }
+
+/// `search title` in SQL: the first line of `mpd_text`, read from `tracks_mpd` alone.
+@Suite struct CatalogTitleFilterTests {
+    @Test func aTitleFilterMatchesTitlesOnlyFoldedAsMPDFolds() throws {
+        let dir = makeTemporaryDirectory()
+        let media = MediaFactory(dir: dir + "/music")
+        media.wav("a.wav", info: ["INAM": "Straße Nacht", "IART": "Love Band"], frames: 441)
+        media.wav("b.wav", info: ["INAM": "Lovely Day", "IART": "Someone"], frames: 441)
+        media.wav("c.wav", info: ["INAM": "Nothing Here", "IART": "Lover", "IPRD": "Love Songs"], frames: 441)
+        media.wav("d.wav", info: ["INAM": "서울의 LOVE"], frames: 441)
+        let library = try Library(path: dir + "/library.db")
+        _ = try library.scan(folder: dir + "/music")
+        func titles(_ needle: String) throws -> [String] {
+            var out: [String] = []
+            let folded = SearchText.mpdFold(needle)
+            try library.catalogSongs(CatalogPrefilter([.foldedTextContains(folded), .foldedTitleContains(folded)])) { out.append($0.title); return true }
+            return out
+        }
+        #expect(try titles("LOVE") == ["Lovely Day", "서울의 LOVE"]) // not the artist "Love Band", not the album "Love Songs"
+        #expect(try titles("STRASSE") == ["Straße Nacht"])
+        #expect(try titles("서울") == ["서울의 LOVE"])
+        #expect(try titles("band").isEmpty)
+        #expect(try titles("here") == ["Nothing Here"])
+    }
+}

@@ -206,6 +206,10 @@ final class MPDCatalog: Sendable {
                 // Every value a song shows, folded as MPD folds: exactly `any`.
                 conditions.append(.foldedTextContains(SearchText.mpdFold(value)))
                 if !foldCase { exact = false } // a case-sensitive `contains`: the fold only narrows
+            case .tag("Title", .contains, let value) where foldCase:
+                // Exactly MPD's `search title`, for any text, from the index alone.
+                let folded = SearchText.mpdFold(value)
+                conditions += [.foldedTextContains(folded), .foldedTitleContains(folded)]
             case .tag(let tag?, .contains, let value):
                 conditions.append(.foldedTextContains(SearchText.mpdFold(value)))
                 if let column = Self.column(tag), foldCase, value.utf8.allSatisfy({ $0 < 0x80 }) {
