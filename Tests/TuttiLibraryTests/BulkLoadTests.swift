@@ -65,6 +65,23 @@ import TuttiTestSupport
         #expect(try library.search("later", limit: 100).tracks.count == 15)
     }
 
+    @Test func rankedSearchDuringABulkLoadRunsTheWordTiersOnly() throws {
+        let dir = makeTemporaryDirectory()
+        _ = makeMusic(dir)
+        let library = try Library(path: dir + "/library.db")
+        _ = try library.scan(folder: dir + "/music", options: ScanOptions(bulkLoadMinimum: nil))
+        library.bulkLoading.store(true, ordering: .releasing)
+        let during = try library.search("song 1", limit: 100).tracks.map(\.title)
+        let artistDuring = try library.search("even band", limit: 100).tracks.count
+        library.bulkLoading.store(false, ordering: .releasing)
+        let after = try library.search("song 1", limit: 100).tracks.map(\.title)
+        #expect(after.count == 11) // Song 1, Song 10…19
+        #expect(after.first == "Song 1")
+        #expect(during.first == "Song 1") // the whole-word tier finds it first too
+        #expect(Set(during) == Set(after))
+        #expect(artistDuring == 15)
+    }
+
     @Test func indexesDeferredByAKilledScanAreBuiltAtTheNextOpen() throws {
         let dir = makeTemporaryDirectory()
         _ = makeMusic(dir)
