@@ -33,6 +33,7 @@ let package = Package(
         systemLibrary("CRubberBand", pkgConfig: "rubberband", apt: "librubberband-dev"),
         systemLibrary("CSodium", pkgConfig: "libsodium", apt: "libsodium-dev"),
         systemLibrary("CCrypto", pkgConfig: "libcrypto", apt: "libssl-dev"),
+        systemLibrary("CCurl", pkgConfig: "libcurl", apt: "libcurl4-openssl-dev"),
         .target(name: "CTuttiShim", dependencies: ["COpus", "CMPG123"]),
         .target(name: "CTuttiThread"),
 
@@ -54,8 +55,8 @@ let package = Package(
         .target(name: "TuttiControlClient", dependencies: ["TuttiCore", "TuttiNet"]),
         // Music library: SQLite store, tag scanner, full-text search, playlists.
         .target(name: "TuttiLibrary", dependencies: ["TuttiCore", "TuttiSystem", "CSQLite", "CMPG123", "CFLAC", "CTuttiShim", "CCrypto"]),
-        // Network sources: HTTP(S) streams, ICY metadata, offline cache.
-        .target(name: "TuttiStreams", dependencies: ["TuttiCore", "TuttiAudio", "TuttiNet", "CMPG123", "CTuttiShim"]),
+        // Network sources: HTTP(S) streams (libcurl), ICY metadata, offline cache.
+        .target(name: "TuttiStreams", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "CCurl", "CMPG123", "CTuttiShim"]),
         // Buttons and remotes: Linux input events and GPIO lines.
         .target(name: "TuttiInput", dependencies: ["TuttiCore", "TuttiSystem", "CGPIOD"]),
         // mDNS/DNS-SD through avahi-daemon: announcing leaders, finding them.

@@ -83,11 +83,6 @@ put("http-head", "shoutcast-v1", SMALL + b"ICY 200 OK\r\nicy-notice1:<BR>This st
 put("http-head", "redirect", BYTES + b"\r\nHTTP/1.1 302 Found\r\nLocation: https://cdn.example.net/stream.mp3?sid=1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
 put("http-head", "file", WHOLE + b"HTTP/1.1 206 Partial Content\r\nContent-Type: audio/flac\r\nContent-Range: bytes 100-999/1000\r\nContent-Length: 900\r\nTransfer-Encoding: chunked\r\n\r\n")
 
-# --- chunked bodies.
-put("http-chunked", "two-chunks", WHOLE + b"4\r\nWiki\r\n6;ext=1\r\npedia \r\n0\r\n\r\n")
-put("http-chunked", "trailer", SMALL + b"1a\r\nabcdefghijklmnopqrstuvwxyz\r\n10\r\n1234567890abcdef\r\n0\r\nExpires: never\r\n\r\n")
-put("http-chunked", "bytewise", BYTES + b"3\nabc\nA\n0123456789\n0\n\n")
-
 # --- ICY: two metaint bytes (value - 1), then audio and metadata blocks.
 def icy(metaint, blocks):
     out = struct.pack(">H", metaint - 1)

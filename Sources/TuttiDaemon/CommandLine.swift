@@ -46,6 +46,7 @@ public enum DaemonUsage {
       --cache-mb N           cache size cap, least recently used evicted (default 2048)
       --no-auto-cache        do not keep network files in the cache as they play
       --net-timeout S        seconds to wait for a server's answer, and for data mid-stream (default 10)
+      --ca-file FILE         PEM certificates trusted for https:// sources (default: the system store)
       --db PATH              library database (default ~/.local/share/tutti/library.db,
                              /var/lib/tutti/library.db for the service)
       --play FILE [FILE...]  MP3 or WAV files, played gaplessly in order
@@ -113,6 +114,7 @@ public extension DaemonCommand {
             ConfigOption("cache-mb", "2048", .value(flag: "--cache-mb")),
             ConfigOption("auto-cache", "yes", .disabledBy(flag: "--no-auto-cache")),
             ConfigOption("net-timeout", "10", .value(flag: "--net-timeout")),
+            ConfigOption("ca-file", "", .value(flag: "--ca-file")),
             ConfigOption("codec", "opus", .value(flag: "--codec")),
             ConfigOption("bitrate", "160", .value(flag: "--bitrate")),
             ConfigOption("frame-ms", "20", .value(flag: "--frame-ms")),
@@ -216,6 +218,7 @@ public extension DaemonCommand {
                     let seconds = try args.number(flag, 1...600)
                     c.network.connectTimeout = seconds
                     c.network.stallTimeout = seconds
+                case "--ca-file": c.network.caFile = try args.value(flag).nonEmpty
                 case "--play":
                     while let next = args.next, !next.hasPrefix("--") { c.files.append(args.take()) }
                 case "--loop": c.loop = true

@@ -1,7 +1,4 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import TuttiCore
 
 /// Tunables for network sources. The defaults suit a leader on a home network.
@@ -22,9 +19,9 @@ public struct NetworkOptions: Sendable {
     /// Bytes fed to the decoder before giving up on finding an MPEG frame.
     public var maxProbeBytes = 512 * 1024
     public var userAgent = "Tutti/1.0"
-    /// Use URLSession for http:// too, instead of the plain-socket client
-    /// (which is what accepts SHOUTcast v1's `ICY 200 OK`).
-    public var useURLSessionForHTTP = false
+    /// PEM file of the certificate authorities trusted for https:// (nil:
+    /// the system store, /etc/ssl/certs/ca-certificates.crt on Debian).
+    public var caFile: String? = nil
 
     public init() {}
 }
@@ -105,16 +102,16 @@ struct ByteQueue {
     mutating func removeAll() { storage.removeAll(keepingCapacity: false); head = 0 }
 }
 
-/// One HTTP(S) resource read as a stream of audio bytes: URLSession with a
-/// streaming data delegate, ICY metadata stripped, a bounded buffer with
-/// back-pressure, reconnection for live streams.
+/// One HTTP(S) resource read as a stream of audio bytes: a `CurlTransfer`
+/// at a time, ICY metadata stripped, a bounded buffer with back-pressure,
+/// reconnection for live streams.
 ///
 /// Thread contract: `open`, `read`, `restart` and `close` are called by the
-/// one consumer thread; URLSession callbacks run on a private serial queue.
-/// State crosses between them under one condition lock; URLSession is
-/// never called with that lock held.
-// Sendable because its state is touched only under `lock` (consumer and URLSession callbacks alike), and `session` is set once in init.
-final class HTTPStream: NSObject, URLSessionDataDelegate, TransferDelegate, @unchecked Sendable {
+/// one consumer thread; transfer callbacks run on the transfer's thread.
+/// State crosses between them under one condition lock; a transfer is
+/// never started or cancelled with that lock held.
+// Sendable because its state is touched only under `lock` (consumer and transfer callbacks alike).
+final class HTTPStream: TransferDelegate, @unchecked Sendable {
     enum ReadResult: Equatable {
         case bytes(Int)
         /// The bytes after this point do not continue the ones before (a
@@ -152,7 +149,6 @@ final class HTTPStream: NSObject, URLSessionDataDelegate, TransferDelegate, @unc
     let options: NetworkOptions
     private let log: Logger
     private let queue: OperationQueue
-    private var session: URLSession!
 
     // Guarded by `lock`.
     private let lock = NSCondition()
@@ -192,17 +188,7 @@ final class HTTPStream: NSObject, URLSessionDataDelegate, TransferDelegate, @unc
         queue = OperationQueue()
         queue.maxConcurrentOperationCount = 1
         queue.name = "tutti.http"
-        super.init()
-        let configuration = URLSessionConfiguration.ephemeral
-        // URLSession's own idle timer (whole seconds, reset on every byte).
-        configuration.timeoutIntervalForRequest = max(1, options.stallTimeout.rounded(.up))
-        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
-        configuration.urlCache = nil
-        session = URLSession(configuration: configuration, delegate: self, delegateQueue: queue)
     }
-
-    // No deinit: the session retains its delegate until `close` invalidates
-    // it, and the last release can happen on the session's own queue.
 
     // MARK: Consumer side
 
@@ -333,7 +319,6 @@ final class HTTPStream: NSObject, URLSessionDataDelegate, TransferDelegate, @unc
         lock.broadcast()
         lock.unlock()
         perform(actions)
-        session.invalidateAndCancel()
     }
 
     var metadata: StreamMetadata { lock.withLock { metadataValue } }
@@ -378,7 +363,7 @@ final class HTTPStream: NSObject, URLSessionDataDelegate, TransferDelegate, @unc
                     if go { self.perform([.start(generation: gen, offset: 0)]) }
                 }
             case .start(let gen, let offset):
-                startTransfer(url: url, offset: offset, generation: gen)
+                startTransfer(offset: offset, generation: gen)
             }
         }
     }
@@ -391,68 +376,21 @@ final class HTTPStream: NSObject, URLSessionDataDelegate, TransferDelegate, @unc
         return headers
     }
 
-    /// http:// goes through the plain-socket client (it accepts SHOUTcast v1's
-    /// `ICY 200 OK`); https:// through URLSession (TLS).
-    private func startTransfer(url target: URL, offset: Int64, generation gen: Int) {
-        let headers = requestHeaders(offset: offset)
-        let newTask: any Transfer
-        var socketTransfer: SocketTransfer? = nil
-        if target.scheme?.lowercased() == "http" && !options.useURLSessionForHTTP {
-            let t = SocketTransfer(url: target, headers: headers, connectTimeout: options.connectTimeout,
-                                   stallTimeout: options.stallTimeout, delegate: self)
-            socketTransfer = t
-            newTask = t
-        } else {
-            var request = URLRequest(url: target)
-            for (k, v) in headers { request.setValue(v, forHTTPHeaderField: k) }
-            newTask = session.dataTask(with: request)
-        }
+    private func startTransfer(offset: Int64, generation gen: Int) {
+        let request = HTTPRequest(url: urlString, headers: requestHeaders(offset: offset),
+                                  connectTimeout: options.connectTimeout, stallTimeout: options.stallTimeout, caFile: options.caFile)
+        let transfer = CurlTransfer(request, delegate: self)
         let current: Bool = lock.withLock {
             guard gen == generation, case .connecting = state else { return false }
-            task = newTask
+            task = transfer
             return true
         }
-        guard current else { newTask.cancel(); return }
-        if let socketTransfer { socketTransfer.start() } else { (newTask as? URLSessionDataTask)?.resume() }
+        if current { transfer.start() }
     }
 
     private func isCurrent(_ t: any Transfer) -> Bool { task.map { $0 === t } ?? false }
 
-    // MARK: URLSession delegate (on `queue`): each event goes to the shared handlers below
-
-    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
-                    completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void) {
-        let http = response as? HTTPURLResponse
-        var headers: [String: String] = [:]
-        for (k, v) in http?.allHeaderFields ?? [:] { headers[String(describing: k).lowercased()] = String(describing: v) }
-        let allow = transfer(dataTask, didReceiveStatus: http?.statusCode ?? 0, headers: headers)
-        completionHandler(allow ? .allow : .cancel)
-    }
-
-    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
-        data.withUnsafeBytes { transfer(dataTask, didReceive: $0) }
-    }
-
-    func urlSession(_ session: URLSession, task completed: URLSessionTask, didCompleteWithError error: (any Error)?) {
-        guard let dataTask = completed as? URLSessionDataTask else { return }
-        let failure: TransferFailure? = error.map { e in
-            if let u = e as? URLError, u.code == .timedOut { return TransferFailure(reason: "no data for \(Int(options.stallTimeout)) s", timedOut: true) }
-            return TransferFailure(reason: (e as NSError).localizedDescription)
-        }
-        transfer(dataTask, didCompleteWith: failure)
-    }
-
-    // MARK: Transfer events (on the transfer's thread or URLSession's queue)
-
-    func transfer(_ t: any Transfer, redirectedTo target: URL) {
-        // The plain client followed http:// redirects itself; https:// continues in URLSession.
-        let (current, gen, offset): (Bool, Int, Int64) = lock.withLock {
-            (isCurrent(t), generation, info != nil && !(info!.isLive) ? resourceOffset : 0)
-        }
-        guard current else { return }
-        log.info("\(urlString): redirected to \(target.absoluteString)")
-        startTransfer(url: target, offset: offset, generation: gen)
-    }
+    // MARK: Transfer events (on the transfer's thread)
 
     func transfer(_ dataTask: any Transfer, didReceiveStatus status: Int, headers: [String: String]) -> Bool {
         var actions: [Action] = []
@@ -611,13 +549,7 @@ final class HTTPStream: NSObject, URLSessionDataDelegate, TransferDelegate, @unc
         guard let info else {
             // The first request failed before any response.
             if case .failed = state { return }
-            var why = reason ?? "the connection closed without a response"
-            if why.contains("HTTP/0.9") {
-                // SHOUTcast v1 answers "ICY 200 OK"; libcurl accepts that only with
-                // CURLOPT_HTTP200ALIASES, which FoundationNetworking does not set.
-                why = "the server did not answer with an HTTP status line (a SHOUTcast v1 server answering 'ICY 200 OK'?), which this build's HTTP client rejects (\(why))"
-            }
-            state = .failed(.network(url: urlString, reason: why))
+            state = .failed(.network(url: urlString, reason: reason ?? "the connection closed without a response"))
             return
         }
         if info.isLive {

@@ -358,9 +358,7 @@ private final class HTTPSServer {
     /// An https:// source whose certificate is not trusted (self-signed, not
     /// in the system store): the track ends in the error state with the
     /// TLS reason and the URL, nothing is heard, and the leader keeps
-    /// answering. (URLSession on Linux reads only the system CA bundle: libcurl
-    /// ignores SSL_CERT_FILE, CURL_CA_BUNDLE, SSL_CERT_DIR and
-    /// URLSessionCertificateAuthorityInfoFile, measured with Swift 6.3.)
+    /// answering. (`--ca-file` trusts a private CA: HTTPSSourceTests.)
     @Test func untrustedCertificateIsAnErrorWithItsReasonNotACrash() throws {
         try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl"), "openssl is missing: run scripts/setup.sh")
         let dir = makeTemporaryDirectory()
@@ -394,7 +392,7 @@ private final class HTTPSServer {
 
     /// An https:// stream from a server whose certificate the system trusts
     /// plays. The leader process runs in a private mount namespace where the
-    /// system CA bundle (the one libcurl under URLSession reads) has the test
+    /// system CA bundle (the one libcurl reads by default) has the test
     /// certificate appended: nothing outside that process is changed.
     /// Needs root (unshare --mount), as CI has.
     @Test func trustedHTTPSStreamPlays() throws {

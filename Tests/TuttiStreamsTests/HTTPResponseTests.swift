@@ -1,30 +1,10 @@
 import Testing
 import TuttiStreams
 
-/// The plain-socket HTTP client's parsers: response heads and chunked bodies.
+/// The HTTP client's pure part: response heads, as libcurl hands them over line by line.
 @Suite struct HTTPResponseTests {
-    func decode(_ text: String) throws -> [UInt8] {
-        var decoder = ChunkedDecoder()
-        var body: [UInt8] = []
-        try Array(text.utf8).withUnsafeBytes { raw in try decoder.process(raw) { body += $0 } }
-        return body
-    }
-
-    @Test func chunkedBodiesDecode() throws {
-        #expect(try decode("4\r\nWiki\r\n6;x=1\r\npedia \r\n0\r\n\r\n") == Array("Wikipedia ".utf8))
-    }
-
-    /// Found by the http-chunked fuzz target: Int(_:radix:) takes a sign, so
-    /// a server's "-3" chunk size became a negative length and the stream's
-    /// thread trapped slicing the body.
-    @Test func aSignedChunkSizeIsMalformed() {
-        for size in ["-3", "+3", "-0", " -1"] {
-            #expect(throws: ChunkedDecoder.Malformed.self) { try decode("\(size)\r\nabc\r\n0\r\n\r\n") }
-        }
-    }
-
     /// Found reading the http-head target's check: "Content-Length: -5" was a
-    /// negative length, and SocketTransfer sliced its buffer 0..<-5 (a trap).
+    /// negative length, and the socket client of the time sliced its buffer 0..<-5 (a trap).
     @Test func aNegativeOrMalformedContentLengthIsNoLength() throws {
         for (text, length) in [("900", Int64(900)), (" 0 ", 0), ("-5", nil), ("+5", nil), ("5x", nil), ("", nil), ("99999999999999999999", nil)] as [(String, Int64?)] {
             let head = try ResponseHead.parse(lines: ["HTTP/1.1 200 OK", "Content-Length: \(text)"])
@@ -41,5 +21,13 @@ import TuttiStreams
         let head = try ResponseHead.parse(lines: reader.lines)
         #expect(head.status == 200)
         #expect(ICYText.metaint(head.headers) == 8192)
+    }
+
+    @Test func http2AndICYStatusLinesParseAndOthersDoNot() throws {
+        #expect(try ResponseHead.parse(lines: ["HTTP/2 206", "content-range: bytes 5-9/10"]).status == 206)
+        #expect(try ResponseHead.parse(lines: ["ICY 200 OK"]).status == 200)
+        for line in ["HTTP/0.9 200 OK", "HTTPS/1.1 200 OK", "ICY", "HTTP/1.1 99 Low", "SIP/2.0 200 OK"] {
+            #expect(throws: ResponseHead.ParseError.self) { try ResponseHead.parse(lines: [line]) }
+        }
     }
 }

@@ -3,6 +3,7 @@ import Testing
 import TuttiAudio
 import TuttiCore
 @testable import TuttiStreams
+import TuttiTestSupport
 
 @Suite struct NetworkSourceTests {
     @Test func finiteFileDecodesExactlyLikeTheFileOnDisk() throws {
@@ -58,8 +59,8 @@ import TuttiCore
         #expect(all.count == fixtureSamples.count)
     }
 
-    /// "?v1" answers `ICY 200 OK` (SHOUTcast v1), which URLSession's libcurl
-    /// rejects: the plain-socket client for http:// takes it like HTTP/1.0.
+    /// "?v1" answers `ICY 200 OK` (SHOUTcast v1), which libcurl takes like
+    /// HTTP/1.0 only through `CURLOPT_HTTP200ALIASES`.
     @Test(arguments: ["/icy.mp3", "/icy.mp3?v1"])
     func icyStreamStripsMetadataAndReportsTitlesInOrder(path: String) throws {
         let server = try TestServer()
@@ -90,14 +91,12 @@ import TuttiCore
         #expect(stations.all.first == "Tutti Test FM")
     }
 
-    /// The plain client follows relative and absolute redirects (up to 5)
-    /// and decodes chunked bodies; URLSession still serves when asked to.
-    @Test(arguments: ["/redirect?n=3", "/chunked.mp3", "/file.mp3#urlsession"])
-    func redirectsChunkedBodiesAndURLSessionDecodeExactly(path: String) throws {
+    /// The client follows relative and absolute redirects (up to 5) and
+    /// decodes chunked bodies (with extensions and a trailer).
+    @Test(arguments: ["/redirect?n=3", "/chunked.mp3"])
+    func redirectsAndChunkedBodiesDecodeExactly(path: String) throws {
         let server = try TestServer()
-        var options = testOptions()
-        options.useURLSessionForHTTP = path.hasSuffix("#urlsession")
-        let source = try NetworkSource(url: server.url(path), options: options)
+        let source = try NetworkSource(url: server.url(path), options: testOptions())
         let decoded = try decodeAll(source)
         #expect(decoded.count == fixtureSamples.count)
         #expect(maxAbsDifference(decoded, fixtureSamples) < 1e-6)
@@ -195,5 +194,59 @@ import TuttiCore
         #expect(u == url)
         #expect(reason.contains("connection refused"), "\(reason)")
         #expect(throws: StreamError.unsupportedURL("ftp://example.com/a.mp3")) { try NetworkSource(url: "ftp://example.com/a.mp3") }
+    }
+}
+
+/// https:// through libcurl and OpenSSL, against Python's http.server
+/// behind TLS with a self-signed certificate made for the test.
+@Suite struct HTTPSSourceTests {
+    static let script = #"""
+import http.server, ssl, sys, os, threading
+os.chdir(sys.argv[1])
+class Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *a): pass
+httpd = http.server.ThreadingHTTPServer(('127.0.0.1', 0), Quiet)
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+ctx.load_cert_chain(sys.argv[2], sys.argv[3])
+httpd.socket = ctx.wrap_socket(httpd.socket, server_side=True)
+def exit_with_parent():
+    sys.stdin.buffer.read(); os._exit(0)
+threading.Thread(target=exit_with_parent, daemon=True).start()
+print(httpd.server_address[1], flush=True)
+httpd.serve_forever()
+"""#
+
+    /// Starts the server on a folder holding the fixture; returns it, the URL and the certificate's path.
+    func serve() throws -> (TestServer, String, String) {
+        let dir = makeTemporaryDirectory()
+        try FileManager.default.createDirectory(atPath: dir + "/www", withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: fixtureMP3, toPath: dir + "/www/file.mp3")
+        try runTool(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                     "-days", "1", "-keyout", dir + "/key.pem", "-out", dir + "/cert.pem"])
+        try Self.script.write(toFile: dir + "/server.py", atomically: true, encoding: .utf8)
+        let server = try TestServer(script: dir + "/server.py", arguments: [dir + "/www", dir + "/cert.pem", dir + "/key.pem"])
+        return (server, "https://127.0.0.1:\(server.port)/file.mp3", dir + "/cert.pem")
+    }
+
+    /// Trusted through `caFile`, the stream decodes exactly (http.server has no Range: no seek here).
+    @Test func aCAFileIsTrusted() throws {
+        let (server, url, cert) = try serve()
+        defer { server.stop() }
+        var options = testOptions()
+        options.caFile = cert
+        let source = try NetworkSource(url: url, options: options)
+        #expect(!source.isLive)
+        let decoded = try decodeAll(source)
+        #expect(decoded.count == fixtureSamples.count)
+        #expect(maxAbsDifference(decoded, fixtureSamples) < 1e-6)
+    }
+
+    /// Without it, the system store does not trust the certificate: a clear error, not a hang.
+    @Test func anUntrustedCertificateIsANetworkErrorNamingIt() throws {
+        let (server, url, _) = try serve()
+        defer { server.stop() }
+        let error = #expect(throws: StreamError.self) { try NetworkSource(url: url, options: testOptions()) }
+        guard case .network(_, let reason) = error else { Issue.record("expected .network, got \(String(describing: error))"); return }
+        #expect(reason.lowercased().contains("certificate"), "\(reason)")
     }
 }

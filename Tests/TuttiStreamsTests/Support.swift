@@ -37,13 +37,18 @@ final class TestServer {
     let stdin = Pipe()
     let port: Int
 
-    init(file: String = fixtureMP3) throws {
+    convenience init(file: String = fixtureMP3) throws {
         let script = NSTemporaryDirectory() + "tutti-streams-server-\(getpid()).py"
         if !FileManager.default.fileExists(atPath: script) {
             try testServerScript.write(toFile: script, atomically: true, encoding: .utf8)
         }
+        try self.init(script: script, arguments: [file])
+    }
+
+    /// Another Python server that prints its port and exits when stdin closes.
+    init(script: String, arguments: [String]) throws {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        process.arguments = ["-u", script, file]
+        process.arguments = ["-u", script] + arguments
         let out = Pipe()
         process.standardOutput = out
         process.standardInput = stdin // the server exits when this closes
@@ -69,7 +74,10 @@ final class TestServer {
 
     /// How many connections each path has had.
     func connections(_ path: String) throws -> Int {
-        let data = try Data(contentsOf: URL(string: url("/stats"))!)
+        // Python fetches it: the test process links no HTTP client of Foundation's.
+        let fetched = try runProgram("/usr/bin/python3", ["-c", "import sys, urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1]).read().decode())", url("/stats")])
+        guard fetched.status == 0 else { throw CommandFailed(description: "GET /stats: \(fetched.err)") }
+        let data = Data(fetched.out.utf8)
         let json = try JSONSerialization.jsonObject(with: data) as! [String: [String: Int]]
         return json["connections"]?[path] ?? 0
     }

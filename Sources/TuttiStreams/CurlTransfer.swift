@@ -1,0 +1,206 @@
+import CCurl
+import Glibc
+import Synchronization
+import TuttiAudio
+import TuttiSystem
+
+/// What one transfer asks for: a GET of `url` with `headers`, and its limits.
+struct HTTPRequest: Sendable {
+    var url: String
+    var headers: [(String, String)] = []
+    /// Seconds for the connection and the response head (after each redirect).
+    var connectTimeout: Double = 10
+    /// Seconds without a body byte after which the transfer fails.
+    var stallTimeout: Double = 10
+    /// PEM file of the certificate authorities trusted for https:// (nil: the system store).
+    var caFile: String? = nil
+    static let maxRedirects = 5
+}
+
+/// libcurl's global state, set up once before the first transfer.
+private let curlReady: Bool = tutti_curl_global_init() == CURLE_OK
+
+/// The one HTTP client: an HTTP(S) GET through libcurl on its own thread
+/// (`tutti-http`), for every network source. libcurl does TLS (its CA file
+/// or the system store), redirects (at most 5, http and https only),
+/// chunked bodies and SHOUTcast v1's `ICY 200 OK` (`CURLOPT_HTTP200ALIASES`);
+/// the response head goes through `HeadReader` and `ResponseHead` (pure,
+/// bounded: 8 KiB a line, 100 headers), and the connect, head and stall
+/// timeouts are kept here on the monotonic clock.
+///
+/// Thread contract: `start` once; `cancel` from any thread, at once (it
+/// wakes the transfer's poll). The delegate is called on the transfer's
+/// thread, never after `cancel` returns except for a callback already running.
+final class CurlTransfer: Transfer, @unchecked Sendable {
+    // @unchecked Sendable: `cancelled` is atomic and `multi` under a mutex;
+    // every other field is touched only by the transfer's thread.
+    private let request: HTTPRequest
+    private weak let delegate: (any TransferDelegate)?
+    private let cancelled = Atomic<Bool>(false)
+    private let multi = Mutex<MultiHandle?>(nil)
+
+    private var head = HeadReader()
+    private var reported = false
+    private var refused = false
+    private var failure: TransferFailure?
+    private var redirects = 0
+    private var headDeadline: Int64 = 0
+    private var lastByte: Int64 = 0
+
+    private struct MultiHandle: @unchecked Sendable { let pointer: UnsafeMutableRawPointer }
+
+    init(_ request: HTTPRequest, delegate: any TransferDelegate) {
+        self.request = request
+        self.delegate = delegate
+    }
+
+    func start() {
+        startThread(name: "tutti-http") { [self] in
+            let result = perform()
+            if !isCancelled && !refused { delegate?.transfer(self, didCompleteWith: result) }
+        }
+    }
+
+    func cancel() {
+        cancelled.store(true, ordering: .releasing)
+        multi.withLock { if let m = $0 { _ = curl_multi_wakeup(m.pointer) } }
+    }
+
+    private var isCancelled: Bool { cancelled.load(ordering: .acquiring) }
+
+    private static func nanoseconds(_ seconds: Double) -> Int64 { Int64(max(0.001, seconds) * 1e9) }
+
+    /// Runs the transfer to its end; nil when it completed (or was cancelled).
+    private func perform() -> TransferFailure? {
+        guard curlReady, let easy = curl_easy_init() else { return TransferFailure(reason: "libcurl could not be initialised") }
+        defer { curl_easy_cleanup(easy) }
+        let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
+        errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))
+        defer { errorBuffer.deallocate() }
+        var headers: UnsafeMutablePointer<curl_slist>? = nil
+        for (name, value) in request.headers { headers = curl_slist_append(headers, "\(name): \(value)") }
+        defer { curl_slist_free_all(headers) }
+        let aliases = curl_slist_append(nil, "ICY 200 OK")
+        defer { curl_slist_free_all(aliases) }
+
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        var ok = true
+        func check(_ code: CURLcode) { ok = ok && code == CURLE_OK }
+        check(tutti_curl_set_string(easy, CURLOPT_URL, request.url))
+        check(tutti_curl_set_string(easy, CURLOPT_PROTOCOLS_STR, "http,https"))
+        check(tutti_curl_set_string(easy, CURLOPT_REDIR_PROTOCOLS_STR, "http,https"))
+        check(tutti_curl_set_long(easy, CURLOPT_FOLLOWLOCATION, 1))
+        check(tutti_curl_set_long(easy, CURLOPT_MAXREDIRS, HTTPRequest.maxRedirects + 1)) // the head check below says it first
+        check(tutti_curl_set_list(easy, CURLOPT_HTTPHEADER, headers))
+        check(tutti_curl_set_list(easy, CURLOPT_HTTP200ALIASES, aliases))
+        check(tutti_curl_set_long(easy, CURLOPT_CONNECTTIMEOUT_MS, Int(Self.nanoseconds(request.connectTimeout) / 1_000_000)))
+        check(tutti_curl_set_long(easy, CURLOPT_NOSIGNAL, 1))
+        check(tutti_curl_set_long(easy, CURLOPT_FORBID_REUSE, 1))
+        check(tutti_curl_set_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer))
+        if let caFile = request.caFile { check(tutti_curl_set_string(easy, CURLOPT_CAINFO, caFile)) }
+        check(tutti_curl_set_callback(easy, CURLOPT_HEADERFUNCTION, { data, size, count, context in
+            let t = Unmanaged<CurlTransfer>.fromOpaque(context!).takeUnretainedValue()
+            return t.receiveHeader(UnsafeRawBufferPointer(start: data, count: size * count)) ? size * count : 0
+        }))
+        check(tutti_curl_set_pointer(easy, CURLOPT_HEADERDATA, context))
+        check(tutti_curl_set_callback(easy, CURLOPT_WRITEFUNCTION, { data, size, count, context in
+            let t = Unmanaged<CurlTransfer>.fromOpaque(context!).takeUnretainedValue()
+            return t.receiveBody(UnsafeRawBufferPointer(start: data, count: size * count)) ? size * count : 0
+        }))
+        check(tutti_curl_set_pointer(easy, CURLOPT_WRITEDATA, context))
+        guard ok else { return TransferFailure(reason: "libcurl refused an option (is libcurl older than 7.85?)") }
+
+        guard let m = curl_multi_init() else { return TransferFailure(reason: "libcurl could not be initialised") }
+        _ = curl_multi_add_handle(m, easy)
+        multi.withLock { $0 = MultiHandle(pointer: m) }
+        defer {
+            multi.withLock { $0 = nil }
+            _ = curl_multi_remove_handle(m, easy)
+            _ = curl_multi_cleanup(m)
+        }
+
+        let stall = Self.nanoseconds(request.stallTimeout)
+        headDeadline = Monotonic.now() + Self.nanoseconds(request.connectTimeout)
+        var result: CURLcode? = nil
+        while result == nil {
+            var running: Int32 = 0
+            _ = curl_multi_perform(m, &running)
+            var left: Int32 = 0
+            while let message = curl_multi_info_read(m, &left) {
+                if message.pointee.msg == CURLMSG_DONE { result = message.pointee.data.result }
+            }
+            if result != nil || running == 0 { break }
+            if isCancelled { return nil }
+            let now = Monotonic.now()
+            let deadline = reported ? lastByte + stall : headDeadline
+            if now >= deadline {
+                return TransferFailure(reason: "nothing received while waiting for \(reported ? "data" : "the response headers")", timedOut: true)
+            }
+            var ready: Int32 = 0
+            _ = curl_multi_poll(m, nil, 0, Int32(clamping: min(1_000, max(1, (deadline - now) / 1_000_000))), &ready)
+        }
+        if isCancelled || refused { return nil }
+        if let failure { return failure }
+        let code = result ?? CURLE_OK
+        if code == CURLE_OK { return nil }
+        let detail = errorBuffer.pointee != 0 ? String(cString: errorBuffer) : String(cString: curl_easy_strerror(code))
+        switch code {
+        case CURLE_COULDNT_CONNECT where tutti_curl_os_errno(easy) == ECONNREFUSED:
+            return TransferFailure(reason: "connection refused (is the server running?): \(detail)")
+        case CURLE_OPERATION_TIMEDOUT:
+            return TransferFailure(reason: detail, timedOut: true)
+        case CURLE_TOO_MANY_REDIRECTS:
+            return TransferFailure(reason: "more than \(HTTPRequest.maxRedirects) redirects")
+        default:
+            return TransferFailure(reason: detail)
+        }
+    }
+
+    /// One header line of a response (libcurl passes each one whole, the
+    /// blank line that ends a head too, and a chunked body's trailers).
+    /// False aborts the transfer.
+    private func receiveHeader(_ line: UnsafeRawBufferPointer) -> Bool {
+        if isCancelled { return false }
+        if reported { return true }
+        do { _ = try head.feed(line) } catch {
+            failure = TransferFailure(reason: error.description)
+            return false
+        }
+        guard head.done else { return true }
+        let response: ResponseHead
+        do { response = try ResponseHead.parse(lines: head.lines) } catch {
+            failure = TransferFailure(reason: error.description)
+            return false
+        }
+        head = HeadReader()
+        let now = Monotonic.now()
+        if response.status < 200 { return true }
+        if [301, 302, 303, 307, 308].contains(response.status), let location = response.headers["location"] {
+            // libcurl follows it; each redirect gets its own head timeout.
+            redirects += 1
+            guard redirects <= HTTPRequest.maxRedirects else {
+                failure = TransferFailure(reason: "more than \(HTTPRequest.maxRedirects) redirects (last to \(location.prefix(200)))")
+                return false
+            }
+            headDeadline = now + Self.nanoseconds(request.connectTimeout)
+            return true
+        }
+        reported = true
+        lastByte = now
+        guard delegate?.transfer(self, didReceiveStatus: response.status, headers: response.headers) == true else {
+            refused = true
+            return false
+        }
+        return true
+    }
+
+    /// Body bytes of the final response (libcurl skips a redirect's body
+    /// and removes chunked framing). False aborts the transfer.
+    private func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        if isCancelled { return false }
+        guard reported else { return true }
+        lastByte = Monotonic.now()
+        delegate?.transfer(self, didReceive: bytes)
+        return true
+    }
+}
