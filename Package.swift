@@ -34,29 +34,31 @@ let package = Package(
         systemLibrary("CSodium", pkgConfig: "libsodium", apt: "libsodium-dev"),
         systemLibrary("CCrypto", pkgConfig: "libcrypto", apt: "libssl-dev"),
         systemLibrary("CCurl", pkgConfig: "libcurl", apt: "libcurl4-openssl-dev"),
-        .target(name: "CTuttiShim", dependencies: ["COpus", "CMPG123"]),
+        // What TuttiNet cannot do from Swift (kernel receive timestamps); the C
+        // libraries' own wrappers are static inline in their C* headers.
+        .target(name: "CTuttiNet"),
         .target(name: "CTuttiThread"),
 
         // Pure logic: no I/O, no C, runs on injected time.
         .target(name: "TuttiCore"),
         // OS services without Foundation: named threads, the stderr log.
         .target(name: "TuttiSystem", dependencies: ["TuttiCore", "CTuttiThread"]),
-        // Audio edge: decoders, resampler, codec, sinks.
-        .target(name: "TuttiAudio", dependencies: [
-            "TuttiCore", "TuttiSystem", "CALSA", "CMPG123", "COpus", "CSoxr", "CFLAC", "CTuttiShim",
-        ]),
+        // Audio edge, a speaker's half: the Opus codec, sinks (ALSA), the playout engine.
+        .target(name: "TuttiAudio", dependencies: ["TuttiCore", "TuttiSystem", "CALSA", "COpus"]),
+        // Audio edge, the leader's half: file and stream decoders (libmpg123, libFLAC, WAV), the resampler (libsoxr).
+        .target(name: "TuttiDecode", dependencies: ["TuttiCore", "TuttiAudio", "CMPG123", "CFLAC", "CSoxr"]),
         // Speed and pitch at the leader (librubberband); its own module, so speakers do not load it.
         .target(name: "TuttiTimeStretch", dependencies: ["TuttiCore", "CRubberBand"]),
         // The room key: HMAC-SHA256 proofs between speakers and leader, control passwords (libsodium).
         .target(name: "TuttiAuth", dependencies: ["TuttiCore", "CSodium"]),
         // Network edge: sockets, framing over TCP.
-        .target(name: "TuttiNet", dependencies: ["TuttiCore", "CTuttiShim"]),
+        .target(name: "TuttiNet", dependencies: ["TuttiCore", "CTuttiNet"]),
         // The JSON-RPC client (`tutti`, tests); Foundation, so not in TuttiNet.
         .target(name: "TuttiControlClient", dependencies: ["TuttiCore", "TuttiNet"]),
         // Music library: SQLite store, tag scanner, full-text search, playlists.
-        .target(name: "TuttiLibrary", dependencies: ["TuttiCore", "TuttiSystem", "CSQLite", "CMPG123", "CFLAC", "CTuttiShim", "CCrypto"]),
+        .target(name: "TuttiLibrary", dependencies: ["TuttiCore", "TuttiSystem", "CSQLite", "CMPG123", "CFLAC", "CCrypto"]),
         // Network sources: HTTP(S) streams (libcurl), ICY metadata, offline cache.
-        .target(name: "TuttiStreams", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "CCurl", "CMPG123", "CTuttiShim"]),
+        .target(name: "TuttiStreams", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "TuttiDecode", "CCurl"]),
         // Buttons and remotes: Linux input events and GPIO lines.
         .target(name: "TuttiInput", dependencies: ["TuttiCore", "TuttiSystem", "CGPIOD"]),
         // mDNS/DNS-SD through avahi-daemon: announcing leaders, finding them.
@@ -67,7 +69,7 @@ let package = Package(
         // speaker's process stays small (tutti-follower).
         .target(name: "TuttiFollower", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "TuttiNet", "TuttiDiscovery", "TuttiInput", "TuttiAuth"]),
         // Composition root: leader, demo, and the follower in the same binary.
-        .target(name: "TuttiDaemon", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "TuttiNet", "TuttiLibrary", "TuttiInput", "TuttiStreams", "TuttiDiscovery", "TuttiFollower", "TuttiWeb", "TuttiTimeStretch", "TuttiAuth", "CTuttiShim"]),
+        .target(name: "TuttiDaemon", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "TuttiDecode", "TuttiNet", "TuttiLibrary", "TuttiInput", "TuttiStreams", "TuttiDiscovery", "TuttiFollower", "TuttiWeb", "TuttiTimeStretch", "TuttiAuth"]),
         .executableTarget(name: "tuttid", dependencies: ["TuttiDaemon"]),
         .executableTarget(name: "tutti-follower", dependencies: ["TuttiFollower", "TuttiSystem", "TuttiCore"]),
         // Helpers shared by the test targets (temporary folders, running real programs to their end).
@@ -80,9 +82,9 @@ let package = Package(
                 path: "Fuzz/Targets"),
 
         .testTarget(name: "TuttiCoreTests", dependencies: ["TuttiCore"]),
-        .testTarget(name: "TuttiAudioTests", dependencies: ["TuttiTestSupport", "TuttiAudio", "TuttiTimeStretch", "TuttiCore"]),
+        .testTarget(name: "TuttiAudioTests", dependencies: ["TuttiTestSupport", "TuttiAudio", "TuttiDecode", "TuttiTimeStretch", "TuttiCore"]),
         .testTarget(name: "TuttiLibraryTests", dependencies: ["TuttiTestSupport", "TuttiLibrary", "TuttiCore"]),
-        .testTarget(name: "TuttiStreamsTests", dependencies: ["TuttiTestSupport", "TuttiStreams", "TuttiAudio", "TuttiCore"]),
+        .testTarget(name: "TuttiStreamsTests", dependencies: ["TuttiTestSupport", "TuttiStreams", "TuttiDecode", "TuttiAudio", "TuttiCore"]),
         .testTarget(name: "TuttiWebTests", dependencies: ["TuttiTestSupport", "TuttiWeb"]),
         .testTarget(name: "TuttiInputTests", dependencies: ["TuttiInput", "TuttiCore"]),
         .testTarget(name: "TuttiDiscoveryTests", dependencies: ["TuttiTestSupport", "TuttiDiscovery", "TuttiDaemon", "TuttiFollower", "TuttiControlClient", "TuttiAudio", "TuttiNet", "TuttiCore"]),

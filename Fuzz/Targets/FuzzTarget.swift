@@ -1,5 +1,6 @@
 import Glibc
 import TuttiCore
+import TuttiDecode
 import TuttiDaemon
 import TuttiFollower
 import TuttiLibrary

@@ -1,5 +1,4 @@
 import COpus
-import CTuttiShim
 import TuttiCore
 
 /// Encodes 48 kHz stereo float frames into wire payloads, once per stream.

@@ -1,4 +1,3 @@
-import CTuttiShim
 import Glibc
 import Synchronization
 import TuttiCore

@@ -3,6 +3,7 @@ import Foundation
 import Synchronization
 import TuttiAudio
 import TuttiCore
+import TuttiDecode
 import TuttiTimeStretch
 import TuttiStreams
 

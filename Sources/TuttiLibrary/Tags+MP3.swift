@@ -1,5 +1,4 @@
 import CMPG123
-import CTuttiShim
 
 /// MP3 tags and exact length through libmpg123: ID3v1 (read from the end
 /// at open), ID3v2.2/2.3/2.4 text frames and APIC pictures.

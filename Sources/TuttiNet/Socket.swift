@@ -1,4 +1,4 @@
-import CTuttiShim
+import CTuttiNet
 import Glibc
 import Synchronization
 import TuttiCore

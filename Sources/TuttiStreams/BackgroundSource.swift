@@ -1,6 +1,7 @@
 import Foundation
 import TuttiAudio
 import TuttiCore
+import TuttiDecode
 
 /// Opens and decodes one source on its own thread into a bounded buffer of
 /// decoded frames, so that the thread consuming it (the leader's source

@@ -1,8 +1,7 @@
-import CMPG123
-import CTuttiShim
 import Synchronization
 import TuttiAudio
 import TuttiCore
+import TuttiDecode
 
 /// An MP3 stream or file over HTTP(S), decoded as it arrives through
 /// libmpg123's feed API: interleaved stereo float at the stream's own rate,
@@ -30,9 +29,8 @@ public final class NetworkSource: AudioDecoder {
     public let contentLength: Int64?
 
     private let stream: HTTPStream
-    private let handle: OpaquePointer
+    private let decoder: MP3FeedDecoder
     private var input = [UInt8](repeating: 0, count: 16_384)
-    private var output: [UInt8] = []
     private var finished = false
     // Reader thread only: for turning buffered bytes into seconds.
     private var fedBytes: Int64 = 0
@@ -48,38 +46,34 @@ public final class NetworkSource: AudioDecoder {
         if let onMetadata { stream.setMetadataHandler(onMetadata) }
         cancellation?.attach(stream)
         try stream.open()
-        var err: Int32 = 0
-        guard let mh = mpg123_new(nil, &err) else {
+        let decoder: MP3FeedDecoder
+        do { decoder = try MP3FeedDecoder() } catch {
             stream.close()
-            throw .undecodable(url: url, reason: String(cString: mpg123_plain_strerror(err)))
-        }
-        guard tutti_mpg123_open_feed(mh) == MPG123_OK.rawValue else {
-            let reason = String(cString: mpg123_strerror(mh))
-            mpg123_delete(mh); stream.close()
-            throw .undecodable(url: url, reason: reason)
+            throw .undecodable(url: url, reason: Self.reason(error))
         }
         self.path = url
         self.stream = stream
-        self.handle = mh
+        self.decoder = decoder
         let info = stream.info!
         self.isLive = info.isLive
         self.contentLength = info.isLive ? nil : info.contentLength
         // Feed until libmpg123 has found the first frame and announces its format.
         var fed = 0
         var probe: StreamError? = nil
+        var nothing: [Float] = []
         probing: while true {
-            var done = 0
-            let rc = output.withUnsafeMutableBytes { mpg123_read(mh, $0.baseAddress, 0, &done) }
-            if rc == MPG123_NEW_FORMAT.rawValue { break }
-            if rc == MPG123_NEED_MORE.rawValue || rc == MPG123_OK.rawValue {
+            switch decoder.decode(into: &nothing, maxFrames: 0).status {
+            case .newFormat:
+                break probing
+            case .needMore, .ok:
                 if fed >= options.maxProbeBytes {
                     probe = .undecodable(url: url, reason: "no MPEG audio frame in the first \(fed) bytes\(Self.typeNote(info))")
-                    break
+                    break probing
                 }
                 switch input.withUnsafeMutableBytes({ stream.read(into: $0) }) {
                 case .bytes(let n):
                     fed += n
-                    _ = input.withUnsafeBytes { mpg123_feed(mh, $0.baseAddress!.assumingMemoryBound(to: UInt8.self), n) }
+                    input.withUnsafeBytes { decoder.feed(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
                 case .discontinuity: continue
                 case .end:
                     probe = .undecodable(url: url, reason: fed == 0 ? "the response is empty" : "no MPEG audio frame in \(fed) bytes\(Self.typeNote(info))")
@@ -88,33 +82,40 @@ public final class NetworkSource: AudioDecoder {
                     probe = e
                     break probing
                 }
-                continue
+            case .done:
+                probe = .undecodable(url: url, reason: "no MPEG audio frame in \(fed) bytes\(Self.typeNote(info))")
+                break probing
+            case .failed(let reason):
+                probe = .undecodable(url: url, reason: reason)
+                break probing
             }
-            probe = .undecodable(url: url, reason: String(cString: mpg123_strerror(mh)))
-            break
         }
-        var rate = 0, ch: Int32 = 0, encoding: Int32 = 0
+        var format = (rate: 0, channels: 0)
         if probe == nil {
-            if mpg123_getformat(mh, &rate, &ch, &encoding) != MPG123_OK.rawValue || rate <= 0 {
-                probe = .undecodable(url: url, reason: String(cString: mpg123_strerror(mh)))
-            } else if encoding != Int32(MPG123_ENC_FLOAT_32.rawValue) {
-                probe = .undecodable(url: url, reason: "libmpg123 cannot produce 32-bit float output")
+            switch decoder.format() {
+            case .success(let f): format = f
+            case .failure(let e): probe = .undecodable(url: url, reason: Self.reason(e))
             }
         }
-        self.sampleRate = rate
-        self.channels = Int(ch)
+        self.sampleRate = format.rate
+        self.channels = format.channels
         if let probe {
-            // deinit runs: it closes the stream and frees the handle.
+            // deinit runs: it closes the stream (the decoder frees its handle).
             throw probe
         }
-        mpg123_format_none(mh)
-        mpg123_format(mh, rate, ch, encoding)
+        decoder.fixFormat(rate: format.rate, channels: format.channels)
         fedBytes = Int64(fed)
     }
 
     deinit {
         stream.close()
-        mpg123_delete(handle)
+    }
+
+    private static func reason(_ error: AudioError) -> String {
+        switch error {
+        case .undecodable(_, let reason), .codec(_, let reason), .cannotOpen(_, let reason): reason
+        default: "\(error)"
+        }
     }
 
     private static func typeNote(_ info: ResponseInfo) -> String {
@@ -150,63 +151,45 @@ public final class NetworkSource: AudioDecoder {
 
     /// Exact length (gapless) when the file has a LAME/Xing header, else
     /// libmpg123's estimate; nil for live streams.
-    public var frameCount: Int? {
-        guard !isLive else { return nil }
-        let n = tutti_mpg123_length(handle)
-        return n > 0 ? Int(n) : nil
-    }
+    public var frameCount: Int? { isLive ? nil : decoder.frameCount }
 
     public func seek(toFrame frame: Int) throws(AudioError) {
         guard !isLive else { throw StreamError.notSeekable(url: path, reason: "it is a live stream").audioError }
-        var inputOffset: Int64 = 0
-        let rc = tutti_mpg123_feedseek(handle, Int64(max(0, frame)), &inputOffset)
-        guard rc >= 0 else {
-            throw StreamError.notSeekable(url: path, reason: String(cString: mpg123_strerror(handle))).audioError
+        switch decoder.seek(toFrame: frame) {
+        case .failure(let e): throw StreamError.notSeekable(url: path, reason: Self.reason(e)).audioError
+        case .success(let inputOffset):
+            do { try stream.restart(at: inputOffset) } catch { throw error.audioError }
         }
-        do { try stream.restart(at: inputOffset) } catch { throw error.audioError }
         finished = false
     }
 
     public func read(into out: inout [Float], maxFrames: Int) throws(AudioError) -> Int {
         guard !finished, maxFrames > 0 else { return 0 }
-        let bytesPerFrame = 4 * channels
-        let want = maxFrames * bytesPerFrame
-        if output.count < want { output = [UInt8](repeating: 0, count: want) }
         while true {
-            var done = 0
-            let rc = output.withUnsafeMutableBytes { mpg123_read(handle, $0.baseAddress, want, &done) }
-            let frames = done / bytesPerFrame
-            if frames > 0 {
-                decodedFrames += Int64(frames)
-                output.withUnsafeBytes { appendStereo(decodedFloats: $0, frames: frames, channels: channels, to: &out) }
-            }
-            switch rc {
-            case MPG123_OK.rawValue:
+            let (frames, status) = decoder.decode(into: &out, maxFrames: maxFrames)
+            decodedFrames += Int64(frames)
+            switch status {
+            case .ok:
                 if frames > 0 { return frames }
-            case MPG123_DONE.rawValue:
+            case .done:
                 finished = true
                 return frames
-            case MPG123_NEW_FORMAT.rawValue:
-                var rate = 0, ch: Int32 = 0, encoding: Int32 = 0
-                mpg123_getformat(handle, &rate, &ch, &encoding)
-                if rate != sampleRate || Int(ch) != channels {
+            case .newFormat:
+                if case .success(let f) = decoder.format(), f.rate != sampleRate || f.channels != channels {
                     finished = true
-                    throw StreamError.undecodable(url: path, reason: "the format changed from \(sampleRate) Hz × \(channels) to \(rate) Hz × \(ch)").audioError
+                    throw StreamError.undecodable(url: path, reason: "the format changed from \(sampleRate) Hz × \(channels) to \(f.rate) Hz × \(f.channels)").audioError
                 }
                 if frames > 0 { return frames }
-            case MPG123_NEED_MORE.rawValue:
+            case .needMore:
                 if frames > 0 { return frames }
                 switch input.withUnsafeMutableBytes({ stream.read(into: $0) }) {
                 case .bytes(let n):
                     fedBytes += Int64(n)
-                    _ = input.withUnsafeBytes { mpg123_feed(handle, $0.baseAddress!.assumingMemoryBound(to: UInt8.self), n) }
+                    input.withUnsafeBytes { decoder.feed(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
                 case .discontinuity:
                     // New connection (or dropped data): start the decoder afresh
                     // rather than splice half a frame onto the next one.
-                    if tutti_mpg123_open_feed(handle) == MPG123_OK.rawValue {
-                        mpg123_format_none(handle)
-                        mpg123_format(handle, sampleRate, Int32(channels), Int32(MPG123_ENC_FLOAT_32.rawValue))
-                    }
+                    decoder.restart(rate: sampleRate)
                 case .end:
                     finished = true
                     return 0
@@ -214,9 +197,9 @@ public final class NetworkSource: AudioDecoder {
                     finished = true
                     throw e.audioError
                 }
-            default:
+            case .failed(let reason):
                 finished = true
-                throw StreamError.undecodable(url: path, reason: String(cString: mpg123_strerror(handle))).audioError
+                throw StreamError.undecodable(url: path, reason: reason).audioError
             }
         }
     }

@@ -1,6 +1,7 @@
 import Glibc
 import TuttiAudio
 import TuttiCore
+import TuttiDecode
 
 /// Reads raw PCM from a pipe or FIFO as it is written (a live source: no
 /// length, no seeking). It runs on a `BackgroundSource`'s thread, so the

@@ -1,6 +1,7 @@
 import Foundation
 import TuttiAudio
 import TuttiCore
+import TuttiDecode
 
 /// The player's one entry point for opening a queue entry.
 ///

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TuttiAudio
 import TuttiCore
+import TuttiDecode
 import TuttiTestSupport
 
 

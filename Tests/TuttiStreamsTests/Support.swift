@@ -3,6 +3,7 @@ import Synchronization
 import Testing
 import TuttiAudio
 import TuttiCore
+import TuttiDecode
 @testable import TuttiStreams
 import TuttiTestSupport
 

@@ -1,4 +1,5 @@
 import CSoxr
+import TuttiAudio
 import TuttiCore
 
 /// Sample-rate conversion to 48 kHz through libsoxr (high quality,

@@ -1,5 +1,5 @@
 import CMPG123
-import CTuttiShim
+import TuttiAudio
 import Glibc
 import TuttiCore
 
@@ -184,5 +184,112 @@ public final class MP3Decoder: AudioDecoder {
             if frames == 0 && done == 0 { continue }
         }
         return total
+    }
+}
+
+/// MPEG audio fed in pieces as it arrives (a network stream) through
+/// libmpg123's feed API: float output, gapless, like `MP3Decoder`. The
+/// caller owns the bytes and the waiting; this only decodes.
+///
+/// Thread contract: one thread at a time, like every decoder.
+public final class MP3FeedDecoder {
+    /// What `decode` stopped at.
+    public enum Status: Equatable {
+        /// Frames were decoded (and more may be ready).
+        case ok
+        /// It wants more bytes (`feed`).
+        case needMore
+        /// The stream's format is known or changed (`format`).
+        case newFormat
+        case done
+        case failed(String)
+    }
+
+    private let handle: OpaquePointer
+    private var bytes: [UInt8] = []
+    /// Channels of the decoded frames, once the format is known.
+    public private(set) var channels = 2
+
+    public init() throws(AudioError) {
+        var err: Int32 = 0
+        guard let mh = mpg123_new(nil, &err) else {
+            throw .codec(operation: "mpg123_new", reason: String(cString: mpg123_plain_strerror(err)))
+        }
+        guard tutti_mpg123_open_feed(mh) == MPG123_OK.rawValue else {
+            let reason = String(cString: mpg123_strerror(mh))
+            mpg123_delete(mh)
+            throw .codec(operation: "mpg123_open_feed", reason: reason)
+        }
+        handle = mh
+    }
+
+    deinit { mpg123_delete(handle) }
+
+    public func feed(_ input: UnsafeRawBufferPointer) {
+        guard let base = input.baseAddress, input.count > 0 else { return }
+        _ = mpg123_feed(handle, base.assumingMemoryBound(to: UInt8.self), input.count)
+    }
+
+    /// Decodes up to `maxFrames` (0: only look for the format) and appends
+    /// them to `output` as interleaved stereo; returns how many and why it stopped.
+    public func decode(into output: inout [Float], maxFrames: Int) -> (frames: Int, status: Status) {
+        let bytesPerFrame = 4 * channels
+        let want = maxFrames * bytesPerFrame
+        if bytes.count < max(want, 1) { bytes = [UInt8](repeating: 0, count: max(want, 1)) }
+        var done = 0
+        let rc = bytes.withUnsafeMutableBytes { mpg123_read(handle, $0.baseAddress, want, &done) }
+        let frames = done / bytesPerFrame
+        if frames > 0 {
+            let channels = channels
+            bytes.withUnsafeBytes { appendStereo(decodedFloats: $0, frames: frames, channels: channels, to: &output) }
+        }
+        switch rc {
+        case MPG123_OK.rawValue: return (frames, .ok)
+        case MPG123_NEED_MORE.rawValue: return (frames, .needMore)
+        case MPG123_NEW_FORMAT.rawValue: return (frames, .newFormat)
+        case MPG123_DONE.rawValue: return (frames, .done)
+        default: return (frames, .failed(String(cString: mpg123_strerror(handle))))
+        }
+    }
+
+    /// The format libmpg123 announced: rate and channels, or why there is
+    /// none usable (not yet known, or not 32-bit float).
+    public func format() -> Result<(rate: Int, channels: Int), AudioError> {
+        var rate = 0, ch: Int32 = 0, encoding: Int32 = 0
+        guard mpg123_getformat(handle, &rate, &ch, &encoding) == MPG123_OK.rawValue, rate > 0 else {
+            return .failure(.undecodable(path: "", reason: String(cString: mpg123_strerror(handle))))
+        }
+        guard encoding == Int32(MPG123_ENC_FLOAT_32.rawValue) else {
+            return .failure(.undecodable(path: "", reason: "libmpg123 cannot produce 32-bit float output"))
+        }
+        return .success((rate, Int(ch)))
+    }
+
+    /// Keeps the output at this format from now on (after `format`).
+    public func fixFormat(rate: Int, channels: Int) {
+        self.channels = channels
+        mpg123_format_none(handle)
+        mpg123_format(handle, rate, Int32(channels), Int32(MPG123_ENC_FLOAT_32.rawValue))
+    }
+
+    /// Starts afresh on bytes that do not continue the ones before (a
+    /// reconnect), keeping the fixed format.
+    public func restart(rate: Int) {
+        if tutti_mpg123_open_feed(handle) == MPG123_OK.rawValue { fixFormat(rate: rate, channels: channels) }
+    }
+
+    /// Exact length (gapless) with a LAME/Xing header, else libmpg123's estimate.
+    public var frameCount: Int? {
+        let n = tutti_mpg123_length(handle)
+        return n > 0 ? Int(n) : nil
+    }
+
+    /// Prepares to continue at `frame`: the byte offset in the stream to feed from.
+    public func seek(toFrame frame: Int) -> Result<Int64, AudioError> {
+        var inputOffset: Int64 = 0
+        guard tutti_mpg123_feedseek(handle, Int64(max(0, frame)), &inputOffset) >= 0 else {
+            return .failure(.undecodable(path: "", reason: String(cString: mpg123_strerror(handle))))
+        }
+        return .success(inputOffset)
     }
 }

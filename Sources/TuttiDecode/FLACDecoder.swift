@@ -1,5 +1,6 @@
 import CFLAC
 import Glibc
+import TuttiAudio
 import TuttiCore
 
 /// FLAC through libFLAC's stream decoder: exact length from STREAMINFO,
