@@ -70,12 +70,14 @@ let package = Package(
         .target(name: "TuttiFollower", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "TuttiNet", "TuttiDiscovery", "TuttiInput", "TuttiAuth"]),
         // Composition root: leader, demo, and the follower in the same binary.
         .target(name: "TuttiDaemon", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "TuttiDecode", "TuttiNet", "TuttiLibrary", "TuttiInput", "TuttiStreams", "TuttiDiscovery", "TuttiFollower", "TuttiWeb", "TuttiTimeStretch", "TuttiAuth"]),
-        .executableTarget(name: "tuttid", dependencies: ["TuttiDaemon"]),
+        // `tuttid doctor` too (what `tutti doctor` runs: it opens ALSA, and `tutti` links no audio library).
+        .executableTarget(name: "tuttid", dependencies: ["TuttiDaemon", "TuttiFollower", "TuttiControlClient"]),
         .executableTarget(name: "tutti-follower", dependencies: ["TuttiFollower", "TuttiSystem", "TuttiCore"]),
         // Helpers shared by the test targets (temporary folders, running real programs to their end).
         .target(name: "CTuttiSpawn"),
         .target(name: "TuttiTestSupport", dependencies: ["CTuttiSpawn"]),
-        .executableTarget(name: "tutti", dependencies: ["TuttiCore", "TuttiNet", "TuttiControlClient", "TuttiDiscovery", "TuttiFollower"]),
+        // The client: no audio library (its `doctor` is `tuttid doctor`).
+        .executableTarget(name: "tutti", dependencies: ["TuttiCore", "TuttiNet", "TuttiControlClient", "TuttiDiscovery"]),
 
         // Fuzz targets: each parser that reads outside input, fed the way the daemons feed it (Fuzz/).
         .target(name: "TuttiFuzzTargets", dependencies: ["TuttiCore", "TuttiDaemon", "TuttiFollower", "TuttiLibrary", "TuttiStreams"],

@@ -3,7 +3,6 @@ import Glibc
 import TuttiCore
 import TuttiDiscovery
 import TuttiControlClient
-import TuttiFollower
 import TuttiNet
 
 let usage = """
@@ -101,39 +100,18 @@ let operands = Array(rest.dropFirst())
 if command == "--version" { print("tutti \(TuttiVersion.current)"); exit(0) }
 if command == "doctor" { runDoctor(operands) }
 
-/// `tutti doctor`: reads the speaker's settings as tutti-follower does and
-/// checks the machine against them. Exit 0 when nothing is wrong, 1 otherwise.
+/// `tutti doctor` is `tuttid doctor` (beside this binary, else on PATH):
+/// the doctor opens the ALSA device and mixer, and `tutti` links no audio
+/// library, so it starts in a few milliseconds.
 func runDoctor(_ arguments: [String]) -> Never {
-    let invocation: FollowerInvocation
-    let request: ConfigRequest
-    do {
-        request = try ConfigRequest(arguments)
-        guard let parsed = try FollowerConfiguration.parse(request.arguments, file: try loadConfigFile(request),
-                                                           hostname: ProcessInfo.processInfo.hostName.split(separator: ".").first.map(String.init) ?? "follower") else {
-            print("usage: tutti doctor [--config FILE] [speaker options]"); exit(0)
-        }
-        invocation = parsed
-    } catch { fail(error.message, 64) }
-    let probe = SystemDoctorProbe { control, room in
-        do {
-            let client = try ControlClient(endpoint: try Endpoint(parsing: control), timeoutMilliseconds: 2_000)
-            let rooms = try client.call("rooms.list") as? [String: Any]
-            let list = rooms?["rooms"] as? [[String: Any]] ?? []
-            guard let entry = list.first(where: { $0["name"] as? String == room }) else {
-                return .success(RoomHealthReport(connected: false, outputErrorMicroseconds: nil, bufferMilliseconds: nil, roundTripMicroseconds: nil))
-            }
-            let health = entry["health"] as? [String: Any]
-            return .success(RoomHealthReport(connected: entry["connected"] as? Bool ?? false,
-                                             outputErrorMicroseconds: health?["outputErrorUs"] as? Double,
-                                             bufferMilliseconds: health?["bufferMs"] as? Double,
-                                             roundTripMicroseconds: health?["rttUs"] as? Double))
-        } catch { return .failure(DoctorProbeFailure("\(error)")) }
-    }
-    let file = request.named || access(request.path, F_OK) == 0 ? request.path : "\(request.path) (not there yet: defaults)"
-    print("checking room '\(invocation.configuration.name)' as \(file) sets it up")
-    let findings = Doctor.examine(DoctorSettings(invocation.configuration, configFile: request.path), probe)
-    print(Doctor.render(findings), terminator: "")
-    exit(findings.contains { $0.status == .fault } ? 1 : 0)
+    var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+    let n = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+    let own = n > 0 ? String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self) : ""
+    let beside = own.lastIndex(of: "/").map { String(own[...$0]) + "tuttid" }
+    let argv = (["tuttid", "doctor"] + arguments).map { strdup($0) } + [nil]
+    if let beside, access(beside, X_OK) == 0 { execv(beside, argv) }
+    execvp("tuttid", argv)
+    fail("doctor needs tuttid (beside tutti or on PATH): \(String(cString: strerror(errno)))", 2)
 }
 
 func output(_ value: Any) {

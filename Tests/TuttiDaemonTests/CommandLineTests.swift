@@ -137,6 +137,21 @@ import TuttiTestSupport
 
     /// `tuttid follower` hands over to tutti-follower (built beside it): a
     /// speaker that never loads Foundation, and still plays.
+    /// What each binary links (its ELF NEEDED entries): the client no
+    /// audio library, the speaker none of the leader's.
+    @Test(arguments: [
+        ("tutti", ["libasound", "libopus", "libmpg123", "libFLAC", "libsoxr", "librubberband", "libsqlite3", "libcurl"]),
+        ("tutti-follower", ["libmpg123", "libFLAC", "libsoxr", "librubberband", "libsqlite3", "libcurl", "libFoundation"]),
+    ])
+    func binariesLinkOnlyWhatTheyUse(binary: String, absent: [String]) throws {
+        let path = URL(fileURLWithPath: Self.binary).deletingLastPathComponent().path + "/" + binary
+        let needed = try runProgram("/usr/bin/readelf", ["-d", path]).out.split(separator: "\n").filter { $0.contains("(NEEDED)") }
+        #expect(!needed.isEmpty, "readelf read \(path)")
+        for library in absent {
+            #expect(!needed.contains { $0.contains("[\(library)") }, "\(binary) links \(library)")
+        }
+    }
+
     @Test func aSpeakerRunsWithoutFoundation() throws {
         let dir = makeTemporaryDirectory()
         writeFile(dir + "/tone.wav", TestSignal.wav16(TestSignal.sine(frequency: 440, seconds: 2, amplitude: 0.4)))
@@ -156,7 +171,9 @@ import TuttiTestSupport
         let maps = try runProgram("/bin/cat", ["/proc/\(pid)/maps"]).out
         #expect(maps.contains("libswiftCore") && maps.contains("libopus"), "the whole map was read")
         #expect(!maps.contains("libFoundation"), "no Foundation in a speaker")
-        #expect(!maps.contains("libsqlite3") && !maps.contains("libcurl"), "nor the leader's libraries")
+        for library in ["libsqlite3", "libcurl", "libmpg123", "libFLAC", "libsoxr"] {
+            #expect(!maps.contains(library), "nor the leader's \(library)")
+        }
         func loudFrames() -> Int { let x = readRaw(dir + "/lean.raw"); return stride(from: 0, to: x.count, by: 2).filter { abs(Int(x[$0])) > 3_000 }.count }
         #expect(waitUntil(timeout: 10) { loudFrames() > 24_000 }, "it plays the tone")
         kill(pid, SIGTERM)
