@@ -70,13 +70,12 @@ let package = Package(
         .target(name: "TuttiFollower", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "TuttiNet", "TuttiDiscovery", "TuttiInput", "TuttiAuth"]),
         // Composition root: leader, demo, and the follower in the same binary.
         .target(name: "TuttiDaemon", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "TuttiDecode", "TuttiNet", "TuttiLibrary", "TuttiInput", "TuttiStreams", "TuttiDiscovery", "TuttiFollower", "TuttiWeb", "TuttiTimeStretch", "TuttiAuth"]),
-        // `tuttid doctor` too (what `tutti doctor` runs: it opens ALSA, and `tutti` links no audio library).
-        .executableTarget(name: "tuttid", dependencies: ["TuttiDaemon", "TuttiFollower", "TuttiControlClient"]),
+.executableTarget(name: "tuttid", dependencies: ["TuttiDaemon"]),
         .executableTarget(name: "tutti-follower", dependencies: ["TuttiFollower", "TuttiSystem", "TuttiCore"]),
         // Helpers shared by the test targets (temporary folders, running real programs to their end).
         .target(name: "CTuttiSpawn"),
         .target(name: "TuttiTestSupport", dependencies: ["CTuttiSpawn"]),
-        // The client: no audio library (its `doctor` is `tuttid doctor`).
+        // The client: no audio library (`tutti doctor` runs `tutti-follower doctor`).
         .executableTarget(name: "tutti", dependencies: ["TuttiCore", "TuttiNet", "TuttiControlClient", "TuttiDiscovery"]),
 
         // Fuzz targets: each parser that reads outside input, fed the way the daemons feed it (Fuzz/).

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the Debian packages into dist/ for this machine's architecture:
-#   tutti          the `tutti` client and `tutti doctor`, /etc/tutti/tutti.conf, the tutti user
+#   tutti          the `tutti` client and `tutti doctor` (run by tutti-follower, else tuttid), /etc/tutti/tutti.conf, the tutti user
 #   tutti-speaker  tutti-follower and tutti-speaker.service (a speaker)
 #   tutti-leader   tuttid, the web app and tutti-leader.service (the source)
 # The Swift runtime is linked in (-static-stdlib), so a board needs no toolchain;

@@ -23,6 +23,9 @@ func blockTerminationSignals() -> sigset_t {
     return set
 }
 
+// `tutti doctor` hands its work here: the speaker's own checks, with the speaker's libraries.
+if CommandLine.arguments.dropFirst().first == "doctor" { runSpeakerDoctor(Array(CommandLine.arguments.dropFirst(2)), hostname: hostname()) }
+
 signal(SIGPIPE, SIG_IGN)
 let termination = blockTerminationSignals()
 var arguments = Array(CommandLine.arguments.dropFirst())

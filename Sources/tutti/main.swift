@@ -100,18 +100,21 @@ let operands = Array(rest.dropFirst())
 if command == "--version" { print("tutti \(TuttiVersion.current)"); exit(0) }
 if command == "doctor" { runDoctor(operands) }
 
-/// `tutti doctor` is `tuttid doctor` (beside this binary, else on PATH):
-/// the doctor opens the ALSA device and mixer, and `tutti` links no audio
-/// library, so it starts in a few milliseconds.
+/// `tutti doctor` is `tutti-follower doctor` (the speaker's binary: it
+/// opens the ALSA device and mixer), or `tuttid doctor` where no speaker is
+/// installed; each beside this binary, else on PATH. `tutti` itself links
+/// no audio library, so it starts in a few milliseconds.
 func runDoctor(_ arguments: [String]) -> Never {
     var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
     let n = readlink("/proc/self/exe", &buffer, buffer.count - 1)
     let own = n > 0 ? String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self) : ""
-    let beside = own.lastIndex(of: "/").map { String(own[...$0]) + "tuttid" }
-    let argv = (["tuttid", "doctor"] + arguments).map { strdup($0) } + [nil]
-    if let beside, access(beside, X_OK) == 0 { execv(beside, argv) }
-    execvp("tuttid", argv)
-    fail("doctor needs tuttid (beside tutti or on PATH): \(String(cString: strerror(errno)))", 2)
+    let folder = own.lastIndex(of: "/").map { String(own[...$0]) } ?? ""
+    for program in ["tutti-follower", "tuttid"] {
+        let argv = ([program, "doctor"] + arguments).map { strdup($0) } + [nil]
+        if !folder.isEmpty, access(folder + program, X_OK) == 0 { execv(folder + program, argv) }
+        execvp(program, argv)
+    }
+    fail("doctor needs tutti-follower or tuttid (beside tutti or on PATH): \(String(cString: strerror(errno)))", 2)
 }
 
 func output(_ value: Any) {

@@ -57,7 +57,7 @@ var termination = sigset_t()
 sigemptyset(&termination)
 for sig in [SIGINT, SIGTERM] { sigaddset(&termination, sig) }
 pthread_sigmask(SIG_UNBLOCK, &termination, nil)
-if CommandLine.arguments.dropFirst().first == "doctor" { runDoctor(Array(CommandLine.arguments.dropFirst(2))) }
+if CommandLine.arguments.dropFirst().first == "doctor" { runSpeakerDoctor(Array(CommandLine.arguments.dropFirst(2)), hostname: hostname()) }
 let command: DaemonCommand
 let level: Logger.Level
 do {

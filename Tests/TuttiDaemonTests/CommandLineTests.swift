@@ -3,6 +3,7 @@ import Testing
 import TuttiAudio
 import TuttiCore
 import TuttiDaemon
+@testable import TuttiFollower
 import TuttiNet
 import TuttiTestSupport
 
@@ -247,5 +248,24 @@ import TuttiTestSupport
         do { _ = try readWholeFile(dir + "/missing", limit: 10); Issue.record("a missing file was read") } catch {
             #expect("\(error)".contains("No such file"), "\(error)")
         }
+    }
+}
+
+/// The speaker's doctor asks the leader about its room over JSON-RPC, without Foundation.
+@Suite struct SpeakerDoctorTests {
+    @Test func roomHealthReadsTheLeadersRoomsList() throws {
+        let dir = makeTemporaryDirectory()
+        writeFile(dir + "/tone.wav", TestSignal.wav16(TestSignal.sine(frequency: 440, seconds: 2, amplitude: 0.4)))
+        let leader = try startLeader(files: [dir + "/tone.wav"], loop: true) { c in c.control = Endpoint(host: "127.0.0.1", port: 0) }
+        defer { leader.stop() }
+        let follower = try startFollower(leader: leader.endpoint, name: "den", output: .file(path: dir + "/den.raw", ppm: 0, delayMilliseconds: 0))
+        defer { follower.stop() }
+        let control = try #require(leader.controlEndpoint)
+        // Health comes with the room's first report, a few seconds after it joins.
+        #expect(waitUntil(timeout: 15) { (try? roomHealth(control: "\(control.host):\(control.port)", room: "den"))?.bufferMilliseconds != nil })
+        let health = try roomHealth(control: "\(control.host):\(control.port)", room: "den")
+        #expect(health.connected && health.roundTripMicroseconds != nil, "\(health)")
+        #expect(try roomHealth(control: "\(control.host):\(control.port)", room: "attic").connected == false)
+        #expect(throws: DoctorProbeFailure.self) { try roomHealth(control: "127.0.0.1:1", room: "den") }
     }
 }
