@@ -132,3 +132,22 @@ public func stopProcess(_ process: Process, graceSeconds: Double = 10) {
     if process.isRunning { kill(process.processIdentifier, SIGKILL) }
     process.waitUntilExit()
 }
+
+/// Python's http.server behind TLS: `python3 -u SCRIPT FOLDER CERT KEY`
+/// serves FOLDER (no Range requests), prints its port and exits when the
+/// test closes its stdin.
+public let httpsFileServerScript = #"""
+import http.server, ssl, sys, os, threading
+os.chdir(sys.argv[1])
+class Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *a): pass
+httpd = http.server.ThreadingHTTPServer(('127.0.0.1', 0), Quiet)
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+ctx.load_cert_chain(sys.argv[2], sys.argv[3])
+httpd.socket = ctx.wrap_socket(httpd.socket, server_side=True)
+def exit_with_parent():
+    sys.stdin.buffer.read(); os._exit(0)
+threading.Thread(target=exit_with_parent, daemon=True).start()
+print(httpd.server_address[1], flush=True)
+httpd.serve_forever()
+"""#

@@ -324,31 +324,13 @@ private func status(_ c: ControlClient) -> [String: Any] { (try? c.call("player.
     }
 }
 
-/// Python's http.server behind TLS with a certificate made for the test;
-/// it prints its port and exits when the test closes its stdin.
-private let httpsServerScript = #"""
-import http.server, ssl, sys, os, threading
-os.chdir(sys.argv[1])
-class Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *a): pass
-httpd = http.server.ThreadingHTTPServer(('127.0.0.1', 0), Quiet)
-ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-ctx.load_cert_chain(sys.argv[2], sys.argv[3])
-httpd.socket = ctx.wrap_socket(httpd.socket, server_side=True)
-def exit_with_parent():
-    sys.stdin.buffer.read(); os._exit(0)
-threading.Thread(target=exit_with_parent, daemon=True).start()
-print(httpd.server_address[1], flush=True)
-httpd.serve_forever()
-"""#
-
 private final class HTTPSServer {
     let server: PythonTestServer
     /// Serves `folder` with a fresh self-signed certificate for 127.0.0.1 (`dir`/cert.pem).
     init(folder: String, dir: String) throws {
         try runTool(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
                      "-days", "1", "-keyout", dir + "/key.pem", "-out", dir + "/cert.pem"])
-        server = try PythonTestServer(script: httpsServerScript, path: dir + "/https-server.py",
+        server = try PythonTestServer(script: httpsFileServerScript, path: dir + "/https-server.py",
                                       arguments: [folder, dir + "/cert.pem", dir + "/key.pem"], what: "the https test server")
     }
     func url(_ path: String) -> String { "https://127.0.0.1:\(server.port)\(path)" }

@@ -201,22 +201,6 @@ import TuttiTestSupport
 /// https:// through libcurl and OpenSSL, against Python's http.server
 /// behind TLS with a self-signed certificate made for the test.
 @Suite struct HTTPSSourceTests {
-    static let script = #"""
-import http.server, ssl, sys, os, threading
-os.chdir(sys.argv[1])
-class Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *a): pass
-httpd = http.server.ThreadingHTTPServer(('127.0.0.1', 0), Quiet)
-ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-ctx.load_cert_chain(sys.argv[2], sys.argv[3])
-httpd.socket = ctx.wrap_socket(httpd.socket, server_side=True)
-def exit_with_parent():
-    sys.stdin.buffer.read(); os._exit(0)
-threading.Thread(target=exit_with_parent, daemon=True).start()
-print(httpd.server_address[1], flush=True)
-httpd.serve_forever()
-"""#
-
     /// Starts the server on a folder holding the fixture; returns it, the URL and the certificate's path.
     func serve() throws -> (TestServer, String, String) {
         let dir = makeTemporaryDirectory()
@@ -224,7 +208,7 @@ httpd.serve_forever()
         try FileManager.default.copyItem(atPath: fixtureMP3, toPath: dir + "/www/file.mp3")
         try runTool(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
                      "-days", "1", "-keyout", dir + "/key.pem", "-out", dir + "/cert.pem"])
-        try Self.script.write(toFile: dir + "/server.py", atomically: true, encoding: .utf8)
+        try httpsFileServerScript.write(toFile: dir + "/server.py", atomically: true, encoding: .utf8)
         let server = try TestServer(script: dir + "/server.py", arguments: [dir + "/www", dir + "/cert.pem", dir + "/key.pem"])
         return (server, "https://127.0.0.1:\(server.port)/file.mp3", dir + "/cert.pem")
     }
