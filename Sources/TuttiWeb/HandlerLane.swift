@@ -1,5 +1,4 @@
-import Dispatch
-import Synchronization
+import Glibc
 import TuttiSystem
 
 /// Runs request and WebSocket handlers on threads of Tutti's own, with
@@ -7,52 +6,77 @@ import TuttiSystem
 /// 100 KiB worker stacks (USE_STACK_SIZE), too little for Swift handlers
 /// that parse JSON and query SQLite: a POST /api body nested 100 deep
 /// overflowed one and ended the leader. A hand-off costs a few µs.
-// Sendable because the queue is a Mutex, and a job's closure runs on one lane thread while the thread that queued it waits on `done`.
+///
+/// A pthread mutex and condition variable, not Synchronization.Mutex and a
+/// semaphore: ThreadSanitizer sees these, so the hand-off of each job and
+/// its result is checked rather than suppressed.
+// Sendable because every field is read and written under `lock`, and a job's closure runs on one lane thread while the thread that queued it waits for `done`.
 final class HandlerLane: @unchecked Sendable {
-    // Sendable because its closure runs on exactly one lane thread, while the thread that queued it waits on `done`.
-    private final class Job: @unchecked Sendable {
+    private final class Job {
         let work: () -> Void
-        let done = DispatchSemaphore(value: 0)
+        var done = false
         init(_ work: @escaping () -> Void) { self.work = work }
     }
 
-    private let queue = Mutex<[Job]>([])
-    private let ready = DispatchSemaphore(value: 0)
-    private let stopping = Atomic<Bool>(false)
-    private let threads: Int
+    private let lock = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let changed = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+    private var queue: [Job] = []
+    private var stopping = false
+    private var running: Int
 
     init(threads: Int, stackBytes: Int = 1 << 20, name: String = "tutti-web") {
-        self.threads = threads
+        pthread_mutex_init(lock, nil)
+        pthread_cond_init(changed, nil)
+        running = threads
         for i in 0..<threads {
             startThread(name: "\(name)-\(i)", stackSize: stackBytes) { [self] in serve() }
         }
     }
 
+    deinit {
+        pthread_cond_destroy(changed); pthread_mutex_destroy(lock)
+        changed.deallocate(); lock.deallocate()
+    }
+
     /// Runs `body` on a lane thread and returns its result; the caller blocks meanwhile.
     func run<T>(_ body: @escaping () -> T) -> T {
-        // Escaping, not withoutActuallyEscaping: the lane thread may still hold the job a moment after `done`.
+        // Escaping: the lane thread still holds the job a moment after it is done.
         let box = ResultBox<T>()
         let job = Job { box.value = body() }
-        queue.withLock { $0.append(job) }
-        ready.signal()
-        job.done.wait()
+        pthread_mutex_lock(lock)
+        queue.append(job)
+        pthread_cond_broadcast(changed)
+        while !job.done { pthread_cond_wait(changed, lock) }
+        pthread_mutex_unlock(lock)
         return box.value!
     }
 
-    /// Lets the lane threads end (after the jobs already queued).
+    /// Lets the lane threads end once the jobs already queued are done, and waits for them.
     func stop() {
-        stopping.store(true, ordering: .releasing)
-        for _ in 0..<threads { ready.signal() }
+        pthread_mutex_lock(lock)
+        stopping = true
+        pthread_cond_broadcast(changed)
+        while running > 0 { pthread_cond_wait(changed, lock) }
+        pthread_mutex_unlock(lock)
     }
 
     private func serve() {
+        pthread_mutex_lock(lock)
         while true {
-            ready.wait()
-            if let job = queue.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) {
+            if !queue.isEmpty {
+                let job = queue.removeFirst()
+                pthread_mutex_unlock(lock)
                 job.work()
-                job.done.signal()
-            } else if stopping.load(ordering: .acquiring) {
+                pthread_mutex_lock(lock)
+                job.done = true
+                pthread_cond_broadcast(changed)
+            } else if stopping {
+                running -= 1
+                pthread_cond_broadcast(changed)
+                pthread_mutex_unlock(lock)
                 return
+            } else {
+                pthread_cond_wait(changed, lock)
             }
         }
     }
