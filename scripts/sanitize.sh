@@ -28,7 +28,8 @@ done
 [ ${#modes[@]} -gt 0 ] || modes=(thread address)
 default_filter='TuttiCoreTests|TuttiFuzzTests|TuttiStreamsTests|TuttiInputTests|TuttiWebTests|TuttiLibraryTests\.(PlaylistTests|M3UTests|ScanTests)|TuttiDaemonTests\.(ControlPlaneTests|ControlTests|GroupTests|MPDProtocolTests|MPDClientTests|SnapcastTests|ButtonTests|WebAppTests|ConfigFileTests|CommandLineTests)'
 args=("$@")
-[ ${#args[@]} -gt 0 ] || args=(--filter "$default_filter")
+# GroupTests' party-mode test measures rooms within a millisecond: a timing check, like the suites left out.
+[ ${#args[@]} -gt 0 ] || args=(--filter "$default_filter" --skip "groupsPlayTheirOwnStreamsAndPartyModeSyncsEveryRoom")
 
 scripts/setup.sh >/dev/null
 status=0

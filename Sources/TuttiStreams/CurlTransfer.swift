@@ -134,7 +134,9 @@ final class CurlTransfer: Transfer, @unchecked Sendable {
             let now = Monotonic.now()
             let deadline = reported ? lastByte + stall : headDeadline
             if now >= deadline {
-                return TransferFailure(reason: "nothing received while waiting for \(reported ? "data" : "the response headers")", timedOut: true)
+                // Worded as StreamError.timedOut: whichever of the two clocks fires first, the user reads the same.
+                let waited = StreamError.seconds(reported ? request.stallTimeout : request.connectTimeout)
+                return TransferFailure(reason: "nothing received for \(waited) s while waiting for \(reported ? "data" : "the response headers")", timedOut: true)
             }
             var ready: Int32 = 0
             _ = curl_multi_poll(m, nil, 0, Int32(clamping: min(1_000, max(1, (deadline - now) / 1_000_000))), &ready)

@@ -60,7 +60,7 @@ public enum StreamError: Error, CustomStringConvertible, Equatable, Sendable {
         }
     }
 
-    private static func seconds(_ s: Double) -> String {
+    static func seconds(_ s: Double) -> String {
         s == s.rounded() ? String(Int(s)) : String(format: "%.1f", s)
     }
 }
