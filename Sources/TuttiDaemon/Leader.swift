@@ -198,13 +198,7 @@ public final class Leader: @unchecked Sendable {
         guard path.hasPrefix("/"), access(path, F_OK) != 0 else { return nil }
         let parent = Self.canonical((path as NSString).deletingLastPathComponent) ?? (path as NSString).deletingLastPathComponent
         guard let root = folders.root(containing: parent + "/" + (path as NSString).lastPathComponent) else { return nil }
-        guard let dir = opendir(root) else { return root }
-        defer { closedir(dir) }
-        while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            if name != "." && name != ".." { return nil }
-        }
-        return root
+        return access(root, R_OK | X_OK) != 0 || Library.folderIsEmpty(root) ? root : nil
     }
 
     /// A file URI a control client named, checked against `mediaFolders`

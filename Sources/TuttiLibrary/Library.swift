@@ -136,7 +136,8 @@ public final class Library: Sendable {
         return try scan.run()
     }
 
-    static func folderIsEmpty(_ path: String) -> Bool {
+    /// Whether folder `path` can be read and holds nothing (an unmounted mount point).
+    public static func folderIsEmpty(_ path: String) -> Bool {
         guard let dir = opendir(path) else { return false }
         defer { closedir(dir) }
         while let entry = readdir(dir) {

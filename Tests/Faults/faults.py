@@ -132,6 +132,15 @@ class Run:
         self.procs.append(p)
         return p
 
+    def playing_room(self, tracks=4):
+        """A leader with its library scanned and the speaker "den" connected: (leader, client)."""
+        leader = self.leader()
+        c = wait_rpc(self.control, 20)
+        until(lambda: c.call("library.stats")["tracks"] == tracks, 20)
+        self.speaker("den")
+        until(lambda: connected(c, "den"), 10)
+        return leader, c
+
     def kill(self, p):
         p.send_signal(signal.SIGKILL)
         p.wait()
@@ -164,11 +173,7 @@ def until(fn, timeout, step=0.01):
 def case_leader_kill(args, base):
     r = Run(args.tuttid, base)
     try:
-        leader = r.leader()
-        c = wait_rpc(r.control, 20)
-        until(lambda: c.call("library.stats")["tracks"] == 4, 20)
-        r.speaker("den")
-        until(lambda: connected(c, "den"), 10)
+        leader, c = r.playing_room()
         tracks = [t["path"] for t in c.call("library.search", {"query": "album", "limit": 10, "record": False})["tracks"]] or \
             sorted(os.path.join(r.music, "album", f) for f in os.listdir(os.path.join(r.music, "album")))
         c.call("queue.add", {"uris": sorted(tracks)})
@@ -345,11 +350,7 @@ def case_music_gone(args, base):
         os.makedirs(os.path.join(r.music, "album"))
         for i in range(3):
             wav(os.path.join(r.music, "album", "%02d.wav" % (i + 1)), 2, 330 + 40 * i)
-        r.leader()
-        c = wait_rpc(r.control, 20)
-        until(lambda: c.call("library.stats")["tracks"] == 3, 20)
-        r.speaker("den")
-        until(lambda: connected(c, "den"), 10)
+        _, c = r.playing_room(tracks=3)
         files = sorted(os.path.join(r.music, "album", f) for f in os.listdir(os.path.join(r.music, "album")))
         c.call("queue.add", {"uris": files})
         c.call("player.play")
@@ -436,11 +437,7 @@ def case_disk_full(args, base):
     filler = os.path.join(db_dir, "filler")
     problems = []
     try:
-        leader = r.leader()
-        c = wait_rpc(r.control, 20)
-        until(lambda: c.call("library.stats")["tracks"] == 4, 20)
-        r.speaker("den")
-        until(lambda: connected(c, "den"), 10)
+        leader, c = r.playing_room()
         time.sleep(1.5)  # the first checkpoints land while there is room
         # Fill the disk: what is left is less than the 320 kB the cache would keep.
         with open(filler, "wb") as f:

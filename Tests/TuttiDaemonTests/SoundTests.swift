@@ -64,7 +64,7 @@ func largestStep(_ samples: [Int16], in range: Range<Int>) -> (step: Int, peak: 
             for room in rooms {
                 followers.append(try startFollower(leader: leader.endpoint, name: room, output: .file(path: "\(dir)/\(room).raw", ppm: 0, delayMilliseconds: 0), steering: false))
             }
-            #expect(waitUntil(timeout: 10) { leader.followerNames.count == rooms.count })
+            #expect(waitUntilInStep(leader, followers))
             for room in rooms where room != "plain" { _ = try leader.setPreset(room: room, room) }
             #expect(waitUntil(timeout: 5) { followers.allSatisfy { f in EqualizerPreset.find(f.configuration.name, custom: []).map { f.equalizer == $0.settings } ?? true } })
             _ = try leader.perform(.add(uris: [dir + "/probes.wav"], next: false))
@@ -114,7 +114,7 @@ func largestStep(_ samples: [Int16], in range: Range<Int>) -> (step: Int, peak: 
         let leader = try startLeader(files: [])
         defer { leader.stop() }
         let room = try startFollower(leader: leader.endpoint, name: "den", output: .file(path: dir + "/den.raw", ppm: 0, delayMilliseconds: 0), steering: false)
-        #expect(waitUntil(timeout: 5) { leader.followerNames == ["den"] })
+        #expect(waitUntilInStep(leader, [room]))
         _ = try leader.perform(.add(uris: [dir + "/sine.wav"], next: false))
         _ = try leader.perform(.playIndex(0))
         usleep(700_000)
@@ -191,7 +191,7 @@ func largestStep(_ samples: [Int16], in range: Range<Int>) -> (step: Int, peak: 
         defer { leader.stop() }
         let a = try startFollower(leader: leader.endpoint, name: "a", output: .file(path: dir + "/a.raw", ppm: -100, delayMilliseconds: 0))
         let b = try startFollower(leader: leader.endpoint, name: "b", output: .file(path: dir + "/b.raw", ppm: 120, delayMilliseconds: 0))
-        #expect(waitUntil(timeout: 5) { leader.followerNames.count == 2 })
+        #expect(waitUntilInStep(leader, [a, b]))
         _ = try leader.setPreset(room: "b", "Vocal")
         let started = Monotonic.now()
         _ = try leader.perform(.add(uris: [dir + "/a.wav"], next: false))
@@ -302,7 +302,7 @@ func largestStep(_ samples: [Int16], in range: Range<Int>) -> (step: Int, peak: 
         let leader = try startLeader(files: [])
         defer { leader.stop() }
         let f = try startFollower(leader: leader.endpoint, name: "amp", output: .file(path: dir + "/amp.raw", ppm: 0, delayMilliseconds: 0), steering: false) { $0.volumeMixer = .none }
-        #expect(waitUntil(timeout: 5) { leader.followerNames == ["amp"] })
+        #expect(waitUntilInStep(leader, [f]))
         leader.configure(room: "amp", RoomSettings(volume: 20))
         _ = try leader.perform(.add(uris: [dir + "/s.wav"], next: false))
         _ = try leader.perform(.playIndex(0))

@@ -57,7 +57,7 @@ func zeroCrossingFrequency(_ samples: [Int16], frames: Range<Int>) -> Double {
         for (name, ppm) in rooms {
             followers.append(try startFollower(leader: leader.endpoint, name: name, output: .file(path: "\(dir)/\(name).raw", ppm: ppm, delayMilliseconds: 0)))
         }
-        #expect(waitUntil(timeout: 10) { leader.followerNames.count == 2 })
+        #expect(waitUntilInStep(leader, followers))
         _ = try leader.perform(.speed(1.5))
         _ = try leader.perform(.add(uris: [dir + "/six.wav"], next: false))
         _ = try leader.perform(.playIndex(0))
@@ -96,7 +96,7 @@ func zeroCrossingFrequency(_ samples: [Int16], frames: Range<Int>) -> Double {
         let leader = try startLeader(files: [])
         defer { leader.stop() }
         let room = try startFollower(leader: leader.endpoint, name: "den", output: .file(path: dir + "/den.raw", ppm: 0, delayMilliseconds: 0))
-        #expect(waitUntil(timeout: 5) { leader.followerNames == ["den"] })
+        #expect(waitUntilInStep(leader, [room]))
         _ = try leader.perform(.pitch(semitones: 3))
         _ = try leader.perform(.add(uris: [dir + "/a440.wav"], next: false))
         _ = try leader.perform(.playIndex(0))
@@ -116,7 +116,7 @@ func zeroCrossingFrequency(_ samples: [Int16], frames: Range<Int>) -> Double {
         let leader = try startLeader(files: [])
         defer { leader.stop() }
         let room = try startFollower(leader: leader.endpoint, name: "den", output: .file(path: dir + "/den.raw", ppm: 0, delayMilliseconds: 0))
-        #expect(waitUntil(timeout: 5) { leader.followerNames == ["den"] })
+        #expect(waitUntilInStep(leader, [room]))
         _ = try leader.perform(.add(uris: [dir + "/ten.wav"], next: false))
         _ = try leader.perform(.playIndex(0))
         usleep(2_000_000)
