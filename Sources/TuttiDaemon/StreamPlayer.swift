@@ -808,8 +808,12 @@ final class StreamPlayer: @unchecked Sendable {
 
     private func apply(_ command: PlayerCommand) -> Result<CommandOutcome, PlayerError> {
         let now = Monotonic.now()
-        // The user has taken over: a folder coming back no longer restarts play by itself.
-        awaitingFolder = nil
+        switch command {
+        case .add, .move, .shuffle, .repeatMode, .single, .consume, .speed, .pitch:
+            break // editing the queue or the sound while the disk is out changes nothing about resuming
+        default:
+            awaitingFolder = nil // the user has taken over: a folder coming back no longer restarts play by itself
+        }
         let at = max(changePoint(now: now), 0)
         var command = command
         if command == .toggle { command = state == .playing ? .pause : .play }
