@@ -571,6 +571,7 @@ public final class Leader: @unchecked Sendable {
         let line = saveHealth.withLock { h in error.map { h.failed("\($0)") } ?? h.succeeded() }
         guard let line else { return }
         if error == nil { log.info(line) } else { log.error(line) }
+        events.emit(.player) // status carries the warning: clients hear it change
     }
 
     /// Saves every group's player state (with `onlyIfPlaying`, only those

@@ -141,16 +141,7 @@ public struct SearchQuery: Equatable, Sendable {
     }
 
     static func containsCJK(_ s: String) -> Bool {
-        s.unicodeScalars.contains { u in
-            switch u.value {
-            case 0x1100...0x11FF, 0x3040...0x30FF, 0x3130...0x318F, 0x31F0...0x31FF, 0x3400...0x4DBF,
-                 0x4E00...0x9FFF, 0xA960...0xA97F, 0xAC00...0xD7AF, 0xF900...0xFAFF, 0xFF65...0xFFDC,
-                 0x20000...0x2FA1F:
-                true
-            default:
-                false
-            }
-        }
+        s.unicodeScalars.contains(where: SearchText.isCJK)
     }
 }
 

@@ -282,32 +282,27 @@ public final class UDPSocket: @unchecked Sendable {
 
     /// Binds `endpoint` (port 0: any free port).
     public static func bind(_ endpoint: Endpoint) throws(NetError) -> UDPSocket {
-        var address = try endpoint.resolve()
-        let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
-        guard fd >= 0 else { throw .system(operation: "socket", address: endpoint.description, errno: errno) }
-        let rc = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard rc == 0 else {
-            let e = errno
-            Glibc.close(fd)
-            throw .system(operation: "bind UDP", address: endpoint.description, errno: e)
-        }
-        return UDPSocket(fd: fd, endpoint: endpoint)
+        try open(endpoint, operation: "bind UDP") { fd, address, length in Glibc.bind(fd, address, length) }
     }
 
     /// A socket whose datagrams go to `endpoint` (and only its replies come back).
     public static func connect(to endpoint: Endpoint) throws(NetError) -> UDPSocket {
+        try open(endpoint, operation: "connect UDP") { fd, address, length in Glibc.connect(fd, address, length) }
+    }
+
+    /// A datagram socket with `call` (bind or connect) applied to `endpoint`'s address.
+    private static func open(_ endpoint: Endpoint, operation: String,
+                             _ call: (Int32, UnsafePointer<sockaddr>, socklen_t) -> Int32) throws(NetError) -> UDPSocket {
         var address = try endpoint.resolve()
         let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
         guard fd >= 0 else { throw .system(operation: "socket", address: endpoint.description, errno: errno) }
         let rc = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { call(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
         guard rc == 0 else {
             let e = errno
             Glibc.close(fd)
-            throw .system(operation: "connect UDP", address: endpoint.description, errno: e)
+            throw .system(operation: operation, address: endpoint.description, errno: e)
         }
         return UDPSocket(fd: fd, endpoint: endpoint)
     }

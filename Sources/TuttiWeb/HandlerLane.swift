@@ -19,14 +19,18 @@ final class HandlerLane: @unchecked Sendable {
     }
 
     private let lock = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-    private let changed = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+    /// Signalled when a job is queued or the lane stops (the lane threads wait on it).
+    private let work = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+    /// Broadcast when a job is done or a lane thread ends (the callers and `stop` wait on it).
+    private let finished = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
     private var queue: [Job] = []
     private var stopping = false
     private var running: Int
 
     init(threads: Int, stackBytes: Int = 1 << 20, name: String = "tutti-web") {
         pthread_mutex_init(lock, nil)
-        pthread_cond_init(changed, nil)
+        pthread_cond_init(work, nil)
+        pthread_cond_init(finished, nil)
         running = threads
         for i in 0..<threads {
             startThread(name: "\(name)-\(i)", stackSize: stackBytes) { [self] in serve() }
@@ -34,8 +38,8 @@ final class HandlerLane: @unchecked Sendable {
     }
 
     deinit {
-        pthread_cond_destroy(changed); pthread_mutex_destroy(lock)
-        changed.deallocate(); lock.deallocate()
+        pthread_cond_destroy(work); pthread_cond_destroy(finished); pthread_mutex_destroy(lock)
+        work.deallocate(); finished.deallocate(); lock.deallocate()
     }
 
     /// Runs `body` on a lane thread and returns its result; the caller blocks meanwhile.
@@ -45,8 +49,8 @@ final class HandlerLane: @unchecked Sendable {
         let job = Job { box.value = body() }
         pthread_mutex_lock(lock)
         queue.append(job)
-        pthread_cond_broadcast(changed)
-        while !job.done { pthread_cond_wait(changed, lock) }
+        pthread_cond_signal(work) // one lane thread is enough
+        while !job.done { pthread_cond_wait(finished, lock) }
         pthread_mutex_unlock(lock)
         return box.value!
     }
@@ -55,8 +59,8 @@ final class HandlerLane: @unchecked Sendable {
     func stop() {
         pthread_mutex_lock(lock)
         stopping = true
-        pthread_cond_broadcast(changed)
-        while running > 0 { pthread_cond_wait(changed, lock) }
+        pthread_cond_broadcast(work)
+        while running > 0 { pthread_cond_wait(finished, lock) }
         pthread_mutex_unlock(lock)
     }
 
@@ -69,14 +73,14 @@ final class HandlerLane: @unchecked Sendable {
                 job.work()
                 pthread_mutex_lock(lock)
                 job.done = true
-                pthread_cond_broadcast(changed)
+                pthread_cond_broadcast(finished)
             } else if stopping {
                 running -= 1
-                pthread_cond_broadcast(changed)
+                pthread_cond_broadcast(finished)
                 pthread_mutex_unlock(lock)
                 return
             } else {
-                pthread_cond_wait(changed, lock)
+                pthread_cond_wait(work, lock)
             }
         }
     }

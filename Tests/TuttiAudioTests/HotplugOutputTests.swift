@@ -49,7 +49,8 @@ struct HotplugOutputTests {
         #expect(!output.isPresent && devices[0].closed)
         #expect(changes == [.lost("fake-usb-dac failed while playing: No such device")])
         // Ten 5 ms periods into nothing take about 50 ms (the first, failed one is paced too).
-        #expect(elapsed >= 40 && elapsed < 500, "\(elapsed) ms")
+        // (The upper bound only says it did not stall: a loaded machine oversleeps.)
+        #expect(elapsed >= 40 && elapsed < 5_000, "\(elapsed) ms")
         #expect(devices.count == 1, "no reopen while the device is absent")
 
         // Plugged back in: reopened at the next retry, as a new device.

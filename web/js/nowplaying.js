@@ -55,9 +55,10 @@ export function createNowPlaying(selectGroup) {
     album.textContent = s.station ? 'Radio stream' : (s.album || '');
     let words = STATE_WORDS[s.state] || s.state;
     if (s.error) words = s.state === 'error' ? 'Stopped: ' + s.error : words + ' · last error: ' + s.error;
+    if (s.warning) words += ' · ' + s.warning; // the leader cannot save its state (a full disk)
     stateEl.textContent = words;
     stateEl.dataset.state = s.state;
-    stateEl.classList.toggle('bad', !!s.error);
+    stateEl.classList.toggle('bad', !!(s.error || s.warning));
     const coverKey = (s.coverHash || '') + '|' + (s.album || s.title || '');
     if (coverKey !== shownCover) {
       shownCover = coverKey;
