@@ -3,355 +3,472 @@ import Glibc
 import TuttiCore
 import TuttiLibrary
 
-/// The command table: every supported command with its argument counts.
-/// Anything else gets `ACK [5@0] {} unknown command "x"`.
-enum MPDCommands {
-    /// name → (minimum, maximum) arguments.
-    static let table: [String: (min: Int, max: Int)] = [
-        // Status and connection
-        "status": (0, 0), "stats": (0, 0), "currentsong": (0, 0), "clearerror": (0, 0), "ping": (0, 0),
-        "password": (1, 1), "tagtypes": (0, 64), "commands": (0, 0), "notcommands": (0, 0), "urlhandlers": (0, 0),
-        "decoders": (0, 0), "binarylimit": (1, 1), "replay_gain_status": (0, 0), "replay_gain_mode": (1, 1),
-        "channels": (0, 0), "readmessages": (0, 0), "listmounts": (0, 0), "listneighbors": (0, 0), "config": (0, 0),
-        // Playback
-        "play": (0, 1), "playid": (0, 1), "pause": (0, 1), "stop": (0, 0), "next": (0, 0), "previous": (0, 0),
-        "seek": (2, 2), "seekid": (2, 2), "seekcur": (1, 1),
-        "random": (1, 1), "repeat": (1, 1), "single": (1, 1), "consume": (1, 1), "crossfade": (1, 1),
-        "mixrampdb": (1, 1), "mixrampdelay": (1, 1),
-        "setvol": (1, 1), "volume": (1, 1), "getvol": (0, 0),
-        // Outputs = rooms
-        "outputs": (0, 0), "enableoutput": (1, 1), "disableoutput": (1, 1), "toggleoutput": (1, 1),
-        // Queue
-        "add": (1, 2), "addid": (1, 2), "delete": (1, 1), "deleteid": (1, 1), "move": (2, 2), "moveid": (2, 2),
-        "swap": (2, 2), "swapid": (2, 2), "shuffle": (0, 1), "prio": (2, 64), "prioid": (2, 64), "clear": (0, 0), "playlist": (0, 0), "playlistinfo": (0, 1), "playlistid": (0, 1),
-        "plchanges": (1, 2), "plchangesposid": (1, 2), "playlistfind": (1, 64), "playlistsearch": (1, 64),
-        // Library
-        "find": (1, 64), "search": (1, 64), "findadd": (1, 64), "searchadd": (1, 64), "searchaddpl": (2, 64),
-        "count": (1, 64), "list": (1, 64), "listall": (0, 1), "listallinfo": (0, 1), "lsinfo": (0, 1), "listfiles": (0, 1),
-        "update": (0, 1), "rescan": (0, 1), "albumart": (2, 2), "readpicture": (2, 2),
-        // Stored playlists
-        "listplaylists": (0, 0), "listplaylist": (1, 2), "listplaylistinfo": (1, 2), "load": (1, 3), "save": (1, 2),
-        "rm": (1, 1), "rename": (2, 2), "playlistadd": (2, 3), "playlistclear": (1, 1), "playlistdelete": (2, 2),
-        "playlistmove": (3, 3),
-    ]
+/// One MPD command, defined once: its name, how many arguments it takes
+/// and what it does. `MPDServer.commandTable` lists them all; a name not
+/// there gets `ACK [5@0] {} unknown command "x"`, and a count outside
+/// `arguments` MPD's "too few/many arguments" before the handler runs.
+struct MPDCommandSpec: Sendable {
+    typealias Handler = @Sendable (MPDServer, MPDInvocation, inout MPDResponse) throws(MPDError) -> Void
 
-    /// For `commands`, with the ones the state machine handles itself.
-    static var names: [String] {
-        (Array(table.keys) + ["idle", "noidle", "close", "command_list_begin", "command_list_ok_begin", "command_list_end"]).sorted()
+    let name: String
+    let arguments: ClosedRange<Int>
+    let run: Handler
+
+    init(_ name: String, _ arguments: ClosedRange<Int>, _ run: @escaping Handler) {
+        self.name = name
+        self.arguments = arguments
+        self.run = run
     }
 }
 
+/// A command as a handler sees it: what the client sent, and the client.
+struct MPDInvocation {
+    let command: MPDCommand
+    let client: MPDClient
+    var name: String { command.name }
+    var args: [String] { command.arguments }
+}
+
 extension MPDServer {
+    /// Every command the server answers (`idle`, `noidle`, `close` and the
+    /// command lists are the session's, `MPDSessionState`).
+    static let commandTable: [MPDCommandSpec] =
+        statusCommands + playbackCommands + outputCommands + queueCommands + libraryCommands + storedPlaylistCommands
+
+    static let commandsByName: [String: MPDCommandSpec] = {
+        var byName: [String: MPDCommandSpec] = [:]
+        for spec in commandTable {
+            precondition(byName.updateValue(spec, forKey: spec.name) == nil, "MPD command \(spec.name) defined twice")
+        }
+        return byName
+    }()
+
+    /// For `commands`, with the ones the state machine handles itself.
+    static let commandNames: [String] =
+        (commandTable.map(\.name) + ["idle", "noidle", "close", "command_list_begin", "command_list_ok_begin", "command_list_end"]).sorted()
+
     func execute(_ command: MPDCommand, client: MPDClient, into r: inout MPDResponse) throws(MPDError) {
-        let args = command.arguments
-        guard let arity = MPDCommands.table[command.name] else {
+        guard let spec = Self.commandsByName[command.name] else {
             throw MPDError(.unknown, "unknown command \"\(command.name)\"")
         }
-        guard args.count >= arity.min, args.count <= arity.max else {
-            throw .argument(args.count < arity.min ? "too few arguments for \"\(command.name)\"" : "too many arguments for \"\(command.name)\"")
+        let count = command.arguments.count
+        guard spec.arguments.contains(count) else {
+            throw .argument(count < spec.arguments.lowerBound ? "too few arguments for \"\(command.name)\"" : "too many arguments for \"\(command.name)\"")
         }
-        switch command.name {
-        // MARK: Status and connection
-        case "status": status(into: &r)
-        case "stats": stats(into: &r)
-        case "currentsong":
-            let now = leader.nowPlaying
+        try spec.run(self, MPDInvocation(command: command, client: client), &r)
+    }
+
+    /// A command that does nothing but accept its arguments.
+    private static func accepted(_ name: String, _ arguments: ClosedRange<Int>) -> MPDCommandSpec {
+        MPDCommandSpec(name, arguments) { _, _, _ throws(MPDError) in }
+    }
+
+    // MARK: Status and connection
+
+    private static let statusCommands: [MPDCommandSpec] = [
+        MPDCommandSpec("status", 0...0) { s, _, r throws(MPDError) in s.status(into: &r) },
+        MPDCommandSpec("stats", 0...0) { s, _, r throws(MPDError) in s.stats(into: &r) },
+        MPDCommandSpec("currentsong", 0...0) { s, c, r throws(MPDError) in
+            let now = s.leader.nowPlaying
             if now.track >= 0, let id = now.entryID {
-                write(catalog.song(forQueueURI: now.path), position: now.track, id: id, client: client, into: &r)
+                s.write(s.catalog.song(forQueueURI: now.path), position: now.track, id: id, client: c.client, into: &r)
             }
-        case "clearerror", "ping", "password": break
-        case "tagtypes":
-            try tagTypes(args, client: client, into: &r)
-        case "commands":
-            for name in MPDCommands.names { r.add("command", name) }
-        case "notcommands": break
-        case "urlhandlers": r.add("handler", "file://")
-        case "decoders":
+        },
+        accepted("clearerror", 0...0),
+        accepted("ping", 0...0),
+        accepted("password", 1...1),
+        MPDCommandSpec("tagtypes", 0...64) { s, c, r throws(MPDError) in try s.tagTypes(c.args, client: c.client, into: &r) },
+        MPDCommandSpec("commands", 0...0) { _, _, r throws(MPDError) in
+            for name in MPDServer.commandNames { r.add("command", name) }
+        },
+        accepted("notcommands", 0...0),
+        MPDCommandSpec("urlhandlers", 0...0) { _, _, r throws(MPDError) in r.add("handler", "file://") },
+        MPDCommandSpec("decoders", 0...0) { _, _, r throws(MPDError) in
             r.add("plugin", "mpg123"); r.add("suffix", "mp3"); r.add("mime_type", "audio/mpeg")
             r.add("plugin", "wave"); r.add("suffix", "wav"); r.add("mime_type", "audio/wav"); r.add("mime_type", "audio/x-wav")
-        case "binarylimit":
-            let limit = try MPDArguments.unsigned(args[0])
+        },
+        MPDCommandSpec("binarylimit", 1...1) { _, c, _ throws(MPDError) in
+            let limit = try MPDArguments.unsigned(c.args[0])
             guard limit >= 64 else { throw .argument("Value too small") }
-            client.binaryLimit = min(limit, 1 << 20)
-        case "replay_gain_status": r.add("replay_gain_mode", "off")
-        case "replay_gain_mode":
-            guard args[0] == "off" else { throw .argument("Replay gain is not supported") }
-        case "channels", "readmessages", "listneighbors": break
-        case "listmounts": r.add("mount", ""); if let root = catalog.root { r.add("storage", root) }
-        case "config": throw MPDError(.permission, "config is only for local clients")
+            c.client.binaryLimit = min(limit, 1 << 20)
+        },
+        MPDCommandSpec("replay_gain_status", 0...0) { _, _, r throws(MPDError) in r.add("replay_gain_mode", "off") },
+        MPDCommandSpec("replay_gain_mode", 1...1) { _, c, _ throws(MPDError) in
+            guard c.args[0] == "off" else { throw .argument("Replay gain is not supported") }
+        },
+        accepted("channels", 0...0),
+        accepted("readmessages", 0...0),
+        accepted("listneighbors", 0...0),
+        MPDCommandSpec("listmounts", 0...0) { s, _, r throws(MPDError) in
+            r.add("mount", "")
+            if let root = s.catalog.root { r.add("storage", root) }
+        },
+        MPDCommandSpec("config", 0...0) { _, _, _ throws(MPDError) in throw MPDError(.permission, "config is only for local clients") },
+    ]
 
-        // MARK: Playback
-        case "play":
-            if let a = args.first {
+    // MARK: Playback
+
+    private static let playbackCommands: [MPDCommandSpec] = [
+        MPDCommandSpec("play", 0...1) { s, c, _ throws(MPDError) in
+            if let a = c.args.first {
                 let index = try MPDArguments.int(a)
-                if index < 0 { try perform(.play, settling: client) } else { try perform(.playIndex(try queueIndex(index)), settling: client) }
-            } else if !leader.queue.isEmpty {
-                try perform(.play, settling: client)
+                if index < 0 { try s.perform(.play, settling: c.client) } else { try s.perform(.playIndex(try s.queueIndex(index)), settling: c.client) }
+            } else if !s.leader.queue.isEmpty {
+                try s.perform(.play, settling: c.client)
             }
-        case "playid":
-            if let a = args.first, a != "-1" {
-                try perform(.playIndex(try indexOf(id: a)), settling: client)
-            } else if !leader.queue.isEmpty {
-                try perform(.play, settling: client)
+        },
+        MPDCommandSpec("playid", 0...1) { s, c, _ throws(MPDError) in
+            if let a = c.args.first, a != "-1" {
+                try s.perform(.playIndex(try s.indexOf(id: a)), settling: c.client)
+            } else if !s.leader.queue.isEmpty {
+                try s.perform(.play, settling: c.client)
             }
-        case "pause":
-            if let a = args.first {
-                if try MPDArguments.bool(a) { try perform(.pause, settling: client) } else if leader.nowPlaying.state == .paused { try perform(.play, settling: client) }
+        },
+        MPDCommandSpec("pause", 0...1) { s, c, _ throws(MPDError) in
+            if let a = c.args.first {
+                if try MPDArguments.bool(a) {
+                    try s.perform(.pause, settling: c.client)
+                } else if s.leader.nowPlaying.state == .paused {
+                    try s.perform(.play, settling: c.client)
+                }
             } else {
-                try perform(.toggle, settling: client)
+                try s.perform(.toggle, settling: c.client)
             }
-        case "stop": try perform(.stop, settling: client)
-        case "next":
-            do { try perform(.next, settling: client) } catch where error.message == "already at the last track" {
-                try perform(.stop, settling: client) // MPD stops after the last song
+        },
+        MPDCommandSpec("stop", 0...0) { s, c, _ throws(MPDError) in try s.perform(.stop, settling: c.client) },
+        MPDCommandSpec("next", 0...0) { s, c, _ throws(MPDError) in
+            do throws(MPDError) { try s.perform(.next, settling: c.client) } catch where error.message == "already at the last track" {
+                try s.perform(.stop, settling: c.client) // MPD stops after the last song
             }
-        case "previous": try perform(.previous, settling: client)
-        case "seek":
-            let index = try queueIndex(try MPDArguments.int(args[0]))
-            try seek(index: index, to: try MPDArguments.seconds(args[1]), client: client)
-        case "seekid":
-            try seek(index: try indexOf(id: args[0]), to: try MPDArguments.seconds(args[1]), client: client)
-        case "seekcur":
-            let text = args[0]
+        },
+        MPDCommandSpec("previous", 0...0) { s, c, _ throws(MPDError) in try s.perform(.previous, settling: c.client) },
+        MPDCommandSpec("seek", 2...2) { s, c, _ throws(MPDError) in
+            let index = try s.queueIndex(try MPDArguments.int(c.args[0]))
+            try s.seek(index: index, to: try MPDArguments.seconds(c.args[1]), client: c.client)
+        },
+        MPDCommandSpec("seekid", 2...2) { s, c, _ throws(MPDError) in
+            try s.seek(index: try s.indexOf(id: c.args[0]), to: try MPDArguments.seconds(c.args[1]), client: c.client)
+        },
+        MPDCommandSpec("seekcur", 1...1) { s, c, _ throws(MPDError) in
+            let text = c.args[0]
             let value = try MPDArguments.seconds(text)
-            if text.hasPrefix("+") || text.hasPrefix("-") { try perform(.seekBy(seconds: value), settling: client) } else {
-                guard value >= 0 else { throw .argument("Negative position") }
-                try perform(.seek(seconds: value), settling: client)
-            }
-        case "random": try perform(.shuffle(try MPDArguments.bool(args[0])))
-        case "repeat":
-            let on = try MPDArguments.bool(args[0])
-            try setRepeat(repeat: on, single: currentRepeatFlags().single)
-        case "single":
-            if args[0] == "oneshot" {
-                try setRepeat(repeat: currentRepeatFlags().repeat, single: .oneshot)
+            if text.hasPrefix("+") || text.hasPrefix("-") {
+                try s.perform(.seekBy(seconds: value), settling: c.client)
             } else {
-                try setRepeat(repeat: currentRepeatFlags().repeat, single: try MPDArguments.bool(args[0]) ? .on : .off)
+                guard value >= 0 else { throw .argument("Negative position") }
+                try s.perform(.seek(seconds: value), settling: c.client)
             }
-        case "consume":
-            // MPD 0.24 also has consume oneshot; 0.23's on/off is what clients send.
-            try perform(.consume(try MPDArguments.bool(args[0])))
-        case "crossfade":
-            if try MPDArguments.unsigned(args[0]) != 0 { throw .system("crossfade is not supported") }
-        case "mixrampdb", "mixrampdelay": _ = try MPDArguments.seconds(args[0])
-        case "setvol":
-            let v = try MPDArguments.int(args[0])
+        },
+        MPDCommandSpec("random", 1...1) { s, c, _ throws(MPDError) in try s.perform(.shuffle(try MPDArguments.bool(c.args[0]))) },
+        MPDCommandSpec("repeat", 1...1) { s, c, _ throws(MPDError) in
+            try s.setRepeat(repeat: try MPDArguments.bool(c.args[0]), single: s.currentRepeatFlags().single)
+        },
+        MPDCommandSpec("single", 1...1) { s, c, _ throws(MPDError) in
+            let single: SingleMode
+            if c.args[0] == "oneshot" { single = .oneshot } else { single = try MPDArguments.bool(c.args[0]) ? .on : .off }
+            try s.setRepeat(repeat: s.currentRepeatFlags().repeat, single: single)
+        },
+        // MPD 0.24 also has consume oneshot; 0.23's on/off is what clients send.
+        MPDCommandSpec("consume", 1...1) { s, c, _ throws(MPDError) in try s.perform(.consume(try MPDArguments.bool(c.args[0]))) },
+        MPDCommandSpec("crossfade", 1...1) { _, c, _ throws(MPDError) in
+            if try MPDArguments.unsigned(c.args[0]) != 0 { throw .system("crossfade is not supported") }
+        },
+        MPDCommandSpec("mixrampdb", 1...1) { _, c, _ throws(MPDError) in _ = try MPDArguments.seconds(c.args[0]) },
+        MPDCommandSpec("mixrampdelay", 1...1) { _, c, _ throws(MPDError) in _ = try MPDArguments.seconds(c.args[0]) },
+        MPDCommandSpec("setvol", 1...1) { s, c, _ throws(MPDError) in
+            let v = try MPDArguments.int(c.args[0])
             guard (0...100).contains(v) else { throw .argument("Invalid volume value") }
-            try setVolume(v)
-        case "volume":
-            let delta = try MPDArguments.int(args[0])
+            try s.setVolume(v)
+        },
+        MPDCommandSpec("volume", 1...1) { s, c, _ throws(MPDError) in
+            let delta = try MPDArguments.int(c.args[0])
             guard (-100...100).contains(delta) else { throw .argument("Invalid volume value") }
-            try setVolume(max(0, min(100, (groupVolume() ?? 100) + delta)))
-        case "getvol":
-            if let v = groupVolume() { r.add("volume", v) }
+            try s.setVolume(max(0, min(100, (s.groupVolume() ?? 100) + delta)))
+        },
+        MPDCommandSpec("getvol", 0...0) { s, _, r throws(MPDError) in
+            if let v = s.groupVolume() { r.add("volume", v) }
+        },
+    ]
 
-        // MARK: Outputs
-        case "outputs":
-            // Each room is an output; enabled means it plays the main group (the one MPD controls).
-            for (i, name) in leader.knownRooms.enumerated() {
+    // MARK: Outputs = rooms
+
+    private static let outputCommands: [MPDCommandSpec] = [
+        // Each room is an output; enabled means it plays the main group (the one MPD controls).
+        MPDCommandSpec("outputs", 0...0) { s, _, r throws(MPDError) in
+            for (i, name) in s.leader.knownRooms.enumerated() {
                 r.add("outputid", i)
                 r.add("outputname", name)
                 r.add("plugin", "tutti")
-                r.add("outputenabled", leader.group(ofRoom: name).id == RoomGroups.mainID ? 1 : 0)
+                r.add("outputenabled", s.leader.group(ofRoom: name).id == RoomGroups.mainID ? 1 : 0)
             }
-        case "enableoutput", "disableoutput", "toggleoutput":
-            let id = try MPDArguments.unsigned(args[0])
-            let rooms = leader.knownRooms
-            guard id < rooms.count else { throw .noExist("No such audio output") }
-            let room = rooms[id]
-            let inMain = leader.group(ofRoom: room).id == RoomGroups.mainID
-            let enable = command.name == "enableoutput" || (command.name == "toggleoutput" && !inMain)
-            do {
-                if enable && !inMain { _ = try leader.moveRooms([room], to: RoomGroups.mainID) }
-                if !enable && inMain { _ = try leader.separate(room: room) }
-            } catch {
-                throw .system("\(error)")
-            }
+        },
+        MPDCommandSpec("enableoutput", 1...1) { s, c, _ throws(MPDError) in try s.setOutput(c.args[0]) { _ in true } },
+        MPDCommandSpec("disableoutput", 1...1) { s, c, _ throws(MPDError) in try s.setOutput(c.args[0]) { _ in false } },
+        MPDCommandSpec("toggleoutput", 1...1) { s, c, _ throws(MPDError) in try s.setOutput(c.args[0]) { inMain in !inMain } },
+    ]
 
-        // MARK: Queue
-        case "add", "addid":
-            let found = try resolveConfined(args[0])
-            if command.name == "addid" && found.count != 1 { throw .noExist("addid needs one song, not a folder") }
-            let ids = try add(found.map(\.path), at: args.count > 1 ? args[1] : nil)
-            if command.name == "addid", let id = ids.first { r.add("Id", Int(id)) }
-        case "delete":
-            let queue = leader.queue
-            let range = try MPDArguments.range(args[0], count: queue.count)
+    /// Puts the room of output `id` in the main group or takes it out,
+    /// as `enable` says from whether it is in the main group now.
+    private func setOutput(_ id: String, enable: (_ inMain: Bool) -> Bool) throws(MPDError) {
+        let index = try MPDArguments.unsigned(id)
+        let rooms = leader.knownRooms
+        guard index < rooms.count else { throw .noExist("No such audio output") }
+        let room = rooms[index]
+        let inMain = leader.group(ofRoom: room).id == RoomGroups.mainID
+        let wanted = enable(inMain)
+        do {
+            if wanted && !inMain { _ = try leader.moveRooms([room], to: RoomGroups.mainID) }
+            if !wanted && inMain { _ = try leader.separate(room: room) }
+        } catch {
+            throw .system("\(error)")
+        }
+    }
+
+    // MARK: Queue
+
+    private static let queueCommands: [MPDCommandSpec] = [
+        MPDCommandSpec("add", 1...2) { s, c, _ throws(MPDError) in
+            let found = try s.resolveConfined(c.args[0])
+            _ = try s.add(found.map(\.path), at: c.args.count > 1 ? c.args[1] : nil)
+        },
+        MPDCommandSpec("addid", 1...2) { s, c, r throws(MPDError) in
+            let found = try s.resolveConfined(c.args[0])
+            guard found.count == 1 else { throw .noExist("addid needs one song, not a folder") }
+            let ids = try s.add(found.map(\.path), at: c.args.count > 1 ? c.args[1] : nil)
+            if let id = ids.first { r.add("Id", Int(id)) }
+        },
+        MPDCommandSpec("delete", 1...1) { s, c, _ throws(MPDError) in
+            let queue = s.leader.queue
+            let range = try MPDArguments.range(c.args[0], count: queue.count)
             guard range.upperBound <= queue.count, !range.isEmpty else { throw .argument("Bad song index") }
-            for i in range.reversed() { try perform(.remove(index: i), settling: client) }
-        case "deleteid":
-            try perform(.remove(index: try indexOf(id: args[0])), settling: client)
-        case "move":
-            let queue = leader.queue
-            let range = try MPDArguments.range(args[0], count: queue.count)
-            let to = try MPDArguments.int(args[1])
+            for i in range.reversed() { try s.perform(.remove(index: i), settling: c.client) }
+        },
+        MPDCommandSpec("deleteid", 1...1) { s, c, _ throws(MPDError) in
+            try s.perform(.remove(index: try s.indexOf(id: c.args[0])), settling: c.client)
+        },
+        MPDCommandSpec("move", 2...2) { s, c, _ throws(MPDError) in
+            let queue = s.leader.queue
+            let range = try MPDArguments.range(c.args[0], count: queue.count)
+            let to = try MPDArguments.int(c.args[1])
             guard range.upperBound <= queue.count, !range.isEmpty, to >= 0, to + range.count <= queue.count else {
                 throw .argument("Bad song index")
             }
-            try moveBlock(range, to: to)
-        case "moveid":
-            let from = try indexOf(id: args[0])
-            let to = try MPDArguments.int(args[1])
-            guard to >= 0, to < leader.queue.count else { throw .argument("Bad song index") }
-            try perform(.move(from: from, to: to))
-        case "swap", "swapid":
-            let a = command.name == "swap" ? try queueIndex(try MPDArguments.int(args[0])) : try indexOf(id: args[0])
-            let b = command.name == "swap" ? try queueIndex(try MPDArguments.int(args[1])) : try indexOf(id: args[1])
-            if a != b {
-                let (low, high) = (min(a, b), max(a, b))
-                try perform(.move(from: low, to: high))
-                try perform(.move(from: high - 1, to: low))
-            }
-        case "shuffle":
-            // ncmpcpp's `Z`: shuffles the queue's order itself (not random mode).
-            let count = leader.queue.count
+            try s.moveBlock(range, to: to)
+        },
+        MPDCommandSpec("moveid", 2...2) { s, c, _ throws(MPDError) in
+            let from = try s.indexOf(id: c.args[0])
+            let to = try MPDArguments.int(c.args[1])
+            guard to >= 0, to < s.leader.queue.count else { throw .argument("Bad song index") }
+            try s.perform(.move(from: from, to: to))
+        },
+        MPDCommandSpec("swap", 2...2) { s, c, _ throws(MPDError) in
+            try s.swap(try s.queueIndex(try MPDArguments.int(c.args[0])), try s.queueIndex(try MPDArguments.int(c.args[1])))
+        },
+        MPDCommandSpec("swapid", 2...2) { s, c, _ throws(MPDError) in
+            try s.swap(try s.indexOf(id: c.args[0]), try s.indexOf(id: c.args[1]))
+        },
+        // ncmpcpp's `Z`: shuffles the queue's order itself (not random mode).
+        MPDCommandSpec("shuffle", 0...1) { s, c, _ throws(MPDError) in
+            let count = s.leader.queue.count
             var range = 0..<count
-            if let a = args.first {
+            if let a = c.args.first {
                 range = try MPDArguments.range(a, count: count)
                 guard range.upperBound <= count else { throw .argument("Bad song index") }
             }
-            try shuffle(range)
-        case "prio", "prioid":
-            // Priorities only order random mode in MPD; Tutti has none, so only
-            // the default (0) is accepted. Arguments are checked all the same.
-            let priority = try MPDArguments.unsigned(args[0])
-            guard priority <= 255 else { throw .argument("Priority out of range: \(args[0])") }
-            let queue = leader.queue
-            for a in args.dropFirst() {
-                if command.name == "prioid" {
-                    _ = try indexOf(id: a, in: queue)
-                } else {
-                    let range = try MPDArguments.range(a, count: queue.count)
-                    guard range.upperBound <= queue.count else { throw .argument("Bad song index") }
-                }
-            }
-            if priority != 0 { throw .system("song priorities are not supported") }
-        case "clear": try perform(.clear, settling: client)
-        case "playlist":
-            for (i, entry) in leader.queue.entries.enumerated() { r.add("\(i):file", catalog.uri(forPath: entry.uri)) }
-        case "playlistinfo":
-            let queue = leader.queue
+            try s.shuffle(range)
+        },
+        MPDCommandSpec("prio", 2...64) { s, c, _ throws(MPDError) in try s.priority(c.args, byID: false) },
+        MPDCommandSpec("prioid", 2...64) { s, c, _ throws(MPDError) in try s.priority(c.args, byID: true) },
+        MPDCommandSpec("clear", 0...0) { s, c, _ throws(MPDError) in try s.perform(.clear, settling: c.client) },
+        MPDCommandSpec("playlist", 0...0) { s, _, r throws(MPDError) in
+            for (i, entry) in s.leader.queue.entries.enumerated() { r.add("\(i):file", s.catalog.uri(forPath: entry.uri)) }
+        },
+        MPDCommandSpec("playlistinfo", 0...1) { s, c, r throws(MPDError) in
+            let queue = s.leader.queue
             var range = 0..<queue.count
-            if let a = args.first {
+            if let a = c.args.first {
                 range = try MPDArguments.range(a, count: queue.count)
                 if !a.contains(":") && range.lowerBound >= queue.count { throw .argument("Bad song index") }
                 range = range.clamped(to: 0..<queue.count)
             }
-            writeQueue(queue, range: range, client: client, into: &r)
-        case "playlistid":
-            let queue = leader.queue
-            if let a = args.first {
-                let i = try indexOf(id: a, in: queue)
-                writeQueue(queue, range: i..<(i + 1), client: client, into: &r)
+            s.writeQueue(queue, range: range, client: c.client, into: &r)
+        },
+        MPDCommandSpec("playlistid", 0...1) { s, c, r throws(MPDError) in
+            let queue = s.leader.queue
+            if let a = c.args.first {
+                let i = try s.indexOf(id: a, in: queue)
+                s.writeQueue(queue, range: i..<(i + 1), client: c.client, into: &r)
             } else {
-                writeQueue(queue, range: 0..<queue.count, client: client, into: &r)
+                s.writeQueue(queue, range: 0..<queue.count, client: c.client, into: &r)
             }
-        case "plchanges", "plchangesposid":
-            let version = try MPDArguments.int(args[0])
-            let queue = leader.queue
-            // Versions are not kept per song: any other version means "everything changed".
-            guard version != playlistVersion else { break }
-            var range = 0..<queue.count
-            if args.count > 1 { range = try MPDArguments.range(args[1], count: queue.count).clamped(to: 0..<queue.count) }
-            if command.name == "plchanges" {
-                writeQueue(queue, range: range, client: client, into: &r)
+        },
+        MPDCommandSpec("plchanges", 1...2) { s, c, r throws(MPDError) in
+            guard let (queue, range) = try s.changedSince(c.args) else { return }
+            s.writeQueue(queue, range: range, client: c.client, into: &r)
+        },
+        MPDCommandSpec("plchangesposid", 1...2) { s, c, r throws(MPDError) in
+            guard let (queue, range) = try s.changedSince(c.args) else { return }
+            for i in range { r.add("cpos", i); r.add("Id", Int(queue.entries[i].id)) }
+        },
+        MPDCommandSpec("playlistfind", 1...64) { s, c, r throws(MPDError) in try s.queueFind(c, foldCase: false, into: &r) },
+        MPDCommandSpec("playlistsearch", 1...64) { s, c, r throws(MPDError) in try s.queueFind(c, foldCase: true, into: &r) },
+    ]
+
+    private func swap(_ a: Int, _ b: Int) throws(MPDError) {
+        guard a != b else { return }
+        let (low, high) = (min(a, b), max(a, b))
+        try perform(.move(from: low, to: high))
+        try perform(.move(from: high - 1, to: low))
+    }
+
+    /// Priorities only order random mode in MPD; Tutti has none, so only
+    /// the default (0) is accepted. Arguments are checked all the same.
+    private func priority(_ args: [String], byID: Bool) throws(MPDError) {
+        let priority = try MPDArguments.unsigned(args[0])
+        guard priority <= 255 else { throw .argument("Priority out of range: \(args[0])") }
+        let queue = leader.queue
+        for a in args.dropFirst() {
+            if byID {
+                _ = try indexOf(id: a, in: queue)
             } else {
-                for i in range { r.add("cpos", i); r.add("Id", Int(queue.entries[i].id)) }
+                let range = try MPDArguments.range(a, count: queue.count)
+                guard range.upperBound <= queue.count else { throw .argument("Bad song index") }
             }
-        case "playlistfind", "playlistsearch":
-            let filter = try MPDFilter.parse(args, exact: command.name == "playlistfind")
-            let queue = leader.queue
-            for (i, entry) in queue.entries.enumerated() {
-                let song = catalog.song(forQueueURI: entry.uri)
-                if filter.matches(song, foldCase: command.name == "playlistsearch") {
-                    write(song, position: i, id: entry.id, client: client, into: &r)
-                }
-            }
+        }
+        if priority != 0 { throw .system("song priorities are not supported") }
+    }
 
-        // MARK: Library
-        case "find", "search", "findadd", "searchadd", "searchaddpl", "count":
-            try findCommand(command, client: client, into: &r)
-        case "list":
-            try list(args, into: &r)
-        case "listall", "listallinfo":
-            try listAll(args.first ?? "", withTags: command.name == "listallinfo", client: client, into: &r)
-        case "lsinfo", "listfiles":
-            try lsinfo(args.first ?? "", withTags: command.name == "lsinfo", client: client, into: &r)
-        case "update", "rescan":
-            try update(into: &r)
-        case "albumart", "readpicture":
-            try picture(uri: args[0], offset: args[1], embeddedOnly: command.name == "readpicture", client: client, into: &r)
+    /// `plchanges VERSION [START:END]`: the queue and the range to show, nil
+    /// when nothing changed. Versions are not kept per song: any other
+    /// version means "everything changed".
+    private func changedSince(_ args: [String]) throws(MPDError) -> (PlayQueue, Range<Int>)? {
+        let version = try MPDArguments.int(args[0])
+        let queue = leader.queue
+        guard version != playlistVersion else { return nil }
+        var range = 0..<queue.count
+        if args.count > 1 { range = try MPDArguments.range(args[1], count: queue.count).clamped(to: 0..<queue.count) }
+        return (queue, range)
+    }
 
-        // MARK: Stored playlists
-        case "listplaylists":
-            for p in try libraryCall({ l throws(LibraryError) in try l.playlists() }) {
-                r.add("playlist", p.name)
-                r.add("Last-Modified", Self.iso8601(p.updatedAt / 1000))
+    private func queueFind(_ c: MPDInvocation, foldCase: Bool, into r: inout MPDResponse) throws(MPDError) {
+        let filter = try MPDFilter.parse(c.args, exact: !foldCase)
+        for (i, entry) in leader.queue.entries.enumerated() {
+            let song = catalog.song(forQueueURI: entry.uri)
+            if filter.matches(song, foldCase: foldCase) {
+                write(song, position: i, id: entry.id, client: c.client, into: &r)
             }
-        case "listplaylist", "listplaylistinfo":
-            var entries = try libraryCall { l throws(LibraryError) in try l.entries(of: try self.playlistID(args[0], l)) }
-            if args.count > 1 {
-                let range = try MPDArguments.range(args[1], count: entries.count).clamped(to: 0..<entries.count)
-                entries = Array(entries[range])
-            }
-            for e in entries {
-                let song = songForLibraryTrack(e.track)
-                if command.name == "listplaylist" { r.add("file", song.uri) } else { write(song, client: client, into: &r) }
-            }
-        case "load":
-            let entries = try libraryCall { l throws(LibraryError) in try l.entries(of: try self.playlistID(args[0], l)) }
-            var paths = entries.map(\.track.path)
-            if args.count > 1 {
-                let range = try MPDArguments.range(args[1], count: paths.count).clamped(to: 0..<paths.count)
-                paths = Array(paths[range])
-            }
-            if !paths.isEmpty { _ = try add(paths, at: args.count > 2 ? args[2] : nil) }
-        case "save":
-            try save(args)
-        case "rm":
-            try libraryCall { l throws(LibraryError) in try l.deletePlaylist(try self.playlistID(args[0], l)) }
-            leader.events.emit(.playlists)
-        case "rename":
-            try libraryCall { l throws(LibraryError) in
-                guard try self.findPlaylist(args[1], l) == nil else { throw LibraryError.invalidArgument("exists") }
-                try l.renamePlaylist(try self.playlistID(args[0], l), to: args[1])
-            }
-            leader.events.emit(.playlists)
-        case "playlistadd":
-            let found = try resolveConfined(args[1])
-            var tracks: [TrackID] = []
-            for item in found { if let id = try libraryTrackID(path: item.path) { tracks.append(id) } }
-            guard !tracks.isEmpty else { throw .noExist("Only library songs can be saved in a playlist") }
-            let position = try args.count > 2 ? MPDArguments.unsigned(args[2]) : nil
-            try libraryCall { l throws(LibraryError) in
-                let id = try self.playlistCreatingIfNeeded(args[0], l)
-                try l.addToPlaylist(id, tracks: tracks, at: position)
-            }
-            leader.events.emit(.playlists)
-        case "playlistclear":
-            try libraryCall { l throws(LibraryError) in
-                let id = try self.playlistID(args[0], l)
-                for i in (0..<(try l.entries(of: id).count)).reversed() { try l.removeFromPlaylist(id, at: i) }
-            }
-            leader.events.emit(.playlists)
-        case "playlistdelete":
-            let count = try libraryCall { l throws(LibraryError) in try l.entries(of: try self.playlistID(args[0], l)).count }
-            let range = try MPDArguments.range(args[1], count: count)
-            guard range.upperBound <= count, !range.isEmpty else { throw .argument("Bad song index") }
-            try libraryCall { l throws(LibraryError) in
-                let id = try self.playlistID(args[0], l)
-                for i in range.reversed() { try l.removeFromPlaylist(id, at: i) }
-            }
-            leader.events.emit(.playlists)
-        case "playlistmove":
-            let from = try MPDArguments.unsigned(args[1]), to = try MPDArguments.unsigned(args[2])
-            try libraryCall { l throws(LibraryError) in try l.moveInPlaylist(try self.playlistID(args[0], l), from: from, to: to) }
-            leader.events.emit(.playlists)
-        default:
-            throw MPDError(.unknown, "unknown command \"\(command.name)\"")
         }
     }
 
+    // MARK: Library
+
+    private static let libraryCommands: [MPDCommandSpec] = [
+        MPDCommandSpec("find", 1...64) { s, c, r throws(MPDError) in try s.findCommand(c.command, client: c.client, into: &r) },
+        MPDCommandSpec("search", 1...64) { s, c, r throws(MPDError) in try s.findCommand(c.command, client: c.client, into: &r) },
+        MPDCommandSpec("findadd", 1...64) { s, c, r throws(MPDError) in try s.findCommand(c.command, client: c.client, into: &r) },
+        MPDCommandSpec("searchadd", 1...64) { s, c, r throws(MPDError) in try s.findCommand(c.command, client: c.client, into: &r) },
+        MPDCommandSpec("searchaddpl", 2...64) { s, c, r throws(MPDError) in try s.findCommand(c.command, client: c.client, into: &r) },
+        MPDCommandSpec("count", 1...64) { s, c, r throws(MPDError) in try s.findCommand(c.command, client: c.client, into: &r) },
+        MPDCommandSpec("list", 1...64) { s, c, r throws(MPDError) in try s.list(c.args, into: &r) },
+        MPDCommandSpec("listall", 0...1) { s, c, r throws(MPDError) in
+            try s.listAll(c.args.first ?? "", withTags: false, client: c.client, into: &r)
+        },
+        MPDCommandSpec("listallinfo", 0...1) { s, c, r throws(MPDError) in
+            try s.listAll(c.args.first ?? "", withTags: true, client: c.client, into: &r)
+        },
+        MPDCommandSpec("lsinfo", 0...1) { s, c, r throws(MPDError) in
+            try s.lsinfo(c.args.first ?? "", withTags: true, client: c.client, into: &r)
+        },
+        MPDCommandSpec("listfiles", 0...1) { s, c, r throws(MPDError) in
+            try s.lsinfo(c.args.first ?? "", withTags: false, client: c.client, into: &r)
+        },
+        MPDCommandSpec("update", 0...1) { s, _, r throws(MPDError) in try s.update(into: &r) },
+        MPDCommandSpec("rescan", 0...1) { s, _, r throws(MPDError) in try s.update(into: &r) },
+        MPDCommandSpec("albumart", 2...2) { s, c, r throws(MPDError) in
+            try s.picture(uri: c.args[0], offset: c.args[1], embeddedOnly: false, client: c.client, into: &r)
+        },
+        MPDCommandSpec("readpicture", 2...2) { s, c, r throws(MPDError) in
+            try s.picture(uri: c.args[0], offset: c.args[1], embeddedOnly: true, client: c.client, into: &r)
+        },
+    ]
+
+    // MARK: Stored playlists
+
+    private static let storedPlaylistCommands: [MPDCommandSpec] = [
+        MPDCommandSpec("listplaylists", 0...0) { s, _, r throws(MPDError) in
+            for p in try s.libraryCall({ l throws(LibraryError) in try l.playlists() }) {
+                r.add("playlist", p.name)
+                r.add("Last-Modified", MPDServer.iso8601(p.updatedAt / 1000))
+            }
+        },
+        MPDCommandSpec("listplaylist", 1...2) { s, c, r throws(MPDError) in
+            for e in try s.playlistEntries(c.args) { r.add("file", s.songForLibraryTrack(e.track).uri) }
+        },
+        MPDCommandSpec("listplaylistinfo", 1...2) { s, c, r throws(MPDError) in
+            for e in try s.playlistEntries(c.args) { s.write(s.songForLibraryTrack(e.track), client: c.client, into: &r) }
+        },
+        MPDCommandSpec("load", 1...3) { s, c, _ throws(MPDError) in
+            let paths = try s.playlistEntries(c.args).map(\.track.path)
+            if !paths.isEmpty { _ = try s.add(paths, at: c.args.count > 2 ? c.args[2] : nil) }
+        },
+        MPDCommandSpec("save", 1...2) { s, c, _ throws(MPDError) in try s.save(c.args) },
+        MPDCommandSpec("rm", 1...1) { s, c, _ throws(MPDError) in
+            try s.editPlaylists { l throws(LibraryError) in try l.deletePlaylist(try s.playlistID(c.args[0], l)) }
+        },
+        MPDCommandSpec("rename", 2...2) { s, c, _ throws(MPDError) in
+            try s.editPlaylists { l throws(LibraryError) in
+                guard try s.findPlaylist(c.args[1], l) == nil else { throw LibraryError.invalidArgument("exists") }
+                try l.renamePlaylist(try s.playlistID(c.args[0], l), to: c.args[1])
+            }
+        },
+        MPDCommandSpec("playlistadd", 2...3) { s, c, _ throws(MPDError) in
+            let found = try s.resolveConfined(c.args[1])
+            var tracks: [TrackID] = []
+            for item in found { if let id = try s.libraryTrackID(path: item.path) { tracks.append(id) } }
+            guard !tracks.isEmpty else { throw .noExist("Only library songs can be saved in a playlist") }
+            let position = try c.args.count > 2 ? MPDArguments.unsigned(c.args[2]) : nil
+            try s.editPlaylists { l throws(LibraryError) in
+                let id = try s.playlistCreatingIfNeeded(c.args[0], l)
+                try l.addToPlaylist(id, tracks: tracks, at: position)
+            }
+        },
+        MPDCommandSpec("playlistclear", 1...1) { s, c, _ throws(MPDError) in
+            try s.editPlaylists { l throws(LibraryError) in
+                let id = try s.playlistID(c.args[0], l)
+                for i in (0..<(try l.entries(of: id).count)).reversed() { try l.removeFromPlaylist(id, at: i) }
+            }
+        },
+        MPDCommandSpec("playlistdelete", 2...2) { s, c, _ throws(MPDError) in
+            let count = try s.libraryCall { l throws(LibraryError) in try l.entries(of: try s.playlistID(c.args[0], l)).count }
+            let range = try MPDArguments.range(c.args[1], count: count)
+            guard range.upperBound <= count, !range.isEmpty else { throw .argument("Bad song index") }
+            try s.editPlaylists { l throws(LibraryError) in
+                let id = try s.playlistID(c.args[0], l)
+                for i in range.reversed() { try l.removeFromPlaylist(id, at: i) }
+            }
+        },
+        MPDCommandSpec("playlistmove", 3...3) { s, c, _ throws(MPDError) in
+            let from = try MPDArguments.unsigned(c.args[1]), to = try MPDArguments.unsigned(c.args[2])
+            try s.editPlaylists { l throws(LibraryError) in try l.moveInPlaylist(try s.playlistID(c.args[0], l), from: from, to: to) }
+        },
+    ]
+
+    /// A stored playlist's entries, `[START:END]` of them when `args[1]` says.
+    private func playlistEntries(_ args: [String]) throws(MPDError) -> [PlaylistEntry] {
+        let entries = try libraryCall { l throws(LibraryError) in try l.entries(of: try self.playlistID(args[0], l)) }
+        guard args.count > 1 else { return entries }
+        let range = try MPDArguments.range(args[1], count: entries.count).clamped(to: 0..<entries.count)
+        return Array(entries[range])
+    }
+
+    /// A change to the stored playlists, announced to idle clients.
+    private func editPlaylists(_ body: (Library) throws(LibraryError) -> Void) throws(MPDError) {
+        try libraryCall(body)
+        leader.events.emit(.playlists)
+    }
+}
+
+extension MPDServer {
     // MARK: Player helpers
 
     /// Runs a player command. Transport changes are heard a start latency
