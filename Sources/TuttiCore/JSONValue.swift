@@ -24,6 +24,61 @@ public enum JSONValue: Equatable, Sendable {
     public var bool: Bool? { if case .bool(let b) = self { b } else { nil } }
     public var array: [JSONValue]? { if case .array(let a) = self { a } else { nil } }
 
+    /// A whole number within ±2^53 (exact in a Double), nil for anything else.
+    public var integer: Int? {
+        guard case .number(let n) = self, n.rounded() == n, abs(n) <= 9_007_199_254_740_992 else { return nil }
+        return Int(n)
+    }
+
+    /// The value as compact JSON text, an object's keys sorted (so equal
+    /// values write equal text). Whole numbers are written without a
+    /// fraction; strings escape quotes, backslashes and control characters.
+    public var serialized: String {
+        var out: [UInt8] = []
+        write(into: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    private func write(into out: inout [UInt8]) {
+        switch self {
+        case .null: out += "null".utf8
+        case .bool(let b): out += (b ? "true" : "false").utf8
+        case .number(let n):
+            if let i = integer { out += String(i).utf8 } else if n.isFinite { out += n.description.utf8 } else { out += "null".utf8 }
+        case .string(let s): Self.writeString(s, into: &out)
+        case .array(let items):
+            out.append(UInt8(ascii: "["))
+            for (i, item) in items.enumerated() {
+                if i > 0 { out.append(UInt8(ascii: ",")) }
+                item.write(into: &out)
+            }
+            out.append(UInt8(ascii: "]"))
+        case .object(let fields):
+            out.append(UInt8(ascii: "{"))
+            for (i, key) in fields.keys.sorted().enumerated() {
+                if i > 0 { out.append(UInt8(ascii: ",")) }
+                Self.writeString(key, into: &out)
+                out.append(UInt8(ascii: ":"))
+                fields[key]!.write(into: &out)
+            }
+            out.append(UInt8(ascii: "}"))
+        }
+    }
+
+    private static func writeString(_ s: String, into out: inout [UInt8]) {
+        let hex = Array("0123456789abcdef".utf8)
+        out.append(UInt8(ascii: "\""))
+        for b in s.utf8 {
+            switch b {
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"): out += [UInt8(ascii: "\\"), b]
+            case 0x0A: out += [UInt8(ascii: "\\"), UInt8(ascii: "n")]
+            case 0..<0x20: out += [UInt8(ascii: "\\"), UInt8(ascii: "u"), 0x30, 0x30, hex[Int(b >> 4)], hex[Int(b & 15)]]
+            default: out.append(b)
+            }
+        }
+        out.append(UInt8(ascii: "\""))
+    }
+
     /// Parses one JSON value (surrounding white space allowed, nothing else).
     public static func parse(_ bytes: [UInt8]) throws(Malformed) -> JSONValue {
         var reader = Reader(bytes: bytes)

@@ -212,3 +212,20 @@ public struct PlayQueue: Sendable, Equatable {
     }
 
 }
+
+/// What a stream's player must find again after a restart or power cut
+/// (kept by `PlayerStateStore`, TuttiLibrary).
+public struct PlayerSnapshot: Equatable, Sendable {
+    public var queue: PlayQueue
+    /// The entry heard (id) and the position in it, milliseconds.
+    public var entryID: UInt32?
+    public var positionMilliseconds: Int64
+    public var wasPlaying: Bool
+    /// The group's speed and pitch (an audiobook keeps its 1.25× over a restart).
+    public var tempo: PlaybackTempo
+
+    public init(queue: PlayQueue, entryID: UInt32?, positionMilliseconds: Int64, wasPlaying: Bool, tempo: PlaybackTempo = .normal) {
+        self.queue = queue; self.entryID = entryID; self.positionMilliseconds = positionMilliseconds; self.wasPlaying = wasPlaying
+        self.tempo = tempo
+    }
+}

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import TuttiCore
+import TuttiLibrary
 
 /// A room's equaliser at the leader, with the preset it was set from (nil: custom gains).
 public struct RoomEqualizer: Equatable, Sendable {

@@ -150,12 +150,21 @@ public enum Schema {
 
     /// Brings `db` to `latestVersion`, or throws when it is newer or foreign.
     static func migrate(_ db: Database) throws(LibraryError) {
+        try migrate(db, to: migrations, adoptingUnversioned: false)
+    }
+
+    /// Runs the `migrations` `db` has not had, each in a transaction with
+    /// `meta.written_by`. A file with tables but no version is refused,
+    /// unless `adoptingUnversioned` (its first migration must then be
+    /// written to meet those tables: `CREATE TABLE IF NOT EXISTS`).
+    static func migrate(_ db: Database, to migrations: [Migration], adoptingUnversioned: Bool) throws(LibraryError) {
         let found = try db.userVersion
+        let latestVersion = migrations.last?.version ?? 0
         if found > latestVersion {
             let writtenBy = try? db.scalarText("SELECT value FROM meta WHERE key = 'written_by'")
             throw .databaseTooNew(path: db.path, found: found, supported: latestVersion, writtenBy: writtenBy ?? nil)
         }
-        if found == 0 {
+        if found == 0 && !adoptingUnversioned {
             let tables = try db.scalarInt("SELECT count(*) FROM sqlite_master WHERE type = 'table'") ?? 0
             guard tables == 0 else {
                 throw .corruptSchema(path: db.path, reason: "it holds \(tables) tables but no Tutti schema version; pass --db with another file")
@@ -168,6 +177,28 @@ public enum Schema {
                 try db.execute("PRAGMA user_version = \(migration.version)")
             }
         }
+    }
+}
+
+/// The player's state file (`state.db`, `PlayerStateStore`) as numbered
+/// migrations, like `Schema`'s. Files from before it had a version hold
+/// version 1's tables already, which it meets (`IF NOT EXISTS`).
+public enum StateSchema {
+    public static let migrations: [Schema.Migration] = [
+        Schema.Migration(version: 1, summary: "player values, the main queue, other groups' players, rooms' sound, presets", sql: """
+            CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+            CREATE TABLE IF NOT EXISTS player (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+            CREATE TABLE IF NOT EXISTS queue (position INTEGER PRIMARY KEY, id INTEGER NOT NULL, uri TEXT NOT NULL, play_rank INTEGER NOT NULL);
+            CREATE TABLE IF NOT EXISTS group_player (group_id TEXT PRIMARY KEY, snapshot TEXT NOT NULL);
+            CREATE TABLE IF NOT EXISTS room_sound (room TEXT PRIMARY KEY, sound TEXT NOT NULL);
+            CREATE TABLE IF NOT EXISTS eq_preset (name TEXT PRIMARY KEY, gains TEXT NOT NULL);
+            """),
+    ]
+
+    public static var latestVersion: Int { migrations.last?.version ?? 0 }
+
+    static func migrate(_ db: Database) throws(LibraryError) {
+        try Schema.migrate(db, to: migrations, adoptingUnversioned: true)
     }
 }
 

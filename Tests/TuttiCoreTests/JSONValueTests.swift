@@ -26,4 +26,15 @@ import TuttiCore
             #expect(throws: JSONValue.Malformed.self, "\(text.prefix(20))") { try parse(text) }
         }
     }
+
+    @Test func serializedTextReadsBackTheSameValue() throws {
+        let value: JSONValue = .object([
+            "volume": .number(100), "latencyNs": .number(-1_500_000), "bass": .number(0.5), "tiny": .number(1e-5),
+            "name": .string("K\u{fc}che \"A\\B\"\n\u{1}"), "gains": .array([.number(1), .number(-2.25)]), "none": .null, "on": .bool(true),
+        ])
+        let text = value.serialized
+        #expect(text.hasPrefix(#"{"bass":0.5,"gains":[1,-2.25],"latencyNs":-1500000,"name":"Küche \"A\\B\"\n\u0001","none":null,"on":true"#))
+        #expect(try parse(text) == value)
+        #expect(JSONValue.number(3).integer == 3 && JSONValue.number(3.5).integer == nil && JSONValue.number(1e300).integer == nil)
+    }
 }
