@@ -225,6 +225,14 @@ public final class Statement {
         guard rc == SQLITE_OK else { throw fail("binding parameter \(index) of") }
     }
 
+    /// Binds UTF-8 bytes as text (a path read from a row, without making a String of it).
+    public func bind(textBytes v: [UInt8], at index: Int32) throws(LibraryError) {
+        let rc = v.isEmpty ? sqlite3_bind_text(stmt, index, "", 0, transient) : v.withUnsafeBufferPointer { p in
+            p.withMemoryRebound(to: CChar.self) { c in sqlite3_bind_text(stmt, index, c.baseAddress!, Int32(c.count), transient) }
+        }
+        guard rc == SQLITE_OK else { throw fail("binding parameter \(index) of") }
+    }
+
     /// Advances; true when a row is available.
     public func step() throws(LibraryError) -> Bool {
         let rc = sqlite3_step(stmt)

@@ -246,43 +246,22 @@ extension Library {
 
     /// One folder's entries, as MPD lists them: its subfolders, then the
     /// songs directly in it, each in path order. A subfolder costs one index
-    /// seek (the rows under it are skipped, not read); paths come from the
-    /// path index alone, and full rows are read for the songs only, a page
-    /// at a time.
+    /// seek (the rows under it are skipped, not read), made with the bytes
+    /// SQLite lends and up to `catalogPage` seeks a lock hold; paths come
+    /// from the path index alone, and full rows are read for the songs
+    /// only, a page at a time.
     public func catalogFolder(_ folder: String, visit: (CatalogFolderEntry) -> Void) throws(LibraryError) {
-        let base = (folder.hasSuffix("/") ? String(folder.dropLast()) : folder) + "/"
-        let upper = String(base.dropLast()) + "0"
-        let baseCount = base.utf8.count
-        var cursor = base
-        var songIDs: [Int64] = []
-        // `path > cursor`: no track's path is the folder itself ("…/") or ends in "…/name0" (tracks have extensions).
-        let pathSQL = "SELECT path, id FROM tracks WHERE path > ? AND path < ? ORDER BY path LIMIT ?"
-        while true {
-            var next: String?
-            let folderName = try reading { db throws(LibraryError) -> String? in
-                let s = try db.cached(pathSQL)
-                try s.bind([.text(cursor), .text(upper), .int(Int64(Self.catalogPage))])
-                defer { s.reset() }
-                var rows = 0
-                while try s.step() {
-                    rows += 1
-                    let path = s.text(0)
-                    let rest = path.utf8.dropFirst(baseCount)
-                    if let slash = rest.firstIndex(of: UInt8(ascii: "/")) {
-                        let name = String(decoding: rest[..<slash], as: UTF8.self)
-                        next = base + name + "0" // past everything under base/name/
-                        return name
-                    }
-                    songIDs.append(s.int(1))
-                    next = path
-                }
-                if rows < Self.catalogPage { next = nil }
-                return nil
-            }
-            if let folderName { visit(.folder(folderName)) }
-            guard let n = next else { break }
-            cursor = n
+        let base = Array(((folder.hasSuffix("/") ? String(folder.dropLast()) : folder) + "/").utf8)
+        let version = contentVersion
+        let listing: FolderListings.Listing
+        if let cached = folderListings.withLock({ $0.listing(base, version: version) }) {
+            listing = cached
+        } else {
+            listing = try readFolderListing(base)
+            folderListings.withLock { $0.keep(listing, for: base, version: version) }
         }
+        for name in listing.folders { visit(.folder(name)) }
+        let songIDs = listing.songIDs
         var start = 0
         while start < songIDs.count {
             let ids = songIDs[start..<min(start + Self.catalogPage, songIDs.count)]
@@ -294,6 +273,58 @@ extension Library {
             }
             for song in songs { visit(.song(song)) }
         }
+    }
+
+    /// A folder's subfolder names and the ids of the songs directly in it, from the path index.
+    private func readFolderListing(_ base: [UInt8]) throws(LibraryError) -> FolderListings.Listing {
+        var folders: [String] = []
+        var upper = base
+        upper[upper.count - 1] = UInt8(ascii: "0") // "0" follows "/": past everything under the folder
+        var cursor = base
+        var songIDs: [Int64] = []
+        var done = false
+        // `path > cursor`: no track's path is the folder itself ("…/") or ends in "…/name0" (tracks have extensions).
+        let pathSQL = "SELECT path, id FROM tracks WHERE path > ? AND path < ? ORDER BY path LIMIT ?"
+        while !done {
+            let names = try reading { db throws(LibraryError) -> [String] in
+                let s = try db.cached(pathSQL)
+                defer { s.reset() }
+                var names: [String] = []
+                var seeks = 0
+                while seeks < Self.catalogPage {
+                    seeks += 1
+                    s.reset()
+                    try s.bind(textBytes: cursor, at: 1)
+                    try s.bind(textBytes: upper, at: 2)
+                    try s.bind(.int(Int64(Self.catalogPage)), at: 3)
+                    var rows = 0
+                    var subfolder = false
+                    while try s.step() {
+                        rows += 1
+                        let slash = s.withTextBytes(0) { p -> Int? in
+                            let rest = UnsafeBufferPointer(rebasing: p[base.count...])
+                            return rest.firstIndex(of: UInt8(ascii: "/")).map { base.count + $0 }
+                        } ?? nil
+                        if let slash {
+                            _ = s.withTextBytes(0) { p in
+                                names.append(String(decoding: UnsafeBufferPointer(rebasing: p[base.count..<slash]), as: UTF8.self))
+                                cursor.removeAll(keepingCapacity: true)
+                                cursor.append(contentsOf: UnsafeBufferPointer(rebasing: p[..<slash]))
+                                cursor.append(UInt8(ascii: "0")) // past everything under base/name/
+                            }
+                            subfolder = true
+                            break
+                        }
+                        songIDs.append(s.int(1))
+                        _ = s.withTextBytes(0) { p in cursor.removeAll(keepingCapacity: true); cursor.append(contentsOf: p) }
+                    }
+                    if !subfolder && rows < Self.catalogPage { done = true; break }
+                }
+                return names
+            }
+            folders += names
+        }
+        return FolderListings.Listing(folders: folders, songIDs: songIDs)
     }
 
     /// Distinct values of `column` (non-empty), sorted, with the value of
@@ -324,6 +355,43 @@ extension Library {
             let artists = Int(try db.scalarInt("SELECT count(*) FROM (SELECT DISTINCT artist FROM tracks WHERE artist IS NOT NULL)") ?? 0)
             let albums = Int(try db.scalarInt("SELECT count(*) FROM (SELECT DISTINCT album FROM tracks WHERE album IS NOT NULL)") ?? 0)
             return CatalogStats(songs: songs.0, artists: artists, albums: albums, totalSeconds: songs.1)
+        }
+    }
+}
+
+/// The listings of the folders `lsinfo` asked for last, each good while
+/// the library's `contentVersion` stays what it was read at: a folder of
+/// 2,800 subfolders costs 2,800 index seeks to list, and clients list the
+/// root again and again. Bounded: `maxFolders` listings, `maxEntries`
+/// names and ids in all (the oldest go first).
+struct FolderListings: Sendable {
+    struct Listing: Sendable {
+        var folders: [String]
+        var songIDs: [Int64]
+        var size: Int { folders.count + songIDs.count }
+    }
+
+    static let maxFolders = 16
+    static let maxEntries = 100_000
+
+    private var version = -1
+    private var listings: [(base: [UInt8], listing: Listing)] = []
+
+    func listing(_ base: [UInt8], version: Int) -> Listing? {
+        guard version == self.version else { return nil }
+        return listings.first { $0.base == base }?.listing
+    }
+
+    mutating func keep(_ listing: Listing, for base: [UInt8], version: Int) {
+        if version != self.version {
+            listings.removeAll()
+            self.version = version
+        }
+        listings.removeAll { $0.base == base }
+        guard listing.size <= Self.maxEntries else { return }
+        listings.append((base, listing))
+        while listings.count > Self.maxFolders || listings.reduce(0, { $0 + $1.listing.size }) > Self.maxEntries {
+            listings.removeFirst()
         }
     }
 }

@@ -34,6 +34,8 @@ public final class Library: Sendable {
     /// A bulk load is writing rows without their indexes (`DeferredIndexes`).
     let bulkLoading = Atomic<Bool>(false)
     private let version = Atomic<Int>(0)
+    /// Recently listed folders' subfolders and songs (`catalogFolder`), good while `contentVersion` stays.
+    let folderListings = Mutex(FolderListings())
 
     /// Opens the library at `path`, creating it (and upgrading an older
     /// schema) if needed. Throws `.databaseTooNew` for a database written
@@ -127,6 +129,9 @@ public final class Library: Sendable {
         }, didWrite: { self.version.add(1, ordering: .releasing) },
         bulkLoading: { self.bulkLoading.store($0, ordering: .releasing) }, progress: progress)
         defer {
+            // The music folder's own listing (`lsinfo` of the root, what an
+            // MPD client asks first), ready before anyone asks.
+            try? catalogFolder(root) { _ in }
             // The writer's page cache (full after the batches and the index
             // builds) and the reader's, refilled by the next queries; then a
             // scan's lists and dictionaries (100,000 paths), freed in the
