@@ -695,7 +695,7 @@ extension MPDServer {
     /// A song block: file, Last-Modified, tags, Time, duration, Pos, Id.
     func write(_ song: MPDSong, position: Int? = nil, id: UInt32? = nil, client: MPDClient, into r: inout MPDResponse) {
         r.add("file", song.uri)
-        if let m = song.modified { r.add("Last-Modified", Self.iso8601(m)) }
+        if let m = song.modified { r.add("Last-Modified", date: m) }
         for tag in MPDTags.all where client.tagTypes.contains(tag) {
             if let v = song.tags[tag] { r.add(tag, v) }
         }
@@ -711,7 +711,7 @@ extension MPDServer {
     /// from its fields (a search answer may hold 100,000 of them).
     func write(_ c: CatalogSong, client: MPDClient, into r: inout MPDResponse) {
         r.add("file", catalog.uri(forPath: c.path))
-        r.add("Last-Modified", Self.iso8601(c.modifiedSeconds))
+        r.add("Last-Modified", date: c.modifiedSeconds)
         let t = client.shownTags // MPDTags.all: Artist, AlbumArtist, Title, Album, Track, Disc, Genre, Date
         if let v = c.artist, t[0] { r.add("Artist", v) }
         if let v = c.albumArtist, t[1] { r.add("AlbumArtist", v) }
@@ -735,7 +735,7 @@ extension MPDServer {
             let inRoot = p.count > rootPrefix.count && !rootPrefix.isEmpty && p.starts(with: rootPrefix)
             r.add("file", bytes: p, droppingFirst: inRoot ? rootPrefix.count : 0)
         }
-        r.add("Last-Modified", Self.iso8601(row.modifiedSeconds))
+        r.add("Last-Modified", date: row.modifiedSeconds)
         let t = client.shownTags // MPDTags.all: Artist, AlbumArtist, Title, Album, Track, Disc, Genre, Date
         if t[0] { _ = row.withBytes(.artist) { r.add("Artist", bytes: $0) } }
         if t[1] { _ = row.withBytes(.albumArtist) { r.add("AlbumArtist", bytes: $0) } }
@@ -758,29 +758,10 @@ extension MPDServer {
         }
     }
 
-    /// `2024-05-01T12:00:00Z`, by arithmetic (civil date from days,
-    /// H. Hinnant's algorithm): a search answer formats one per song.
+    /// `2024-05-01T12:00:00Z` (`MPDResponse.appendISO8601`).
     static func iso8601(_ seconds: Int64) -> String {
-        let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
-        let secondsOfDay = seconds - days * 86_400
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let dayOfEra = z - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1_460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let mp = (5 * dayOfYear + 2) / 153
-        let day = dayOfYear - (153 * mp + 2) / 5 + 1
-        let month = mp < 10 ? mp + 3 : mp - 9
-        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
-        var out = [UInt8](repeating: 0, count: 20)
-        func put(_ value: Int64, _ at: Int, _ width: Int) {
-            var v = value
-            for i in stride(from: at + width - 1, through: at, by: -1) { out[i] = UInt8(48 + v % 10); v /= 10 }
-        }
-        put(min(max(year, 0), 9999), 0, 4)
-        out[4] = 0x2D; put(month, 5, 2); out[7] = 0x2D; put(day, 8, 2); out[10] = 0x54
-        put(secondsOfDay / 3600, 11, 2); out[13] = 0x3A; put(secondsOfDay / 60 % 60, 14, 2); out[16] = 0x3A
-        put(secondsOfDay % 60, 17, 2); out[19] = 0x5A
+        var out: [UInt8] = []
+        MPDResponse.appendISO8601(seconds, to: &out)
         return String(decoding: out, as: UTF8.self)
     }
 

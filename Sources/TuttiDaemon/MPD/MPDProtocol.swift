@@ -310,20 +310,69 @@ public struct MPDResponse: Sendable {
         if value < 0 {
             bytes.append(contentsOf: String(value).utf8)
         } else {
-            var divisor = 1
-            while divisor <= value / 10 { divisor *= 10 }
-            var v = value
-            repeat {
-                bytes.append(UInt8(48 + v / divisor))
-                v %= divisor
-                divisor /= 10
-            } while divisor > 0
+            Self.appendDecimal(value, to: &bytes)
         }
         bytes.append(0x0a)
     }
 
-    /// `value` with three decimals, as MPD prints elapsed and duration.
-    public mutating func add(_ key: String, seconds value: Double) { add(key, MPDResponse.threeDecimals(value)) }
+    /// A non-negative number's digits.
+    static func appendDecimal(_ value: Int, to out: inout [UInt8]) {
+        var divisor = 1
+        while divisor <= value / 10 { divisor *= 10 }
+        var v = value
+        repeat {
+            out.append(UInt8(48 + v / divisor))
+            v %= divisor
+            divisor /= 10
+        } while divisor > 0
+    }
+
+    /// `value` with three decimals, as MPD prints elapsed and duration
+    /// (written as digits: a search answer has one per song).
+    public mutating func add(_ key: String, seconds value: Double) {
+        bytes.append(contentsOf: key.utf8)
+        bytes.append(0x3A)
+        bytes.append(0x20)
+        Self.appendThreeDecimals(value, to: &bytes)
+        bytes.append(0x0a)
+    }
+
+    static func appendThreeDecimals(_ value: Double, to out: inout [UInt8]) {
+        let millis = Int(((value.isFinite ? min(max(0, value), 1e15) : 0) * 1000).rounded())
+        appendDecimal(millis / 1000, to: &out)
+        let frac = millis % 1000
+        out += [0x2E, UInt8(48 + frac / 100), UInt8(48 + frac / 10 % 10), UInt8(48 + frac % 10)]
+    }
+
+    /// `key: 2024-05-01T12:00:00Z`, from seconds since 1970.
+    public mutating func add(_ key: String, date seconds: Int64) {
+        bytes.append(contentsOf: key.utf8)
+        bytes.append(0x3A)
+        bytes.append(0x20)
+        Self.appendISO8601(seconds, to: &bytes)
+        bytes.append(0x0a)
+    }
+
+    /// `2024-05-01T12:00:00Z`, by arithmetic (civil date from days,
+    /// H. Hinnant's algorithm), without a formatter or a String.
+    static func appendISO8601(_ seconds: Int64, to out: inout [UInt8]) {
+        let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
+        let secondsOfDay = seconds - days * 86_400
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1_460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let mp = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * mp + 2) / 5 + 1
+        let month = mp < 10 ? mp + 3 : mp - 9
+        let year = min(max(yearOfEra + era * 400 + (month <= 2 ? 1 : 0), 0), 9999)
+        func two(_ v: Int64) -> (UInt8, UInt8) { (UInt8(48 + v / 10), UInt8(48 + v % 10)) }
+        let (h1, h0) = two(secondsOfDay / 3600), (m1, m0) = two(secondsOfDay / 60 % 60), (s1, s0) = two(secondsOfDay % 60)
+        let (mo1, mo0) = two(month), (d1, d0) = two(day)
+        out += [UInt8(48 + year / 1000), UInt8(48 + year / 100 % 10), UInt8(48 + year / 10 % 10), UInt8(48 + year % 10), 0x2D,
+                mo1, mo0, 0x2D, d1, d0, 0x54, h1, h0, 0x3A, m1, m0, 0x3A, s1, s0, 0x5A]
+    }
 
     /// `binary: N\n` + bytes + `\n`.
     public mutating func addBinary(_ data: ArraySlice<UInt8>) {
@@ -335,10 +384,9 @@ public struct MPDResponse: Sendable {
     public mutating func append(raw: [UInt8]) { bytes.append(contentsOf: raw) }
 
     public static func threeDecimals(_ value: Double) -> String {
-        let v = value.isFinite ? max(0, value) : 0
-        let millis = Int((v * 1000).rounded())
-        let frac = millis % 1000
-        return "\(millis / 1000)." + (frac < 10 ? "00" : frac < 100 ? "0" : "") + String(frac)
+        var out: [UInt8] = []
+        appendThreeDecimals(value, to: &out)
+        return String(decoding: out, as: UTF8.self)
     }
 }
 
