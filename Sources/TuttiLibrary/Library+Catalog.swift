@@ -91,8 +91,11 @@ public struct CatalogPrefilter: Sendable, Equatable {
                 parts.append("instr(mpd_text, ?) > 0")
                 values.append(.text(text))
             case .foldedTitleContains(let text):
-                parts.append("instr(substr(mpd_text, 1, coalesce(nullif(instr(mpd_text, char(10)), 0) - 1, length(mpd_text))), ?) > 0")
-                values.append(.text(text))
+                // The first occurrence in the whole text ends before the first
+                // line break: the title (the first line) holds it, and no copy
+                // of the title is made per row.
+                parts.append("instr(mpd_text, ?) BETWEEN 1 AND coalesce(nullif(instr(mpd_text, char(10)), 0), length(mpd_text) + 1) - length(?)")
+                values += [.text(text), .text(text)]
             case .equals(let column, let value):
                 parts.append("\(column.sql) = ?")
                 values.append(.text(value))

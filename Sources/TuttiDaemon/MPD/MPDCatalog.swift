@@ -209,7 +209,7 @@ final class MPDCatalog: Sendable {
             case .tag("Title", .contains, let value) where foldCase:
                 // Exactly MPD's `search title`, for any text, from the index alone.
                 let folded = SearchText.mpdFold(value)
-                conditions += [.foldedTextContains(folded), .foldedTitleContains(folded)]
+                conditions.append(.foldedTitleContains(folded))
             case .tag(let tag?, .contains, let value):
                 conditions.append(.foldedTextContains(SearchText.mpdFold(value)))
                 if let column = Self.column(tag), foldCase, value.utf8.allSatisfy({ $0 < 0x80 }) {
