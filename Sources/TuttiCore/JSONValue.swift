@@ -1,5 +1,6 @@
-/// A JSON document as a value, for the few places without Foundation that
-/// read JSON (the speaker's doctor asking the leader's `rooms.list`).
+/// A JSON document as a value, for everything that reads JSON without
+/// Foundation: the leader's control surfaces (JSON-RPC, Snapcast's API), its
+/// saved state, the speaker's doctor asking the leader's `rooms.list`.
 /// Pure, bounded: at most `maxDepth` levels of nesting.
 public enum JSONValue: Equatable, Sendable {
     case null
@@ -78,6 +79,28 @@ public enum JSONValue: Equatable, Sendable {
         }
         out.append(UInt8(ascii: "\""))
     }
+
+    public var object: [String: JSONValue]? { if case .object(let o) = self { o } else { nil } }
+    /// An array of strings only.
+    public var strings: [String]? { array.flatMap { a in Self.all(a, \.string) } }
+    /// An array of numbers only (a boolean is no number).
+    public var numbers: [Double]? { array.flatMap { a in Self.all(a, \.number) } }
+    /// An array of whole numbers only.
+    public var integers: [Int]? { array.flatMap { a in Self.all(a, \.integer) } }
+    /// An object whose values are all strings.
+    public var stringMap: [String: String]? {
+        guard let o = object else { return nil }
+        let m = o.compactMapValues(\.string)
+        return m.count == o.count ? m : nil
+    }
+    private static func all<T>(_ items: [JSONValue], _ read: (JSONValue) -> T?) -> [T]? {
+        let values = items.compactMap(read)
+        return values.count == items.count ? values : nil
+    }
+
+    /// Parses `bytes` (or `text`) as JSON; nil when they are not.
+    public static func parsing(_ bytes: [UInt8]) -> JSONValue? { try? parse(bytes) }
+    public static func parsing(_ text: String) -> JSONValue? { try? parse(Array(text.utf8)) }
 
     /// Parses one JSON value (surrounding white space allowed, nothing else).
     public static func parse(_ bytes: [UInt8]) throws(Malformed) -> JSONValue {

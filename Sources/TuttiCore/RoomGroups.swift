@@ -181,7 +181,8 @@ public enum GroupError: Error, Equatable, CustomStringConvertible {
 }
 
 extension String {
-    var trimmingSpaces: String {
+    /// Without white space (and line breaks) at either end.
+    public var trimmingSpaces: String {
         var s = Substring(self)
         while s.first?.isWhitespace == true { s.removeFirst() }
         while s.last?.isWhitespace == true { s.removeLast() }

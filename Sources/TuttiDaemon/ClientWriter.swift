@@ -1,4 +1,3 @@
-import Foundation
 import TuttiCore
 import TuttiAudio
 import TuttiSystem
@@ -24,7 +23,7 @@ final class ClientWriter: @unchecked Sendable {
     private let log: Logger
     private let write: Write
     private let disconnect: @Sendable () -> Void
-    private let condition = NSCondition()
+    private let condition = Condition()
     private var outbox: ClientOutbox
     private var reason: String?
 
@@ -67,10 +66,10 @@ final class ClientWriter: @unchecked Sendable {
 
     /// Waits until everything queued so far is written (or the client is gone), at most `timeoutMilliseconds`.
     func flush(timeoutMilliseconds: Int = 2_000) {
-        let deadline = Date(timeIntervalSinceNow: Double(timeoutMilliseconds) / 1000)
+        let deadline = Condition.deadline(afterSeconds: Double(timeoutMilliseconds) / 1000)
         condition.lock()
         while (!outbox.isEmpty || outbox.writing) && reason == nil {
-            if !condition.wait(until: deadline) { break }
+            if !condition.wait(untilNanoseconds: deadline) { break }
         }
         condition.unlock()
     }

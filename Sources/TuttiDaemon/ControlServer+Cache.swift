@@ -1,10 +1,10 @@
-import Foundation
+import FoundationEssentials
 import TuttiCore
 import TuttiStreams
 
 /// JSON-RPC methods for the offline cache of network tracks.
 extension ControlServer {
-    func dispatchCache(_ method: String, _ params: [String: Any]) throws -> Any? {
+    func dispatchCache(_ method: String, _ params: [String: JSONValue]) throws -> Any? {
         guard method.hasPrefix("cache.") else { return nil }
         guard let cache = leader.cache else {
             throw RPCError(code: -32000, message: "no offline cache: start the leader with --music DIR (or --db PATH)")
@@ -14,7 +14,7 @@ extension ControlServer {
         }
         switch method {
         case "cache.add":
-            guard let url = params["url"] as? String, SourceOpener.isNetworkURL(url), url.utf8.count <= 4_096 else {
+            guard let url = params["url"]?.string, SourceOpener.isNetworkURL(url), url.utf8.count <= 4_096 else {
                 throw RPCError(code: -32602, message: "cache.add needs \"url\": an http:// or https:// URL")
             }
             var lastSent: Int64 = 0
@@ -34,7 +34,7 @@ extension ControlServer {
         case "cache.size":
             return ["size": Int(cache.totalSize), "capacity": Int(cache.capacityBytes), "entries": cache.list().count]
         case "cache.remove":
-            guard let url = params["url"] as? String else { throw RPCError(code: -32602, message: "cache.remove needs \"url\"") }
+            guard let url = params["url"]?.string else { throw RPCError(code: -32602, message: "cache.remove needs \"url\"") }
             return ["url": url, "removed": cache.remove(url)]
         case "cache.clear":
             return ["freed": Int(cache.clear())]

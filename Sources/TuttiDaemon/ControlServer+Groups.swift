@@ -1,12 +1,11 @@
-import Foundation
 import TuttiCore
 
 /// JSON-RPC methods for groups of rooms and party mode.
 extension ControlServer {
-    func dispatchGroups(_ method: String, _ params: [String: Any]) throws -> Any? {
+    func dispatchGroups(_ method: String, _ params: [String: JSONValue]) throws -> Any? {
         guard method.hasPrefix("groups.") || method.hasPrefix("party.") else { return nil }
         func text(_ key: String) throws -> String {
-            guard let v = params[key] as? String, !v.isEmpty, v.utf8.count <= 256 else {
+            guard let v = params[key]?.string, !v.isEmpty, v.utf8.count <= 256 else {
                 throw RPCError(code: -32602, message: "\(method) needs \"\(key)\" (a non-empty string)")
             }
             return v
@@ -17,7 +16,7 @@ extension ControlServer {
                 if required { throw RPCError(code: -32602, message: "\(method) needs \"rooms\": an array of room names") }
                 return []
             }
-            guard let names = raw as? [String], names.count <= 256, names.allSatisfy({ !$0.isEmpty }) else {
+            guard let names = raw.strings, names.count <= 256, names.allSatisfy({ !$0.isEmpty }) else {
                 throw RPCError(code: -32602, message: "rooms must be an array of room names")
             }
             let known = Set(leader.knownRooms)

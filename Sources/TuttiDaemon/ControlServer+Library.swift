@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import TuttiCore
 import TuttiLibrary
 
@@ -26,23 +26,22 @@ extension ControlServer {
         return o
     }
 
-    private func string(_ params: [String: Any], _ key: String, method: String, max: Int = 4_096) throws -> String {
-        guard let s = params[key] as? String, !s.isEmpty, s.utf8.count <= max else {
+    private func string(_ params: [String: JSONValue], _ key: String, method: String, max: Int = 4_096) throws -> String {
+        guard let s = params[key]?.string, !s.isEmpty, s.utf8.count <= max else {
             throw RPCError(code: -32602, message: "\(method) needs \"\(key)\": a non-empty string of at most \(max) bytes")
         }
         return s
     }
 
-    private func integer(_ params: [String: Any], _ key: String, method: String, default value: Int? = nil, range: ClosedRange<Int> = 0...Int(Int32.max)) throws -> Int {
+    private func integer(_ params: [String: JSONValue], _ key: String, method: String, default value: Int? = nil, range: ClosedRange<Int> = 0...Int(Int32.max)) throws -> Int {
         guard let raw = params[key] else {
             if let value { return value }
             throw RPCError(code: -32602, message: "\(method) needs \"\(key)\" (an integer)")
         }
-        guard let n = raw as? NSNumber, String(cString: n.objCType) != "c", n.doubleValue == n.doubleValue.rounded(),
-              range.contains(n.intValue) else {
+        guard let n = raw.integer, range.contains(n) else {
             throw RPCError(code: -32602, message: "\(key) must be an integer in \(range.lowerBound)…\(range.upperBound)")
         }
-        return n.intValue
+        return n
     }
 
     private func wrap<T>(_ body: () throws(LibraryError) -> T) throws -> T {
@@ -60,27 +59,27 @@ extension ControlServer {
 
     /// Resolves what `queue.add` was given into URIs: `uris`, `trackIds`,
     /// `album` (+ `albumArtist`), `playlist` (id) or `search` (query).
-    func urisToAdd(_ params: [String: Any]) throws -> [String]? {
-        if let uris = params["uris"] { return uris as? [String] }
+    func urisToAdd(_ params: [String: JSONValue]) throws -> [String]? {
+        if let uris = params["uris"] { return uris.strings }
         if params["trackIds"] != nil || params["album"] != nil || params["playlist"] != nil || params["search"] != nil {
             let library = try library()
-            if let ids = params["trackIds"] as? [NSNumber] {
+            if let ids = params["trackIds"]?.integers {
                 return try ids.map { id in
-                    guard let t = try wrap({ () throws(LibraryError) in try library.track(TrackID(id.int64Value)) }) else {
+                    guard let t = try wrap({ () throws(LibraryError) in try library.track(TrackID(Int64(id))) }) else {
                         throw RPCError(code: -32000, message: "no track with id \(id)")
                     }
                     return t.path
                 }
             }
-            if let album = params["album"] as? String {
-                let artist = params["albumArtist"] as? String
+            if let album = params["album"]?.string {
+                let artist = params["albumArtist"]?.string
                 return try wrap { () throws(LibraryError) in try library.albumTracks(album: album, albumArtist: artist) }.map(\.path)
             }
             if params["playlist"] != nil {
                 let id = PlaylistID(Int64(try integer(params, "playlist", method: "queue.add")))
                 return try wrap { () throws(LibraryError) in try library.entries(of: id) }.map(\.track.path)
             }
-            if let query = params["search"] as? String {
+            if let query = params["search"]?.string {
                 return try wrap { () throws(LibraryError) in try library.search(query, limit: 500) }.tracks.map(\.path)
             }
             throw RPCError(code: -32602, message: "trackIds must be a list of integers")
@@ -111,10 +110,10 @@ extension ControlServer {
         let version = lib.contentVersion
         if let hit = browseCache.withLock({ $0[key] }), hit.version == version { return hit.json }
         let object = try make()
-        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else {
+        guard let data = ReplyJSON.encode(object) else {
             throw RPCError(code: -32603, message: "cannot encode the \(key) list")
         }
-        let json = EncodedJSON(bytes: Array(data))
+        let json = EncodedJSON(bytes: data)
         browseCache.withLock { $0[key] = (version, json) }
         return json
     }
@@ -130,14 +129,14 @@ extension ControlServer {
     }
 
     /// Library methods; nil if `method` is not one of them.
-    func dispatchLibrary(_ method: String, _ params: [String: Any]) throws -> Any? {
+    func dispatchLibrary(_ method: String, _ params: [String: JSONValue]) throws -> Any? {
         let prefixes = ["library.", "searches.", "favourites.", "history.", "playlists."]
         guard prefixes.contains(where: method.hasPrefix) else { return nil }
         let lib = try library()
         switch method {
         case "library.scan":
             let library = lib
-            guard let folder = (params["folder"] as? String) ?? leader.configuration.musicDirectory else {
+            guard let folder = params["folder"]?.string ?? leader.configuration.musicDirectory else {
                 throw RPCError(code: -32602, message: "library.scan needs \"folder\" (no --music folder was given)")
             }
             try confined(folder)
@@ -166,14 +165,14 @@ extension ControlServer {
             let limit = try integer(params, "limit", method: method, default: 50, range: 1...500)
             let offset = try integer(params, "offset", method: method, default: 0, range: 0...1_000_000)
             let results = try wrap { () throws(LibraryError) in try library.search(query, limit: limit, offset: offset) }
-            if (params["record"] as? NSNumber)?.boolValue ?? false {
+            if params["record"]?.bool ?? params["record"]?.number.map({ $0 != 0 }) ?? false {
                 try wrap { () throws(LibraryError) in try library.recordSearch(query) }
             }
             return ["query": query, "offset": offset, "hasMore": results.hasMore, "tracks": results.tracks.map(trackObject)] as [String: Any]
         case "library.track":
             let library = lib
             let track: Track?
-            if let path = params["path"] as? String { track = try wrap { () throws(LibraryError) in try library.track(atPath: path) } } else {
+            if let path = params["path"]?.string { track = try wrap { () throws(LibraryError) in try library.track(atPath: path) } } else {
                 let id = TrackID(Int64(try integer(params, "id", method: method)))
                 track = try wrap { () throws(LibraryError) in try library.track(id) }
             }
@@ -244,11 +243,11 @@ extension ControlServer {
         case "playlists.add":
             let library = lib
             let id = PlaylistID(Int64(try integer(params, "id", method: method)))
-            guard let ids = params["trackIds"] as? [NSNumber], !ids.isEmpty else {
+            guard let ids = params["trackIds"]?.integers, !ids.isEmpty else {
                 throw RPCError(code: -32602, message: "playlists.add needs \"trackIds\": a non-empty list of track ids")
             }
             let at = params["at"] == nil ? nil : try integer(params, "at", method: method)
-            try wrap { () throws(LibraryError) in try library.addToPlaylist(id, tracks: ids.map { TrackID($0.int64Value) }, at: at) }
+            try wrap { () throws(LibraryError) in try library.addToPlaylist(id, tracks: ids.map { TrackID(Int64($0)) }, at: at) }
             leader.events.emit(.playlists)
             return ["id": Int(id.rawValue), "added": ids.count]
         case "playlists.remove":
@@ -266,7 +265,7 @@ extension ControlServer {
         case "playlists.saveQueue":
             let library = lib
             let name = try string(params, "name", method: method, max: 256)
-            let group = params["group"] as? String
+            let group = params["group"]?.string
             let queue: PlayQueue
             do { queue = try group.map { g throws(PlayerError) in try leader.queue(group: g) } ?? leader.queue } catch {
                 throw RPCError(code: -32602, message: error.description)
@@ -283,7 +282,7 @@ extension ControlServer {
             return ["id": Int(p.id.rawValue), "name": name, "entries": ids.count, "notInLibrary": notInLibrary] as [String: Any]
         case "playlists.import":
             let report: M3UImportReport
-            if let content = params["content"] as? String {
+            if let content = params["content"]?.string {
                 // Uploaded text (the web app): relative entries are taken from the music folder.
                 guard content.utf8.count <= 1 << 20 else { throw RPCError(code: -32602, message: "content is over 1 MiB; an M3U of that size is not a playlist") }
                 let name = try string(params, "name", method: method, max: 256)
@@ -293,7 +292,7 @@ extension ControlServer {
                 guard params["path"] != nil else { throw RPCError(code: -32602, message: "playlists.import needs \"path\" (an M3U file on the leader) or \"content\" (M3U text) and \"name\"") }
                 let path = try string(params, "path", method: method)
                 try confined(path)
-                report = try wrap { () throws(LibraryError) in try lib.importM3U(path: path, name: params["name"] as? String) }
+                report = try wrap { () throws(LibraryError) in try lib.importM3U(path: path, name: params["name"]?.string) }
             }
             leader.events.emit(.playlists)
             return ["id": Int(report.playlist.id.rawValue), "name": report.playlist.name, "added": report.added,

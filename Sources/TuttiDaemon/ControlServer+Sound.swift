@@ -1,18 +1,17 @@
-import Foundation
 import TuttiCore
 
 /// JSON-RPC methods for each room's sound: the equaliser and its presets,
 /// group volume and mute (see docs/sound.md).
 extension ControlServer {
-    func dispatchSound(_ method: String, _ params: [String: Any]) throws -> Any? {
+    func dispatchSound(_ method: String, _ params: [String: JSONValue]) throws -> Any? {
         func invalid(_ message: String) -> RPCError { RPCError(code: -32602, message: message) }
         func decibels(_ key: String) throws -> Double? {
             guard let raw = params[key] else { return nil }
-            guard let n = raw as? NSNumber, String(cString: n.objCType) != "c", n.doubleValue.isFinite else { throw invalid("\(key) must be a number of dB (−12…+12)") }
-            return n.doubleValue
+            guard let n = raw.number, n.isFinite else { throw invalid("\(key) must be a number of dB (−12…+12)") }
+            return n
         }
         func group() throws -> GroupStatus {
-            let key = params["group"] as? String
+            let key = params["group"]?.string
             guard let g = leader.groups.first(where: { $0.id == key || $0.name == key }) else {
                 throw invalid("\(method) needs \"group\" (an id or name: \(leader.groups.map(\.name).joined(separator: ", ")))")
             }
@@ -21,32 +20,31 @@ extension ControlServer {
         do {
             switch method {
             case "rooms.setEq":
-                guard let room = params["room"] as? String, !room.isEmpty else { throw invalid("rooms.setEq needs \"room\" (a room name)") }
+                guard let room = params["room"]?.string, !room.isEmpty else { throw invalid("rooms.setEq needs \"room\" (a room name)") }
                 guard leader.knownRooms.contains(room) else {
                     throw invalid("no room '\(room)' (rooms: \(leader.knownRooms.joined(separator: ", ")))")
                 }
                 var eq = leader.equalizer(of: room)
                 if let name = params["preset"] {
-                    guard let name = name as? String, !name.isEmpty else { throw invalid("preset must be a preset name (see eq.presets)") }
+                    guard let name = name.string, !name.isEmpty else { throw invalid("preset must be a preset name (see eq.presets)") }
                     eq = try leader.setPreset(room: room, name)
                 }
                 var gains = eq.settings.gains, bass = eq.settings.bass, treble = eq.settings.treble, preamp = eq.settings.preamp
                 var custom = false
                 if let raw = params["gains"] {
                     guard params["preset"] == nil else { throw invalid("give \"preset\" or \"gains\", not both") }
-                    guard let list = raw as? [NSNumber], list.count == EqualizerSettings.bandCount,
-                          list.allSatisfy({ String(cString: $0.objCType) != "c" }) else {
+                    guard let list = raw.numbers, list.count == EqualizerSettings.bandCount else {
                         throw invalid("gains must be 10 numbers of dB (32 Hz … 16 kHz), each −12…+12")
                     }
-                    gains = list.map(\.doubleValue)
+                    gains = list
                     custom = true
                 }
                 if let b = try decibels("bass") { bass = b }
                 if let t = try decibels("treble") { treble = t }
                 switch params["preamp"] {
                 case nil: break
-                case let s as String where s == "auto": preamp = .auto
-                case let n as NSNumber where String(cString: n.objCType) != "c": preamp = .manual(decibels: n.doubleValue)
+                case .string("auto")?: preamp = .auto
+                case .number(let n)?: preamp = .manual(decibels: n)
                 default: throw invalid("preamp must be \"auto\" or a number of dB (−12…+12)")
                 }
                 let settings = try EqualizerSettings(gains: gains, bass: bass, treble: treble, preamp: preamp)
@@ -59,38 +57,38 @@ extension ControlServer {
                 return ["presets": leader.presets.map { ["name": $0.name, "gains": $0.gains, "builtIn": $0.builtIn] as [String: Any] },
                         "bands": EqualizerSettings.bandFrequencies]
             case "eq.save":
-                guard let name = params["name"] as? String else { throw invalid("eq.save needs \"name\"") }
+                guard let name = params["name"]?.string else { throw invalid("eq.save needs \"name\"") }
                 let gains: [Double]
-                if let list = params["gains"] as? [NSNumber] {
-                    gains = list.map(\.doubleValue)
-                } else if let room = params["room"] as? String {
+                if let list = params["gains"]?.numbers {
+                    gains = list
+                } else if let room = params["room"]?.string {
                     gains = leader.equalizer(of: room).settings.gains
                 } else {
                     throw invalid("eq.save needs \"gains\" (10 numbers of dB) or \"room\" (save that room's gains)")
                 }
                 let preset = try leader.savePreset(name, gains: gains)
                 // The room it was taken from now uses it by name.
-                if let room = params["room"] as? String, params["gains"] == nil {
+                if let room = params["room"]?.string, params["gains"] == nil {
                     var eq = leader.equalizer(of: room); eq.preset = preset.name
                     leader.setEqualizer(room: room, eq)
                 }
                 return ["name": preset.name, "gains": preset.gains, "builtIn": false]
             case "eq.delete":
-                guard let name = params["name"] as? String else { throw invalid("eq.delete needs \"name\"") }
+                guard let name = params["name"]?.string else { throw invalid("eq.delete needs \"name\"") }
                 try leader.deletePreset(name)
                 return ["deleted": name]
             case "groups.setVolume", "groups.volume":
                 let g = try group()
-                guard let raw = params["volume"] as? NSNumber, String(cString: raw.objCType) != "c", raw.doubleValue.isFinite, (0...100).contains(raw.doubleValue) else {
+                guard let volume = params["volume"]?.number, volume.isFinite, (0...100).contains(volume) else {
                     throw invalid("volume must be a number 0…100")
                 }
-                let rooms = leader.setVolume(group: g.id, UInt8(raw.doubleValue.rounded()))
+                let rooms = leader.setVolume(group: g.id, UInt8(volume.rounded()))
                 return ["group": g.id, "volume": Int(leader.volume(ofGroup: g.id) ?? 0), "kept": rooms.isEmpty,
                         "rooms": roomsObject().filter { rooms.contains($0["name"] as? String ?? "") }]
             case "groups.setMute":
                 let g = try group()
-                guard let raw = params["muted"] as? NSNumber, String(cString: raw.objCType) == "c" else { throw invalid("groups.setMute needs \"muted\": true or false") }
-                let rooms = leader.setMuted(group: g.id, raw.boolValue)
+                guard let muted = params["muted"]?.bool else { throw invalid("groups.setMute needs \"muted\": true or false") }
+                let rooms = leader.setMuted(group: g.id, muted)
                 return ["group": g.id, "muted": leader.muted(group: g.id), "kept": rooms.isEmpty,
                         "rooms": roomsObject().filter { rooms.contains($0["name"] as? String ?? "") }]
             default:
@@ -107,7 +105,7 @@ extension ControlServer {
             "gains": s.gains, "bass": s.bass, "treble": s.treble, "preampDb": s.preampDecibels, "flat": s.isFlat,
             "preamp": { if case .manual(let db) = s.preamp { return db as Any } else { return "auto" as Any } }(),
         ]
-        object["preset"] = eq.preset ?? NSNull()
+        object["preset"] = eq.preset ?? JSONValue.null
         return object
     }
 }

@@ -1,5 +1,4 @@
 import Dispatch
-import Foundation
 import Synchronization
 import TuttiAudio
 import TuttiCore
@@ -247,17 +246,13 @@ public final class ControlServer: @unchecked Sendable {
     }
 
     static func serialize(_ object: [String: Any]) -> [UInt8]? {
-        if object["result"] as? EncodedJSON == nil, let fast = ReplyJSON.encode(object) { return fast }
-        if let raw = object["result"] as? EncodedJSON {
-            // Sorted keys put "result" last: `…,"result":0}` with the encoded result in place of the 0.
-            var rest = object
-            rest["result"] = 0
-            guard var bytes = serialize(rest), bytes.suffix(2) == Array("0}".utf8) else { return nil }
-            bytes.removeLast(2)
-            return bytes + raw.bytes + [UInt8(ascii: "}")]
-        }
-        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else { return nil }
-        return Array(data)
+        guard let raw = object["result"] as? EncodedJSON else { return ReplyJSON.encode(object) }
+        // Sorted keys put "result" last: `…,"result":0}` with the encoded result in place of the 0.
+        var rest = object
+        rest["result"] = 0
+        guard var bytes = serialize(rest), bytes.suffix(2) == Array("0}".utf8) else { return nil }
+        bytes.removeLast(2)
+        return bytes + raw.bytes + [UInt8(ascii: "}")]
     }
 
     private func send(_ object: [String: Any], to client: Client) {
@@ -278,8 +273,8 @@ public final class ControlServer: @unchecked Sendable {
 
     // MARK: Requests
 
-    private func error(id: Any?, code: Int, message: String) -> [String: Any] {
-        ["jsonrpc": "2.0", "id": id ?? NSNull(), "error": ["code": code, "message": message]]
+    private func error(id: JSONValue?, code: Int, message: String) -> [String: Any] {
+        ["jsonrpc": "2.0", "id": id ?? .null, "error": ["code": code, "message": message] as [String: Any]]
     }
 
     /// A JSON-RPC error object to send back: its code and a message the user can act on.
@@ -314,13 +309,13 @@ public final class ControlServer: @unchecked Sendable {
     }
 
     /// `auth.login {password | token}` and `auth.status`.
-    private func authenticate(_ method: String, _ params: [String: Any], level: ControlAccess.Level, login: (ControlAccess.Level) -> Void) throws -> Any {
+    private func authenticate(_ method: String, _ params: [String: JSONValue], level: ControlAccess.Level, login: (ControlAccess.Level) -> Void) throws -> Any {
         let access = leader.controlAccess
         switch method {
         case "auth.status":
             return ["access": level.name, "password": access.password != nil, "guest": access.guestReadOnly]
         case "auth.login":
-            guard let secret = (params["password"] ?? params["token"]) as? String, !secret.isEmpty, secret.utf8.count <= 1_024 else {
+            guard let secret = (params["password"] ?? params["token"])?.string, !secret.isEmpty, secret.utf8.count <= 1_024 else {
                 throw RPCError(code: -32602, message: "auth.login needs \"password\" (or the \"token\" a login returned)")
             }
             guard let granted = access.login(secret: secret, token: leader.controlToken, same: RoomKey.same) else {
@@ -337,25 +332,21 @@ public final class ControlServer: @unchecked Sendable {
         }
     }
 
-    private func number(_ params: [String: Any], _ key: String, in range: ClosedRange<Double>) throws -> Double? {
+    private func number(_ params: [String: JSONValue], _ key: String, in range: ClosedRange<Double>) throws -> Double? {
         guard let raw = params[key] else { return nil }
-        // JSON true/false arrive as a boolean NSNumber (type "c"): not a number here.
-        guard let n = raw as? NSNumber, String(cString: n.objCType) != "c" else {
-            throw RPCError(code: -32602, message: "\(key) must be a number")
-        }
-        let v = n.doubleValue
+        guard let v = raw.number else { throw RPCError(code: -32602, message: "\(key) must be a number") }
         guard v.isFinite, range.contains(v) else {
             throw RPCError(code: -32602, message: "\(key) \(v) is outside \(range.lowerBound)…\(range.upperBound)")
         }
         return v
     }
 
-    private func dispatch(_ method: String, _ params: [String: Any]) throws -> Any {
+    private func dispatch(_ method: String, _ params: [String: JSONValue]) throws -> Any {
         // Player and queue methods act on one group's stream: "group" (id or name), default the main group.
         let group: String?
         switch params["group"] {
-        case nil, is NSNull: group = nil
-        case let name as String where !name.isEmpty && name.utf8.count <= 256: group = name
+        case nil, .null?: group = nil
+        case .string(let name)? where !name.isEmpty && name.utf8.count <= 256: group = name
         default: throw RPCError(code: -32602, message: "group must be a group id or name (see groups.list)")
         }
         if let group, method.hasPrefix("player.") || method.hasPrefix("queue."), (try? leader.nowPlaying(group: group)) == nil {
@@ -409,13 +400,13 @@ public final class ControlServer: @unchecked Sendable {
             }
             return try player(.pitch(semitones: pitch))
         case "player.shuffle":
-            guard let raw = params["on"], let n = raw as? NSNumber, String(cString: n.objCType) == "c" else {
+            guard let on = params["on"]?.bool else {
                 throw RPCError(code: -32602, message: "player.shuffle needs \"on\": true or false")
             }
-            return try player(.shuffle(n.boolValue))
+            return try player(.shuffle(on))
         case "player.repeat":
             let mode: RepeatMode
-            if let text = params["mode"] as? String {
+            if let text = params["mode"]?.string {
                 guard let m = RepeatMode(rawValue: text) else { throw RPCError(code: -32602, message: "mode must be off, all or one") }
                 mode = m
             } else if params["mode"] == nil {
@@ -427,15 +418,15 @@ public final class ControlServer: @unchecked Sendable {
         case "player.single":
             // No mode: toggle on/off.
             let mode: SingleMode
-            if let text = params["mode"] as? String, let m = SingleMode(rawValue: text) { mode = m }
+            if let text = params["mode"]?.string, let m = SingleMode(rawValue: text) { mode = m }
             else if params["mode"] == nil { mode = try leader.nowPlaying(group: group).single == .off ? .on : .off }
             else { throw RPCError(code: -32602, message: "mode must be off, on or oneshot") }
             return try player(.single(mode))
         case "player.consume":
-            guard let raw = params["on"], let n = raw as? NSNumber, String(cString: n.objCType) == "c" else {
+            guard let on = params["on"]?.bool else {
                 throw RPCError(code: -32602, message: "player.consume needs \"on\": true or false")
             }
-            return try player(.consume(n.boolValue))
+            return try player(.consume(on))
         case "player.status":
             return statusObject(group: group)
         case "queue.list":
@@ -448,7 +439,7 @@ public final class ControlServer: @unchecked Sendable {
             for uri in uris {
                 do { _ = try leader.confine(uri) } catch { throw RPCError(code: -32602, message: error.description) }
             }
-            let next = (params["next"] as? NSNumber).map { $0.boolValue } ?? false
+            let next = params["next"]?.bool ?? params["next"]?.number.map { $0 != 0 } ?? false
             return try player(.add(uris: uris, next: next))
         case "queue.remove": return try player(.remove(index: try index("index")))
         case "queue.move": return try player(.move(from: try index("from"), to: try index("to")))
@@ -457,14 +448,14 @@ public final class ControlServer: @unchecked Sendable {
         case "rooms.list":
             return ["rooms": roomsObject()]
         case "rooms.set":
-            guard let room = params["room"] as? String, !room.isEmpty else {
+            guard let room = params["room"]?.string, !room.isEmpty else {
                 throw RPCError(code: -32602, message: "rooms.set needs \"room\" (a room name)")
             }
             var settings = leader.settings(of: room)
             if let v = try number(params, "volume", in: 0...100) { settings.volume = UInt8(v.rounded()) }
             if let raw = params["muted"] {
-                guard let n = raw as? NSNumber, String(cString: n.objCType) == "c" else { throw RPCError(code: -32602, message: "muted must be true or false") }
-                settings.muted = n.boolValue
+                guard let muted = raw.bool else { throw RPCError(code: -32602, message: "muted must be true or false") }
+                settings.muted = muted
             }
             if let ms = try number(params, "latencyMs", in: -1_000...5_000) { settings.latencyTrimNanoseconds = Int64(ms * 1e6) }
             leader.configure(room: room, settings)
@@ -505,7 +496,7 @@ public final class ControlServer: @unchecked Sendable {
         } else if PipeSourceSpec.isPipe(now.path), let pipe = try? PipeSourceSpec(parsing: now.path) {
             object["title"] = pipe.name // a player feeding a pipe (AirPlay, Spotify): the name it was given
         } else if !now.path.isEmpty {
-            object["title"] = ((now.path as NSString).lastPathComponent as NSString).deletingPathExtension
+            object["title"] = PathText.title(now.path)
         }
         if let d = now.durationSeconds {
             object["duration"] = (d * 1000).rounded() / 1000

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import TuttiAudio
 import TuttiCore
 import TuttiNet
@@ -19,8 +20,8 @@ public enum Demo {
     /// Runs until `seconds` pass (or forever); returns the per-second
     /// separations measured, in microseconds.
     @discardableResult
-    public static func run(_ config: DemoConfiguration, log: Logger, print say: (String) -> Void = { FileHandle.standardOutput.write(($0 + "\n").data(using: .utf8)!) }) throws -> [Double] {
-        let dir = config.directory ?? (NSTemporaryDirectory() + "tutti-demo-\(getpid())")
+    public static func run(_ config: DemoConfiguration, log: Logger, print say: (String) -> Void = { line in _ = Array((line + "\n").utf8).withUnsafeBytes { write(1, $0.baseAddress, $0.count) } }) throws -> [Double] {
+        let dir = config.directory ?? ((getenv("TMPDIR").map { String(cString: $0) + "/" } ?? "/tmp/") + "tutti-demo-\(getpid())")
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         let track = dir + "/demo-track.wav"
         _ = FileManager.default.createFile(atPath: track, contents: Data(TestSignal.wav16(TestSignal.music(seconds: 12))))
@@ -65,26 +66,26 @@ public enum Demo {
                     // In one process the leader's clock is this clock: a frame is on time when it leaves at its PTS.
                     let offset = timing.leave - timing.pts.nanoseconds
                     offsets.append(offset)
-                    let clock = f.clock.map { String(format: "clock %+.1f µs %+.2f ppm", Double($0.offset) / 1000, $0.skew * 1e6) } ?? "no clock"
-                    parts.append(String(format: "%@ %+.1f µs, buffer %d ms, ratio %+.1f ppm, %@", f.configuration.name,
-                                        Double(offset) / 1000, Int(s.bufferedNanoseconds / nanosecondsPerMillisecond), Double(s.ratioPPB) / 1000, clock))
+                    let clock = f.clock.map { "clock \(fixedPoint(Double($0.offset) / 1000, decimals: 1, plus: true)) µs \(fixedPoint($0.skew * 1e6, decimals: 2, plus: true)) ppm" } ?? "no clock"
+                    parts.append("\(f.configuration.name) \(fixedPoint(Double(offset) / 1000, decimals: 1, plus: true)) µs, buffer \(s.bufferedNanoseconds / nanosecondsPerMillisecond) ms, "
+                                 + "ratio \(fixedPoint(Double(s.ratioPPB) / 1000, decimals: 1, plus: true)) ppm, \(clock)")
                 } else {
                     parts.append("\(f.configuration.name) waiting")
                 }
             }
-            var line = String(format: "t=%3ds  ", tick) + parts.joined(separator: " | ")
+            let t = String(tick)
+            var line = "t=" + String(repeating: " ", count: max(0, 3 - t.count)) + t + "s  " + parts.joined(separator: " | ")
             if offsets.count == followers.count, let lo = offsets.min(), let hi = offsets.max() {
                 let apart = Double(hi - lo) / 1000
                 separations.append(apart)
-                line += String(format: "  => speakers %.1f µs apart", apart)
+                line += "  => speakers \(fixedPoint(apart, decimals: 1)) µs apart"
             }
             say(line)
             tick += 1
         }
         if !separations.isEmpty {
             let sorted = separations.sorted()
-            say(String(format: "demo done: speakers apart median %.1f µs, max %.1f µs over %d s",
-                       sorted[sorted.count / 2], sorted.last!, sorted.count))
+            say("demo done: speakers apart median \(fixedPoint(sorted[sorted.count / 2], decimals: 1)) µs, max \(fixedPoint(sorted.last!, decimals: 1)) µs over \(sorted.count) s")
         }
         return separations
     }

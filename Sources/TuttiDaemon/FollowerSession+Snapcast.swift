@@ -1,4 +1,3 @@
-import Foundation
 import TuttiCore
 import TuttiAudio
 import TuttiNet
@@ -13,11 +12,11 @@ extension FollowerSession {
     /// The room a snapclient is: the ID it was given (`--hostID`) when
     /// that is not its MAC address, else its host name (with its instance
     /// number past the first, as snapclient -i gives several per host).
-    static func snapcastRoomName(hello: [String: Any]) -> String {
-        let id = (hello["ID"] as? String) ?? ""
-        let mac = (hello["MAC"] as? String) ?? ""
-        let host = (hello["HostName"] as? String) ?? ""
-        let instance = (hello["Instance"] as? NSNumber)?.intValue ?? 1
+    static func snapcastRoomName(hello: [String: JSONValue]) -> String {
+        let id = hello["ID"]?.string ?? ""
+        let mac = hello["MAC"]?.string ?? ""
+        let host = hello["HostName"]?.string ?? ""
+        let instance = hello["Instance"]?.integer ?? 1
         var name: String
         if !id.isEmpty && id != mac && !(id.hasPrefix(mac) && id.dropFirst(mac.count).hasPrefix("#")) {
             name = id
@@ -72,7 +71,7 @@ extension FollowerSession {
                     switch message {
                     case .hello(let json)?:
                         guard name == nil else { continue }
-                        guard !JSONNesting.exceeds(json.utf8), let hello = (try? JSONSerialization.jsonObject(with: Data(json.utf8))) as? [String: Any] else {
+                        guard !JSONNesting.exceeds(json.utf8), let hello = JSONValue.parsing(json)?.object else {
                             close(reason: "a Snapcast Hello that is not a JSON object"); return
                         }
                         if leader.configuration.roomKey != nil && !leader.configuration.snapcastWithoutKey {
@@ -89,10 +88,10 @@ extension FollowerSession {
                         }
                     case .clientInfo(let json)?:
                         // The client's own mixer moved: the room's volume follows.
-                        guard let room = name, !JSONNesting.exceeds(json.utf8), let info = (try? JSONSerialization.jsonObject(with: Data(json.utf8))) as? [String: Any] else { continue }
+                        guard let room = name, !JSONNesting.exceeds(json.utf8), let info = JSONValue.parsing(json)?.object else { continue }
                         var s = leader.settings(of: room)
-                        if let v = (info["volume"] as? NSNumber)?.doubleValue, v.isFinite { s.volume = UInt8(max(0, min(100, v.rounded()))) }
-                        if let m = info["muted"] as? Bool { s.muted = m }
+                        if let v = info["volume"]?.number, v.isFinite { s.volume = UInt8(max(0, min(100, v.rounded()))) }
+                        if let m = info["muted"]?.bool { s.muted = m }
                         if s != leader.settings(of: room) { leader.configure(room: room, s) }
                     default:
                         break // nothing else is sent by a client
@@ -104,7 +103,7 @@ extension FollowerSession {
         }
     }
 
-    private func welcomeSnapclient(_ hello: [String: Any], helloID: UInt16) throws {
+    private func welcomeSnapclient(_ hello: [String: JSONValue], helloID: UInt16) throws {
         let room = Self.snapcastRoomName(hello: hello)
         name = room
         leader.admitDuringParty(room)
@@ -113,8 +112,8 @@ extension FollowerSession {
         let settings = Self.snapcastSettings(leader.settings(of: room), bufferMilliseconds: leader.configuration.bufferMilliseconds)
         try connection.send(settings.encoded(refersTo: helloID, sent: snapcastNow))
         try connection.send(SnapcastMessage.codecHeader(for: leader.configuration.codec).encoded(sent: snapcastNow))
-        let version = (hello["Version"] as? String) ?? "?"
-        log.info("snapclient \(room) (\(hello["ClientName"] as? String ?? "Snapclient") \(version), protocol \(hello["SnapStreamProtocolVersion"] ?? 1)) joined from \(connection.peer)")
+        let version = hello["Version"]?.string ?? "?"
+        log.info("snapclient \(room) (\(hello["ClientName"]?.string ?? "Snapclient") \(version), protocol \(hello["SnapStreamProtocolVersion"]?.integer ?? 1)) joined from \(connection.peer)")
         leader.join(self, stream: stream)
         connection.setReceiveTimeout(milliseconds: 30_000)
     }

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Synchronization
 import TuttiCore
 import TuttiLibrary
@@ -63,7 +63,7 @@ extension Leader {
 
     /// Saves (or replaces) a custom preset; built-in names are taken.
     public func savePreset(_ name: String, gains: [Double]) throws(EqualizerError) -> EqualizerPreset {
-        let name = name.trimmingCharacters(in: .whitespaces)
+        let name = name.trimmingSpaces
         guard !name.isEmpty, name.utf8.count <= 64 else { throw .badPresetName(name) }
         guard !EqualizerPreset.builtIn.contains(where: { $0.name.lowercased() == name.lowercased() }) else { throw .builtInPreset(name) }
         let preset = EqualizerPreset(name: name, gains: try EqualizerSettings(gains: gains).gains)

@@ -1,5 +1,6 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Glibc
 import Synchronization
 import TuttiAudio
 import TuttiCore
@@ -157,7 +158,7 @@ public final class Leader: @unchecked Sendable {
     /// Which room is in which group.
     let grouping = Mutex(RoomGroups())
     /// Serialises group changes end to end (table, then sessions).
-    let groupChanges = NSLock()
+    let groupChanges = Condition() // a lock: one group change at a time
     private var controlServer: ControlServer?
     private var mpdServer: MPDServer?
     private var webSurface: WebSurface?
@@ -196,8 +197,8 @@ public final class Leader: @unchecked Sendable {
     static func unavailableFolder(of path: String, in folders: MediaFolders) -> String? {
         let path = path.hasPrefix("file://") ? String(path.dropFirst(7)) : path
         guard path.hasPrefix("/"), access(path, F_OK) != 0 else { return nil }
-        let parent = Self.canonical((path as NSString).deletingLastPathComponent) ?? (path as NSString).deletingLastPathComponent
-        guard let root = folders.root(containing: parent + "/" + (path as NSString).lastPathComponent) else { return nil }
+        let parent = Self.canonical(PathText.parent(path)) ?? PathText.parent(path)
+        guard let root = folders.root(containing: parent + "/" + PathText.lastComponent(path)) else { return nil }
         return access(root, R_OK | X_OK) != 0 || Library.folderIsEmpty(root) ? root : nil
     }
 
@@ -215,10 +216,10 @@ public final class Leader: @unchecked Sendable {
             path = String(path.dropFirst(7))
         }
         guard path.hasPrefix("/") else { throw PathConfinementError(path: uri) }
-        let resolved = Self.canonical(path) ?? Self.canonical((path as NSString).deletingLastPathComponent).map {
-            $0 + "/" + (path as NSString).lastPathComponent
+        let resolved = Self.canonical(path) ?? Self.canonical(PathText.parent(path)).map {
+            $0 + "/" + PathText.lastComponent(path)
         }
-        guard let resolved, !(path as NSString).lastPathComponent.hasPrefix(".."), mediaFolders.contains(canonical: resolved) else {
+        guard let resolved, !PathText.lastComponent(path).hasPrefix(".."), mediaFolders.contains(canonical: resolved) else {
             throw PathConfinementError(path: uri)
         }
         return uri // as given: the library knows its files by the paths it scanned
@@ -236,7 +237,7 @@ public final class Leader: @unchecked Sendable {
         var password = c.password
         if password == nil, !exposed.isEmpty, !c.openControl {
             let file = stateFolder.map { $0 + "/control-password" }
-            if let file, let saved = try? String(contentsOfFile: file, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines), !saved.isEmpty {
+            if let file, let bytes = try? readWholeFile(file, limit: 4_096), case let saved = String(decoding: bytes, as: UTF8.self).trimmingSpaces, !saved.isEmpty {
                 password = saved
                 log.info("control from other machines needs the password in \(file)")
             } else {
@@ -306,7 +307,7 @@ public final class Leader: @unchecked Sendable {
         let seed = UInt64.random(in: 1...UInt64(UInt32.max))
         if configuration.musicDirectory != nil || configuration.databasePath != nil {
             let path = configuration.databasePath ?? Library.defaultDatabasePath(asService: getuid() == 0 && configuration.listen.port == 4953)
-            let folder = (path as NSString).deletingLastPathComponent
+            let folder = PathText.parent(path)
             stateFolder = folder
             try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
             library = try Self.openRecovering(path, what: "the library database", log: log, rebuilt: "a scan of the music folder fills it again") {
@@ -336,14 +337,14 @@ public final class Leader: @unchecked Sendable {
         if let playlists { try? FileManager.default.createDirectory(atPath: playlists, withIntermediateDirectories: true) }
         playlistFolder = playlists
         controlToken = controlAccess.password.map { RoomKey.hexMAC(key: $0, message: "tutti control token v1") } ?? ""
-        let cacheFolder = configuration.cacheDirectory ?? library.map { (($0.path as NSString).deletingLastPathComponent as NSString).appendingPathComponent("cache") }
+        let cacheFolder = configuration.cacheDirectory ?? library.map { PathText.parent($0.path) + "/cache" }
         cache = try cacheFolder.map { folder in
             try StreamCache(directory: folder, capacityBytes: Int64(configuration.cacheCapacityMegabytes) << 20, log: log.with(label: "cache"))
         }
         let roots = [configuration.musicDirectory, cacheFolder, playlists].compactMap { $0 } + configuration.allowedFolders
-            + configuration.files.filter { !MediaFolders.isRemote($0) && !PipeSourceSpec.isPipe($0) }.map { ($0 as NSString).deletingLastPathComponent }
+            + configuration.files.filter { !MediaFolders.isRemote($0) && !PipeSourceSpec.isPipe($0) }.map { PathText.parent($0) }
         // A folder missing now (a disk not mounted yet) is still a media folder, by its name.
-        mediaFolders = MediaFolders(roots: roots.map { Self.canonical($0) ?? ($0 as NSString).standardizingPath })
+        mediaFolders = MediaFolders(roots: roots.map { Self.canonical($0) ?? PathText.standardized($0) })
         opener = SourceOpener(cache: cache, options: configuration.network, log: log.with(label: "stream"),
                               autoCache: configuration.autoCache) { [streamMetadata, events] uri, metadata in
             streamMetadata.set(metadata, for: uri)
@@ -424,11 +425,11 @@ public final class Leader: @unchecked Sendable {
         if configuration.roomKey == nil {
             log.warning("no room key: any device on the network can join as a speaker (set room-key in tutti.conf [leader])")
         }
-        Thread.detachNewThread { [self] in nameThread("tutti-accept"); acceptLoop(listener, dialect: .tutti) }
+        startThread(name: "tutti-accept") { [self] in acceptLoop(listener, dialect: .tutti) }
         startClockServer()
         if let snapcastListener {
             log.info("Snapcast clients on \(snapcastListener.endpoint)")
-            Thread.detachNewThread { [self] in nameThread("tutti-snap-accept"); acceptLoop(snapcastListener, dialect: .snapcast) }
+            startThread(name: "tutti-snap-accept") { [self] in acceptLoop(snapcastListener, dialect: .snapcast) }
         }
         if configuration.control != nil || configuration.web != nil {
             // The web app speaks the same JSON-RPC, so it needs the server even without its TCP port.
@@ -469,8 +470,7 @@ public final class Leader: @unchecked Sendable {
         if configuration.announce { startAnnouncing() }
         if let library, let folder = configuration.musicDirectory {
             // The start-up scan runs beside playback; unchanged files are not re-read.
-            Thread.detachNewThread { [log, self] in
-                nameThread("tutti-scan")
+            startThread(name: "tutti-scan", stackSize: 1 << 20) { [log, self] in
                 do {
                     _ = try library.scan(folder: folder) // the library logs its own summary
                     self.events.emit(.library)
@@ -486,8 +486,7 @@ public final class Leader: @unchecked Sendable {
                 self.stateDirty.store(true, ordering: .releasing)
                 self.stateWake.signal()
             }
-            Thread.detachNewThread { [self] in
-                nameThread("tutti-state")
+            startThread(name: "tutti-state") { [self] in
                 checkpointLoop(stateStore)
             }
         }
@@ -497,8 +496,7 @@ public final class Leader: @unchecked Sendable {
         events.subscribe { [heardWake] event in
             if event == .player || event == .groups || event == .queue { heardWake.signal() }
         }
-        Thread.detachNewThread { [self] in
-            nameThread("tutti-heard")
+        startThread(name: "tutti-heard") { [self] in
             while running.load(ordering: .relaxed) {
                 let players = streams.withLock { $0.values.map(\.player!) }
                 // "Deciding" first: a change published while this looks wakes it at once.
@@ -644,8 +642,7 @@ public final class Leader: @unchecked Sendable {
             return
         }
         clockServer = socket
-        Thread.detachNewThread { [self] in
-            nameThread("tutti-clock")
+        startThread(name: "tutti-clock") { [self] in
             let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 512, alignment: 8)
             defer { buffer.deallocate() }
             while running.load(ordering: .relaxed) {
@@ -888,7 +885,7 @@ final class FollowerSession: @unchecked Sendable {
     /// Strong: a session's threads may finish after the leader stopped; it is released when the session is removed.
     let leader: Leader
     let log: Logger
-    private let queue = NSCondition()
+    private let queue = Condition()
     private var queued: [(bytes: [UInt8], at: Int64)] = []
     private var queuedBytes = 0
     private var closed = false
@@ -924,14 +921,13 @@ final class FollowerSession: @unchecked Sendable {
     }
 
     func start() {
-        Thread.detachNewThread { [self] in
-            nameThread("tutti-session-r")
+        startThread(name: "tutti-session-r") { [self] in
             switch dialect {
             case .tutti: readLoop()
             case .snapcast: snapcastReadLoop()
             }
         }
-        Thread.detachNewThread { [self] in nameThread("tutti-session-w"); writeLoop() }
+        startThread(name: "tutti-session-w", stackSize: 256 << 10) { [self] in writeLoop() }
     }
 
     /// Sends a message of the leader's (`encoded` is its Tutti form, shared by every session).
@@ -976,7 +972,7 @@ final class FollowerSession: @unchecked Sendable {
         // Saying goodbye may block on a peer that stopped reading: never on the caller's thread.
         let connection = self.connection
         let sayBye = dialect == .tutti // a snapclient knows no goodbye: its socket just closes
-        Thread.detachNewThread {
+        startThread(name: "tutti-session-bye", stackSize: 128 << 10) {
             connection.setSendTimeout(milliseconds: 200)
             if sayBye { try? connection.send(Message.bye(reason: reason).encoded()) }
             connection.close()
@@ -1076,7 +1072,7 @@ final class FollowerSession: @unchecked Sendable {
                 case .roomCommand(let command):
                     let room = name!
                     // Off the reader thread: a command may wait for the player.
-                    Thread.detachNewThread { [leader] in leader.handle(command, room: room) }
+                    startThread(name: "tutti-room-cmd") { [leader] in leader.handle(command, room: room) }
                 case .bye(let reason):
                     close(reason: "follower said bye: \(reason)")
                     return
@@ -1111,9 +1107,8 @@ final class LeaderStream: @unchecked Sendable {
     /// Starts the source thread (once).
     func start() {
         guard !started.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        let thread = Thread { [player] in nameThread("tutti-source"); player!.run() }
-        thread.name = "tutti-source"
-        thread.start()
+        // The decoders, the resampler, the time stretcher and the encoder run on it: a roomy stack.
+        startThread(name: "tutti-source", stackSize: 2 << 20) { [player] in player!.run() }
     }
 }
 

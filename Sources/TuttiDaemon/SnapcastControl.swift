@@ -1,5 +1,6 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Glibc
 import Synchronization
 import TuttiAudio
 import TuttiCore
@@ -47,7 +48,7 @@ final class SnapcastControl: @unchecked Sendable {
     private let last = Mutex<JSONTree?>(nil)
     // Sendable because it holds only JSON values (strings, numbers, arrays, dictionaries), which are copied, never shared mutably.
     struct JSONTree: @unchecked Sendable { var value: [String: Any] }
-    private let serverLock = NSLock() // one request's changes at a time, so notifications stay in order
+    private let serverLock = Condition() // one request's changes at a time, so notifications stay in order
 
     init(leader: Leader, control: Endpoint?, http: Endpoint?, log: Logger) throws {
         self.leader = leader
@@ -141,7 +142,7 @@ final class SnapcastControl: @unchecked Sendable {
         var malformed = 0
         let reason = ControlServer.readLines(from: connection, until: { client.writer.isClosed }) { line in
             if let line { malformed = receive(line, from: client) ? 0 : malformed + 1 } else {
-                send(["jsonrpc": "2.0", "id": NSNull(), "error": ["code": -32700, "message": "request line longer than \(ControlServer.maxLineBytes) bytes"]], to: client)
+                send(Self.failure(id: nil, code: -32700, message: "request line longer than \(ControlServer.maxLineBytes) bytes"), to: client)
                 malformed += 1
             }
             return malformed < LineDiscipline.maxConsecutiveMalformed ? nil : "\(malformed) malformed requests in a row"
@@ -158,8 +159,7 @@ final class SnapcastControl: @unchecked Sendable {
     }
 
     private func send(_ object: Any, to client: ControlServer.Client, key: String? = nil) {
-        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else { return }
-        var bytes = Array(data)
+        guard var bytes = ReplyJSON.encode(object) else { return }
         if client.newlineFramed { bytes += [13, 10] } // CRLF: python-snapcast reads nothing until a line ends in it
         client.writer.send(bytes, key: key)
     }
@@ -167,10 +167,10 @@ final class SnapcastControl: @unchecked Sendable {
     private func respond(_ request: WebRequest) -> WebResponse {
         guard request.path == "/jsonrpc" else { return .text(404, "Snapcast's control API is at /jsonrpc") }
         guard request.method == "POST" else { return .text(405, "POST a JSON-RPC request to /jsonrpc") }
-        guard let reply = handle(request.body, level: level(address: request.peer)), let data = try? JSONSerialization.data(withJSONObject: reply, options: [.sortedKeys]) else {
+        guard let reply = handle(request.body, level: level(address: request.peer)), let data = ReplyJSON.encode(reply) else {
             return WebResponse(status: 204)
         }
-        return WebResponse(status: 200, headers: [("Content-Type", "application/json")], body: Array(data))
+        return WebResponse(status: 200, headers: [("Content-Type", "application/json")], body: data)
     }
 
     // Sendable because `control` is set once in SnapcastControl.init, before the web server that calls these methods starts, and `sockets` is under a Mutex.
@@ -200,25 +200,30 @@ final class SnapcastControl: @unchecked Sendable {
     /// One request (or a batch); the reply, nil for notifications only.
     func handle(_ bytes: [UInt8], level: ControlAccess.Level = .full) -> Any? {
         if JSONNesting.exceeds(bytes) {
-            return ["jsonrpc": "2.0", "id": NSNull(), "error": ["code": -32600, "message": "nested deeper than \(JSONNesting.limit) levels"]]
+            return Self.failure(id: nil, code: -32600, message: "nested deeper than \(JSONNesting.limit) levels")
         }
-        guard let json = try? JSONSerialization.jsonObject(with: Data(bytes)) else {
-            return ["jsonrpc": "2.0", "id": NSNull(), "error": ["code": -32700, "message": "Parse error"]]
+        guard let json = JSONValue.parsing(bytes) else {
+            return Self.failure(id: nil, code: -32700, message: "Parse error")
         }
-        if let batch = json as? [Any] {
-            guard batch.count <= 256 else { return ["jsonrpc": "2.0", "id": NSNull(), "error": ["code": -32600, "message": "batch of more than 256 requests"]] }
+        if let batch = json.array {
+            guard batch.count <= 256 else { return Self.failure(id: nil, code: -32600, message: "batch of more than 256 requests") }
             let replies = batch.compactMap { one($0, level: level) }
             return replies.isEmpty ? nil : replies
         }
         return one(json, level: level)
     }
 
-    private func one(_ json: Any, level: ControlAccess.Level) -> [String: Any]? {
-        guard let request = json as? [String: Any], let method = request["method"] as? String else {
-            return ["jsonrpc": "2.0", "id": NSNull(), "error": ["code": -32600, "message": "Invalid request"]]
+    /// A JSON-RPC error reply.
+    private static func failure(id: JSONValue?, code: Int, message: String) -> [String: Any] {
+        ["jsonrpc": "2.0", "id": id ?? .null, "error": ["code": code, "message": message] as [String: Any]]
+    }
+
+    private func one(_ json: JSONValue, level: ControlAccess.Level) -> [String: Any]? {
+        guard let request = json.object, let method = request["method"]?.string else {
+            return Self.failure(id: nil, code: -32600, message: "Invalid request")
         }
         let id = request["id"]
-        let params = request["params"] as? [String: Any] ?? [:]
+        let params = request["params"]?.object ?? [:]
         do {
             let looks = method.hasSuffix(".GetStatus") || method == "Server.GetRPCVersion"
             guard level == .full || (level == .guest && looks) else {
@@ -230,19 +235,19 @@ final class SnapcastControl: @unchecked Sendable {
             return ["jsonrpc": "2.0", "id": id, "result": result]
         } catch let f as Failure {
             guard let id else { return nil }
-            return ["jsonrpc": "2.0", "id": id, "error": ["code": f.code, "message": f.message]]
+            return Self.failure(id: id, code: f.code, message: f.message)
         } catch {
             guard let id else { return nil }
-            return ["jsonrpc": "2.0", "id": id, "error": ["code": -32603, "message": "\(error)"]]
+            return Self.failure(id: id, code: -32603, message: "\(error)")
         }
     }
 
-    private func string(_ p: [String: Any], _ key: String) throws -> String {
-        guard let v = p[key] as? String, !v.isEmpty, v.utf8.count <= 1_024 else { throw Failure(code: -32602, message: "Invalid params: \"\(key)\" must be a string") }
+    private func string(_ p: [String: JSONValue], _ key: String) throws -> String {
+        guard let v = p[key]?.string, !v.isEmpty, v.utf8.count <= 1_024 else { throw Failure(code: -32602, message: "Invalid params: \"\(key)\" must be a string") }
         return v
     }
 
-    private func knownRoom(_ p: [String: Any]) throws -> String {
+    private func knownRoom(_ p: [String: JSONValue]) throws -> String {
         let id = try string(p, "id")
         guard leader.knownRooms.contains(id) else { throw Failure(code: -32603, message: "Client not found: \(id)") }
         return id
@@ -255,7 +260,7 @@ final class SnapcastControl: @unchecked Sendable {
         return (g["clients"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? String }
     }
 
-    private func dispatch(_ method: String, _ p: [String: Any]) throws -> Any {
+    private func dispatch(_ method: String, _ p: [String: JSONValue]) throws -> Any {
         func group(_ e: () throws(GroupError) -> Void) throws {
             do { try e() } catch { throw Failure(code: -32603, message: error.description) }
         }
@@ -274,19 +279,19 @@ final class SnapcastControl: @unchecked Sendable {
             return ["client": clientObject(room)]
         case "Client.SetVolume":
             let room = try knownRoom(p)
-            guard let v = p["volume"] as? [String: Any] else { throw Failure(code: -32602, message: "Invalid params: volume must be {\"percent\", \"muted\"}") }
+            guard let v = p["volume"]?.object else { throw Failure(code: -32602, message: "Invalid params: volume must be {\"percent\", \"muted\"}") }
             var s = leader.settings(of: room)
-            if let percent = (v["percent"] as? NSNumber)?.doubleValue {
+            if let percent = v["percent"]?.number {
                 guard percent.isFinite, (0...100).contains(percent) else { throw Failure(code: -32602, message: "Invalid params: percent must be 0…100") }
                 s.volume = UInt8(percent.rounded())
             }
-            if let muted = v["muted"] as? Bool { s.muted = muted }
+            if let muted = v["muted"]?.bool { s.muted = muted }
             leader.configure(room: room, s)
             leader.forgetBalance(ofGroup: leader.group(ofRoom: room).id)
             return ["volume": ["percent": Int(s.volume), "muted": s.muted]]
         case "Client.SetLatency":
             let room = try knownRoom(p)
-            guard let ms = (p["latency"] as? NSNumber)?.doubleValue, ms.isFinite, (-1_000...5_000).contains(ms) else {
+            guard let ms = p["latency"]?.number, ms.isFinite, (-1_000...5_000).contains(ms) else {
                 throw Failure(code: -32602, message: "Invalid params: latency must be milliseconds, −1000…5000")
             }
             var s = leader.settings(of: room)
@@ -295,7 +300,7 @@ final class SnapcastControl: @unchecked Sendable {
             return ["latency": Int(ms.rounded())]
         case "Client.SetName":
             let room = try knownRoom(p)
-            guard let name = p["name"] as? String, name.utf8.count <= 256 else { throw Failure(code: -32602, message: "Invalid params: name must be a string") }
+            guard let name = p["name"]?.string, name.utf8.count <= 256 else { throw Failure(code: -32602, message: "Invalid params: name must be a string") }
             names.withLock { $0[room] = name.isEmpty ? nil : name }
             return ["name": name]
         case "Group.GetStatus":
@@ -305,7 +310,7 @@ final class SnapcastControl: @unchecked Sendable {
             return ["group": ((s["server"] as! [String: Any])["groups"] as! [[String: Any]]).first { $0["id"] as? String == id }!]
         case "Group.SetMute":
             let id = try string(p, "id")
-            guard let mute = p["mute"] as? Bool else { throw Failure(code: -32602, message: "Invalid params: mute must be true or false") }
+            guard let mute = p["mute"]?.bool else { throw Failure(code: -32602, message: "Invalid params: mute must be true or false") }
             for room in try groupRooms(id, in: status()) {
                 var s = leader.settings(of: room)
                 s.muted = mute
@@ -314,7 +319,7 @@ final class SnapcastControl: @unchecked Sendable {
             return ["mute": mute]
         case "Group.SetName":
             let id = try string(p, "id")
-            guard let name = p["name"] as? String, !name.isEmpty else { throw Failure(code: -32602, message: "Invalid params: name must be a non-empty string") }
+            guard let name = p["name"]?.string, !name.isEmpty else { throw Failure(code: -32602, message: "Invalid params: name must be a non-empty string") }
             _ = try groupRooms(id, in: status())
             try group { () throws(GroupError) in _ = try leader.renameGroup(id, to: name) }
             return ["name": name]
@@ -328,7 +333,7 @@ final class SnapcastControl: @unchecked Sendable {
             return ["stream_id": stream]
         case "Group.SetClients":
             let id = try string(p, "id")
-            guard let wanted = p["clients"] as? [String], wanted.count <= 256 else { throw Failure(code: -32602, message: "Invalid params: clients must be a list of client ids") }
+            guard let wanted = p["clients"]?.strings, wanted.count <= 256 else { throw Failure(code: -32602, message: "Invalid params: clients must be a list of client ids") }
             let known = Set(leader.knownRooms)
             if let unknown = wanted.first(where: { !known.contains($0) }) { throw Failure(code: -32603, message: "Client not found: \(unknown)") }
             let s = status()
@@ -345,7 +350,7 @@ final class SnapcastControl: @unchecked Sendable {
             return ["server": status()["server"]!]
         case "Stream.Control":
             let stream = try string(p, "id"), command = try string(p, "command")
-            let args = p["params"] as? [String: Any] ?? [:]
+            let args = p["params"]?.object ?? [:]
             let player: PlayerCommand
             switch command {
             case "play": player = .play
@@ -355,10 +360,10 @@ final class SnapcastControl: @unchecked Sendable {
             case "next": player = .next
             case "previous": player = .previous
             case "seek":
-                guard let offset = (args["offset"] as? NSNumber)?.doubleValue, offset.isFinite else { throw Failure(code: -32602, message: "Invalid params: seek needs \"offset\" (seconds)") }
+                guard let offset = args["offset"]?.number, offset.isFinite else { throw Failure(code: -32602, message: "Invalid params: seek needs \"offset\" (seconds)") }
                 player = .seekBy(seconds: offset)
             case "setPosition":
-                guard let position = (args["position"] as? NSNumber)?.doubleValue, position.isFinite, position >= 0 else { throw Failure(code: -32602, message: "Invalid params: setPosition needs \"position\" (seconds)") }
+                guard let position = args["position"]?.number, position.isFinite, position >= 0 else { throw Failure(code: -32602, message: "Invalid params: setPosition needs \"position\" (seconds)") }
                 player = .seek(seconds: position)
             default:
                 throw Failure(code: -32602, message: "Invalid params: unknown command \(command) (play, pause, playPause, stop, next, previous, seek, setPosition)")
@@ -370,17 +375,17 @@ final class SnapcastControl: @unchecked Sendable {
             let value = p["value"]
             let player: PlayerCommand
             switch (property, value) {
-            case ("shuffle", let on as Bool): player = .shuffle(on)
-            case ("loopStatus", let mode as String):
+            case ("shuffle", .bool(let on)?): player = .shuffle(on)
+            case ("loopStatus", .string(let mode)?):
                 guard let m = ["none": RepeatMode.off, "track": .one, "playlist": .all][mode] else { throw Failure(code: -32602, message: "Invalid params: loopStatus is none, track or playlist") }
                 player = .repeatMode(m)
-            case ("volume", let v as NSNumber):
+            case ("volume", .number(let v)?):
                 let rooms = leader.groups.first { $0.id == stream }?.rooms ?? []
-                for (room, volume) in zip(rooms, GroupVolume.scaled(balance: leader.balance(ofGroup: stream, rooms: rooms), to: UInt8(max(0, min(100, v.doubleValue.rounded()))))) {
+                for (room, volume) in zip(rooms, GroupVolume.scaled(balance: leader.balance(ofGroup: stream, rooms: rooms), to: UInt8(max(0, min(100, v.isFinite ? v.rounded() : 0))))) {
                     var s = leader.settings(of: room); s.volume = volume; leader.configure(room: room, s)
                 }
                 return "ok"
-            case ("mute", let m as Bool):
+            case ("mute", .bool(let m)?):
                 for room in leader.groups.first(where: { $0.id == stream })?.rooms ?? [] {
                     var s = leader.settings(of: room); s.muted = m; leader.configure(room: room, s)
                 }
@@ -445,7 +450,7 @@ final class SnapcastControl: @unchecked Sendable {
                 if let a = t.artist { metadata["artist"] = [a] }
                 if let a = t.album { metadata["album"] = a }
             } else if !now.path.isEmpty {
-                metadata["title"] = leader.metadata(ofStream: now.path)?.title ?? ((now.path as NSString).lastPathComponent as NSString).deletingPathExtension
+                metadata["title"] = leader.metadata(ofStream: now.path)?.title ?? PathText.title(now.path)
             }
             if let d = now.durationSeconds { metadata["duration"] = d }
             let loop = ["off": "none", "one": "track", "all": "playlist"][now.repeatMode.rawValue] ?? "none"
@@ -486,7 +491,7 @@ final class SnapcastControl: @unchecked Sendable {
     static func changes(from before: [String: Any], to after: [String: Any]) -> [(String, [String: Any])] {
         // JSON values compared as JSON (Foundation on Linux compares boxed Swift values by identity).
         func same(_ a: Any?, _ b: Any?) -> Bool {
-            let encode = { (v: Any?) in try? JSONSerialization.data(withJSONObject: [v ?? NSNull()], options: [.sortedKeys]) }
+            let encode = { (v: Any?) in ReplyJSON.encode([v ?? JSONValue.null]) }
             return encode(a) == encode(b)
         }
         func tree(_ s: [String: Any]) -> (groups: [[String: Any]], streams: [[String: Any]]) {

@@ -1,5 +1,4 @@
 import Dispatch
-import Foundation
 import Synchronization
 import TuttiAudio
 import TuttiCore
@@ -559,7 +558,7 @@ final class StreamPlayer: @unchecked Sendable {
                     backgroundStarted = false
                     beginRun(track: entryID, at: frame)
                     endOfList = false
-                    log.info("opening \(path)\(frame > 0 ? String(format: " from %.3f s", Double(frame) / 48_000) : "")")
+                    log.info("opening \(path)\(frame > 0 ? " from \(fixedPoint(Double(frame) / 48_000, decimals: 3)) s" : "")")
                     return
                 case .ready(let ready):
                     d = ready
@@ -572,7 +571,7 @@ final class StreamPlayer: @unchecked Sendable {
                 beginRun(track: entryID, at: frame)
                 let duration = d.frameCount.map { Double($0) / Double(rate) }
                 published.withLock { $0.durations[entryID] = duration }
-                log.info("playing \(path) (\(rate) Hz\(frame > 0 ? String(format: ", from %.3f s", Double(frame) / 48_000) : ""))")
+                log.info("playing \(path) (\(rate) Hz\(frame > 0 ? ", from \(fixedPoint(Double(frame) / 48_000, decimals: 3)) s" : ""))")
                 endOfList = false
                 consecutiveFailures = 0
                 return
@@ -840,7 +839,7 @@ final class StreamPlayer: @unchecked Sendable {
             state = .paused
             background = nil // resuming reopens it at the paused position; the connection is not held meanwhile
             published.withLock { $0.pausedAt = heard }
-            log.info("paused at \(String(format: "%.3f", Double(heard.frame) / 48_000)) s of entry \(heard.track)")
+            log.info("paused at \(fixedPoint(Double(heard.frame) / 48_000, decimals: 3)) s of entry \(heard.track)")
         case .stop:
             if state == .playing || tailAudible { cut(at: at) }
             published.withLock { $0.tailUntil = nil }
@@ -990,7 +989,7 @@ final class StreamPlayer: @unchecked Sendable {
     private func retune(_ new: PlaybackTempo, at frame: Int, heard: TrackPosition?) {
         guard new != tempo else { return }
         tempo = new
-        log.info(String(format: "speed %.2f×, pitch %+.1f semitones", new.speed, new.pitchSemitones))
+        log.info("speed \(fixedPoint(new.speed, decimals: 2))×, pitch \(fixedPoint(new.pitchSemitones, decimals: 1, plus: true)) semitones")
         if state == .playing, let heard { restart(at: frame, position: heard) }
     }
 

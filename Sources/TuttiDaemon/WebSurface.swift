@@ -1,4 +1,4 @@
-import Foundation
+import Glibc
 import Synchronization
 import TuttiCore
 import TuttiAuth
@@ -50,15 +50,15 @@ final class WebSurface: @unchecked Sendable {
     /// The app's files: beside the executable (a build in a checkout:
     /// .build/debug/tuttid → web/; an install: bin/tuttid → share/tutti/web).
     static func findRoot() throws -> String {
-        let exe = (CommandLine.arguments.first.map { URL(fileURLWithPath: $0).resolvingSymlinksInPath() } ?? URL(fileURLWithPath: "."))
-        var dir = exe.deletingLastPathComponent()
-        var candidates = [dir.appendingPathComponent("../share/tutti/web").standardized.path]
+        let exe = CommandLine.arguments.first.map { Leader.canonical($0) ?? $0 } ?? "."
+        var dir = PathText.parent(exe.hasPrefix("/") ? exe : (Leader.canonical(".") ?? "") + "/" + exe)
+        var candidates = [PathText.standardized(dir + "/../share/tutti/web")]
         for _ in 0..<5 {
-            candidates.append(dir.appendingPathComponent("web").path)
-            dir = dir.deletingLastPathComponent()
+            candidates.append(dir + "/web")
+            dir = PathText.parent(dir)
         }
         candidates.append("/usr/share/tutti/web")
-        for c in candidates where FileManager.default.fileExists(atPath: c + "/index.html") { return c }
+        for c in candidates where access(c + "/index.html", F_OK) == 0 { return c }
         throw WebAssets.LoadError.notFound(candidates.last!)
     }
 

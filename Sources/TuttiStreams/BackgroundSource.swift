@@ -1,6 +1,7 @@
-import Foundation
+import FoundationEssentials
 import TuttiAudio
 import TuttiCore
+import TuttiSystem
 import TuttiDecode
 
 /// Opens and decodes one source on its own thread into a bounded buffer of
@@ -37,7 +38,7 @@ public final class BackgroundSource: @unchecked Sendable {
     }
 
     public let uri: String
-    private let lock = NSCondition()
+    private let lock = Condition()
     private var ring: [Float] = []          // interleaved stereo, consumed from `head`
     private var head = 0
     private var capacityFrames: Int
@@ -56,9 +57,8 @@ public final class BackgroundSource: @unchecked Sendable {
         self.uri = uri
         self.ringSeconds = ringSeconds
         capacityFrames = Int(ringSeconds * 48_000)
-        let thread = Thread { [self] in run(open: open, startFrame: startFrame, frameRate: frameRate) }
-        thread.name = "tutti-netsrc"
-        thread.start()
+        // The decoder runs on it: a roomier stack than startThread's default.
+        startThread(name: "tutti-netsrc", stackSize: 1 << 20) { [self] in run(open: open, startFrame: startFrame, frameRate: frameRate) }
     }
 
     public var progress: Progress { lock.withLock { var p = progressValue; p.bufferedSeconds += bufferedFrames / Double(max(1, p.sampleRate ?? 1)); return p } }

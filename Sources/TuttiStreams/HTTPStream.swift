@@ -1,5 +1,7 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
 import TuttiCore
+import TuttiSystem
 
 /// Tunables for network sources. The defaults suit a leader on a home network.
 public struct NetworkOptions: Sendable {
@@ -148,10 +150,10 @@ final class HTTPStream: TransferDelegate, @unchecked Sendable {
     let urlString: String
     let options: NetworkOptions
     private let log: Logger
-    private let queue: OperationQueue
+    private let queue = DispatchQueue(label: "tutti.http")
 
     // Guarded by `lock`.
-    private let lock = NSCondition()
+    private let lock = Condition()
     private var state = State.idle
     private var generation = 0
     private var task: (any Transfer)?
@@ -185,9 +187,6 @@ final class HTTPStream: TransferDelegate, @unchecked Sendable {
         self.options = options
         self.log = log
         self.cache = cache
-        queue = OperationQueue()
-        queue.maxConcurrentOperationCount = 1
-        queue.name = "tutti.http"
     }
 
     // MARK: Consumer side
@@ -209,7 +208,7 @@ final class HTTPStream: TransferDelegate, @unchecked Sendable {
         perform(actions)
 
         lock.lock()
-        let deadline = Date(timeIntervalSinceNow: options.connectTimeout)
+        let deadline = Condition.deadline(afterSeconds: options.connectTimeout)
         var result: StreamError? = nil
         while true {
             // A response arrived: opened, even if the transfer already ended or
@@ -217,7 +216,7 @@ final class HTTPStream: TransferDelegate, @unchecked Sendable {
             if info != nil { break }
             if case .failed(let e) = state { result = e; break }
             if case .closed = state { result = .network(url: urlString, reason: "closed"); break }
-            if !lock.wait(until: deadline) && info == nil {
+            if !lock.wait(untilNanoseconds: deadline) && info == nil {
                 if case .failed(let e) = state { result = e } else { result = .timedOut(url: urlString, seconds: options.connectTimeout, waitingFor: "the response headers") }
                 break
             }
@@ -239,7 +238,7 @@ final class HTTPStream: TransferDelegate, @unchecked Sendable {
         defer { perform(actions) }
         lock.lock()
         defer { lock.unlock() }
-        let deadline = Date(timeIntervalSinceNow: options.stallTimeout)
+        let deadline = Condition.deadline(afterSeconds: options.stallTimeout)
         while true {
             if let d = discontinuities.first, d <= consumed {
                 discontinuities.removeFirst()
@@ -263,7 +262,7 @@ final class HTTPStream: TransferDelegate, @unchecked Sendable {
             case .failed(let e): return .failure(e)
             default: break
             }
-            if !lock.wait(until: deadline) && buffer.count == 0 && Date() >= deadline {
+            if !lock.wait(untilNanoseconds: deadline) && buffer.count == 0 && Condition.now() >= deadline {
                 if case .failed(let e) = state { return .failure(e) }
                 if case .ended = state { return .end }
                 let what: String = if case .reconnecting = state { "audio (reconnecting)" } else { "audio data" }
@@ -338,7 +337,7 @@ final class HTTPStream: TransferDelegate, @unchecked Sendable {
     /// it at once with what is already known.
     func setMetadataHandler(_ handler: (@Sendable (StreamMetadata) -> Void)?) {
         let current: StreamMetadata = lock.withLock { metadataHandler = handler; return metadataValue }
-        if let handler, current != StreamMetadata() { queue.addOperation { handler(current) } }
+        if let handler, current != StreamMetadata() { queue.async { handler(current) } }
     }
 
     // MARK: Performing actions (never under the lock)

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Glibc
 import Synchronization
 import TuttiCore
@@ -53,7 +53,7 @@ public final class StreamCache: Sendable {
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         } catch {
-            throw .cache(operation: "create", path: directory, reason: (error as NSError).localizedDescription)
+            throw .cache(operation: "create", path: directory, reason: "\(error)")
         }
         var loaded: [String: Entry] = [:]
         let indexPath = directory + "/index.json"

@@ -1,5 +1,6 @@
-import Foundation
+import FoundationEssentials
 import TuttiAudio
+import TuttiCore
 
 /// Errors from network sources and the offline cache: what failed, on which
 /// URL or file, and why, in words a user can act on.
@@ -61,6 +62,6 @@ public enum StreamError: Error, CustomStringConvertible, Equatable, Sendable {
     }
 
     static func seconds(_ s: Double) -> String {
-        s == s.rounded() ? String(Int(s)) : String(format: "%.1f", s)
+        s == s.rounded() ? String(Int(s)) : fixedPoint(s, decimals: 1)
     }
 }

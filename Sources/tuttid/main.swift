@@ -1,8 +1,8 @@
 import Dispatch
-import Foundation
 import Glibc
 import TuttiCore
 import TuttiDaemon
+import TuttiSystem
 
 /// Blocks until SIGINT or SIGTERM.
 func waitForTermination() {
@@ -20,7 +20,7 @@ func waitForTermination() {
 }
 
 func fail(_ message: String, code: Int32) -> Never {
-    FileHandle.standardError.write("tuttid: \(message)\n".data(using: .utf8)!)
+    StandardErrorLog.write("tuttid: \(message)\n")
     exit(code)
 }
 
@@ -83,7 +83,7 @@ case .leader(var config):
     do {
         if let path = config.roomKeyFile { config.roomKey = try readRoomKey(path) }
         if let path = config.passwordFile {
-            guard let text = try? String(contentsOfFile: path, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines), text.utf8.count >= 8 else {
+            guard let bytes = try? readWholeFile(path, limit: 4_096), case let text = String(decoding: bytes, as: UTF8.self).trimmingSpaces, text.utf8.count >= 8 else {
                 fail("--password-file \(path): cannot read a password of 8 or more characters from it", code: 64)
             }
             config.password = text
@@ -97,7 +97,7 @@ case .leader(var config):
         // Playing files given on the command line (no library, no --loop), the
         // leader exits once they have played out; with a library it stays up.
         if !config.loop && config.musicDirectory == nil && config.databasePath == nil {
-            Thread.detachNewThread {
+            startThread(name: "tutti-finish") {
                 while !leader.finished { usleep(50_000) }
                 usleep(useconds_t(config.bufferMilliseconds * 1000 + 200_000))
                 leader.stop()
@@ -129,7 +129,7 @@ case .follower(let config):
 case .demo(let config):
     do {
         if config.seconds == nil {
-            Thread.detachNewThread { waitForTermination(); exit(0) }
+            startThread(name: "tutti-signals") { waitForTermination(); exit(0) }
         }
         try Demo.run(config, log: StandardErrorLog.logger("demo"))
     } catch {
