@@ -1,0 +1,146 @@
+import Dispatch
+import Synchronization
+import TuttiAudio
+import TuttiCore
+import TuttiDecode
+import TuttiTimeStretch
+import TuttiStreams
+
+/// The source thread's loop: decode, wait until a chunk is due (`buffer`
+/// ahead of its PTS), encode it once and hand it to every room; silence
+/// while a network source starves; the end of the list.
+extension StreamPlayer {
+    func run() {
+        do {
+            encoder = try makeEncoder(configuration.codec, bitrateKbps: configuration.bitrateKbps, frameSize: framesPerChunk)
+        } catch {
+            log.error("\(error)"); return
+        }
+        codecDelay = StreamFormat.nanoseconds(frames: encoder!.delayFrames)
+        // On the leader's grid, so rooms moving between groups' streams stay sample-aligned.
+        let wanted = StreamFormat.frames(nanoseconds: Monotonic.now() + startLatency - gridOrigin.nanoseconds).rounded(.up)
+        epoch = gridOrigin + StreamFormat.nanoseconds(frames: Int(wanted))
+        if let restored {
+            // After a restart or power cut: the saved queue and position, paused
+            // (a speaker should not start playing by itself at 3 am).
+            let id = restored.entryID ?? queue.order.first.map { queue.entries[$0].id } ?? 0
+            if let i = queue.index(ofID: id) { queue.select(i) }
+            state = queue.isEmpty ? .stopped : .paused
+            endOfList = true
+            let frame = Int(restored.positionMilliseconds) * StreamFormat.sampleRate / 1000
+            published.withLock { $0.pausedAt = TrackPosition(track: id, frame: max(0, frame)) }
+            publish()
+            log.info("restored a queue of \(queue.count) with entry \(id) at \(restored.positionMilliseconds) ms, paused")
+        } else {
+            if !queue.isEmpty { queue.select(queue.order[0]) }
+            if let first = queue.currentEntry { published.withLock { $0.pausedAt = TrackPosition(track: first.id, frame: 0) } }
+            if queue.currentEntry == nil { state = .stopped; endOfList = true } // an empty queue is stopped, and says so
+            publish()
+            if let first = queue.currentEntry { open(entry: first.id, at: 0) }
+        }
+
+        while running.load(ordering: .relaxed) {
+            handleCommands()
+            guard state == .playing else {
+                if resumeIfFolderIsBack() { continue } // audio is due a start latency from now: no waiting
+                _ = wake.wait(timeout: .now() + .milliseconds(200))
+                continue
+            }
+            fillPending()
+            if pending.isEmpty && endOfList {
+                finishList()
+                continue
+            }
+            if let phase = starvedPhase, pending.count < framesPerChunk * 2 {
+                // The network is late. Followers play from their buffer until this
+                // chunk is due; then silence goes out so they keep time, marked so
+                // that now playing reads loading/buffering, and the position stands still.
+                let due = ptsOf(frame: streamFrame).nanoseconds - startLatency
+                let wait = due - Monotonic.now()
+                if wait > 0 {
+                    _ = wake.wait(timeout: .now() + .nanoseconds(Int(min(wait, 20 * nanosecondsPerMillisecond))))
+                    continue
+                }
+                let frames = framesPerChunk - pending.count / 2
+                pending += [Float](repeating: 0, count: frames * 2)
+                pendingSegments.append(Segment(start: 0, count: frames, track: track, trackFrame: runOrigin, phase: phase, speed: tempo.speed, runOffset: runFrames))
+            }
+            // Pace: send each chunk `buffer` ahead of its PTS; commands interrupt the wait.
+            let sendAt = ptsOf(frame: streamFrame).nanoseconds - buffer
+            let wait = sendAt - Monotonic.now()
+            if wait > 0 {
+                _ = wake.wait(timeout: .now() + .nanoseconds(Int(min(wait, 100 * nanosecondsPerMillisecond))))
+                continue // re-check commands and the clock
+            }
+            emitChunk()
+        }
+    }
+
+    func ptsOf(frame: Int) -> LeaderTime {
+        epoch + StreamFormat.nanoseconds(frames: frame) - codecDelay
+    }
+
+    func emitChunk() {
+        guard let encoder else { return }
+        var count = min(framesPerChunk, pending.count / 2)
+        if count < framesPerChunk && configuration.codec == .opus {
+            pending += [Float](repeating: 0, count: (framesPerChunk - count) * 2) // Opus needs whole frames
+            count = framesPerChunk
+        }
+        guard count > 0 else { return }
+        if fadeIn > 0 {
+            let ramp = 120
+            for i in 0..<min(fadeIn, count) {
+                let g = Float(ramp - fadeIn + i + 1) / Float(ramp)
+                pending[2 * i] *= g; pending[2 * i + 1] *= g
+            }
+            fadeIn = max(0, fadeIn - count)
+        }
+        let pts = ptsOf(frame: streamFrame)
+        do {
+            let payload = try pending.withUnsafeBufferPointer { (p) throws(AudioError) in try encoder.encode(p.baseAddress!, count: count) }
+            broadcast(.chunk(Chunk(streamID: streamID, sequence: sequence, pts: pts, frames: UInt32(count), payload: payload)), pts)
+        } catch {
+            log.error("\(error)")
+        }
+        sequence &+= 1
+        // Move the consumed frames' provenance into the history, on the grid.
+        var remaining = count
+        var at = streamFrame
+        while remaining > 0, !pendingSegments.isEmpty {
+            var s = pendingSegments[0]
+            let take = min(remaining, s.count)
+            history.append(s.take(take, at: at))
+            if s.count == 0 { pendingSegments.removeFirst() } else { pendingSegments[0] = s }
+            remaining -= take; at += take
+        }
+        pending.removeFirst(min(pending.count, count * 2))
+        streamFrame += count
+        // What rooms still hear lies at most a buffer behind what is sent: keep
+        // that and 2 s more. (publish() shares the array, so each chunk copies what is kept.)
+        let keepFrom = streamFrame - Int(StreamFormat.frames(nanoseconds: buffer)) - 2 * StreamFormat.sampleRate
+        if let firstKept = history.firstIndex(where: { $0.start + $0.count > keepFrom }), firstKept > 64 {
+            history.removeFirst(firstKept)
+        }
+        publish()
+    }
+
+    func finishList() {
+        let end = ptsOf(frame: streamFrame)
+        broadcast(.streamEnd(streamID: streamID, at: end), end)
+        log.info("end of play list")
+        state = .stopped
+        // Stopped by "single": a later play goes on with the next entry, not from the top.
+        var resume = queue.order.first
+        if queue.single != .off, case .play(let i) = queue.stepForward(manual: true) { resume = i }
+        if queue.single == .oneshot { queue.single = .off }
+        let first = resume.map { queue.entries[$0].id } ?? 0
+        // Stopped by a missing music folder: play goes on where it stopped.
+        let stoppedAt = awaitingFolder?.position ?? TrackPosition(track: first, frame: 0)
+        published.withLock { $0.pausedAt = stoppedAt }
+        if let i = queue.index(ofID: stoppedAt.track) ?? resume { queue.select(i) }
+        published.withLock { $0.tailUntil = streamFrame }
+        publish()
+        endedAtomic.store(true, ordering: .releasing)
+    }
+}
