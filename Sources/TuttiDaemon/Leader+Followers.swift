@@ -1,0 +1,156 @@
+import Dispatch
+import FoundationEssentials
+import Glibc
+import Synchronization
+import TuttiAudio
+import TuttiCore
+import TuttiTimeStretch
+import TuttiAuth
+import TuttiDiscovery
+import TuttiLibrary
+import TuttiNet
+import TuttiStreams
+import TuttiSystem
+
+/// Speakers: the clock service, accepting followers (Tutti and Snapcast),
+/// attaching each to its group's stream, fanning chunks out to them.
+extension Leader {
+    // MARK: Clock service
+
+    /// UDP clock exchanges on the listener's port: a request is answered at
+    /// once, stamped with the kernel's receive time (t2) and the time just
+    /// before the reply is sent (t3). Stateless: anyone may ask the time;
+    /// a request is as long as its answer, so nobody can amplify through it.
+    /// Without the port (taken), v5 followers fall back to the TCP stream.
+    func startClockServer() {
+        let socket: UDPSocket
+        do { socket = try UDPSocket.bind(listener.endpoint) } catch {
+            log.warning("clock exchanges over UDP are off (\(error)): followers use the TCP stream for them")
+            return
+        }
+        clockServer = socket
+        startThread(name: "tutti-clock") { [self] in
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 512, alignment: 8)
+            defer { buffer.deallocate() }
+            while running.load(ordering: .relaxed) {
+                let received: (count: Int, arrival: Int64, from: UDPSocket.Peer)
+                do { received = try socket.receive(into: buffer) } catch {
+                    if socket.closed || !running.load(ordering: .relaxed) { return }
+                    continue
+                }
+                guard case .timeRequest(let id, let t1)? = ClockDatagram.decode(UnsafeRawBufferPointer(rebasing: buffer[0..<received.count])) else { continue }
+                let t2 = LeaderTime(nanoseconds: received.arrival != 0 ? received.arrival : Monotonic.now())
+                let reply = Message.timeResponse(id: id, t1: t1, t2: t2, t3: LeaderTime(nanoseconds: Monotonic.now())).encoded()
+                try? socket.send(reply, to: received.from)
+            }
+        }
+    }
+
+    // MARK: Followers
+
+    func acceptLoop(_ listener: TCPListener, dialect: FollowerSession.Dialect) {
+        while running.load(ordering: .relaxed) {
+            let connection: TCPConnection
+            do { connection = try listener.accept() } catch {
+                if running.load(ordering: .relaxed) { log.error("accept failed: \(error)") }
+                return
+            }
+            // Speakers and would-be speakers at once: a flood of connections gets the rest closed.
+            guard sessionBudget.admit(log: log, now: Monotonic.now()) else { connection.close(); continue }
+            let session = FollowerSession(connection: connection, leader: self, log: log, dialect: dialect)
+            sessions.withLock { $0[ObjectIdentifier(session)] = session }
+            session.start()
+        }
+    }
+
+    func describe(_ stream: LeaderStream) -> StreamDescription {
+        StreamDescription(streamID: stream.id, codec: configuration.codec, framesPerChunk: UInt32(configuration.framesPerChunk),
+                          bufferNanoseconds: Int64(configuration.bufferMilliseconds) * nanosecondsPerMillisecond)
+    }
+
+    /// The stream a room hears: its group's.
+    func stream(forRoom room: String) -> LeaderStream {
+        let group = grouping.withLock { $0.groupID(ofRoom: room) }
+        return streams.withLock { $0[group] } ?? mainStream
+    }
+
+    /// Called by a session once its follower is welcomed to `stream`: it
+    /// gets the chunks still ahead of now (the live position) then everything new.
+    func join(_ session: FollowerSession, stream: LeaderStream) {
+        if let name = session.name { seenRooms.withLock { _ = $0.insert(name) } }
+        let now = LeaderTime(nanoseconds: Monotonic.now())
+        stream.backlog.withLock { chunks in
+            for chunk in chunks where chunk.pts > now { session.send(chunk.message, encoded: chunk.bytes) }
+            session.streamID.store(stream.id, ordering: .releasing)
+        }
+        // The room may have been moved between its welcome and now.
+        groupChanges.withLock { applyGrouping() }
+        events.emit(.rooms)
+    }
+
+    /// Moves a joined session to `stream` a start latency from now: it gets
+    /// `follow`, then the new stream's chunks from that point, then everything new.
+    /// Under the new stream's backlog lock, so each of its chunks is queued exactly once;
+    /// old-stream chunks queued after `follow` are ignored by the follower.
+    func switchSession(_ session: FollowerSession, to stream: LeaderStream) {
+        let from = LeaderTime(nanoseconds: Monotonic.now() + Int64(min(configuration.startLatencyMilliseconds, configuration.bufferMilliseconds)) * nanosecondsPerMillisecond)
+        let chunk = StreamFormat.nanoseconds(frames: configuration.framesPerChunk)
+        stream.backlog.withLock { chunks in
+            let current = session.streamID.load(ordering: .acquiring)
+            guard current != 0, current != stream.id else { return }
+            let follow = Message.follow(stream: describe(stream), from: from)
+            session.send(follow, encoded: follow.encoded())
+            for c in chunks where c.pts + chunk > from { session.send(c.message, encoded: c.bytes) }
+            session.streamID.store(stream.id, ordering: .releasing)
+        }
+    }
+
+    /// Every joined session hears its room's group (after a group change).
+    /// Call under `groupChanges`.
+    func applyGrouping() {
+        for session in sessions.withLock({ Array($0.values) }) {
+            guard let name = session.name, session.streamID.load(ordering: .acquiring) != 0 else { continue }
+            let target = stream(forRoom: name)
+            if session.streamID.load(ordering: .acquiring) != target.id {
+                log.info("room \(name) now plays group \(target.group)")
+                switchSession(session, to: target)
+            }
+        }
+    }
+
+    func remove(_ session: FollowerSession) {
+        let removed = sessions.withLock { $0.removeValue(forKey: ObjectIdentifier(session)) != nil }
+        if removed { sessionBudget.release() } // once per session, however often it is called
+        if let name = session.name {
+            healthReports.withLock { _ = $0.removeValue(forKey: name) }
+            syncReports.withLock { _ = $0.removeValue(forKey: name) }
+        }
+        events.emit(.rooms)
+    }
+
+    func record(sync report: SyncReport, from name: String) {
+        syncReports.withLock { $0[name] = report }
+    }
+
+    func record(health: HealthReport, from name: String) {
+        healthReports.withLock { $0[name] = health }
+        // Pages show each room's sync: one announcement a second, whatever the number of rooms.
+        let now = Monotonic.now()
+        let last = lastHealthAnnounced.load(ordering: .relaxed)
+        if now - last >= nanosecondsPerSecond, lastHealthAnnounced.compareExchange(expected: last, desired: now, ordering: .relaxed).exchanged {
+            events.emit(.health)
+        }
+    }
+
+    func broadcast(_ message: Message, pts: LeaderTime, on stream: LeaderStream) {
+        let bytes = message.encoded()
+        let now = LeaderTime(nanoseconds: Monotonic.now())
+        // Under the backlog lock so a joining follower sees each chunk exactly once.
+        let targets: [FollowerSession] = stream.backlog.withLock { chunks in
+            chunks.removeAll { $0.pts <= now }
+            chunks.append((pts, message, bytes))
+            return sessions.withLock { Array($0.values) }.filter { $0.streamID.load(ordering: .acquiring) == stream.id }
+        }
+        for session in targets { session.send(message, encoded: bytes) }
+    }
+}
