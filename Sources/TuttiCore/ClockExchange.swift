@@ -1,16 +1,21 @@
 /// When a follower sends its clock requests, and over which channel.
 ///
-/// At join it sends a burst (one request every 2 ms) so the estimator's
+/// At join it sends a burst (one request every 1 ms) so the estimator's
 /// envelopes fill fast, for at least `minimumJoin` and until the estimator
-/// has been ready for `settle` (at most `maximumJoin`). Then one every 5 ms
-/// while the estimator's uncertainty is above `quietUncertainty` (a jittery
-/// path needs many samples for its envelopes), one every 20 ms on a quiet one.
+/// has been ready for `settle` (at most `maximumJoin`). While the
+/// estimator's uncertainty is above `quietUncertainty` (a jittery path needs
+/// many samples for its envelopes: the lowest of N delays spread over W
+/// sits about W/N above the floor), one every 2 ms until `youngSpan` after
+/// the start, then one every 5 ms; one every 20 ms on a quiet path.
 /// Requests go as datagrams when the leader offers them (v5): on their own
 /// socket, never queued behind audio on the TCP stream. When no datagram
 /// reply has come for `datagramGrace` (UDP blocked, an old relay), requests
 /// also go over the stream, at the old pace, until datagram replies return.
-/// A leader older than v5 gets stream requests only. A health report goes
-/// once a second.
+/// A leader older than v5 gets stream requests only. With `streamProbes`
+/// (a v6 leader) a request also goes over the stream every
+/// `streamProbeInterval` while datagrams carry the clock: its reply queues
+/// behind the audio, so it measures how late the stream delivers
+/// (`StreamDelayTail`). A health report goes once a second.
 ///
 /// Pure: it runs on the times it is given and returns what to do.
 public struct ClockExchangeSchedule: Sendable {
@@ -21,7 +26,10 @@ public struct ClockExchangeSchedule: Sendable {
     }
 
     public struct Configuration: Sendable {
-        public var joinInterval: Int64 = 2 * nanosecondsPerMillisecond
+        public var joinInterval: Int64 = 1 * nanosecondsPerMillisecond
+        /// Until the window is this long, a jittery path is sampled faster.
+        public var youngSpan: Int64 = 20 * nanosecondsPerSecond
+        public var youngInterval: Int64 = 2 * nanosecondsPerMillisecond
         public var steadyInterval: Int64 = 5 * nanosecondsPerMillisecond
         public var quietInterval: Int64 = 20 * nanosecondsPerMillisecond
         public var quietUncertainty: Int64 = 10_000
@@ -34,12 +42,14 @@ public struct ClockExchangeSchedule: Sendable {
         /// … then this.
         public var streamInterval: Int64 = 50 * nanosecondsPerMillisecond
         public var datagramGrace: Int64 = nanosecondsPerSecond
+        public var streamProbeInterval: Int64 = 100 * nanosecondsPerMillisecond
         public var healthInterval: Int64 = nanosecondsPerSecond
         public init() {}
     }
 
     public let configuration: Configuration
     public let datagramsOffered: Bool
+    public let streamProbes: Bool
     private let start: Int64
     private var readyAt: Int64?
     private var lastDatagramReply: Int64?
@@ -50,9 +60,10 @@ public struct ClockExchangeSchedule: Sendable {
     private var streaming = false
     private var uncertainty: Int64?
 
-    public init(configuration: Configuration = Configuration(), datagramsOffered: Bool, start: Int64) {
+    public init(configuration: Configuration = Configuration(), datagramsOffered: Bool, streamProbes: Bool = false, start: Int64) {
         self.configuration = configuration
         self.datagramsOffered = datagramsOffered
+        self.streamProbes = streamProbes
         self.start = start
         nextDatagram = start
         nextStream = start
@@ -93,7 +104,9 @@ public struct ClockExchangeSchedule: Sendable {
         if datagramsOffered && now >= nextDatagram {
             actions.append(.request(.datagram))
             let quiet = (uncertainty ?? .max) <= configuration.quietUncertainty
-            let interval = joining(at: now) ? configuration.joinInterval : quiet ? configuration.quietInterval : configuration.steadyInterval
+            let interval = joining(at: now) ? configuration.joinInterval
+                : quiet ? configuration.quietInterval
+                : now - start < configuration.youngSpan ? configuration.youngInterval : configuration.steadyInterval
             // Never a burst of catch-up requests after a stall of this thread.
             nextDatagram = max(nextDatagram + interval, now + interval / 2)
         }
@@ -107,6 +120,10 @@ public struct ClockExchangeSchedule: Sendable {
             }
         } else {
             streaming = false
+            if streamProbes && now >= nextStream {
+                actions.append(.request(.stream))
+                nextStream = max(nextStream + configuration.streamProbeInterval, now + configuration.streamProbeInterval / 2)
+            }
         }
         if now >= nextHealth {
             actions.append(.health)
@@ -116,7 +133,50 @@ public struct ClockExchangeSchedule: Sendable {
         if datagramsOffered { next = min(next, nextDatagram) }
         // While datagrams answer, look again when the grace would run out.
         next = min(next, usingStream(at: now) ? nextStream : (lastDatagramReply ?? start) + configuration.datagramGrace)
+        if streamProbes { next = min(next, nextStream) }
         return (actions, max(next, now))
+    }
+}
+
+/// The least value recorded over a sliding window of whole seconds (one
+/// slot per second, so memory and work stay fixed whatever the rate). Pure; times in ns.
+struct PerSecondMinimum: Sendable {
+    let seconds: Int
+    private var minima: [Int64]
+    private var bucketSecond: Int64?
+
+    init(seconds: Int) {
+        self.seconds = max(1, seconds)
+        minima = Array(repeating: .max, count: self.seconds)
+    }
+
+    mutating func reset() {
+        for i in minima.indices { minima[i] = .max }
+        bucketSecond = nil
+    }
+
+    mutating func record(_ value: Int64, at now: Int64) {
+        advance(to: now)
+        let i = slot(now / nanosecondsPerSecond)
+        minima[i] = min(minima[i], value)
+    }
+
+    /// nil: nothing recorded in the window ending at `now`.
+    mutating func minimum(at now: Int64) -> Int64? {
+        advance(to: now)
+        let m = minima.min()!
+        return m == .max ? nil : m
+    }
+
+    private func slot(_ second: Int64) -> Int { Int((second % Int64(seconds) + Int64(seconds)) % Int64(seconds)) }
+
+    private mutating func advance(to now: Int64) {
+        let second = now / nanosecondsPerSecond
+        guard let last = bucketSecond else { bucketSecond = second; return }
+        guard second > last else { return }
+        // Clear the slots of the seconds that passed without a record.
+        for s in (last + 1)...min(second, last + Int64(seconds)) { minima[slot(s)] = .max }
+        bucketSecond = second
     }
 }
 
@@ -124,44 +184,74 @@ public struct ClockExchangeSchedule: Sendable {
 /// seconds, and how many came too late: the tail of the arrival delay, as a
 /// follower measures it (`SyncReport`). Pure; times in ns.
 public struct ArrivalMargin: Sendable {
-    public let seconds: Int
-    private var minima: [Int64]
-    private var bucketSecond: Int64?
+    public var seconds: Int { window.seconds }
+    private var window: PerSecondMinimum
     public private(set) var lateChunks = 0
 
-    public init(seconds: Int = 10) {
-        self.seconds = max(1, seconds)
-        minima = Array(repeating: .max, count: self.seconds)
-    }
+    public init(seconds: Int = 10) { window = PerSecondMinimum(seconds: seconds) }
 
     /// Forgets everything (a new connection).
     public mutating func reset() {
-        for i in minima.indices { minima[i] = .max }
-        bucketSecond = nil
+        window.reset()
         lateChunks = 0
     }
 
     /// A chunk whose PTS is `lead` ns ahead of the leader time it arrived at.
     public mutating func record(lead: Int64, at now: Int64) {
-        advance(to: now)
-        let i = Int(((now / nanosecondsPerSecond) % Int64(seconds) + Int64(seconds)) % Int64(seconds))
-        minima[i] = min(minima[i], lead)
+        window.record(lead, at: now)
         if lead < 0 { lateChunks += 1 }
     }
 
     /// The least lead over the window ending at `now` (nil: nothing arrived in it).
-    public mutating func minimum(at now: Int64) -> Int64? {
-        advance(to: now)
-        let m = minima.min()!
-        return m == .max ? nil : m
+    public mutating func minimum(at now: Int64) -> Int64? { window.minimum(at: now) }
+}
+
+/// The longest the TCP stream took to deliver, over a sliding window: a
+/// follower's replies to its stream clock requests, which queue behind the
+/// audio like every chunk does, measured from the leader's `t3` to their
+/// arrival in leader time (v6, `SyncReport.streamDelayMaximumNanoseconds`).
+/// Pure; times in ns.
+public struct StreamDelayTail: Sendable {
+    private var window: PerSecondMinimum
+
+    public init(seconds: Int = 30) { window = PerSecondMinimum(seconds: seconds) }
+
+    public mutating func reset() { window.reset() }
+
+    /// A reply stamped `sent` (leader time) that arrived at leader time `arrived`; `now` is local monotonic.
+    public mutating func record(sent: Int64, arrived: Int64, at now: Int64) {
+        // `sent` comes off the wire: a difference that overflows counts as the longest possible.
+        let (delay, overflow) = arrived.subtractingReportingOverflow(sent)
+        window.record(overflow ? -Int64.max : -max(0, delay), at: now)
     }
 
-    private mutating func advance(to now: Int64) {
-        let second = now / nanosecondsPerSecond
-        guard let last = bucketSecond else { bucketSecond = second; return }
-        guard second > last else { return }
-        // Clear the buckets of the seconds that passed without a record.
-        for s in (last + 1)...min(second, last + Int64(seconds)) { minima[Int((s % Int64(seconds) + Int64(seconds)) % Int64(seconds))] = .max }
-        bucketSecond = second
+    /// The longest delay in the window ending at `now` (nil: none recorded).
+    public mutating func maximum(at now: Int64) -> Int64? { window.minimum(at: now).map { -$0 } }
+}
+
+/// How far ahead the leader schedules a command (pause, next, seek …) so
+/// that every room hears it at the same instant: the configured start
+/// latency, or more while some room's TCP stream takes longer than that to
+/// deliver (a lost segment waits a retransmission timeout, 200 ms or more):
+/// new audio sent at the command must be there before its first frame is
+/// due, else that room goes silent until it comes. The longest delay any
+/// room reported plus `margin`, at most `ceiling`. Pure.
+public struct CommandLead: Sendable, Equatable {
+    public var base: Int64
+    public var ceiling: Int64
+    public var margin: Int64 = 30 * nanosecondsPerMillisecond
+
+    /// `ceiling` is kept at least `base`.
+    public init(base: Int64, ceiling: Int64) {
+        self.base = base
+        self.ceiling = max(base, ceiling)
+    }
+
+    /// The lead for rooms whose stream delays are these (nil: not reported).
+    public func lead<S: Sequence<Int64?>>(streamDelays: S) -> Int64 {
+        var worst: Int64 = 0
+        // Clamped first: a report comes off the wire, and Int64.max + margin must not trap.
+        for case let d? in streamDelays { worst = max(worst, min(d, ceiling)) }
+        return min(max(base, worst + margin), ceiling)
     }
 }

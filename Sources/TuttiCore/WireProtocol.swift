@@ -6,7 +6,7 @@ import Glibc
 /// where `length` counts the type byte and the body. Lengths are bounded by
 /// `WireProtocol.maxMessageBytes`; anything larger closes the connection.
 public enum WireProtocol {
-    public static let version: UInt16 = 5
+    public static let version: UInt16 = 6
     /// The oldest follower a leader still serves: a v2 follower plays, but
     /// is never sent `equalizer` (a message type it does not know).
     public static let oldestFollowerVersion: UInt16 = 2
@@ -20,6 +20,10 @@ public enum WireProtocol {
     /// The first version with the clock channel: the leader answers
     /// `timeRequest` datagrams on UDP at its TCP port, and takes `syncReport`.
     public static let clockChannelVersion: UInt16 = 5
+    /// The first version whose `syncReport` may carry how late the TCP
+    /// stream's data arrives (`SyncReport.streamDelayMaximumNanoseconds`),
+    /// from which the leader sizes the lead of its commands.
+    public static let streamDelayVersion: UInt16 = 6
     /// A clock request datagram is padded to this (a response's size), so
     /// the leader never sends more than it was sent.
     public static let clockDatagramBytes = 33
@@ -82,14 +86,19 @@ public struct SyncReport: Equatable, Sendable {
     public var arrivalLeadMinimumNanoseconds: Int64
     /// Chunks that arrived after their PTS (too late to play), since connecting.
     public var lateChunks: UInt32
+    /// v6: the longest a reply sent on the TCP stream took to arrive over
+    /// the last 30 s (leader time at arrival minus its `t3`): what data the
+    /// leader sends now may take to get there. nil: not measured (not sent).
+    public var streamDelayMaximumNanoseconds: Int64?
 
     public init(clockUncertaintyNanoseconds: Int64 = 0, clockSamples: UInt32 = 0, clockChannel: ClockChannel = .stream,
-                arrivalLeadMinimumNanoseconds: Int64 = 0, lateChunks: UInt32 = 0) {
+                arrivalLeadMinimumNanoseconds: Int64 = 0, lateChunks: UInt32 = 0, streamDelayMaximumNanoseconds: Int64? = nil) {
         self.clockUncertaintyNanoseconds = clockUncertaintyNanoseconds
         self.clockSamples = clockSamples
         self.clockChannel = clockChannel
         self.arrivalLeadMinimumNanoseconds = arrivalLeadMinimumNanoseconds
         self.lateChunks = lateChunks
+        self.streamDelayMaximumNanoseconds = streamDelayMaximumNanoseconds
     }
 }
 
@@ -323,6 +332,8 @@ public extension Message {
         case .syncReport(let r):
             w.i64(r.clockUncertaintyNanoseconds); w.u32(r.clockSamples); w.u8(r.clockChannel.rawValue)
             w.i64(r.arrivalLeadMinimumNanoseconds); w.u32(r.lateChunks)
+            // Only to a v6 leader (the follower leaves it nil for older ones, which refuse trailing bytes).
+            if let d = r.streamDelayMaximumNanoseconds { w.i64(d) }
         }
         let length = UInt32(w.bytes.count - 4)
         w.bytes[0] = UInt8(length >> 24); w.bytes[1] = UInt8((length >> 16) & 0xff)
@@ -408,8 +419,11 @@ public extension Message {
         case .syncReport:
             let u = try r.i64(), n = try r.u32(), c = try r.u8()
             guard let channel = SyncReport.ClockChannel(rawValue: c) else { throw .invalidField(type, "clock channel \(c) is not 0 or 1") }
+            let lead = try r.i64(), late = try r.u32()
+            // v6 appends the stream delay; a v5 report ends here.
+            let delay: Int64? = r.atEnd ? nil : try r.i64()
             message = .syncReport(SyncReport(clockUncertaintyNanoseconds: u, clockSamples: n, clockChannel: channel,
-                                             arrivalLeadMinimumNanoseconds: try r.i64(), lateChunks: try r.u32()))
+                                             arrivalLeadMinimumNanoseconds: lead, lateChunks: late, streamDelayMaximumNanoseconds: delay))
         }
         try r.finish()
         return message
@@ -552,6 +566,7 @@ struct ByteReader {
         return StreamDescription(streamID: id, codec: codec, framesPerChunk: frames, bufferNanoseconds: buffer)
     }
     mutating func rest() -> [UInt8] { defer { index = bytes.endIndex }; return Array(bytes[index...]) }
+    var atEnd: Bool { index == bytes.endIndex }
     func finish() throws(ProtocolError) {
         if index != bytes.endIndex { throw .trailingBytes(type, count: bytes.endIndex - index) }
     }

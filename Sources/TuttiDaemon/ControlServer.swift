@@ -544,6 +544,7 @@ public final class ControlServer: @unchecked Sendable {
                 fields["clockChannel"] = sync.clockChannel == .datagram ? "udp" : "tcp"
                 fields["arrivalLeadMinMs"] = Double(sync.arrivalLeadMinimumNanoseconds) / 1e6
                 fields["lateChunks"] = Int(sync.lateChunks)
+                if let d = sync.streamDelayMaximumNanoseconds { fields["streamDelayMaxMs"] = Double(d) / 1e6 } // v6
             }
             object["health"] = fields
         }

@@ -93,7 +93,7 @@ extension Leader {
     /// Under the new stream's backlog lock, so each of its chunks is queued exactly once;
     /// old-stream chunks queued after `follow` are ignored by the follower.
     func switchSession(_ session: FollowerSession, to stream: LeaderStream) {
-        let from = LeaderTime(nanoseconds: Monotonic.now() + Int64(min(configuration.startLatencyMilliseconds, configuration.bufferMilliseconds)) * nanosecondsPerMillisecond)
+        let from = LeaderTime(nanoseconds: Monotonic.now() + commandLead.nanoseconds)
         let chunk = StreamFormat.nanoseconds(frames: configuration.framesPerChunk)
         stream.backlog.withLock { chunks in
             let current = session.streamID.load(ordering: .acquiring)
@@ -124,12 +124,32 @@ extension Leader {
         if let name = session.name {
             healthReports.withLock { _ = $0.removeValue(forKey: name) }
             syncReports.withLock { _ = $0.removeValue(forKey: name) }
+            updateCommandLead()
         }
         events.emit(.rooms)
     }
 
     func record(sync report: SyncReport, from name: String) {
         syncReports.withLock { $0[name] = report }
+        updateCommandLead()
+    }
+
+    /// The lead from every connected room's latest stream delay; logged when it moves by 20 ms or more (at most once a second).
+    private func updateCommandLead() {
+        let delays = syncReports.withLock { $0.map { ($0.key, $0.value.streamDelayMaximumNanoseconds) } }
+        let lead = commandLead.policy.lead(streamDelays: delays.lazy.map(\.1))
+        guard lead != commandLead.nanoseconds else { return }
+        commandLead.set(lead)
+        // At most a line a second: a room can send reports as fast as it likes.
+        let now = Monotonic.now()
+        if abs(lead - commandLead.lastLogged.load(ordering: .relaxed)) >= 20 * nanosecondsPerMillisecond,
+           now - commandLead.lastLoggedAt.load(ordering: .relaxed) >= nanosecondsPerSecond {
+            commandLead.lastLogged.store(lead, ordering: .relaxed)
+            commandLead.lastLoggedAt.store(now, ordering: .relaxed)
+            let worst = delays.compactMap { d in d.1.map { (d.0, $0) } }.max { $0.1 < $1.1 }
+            log.info("commands now take effect \(lead / nanosecondsPerMillisecond) ms ahead" +
+                     (worst.map { " (room \($0.0)'s stream delivers up to \($0.1 / nanosecondsPerMillisecond) ms late)" } ?? ""))
+        }
     }
 
     func record(health: HealthReport, from name: String) {

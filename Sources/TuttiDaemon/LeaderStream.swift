@@ -47,3 +47,25 @@ final class StreamMetadataBoard: Sendable {
     }
     func get(_ uri: String) -> StreamMetadata? { values.withLock { $0[uri] } }
 }
+
+/// The command lead in force, read by every group's player and by room
+/// moves; written when rooms report their stream delay (`CommandLead`).
+public final class LiveCommandLead: Sendable {
+    let policy: CommandLead
+    private let current: Atomic<Int64>
+    /// The lead last written to the log, and when (rate-limit the line).
+    let lastLogged: Atomic<Int64>
+    let lastLoggedAt = Atomic<Int64>(.min / 2)
+
+    /// The configured start latency (at most the buffer), up to half the buffer (at most 500 ms) while a stream delivers late.
+    init(_ configuration: LeaderConfiguration) {
+        let base = Int64(min(configuration.startLatencyMilliseconds, configuration.bufferMilliseconds)) * nanosecondsPerMillisecond
+        let buffer = Int64(configuration.bufferMilliseconds) * nanosecondsPerMillisecond
+        policy = CommandLead(base: base, ceiling: min(buffer / 2, 500 * nanosecondsPerMillisecond))
+        current = Atomic(base)
+        lastLogged = Atomic(base)
+    }
+
+    public var nanoseconds: Int64 { current.load(ordering: .relaxed) }
+    func set(_ lead: Int64) { current.store(lead, ordering: .relaxed) }
+}

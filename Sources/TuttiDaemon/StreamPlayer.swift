@@ -69,7 +69,9 @@ final class StreamPlayer: @unchecked Sendable {
 
     // Source-thread state.
     let framesPerChunk: Int
-    let startLatency: Int64
+    /// How far ahead new audio and commands are scheduled: the leader's command lead (it grows while a room's stream delivers late).
+    var startLatency: Int64 { commandLead.nanoseconds }
+    let commandLead: LiveCommandLead
     let buffer: Int64
     var epoch = LeaderTime(nanoseconds: 0)
     var streamFrame = 0            // grid index of the next frame to send
@@ -121,6 +123,7 @@ final class StreamPlayer: @unchecked Sendable {
     let gridOrigin: LeaderTime
 
     init(configuration: LeaderConfiguration, streamID: UInt32, gridOrigin: LeaderTime, log: Logger, restoring snapshot: PlayerSnapshot? = nil,
+         commandLead: LiveCommandLead? = nil,
          opener: @escaping Opener = { path, _ in .ready(try AudioFile.open(path)) },
          unavailableFolder: @escaping FolderCheck = { _ in nil },
          broadcast: @escaping Broadcast, purge: @escaping Purge) {
@@ -133,7 +136,7 @@ final class StreamPlayer: @unchecked Sendable {
         self.broadcast = broadcast
         self.purge = purge
         framesPerChunk = configuration.framesPerChunk
-        startLatency = Int64(min(configuration.startLatencyMilliseconds, configuration.bufferMilliseconds)) * nanosecondsPerMillisecond
+        self.commandLead = commandLead ?? LiveCommandLead(configuration)
         buffer = Int64(configuration.bufferMilliseconds) * nanosecondsPerMillisecond
         restored = snapshot
         if let snapshot {

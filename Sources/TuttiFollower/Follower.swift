@@ -60,6 +60,8 @@ public final class Follower: @unchecked Sendable {
     private let lastDatagramReply = Atomic<Int64>(0)
     /// Lead of each chunk on arrival (connection thread writes, health reads).
     private let arrivalMargin = Mutex(ArrivalMargin())
+    /// How late the TCP stream delivers, from the stream clock replies (v6).
+    private let streamDelay = Mutex(StreamDelayTail())
     /// Whether the clock exchanges currently go over the TCP stream.
     private let clockOverStream = Atomic<Bool>(true)
     private let running = Atomic<Bool>(true)
@@ -235,7 +237,7 @@ public final class Follower: @unchecked Sendable {
             // An older leader this speaker can still talk to: next time, speak its version.
             if version >= WireProtocol.oldestFollowerVersion, version < announcedVersion.load(ordering: .relaxed) {
                 announcedVersion.store(version, ordering: .relaxed)
-                log.warning("leader speaks protocol v\(version): playing \(version < WireProtocol.equalizerVersion ? "without EQ, " : "")with clock exchanges over TCP until the leader is updated")
+                log.warning("leader speaks protocol v\(version): playing, but until the leader is updated \(Self.missing(atLeaderVersion: version))")
             }
             throw FollowerError.refused(leaderVersion: version, reason: reason)
         case let other?: throw FollowerError.unexpected("\(other.type) before welcome")
@@ -248,6 +250,7 @@ public final class Follower: @unchecked Sendable {
         lastError.withLock { $0 = nil }
         estimator.withLock { $0.reset() }
         arrivalMargin.withLock { $0.reset() }
+        streamDelay.withLock { $0.reset() }
         lastDatagramReply.store(0, ordering: .relaxed)
 
         // v5: clock exchanges as datagrams to the same address and port, off the audio stream.
@@ -314,6 +317,12 @@ public final class Follower: @unchecked Sendable {
         while running.load(ordering: .relaxed), let (message, arrival) = try reader.nextTimed() {
             switch message {
             case .timeResponse(_, let t1, let t2, let t3):
+                if leaderVersion >= WireProtocol.streamDelayVersion, let model = clockModel.current() {
+                    // Queued behind the audio: how late what the leader sends now gets here.
+                    let real = arrival ?? Monotonic.now()
+                    let arrived = model.leaderTime(at: localClock.local(fromReal: real)).nanoseconds
+                    streamDelay.withLock { $0.record(sent: t3.nanoseconds, arrived: arrived, at: real) }
+                }
                 // A reply that shared its read with other data has no exact arrival time: skip it.
                 guard let arrival else { continue }
                 accept(ClockSample(t1: t1, t2: t2, t3: t3, t4: localClock.local(fromReal: arrival)))
@@ -344,6 +353,15 @@ public final class Follower: @unchecked Sendable {
             }
         }
         throw NetError.closed
+    }
+
+    /// What this speaker does without, for a leader of `version` (for its log line).
+    static func missing(atLeaderVersion version: UInt16) -> String {
+        var without: [String] = []
+        if version < WireProtocol.equalizerVersion { without.append("there is no EQ") }
+        if version < WireProtocol.clockChannelVersion { without.append("clock exchanges go over TCP, behind the audio") }
+        if version < WireProtocol.streamDelayVersion { without.append("commands do not wait longer when this speaker's network is slow") }
+        return without.joined(separator: "; ")
     }
 
     /// Volume by the mixer chosen (a mute fades over 30 ms, a change ramps
@@ -403,7 +421,9 @@ public final class Follower: @unchecked Sendable {
     /// then steady; datagrams when the leader offers them, the TCP stream
     /// otherwise or while datagrams go unanswered) and the health reports.
     private func syncLoop(_ conn: TCPConnection, datagrams: UDPSocket?, leaderVersion: UInt16) {
-        var schedule = ClockExchangeSchedule(datagramsOffered: datagrams != nil, start: Monotonic.now())
+        let streamDelayWanted = leaderVersion >= WireProtocol.streamDelayVersion
+        var schedule = ClockExchangeSchedule(datagramsOffered: datagrams != nil, streamProbes: streamDelayWanted && datagrams != nil,
+                                             start: Monotonic.now())
         var id: UInt32 = 0
         while running.load(ordering: .relaxed) && !conn.closed {
             let real = Monotonic.now()
@@ -426,7 +446,7 @@ public final class Follower: @unchecked Sendable {
                     case .health:
                         try conn.send(Message.health(healthReport()).encoded())
                         if leaderVersion >= WireProtocol.clockChannelVersion {
-                            try conn.send(Message.syncReport(syncReport()).encoded())
+                            try conn.send(Message.syncReport(syncReport(withStreamDelay: streamDelayWanted)).encoded())
                         }
                     }
                 }
@@ -436,13 +456,16 @@ public final class Follower: @unchecked Sendable {
         }
     }
 
-    /// Clock confidence and the arrival margin, for the leader (v5).
-    public func syncReport() -> SyncReport {
+    /// Clock confidence, the arrival margin and (for a v6 leader) the stream's delay, for the leader.
+    public func syncReport(withStreamDelay: Bool = true) -> SyncReport {
+        let now = Monotonic.now()
         let (uncertainty, samples) = estimator.withLock { ($0.uncertainty ?? 0, $0.sampleCount) }
-        let (lead, late) = arrivalMargin.withLock { ($0.minimum(at: Monotonic.now()) ?? 0, $0.lateChunks) }
+        let (lead, late) = arrivalMargin.withLock { ($0.minimum(at: now) ?? 0, $0.lateChunks) }
+        let delay = withStreamDelay ? streamDelay.withLock { $0.maximum(at: now) } : nil
         return SyncReport(clockUncertaintyNanoseconds: uncertainty, clockSamples: UInt32(clamping: samples),
                           clockChannel: clockOverStream.load(ordering: .relaxed) ? .stream : .datagram,
-                          arrivalLeadMinimumNanoseconds: lead, lateChunks: UInt32(clamping: late))
+                          arrivalLeadMinimumNanoseconds: lead, lateChunks: UInt32(clamping: late),
+                          streamDelayMaximumNanoseconds: delay)
     }
 
     public func healthReport() -> HealthReport {

@@ -104,6 +104,44 @@ public func runProgram(_ path: String, _ arguments: [String], environment: [Stri
     return ProgramResult(status: code, out: text(".out"), err: mergeErrors ? "" : text(".err"))
 }
 
+/// A program running beside a test (a relay, a server) until `stop()` or
+/// deinit: started like `runProgram` (default signals, its own process
+/// group, nothing inherited but stdin from /dev/null and stdout/stderr to
+/// `log`), so SIGTERM ends it even when the test thread blocks signals.
+public final class BackgroundProgram {
+    public let pid: pid_t
+    private var stopped = false
+
+    public init(_ path: String, _ arguments: [String], log: String = "/dev/null") throws {
+        let inFD = open("/dev/null", O_RDONLY | O_CLOEXEC)
+        let outFD = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+        defer { close(inFD); close(outFD) }
+        guard inFD >= 0, outFD >= 0 else { throw CommandFailed(description: "cannot open /dev/null or \(log): \(String(cString: strerror(errno)))") }
+        let argv = ([path] + arguments).map { strdup($0) } + [nil]
+        let envp = ProcessInfo.processInfo.environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { for p in argv + envp { free(p) } }
+        var pid: pid_t = 0
+        let rc = tutti_spawn(&pid, path, argv, envp, inFD, outFD, outFD)
+        guard rc == 0 else { throw CommandFailed(description: "cannot start \(path): \(String(cString: strerror(rc)))") }
+        self.pid = pid
+    }
+
+    /// SIGTERM to its process group, SIGKILL after `graceSeconds`; reaped.
+    public func stop(graceSeconds: Double = 5) {
+        guard !stopped else { return }
+        stopped = true
+        kill(-pid, SIGTERM)
+        var status: Int32 = 0
+        let deadline = Date().addingTimeInterval(graceSeconds)
+        while waitpid(pid, &status, WNOHANG) == 0 {
+            if Date() > deadline { kill(-pid, SIGKILL); _ = waitpid(pid, &status, 0); return }
+            usleep(10_000)
+        }
+    }
+
+    deinit { stop() }
+}
+
 /// Runs `path` with `arguments` to its end: its exit status and what it
 /// printed (stdout and stderr together). `environment` is added to this
 /// process's own.

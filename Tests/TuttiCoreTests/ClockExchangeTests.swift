@@ -18,20 +18,21 @@ struct ClockExchangeTests {
         return out
     }
 
-    @Test("Datagrams: a 2 ms burst for 2 s, then 5 ms while jittery and 20 ms once quiet; no stream requests while replies come")
+    @Test("Datagrams: a 1 ms burst for 2 s, then 2 ms while jittery for the first 20 s, 5 ms after, and 20 ms once quiet; no stream requests while replies come")
     func datagramPace() {
         var s = ClockExchangeSchedule(datagramsOffered: true, start: 0)
-        let actions = Self.drive(&s, until: 6_000 * ms) { t, s in
+        let actions = Self.drive(&s, until: 24_000 * ms) { t, s in
             s.datagramReplied(at: t)
             if t == 500 * ms { s.estimatorReady(at: t) }
-            s.clockUncertainty(t < 4_000 * ms ? 30_000 : 5_000)
+            s.clockUncertainty(t < 22_000 * ms ? 30_000 : 5_000)
         }
         let datagrams = actions.filter { $0.1 == .request(.datagram) }.map(\.0)
         #expect(actions.allSatisfy { $0.1 != .request(.stream) })
-        #expect(datagrams.filter { $0 < 2_000 * ms }.count == 1_000)
-        #expect(datagrams.filter { $0 >= 2_000 * ms && $0 < 4_000 * ms }.count == 400)
-        #expect(datagrams.filter { $0 >= 4_010 * ms }.count == 99)
-        #expect(actions.filter { $0.1 == .health }.map(\.0) == [1, 2, 3, 4, 5].map { $0 * 1_000 * ms })
+        #expect(datagrams.filter { $0 < 2_000 * ms }.count == 2_000)
+        #expect(datagrams.filter { $0 >= 2_000 * ms && $0 < 20_000 * ms }.count == 9_000)
+        #expect(datagrams.filter { $0 >= 20_000 * ms && $0 < 22_000 * ms }.count == 400)
+        #expect(datagrams.filter { $0 >= 22_010 * ms }.count == 99)
+        #expect(actions.filter { $0.1 == .health }.map(\.0) == (1...23).map { Int64($0) * 1_000 * ms })
     }
 
     @Test("The burst lasts until the estimator has been ready 0.5 s, at most 4 s")
@@ -78,7 +79,7 @@ struct ClockExchangeTests {
         _ = s.poll(now: 0)
         let (actions, next) = s.poll(now: 300 * ms)
         #expect(actions.filter { $0 == .request(.datagram) }.count == 1)
-        #expect(next == 301 * ms)
+        #expect(next == 300 * ms + 500_000) // half the 1 ms join interval
     }
 
     @Test("Clock datagrams: requests padded to a response's size; short or foreign datagrams ignored")
@@ -101,6 +102,58 @@ struct ClockExchangeTests {
         let r = SyncReport(clockUncertaintyNanoseconds: 258, clockSamples: 3, clockChannel: .datagram, arrivalLeadMinimumNanoseconds: -1, lateChunks: 2)
         #expect(Message.syncReport(r).encoded() == [0, 0, 0, 26, 15, 0, 0, 0, 0, 0, 0, 1, 2, 0, 0, 0, 3, 1,
                                                    0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0, 0, 0, 2])
+    }
+
+    @Test("syncReport v6 appends the stream delay; a v5 report (without it) still decodes, with nil")
+    func syncReportStreamDelay() throws {
+        let v5 = SyncReport(clockUncertaintyNanoseconds: 258, clockSamples: 3, clockChannel: .datagram, arrivalLeadMinimumNanoseconds: -1, lateChunks: 2)
+        var v6 = v5
+        v6.streamDelayMaximumNanoseconds = 0x0102
+        let bytes = Message.syncReport(v6).encoded()
+        #expect(bytes.count == Message.syncReport(v5).encoded().count + 8)
+        #expect(Array(bytes.suffix(8)) == [0, 0, 0, 0, 0, 0, 1, 2] && bytes[3] == 34)
+        #expect(try Message.decode(body: bytes.dropFirst(4)) == .syncReport(v6))
+        #expect(try Message.decode(body: Message.syncReport(v5).encoded().dropFirst(4)) == .syncReport(v5))
+        // Half a field is refused, not read as a delay.
+        #expect(throws: ProtocolError.self) { try Message.decode(body: bytes.dropFirst(4).dropLast(3)) }
+    }
+
+    @Test("Stream probes (v6): a stream request every 100 ms while datagrams carry the clock; none without them")
+    func streamProbes() {
+        var s = ClockExchangeSchedule(datagramsOffered: true, streamProbes: true, start: 0)
+        let actions = Self.drive(&s, until: 3_000 * ms) { t, s in s.datagramReplied(at: t) }
+        let stream = actions.filter { $0.1 == .request(.stream) }.map(\.0)
+        #expect(stream == (0..<30).map { Int64($0) * 100 * ms })
+        #expect(actions.filter { $0.1 == .request(.datagram) }.count >= 2_000)
+        var plain = ClockExchangeSchedule(datagramsOffered: true, start: 0)
+        #expect(Self.drive(&plain, until: 3_000 * ms) { t, s in s.datagramReplied(at: t) }.allSatisfy { $0.1 != .request(.stream) })
+    }
+
+    @Test("Stream delay tail: the longest delay over the last 30 s")
+    func streamDelayTail() {
+        var tail = StreamDelayTail(seconds: 30)
+        let s = nanosecondsPerSecond
+        #expect(tail.maximum(at: 0) == nil)
+        tail.record(sent: 1_000 * ms, arrived: 1_003 * ms, at: 100 * s)
+        tail.record(sent: 2_000 * ms, arrived: 2_212 * ms, at: 101 * s)
+        tail.record(sent: 3_000 * ms, arrived: 2_999 * ms, at: 102 * s) // a model a hair ahead: never negative
+        #expect(tail.maximum(at: 102 * s) == 212 * ms)
+        #expect(tail.maximum(at: 130 * s + 999 * ms) == 212 * ms)
+        #expect(tail.maximum(at: 131 * s) == 0) // the 101 s slot left; the 102 s one (0) is still in
+        #expect(tail.maximum(at: 200 * s) == nil)
+        tail.record(sent: .min, arrived: .max, at: 201 * s) // garbage off the wire: no trap
+        #expect(tail.maximum(at: 201 * s) == .max)
+    }
+
+    @Test("Command lead: the configured 100 ms unless a room's stream delivers later; the worst room plus 30 ms, at most the ceiling")
+    func commandLead() {
+        let policy = CommandLead(base: 100 * ms, ceiling: 500 * ms)
+        #expect(policy.lead(streamDelays: []) == 100 * ms)
+        #expect(policy.lead(streamDelays: [nil, 3 * ms, 40 * ms]) == 100 * ms)
+        #expect(policy.lead(streamDelays: [5 * ms, 212 * ms, nil]) == 242 * ms)
+        #expect(policy.lead(streamDelays: [2_000 * ms]) == 500 * ms)
+        #expect(policy.lead(streamDelays: [.max, .min]) == 500 * ms) // off the wire: clamped, no trap
+        #expect(CommandLead(base: 100 * ms, ceiling: 50 * ms).lead(streamDelays: [400 * ms]) == 100 * ms)
     }
 
     @Test("Arrival margin: the least lead over the last 10 s, late chunks counted")

@@ -47,6 +47,8 @@ let sampleMessages: [Message] = {
         .syncReport(SyncReport()),
         .syncReport(SyncReport(clockUncertaintyNanoseconds: 12_345, clockSamples: .max, clockChannel: .datagram,
                                arrivalLeadMinimumNanoseconds: -5_000_000, lateChunks: 3)),
+        .syncReport(SyncReport(clockUncertaintyNanoseconds: 1, clockSamples: 2, clockChannel: .stream,
+                               arrivalLeadMinimumNanoseconds: 3, lateChunks: 4, streamDelayMaximumNanoseconds: 212_000_000)),
     ]
 }()
 
@@ -252,7 +254,10 @@ struct WireProtocolTests {
         let full = Array(message.encoded().dropFirst(5)) // body without length and type
         // Chunk payload is "the rest": only its 24-byte header can be truncated.
         let checked = message.type == .chunk ? 24 : full.count
-        for had in 0..<checked {
+        // A v6 syncReport cut to its v5 layout (without the stream delay) is a whole v5 report.
+        var optionalTail: Int?
+        if case .syncReport(let r) = message, r.streamDelayMaximumNanoseconds != nil { optionalTail = full.count - 8 }
+        for had in 0..<checked where had != optionalTail {
             let bytes = frame(type: message.type.rawValue, body: Array(full[0..<had]))
             do {
                 let m = try decodeFramed(bytes)
@@ -291,8 +296,16 @@ struct WireProtocolTests {
     @Test("Trailing bytes throw .trailingBytes", arguments: sampleMessages.filter { $0.type != .chunk })
     func trailing(_ message: Message) {
         let body = Array(message.encoded().dropFirst(5))
+        // A v5 syncReport's next 8 bytes are v6's stream delay: trailing bytes start after it.
+        var optional = 0
+        if case .syncReport(let r) = message, r.streamDelayMaximumNanoseconds == nil { optional = 8 }
         for extra in [1, 3, 100] {
-            expectProtocolError(.trailingBytes(message.type, count: extra),
+            if extra <= optional {
+                expectProtocolError(.truncated(message.type, needed: body.count + 8, had: body.count + extra),
+                                    frame(type: message.type.rawValue, body: body + [UInt8](repeating: 0x5A, count: extra)))
+                continue
+            }
+            expectProtocolError(.trailingBytes(message.type, count: extra - optional),
                                 frame(type: message.type.rawValue, body: body + [UInt8](repeating: 0x5A, count: extra)))
         }
     }

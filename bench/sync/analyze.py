@@ -397,7 +397,8 @@ def rooms_health(result):
                     flat.setdefault(k2, v2)
         name = flat.get("name") or flat.get("room") or flat.get("id") or "?"
         fields = {k: flat[k] for k in ("underruns", "hardResyncs", "concealed", "concealedChunks", "connected",
-                                       "outputErrorUs", "bufferMs", "rttUs", "clockSkewPpm", "ratioPpm") if k in flat}
+                                       "outputErrorUs", "bufferMs", "rttUs", "clockSkewPpm", "ratioPpm",
+                                       "clockUncertaintyUs", "streamDelayMaxMs") if k in flat}
         out.append((name, fields, room))
     return out
 
@@ -620,6 +621,12 @@ def main():
                 print("health " + name + ": " + json.dumps(raw, separators=(",", ":"))[:300])
     else:
         print("health: leader health unavailable (no rooms.list)")
+    # The leader's command lead (v6 logs each change of 20 ms or more).
+    leader_log = os.path.join(run_dir, "leader.log")
+    if os.path.exists(leader_log):
+        leads = [int(m.group(1)) for m in re.finditer(r"commands now take effect (\d+) ms ahead", open(leader_log, errors="replace").read())]
+        if leads:
+            print(f"command lead: {len(leads)} changes, longest {max(leads)} ms, last {leads[-1]} ms")
     for d in dacs:
         if d.log and os.path.exists(d.log):
             with open(d.log, "rb") as f:   # up to the end of the run, not the shutdown

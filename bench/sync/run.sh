@@ -152,7 +152,11 @@ fi
 [ -x "$TUTTID" ] || die "TUTTID=$TUTTID is not an executable"
 
 # --- run directory, processes, cleanup ---
-TMP=$(mktemp -d /tmp/tutti-sync.XXXXXX)
+# On tmpfs when there is one: the file "DACs" write in real time, and a write
+# held up by the disk (dirty-page throttling while something else builds)
+# shows up as a DAC late by milliseconds, which is not what is measured.
+RUNROOT=${TUTTI_SYNC_RUNROOT:-$( [ -d /dev/shm ] && [ -w /dev/shm ] && echo /dev/shm || echo /tmp )}
+TMP=$(mktemp -d "$RUNROOT/tutti-sync.XXXXXX")
 PIDS=()
 stop_pid() {   # TERM, then KILL after 3 s; only processes this script started
     local pid=$1 n=0
@@ -241,16 +245,25 @@ fi
 echo "leader: $TUTTID ${LEADER_ARGS[*]}$([ "$CONTROL" = on ] && echo " --control 127.0.0.1:$CONTROL_PORT")" >"$TMP/commands.txt"
 
 # --- relays (impairment) ---
+# One relay process per follower (seed SEED·100 + i): each room has its own
+# radio, and one Python process for every room's packets (1 000 a second
+# each during a join burst) queued them behind each other on its GIL, which
+# added delays of 100 ms and more that no link had.
 if [ "$RELAY" = 1 ]; then
-    MAPS=()
-    for ((i = 0; i < NFOLLOWERS + NEXTRA; i++)); do MAPS+=("${RELAY_PORTS[$i]}:127.0.0.1:$LEADER_PORT"); done
-    echo "relay: python3 $HERE/relay.py ${RELAY_ARGS[*]} --stats $TMP/relay.json ${MAPS[*]}" >>"$TMP/commands.txt"
-    python3 "$HERE/relay.py" "${RELAY_ARGS[@]}" --stats "$TMP/relay.json" "${MAPS[@]}" >"$TMP/relay.log" 2>&1 &
-    RELAY_PID=$!
-    PIDS+=("$RELAY_PID")
-    n=0; until grep -q "relay ready" "$TMP/relay.log"; do
-        kill -0 "$RELAY_PID" 2>/dev/null || { cat "$TMP/relay.log" >&2; die "the relay did not start"; }
-        n=$((n + 1)); [ $n -lt 100 ] || die "the relay did not start"; sleep 0.05
+    ARGS_NOSEED=()
+    for ((k = 0; k < ${#RELAY_ARGS[@]}; k++)); do
+        if [ "${RELAY_ARGS[$k]}" = --seed ]; then k=$((k + 1)); else ARGS_NOSEED+=("${RELAY_ARGS[$k]}"); fi
+    done
+    for ((i = 0; i < NFOLLOWERS + NEXTRA; i++)); do
+        map="${RELAY_PORTS[$i]}:127.0.0.1:$LEADER_PORT"
+        echo "relay $i: python3 $HERE/relay.py --seed $((SEED * 100 + i)) ${ARGS_NOSEED[*]} --stats $TMP/relay-$i.json $map" >>"$TMP/commands.txt"
+        python3 "$HERE/relay.py" --seed $((SEED * 100 + i)) "${ARGS_NOSEED[@]}" --stats "$TMP/relay-$i.json" "$map" >"$TMP/relay-$i.log" 2>&1 &
+        pid=$!
+        PIDS+=("$pid")
+        n=0; until grep -q "relay ready" "$TMP/relay-$i.log"; do
+            kill -0 "$pid" 2>/dev/null || { cat "$TMP/relay-$i.log" >&2; die "the relay did not start"; }
+            n=$((n + 1)); [ $n -lt 100 ] || die "the relay did not start"; sleep 0.05
+        done
     done
 fi
 

@@ -173,7 +173,7 @@ def main():
     text = out.stdout
 
     def figure(pattern):
-        m = re.search(pattern, text)
+        m = re.search(pattern, text, re.M)  # $: the end of a line (the case line follows)
         assert m, f"missing: {pattern}"
         return float(m.group(1))
 
