@@ -92,11 +92,12 @@ func silentStretches(_ path: String, ppm: Double, from: Int64, to: Int64, frames
         let settled = pairedDifferences(tb, ta, from: joined + 2_000_000_000).sorted()
         #expect(settled.count >= 8)
         #expect(settled[settled.count / 2] < 100_000 && (settled.last ?? .max) < 300_000)
-        #expect(b.engine.statistics.hardResyncs == 0)
+        #expect(b.engine.statistics.hardResyncs == 0, "\(b.engine.statistics.hardResyncs) hard resyncs")
         // The rooms say how their clocks are doing: over UDP, and how sure.
         #expect(health["b"]?.clockChannel == .datagram)
-        #expect((health["b"]?.clockUncertaintyNanoseconds ?? .max) < 100_000)
-        #expect((health["b"]?.arrivalLeadMinimumNanoseconds ?? 0) > 500_000_000)
+        #expect((health["b"]?.clockUncertaintyNanoseconds ?? .max) < 100_000, "\(String(describing: health["b"]))")
+        // The arrival margin of the room that joined first (the joiner's window still holds its backlog, sent late by design).
+        #expect((health["a"]?.arrivalLeadMinimumNanoseconds ?? 0) > 500_000_000, "\(String(describing: health["a"]))")
     }
 
     @Test
