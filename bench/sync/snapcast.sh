@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# bench/sync/snapcast.sh: Snapcast 0.26 (Debian) on issue 11's cases, through the same relay.
+#
+#   bench/sync/snapcast.sh [--seconds N] [--runs R] [--keep] [CASE ...]   (cases: clean jitter bursts loss; default all)
+#
+# snapserver (pipe source fed in real time, Opus, its default 1000 ms buffer)
+# and 3 snapclients, each through its own relay.py port (relay.py gets the
+# same options as in cases.sh, seeded 1..R), a 4th snapclient at +20 s;
+# prints one 'case' line per case and run as it finishes. Needs snapserver,
+# snapclient and python3; installs nothing. Every process started is stopped
+# on exit. See README.md ("Snapcast through the same relay").
+set -euo pipefail
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+SECS=60 RUNS=1 CASES=() EXTRA=()
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --seconds) SECS=$2; shift 2 ;;
+        --runs) RUNS=$2; shift 2 ;;
+        --keep) EXTRA+=(--keep); shift ;;
+        -h|--help) sed -n 2,11p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -*) echo "snapcast.sh: unknown option $1 (see --help)" >&2; exit 64 ;;
+        *) CASES+=("$1"); shift ;;
+    esac
+done
+[[ $SECS =~ ^[0-9]+$ && $RUNS =~ ^[0-9]+$ ]] || { echo "snapcast.sh: --seconds and --runs take whole numbers" >&2; exit 64; }
+[ ${#CASES[@]} -gt 0 ] || CASES=(clean jitter bursts loss)
+for tool in snapserver snapclient python3; do
+    command -v "$tool" >/dev/null || { echo "snapcast.sh needs $tool (apt-get install -y snapserver snapclient python3)" >&2; exit 1; }
+done
+
+# snapcast_sync.py stops what it starts; it also lists every child (PID and
+# start time) here, so that the trap can stop them should it be killed outright.
+PIDFILE=$(mktemp /tmp/snapcast-sync-pids.XXXXXX)
+export SNAPCAST_BENCH_PIDFILE=$PIDFILE
+PY_PID=
+cleanup() {
+    local rc=$?
+    trap - EXIT INT TERM HUP
+    if [ -n "$PY_PID" ] && kill -0 "$PY_PID" 2>/dev/null; then
+        kill -TERM "$PY_PID" 2>/dev/null || true
+        for _ in $(seq 100); do kill -0 "$PY_PID" 2>/dev/null || break; sleep 0.1; done
+        kill -KILL "$PY_PID" 2>/dev/null || true
+    fi
+    while read -r pid start; do
+        # Only a process that is still the one started (same start time).
+        if [ -r "/proc/$pid/stat" ] && [ "$(sed 's/.*) //' "/proc/$pid/stat" | cut -d' ' -f20)" = "$start" ]; then
+            kill -TERM "$pid" 2>/dev/null || true
+            sleep 0.5
+            kill -KILL "$pid" 2>/dev/null || true
+        fi
+    done <"$PIDFILE"
+    rm -f "$PIDFILE"
+    exit $rc
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+trap 'exit 129' HUP
+
+# The same cases as cases.sh (Wi-Fi's bursts: packets 1-3 ms, a 100-300 ms stall every 4 s on average).
+BURST=burst:1,3,4000,100,300
+echo "$(snapserver -v 2>&1 | grep -io 'v[0-9][0-9.]*' | head -1) snapserver, $(snapclient -v 2>&1 | grep -io 'v[0-9][0-9.]*' | head -1) snapclient; $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+for ((r = 1; r <= RUNS; r++)); do
+    for c in "${CASES[@]}"; do
+        case "$c" in
+            clean)  args=() ;;
+            jitter) args=(--impair 20,15) ;;
+            bursts) args=(--down "$BURST" --up "$BURST") ;;
+            loss)   args=(--impair 2,1 --loss 0.02) ;;
+            *) echo "snapcast.sh: unknown case $c" >&2; exit 64 ;;
+        esac
+        echo "== $c, seed $r" >&2
+        python3 "$HERE/snapcast_sync.py" --case "$c" --seed "$r" --seconds "$SECS" ${EXTRA[@]+"${EXTRA[@]}"} \
+            -- ${args[@]+"${args[@]}"} &
+        PY_PID=$!
+        wait "$PY_PID" || echo "case $c: run failed (seed $r)"
+        PY_PID=
+        : >"$PIDFILE"
+    done
+done
