@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench/sync/snapcast.sh: Snapcast 0.26 (Debian) on issue 11's cases, through the same relay.
 #
-#   bench/sync/snapcast.sh [--seconds N] [--runs R] [--keep] [CASE ...]   (cases: clean jitter bursts loss; default all)
+#   bench/sync/snapcast.sh [--seconds N] [--runs R | --seeds S,S,...] [--keep] [CASE ...]
+#                          (cases: clean jitter bursts loss; default all; --runs R = seeds 1..R)
 #
 # snapserver (pipe source fed in real time, Opus, its default 1000 ms buffer)
 # and 3 snapclients, each through its own relay.py port (relay.py gets the
@@ -11,18 +12,21 @@
 # on exit. See README.md ("Snapcast through the same relay").
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-SECS=60 RUNS=1 CASES=() EXTRA=()
+SECS=60 RUNS=1 SEEDS= CASES=() EXTRA=()
 while [ $# -gt 0 ]; do
     case "$1" in
         --seconds) SECS=$2; shift 2 ;;
         --runs) RUNS=$2; shift 2 ;;
+        --seeds) SEEDS=$2; shift 2 ;;
         --keep) EXTRA+=(--keep); shift ;;
-        -h|--help) sed -n 2,11p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n 2,12p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         -*) echo "snapcast.sh: unknown option $1 (see --help)" >&2; exit 64 ;;
         *) CASES+=("$1"); shift ;;
     esac
 done
-[[ $SECS =~ ^[0-9]+$ && $RUNS =~ ^[0-9]+$ ]] || { echo "snapcast.sh: --seconds and --runs take whole numbers" >&2; exit 64; }
+[[ $SECS =~ ^[0-9]+$ && $RUNS =~ ^[0-9]+$ && $SEEDS =~ ^([0-9]+(,[0-9]+)*)?$ ]] \
+    || { echo "snapcast.sh: --seconds and --runs take whole numbers, --seeds a list such as 1,2,3" >&2; exit 64; }
+[ -n "$SEEDS" ] || SEEDS=$(seq -s, 1 "$RUNS")
 [ ${#CASES[@]} -gt 0 ] || CASES=(clean jitter bursts loss)
 for tool in snapserver snapclient python3; do
     command -v "$tool" >/dev/null || { echo "snapcast.sh needs $tool (apt-get install -y snapserver snapclient python3)" >&2; exit 1; }
@@ -60,7 +64,7 @@ trap 'exit 129' HUP
 # The same cases as cases.sh (Wi-Fi's bursts: packets 1-3 ms, a 100-300 ms stall every 4 s on average).
 BURST=burst:1,3,4000,100,300
 echo "$(snapserver -v 2>&1 | grep -io 'v[0-9][0-9.]*' | head -1) snapserver, $(snapclient -v 2>&1 | grep -io 'v[0-9][0-9.]*' | head -1) snapclient; $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
-for ((r = 1; r <= RUNS; r++)); do
+for r in ${SEEDS//,/ }; do
     for c in "${CASES[@]}"; do
         case "$c" in
             clean)  args=() ;;
