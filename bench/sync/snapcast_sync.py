@@ -148,12 +148,13 @@ def analyze(d):
     run_ = json.load(open(os.path.join(d, "run.json")))
     t0, t_end = run_["t0"], run_["end"]
     lo, hi = t0 + int(run_["warmup"] * NS), t_end - NS
-    heard, mains = {}, [n for n in run_["names"] if n != "late"]
+    heard, mains, fit_p99 = {}, [n for n in run_["names"] if n != "late"], 0.0
     for name in run_["names"]:
         out = M.load_snap(d, name)
         h = M.Heard(out)
         heard[name] = h
         r = out.residual_stats()
+        fit_p99 = max(fit_p99, r["p99"])
         n = sum(1 for c in h.clicks if lo <= c <= hi)
         log(f"  {name}: {out.note}; fit |residual| µs median={fmt(r['median'])} p99={fmt(r['p99'])} "
             f"max={fmt(r['max'])} (poll interval {fmt(r['poll_width'])} µs); {len(h.clicks)} clicks ({n} in the window)")
@@ -192,7 +193,7 @@ def analyze(d):
             first = stats([x for _, x in diffs]) if diffs else None
             log(f"late join: never within {JOIN_TOLERANCE_NS // 1000} µs of {mains[0]} for {JOIN_RUN} clicks in a row "
                 f"({len(diffs)} clicks compared{'; median ' + fmt(first['median']) + ' µs' if first else ''})")
-    gap_total, gap_longest, parts = 0, 0.0, []
+    gap_total, gap_longest, parts, found = 0, 0.0, [], {}
     for name, h in heard.items():
         start = lo
         if name == "late":
@@ -200,13 +201,19 @@ def analyze(d):
             if first < 0:
                 continue
             start = max(lo, h.out.time_of_frame(first) + NS // 2)
-        g = gaps(h, start, hi)
+        g = found[name] = gaps(h, start, hi)
         gap_total += len(g)
         gap_longest = max([gap_longest] + [x for _, x in g])
         parts.append(f"{name}={len(g)}")
         for t, x in g[:3]:
             log(f"gap {name}: {x:.1f} ms silent at +{(t - t0) / 1e9:.2f} s")
-    log(f"gaps (>= 10 ms silent): {' '.join(parts)}")
+    # A gap every client hears at once (within 50 ms) came from upstream of the
+    # relays: snapserver or its feeder (which keeps only 40 ms in the FIFO) fell behind.
+    def overlaps(t, ms, others):
+        return any(u - 50e6 <= t + ms * 1e6 and t - 50e6 <= u + v * 1e6 for u, v in others)
+    common = sum(1 for t, ms in found.get(mains[0], [])
+                 if all(overlaps(t, ms, found.get(n, [])) for n in found if n != mains[0]))
+    log(f"gaps (>= 10 ms silent): {' '.join(parts)}; {common} heard by every client at once")
     for name in run_["names"]:
         text = open(os.path.join(d, name + ".log"), errors="replace").read()
         log(f"log {name}: connections={text.count('Connected to')}")
@@ -217,7 +224,8 @@ def analyze(d):
     else:
         med = p99 = mx = float("nan")
     print(f"case {run_['case']}: median={fmt(med)} p99={fmt(p99)} max={fmt(mx)} µs join_s={fmt(join_s, 2)} "
-          f"gaps={gap_total} (longest {gap_longest:.0f} ms) seed={run_['seed']}", flush=True)
+          f"gaps={gap_total} (longest {gap_longest:.0f} ms, {common} on every client at once) "
+          f"fit_p99_us={fmt(fit_p99, 0)} seed={run_['seed']}", flush=True)
     return 0 if pair_stats else 1
 
 
