@@ -38,6 +38,10 @@ from analyze import pair_clicks, stats, percentile, median, fmt, JOIN_TOLERANCE_
 NS = M.NS
 GAP_FRAMES = int(0.010 * M.RATE)          # a gap: at least 10 ms silent (both channels below -42 dBFS)
 GAP_RE = re.compile(b"\x00{%d,}" % GAP_FRAMES)
+# A block off its fitted schedule whose poll interval (last poll that saw the
+# old size .. first that saw the new one) is this wide was seen late by the
+# poll thread, not written late by snapclient: its midpoint is no measurement.
+LATE_POLL_NS = 2_000_000
 
 
 def log(msg):
@@ -151,12 +155,15 @@ def analyze(d):
     heard, mains, fit_p99 = {}, [n for n in run_["names"] if n != "late"], 0.0
     for name in run_["names"]:
         out = M.load_snap(d, name)
+        late_polls = [k for k in out.observed if out.width[k] > LATE_POLL_NS]
+        for k in late_polls:      # back on the fitted schedule
+            del out.observed[k]
         h = M.Heard(out)
         heard[name] = h
         r = out.residual_stats()
         fit_p99 = max(fit_p99, r["p99"])
         n = sum(1 for c in h.clicks if lo <= c <= hi)
-        log(f"  {name}: {out.note}; fit |residual| µs median={fmt(r['median'])} p99={fmt(r['p99'])} "
+        log(f"  {name}: {out.note} ({len(late_polls)} of them seen late by the poll: fitted time used); fit |residual| µs median={fmt(r['median'])} p99={fmt(r['p99'])} "
             f"max={fmt(r['max'])} (poll interval {fmt(r['poll_width'])} µs); {len(h.clicks)} clicks ({n} in the window)")
     pair_stats = []
     for i in range(len(mains)):
