@@ -10,7 +10,7 @@ RELAY OPTIONS go to relay.py as they are (--impair 20,15, --down SPEC, ...);
 none: the clients connect straight to snapserver. Prints the details on
 stderr and one line on stdout:
 
-  case NAME: median=… p99=… max=… µs join_s=… gaps=N (longest … ms) …
+  case NAME: median=… p99=… max=… µs join_s=… gaps=N (longest … ms, K on every client at once) fit_p99_us=… seed=N
 
 Reuses bench/snapcast/measure.py (the feeder, the size poll, snapclient's
 block-schedule fit, click detection, process handling) and bench/sync's
