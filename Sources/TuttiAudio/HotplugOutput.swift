@@ -1,6 +1,14 @@
 import Glibc
 import TuttiCore
 
+/// What a `HotplugOutput` reports about its device.
+public enum HotplugChange: Sendable, Equatable {
+    /// The device failed or could not be opened; retrying.
+    case lost(String)
+    /// The device is open again.
+    case back
+}
+
 /// The output of a DAC that may be unplugged (a USB DAC, a HAT that
 /// browns out) and plugged back in.
 ///
@@ -12,22 +20,18 @@ import TuttiCore
 /// instead of carrying on from where the old device stopped.
 ///
 /// Opening and logging happen on the playout thread, but only while there
-/// is no device to hear a glitch.
-public final class HotplugOutput: AudioSink {
-    public typealias Opener = () throws(AudioError) -> any AudioSink
-    public enum Change: Sendable, Equatable {
-        /// The device failed or could not be opened; retrying.
-        case lost(String)
-        /// The device is open again.
-        case back
-    }
+/// is no device to hear a glitch. Generic over the device, so its writes
+/// are direct calls (a speaker's is `HotplugOutput<ALSASink>`).
+public final class HotplugOutput<Device: AudioSink>: AudioSink {
+    public typealias Opener = () throws(AudioError) -> Device
+    public typealias Change = HotplugChange
 
     public let name: String
     public let periodFrames: Int
     private let openDevice: Opener
     private let retryNanoseconds: Int64
     private let onChange: (Change) -> Void
-    private var device: (any AudioSink)?
+    private var device: Device?
     private var nextAttempt: Int64 = 0
     private var pacingStart: Int64 = 0
     private var pacedFrames = 0

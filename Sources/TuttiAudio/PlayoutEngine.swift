@@ -10,7 +10,7 @@ import TuttiSystem
 /// Real-time discipline: every buffer is allocated in `init`; the loop talks
 /// to the rest of the process only through atomics and seqlocks; its only
 /// I/O is the sink.
-// Sendable because `ramp` and the buffers belong to the playout thread, `startedThread` to the thread that calls start()/stop(), and everything shared is an atomic or a seqlock.
+// Sendable because the buffers belong to the playout thread, `startedThread` to the thread that calls start()/stop(), and everything shared is an atomic or a seqlock.
 public final class PlayoutEngine: @unchecked Sendable {
     public struct Statistics: Sendable, Equatable {
         public var underruns = 0
@@ -50,7 +50,6 @@ public final class PlayoutEngine: @unchecked Sendable {
     private let output: UnsafeMutablePointer<Int16>
     /// One period of float frames, between the resampler and the EQ and volume.
     private let block: UnsafeMutablePointer<Float>
-    private var ramp = GainRamp()
 
     public init(sink: any AudioSink, timeline: AudioTimeline, clock: PublishedClockModel,
                 localClock: SimulatedClock = SimulatedClock(), steering: Bool = true,
@@ -125,7 +124,7 @@ public final class PlayoutEngine: @unchecked Sendable {
         // Tools (top, the rt bench) look for this name.
         startThread(name: "tutti-playout", stackSize: 1 << 20) { [self] in
             if realtime { requestRealtime() }
-            run()
+            run(sink)
             finished.store(true, ordering: .releasing)
         }
     }
@@ -149,11 +148,18 @@ public final class PlayoutEngine: @unchecked Sendable {
 
     // MARK: The audio thread
 
-    private func run() {
+    /// The loop, for the sink's own type: the existential is opened once
+    /// here, and the kinds of sink a speaker has are specialised, so each
+    /// period's `delay` and `write` are direct calls.
+    @_specialize(where Sink == VirtualDAC)
+    @_specialize(where Sink == HotplugOutput<ALSASink>)
+    private func run<Sink: AudioSink>(_ sink: Sink) {
         let halfTaps = resampler.halfTaps
         var schedule = PlayoutSchedule(steering: steering, releaseMargin: timeline.guardFrames / 2, controller: controllerConfiguration)
         var underruns = 0, starved = 0
         var position = 0.0
+        // A local: a stored property would be checked for exclusive access on every frame.
+        var ramp = GainRamp()
 
         while running.load(ordering: .relaxed) {
             let (queued, realNow) = sink.delay()
@@ -170,11 +176,11 @@ public final class PlayoutEngine: @unchecked Sendable {
                                                 readStart: timeline.readStart, target: target, now: realNow)
             switch schedule.decide(moment, period: period) {
             case .silence(let frames):
-                if !writeSilence(frames) { return }
+                if !writeSilence(frames, to: sink) { return }
                 continue
             case .discard(let upTo, let frames):
                 timeline.release(upTo: upTo)
-                if !writeSilence(frames) { return }
+                if !writeSilence(frames, to: sink) { return }
                 continue
             case .play:
                 position = schedule.position
@@ -188,9 +194,10 @@ public final class PlayoutEngine: @unchecked Sendable {
             let targetGain = Float(bitPattern: UInt32(truncatingIfNeeded: volume))
             if targetGain != ramp.target { ramp.move(to: targetGain, frames: Int(volume >> 32)) }
             for k in 0..<period {
-                let base = position.rounded(.down)
-                let i = Int(base)
-                let fraction = position - base
+                // Rounded down without a call to floor for every frame.
+                var i = Int(position)
+                if Double(i) > position { i -= 1 }
+                let fraction = position - Double(i)
                 var left: Float = 0, right: Float = 0
                 if fraction == 0 && ratio == 1 {
                     if i < writeEnd && i >= snap.validStart {
@@ -207,10 +214,16 @@ public final class PlayoutEngine: @unchecked Sendable {
                 position += ratio
             }
             equalizerKernel.process(block, frames: period)
-            for k in 0..<period {
-                let g = ramp.next()
-                output[2 * k] = sampleToInt16(block[2 * k] * g)
-                output[2 * k + 1] = sampleToInt16(block[2 * k + 1] * g)
+            if ramp.gain == ramp.target {
+                // A steady gain (the usual case): one multiply and a conversion the compiler vectorises.
+                let g = ramp.gain
+                for k in 0..<2 * period { output[k] = sampleToInt16(block[k] * g) }
+            } else {
+                for k in 0..<period {
+                    let g = ramp.next()
+                    output[2 * k] = sampleToInt16(block[2 * k] * g)
+                    output[2 * k + 1] = sampleToInt16(block[2 * k + 1] * g)
+                }
             }
             schedule.position = position
             timeline.release(upTo: Int(position) - schedule.releaseMargin)
@@ -226,7 +239,8 @@ public final class PlayoutEngine: @unchecked Sendable {
         }
     }
 
-    private func writeSilence(_ frames: Int) -> Bool {
+    @inline(__always)
+    private func writeSilence<Sink: AudioSink>(_ frames: Int, to sink: Sink) -> Bool {
         let n = max(1, min(frames, period))
         output.update(repeating: 0, count: n * 2)
         return sink.write(output, frames: n)

@@ -19,8 +19,8 @@ public final class AudioTimeline: @unchecked Sendable {
     /// Frames allocated (a power of two): the most any stream may use.
     public let maximumCapacity: Int
     public let guardFrames: Int
-    private let capacityAtomic: Atomic<Int>
-    private let storage: UnsafeMutablePointer<Float>
+    @usableFromInline let capacityAtomic: Atomic<Int>
+    @usableFromInline let storage: UnsafeMutablePointer<Float>
 
     /// Frames of the ring the current stream uses: a power of two, at most
     /// `maximumCapacity`. Changes only in `beginStream`.
@@ -183,11 +183,11 @@ public final class AudioTimeline: @unchecked Sendable {
     }
 
     /// Pointer to frame `index`; frames `index − guardFrames/2 … index + guardFrames/2`
-    /// are contiguous from it.
-    @inline(__always)
+    /// are contiguous from it. Inlinable: the playout loop calls it for every frame.
+    @inlinable @inline(__always)
     public func frame(_ index: Int) -> UnsafePointer<Float> {
         // Slot such that reading back guard/2 and forward guard/2 stays inside storage.
-        let ring = capacity
+        let ring = capacityAtomic.load(ordering: .relaxed)
         var slot = index & (ring - 1)
         if slot < guardFrames / 2 { slot += ring }
         return UnsafePointer(storage + 2 * slot)

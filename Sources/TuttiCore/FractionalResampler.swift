@@ -5,26 +5,40 @@ import Glibc
 /// within a few hundred ppm of 1, so the cut-off sits just under Nyquist.
 ///
 /// Built once (the table is allocated in `init`); `interpolate` does no
-/// allocation and is safe on the audio thread.
+/// allocation and is safe on the audio thread. It is inlinable, so the
+/// playout loop runs it without a call.
+///
+/// The table is laid out for the interleaved input: each coefficient is
+/// stored twice (once for the left sample, once for the right), so a row
+/// multiplies `2·taps` consecutive input floats lane by lane in 8-wide SIMD,
+/// and each phase row is followed by its difference to the next phase, so
+/// the linear interpolation between phases is one multiply-add per lane.
 // Sendable because its table is filled in init and only read afterwards.
 public final class FractionalResampler: @unchecked Sendable {
     /// Taps on each side of the interpolation point.
     public let halfTaps: Int
     public let phases: Int
-    /// (phases + 1) rows of 2·halfTaps coefficients.
-    private let table: UnsafeMutablePointer<Float>
+    /// `phases` blocks of two rows of `4·halfTaps` floats (both channels):
+    /// the phase's coefficients, then the next phase's minus these.
+    @usableFromInline let table: UnsafeMutablePointer<Float>
+    /// 8-float groups per row (`4·halfTaps / 8`).
+    @usableFromInline let groups: Int
 
     public init(halfTaps: Int = 16, phases: Int = 512, cutoff: Double = 0.94, beta: Double = 9.0) {
+        precondition(halfTaps >= 2 && halfTaps % 2 == 0, "halfTaps must be even (8-float SIMD groups)")
         self.halfTaps = halfTaps
         self.phases = phases
         let taps = 2 * halfTaps
-        table = .allocate(capacity: (phases + 1) * taps)
+        groups = 2 * taps / 8
         func bessel0(_ x: Double) -> Double {
             var sum = 1.0, term = 1.0, k = 1.0
             while term > 1e-12 * sum { term *= (x / (2 * k)) * (x / (2 * k)); sum += term; k += 1 }
             return sum
         }
         let norm = bessel0(beta)
+        // (phases + 1) rows of `taps` coefficients, as designed.
+        var rows = [[Float]]()
+        rows.reserveCapacity(phases + 1)
         for p in 0...phases {
             let frac = Double(p) / Double(phases)
             var row = [Double](repeating: 0, count: taps)
@@ -38,7 +52,17 @@ public final class FractionalResampler: @unchecked Sendable {
             }
             // Unity gain at DC for every phase.
             let sum = row.reduce(0, +)
-            for j in 0..<taps { table[p * taps + j] = Float(row[j] / sum) }
+            rows.append(row.map { Float($0 / sum) })
+        }
+        let rowFloats = 2 * taps
+        table = .allocate(capacity: phases * 2 * rowFloats)
+        for p in 0..<phases {
+            let block = table + p * 2 * rowFloats
+            for j in 0..<taps {
+                let a = rows[p][j], difference = rows[p + 1][j] - rows[p][j]
+                block[2 * j] = a; block[2 * j + 1] = a
+                block[rowFloats + 2 * j] = difference; block[rowFloats + 2 * j + 1] = difference
+            }
         }
     }
 
@@ -47,21 +71,23 @@ public final class FractionalResampler: @unchecked Sendable {
     /// Stereo output at position `index + fraction` (0 ≤ fraction < 1) of the
     /// interleaved input `frames`, which must hold frames
     /// `index − halfTaps + 1 … index + halfTaps` (pointer at frame `index`).
-    @inline(__always)
+    @inlinable @inline(__always)
     public func interpolate(at frame: UnsafePointer<Float>, fraction: Double) -> (Float, Float) {
-        let taps = 2 * halfTaps
         let scaled = fraction * Double(phases)
         let p = min(Int(scaled), phases - 1)
-        let mix = Float(scaled - Double(p))
-        let rowA = table + p * taps
-        let rowB = rowA + taps
-        var left: Float = 0, right: Float = 0
-        let base = frame - 2 * (halfTaps - 1)
-        for j in 0..<taps {
-            let c = rowA[j] + (rowB[j] - rowA[j]) * mix
-            left += c * base[2 * j]
-            right += c * base[2 * j + 1]
+        let mix = SIMD8<Float>(repeating: Float(scaled - Double(p)))
+        let rowFloats = 8 * groups
+        let row = UnsafeRawPointer(table + p * 2 * rowFloats)
+        let difference = row + 4 * rowFloats
+        let input = UnsafeRawPointer(frame - 2 * (halfTaps - 1))
+        var sum = SIMD8<Float>()
+        for g in 0..<groups {
+            let offset = 32 * g
+            let c = row.loadUnaligned(fromByteOffset: offset, as: SIMD8<Float>.self)
+                + difference.loadUnaligned(fromByteOffset: offset, as: SIMD8<Float>.self) * mix
+            sum += c * input.loadUnaligned(fromByteOffset: offset, as: SIMD8<Float>.self)
         }
-        return (left, right)
+        // Even lanes are the left channel, odd lanes the right.
+        return (sum.evenHalf.sum(), sum.oddHalf.sum())
     }
 }

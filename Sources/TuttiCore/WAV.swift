@@ -120,13 +120,17 @@ public enum WAVParser {
 
 /// Float to S16 conversion used on every output path; the exact inverse of
 /// the 16-bit WAV reading above for values that came from 16-bit samples.
-@inline(__always)
+/// Rounds half away from zero, clamps, and maps NaN to 0. Inlinable and
+/// without a libm call: the playout thread runs it 96,000 times a second.
+@inlinable @inline(__always)
 public func sampleToInt16(_ v: Float) -> Int16 {
-    let scaled = (v * 32768).rounded()
+    // Exact in Double (a float times a power of two), so adding 0.5 and
+    // truncating rounds exactly as `.rounded()` would.
+    let scaled = Double(v) * 32768
+    if scaled.isNaN { return 0 }
     if scaled >= 32767 { return 32767 }
     if scaled <= -32768 { return -32768 }
-    if scaled.isNaN { return 0 }
-    return Int16(scaled)
+    return Int16(truncatingIfNeeded: Int32(scaled >= 0 ? scaled + 0.5 : scaled - 0.5))
 }
 
 /// Writes a 16-bit PCM WAV header (for generated test tracks).

@@ -28,7 +28,7 @@ struct HotplugOutputTests {
     @Test func anUnpluggedDeviceIsWaitedForReopenedAndCountedAsNew() throws {
         var devices: [UnpluggableDAC] = []
         var present = true
-        var changes: [HotplugOutput.Change] = []
+        var changes: [HotplugChange] = []
         let output = HotplugOutput(name: "alsa:usb", retryMilliseconds: 50, open: { () throws(AudioError) in
             guard present else { throw AudioError.device(name: "usb", operation: "open", reason: "No such device") }
             let d = UnpluggableDAC()
@@ -65,7 +65,7 @@ struct HotplugOutputTests {
 
     @Test func aDeviceMissingAtStartIsOpenedWhenItAppears() {
         var present = false
-        var changes: [HotplugOutput.Change] = []
+        var changes: [HotplugChange] = []
         let output = HotplugOutput(name: "alsa:usb", periodFrames: 480, retryMilliseconds: 20, open: { () throws(AudioError) in
             guard present else { throw AudioError.device(name: "usb", operation: "open", reason: "No such file or directory") }
             return UnpluggableDAC()

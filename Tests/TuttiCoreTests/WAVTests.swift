@@ -240,6 +240,23 @@ struct WAVTests {
         #expect(sampleToInt16(0.5) == 16_384)
     }
 
+    @Test("sampleToInt16 rounds half away from zero, as Float.rounded() does, on halves, their neighbours and the clamp edges")
+    func toInt16MatchesRounded() {
+        func reference(_ v: Float) -> Int16 {
+            let scaled = (v * 32_768).rounded()
+            return scaled.isNaN ? 0 : scaled >= 32_767 ? 32_767 : scaled <= -32_768 ? -32_768 : Int16(scaled)
+        }
+        var values: [Float] = []
+        for k in stride(from: -32_770, through: 32_770, by: 1) {
+            let half = (Float(k) + 0.5) / 32_768
+            values += [half, half.nextUp, half.nextDown, Float(k) / 32_768]
+        }
+        var generator = SplitMix64(seed: 7)
+        for _ in 0..<100_000 { values.append(Float(Double(generator.next() % 2_000_001) / 1_000_000 - 1)) }
+        let mismatches = values.filter { sampleToInt16($0) != reference($0) }
+        #expect(mismatches.isEmpty, "\(mismatches.prefix(5))")
+    }
+
     @Test("Mono is duplicated into both channels")
     func monoDuplicates() {
         var bytes: [UInt8] = []
