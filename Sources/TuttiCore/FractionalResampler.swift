@@ -10,16 +10,14 @@ import Glibc
 ///
 /// The table is laid out for the interleaved input: each coefficient is
 /// stored twice (once for the left sample, once for the right), so a row
-/// multiplies `2·taps` consecutive input floats lane by lane in 8-wide SIMD,
-/// and each phase row is followed by its difference to the next phase, so
-/// the linear interpolation between phases is one multiply-add per lane.
+/// multiplies `2·taps` consecutive input floats lane by lane in 8-wide SIMD
+/// (131 KB for 512 phases of 32 taps).
 // Sendable because its table is filled in init and only read afterwards.
 public final class FractionalResampler: @unchecked Sendable {
     /// Taps on each side of the interpolation point.
     public let halfTaps: Int
     public let phases: Int
-    /// `phases` blocks of two rows of `4·halfTaps` floats (both channels):
-    /// the phase's coefficients, then the next phase's minus these.
+    /// `phases + 1` rows of `4·halfTaps` floats: each tap's coefficient for both channels.
     @usableFromInline let table: UnsafeMutablePointer<Float>
     /// 8-float groups per row (`4·halfTaps / 8`).
     @usableFromInline let groups: Int
@@ -55,13 +53,11 @@ public final class FractionalResampler: @unchecked Sendable {
             rows.append(row.map { Float($0 / sum) })
         }
         let rowFloats = 2 * taps
-        table = .allocate(capacity: phases * 2 * rowFloats)
-        for p in 0..<phases {
-            let block = table + p * 2 * rowFloats
+        table = .allocate(capacity: (phases + 1) * rowFloats)
+        for p in 0...phases {
             for j in 0..<taps {
-                let a = rows[p][j], difference = rows[p + 1][j] - rows[p][j]
-                block[2 * j] = a; block[2 * j + 1] = a
-                block[rowFloats + 2 * j] = difference; block[rowFloats + 2 * j + 1] = difference
+                table[p * rowFloats + 2 * j] = rows[p][j]
+                table[p * rowFloats + 2 * j + 1] = rows[p][j]
             }
         }
     }
@@ -77,14 +73,15 @@ public final class FractionalResampler: @unchecked Sendable {
         let p = min(Int(scaled), phases - 1)
         let mix = SIMD8<Float>(repeating: Float(scaled - Double(p)))
         let rowFloats = 8 * groups
-        let row = UnsafeRawPointer(table + p * 2 * rowFloats)
-        let difference = row + 4 * rowFloats
+        let row = UnsafeRawPointer(table + p * rowFloats)
+        let next = row + 4 * rowFloats
         let input = UnsafeRawPointer(frame - 2 * (halfTaps - 1))
         var sum = SIMD8<Float>()
         for g in 0..<groups {
             let offset = 32 * g
-            let c = row.loadUnaligned(fromByteOffset: offset, as: SIMD8<Float>.self)
-                + difference.loadUnaligned(fromByteOffset: offset, as: SIMD8<Float>.self) * mix
+            // Linear interpolation between this phase and the next.
+            let a = row.loadUnaligned(fromByteOffset: offset, as: SIMD8<Float>.self)
+            let c = a + (next.loadUnaligned(fromByteOffset: offset, as: SIMD8<Float>.self) - a) * mix
             sum += c * input.loadUnaligned(fromByteOffset: offset, as: SIMD8<Float>.self)
         }
         // Even lanes are the left channel, odd lanes the right.
