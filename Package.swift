@@ -75,8 +75,10 @@ let package = Package(
         // Helpers shared by the test targets (temporary folders, running real programs to their end).
         .target(name: "CTuttiSpawn"),
         .target(name: "TuttiTestSupport", dependencies: ["CTuttiSpawn"]),
-        // The client: no audio library (`tutti doctor` runs `tutti-follower doctor`).
-        .executableTarget(name: "tutti", dependencies: ["TuttiCore", "TuttiNet", "TuttiControlClient", "TuttiDiscovery"]),
+        // The client: its parsing, printing and commands (testable), and a
+        // main of a few lines. No audio library (`tutti doctor` runs `tutti-follower doctor`).
+        .target(name: "TuttiCLI", dependencies: ["TuttiCore", "TuttiNet", "TuttiControlClient", "TuttiDiscovery"]),
+        .executableTarget(name: "tutti", dependencies: ["TuttiCLI"]),
 
         // Fuzz targets: each parser that reads outside input, fed the way the daemons feed it (Fuzz/).
         .target(name: "TuttiFuzzTargets", dependencies: ["TuttiCore", "TuttiDaemon", "TuttiFollower", "TuttiLibrary", "TuttiStreams"],
@@ -88,6 +90,7 @@ let package = Package(
         .testTarget(name: "TuttiStreamsTests", dependencies: ["TuttiTestSupport", "TuttiStreams", "TuttiDecode", "TuttiAudio", "TuttiCore"]),
         .testTarget(name: "TuttiWebTests", dependencies: ["TuttiTestSupport", "TuttiWeb"]),
         .testTarget(name: "TuttiInputTests", dependencies: ["TuttiInput", "TuttiCore"]),
+        .testTarget(name: "TuttiCLITests", dependencies: ["TuttiCLI", "TuttiDiscovery", "TuttiCore"]),
         .testTarget(name: "TuttiDiscoveryTests", dependencies: ["TuttiTestSupport", "TuttiDiscovery", "TuttiDaemon", "TuttiFollower", "TuttiControlClient", "TuttiAudio", "TuttiNet", "TuttiCore"]),
         .testTarget(name: "TuttiFuzzTests", dependencies: ["TuttiFuzzTargets"]),
         .testTarget(name: "TuttiDaemonTests", dependencies: ["TuttiTestSupport", "TuttiDaemon", "TuttiFollower", "TuttiControlClient", "TuttiAudio", "TuttiNet", "TuttiCore"]),
