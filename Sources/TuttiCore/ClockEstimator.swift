@@ -83,7 +83,8 @@ public struct ClockModel: Equatable, Sendable {
 /// Confidence: near the floor the points thin out to a density `ρ`; the
 /// lowest point then sits about `1/ρ` above the true floor. `uncertainty`
 /// estimates that as the k-th smallest residual over k, per direction,
-/// averaged. `ready` turns true once it is below `readyUncertainty`: a
+/// averaged. `ready` turns true once it is below `readyUncertainty` (or
+/// below `lateReadyUncertainty` once the samples span `lateReadyAfter`): a
 /// follower starts playing only then (a late joiner never plays out of step
 /// first), and stays true until `reset`.
 public struct ClockEstimator: Sendable {
@@ -105,6 +106,13 @@ public struct ClockEstimator: Sendable {
         /// Through the bench's relay on a loaded machine the floor is
         /// sparser: 30 µs took up to 7 s there.)
         public var readyUncertainty: Int64 = 45_000
+        /// A path whose floor is smeared (the bench's relay on a loaded
+        /// machine: u was 50–70 µs after 3.5 s) would keep a room silent
+        /// for seconds for tens of µs: after `lateReadyAfter` of samples,
+        /// this uncertainty is good enough to start, and the model keeps
+        /// converging while it plays.
+        public var lateReadyAfter: Int64 = 1_500 * nanosecondsPerMillisecond
+        public var lateReadyUncertainty: Int64 = 75_000
         /// The k of the residual that estimates how far the envelope is above the floor.
         public var residualRank = 9
         public init() {}
@@ -230,7 +238,10 @@ public struct ClockEstimator: Sendable {
         let mean = (ef + eb) / 2
         let u = mean.isFinite ? Int64(min(max(mean.rounded(), 0), 9e18)) : Int64.max
         uncertainty = u
-        if !ready && samples.count >= configuration.minimumSamples && u <= configuration.readyUncertainty { ready = true }
+        if !ready && samples.count >= configuration.minimumSamples
+            && (u <= configuration.readyUncertainty || (span >= configuration.lateReadyAfter && u <= configuration.lateReadyUncertainty)) {
+            ready = true
+        }
     }
 
     /// The mean slope of the points' lower convex hull over the middle half
