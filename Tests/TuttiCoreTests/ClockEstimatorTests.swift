@@ -299,6 +299,35 @@ struct ClockEstimatorTests {
         #expect(e.uncertainty == nil && !e.ready)
     }
 
+    /// Delays spread evenly over 20 ms above a 5 ms floor (a golden-ratio
+    /// sequence, so exact and repeatable), an exchange every 2 ms: the
+    /// uncertainty falls like 1/N, through 75 µs near 1.2 s and 45 µs near 2 s.
+    static func readyTime(_ configuration: ClockEstimator.Configuration) -> Int64? {
+        var e = ClockEstimator(configuration: configuration)
+        let truth = TrueLeaderClock(offset: 1_000_000_000, skew: 0)
+        func spread(_ i: Int) -> Int64 { Int64((Double(i) * 0.618_033_988_75).truncatingRemainder(dividingBy: 1) * 20e6) }
+        for i in 0..<1_500 {
+            let t1 = Int64(i) * 2 * nanosecondsPerMillisecond
+            let atLeader = t1 + 5_000_000 + spread(i)
+            let t4 = atLeader + 5_000_000 + spread(i + 7_777)
+            e.add(ClockSample(t1: LocalTime(nanoseconds: t1), t2: LeaderTime(nanoseconds: truth.leader(atLocal: atLeader)),
+                              t3: LeaderTime(nanoseconds: truth.leader(atLocal: atLeader)), t4: LocalTime(nanoseconds: t4)))
+            if e.ready { return t1 }
+        }
+        return nil
+    }
+
+    @Test("A smeared floor: ready at 75 µs once the samples span 1.5 s, not only at 45 µs")
+    func lateReady() {
+        let late = Self.readyTime(ClockEstimator.Configuration())
+        var strict = ClockEstimator.Configuration()
+        strict.lateReadyUncertainty = 0
+        let onlyAt45 = Self.readyTime(strict)
+        print("ready after \(Double(late ?? -1) / 1e9) s; at 45 µs only: \(Double(onlyAt45 ?? -1) / 1e9) s")
+        #expect(late == 1_500 * nanosecondsPerMillisecond)
+        #expect((onlyAt45 ?? .max) > 1_700 * nanosecondsPerMillisecond)
+    }
+
     @Test("Replies out of order (UDP) are put in their place; one older than the window is refused")
     func outOfOrder() {
         var e = ClockEstimator()

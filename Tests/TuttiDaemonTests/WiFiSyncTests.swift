@@ -87,11 +87,12 @@ func silentStretches(_ path: String, ppm: Double, from: Int64, to: Int64, frames
         print("joiner behind 20±15 ms: first click \(first ?? -1) ms after start, |b − a| µs:", all.map { $0 / 1000 })
         #expect(all.count >= 9, "\(all.count) clicks compared")
         let worst = all.last ?? Int64.max
-        #expect(worst < 500_000, "the joiner's worst click \(worst / 1000) µs from the other room's")
+        // Behaviour, not the bench's figures (bench/sync/cases.sh jitter): never a millisecond out of step, even under load.
+        #expect(worst < 1_000_000, "the joiner's worst click \(worst / 1000) µs from the other room's")
         // From 2 s after it started: in step.
         let settled = pairedDifferences(tb, ta, from: joined + 2_000_000_000).sorted()
         #expect(settled.count >= 8)
-        #expect(settled[settled.count / 2] < 100_000 && (settled.last ?? .max) < 300_000)
+        #expect(settled[settled.count / 2] < 250_000 && (settled.last ?? .max) < 1_000_000)
         #expect(b.engine.statistics.hardResyncs == 0, "\(b.engine.statistics.hardResyncs) hard resyncs")
         // The rooms say how their clocks are doing: over UDP, and how sure.
         #expect(health["b"]?.clockChannel == .datagram)
