@@ -23,17 +23,10 @@ if [ -z "${TUTTID:-}" ]; then
     (cd "$REPO" && swift build -c release --product tuttid >&2 && swift build -c release --product tutti-follower >&2)
     export TUTTID=$REPO/.build/release/tuttid
 fi
-# Wi-Fi's bursts: packets 1-3 ms, a 100-300 ms stall every 4 s on average (both directions).
-BURST=burst:1,3,4000,100,300
+. "$HERE/cases.inc"
 for ((r = 1; r <= RUNS; r++)); do
     for c in "${CASES[@]}"; do
-        case "$c" in
-            clean)  args=() ;;
-            jitter) args=(--impair 20,15) ;;
-            bursts) args=(--down "$BURST" --up "$BURST") ;;
-            loss)   args=(--impair 2,1 --loss 0.02) ;;
-            *) echo "cases.sh: unknown case $c" >&2; exit 64 ;;
-        esac
+        case_args "$c" cases.sh
         out=$("$HERE/run.sh" --seconds "$SECS" --seed "$r" --case "$c" ${args[@]+"${args[@]}"} 2>/dev/null) || true
         grep '^case ' <<<"$out" || echo "case $c: run failed"
     done

@@ -61,18 +61,12 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 trap 'exit 129' HUP
 
-# The same cases as cases.sh (Wi-Fi's bursts: packets 1-3 ms, a 100-300 ms stall every 4 s on average).
-BURST=burst:1,3,4000,100,300
+# The same cases as cases.sh.
+. "$HERE/cases.inc"
 echo "$(snapserver -v 2>&1 | grep -io 'v[0-9][0-9.]*' | head -1) snapserver, $(snapclient -v 2>&1 | grep -io 'v[0-9][0-9.]*' | head -1) snapclient; $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 for r in ${SEEDS//,/ }; do
     for c in "${CASES[@]}"; do
-        case "$c" in
-            clean)  args=() ;;
-            jitter) args=(--impair 20,15) ;;
-            bursts) args=(--down "$BURST" --up "$BURST") ;;
-            loss)   args=(--impair 2,1 --loss 0.02) ;;
-            *) echo "snapcast.sh: unknown case $c" >&2; exit 64 ;;
-        esac
+        case_args "$c" snapcast.sh
         echo "== $c, seed $r" >&2
         python3 "$HERE/snapcast_sync.py" --case "$c" --seed "$r" --seconds "$SECS" ${EXTRA[@]+"${EXTRA[@]}"} \
             -- ${args[@]+"${args[@]}"} &
