@@ -281,10 +281,16 @@ public struct MPDResponse: Sendable {
         bytes.removeAll(keepingCapacity: true)
     }
 
-    public mutating func add(_ key: String, _ value: String) {
+    /// `key: `, the start of every line.
+    @inline(__always)
+    private mutating func appendKey(_ key: String) {
         bytes.append(contentsOf: key.utf8)
         bytes.append(0x3A) // ": "
         bytes.append(0x20)
+    }
+
+    public mutating func add(_ key: String, _ value: String) {
+        appendKey(key)
         let start = bytes.count
         bytes.append(contentsOf: value.utf8)
         // Values are one line each: a newline inside one becomes a space (bytes, not Characters: this runs per tag).
@@ -304,9 +310,7 @@ public struct MPDResponse: Sendable {
     }
 
     public mutating func add(_ key: String, _ value: Int) {
-        bytes.append(contentsOf: key.utf8)
-        bytes.append(0x3A)
-        bytes.append(0x20)
+        appendKey(key)
         if value < 0 {
             bytes.append(contentsOf: String(value).utf8)
         } else {
@@ -330,9 +334,7 @@ public struct MPDResponse: Sendable {
     /// `value` with three decimals, as MPD prints elapsed and duration
     /// (written as digits: a search answer has one per song).
     public mutating func add(_ key: String, seconds value: Double) {
-        bytes.append(contentsOf: key.utf8)
-        bytes.append(0x3A)
-        bytes.append(0x20)
+        appendKey(key)
         Self.appendThreeDecimals(value, to: &bytes)
         bytes.append(0x0a)
     }
@@ -341,14 +343,16 @@ public struct MPDResponse: Sendable {
         let millis = Int(((value.isFinite ? min(max(0, value), 1e15) : 0) * 1000).rounded())
         appendDecimal(millis / 1000, to: &out)
         let frac = millis % 1000
-        out += [0x2E, UInt8(48 + frac / 100), UInt8(48 + frac / 10 % 10), UInt8(48 + frac % 10)]
+        // One append each: an array literal here would be a heap array per song.
+        out.append(0x2E)
+        out.append(UInt8(48 + frac / 100))
+        out.append(UInt8(48 + frac / 10 % 10))
+        out.append(UInt8(48 + frac % 10))
     }
 
     /// `key: 2024-05-01T12:00:00Z`, from seconds since 1970.
     public mutating func add(_ key: String, date seconds: Int64) {
-        bytes.append(contentsOf: key.utf8)
-        bytes.append(0x3A)
-        bytes.append(0x20)
+        appendKey(key)
         Self.appendISO8601(seconds, to: &bytes)
         bytes.append(0x0a)
     }
@@ -370,8 +374,11 @@ public struct MPDResponse: Sendable {
         func two(_ v: Int64) -> (UInt8, UInt8) { (UInt8(48 + v / 10), UInt8(48 + v % 10)) }
         let (h1, h0) = two(secondsOfDay / 3600), (m1, m0) = two(secondsOfDay / 60 % 60), (s1, s0) = two(secondsOfDay % 60)
         let (mo1, mo0) = two(month), (d1, d0) = two(day)
-        out += [UInt8(48 + year / 1000), UInt8(48 + year / 100 % 10), UInt8(48 + year / 10 % 10), UInt8(48 + year % 10), 0x2D,
-                mo1, mo0, 0x2D, d1, d0, 0x54, h1, h0, 0x3A, m1, m0, 0x3A, s1, s0, 0x5A]
+        let dash: UInt8 = 0x2D, colon: UInt8 = 0x3A, tee: UInt8 = 0x54, zulu: UInt8 = 0x5A
+        // A tuple on the stack, not an array literal: this runs once per song of an answer.
+        let stamp = (UInt8(48 + year / 1000), UInt8(48 + year / 100 % 10), UInt8(48 + year / 10 % 10), UInt8(48 + year % 10), dash,
+                     mo1, mo0, dash, d1, d0, tee, h1, h0, colon, m1, m0, colon, s1, s0, zulu)
+        withUnsafeBytes(of: stamp) { out.append(contentsOf: $0) }
     }
 
     /// `binary: N\n` + bytes + `\n`.
