@@ -59,6 +59,8 @@ public func describeRoom(_ r: [String: Any]) -> String {
         line += String(format: ", sync %+.1f µs, buffer %.0f ms, ratio %+.1f ppm, rtt %.0f µs, underruns %d, resyncs %d",
                        h["outputErrorUs"] as? Double ?? 0, h["bufferMs"] as? Double ?? 0, h["ratioPpm"] as? Double ?? 0,
                        h["rttUs"] as? Double ?? 0, h["underruns"] as? Int ?? 0, h["hardResyncs"] as? Int ?? 0)
+        // v6: a stream that delivers late is why commands there take longer than 100 ms (docs/protocol.md, command lead).
+        if let late = h["streamDelayMaxMs"] as? Double, late >= 10 { line += String(format: ", stream up to %.0f ms late", late) }
     }
     return line
 }

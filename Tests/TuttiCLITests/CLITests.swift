@@ -100,6 +100,8 @@ struct CLIFormattingTests {
         ]
         #expect(describeRoom(room) == "kitchen [Upstairs]: volume 40 (muted), latency -12.5 ms, sync +3.2 µs, buffer 998 ms, ratio -1.5 ppm, rtt 420 µs, underruns 1, resyncs 0")
         #expect(describeRoom(["name": "hall", "group": "main", "volume": 100]) == "hall: volume 100")
+        #expect(describeRoom(["name": "porch", "volume": 80, "health": ["outputErrorUs": 1.0, "bufferMs": 950.0, "streamDelayMaxMs": 212.4]])
+                == "porch: volume 80, sync +1.0 µs, buffer 950 ms, ratio +0.0 ppm, rtt 0 µs, underruns 0, resyncs 0, stream up to 212 ms late")
     }
 
     @Test("An equaliser: bands, shelves and the preamp")
