@@ -457,7 +457,8 @@ public final class Follower: @unchecked Sendable {
     }
 
     /// Clock confidence, the arrival margin and (for a v6 leader) the stream's delay, for the leader.
-    public func syncReport(withStreamDelay: Bool = true) -> SyncReport {
+    /// (No default: the stream delay must only go to a v6 leader, an older one refuses the bytes.)
+    public func syncReport(withStreamDelay: Bool) -> SyncReport {
         let now = Monotonic.now()
         let (uncertainty, samples) = estimator.withLock { ($0.uncertainty ?? 0, $0.sampleCount) }
         let (lead, late) = arrivalMargin.withLock { ($0.minimum(at: now) ?? 0, $0.lateChunks) }
