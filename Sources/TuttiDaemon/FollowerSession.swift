@@ -23,6 +23,9 @@ final class FollowerSession: @unchecked Sendable {
     private var queued: [(bytes: [UInt8], at: Int64)] = []
     private var queuedBytes = 0
     private var closed = false
+    /// The writer thread is sending a message it took from `queued`: until it
+    /// is done, `enqueue` must queue behind it rather than send.
+    private var writing = false
     /// The room, from the hello: written by the reader thread, read by
     /// control threads and `close` on any thread, hence the Mutex.
     var name: String? {
@@ -75,8 +78,25 @@ final class FollowerSession: @unchecked Sendable {
     /// Queues bytes for this follower without ever blocking the caller; a
     /// follower that falls too far behind is disconnected.
     private func enqueue(_ bytes: [UInt8]) {
+        var bytes = bytes
         queue.lock()
         if closed { queue.unlock(); return }
+        if queued.isEmpty && !writing {
+            // Nearly always the socket has room: the message goes from the
+            // caller's thread without waking the writer (a wake-up per room
+            // per chunk was most of the leader's cost per room).
+            do {
+                switch try connection.sendIfFree(bytes) {
+                case .sent: queue.unlock(); return
+                case .started: bytes = [] // the connection keeps the rest; the writer's next send finishes it
+                case .notSent: break
+                }
+            } catch {
+                queue.unlock()
+                close(reason: "\(error)")
+                return
+            }
+        }
         let now = Monotonic.now()
         let waited = queued.first.map { now - $0.at } ?? 0
         if queuedBytes + bytes.count > leader.configuration.maximumQueuedBytes
@@ -123,11 +143,15 @@ final class FollowerSession: @unchecked Sendable {
             if closed { queue.unlock(); return }
             let bytes = queued.removeFirst().bytes
             queuedBytes -= bytes.count
+            writing = true
             queue.unlock()
             do { try connection.send(bytes) } catch {
                 close(reason: "\(error)")
                 return
             }
+            queue.lock()
+            writing = false
+            queue.unlock()
         }
     }
 

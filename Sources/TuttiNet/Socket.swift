@@ -65,7 +65,10 @@ public struct Endpoint: Equatable, Sendable, CustomStringConvertible {
 public final class TCPConnection: Sendable {
     public let peer: String
     private let fd: Int32
-    private let sendLock = Mutex<Void>(())
+    /// Held for a whole message. Inside: the unsent end of a message that
+    /// `sendIfFree` began and could not finish without waiting; every other
+    /// send writes it first, so messages never interleave.
+    private let sendLock = Mutex<[UInt8]>([])
     private let isClosed = Atomic<Bool>(false)
 
     init(fd: Int32, peer: String) {
@@ -114,11 +117,48 @@ public final class TCPConnection: Sendable {
     /// Writes all bytes or throws. `stamp` runs under the send lock just
     /// before the write, to take a timestamp as late as possible.
     public func send(_ bytes: [UInt8]) throws(NetError) {
-        try sendLock.withLock { _ throws(NetError) in try sendAll(bytes) }
+        try sendLock.withLock { (unsent) throws(NetError) in
+            try finish(&unsent)
+            try sendAll(bytes)
+        }
     }
 
     public func send(_ make: () -> [UInt8]) throws(NetError) {
-        try sendLock.withLock { _ throws(NetError) in try sendAll(make()) }
+        try sendLock.withLock { (unsent) throws(NetError) in
+            try finish(&unsent)
+            try sendAll(make())
+        }
+    }
+
+    /// What `sendIfFree` did.
+    public enum QuickSend: Equatable, Sendable {
+        /// All of it went.
+        case sent
+        /// Nothing went (another thread is sending, or the socket is full): send it some other way.
+        case notSent
+        /// The start went; the rest is kept and goes first with the next `send`, which may wait.
+        case started
+    }
+
+    /// Sends `bytes` only as far as it can without waiting: for a thread that
+    /// serves many peers and must never block on one (the leader's fan-out).
+    public func sendIfFree(_ bytes: [UInt8]) throws(NetError) -> QuickSend {
+        let outcome = try sendLock.withLockIfAvailable { (unsent) throws(NetError) -> QuickSend in
+            guard unsent.isEmpty, !bytes.isEmpty else { return unsent.isEmpty ? .sent : .notSent }
+            let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
+            if n == bytes.count { return .sent }
+            if n > 0 { unsent = Array(bytes[n...]); return .started }
+            let e = errno
+            if n == 0 || e == EAGAIN || e == EWOULDBLOCK || e == EINTR { return .notSent }
+            throw isClosed.load(ordering: .relaxed) ? .closed : .system(operation: "send to", address: peer, errno: e)
+        }
+        return outcome ?? .notSent
+    }
+
+    private func finish(_ unsent: inout [UInt8]) throws(NetError) {
+        guard !unsent.isEmpty else { return }
+        try sendAll(unsent)
+        unsent = []
     }
 
     private func sendAll(_ bytes: [UInt8]) throws(NetError) {
