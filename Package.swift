@@ -30,10 +30,13 @@ let package = Package(
         systemLibrary("CGPIOD", pkgConfig: "libgpiod", apt: "libgpiod-dev"),
         systemLibrary("CCivetweb", pkgConfig: nil, apt: "libcivetweb-dev"), // Debian ships no civetweb.pc
         systemLibrary("CZlib", pkgConfig: "zlib", apt: "zlib1g-dev"),
-        systemLibrary("CRubberBand", pkgConfig: "rubberband", apt: "librubberband-dev"),
+        // No pkg-config: opened at the first stretcher (dlopen), never linked.
+        systemLibrary("CRubberBand", pkgConfig: nil, apt: "librubberband-dev"),
         systemLibrary("CSodium", pkgConfig: "libsodium", apt: "libsodium-dev"),
-        systemLibrary("CCrypto", pkgConfig: "libcrypto", apt: "libssl-dev"),
-        systemLibrary("CCurl", pkgConfig: "libcurl", apt: "libcurl4-openssl-dev"),
+        // No pkg-config: opened at the first hash (dlopen), never linked.
+        systemLibrary("CCrypto", pkgConfig: nil, apt: "libssl-dev"),
+        // No pkg-config: opened at the first transfer (dlopen), never linked; its headers are in /usr/include.
+        systemLibrary("CCurl", pkgConfig: nil, apt: "libcurl4-openssl-dev"),
         // What TuttiNet cannot do from Swift (kernel receive timestamps); the C
         // libraries' own wrappers are static inline in their C* headers.
         .target(name: "CTuttiNet"),

@@ -31,9 +31,7 @@ if [ -z "$bin" ]; then
     if ((build)); then
         swift build -c release --static-swift-stdlib --scratch-path "$scratch" --product tutti-follower
         swift build -c release --static-swift-stdlib --scratch-path "$scratch" --product tutti
-        # A static FoundationNetworking (the leader's HTTP sources) needs libcurl named
-        # at link time; only for tuttid, so the speaker never loads it.
-        swift build -c release --static-swift-stdlib --scratch-path "$scratch" --product tuttid -Xlinker -lcurl
+        swift build -c release --static-swift-stdlib --scratch-path "$scratch" --product tuttid
     fi
     bin=$scratch/release
 fi
@@ -138,7 +136,9 @@ install -d "$root/usr/share/tutti"
 cp -r web "$root/usr/share/tutti/web"
 find "$root/usr/share/tutti/web" -type d -exec chmod 0755 {} + && find "$root/usr/share/tutti/web" -type f -exec chmod 0644 {} +
 install -D -m 0644 deploy/tutti-leader.service "$root/lib/systemd/system/tutti-leader.service"
-control "$root" tutti-leader "tutti (= $version), $(shlibs "$root"), init-system-helpers (>= 1.54~)" avahi-daemon \
+# libcurl (network streams) and librubberband (speed and pitch) are opened when
+# first used, not linked, so dpkg-shlibdeps cannot see them: named here.
+control "$root" tutti-leader "tutti (= $version), $(shlibs "$root"), libcurl4 (>= 7.85.0), librubberband2, init-system-helpers (>= 1.54~)" avahi-daemon \
     "synchronised multi-room audio: leader and web app" \
     "The leader daemon (tuttid): a music library, queues and groups, Opus" \
     "streams to every speaker, JSON-RPC and MPD control, and the phone web app" \

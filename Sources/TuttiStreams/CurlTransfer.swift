@@ -17,8 +17,21 @@ struct HTTPRequest: Sendable {
     static let maxRedirects = 5
 }
 
-/// libcurl's global state, set up once before the first transfer.
-private let curlReady: Bool = tutti_curl_global_init() == CURLE_OK
+/// libcurl, loaded at the first transfer: a leader that plays no network
+/// stream never loads it nor its TLS, Kerberos and LDAP libraries (about
+/// 6 MiB resident). Nil, with the reason, where libcurl 4 is missing.
+private let curl: Curl = Curl()
+
+// @unchecked Sendable: the table is filled before `init` returns and only read after.
+private final class Curl: @unchecked Sendable {
+    let api: UnsafePointer<tutti_curl>?
+    let failure: String?
+    init() {
+        var why: UnsafePointer<CChar>? = nil
+        api = tutti_curl_open(&why)
+        failure = api == nil ? "libcurl could not be loaded (apt-get install libcurl4): \(why.map { String(cString: $0) } ?? "")" : nil
+    }
+}
 
 /// The one HTTP client: an HTTP(S) GET through libcurl on its own thread
 /// (`tutti-http`), for every network source. libcurl does TLS (its CA file
@@ -63,7 +76,7 @@ final class CurlTransfer: Transfer, @unchecked Sendable {
 
     func cancel() {
         cancelled.store(true, ordering: .releasing)
-        multi.withLock { if let m = $0 { _ = curl_multi_wakeup(m.pointer) } }
+        multi.withLock { if let m = $0, let api = curl.api { _ = api.pointee.multi_wakeup(m.pointer) } }
     }
 
     private var isCancelled: Bool { cancelled.load(ordering: .acquiring) }
@@ -72,51 +85,53 @@ final class CurlTransfer: Transfer, @unchecked Sendable {
 
     /// Runs the transfer to its end; nil when it completed (or was cancelled).
     private func perform() -> TransferFailure? {
-        guard curlReady, let easy = curl_easy_init() else { return TransferFailure(reason: "libcurl could not be initialised") }
-        defer { curl_easy_cleanup(easy) }
+        guard let api = curl.api else { return TransferFailure(reason: curl.failure ?? "libcurl could not be loaded") }
+        let c = api.pointee
+        guard let easy = c.easy_init() else { return TransferFailure(reason: "libcurl could not be initialised") }
+        defer { c.easy_cleanup(easy) }
         let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))
         defer { errorBuffer.deallocate() }
         var headers: UnsafeMutablePointer<curl_slist>? = nil
-        for (name, value) in request.headers { headers = curl_slist_append(headers, "\(name): \(value)") }
-        defer { curl_slist_free_all(headers) }
-        let aliases = curl_slist_append(nil, "ICY 200 OK")
-        defer { curl_slist_free_all(aliases) }
+        for (name, value) in request.headers { headers = c.slist_append(headers, "\(name): \(value)") }
+        defer { c.slist_free_all(headers) }
+        let aliases = c.slist_append(nil, "ICY 200 OK")
+        defer { c.slist_free_all(aliases) }
 
         let context = Unmanaged.passUnretained(self).toOpaque()
         var ok = true
         func check(_ code: CURLcode) { ok = ok && code == CURLE_OK }
-        check(tutti_curl_set_string(easy, CURLOPT_URL, request.url))
-        check(tutti_curl_set_string(easy, CURLOPT_PROTOCOLS_STR, "http,https"))
-        check(tutti_curl_set_string(easy, CURLOPT_REDIR_PROTOCOLS_STR, "http,https"))
-        check(tutti_curl_set_long(easy, CURLOPT_FOLLOWLOCATION, 1))
-        check(tutti_curl_set_long(easy, CURLOPT_MAXREDIRS, HTTPRequest.maxRedirects + 1)) // the head check below says it first
-        check(tutti_curl_set_list(easy, CURLOPT_HTTPHEADER, headers))
-        check(tutti_curl_set_list(easy, CURLOPT_HTTP200ALIASES, aliases))
-        check(tutti_curl_set_long(easy, CURLOPT_CONNECTTIMEOUT_MS, Int(Self.nanoseconds(request.connectTimeout) / 1_000_000)))
-        check(tutti_curl_set_long(easy, CURLOPT_NOSIGNAL, 1))
-        check(tutti_curl_set_long(easy, CURLOPT_FORBID_REUSE, 1))
-        check(tutti_curl_set_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer))
-        if let caFile = request.caFile { check(tutti_curl_set_string(easy, CURLOPT_CAINFO, caFile)) }
-        check(tutti_curl_set_callback(easy, CURLOPT_HEADERFUNCTION, { data, size, count, context in
+        check(tutti_curl_set_string(api, easy, CURLOPT_URL, request.url))
+        check(tutti_curl_set_string(api, easy, CURLOPT_PROTOCOLS_STR, "http,https"))
+        check(tutti_curl_set_string(api, easy, CURLOPT_REDIR_PROTOCOLS_STR, "http,https"))
+        check(tutti_curl_set_long(api, easy, CURLOPT_FOLLOWLOCATION, 1))
+        check(tutti_curl_set_long(api, easy, CURLOPT_MAXREDIRS, HTTPRequest.maxRedirects + 1)) // the head check below says it first
+        check(tutti_curl_set_list(api, easy, CURLOPT_HTTPHEADER, headers))
+        check(tutti_curl_set_list(api, easy, CURLOPT_HTTP200ALIASES, aliases))
+        check(tutti_curl_set_long(api, easy, CURLOPT_CONNECTTIMEOUT_MS, Int(Self.nanoseconds(request.connectTimeout) / 1_000_000)))
+        check(tutti_curl_set_long(api, easy, CURLOPT_NOSIGNAL, 1))
+        check(tutti_curl_set_long(api, easy, CURLOPT_FORBID_REUSE, 1))
+        check(tutti_curl_set_pointer(api, easy, CURLOPT_ERRORBUFFER, errorBuffer))
+        if let caFile = request.caFile { check(tutti_curl_set_string(api, easy, CURLOPT_CAINFO, caFile)) }
+        check(tutti_curl_set_callback(api, easy, CURLOPT_HEADERFUNCTION, { data, size, count, context in
             let t = Unmanaged<CurlTransfer>.fromOpaque(context!).takeUnretainedValue()
             return t.receiveHeader(UnsafeRawBufferPointer(start: data, count: size * count)) ? size * count : 0
         }))
-        check(tutti_curl_set_pointer(easy, CURLOPT_HEADERDATA, context))
-        check(tutti_curl_set_callback(easy, CURLOPT_WRITEFUNCTION, { data, size, count, context in
+        check(tutti_curl_set_pointer(api, easy, CURLOPT_HEADERDATA, context))
+        check(tutti_curl_set_callback(api, easy, CURLOPT_WRITEFUNCTION, { data, size, count, context in
             let t = Unmanaged<CurlTransfer>.fromOpaque(context!).takeUnretainedValue()
             return t.receiveBody(UnsafeRawBufferPointer(start: data, count: size * count)) ? size * count : 0
         }))
-        check(tutti_curl_set_pointer(easy, CURLOPT_WRITEDATA, context))
+        check(tutti_curl_set_pointer(api, easy, CURLOPT_WRITEDATA, context))
         guard ok else { return TransferFailure(reason: "libcurl refused an option (is libcurl older than 7.85?)") }
 
-        guard let m = curl_multi_init() else { return TransferFailure(reason: "libcurl could not be initialised") }
-        _ = curl_multi_add_handle(m, easy)
+        guard let m = c.multi_init() else { return TransferFailure(reason: "libcurl could not be initialised") }
+        _ = c.multi_add_handle(m, easy)
         multi.withLock { $0 = MultiHandle(pointer: m) }
         defer {
             multi.withLock { $0 = nil }
-            _ = curl_multi_remove_handle(m, easy)
-            _ = curl_multi_cleanup(m)
+            _ = c.multi_remove_handle(m, easy)
+            _ = c.multi_cleanup(m)
         }
 
         let stall = Self.nanoseconds(request.stallTimeout)
@@ -124,9 +139,9 @@ final class CurlTransfer: Transfer, @unchecked Sendable {
         var result: CURLcode? = nil
         while result == nil {
             var running: Int32 = 0
-            _ = curl_multi_perform(m, &running)
+            _ = c.multi_perform(m, &running)
             var left: Int32 = 0
-            while let message = curl_multi_info_read(m, &left) {
+            while let message = c.multi_info_read(m, &left) {
                 if message.pointee.msg == CURLMSG_DONE { result = message.pointee.data.result }
             }
             if result != nil || running == 0 { break }
@@ -139,15 +154,15 @@ final class CurlTransfer: Transfer, @unchecked Sendable {
                 return TransferFailure(reason: "nothing received for \(waited) s while waiting for \(reported ? "data" : "the response headers")", timedOut: true)
             }
             var ready: Int32 = 0
-            _ = curl_multi_poll(m, nil, 0, Int32(clamping: min(1_000, max(1, (deadline - now) / 1_000_000))), &ready)
+            _ = c.multi_poll(m, nil, 0, Int32(clamping: min(1_000, max(1, (deadline - now) / 1_000_000))), &ready)
         }
         if isCancelled || refused { return nil }
         if let failure { return failure }
         let code = result ?? CURLE_OK
         if code == CURLE_OK { return nil }
-        let detail = errorBuffer.pointee != 0 ? String(cString: errorBuffer) : String(cString: curl_easy_strerror(code))
+        let detail = errorBuffer.pointee != 0 ? String(cString: errorBuffer) : (c.easy_strerror(code).map { String(cString: $0) } ?? "libcurl error \(code.rawValue)")
         switch code {
-        case CURLE_COULDNT_CONNECT where tutti_curl_os_errno(easy) == ECONNREFUSED:
+        case CURLE_COULDNT_CONNECT where tutti_curl_os_errno(api, easy) == ECONNREFUSED:
             return TransferFailure(reason: "connection refused (is the server running?): \(detail)")
         case CURLE_OPERATION_TIMEDOUT:
             return TransferFailure(reason: detail, timedOut: true)

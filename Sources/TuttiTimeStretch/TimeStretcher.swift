@@ -1,6 +1,21 @@
 import CRubberBand
 import TuttiCore
 
+/// librubberband, loaded at the first stretcher: a leader that never
+/// changes speed or pitch never loads it nor libstdc++ (about 2 MiB resident).
+private let rubberBand = RubberBandLibrary()
+
+// @unchecked Sendable: the table is filled before `init` returns and only read after.
+private final class RubberBandLibrary: @unchecked Sendable {
+    let api: UnsafePointer<tutti_rubberband>?
+    let failure: String
+    init() {
+        var why: UnsafePointer<CChar>? = nil
+        api = tutti_rubberband_open(&why)
+        failure = why.map { String(cString: $0) } ?? ""
+    }
+}
+
 /// Playback speed without a change of pitch, and pitch without a change of
 /// speed, through librubberband in its real-time (streaming) mode. One per
 /// track at the leader, before the encode, so every room hears the same
@@ -11,6 +26,7 @@ public final class TimeStretcher {
     public let speed: Double
     public let pitchSemitones: Double
     private let state: OpaquePointer
+    private let rb: tutti_rubberband
     /// Output frames still to drop: the stretcher's own start delay.
     private var toTrim: Int
     private var left: [Float], right: [Float]
@@ -35,20 +51,23 @@ public final class TimeStretcher {
             | RubberBandOptionTransientsMixed.rawValue)
         options |= Int32(engine == .finer ? RubberBandOptionEngineFiner.rawValue : RubberBandOptionEngineFaster.rawValue)
         // Time ratio is output length over input length.
-        guard let s = rubberband_new(UInt32(StreamFormat.sampleRate), 2, options, 1 / speed, PlaybackTempo.pitchScale(semitones: pitchSemitones)) else {
+        guard let api = rubberBand.api else { throw .notInstalled(rubberBand.failure) }
+        let rb = api.pointee
+        guard let s = rb.new_(UInt32(StreamFormat.sampleRate), 2, options, 1 / speed, PlaybackTempo.pitchScale(semitones: pitchSemitones)) else {
             throw .unavailable
         }
         state = s
+        self.rb = rb
         self.speed = speed
         self.pitchSemitones = pitchSemitones
-        rubberband_set_max_process_size(s, UInt32(Self.block))
+        rb.set_max_process_size(s, UInt32(Self.block))
         left = [Float](repeating: 0, count: Self.block)
         right = [Float](repeating: 0, count: Self.block)
         outLeft = [Float](repeating: 0, count: Self.block)
         outRight = [Float](repeating: 0, count: Self.block)
-        toTrim = Int(rubberband_get_start_delay(s))
+        toTrim = Int(rb.get_start_delay(s))
         // Silence ahead of the track, as the library asks, so its first frame is not smeared.
-        var pad = Int(rubberband_get_preferred_start_pad(s))
+        var pad = Int(rb.get_preferred_start_pad(s))
         while pad > 0 {
             let n = min(pad, Self.block)
             for i in 0..<n { left[i] = 0; right[i] = 0 }
@@ -57,7 +76,7 @@ public final class TimeStretcher {
         }
     }
 
-    deinit { rubberband_delete(state) }
+    deinit { rb.delete_(state) }
 
     /// Stretches interleaved stereo `input`, appending what comes out to `output`.
     public func process(_ input: UnsafeBufferPointer<Float>, into output: inout [Float]) {
@@ -105,7 +124,7 @@ public final class TimeStretcher {
             right.withUnsafeBufferPointer { r in
                 var planes: [UnsafePointer<Float>?] = [l.baseAddress, r.baseAddress]
                 planes.withUnsafeMutableBufferPointer { p in
-                    rubberband_process(state, p.baseAddress, UInt32(frames), final ? 1 : 0)
+                    rb.process(state, p.baseAddress, UInt32(frames), final ? 1 : 0)
                 }
             }
         }
@@ -114,13 +133,13 @@ public final class TimeStretcher {
 
     private func drain(into output: inout [Float]) {
         while true {
-            let available = Int(rubberband_available(state))
+            let available = Int(rb.available(state))
             guard available > 0 else { return } // 0: wants more input; -1: finished
             let n = min(available, Self.block)
             let got = outLeft.withUnsafeMutableBufferPointer { l in
                 outRight.withUnsafeMutableBufferPointer { r in
                     var planes: [UnsafeMutablePointer<Float>?] = [l.baseAddress, r.baseAddress]
-                    return planes.withUnsafeMutableBufferPointer { p in Int(rubberband_retrieve(state, p.baseAddress, UInt32(n))) }
+                    return planes.withUnsafeMutableBufferPointer { p in Int(rb.retrieve(state, p.baseAddress, UInt32(n))) }
                 }
             }
             guard got > 0 else { return }
@@ -139,10 +158,13 @@ public final class TimeStretcher {
 public enum TimeStretchError: Error, CustomStringConvertible, Equatable {
     case outOfRange(String)
     case unavailable
+    /// librubberband 2 could not be loaded (the reason from the loader).
+    case notInstalled(String)
     public var description: String {
         switch self {
         case .outOfRange(let what): "\(what) is out of range (speed \(PlaybackTempo.speedRange.lowerBound)–\(PlaybackTempo.speedRange.upperBound)×, pitch ±\(PlaybackTempo.pitchRange.upperBound) semitones)"
         case .unavailable: "librubberband could not start a stretcher"
+        case .notInstalled(let why): "speed and pitch need librubberband 2 (apt-get install librubberband2): \(why)"
         }
     }
 }
