@@ -39,6 +39,9 @@ usage: bench/sync/run.sh [OPTIONS]
   --reorder P          UDP datagrams held 10 ms longer with probability P
   --rate-kbps K        bandwidth cap per direction
   --seed N             relay seed (default 1)
+  --relay c|python     which relay carries the impairments (default c: relay.c, built
+                       here with cc; python: relay.py, whose own scheduling adds
+                       0.1-2 ms of its own, differently each way; see relay.c)
   --case NAME          name printed on the closing 'case' line (default: the impairment)
   --sink file|alsa     file: tuttid's virtual DAC (default); alsa: vdac ALSA PCMs
   --no-realtime        pass --no-realtime to the followers
@@ -52,11 +55,11 @@ EOF
 
 SECONDS_RUN=60 WARMUP=3 NFOLLOWERS=3 PPMS="" OFFSETS="" SKEWS="" LATE="" REPS="auto"
 CODEC=opus BUFFER_MS="" IMPAIR="" SINK=file REALTIME=1 KEEP=0
-DOWN="" UP="" LOSS=0 REORDER=0 RATE=0 SEED=1 CASE=""
+DOWN="" UP="" LOSS=0 REORDER=0 RATE=0 SEED=1 CASE="" RELAY_KIND=c
 die() { echo "run.sh: $*" >&2; exit 64; }
 while [ $# -gt 0 ]; do
     case "$1" in
-        --seconds|--warmup|--followers|--ppm|--offsets-ms|--skews-ppm|--late-join|--reps|--codec|--buffer-ms|--impair|--sink|--down|--up|--loss|--reorder|--rate-kbps|--seed|--case)
+        --seconds|--warmup|--followers|--ppm|--offsets-ms|--skews-ppm|--late-join|--reps|--codec|--buffer-ms|--impair|--sink|--down|--up|--loss|--reorder|--rate-kbps|--seed|--case|--relay)
             [ $# -ge 2 ] || die "$1 needs a value (see --help)" ;;
     esac
     case "$1" in
@@ -79,6 +82,7 @@ while [ $# -gt 0 ]; do
         --rate-kbps) RATE=$2; shift 2 ;;
         --seed) SEED=$2; shift 2 ;;
         --case) CASE=$2; shift 2 ;;
+        --relay) RELAY_KIND=$2; shift 2 ;;
         --no-realtime) REALTIME=0; shift ;;
         --keep) KEEP=1; shift ;;
         -h|--help) usage; exit 0 ;;
@@ -92,6 +96,7 @@ isnum "$WARMUP" || die "--warmup: a number"
 [[ $NFOLLOWERS =~ ^[0-9]+$ ]] && [ "$NFOLLOWERS" -ge 2 ] || die "--followers: at least 2"
 case "$CODEC" in opus|pcm) ;; *) die "--codec: opus or pcm" ;; esac
 case "$SINK" in file|alsa) ;; *) die "--sink: file or alsa" ;; esac
+case "$RELAY_KIND" in c|python) ;; *) die "--relay: c or python" ;; esac
 [ "$REPS" = auto ] || [[ $REPS =~ ^[0-9]+$ ]] || die "--reps: a whole number"
 if [ -z "$LATE" ]; then
     if [ "$SECONDS_RUN" -ge 40 ]; then LATE=20; else LATE=0; fi
@@ -254,10 +259,16 @@ if [ "$RELAY" = 1 ]; then
     for ((k = 0; k < ${#RELAY_ARGS[@]}; k++)); do
         if [ "${RELAY_ARGS[$k]}" = --seed ]; then k=$((k + 1)); else ARGS_NOSEED+=("${RELAY_ARGS[$k]}"); fi
     done
+    if [ "$RELAY_KIND" = c ]; then
+        cc -O2 -pthread -o "$TMP/relay" "$HERE/relay.c" -lm || die "cannot build relay.c (cc); --relay python runs without it"
+        RELAY_CMD=("$TMP/relay")
+    else
+        RELAY_CMD=(python3 "$HERE/relay.py")
+    fi
     for ((i = 0; i < NFOLLOWERS + NEXTRA; i++)); do
         map="${RELAY_PORTS[$i]}:127.0.0.1:$LEADER_PORT"
-        echo "relay $i: python3 $HERE/relay.py --seed $((SEED * 100 + i)) ${ARGS_NOSEED[*]} --stats $TMP/relay-$i.json $map" >>"$TMP/commands.txt"
-        python3 "$HERE/relay.py" --seed $((SEED * 100 + i)) "${ARGS_NOSEED[@]}" --stats "$TMP/relay-$i.json" "$map" >"$TMP/relay-$i.log" 2>&1 &
+        echo "relay $i: ${RELAY_CMD[*]} --seed $((SEED * 100 + i)) ${ARGS_NOSEED[*]} --stats $TMP/relay-$i.json $map" >>"$TMP/commands.txt"
+        "${RELAY_CMD[@]}" --seed $((SEED * 100 + i)) "${ARGS_NOSEED[@]}" --stats "$TMP/relay-$i.json" "$map" >"$TMP/relay-$i.log" 2>&1 &
         pid=$!
         PIDS+=("$pid")
         n=0; until grep -q "relay ready" "$TMP/relay-$i.log"; do
@@ -303,7 +314,7 @@ fi
 
 {
     head="bench/sync: $NFOLLOWERS followers, ${SECONDS_RUN} s, warm-up ${WARMUP} s, codec $CODEC, sink $SINK"
-    [ "$RELAY" = 1 ] && head+=", relay: $CASE (seed $SEED)"
+    [ "$RELAY" = 1 ] && head+=", relay: $CASE (seed $SEED, relay.$([ "$RELAY_KIND" = c ] && echo c || echo py))"
     [ "$LATE" != 0 ] && head+=", late joiner at +$LATE s"
     echo "$head, control $CONTROL"
     for ((i = 0; i < NFOLLOWERS; i++)); do

@@ -1,24 +1,25 @@
 #!/usr/bin/env bash
 # bench/sync/snapcast.sh: Snapcast 0.26 (Debian) on issue 11's cases, through the same relay.
 #
-#   bench/sync/snapcast.sh [--seconds N] [--runs R | --seeds S,S,...] [--keep] [CASE ...]
+#   bench/sync/snapcast.sh [--seconds N] [--runs R | --seeds S,S,...] [--relay c|python] [--keep] [CASE ...]
 #                          (cases: clean jitter bursts loss; default all; --runs R = seeds 1..R)
 #
 # snapserver (pipe source fed in real time, Opus, its default 1000 ms buffer)
-# and 3 snapclients, each through its own relay.py port (relay.py gets the
-# same options as in cases.sh, seeded 1..R), a 4th snapclient at +20 s;
+# and 3 snapclients, each through its own relay port (relay.c, built with cc,
+# or relay.py, with the same options as in cases.sh, seeded 1..R), a 4th snapclient at +20 s;
 # prints one 'case' line per case and run as it finishes. Needs snapserver,
 # snapclient and python3; installs nothing. Every process started is stopped
 # on exit. See README.md ("Snapcast through the same relay").
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-SECS=60 RUNS=1 SEEDS= CASES=() EXTRA=()
+SECS=60 RUNS=1 SEEDS= CASES=() EXTRA=() RELAY_KIND=c
 while [ $# -gt 0 ]; do
     case "$1" in
         --seconds) SECS=$2; shift 2 ;;
         --runs) RUNS=$2; shift 2 ;;
         --seeds) SEEDS=$2; shift 2 ;;
         --keep) EXTRA+=(--keep); shift ;;
+        --relay) RELAY_KIND=$2; shift 2 ;;
         -h|--help) sed -n 2,12p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         -*) echo "snapcast.sh: unknown option $1 (see --help)" >&2; exit 64 ;;
         *) CASES+=("$1"); shift ;;
@@ -28,6 +29,13 @@ done
     || { echo "snapcast.sh: --seconds and --runs take whole numbers, --seeds a list such as 1,2,3" >&2; exit 64; }
 [ -n "$SEEDS" ] || SEEDS=$(seq -s, 1 "$RUNS")
 [ ${#CASES[@]} -gt 0 ] || CASES=(clean jitter bursts loss)
+case "$RELAY_KIND" in
+    c) RELAY_BIN=$(mktemp /tmp/snapcast-sync-relay.XXXXXX)
+       cc -O2 -pthread -o "$RELAY_BIN" "$HERE/relay.c" -lm || { echo "snapcast.sh: cannot build relay.c (cc); --relay python runs without it" >&2; exit 1; }
+       export SYNC_RELAY=$RELAY_BIN ;;
+    python) RELAY_BIN= ;;
+    *) echo "snapcast.sh: --relay c or python" >&2; exit 64 ;;
+esac
 for tool in snapserver snapclient python3; do
     command -v "$tool" >/dev/null || { echo "snapcast.sh needs $tool (apt-get install -y snapserver snapclient python3)" >&2; exit 1; }
 done
@@ -53,7 +61,7 @@ cleanup() {
             kill -KILL "$pid" 2>/dev/null || true
         fi
     done <"$PIDFILE"
-    rm -f "$PIDFILE"
+    rm -f "$PIDFILE" ${RELAY_BIN:+"$RELAY_BIN"}
     exit $rc
 }
 trap cleanup EXIT

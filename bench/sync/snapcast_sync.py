@@ -50,18 +50,20 @@ def log(msg):
 
 def start_relay(d, relay_args, seed, ports, target):
     maps = [f"{p}:127.0.0.1:{target}" for p in ports]
-    argv = [sys.executable, os.path.join(HERE, "relay.py"), *relay_args, "--seed", str(seed),
+    # SYNC_RELAY: a built relay.c (snapcast.sh builds it, as run.sh does); else relay.py.
+    program = [os.environ["SYNC_RELAY"]] if os.environ.get("SYNC_RELAY") else [sys.executable, os.path.join(HERE, "relay.py")]
+    argv = [*program, *relay_args, "--seed", str(seed),
             "--stats", os.path.join(d, "relay.json"), *maps]
     path = os.path.join(d, "relay.log")
     p = M.start(argv, path)
     end = time.monotonic() + 10
     while time.monotonic() < end:
         if p.poll() is not None:
-            raise RuntimeError(f"relay.py exited with status {p.returncode}: {open(path).read()[-500:]}")
+            raise RuntimeError(f"the relay exited with status {p.returncode}: {open(path).read()[-500:]}")
         if "relay ready" in open(path).read():
             return p, argv
         time.sleep(0.05)
-    raise RuntimeError("relay.py did not start")
+    raise RuntimeError("the relay did not start")
 
 
 def run(a, d, tracks):
@@ -109,7 +111,7 @@ def run(a, d, tracks):
         for i in range(a.clients):
             launch(i, names[i])
         t0 = launched["s1"]
-        log(f"  snapserver + {a.clients} snapclients{' through relay.py ' + ' '.join(a.relay_args) if relay else ''}"
+        log(f"  snapserver + {a.clients} snapclients{' through ' + os.path.basename(rargv[0]) + ' ' + ' '.join(a.relay_args) if relay else ''}"
             f" (seed {a.seed}), {a.seconds} s{f', late joiner at +{a.late_join:g} s' if a.late_join else ''}")
         if a.late_join:
             M.sleep_until(t0 + int(a.late_join * NS), alive)
