@@ -93,7 +93,10 @@ extension Leader {
     /// Under the new stream's backlog lock, so each of its chunks is queued exactly once;
     /// old-stream chunks queued after `follow` are ignored by the follower.
     func switchSession(_ session: FollowerSession, to stream: LeaderStream) {
-        let from = LeaderTime(nanoseconds: Monotonic.now() + commandLead.nanoseconds)
+        // The group's lead, or the moving room's own if its stream is slower.
+        let own = session.name.flatMap { name in syncReports.withLock { $0[name]?.streamDelayMaximumNanoseconds } }
+        let lead = max(stream.commandLead.nanoseconds, stream.commandLead.policy.lead(streamDelays: [own]))
+        let from = LeaderTime(nanoseconds: Monotonic.now() + lead)
         let chunk = StreamFormat.nanoseconds(frames: configuration.framesPerChunk)
         stream.backlog.withLock { chunks in
             let current = session.streamID.load(ordering: .acquiring)
@@ -103,6 +106,7 @@ extension Leader {
             for c in chunks where c.pts + chunk > from { session.send(c.message, encoded: c.bytes) }
             session.streamID.store(stream.id, ordering: .releasing)
         }
+        updateCommandLeads()
     }
 
     /// Every joined session hears its room's group (after a group change).
@@ -124,31 +128,46 @@ extension Leader {
         if let name = session.name {
             healthReports.withLock { _ = $0.removeValue(forKey: name) }
             syncReports.withLock { _ = $0.removeValue(forKey: name) }
-            updateCommandLead()
+            updateCommandLeads()
         }
         events.emit(.rooms)
     }
 
     func record(sync report: SyncReport, from name: String) {
         syncReports.withLock { $0[name] = report }
-        updateCommandLead()
+        updateCommandLeads()
     }
 
-    /// The lead from every connected room's latest stream delay; logged when it moves by 20 ms or more (at most once a second).
-    private func updateCommandLead() {
-        let delays = syncReports.withLock { $0.map { ($0.key, $0.value.streamDelayMaximumNanoseconds) } }
-        let lead = commandLead.policy.lead(streamDelays: delays.lazy.map(\.1))
-        guard lead != commandLead.nanoseconds else { return }
-        commandLead.set(lead)
-        // At most a line a second: a room can send reports as fast as it likes.
-        let now = Monotonic.now()
-        if abs(lead - commandLead.lastLogged.load(ordering: .relaxed)) >= 20 * nanosecondsPerMillisecond,
-           now - commandLead.lastLoggedAt.load(ordering: .relaxed) >= nanosecondsPerSecond {
-            commandLead.lastLogged.store(lead, ordering: .relaxed)
-            commandLead.lastLoggedAt.store(now, ordering: .relaxed)
-            let worst = delays.compactMap { d in d.1.map { (d.0, $0) } }.max { $0.1 < $1.1 }
-            log.info("commands now take effect \(lead / nanosecondsPerMillisecond) ms ahead" +
-                     (worst.map { " (room \($0.0)'s stream delivers up to \($0.1 / nanosecondsPerMillisecond) ms late)" } ?? ""))
+    /// Each group's lead from its connected rooms' latest stream delays;
+    /// logged when it moves by 20 ms or more (at most once a second a group).
+    func updateCommandLeads() {
+        commandLeadUpdates.withLock { _ in updateCommandLeadsLocked() }
+    }
+
+    private func updateCommandLeadsLocked() {
+        let reports = syncReports.withLock { $0.mapValues(\.streamDelayMaximumNanoseconds) }
+        var delaysByStream: [UInt32: [(String, Int64?)]] = [:]
+        for session in sessions.withLock({ Array($0.values) }) {
+            guard let name = session.name else { continue }
+            delaysByStream[session.streamID.load(ordering: .acquiring), default: []].append((name, reports[name] ?? nil))
+        }
+        for stream in streams.withLock({ Array($0.values) }) {
+            let delays = delaysByStream[stream.id] ?? []
+            let lead = stream.commandLead
+            let value = lead.policy.lead(streamDelays: delays.lazy.map(\.1))
+            guard value != lead.nanoseconds else { continue }
+            lead.set(value)
+            // At most a line a second: a room can send reports as fast as it likes.
+            let now = Monotonic.now()
+            if abs(value - lead.lastLogged.load(ordering: .relaxed)) >= 20 * nanosecondsPerMillisecond,
+               now - lead.lastLoggedAt.load(ordering: .relaxed) >= nanosecondsPerSecond {
+                lead.lastLogged.store(value, ordering: .relaxed)
+                lead.lastLoggedAt.store(now, ordering: .relaxed)
+                let worst = delays.compactMap { d in d.1.map { (d.0, $0) } }.max { $0.1 < $1.1 }
+                log.info((stream.group == RoomGroups.mainID ? "" : "group \(stream.group): ") +
+                         "commands now take effect \(value / nanosecondsPerMillisecond) ms ahead" +
+                         (worst.map { " (room \($0.0)'s stream delivers up to \($0.1 / nanosecondsPerMillisecond) ms late)" } ?? ""))
+            }
         }
     }
 

@@ -161,8 +161,8 @@ public final class Leader: @unchecked Sendable {
     let stateWake = DispatchSemaphore(value: 0)
     let healthReports = Mutex<[String: HealthReport]>([:])
     let syncReports = Mutex<[String: SyncReport]>([:])
-    /// How far ahead commands take effect: grows while a room's stream delivers late (v6 reports).
-    let commandLead: LiveCommandLead
+    /// One command-lead update at a time, so a slower one cannot write an older lead over a newer.
+    let commandLeadUpdates = Mutex(())
     /// Answers clock requests on UDP at the listener's port (protocol v5); nil if that port was taken.
     var clockServer: UDPSocket?
     let lastHealthAnnounced = Atomic<Int64>(0)
@@ -183,7 +183,6 @@ public final class Leader: @unchecked Sendable {
     public init(configuration: LeaderConfiguration, log: Logger) throws {
         self.configuration = configuration
         self.log = log
-        commandLead = LiveCommandLead(configuration)
         listener = try TCPListener(endpoint: configuration.listen)
         do {
             snapcastListener = try configuration.snapcastStream.map { e throws(NetError) in try TCPListener(endpoint: e) }
@@ -259,10 +258,10 @@ public final class Leader: @unchecked Sendable {
         var setup = configuration
         setup.files = files
         setup.loop = loop
-        let stream = LeaderStream(id: UInt32.random(in: 1...UInt32.max), group: group)
+        let stream = LeaderStream(id: UInt32.random(in: 1...UInt32.max), group: group, commandLead: LiveCommandLead(configuration))
         let opener = self.opener
         stream.player = StreamPlayer(configuration: setup, streamID: stream.id, gridOrigin: gridOrigin, log: log.with(label: group == RoomGroups.mainID ? "player" : "player \(group)"),
-                                     restoring: snapshot, commandLead: commandLead,
+                                     restoring: snapshot, commandLead: stream.commandLead,
                                      opener: { uri, frame in try opener.openForPlayback(uri, startFrame: frame) },
                                      unavailableFolder: { [mediaFolders] path in Self.unavailableFolder(of: path, in: mediaFolders) },
                                      // Weak: a stopped leader may be gone while its source thread finishes its last chunk.

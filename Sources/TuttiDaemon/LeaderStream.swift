@@ -18,6 +18,8 @@ final class LeaderStream: @unchecked Sendable {
     let id: UInt32
     /// The group it belongs to.
     let group: String
+    /// How far ahead its commands take effect: grows while one of its rooms' streams delivers late (v6 reports).
+    let commandLead: LiveCommandLead
     var player: StreamPlayer!
     /// Chunks whose PTS is still ahead, for followers that join mid-stream.
     let backlog = Mutex<[(pts: LeaderTime, message: Message, bytes: [UInt8])]>([])
@@ -26,7 +28,7 @@ final class LeaderStream: @unchecked Sendable {
     var heard = PlayHistoryTracker()
     private let started = Atomic<Bool>(false)
 
-    init(id: UInt32, group: String) { self.id = id; self.group = group }
+    init(id: UInt32, group: String, commandLead: LiveCommandLead) { self.id = id; self.group = group; self.commandLead = commandLead }
 
     /// Starts the source thread (once).
     func start() {
@@ -48,8 +50,9 @@ final class StreamMetadataBoard: Sendable {
     func get(_ uri: String) -> StreamMetadata? { values.withLock { $0[uri] } }
 }
 
-/// The command lead in force, read by every group's player and by room
-/// moves; written when rooms report their stream delay (`CommandLead`).
+/// A group's command lead in force, read by its player and by room moves
+/// into it; written when its rooms report their stream delay (`CommandLead`).
+/// Per group: a room on a poor link slows only its own group's commands.
 public final class LiveCommandLead: Sendable {
     let policy: CommandLead
     private let current: Atomic<Int64>

@@ -150,9 +150,9 @@ func silentStretches(_ path: String, ppm: Double, from: Int64, to: Int64, frames
         print("loopback stream delay reported: \(Double(measured) / 1e6) ms")
         #expect(measured >= 0)
 
-        let lead = { () throws -> Int64 in
-            let o = try leader.perform(.pause)
-            _ = try leader.perform(.play)
+        let lead = { (group: String?) throws -> Int64 in
+            let o = try leader.perform(.pause, group: group)
+            _ = try leader.perform(.play, group: group)
             return o.effectiveAt - o.acceptedAt
         }
         // Raw v6 room: hello, welcome, then a report of a 212 ms stream delay.
@@ -160,16 +160,32 @@ func silentStretches(_ path: String, ppm: Double, from: Int64, to: Int64, frames
         try slow.send(Message.hello(version: WireProtocol.version, name: "slow").encoded())
         let reader = MessageReader(connection: slow)
         guard case .welcome? = try reader.next() else { Issue.record("no welcome"); return }
+        // It reads what it is sent, as a speaker does (one that does not is dropped).
+        nonisolated(unsafe) let drained = reader
+        Thread.detachNewThread { while (try? drained.next()) != nil {} }
         try slow.send(Message.syncReport(SyncReport(streamDelayMaximumNanoseconds: 212_000_000)).encoded())
         #expect(waitUntil(timeout: 5) { leader.syncHealth["slow"]?.streamDelayMaximumNanoseconds == 212_000_000 })
-        let slowLead = try lead()
+        let slowLead = try lead(nil)
         print("command lead with a 212 ms room: \(Double(slowLead) / 1e6) ms")
         // The PTS lands on the 48 kHz grid after now + lead (plus Opus' look-ahead moved back): within a chunk.
         #expect(slowLead >= 235_000_000 && slowLead <= 262_000_000)
+
+        // Per group: the slow room in a group of its own slows that group's
+        // commands, and no longer the main group's (the real speaker's).
+        let den = try leader.createGroup(name: "Den", rooms: ["slow"])
+        _ = try leader.perform(.add(uris: [dir + "/a.wav"], next: false), group: den.id)
+        _ = try leader.perform(.play, group: den.id)
+        #expect(waitUntil(timeout: 5) { (try? lead(nil)).map { $0 <= 122_000_000 } == true })
+        let denLead = try lead(den.id), mainLead = try lead(nil)
+        print("command lead: group Den (the 212 ms room) \(Double(denLead) / 1e6) ms, main \(Double(mainLead) / 1e6) ms")
+        #expect(denLead >= 235_000_000 && denLead <= 262_000_000)
+        #expect(mainLead >= 90_000_000 && mainLead <= 122_000_000)
+
         slow.close()
         #expect(waitUntil(timeout: 5) { !leader.followerNames.contains("slow") })
-        let normalLead = try lead()
+        let normalLead = try lead(den.id)
         #expect(normalLead >= 90_000_000 && normalLead <= 122_000_000, "\(normalLead)")
+        #expect(leader.followerNames == ["real"])
     }
 
     /// A speaker not yet updated (v3) keeps its clock exchanges on the TCP
