@@ -476,6 +476,10 @@ def main():
 
     # --- late joiner ---
     join_s = None
+    # When the late joiner's first click is already in step (and the next
+    # JOIN_RUN - 1), it played in step from its first sound: the clicks are a
+    # second apart, so join_s alone also counts the wait for the next click.
+    heard_s, first_click_in_step, late_p99 = None, None, None
     if late and main_dacs:
         ref = main_dacs[0]
         for d in late:
@@ -495,14 +499,18 @@ def main():
                       f"never within {JOIN_TOLERANCE_NS // 1000} µs of {ref.name} ({len(diffs)} clicks compared)")
                 continue
             join_s = (diffs[k][0] - launch) / 1e9
+            heard_s, first_click_in_step = first_audio, k == 0
             after = [x for _, x in diffs[k:]]
             s = stats(after)
+            late_p99 = s['p99']
             excursions = sum(1 for x in after if abs(x) > JOIN_TOLERANCE_NS)
             print(f"late join {d.name}: launched at +{(launch - t0) / 1e9:.1f} s; heard after "
                   f"{fmt(first_audio, 2)} s (first audible sample); within {JOIN_TOLERANCE_NS // 1000} µs of {ref.name} "
                   f"(for {JOIN_RUN} clicks in a row) after join_s={join_s:.2f}; from then vs {ref.name}: "
                   f"clicks={s['n']} median={fmt(s['median'])} p95={fmt(s['p95'])} p99={fmt(s['p99'])} "
-                  f"max={fmt(s['max'])} µs, {excursions} clicks beyond {JOIN_TOLERANCE_NS // 1000} µs")
+                  f"max={fmt(s['max'])} µs, {excursions} clicks beyond {JOIN_TOLERANCE_NS // 1000} µs"
+                  + ("; its first click was in step (in step from its first sound)" if k == 0 else
+                     f"; {k} click(s) out of step first"))
 
     # --- commands ---
     records = read_commands(os.path.join(run_dir, "commands.jsonl"))
@@ -648,7 +656,8 @@ def main():
     print(f"sync_us median={fmt(med)} p99={fmt(p99)} max={fmt(mx)} "
           f"pause_ms={fmt(command_summary.get('pause'))} next_ms={fmt(command_summary.get('next'))}")
     case = sys.argv[sys.argv.index("--case") + 1] if "--case" in sys.argv[2:] else "run"
-    print(f"case {case}: median={fmt(med)} p99={fmt(p99)} max={fmt(mx)} µs join_s={fmt(join_s, 2)} "
+    joined = "" if heard_s is None else (f" (heard {heard_s:.2f}, first click in step)" if first_click_in_step else f" (heard {heard_s:.2f})")
+    print(f"case {case}: median={fmt(med)} p99={fmt(p99)} max={fmt(mx)} µs join_s={fmt(join_s, 2)}{joined} late_p99={fmt(late_p99)} "
           f"pause_ms={fmt(command_summary.get('pause'))} next_ms={fmt(command_summary.get('next'))} "
           f"gaps={gaps_text} hardResyncs={resyncs if resyncs is not None else 'n/a'} "
           f"underruns={underruns if underruns is not None else 'n/a'}")
