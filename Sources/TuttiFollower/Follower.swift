@@ -444,6 +444,7 @@ public final class Follower: @unchecked Sendable {
                     case .request(.stream):
                         try conn.send { Message.timeRequest(id: id, t1: now()).encoded() }
                     case .health:
+                        if !localClock.isIdentity { logSimulatedClockError(at: real) }
                         try conn.send(Message.health(healthReport()).encoded())
                         if leaderVersion >= WireProtocol.clockChannelVersion {
                             try conn.send(Message.syncReport(syncReport(withStreamDelay: streamDelayWanted)).encoded())
@@ -454,6 +455,19 @@ public final class Follower: @unchecked Sendable {
             let wait = min(max(next - Monotonic.now(), 0), 50 * nanosecondsPerMillisecond)
             if wait > 0 { Monotonic.sleep(nanoseconds: wait) }
         }
+    }
+
+    /// With a simulated clock (tests, bench/sync) the truth is known when
+    /// the leader runs on this machine's clock: the model's error against
+    /// it, at debug level, once a second (bench/sync reads these lines).
+    private func logSimulatedClockError(at real: Int64) {
+        let (model, uncertainty, ready) = estimator.withLock { ($0.model, $0.uncertainty, $0.ready) }
+        guard let model else { return }
+        let error = model.leaderTime(at: localClock.local(fromReal: real)).nanoseconds - real
+        let skewError = (model.skew - (1 / (1 + localClock.skew) - 1)) * 1e6
+        let output = engine.statistics.outputErrorNanoseconds
+        log.debug("clock vs this machine's: error \(error / 1000) µs, skew error \(Int(skewError.rounded())) ppm, " +
+                  "uncertainty \((uncertainty ?? -1) / 1000) µs, ready \(ready), output error \(output / 1000) µs")
     }
 
     /// Clock confidence, the arrival margin and (for a v6 leader) the stream's delay, for the leader.

@@ -45,6 +45,7 @@ usage: bench/sync/run.sh [OPTIONS]
   --case NAME          name printed on the closing 'case' line (default: the impairment)
   --sink file|alsa     file: tuttid's virtual DAC (default); alsa: vdac ALSA PCMs
   --no-realtime        pass --no-realtime to the followers
+  --clock-log          followers log their clock model's true error each second (debug level)
   --keep               keep the run directory (printed at the end)
   -h, --help           this text
 
@@ -54,7 +55,7 @@ EOF
 }
 
 SECONDS_RUN=60 WARMUP=3 NFOLLOWERS=3 PPMS="" OFFSETS="" SKEWS="" LATE="" REPS="auto"
-CODEC=opus BUFFER_MS="" IMPAIR="" SINK=file REALTIME=1 KEEP=0
+CODEC=opus BUFFER_MS="" IMPAIR="" SINK=file REALTIME=1 KEEP=0 CLOCK_LOG=0
 DOWN="" UP="" LOSS=0 REORDER=0 RATE=0 SEED=1 CASE="" RELAY_KIND=c
 die() { echo "run.sh: $*" >&2; exit 64; }
 while [ $# -gt 0 ]; do
@@ -84,6 +85,7 @@ while [ $# -gt 0 ]; do
         --case) CASE=$2; shift 2 ;;
         --relay) RELAY_KIND=$2; shift 2 ;;
         --no-realtime) REALTIME=0; shift ;;
+        --clock-log) CLOCK_LOG=1; shift ;;
         --keep) KEEP=1; shift ;;
         -h|--help) usage; exit 0 ;;
         *) echo "run.sh: unknown option $1" >&2; usage >&2; exit 64 ;;
@@ -291,6 +293,8 @@ start_follower() {   # INDEX NAME PPM OFFSET SKEW LATE
     local args=(follower --leader "$addr" --name "$name" --output "$output"
                 --clock-offset-ms "$off" --clock-skew-ppm "$skew")
     [ "$REALTIME" = 1 ] || args+=(--no-realtime)
+    # Their clock's true error, once a second, in RUN/NAME.log (debug lines).
+    [ "$CLOCK_LOG" = 1 ] && args+=(--log-level debug)
     echo "$name: $TUTTID ${args[*]}" >>"$TMP/commands.txt"
     ${ALSA_ENV[@]+"${ALSA_ENV[@]}"} python3 "$HERE/util.py" exec "$TMP/$name.start" "$TUTTID" "${args[@]}" \
         2>"$TMP/$name.log" &
