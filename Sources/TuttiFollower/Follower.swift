@@ -319,7 +319,9 @@ public final class Follower: @unchecked Sendable {
             case .timeResponse(_, let t1, let t2, let t3):
                 if leaderVersion >= WireProtocol.streamDelayVersion, let model = clockModel.current() {
                     // Queued behind the audio: how late what the leader sends now gets here.
-                    let real = arrival ?? Monotonic.now()
+                    // (When it shared a read, that read's stamp: the time this thread took
+                    // to decode what came before it in the read is not the stream's delay.)
+                    let real = arrival ?? reader.lastReadArrival ?? Monotonic.now()
                     let arrived = model.leaderTime(at: localClock.local(fromReal: real)).nanoseconds
                     streamDelay.withLock { $0.record(sent: t3.nanoseconds, arrived: arrived, at: real) }
                 }
@@ -328,7 +330,7 @@ public final class Follower: @unchecked Sendable {
                 accept(ClockSample(t1: t1, t2: t2, t3: t3, t4: localClock.local(fromReal: arrival)))
             case .chunk(let chunk):
                 if chunk.streamID == intake.stream.streamID, let model = clockModel.current() {
-                    let real = arrival ?? Monotonic.now()
+                    let real = arrival ?? reader.lastReadArrival ?? Monotonic.now()
                     let lead = chunk.pts - model.leaderTime(at: localClock.local(fromReal: real))
                     arrivalMargin.withLock { $0.record(lead: lead, at: real) }
                 }

@@ -272,6 +272,11 @@ public final class MessageReader {
 
     /// The next message and, when it ended the read that completed it,
     /// the kernel's arrival time for it (monotonic ns); otherwise nil.
+    /// When the latest read's last segment reached this machine (kernel
+    /// stamp; nil without one): every message parsed from that read had come
+    /// by then, however long the reader took to get to it.
+    public var lastReadArrival: Int64? { readArrival != 0 ? readArrival : nil }
+
     public func nextTimed() throws(NetError) -> (message: Message, arrival: Int64?)? {
         while true {
             do {

@@ -85,8 +85,11 @@ func toneWithClicks(seconds: Double, frequency: Double) -> [Int16] {
         #expect(worst < 1_000_000, "max \(worst / 1000) µs")
         #expect(a.engine.statistics.hardResyncs == 0 && b.engine.statistics.hardResyncs == 0)
 
-        // The pause is heard at both DACs at the announced instant.
-        #expect(pause.effectiveAt - pause.acceptedAt < 150_000_000)
+        // The pause is heard at both DACs at the announced instant. It is
+        // announced the command lead ahead: 100 ms, longer (at most 500 ms)
+        // while a room's stream delivers late, which on a loaded machine even
+        // loopback's does (bench/sync measures the lead on a quiet one).
+        #expect(pause.effectiveAt - pause.acceptedAt <= 520_000_000)
         let sa = try #require(silenceStart(dir + "/a.raw", ppm: -150, after: pause.acceptedAt - 50_000_000))
         let sb = try #require(silenceStart(dir + "/b.raw", ppm: 150, after: pause.acceptedAt - 50_000_000))
         print("pause: silent at \((sa - pause.acceptedAt) / 1_000_000) ms and \((sb - pause.acceptedAt) / 1_000_000) ms after the command")
