@@ -183,6 +183,7 @@ func silentStretches(_ path: String, ppm: Double, from: Int64, to: Int64, frames
 
         slow.close()
         #expect(waitUntil(timeout: 5) { !leader.followerNames.contains("slow") })
+        #expect(waitUntil(timeout: 5) { (try? lead(den.id)).map { $0 <= 122_000_000 } == true })
         let normalLead = try lead(den.id)
         #expect(normalLead >= 90_000_000 && normalLead <= 122_000_000, "\(normalLead)")
         #expect(leader.followerNames == ["real"])
