@@ -51,7 +51,7 @@ let package = Package(
         // Audio edge, the leader's half: file and stream decoders (libmpg123, libFLAC, WAV), the resampler (libsoxr).
         .target(name: "TuttiDecode", dependencies: ["TuttiCore", "TuttiAudio", "CMPG123", "CFLAC", "CSoxr"]),
         // Speed and pitch at the leader (librubberband); its own module, so speakers do not load it.
-        .target(name: "TuttiTimeStretch", dependencies: ["TuttiCore", "CRubberBand"]),
+        .target(name: "TuttiTimeStretch", dependencies: ["TuttiCore", "TuttiSystem", "CRubberBand"]),
         // The room key: HMAC-SHA256 proofs between speakers and leader, control passwords (libsodium).
         .target(name: "TuttiAuth", dependencies: ["TuttiCore", "CSodium"]),
         // Network edge: sockets, framing over TCP.

@@ -1,19 +1,17 @@
-// libcurl, opened at the first transfer (dlopen), not at start: loading it
-// and its TLS, Kerberos and LDAP libraries costs a leader about 6 MiB
-// resident, and most leaders never play a network stream. The calls go
-// through a table of its functions; the variadic curl_easy_setopt and
-// curl_easy_getinfo (which Swift cannot call) through typed wrappers.
+// libcurl, opened at the first transfer (dlopen, TuttiSystem's
+// FunctionTable), not at start: loading it and its TLS, Kerberos and LDAP
+// libraries costs a leader about 6 MiB resident, and most leaders never play
+// a network stream. Its functions are a table; the variadic curl_easy_setopt
+// and curl_easy_getinfo (which Swift cannot call) go through typed wrappers.
 // Owned by TuttiStreams.
 #ifndef TUTTI_CCURL_H
 #define TUTTI_CCURL_H
 #define CURL_DISABLE_TYPECHECK 1
 #include <curl/curl.h>
-#include <dlfcn.h>
-#include <stdlib.h>
 
 typedef size_t (*tutti_curl_data_callback)(char *data, size_t size, size_t count, void *context);
 
-/// The libcurl functions Tutti calls, looked up by `tutti_curl_open`.
+/// The libcurl functions Tutti calls, in the order CurlTransfer.swift names them.
 typedef struct tutti_curl {
     CURLcode (* _Nonnull global_init)(long flags);
     CURL *(* _Nonnull easy_init)(void);
@@ -32,26 +30,6 @@ typedef struct tutti_curl {
     CURLMcode (* _Nonnull multi_poll)(CURLM *m, struct curl_waitfd extra[], unsigned int count, int milliseconds, int *ready);
     CURLMcode (* _Nonnull multi_wakeup)(CURLM *m);
 } tutti_curl;
-
-/// Loads libcurl 4 and sets up its global state: its functions (kept for
-/// the process's life), or NULL with `*why` set.
-static inline const tutti_curl *_Nullable tutti_curl_open(const char *_Nullable *_Nonnull why) {
-    void *lib = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
-    if (lib == NULL) { *why = dlerror(); return NULL; }
-    tutti_curl *api = (tutti_curl *)calloc(1, sizeof *api);
-    if (api == NULL) { *why = "out of memory"; return NULL; }
-#define TUTTI_CURL_FIND(field) \
-    if ((*(void **)&api->field = dlsym(lib, "curl_" #field)) == NULL) { *why = dlerror(); free(api); return NULL; }
-    TUTTI_CURL_FIND(global_init) TUTTI_CURL_FIND(easy_init) TUTTI_CURL_FIND(easy_cleanup)
-    TUTTI_CURL_FIND(easy_setopt) TUTTI_CURL_FIND(easy_getinfo) TUTTI_CURL_FIND(easy_strerror)
-    TUTTI_CURL_FIND(slist_append) TUTTI_CURL_FIND(slist_free_all)
-    TUTTI_CURL_FIND(multi_init) TUTTI_CURL_FIND(multi_add_handle) TUTTI_CURL_FIND(multi_remove_handle)
-    TUTTI_CURL_FIND(multi_cleanup) TUTTI_CURL_FIND(multi_perform) TUTTI_CURL_FIND(multi_info_read)
-    TUTTI_CURL_FIND(multi_poll) TUTTI_CURL_FIND(multi_wakeup)
-#undef TUTTI_CURL_FIND
-    if (api->global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) { *why = "curl_global_init failed"; free(api); return NULL; }
-    return api;
-}
 
 static inline CURLcode tutti_curl_set_long(const tutti_curl *api, CURL *h, CURLoption o, long v) { return api->easy_setopt(h, o, v); }
 static inline CURLcode tutti_curl_set_string(const tutti_curl *api, CURL *h, CURLoption o, const char *v) { return api->easy_setopt(h, o, v); }

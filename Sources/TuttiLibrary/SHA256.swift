@@ -1,19 +1,13 @@
 import CCrypto
 import Glibc
+import TuttiSystem
 
 /// SHA-256 (FIPS 180-4), for cover identities and content hashes. The
 /// one-shot `hash` and `ContentHash` use libcrypto; the incremental form
 /// below is Swift, checked against the standard test vectors and against libcrypto.
 /// libcrypto, loaded at the first hash (a leader that scans nothing new never loads it: about 1.4 MiB resident).
-private let libcrypto = LibCrypto()
-
-// @unchecked Sendable: the table is filled before `init` returns and only read after.
-private final class LibCrypto: @unchecked Sendable {
-    let api: UnsafePointer<tutti_crypto>?
-    init() {
-        var why: UnsafePointer<CChar>? = nil
-        api = tutti_crypto_open(&why)
-    }
+private let libcrypto = Result { () throws(SharedLibraryError) in
+    try FunctionTable<tutti_crypto>.open("libcrypto.so.3", symbols: ["EVP_Digest", "EVP_sha256"])
 }
 
 public struct SHA256 {
@@ -110,15 +104,16 @@ public struct SHA256 {
     /// SHA-256 by libcrypto's one-shot EVP_Digest; by this file's code
     /// where libcrypto 3 cannot be loaded (same digest, a tenth of the speed).
     static func systemDigest(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
-        guard let api = libcrypto.api else {
+        guard case .success(let table) = libcrypto else {
             var h = SHA256()
             h.update(bytes)
             return h.finish()
         }
+        let crypto = table.functions
         var out = [UInt8](repeating: 0, count: 32)
         var length: UInt32 = 0
         let ok = out.withUnsafeMutableBufferPointer { o in
-            api.pointee.digest(bytes.baseAddress, bytes.count, o.baseAddress, &length, api.pointee.sha256(), nil)
+            crypto.digest(bytes.baseAddress, bytes.count, o.baseAddress, &length, crypto.sha256(), nil)
         }
         precondition(ok == 1 && length == 32, "libcrypto's SHA-256 failed") // no input can make it fail
         return out

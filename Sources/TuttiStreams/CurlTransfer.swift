@@ -19,18 +19,14 @@ struct HTTPRequest: Sendable {
 
 /// libcurl, loaded at the first transfer: a leader that plays no network
 /// stream never loads it nor its TLS, Kerberos and LDAP libraries (about
-/// 6 MiB resident). Nil, with the reason, where libcurl 4 is missing.
-private let curl: Curl = Curl()
-
-// @unchecked Sendable: the table is filled before `init` returns and only read after.
-private final class Curl: @unchecked Sendable {
-    let api: UnsafePointer<tutti_curl>?
-    let failure: String?
-    init() {
-        var why: UnsafePointer<CChar>? = nil
-        api = tutti_curl_open(&why)
-        failure = api == nil ? "libcurl could not be loaded (apt-get install libcurl4): \(why.map { String(cString: $0) } ?? "")" : nil
-    }
+/// 6 MiB resident). Set up (curl_global_init) once, before the first transfer.
+private let curl = Result { () throws(SharedLibraryError) -> FunctionTable<tutti_curl> in
+    let table = try FunctionTable<tutti_curl>.open("libcurl.so.4", symbols: [
+        "curl_global_init", "curl_easy_init", "curl_easy_cleanup", "curl_easy_setopt", "curl_easy_getinfo", "curl_easy_strerror",
+        "curl_slist_append", "curl_slist_free_all", "curl_multi_init", "curl_multi_add_handle", "curl_multi_remove_handle",
+        "curl_multi_cleanup", "curl_multi_perform", "curl_multi_info_read", "curl_multi_poll", "curl_multi_wakeup"])
+    guard table.functions.global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK else { throw SharedLibraryError(description: "curl_global_init failed") }
+    return table
 }
 
 /// The one HTTP client: an HTTP(S) GET through libcurl on its own thread
@@ -76,7 +72,7 @@ final class CurlTransfer: Transfer, @unchecked Sendable {
 
     func cancel() {
         cancelled.store(true, ordering: .releasing)
-        multi.withLock { if let m = $0, let api = curl.api { _ = api.pointee.multi_wakeup(m.pointer) } }
+        multi.withLock { if let m = $0, case .success(let table) = curl { _ = table.functions.multi_wakeup(m.pointer) } }
     }
 
     private var isCancelled: Bool { cancelled.load(ordering: .acquiring) }
@@ -85,8 +81,12 @@ final class CurlTransfer: Transfer, @unchecked Sendable {
 
     /// Runs the transfer to its end; nil when it completed (or was cancelled).
     private func perform() -> TransferFailure? {
-        guard let api = curl.api else { return TransferFailure(reason: curl.failure ?? "libcurl could not be loaded") }
-        let c = api.pointee
+        let table: FunctionTable<tutti_curl>
+        switch curl {
+        case .success(let t): table = t
+        case .failure(let why): return TransferFailure(reason: "libcurl 4 could not be loaded (apt-get install libcurl4): \(why)")
+        }
+        let api = table.pointer, c = table.functions
         guard let easy = c.easy_init() else { return TransferFailure(reason: "libcurl could not be initialised") }
         defer { c.easy_cleanup(easy) }
         let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))

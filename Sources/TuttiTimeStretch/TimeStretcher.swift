@@ -1,19 +1,13 @@
 import CRubberBand
 import TuttiCore
+import TuttiSystem
 
 /// librubberband, loaded at the first stretcher: a leader that never
-/// changes speed or pitch never loads it nor libstdc++ (about 2 MiB resident).
-private let rubberBand = RubberBandLibrary()
-
-// @unchecked Sendable: the table is filled before `init` returns and only read after.
-private final class RubberBandLibrary: @unchecked Sendable {
-    let api: UnsafePointer<tutti_rubberband>?
-    let failure: String
-    init() {
-        var why: UnsafePointer<CChar>? = nil
-        api = tutti_rubberband_open(&why)
-        failure = why.map { String(cString: $0) } ?? ""
-    }
+/// changes speed or pitch never loads it nor libstdc++'s start-up (about 2 MiB resident).
+private let rubberBand = Result { () throws(SharedLibraryError) in
+    try FunctionTable<tutti_rubberband>.open("librubberband.so.2", symbols: [
+        "rubberband_new", "rubberband_delete", "rubberband_set_max_process_size", "rubberband_get_start_delay",
+        "rubberband_get_preferred_start_pad", "rubberband_process", "rubberband_available", "rubberband_retrieve"])
 }
 
 /// Playback speed without a change of pitch, and pitch without a change of
@@ -51,8 +45,11 @@ public final class TimeStretcher {
             | RubberBandOptionTransientsMixed.rawValue)
         options |= Int32(engine == .finer ? RubberBandOptionEngineFiner.rawValue : RubberBandOptionEngineFaster.rawValue)
         // Time ratio is output length over input length.
-        guard let api = rubberBand.api else { throw .notInstalled(rubberBand.failure) }
-        let rb = api.pointee
+        let rb: tutti_rubberband
+        switch rubberBand {
+        case .success(let table): rb = table.functions
+        case .failure(let why): throw .notInstalled(why.description)
+        }
         guard let s = rb.new_(UInt32(StreamFormat.sampleRate), 2, options, 1 / speed, PlaybackTempo.pitchScale(semitones: pitchSemitones)) else {
             throw .unavailable
         }
