@@ -33,6 +33,13 @@ enum PathText {
         return String(name[..<dot])
     }
 
+    /// The extension without its dot: "a/b.flac" → "flac"; "" for none, "/m/.hidden" and "a.d/b".
+    static func fileExtension(_ path: String) -> String {
+        let name = lastComponent(path)
+        guard let dot = name.lastIndex(of: "."), dot != name.startIndex else { return "" }
+        return String(name[name.index(after: dot)...])
+    }
+
     /// `.` and `..` folded in and doubled slashes removed, without looking
     /// at the disk: "/a/./b/../c//" → "/a/c".
     static func standardized(_ path: String) -> String {

@@ -17,7 +17,9 @@ struct LeanTextTests {
         #expect(PathText.title("/music/.hidden") == ".hidden")
         #expect(PathText.standardized("/a/./b/../c//") == "/a/c")
         #expect(PathText.standardized("/../a") == "/a")
-        #expect("/m/b.FLAC".pathExtension == "FLAC")
+        #expect(PathText.fileExtension("/m/b.FLAC") == "FLAC")
+        #expect(PathText.fileExtension("/m/.hidden") == "" && PathText.fileExtension("/m/a.d/b") == "")
+        #expect(PathText.fileExtension("c.tar.gz") == "gz" && PathText.fileExtension("") == "")
     }
 
     @Test func repliesWriteNumbersAsBefore() throws {

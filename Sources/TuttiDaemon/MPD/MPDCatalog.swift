@@ -164,19 +164,15 @@ final class MPDCatalog: Sendable {
         // The file system: a folder not yet scanned, or no library.
         if !isAbsolute, root == nil { throw .noExist("No such song (no music folder configured)") }
         let target = path(forURI: isAbsolute ? uri : Self.folder(uri))
-        var isDirectory: ObjCBool = false
+        var isDirectory = false
         guard FileManager.default.fileExists(atPath: target, isDirectory: &isDirectory) else { throw .noExist("No such song or folder") }
-        if !isDirectory.boolValue {
+        if !isDirectory {
             if let s = librarySong(path: target) { return [(target, s)] }
             return [(target, MPDSong(uri: self.uri(forPath: target)))]
         }
-        var found: [String] = []
-        if let walker = FileManager.default.enumerator(atPath: target) {
-            while let item = walker.nextObject() as? String {
-                let ext = (item as NSString).pathExtension.lowercased()
-                if Self.audioExtensions.contains(ext) { found.append(target + "/" + item) }
-            }
-        }
+        let found = ((try? FileManager.default.subpathsOfDirectory(atPath: target)) ?? [])
+            .filter { Self.audioExtensions.contains(PathText.fileExtension($0).lowercased()) }
+            .map { target + "/" + $0 }
         guard !found.isEmpty else { throw .noExist("No songs in that folder") }
         return found.sorted().map { p in (p, librarySong(path: p) ?? MPDSong(uri: self.uri(forPath: p))) }
     }

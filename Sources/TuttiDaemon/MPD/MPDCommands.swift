@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Glibc
 import TuttiCore
+import TuttiSystem
 import TuttiLibrary
 
 /// One MPD command, defined once: its name, how many arguments it takes
@@ -1042,8 +1043,7 @@ extension MPDServer {
         updateJob.store(job, ordering: .relaxed)
         r.add("updating_db", job)
         notify([.update])
-        Thread.detachNewThread { [self] in
-            nameThread("tutti-mpd-update")
+        startThread(name: "tutti-mpd-update") { [self] in
             do {
                 let summary = try library.scan(folder: folder)
                 log.info("MPD update of \(folder): \(summary)")
@@ -1065,7 +1065,7 @@ extension MPDServer {
         }
         if image == nil, !embeddedOnly {
             // MPD's albumart reads cover files beside the song.
-            let folder = (item.path as NSString).deletingLastPathComponent
+            let folder = PathText.parent(item.path)
             for name in ["cover.png", "cover.jpg", "cover.jpeg", "cover.webp", "folder.png", "folder.jpg", "folder.jpeg"] {
                 if let data = FileManager.default.contents(atPath: folder + "/" + name) {
                     image = (name.hasSuffix("png") ? "image/png" : name.hasSuffix("webp") ? "image/webp" : "image/jpeg", Array(data))

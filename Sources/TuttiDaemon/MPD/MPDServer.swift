@@ -83,15 +83,13 @@ public final class MPDServer: @unchecked Sendable {
     public func start() {
         log.info("MPD protocol on \(listener.endpoint)")
         subscription = leader.events.subscribe { [weak self] event in self?.handle(event) }
-        Thread.detachNewThread { [self] in
-            nameThread("tutti-mpd-accept")
+        startThread(name: "tutti-mpd-accept") { [self] in
             while running.load(ordering: .relaxed) {
                 guard let connection = try? listener.accept() else { return }
                 guard budget.admit(log: log, now: Monotonic.now()) else { connection.close(); continue }
                 let client = MPDClient(connection: connection, configuration: leader.configuration, access: leader.controlAccess, log: log)
                 clients.withLock { $0[ObjectIdentifier(client)] = client }
-                Thread.detachNewThread { [self] in
-                    nameThread("tutti-mpd-client")
+                startThread(name: "tutti-mpd-client") { [self] in
                     defer { budget.release() }
                     serve(client)
                 }
