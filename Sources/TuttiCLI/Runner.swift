@@ -153,16 +153,17 @@ public func runTutti(_ arguments: [String], environment: [String: String] = Proc
     case "stop":
         let result = call("player.stop")
         if json { output(result) } else if let s = result as? [String: Any] { print(describeStatus(s)) }
-    case "shuffle":
+    case "shuffle", "consume":
+        // An on/off mode of the player; without an operand, the other one.
         let on: Bool
         if let arg = operands.first {
-            guard arg == "on" || arg == "off" else { fail("shuffle takes on or off", 64) }
+            guard arg == "on" || arg == "off" else { fail("\(command) takes on or off", 64) }
             on = arg == "on"
         } else {
-            on = !((call("player.status") as? [String: Any])?["shuffle"] as? Bool ?? false)
+            on = !((call("player.status") as? [String: Any])?[command] as? Bool ?? false)
         }
-        let result = call("player.shuffle", ["on": on])
-        if json { output(result) } else { print("shuffle \(on ? "on" : "off")") }
+        let result = call("player." + command, ["on": on])
+        if json { output(result) } else { print("\(command) \(on ? "on" : "off")") }
     case "repeat":
         var params: [String: Any] = [:]
         if let mode = operands.first {
@@ -179,16 +180,6 @@ public func runTutti(_ arguments: [String], environment: [String: String] = Proc
         }
         let result = call("player.single", params)
         if json { output(result) } else { print("single \((result as? [String: Any])?["single"] as? String ?? "?")") }
-    case "consume":
-        let on: Bool
-        if let arg = operands.first {
-            guard arg == "on" || arg == "off" else { fail("consume takes on or off", 64) }
-            on = arg == "on"
-        } else {
-            on = !((call("player.status") as? [String: Any])?["consume"] as? Bool ?? false)
-        }
-        let result = call("player.consume", ["on": on])
-        if json { output(result) } else { print("consume \(on ? "on" : "off")") }
     case "queue":
         let sub = operands.first ?? "list"
         let rest = Array(operands.dropFirst())
