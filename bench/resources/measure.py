@@ -17,7 +17,6 @@ import math
 import os
 import random
 import shutil
-import signal
 import socket
 import statistics
 import subprocess
@@ -319,17 +318,6 @@ def main():
 
 
 if __name__ == "__main__":
-    def interrupted(signum, _frame):
-        raise KeyboardInterrupt
-    # Installed explicitly: a shell starts background jobs with SIGINT
-    # ignored, and Python then keeps it ignored.
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, interrupted)
-    try:
-        main()
-    except KeyboardInterrupt:
-        print("interrupted: stopped every process started and removed the work folder", file=sys.stderr)
-        sys.exit(130)
-    except RuntimeError as e:
-        print(f"FAILED: {e}", file=sys.stderr)
-        sys.exit(1)
+    sys.path.insert(0, os.path.join(HERE, ".."))
+    import benchmain                     # bench/benchmain.py: signals and exit codes
+    benchmain.run(main)

@@ -1158,15 +1158,6 @@ if __name__ == "__main__":
             pass
         sys.exit(0)
 
-    def interrupted(signum, _frame):
-        raise KeyboardInterrupt
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, interrupted)
-    try:
-        main()
-    except KeyboardInterrupt:
-        print("interrupted: stopped every process started and removed the work folder", file=sys.stderr)
-        sys.exit(130)
-    except RuntimeError as e:
-        print(f"FAILED: {e}", file=sys.stderr)
-        sys.exit(1)
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+    import benchmain                     # bench/benchmain.py: signals and exit codes
+    benchmain.run(main)

@@ -50,34 +50,9 @@ fi
 [ -x "$tuttid" ] || { echo "run.sh: no tuttid at $tuttid" >&2; exit 1; }
 echo "$(snapserver -v 2>&1 | grep -io 'v[0-9][0-9.]*' | head -1) snapserver, $(snapclient -v 2>&1 | grep -io 'v[0-9][0-9.]*' | head -1) snapclient; tuttid $tuttid; $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 
-# measure.py stops what it starts; it also lists every child (PID and start
-# time) here, so that the trap can stop them should it be killed outright.
-PIDFILE=$(mktemp /tmp/snapcast-bench-pids.XXXXXX)
-PY_PID=
-cleanup() {
-    local rc=$?
-    trap - EXIT INT TERM HUP
-    if [ -n "$PY_PID" ] && kill -0 "$PY_PID" 2>/dev/null; then
-        kill -TERM "$PY_PID" 2>/dev/null || true
-        for _ in $(seq 100); do kill -0 "$PY_PID" 2>/dev/null || break; sleep 0.1; done
-        kill -KILL "$PY_PID" 2>/dev/null || true
-    fi
-    while read -r pid start; do
-        # Only a process that is still the one started (same start time).
-        if [ -r "/proc/$pid/stat" ] && [ "$(sed 's/.*) //' "/proc/$pid/stat" | cut -d' ' -f20)" = "$start" ]; then
-            kill -TERM "$pid" 2>/dev/null || true
-            sleep 0.5
-            kill -KILL "$pid" 2>/dev/null || true
-        fi
-    done <"$PIDFILE"
-    rm -f "$PIDFILE"
-    exit $rc
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-trap 'exit 129' HUP
+# measure.py lists its children for the trap to stop (children.inc).
+. "$HERE/children.inc" snapcast-bench
 
-SNAPCAST_BENCH_PIDFILE=$PIDFILE python3 "$HERE/measure.py" --tuttid "$tuttid" ${ARGS[@]+"${ARGS[@]}"} &
+python3 "$HERE/measure.py" --tuttid "$tuttid" ${ARGS[@]+"${ARGS[@]}"} &
 PY_PID=$!
 wait "$PY_PID"

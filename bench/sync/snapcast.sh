@@ -40,34 +40,10 @@ for tool in snapserver snapclient python3; do
     command -v "$tool" >/dev/null || { echo "snapcast.sh needs $tool (apt-get install -y snapserver snapclient python3)" >&2; exit 1; }
 done
 
-# snapcast_sync.py stops what it starts; it also lists every child (PID and
-# start time) here, so that the trap can stop them should it be killed outright.
-PIDFILE=$(mktemp /tmp/snapcast-sync-pids.XXXXXX)
-export SNAPCAST_BENCH_PIDFILE=$PIDFILE
-PY_PID=
-cleanup() {
-    local rc=$?
-    trap - EXIT INT TERM HUP
-    if [ -n "$PY_PID" ] && kill -0 "$PY_PID" 2>/dev/null; then
-        kill -TERM "$PY_PID" 2>/dev/null || true
-        for _ in $(seq 100); do kill -0 "$PY_PID" 2>/dev/null || break; sleep 0.1; done
-        kill -KILL "$PY_PID" 2>/dev/null || true
-    fi
-    while read -r pid start; do
-        # Only a process that is still the one started (same start time).
-        if [ -r "/proc/$pid/stat" ] && [ "$(sed 's/.*) //' "/proc/$pid/stat" | cut -d' ' -f20)" = "$start" ]; then
-            kill -TERM "$pid" 2>/dev/null || true
-            sleep 0.5
-            kill -KILL "$pid" 2>/dev/null || true
-        fi
-    done <"$PIDFILE"
-    rm -f "$PIDFILE" ${RELAY_BIN:+"$RELAY_BIN"}
-    exit $rc
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-trap 'exit 129' HUP
+# snapcast_sync.py lists its children for the trap to stop (children.inc),
+# which also removes the relay it built.
+. "$HERE/../snapcast/children.inc" snapcast-sync
+CLEANUP_FILES+=(${RELAY_BIN:+"$RELAY_BIN"})
 
 # The same cases as cases.sh.
 . "$HERE/cases.inc"

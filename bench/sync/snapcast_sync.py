@@ -23,7 +23,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -284,15 +283,6 @@ def main():
 
 
 if __name__ == "__main__":
-    def interrupted(signum, _frame):
-        raise KeyboardInterrupt
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, interrupted)
-    try:
-        sys.exit(main())
-    except KeyboardInterrupt:
-        print("interrupted: stopped every process started", file=sys.stderr)
-        sys.exit(130)
-    except RuntimeError as e:
-        print(f"FAILED: {e}", file=sys.stderr)
-        sys.exit(1)
+    sys.path.insert(0, os.path.join(HERE, ".."))
+    import benchmain                     # bench/benchmain.py: signals and exit codes
+    benchmain.run(main, "interrupted: stopped every process started")
