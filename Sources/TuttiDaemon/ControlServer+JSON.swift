@@ -23,7 +23,7 @@ enum ReplyJSON {
         if kind == String.self {
             appendString(value as! String, to: &out)
         } else if kind == Int.self {
-            out += Array(String(value as! Int).utf8)
+            appendInteger(Int64(value as! Int), to: &out)
         } else if kind == Bool.self {
             out += (value as! Bool) ? Array("true".utf8) : Array("false".utf8)
         } else if kind == Double.self {
@@ -42,6 +42,8 @@ enum ReplyJSON {
             return appendDouble(Double(value as! Float), to: &out)
         } else if kind == JSONValue.self {
             return append(value as! JSONValue, to: &out)
+        } else if kind == ControlServer.EncodedJSON.self {
+            out += (value as! ControlServer.EncodedJSON).bytes
         } else if let d = value as? [String: Any] {
             out.append(UInt8(ascii: "{"))
             let keys = d.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
@@ -77,16 +79,38 @@ enum ReplyJSON {
         return true
     }
 
-    private static func appendDouble(_ d: Double, to out: inout [UInt8]) -> Bool {
+    static func appendDouble(_ d: Double, to out: inout [UInt8]) -> Bool {
         guard d.isFinite else { return false }
-        if d == d.rounded(), abs(d) < 1e15 { out += Array(String(Int64(d)).utf8) } else { out += Array("\(d)".utf8) }
+        if d == d.rounded(), abs(d) < 1e15 { appendInteger(Int64(d), to: &out) } else { out += Array("\(d)".utf8) }
         return true
     }
 
     private static let hex = Array("0123456789abcdef".utf8)
 
-    private static func appendString(_ s: String, to out: inout [UInt8]) {
+    /// Decimal digits without a String in between.
+    static func appendInteger(_ v: Int64, to out: inout [UInt8]) {
+        if v < 0 { out.append(UInt8(ascii: "-")) }
+        var m = v.magnitude
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0) // 20 digits at most, kept off the heap
+        var n = 0
+        withUnsafeMutableBytes(of: &digits) { raw in
+            repeat {
+                raw[n] = UInt8(ascii: "0") + UInt8(m % 10)
+                m /= 10
+                n += 1
+            } while m > 0
+            for i in stride(from: n - 1, through: 0, by: -1) { out.append(raw[i]) }
+        }
+    }
+
+    static func appendString(_ s: String, to out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
+        // Most text needs no escape: copied whole.
+        if !s.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+            out.append(contentsOf: s.utf8)
+            out.append(UInt8(ascii: "\""))
+            return
+        }
         for b in s.utf8 {
             switch b {
             case UInt8(ascii: "\""): out += [UInt8(ascii: "\\"), UInt8(ascii: "\"")]

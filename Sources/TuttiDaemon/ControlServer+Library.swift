@@ -12,7 +12,7 @@ extension ControlServer {
         return library
     }
 
-    func trackObject(_ t: Track) -> [String: Any] {
+    static func trackObject(_ t: Track) -> [String: Any] {
         var o: [String: Any] = ["id": Int(t.id.rawValue), "path": t.path, "title": t.title,
                                 "duration": (t.durationSeconds * 1000).rounded() / 1000, "format": t.format.rawValue]
         if let v = t.artist { o["artist"] = v }
@@ -24,6 +24,53 @@ extension ControlServer {
         if let v = t.year { o["year"] = v }
         if let v = t.coverHash { o["coverHash"] = v }
         return o
+    }
+
+    /// Tracks as `trackObject` encodes them (keys in byte order), written
+    /// straight into bytes: a search's page without a dictionary per track
+    /// and the sorting of its keys, which were half of a ranked search's CPU.
+    static func encodeTracks(_ tracks: [Track]) -> EncodedJSON {
+        var out: [UInt8] = []
+        out.reserveCapacity(64 + tracks.count * 400)
+        out.append(UInt8(ascii: "["))
+        for (i, t) in tracks.enumerated() {
+            if i > 0 { out.append(UInt8(ascii: ",")) }
+            var first = true
+            func key(_ name: StaticString) {
+                out.append(first ? UInt8(ascii: "{") : UInt8(ascii: ","))
+                first = false
+                out.append(UInt8(ascii: "\""))
+                out.append(contentsOf: UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
+                out.append(contentsOf: [UInt8(ascii: "\""), UInt8(ascii: ":")])
+            }
+            func text(_ name: StaticString, _ v: String?) {
+                guard let v else { return }
+                key(name)
+                ReplyJSON.appendString(v, to: &out)
+            }
+            func number(_ name: StaticString, _ v: Int?) {
+                guard let v else { return }
+                key(name)
+                ReplyJSON.appendInteger(Int64(v), to: &out)
+            }
+            text("album", t.album)
+            text("albumArtist", t.albumArtist)
+            text("artist", t.artist)
+            text("coverHash", t.coverHash)
+            number("discNumber", t.discNumber)
+            key("duration")
+            if !ReplyJSON.appendDouble((t.durationSeconds * 1000).rounded() / 1000, to: &out) { out += Array("0".utf8) }
+            text("format", t.format.rawValue)
+            text("genre", t.genre)
+            number("id", Int(t.id.rawValue))
+            text("path", t.path)
+            text("title", t.title)
+            number("trackNumber", t.trackNumber)
+            number("year", t.year)
+            out.append(UInt8(ascii: "}"))
+        }
+        out.append(UInt8(ascii: "]"))
+        return EncodedJSON(bytes: out)
     }
 
     private func string(_ params: [String: JSONValue], _ key: String, method: String, max: Int = 4_096) throws -> String {
@@ -168,7 +215,7 @@ extension ControlServer {
             if params["record"]?.bool ?? params["record"]?.number.map({ $0 != 0 }) ?? false {
                 try wrap { () throws(LibraryError) in try library.recordSearch(query) }
             }
-            return ["query": query, "offset": offset, "hasMore": results.hasMore, "tracks": results.tracks.map(trackObject)] as [String: Any]
+            return ["query": query, "offset": offset, "hasMore": results.hasMore, "tracks": Self.encodeTracks(results.tracks)] as [String: Any]
         case "library.track":
             let library = lib
             let track: Track?
@@ -177,7 +224,7 @@ extension ControlServer {
                 track = try wrap { () throws(LibraryError) in try library.track(id) }
             }
             guard let track else { throw RPCError(code: -32000, message: "no such track") }
-            var o = trackObject(track)
+            var o = Self.trackObject(track)
             o["liked"] = try wrap { () throws(LibraryError) in try library.isLiked(track.id) }
             return o
         case "searches.recent":
@@ -207,13 +254,13 @@ extension ControlServer {
         case "favourites.list":
             let library = lib
             return ["favourites": try wrap { () throws(LibraryError) in try library.favourites() }.map { f -> [String: Any] in
-                var o = trackObject(f.track); o["likedAt"] = f.likedAt; return o
+                var o = Self.trackObject(f.track); o["likedAt"] = f.likedAt; return o
             }]
         case "history.list":
             let library = lib
             let limit = try integer(params, "limit", method: method, default: 100, range: 1...10_000)
             return ["plays": try wrap { () throws(LibraryError) in try library.history(limit: limit) }.map { p -> [String: Any] in
-                var o = trackObject(p.track); o["startedAt"] = p.startedAt; o["playedMs"] = p.playedMilliseconds; return o
+                var o = Self.trackObject(p.track); o["startedAt"] = p.startedAt; o["playedMs"] = p.playedMilliseconds; return o
             }]
         case "playlists.list":
             return ["playlists": try wrap { () throws(LibraryError) in try lib.playlists() }.map {
@@ -238,7 +285,7 @@ extension ControlServer {
         case "playlists.entries":
             let id = PlaylistID(Int64(try integer(params, "id", method: method)))
             return ["entries": try wrap { () throws(LibraryError) in try lib.entries(of: id) }.map { e -> [String: Any] in
-                var o = trackObject(e.track); o["index"] = e.index; return o
+                var o = Self.trackObject(e.track); o["index"] = e.index; return o
             }]
         case "playlists.add":
             let library = lib
@@ -312,7 +359,7 @@ extension ControlServer {
         case "library.albumTracks":
             let album = try string(params, "album", method: method, max: 1_024)
             let artist = params["artist"] == nil ? nil : try string(params, "artist", method: method, max: 1_024)
-            return ["tracks": try wrap { () throws(LibraryError) in try lib.albumTracks(album: album, albumArtist: artist) }.map(trackObject)]
+            return ["tracks": Self.encodeTracks(try wrap { () throws(LibraryError) in try lib.albumTracks(album: album, albumArtist: artist) })]
         case "playlists.export":
             let id = PlaylistID(Int64(try integer(params, "id", method: method)))
             let path = try string(params, "path", method: method)

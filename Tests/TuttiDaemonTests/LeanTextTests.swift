@@ -1,5 +1,6 @@
 import Testing
 import TuttiCore
+@testable import TuttiLibrary
 @testable import TuttiDaemon
 
 /// What replaced Foundation in the leader: path arithmetic as NSString did
@@ -33,5 +34,23 @@ struct LeanTextTests {
         #expect(parsed["whole"]?.integer == 12 && parsed["half"]?.number == 0.5 && parsed["ok"]?.bool == true)
         #expect(parsed["ok"]?.number == nil, "a boolean is no number")
         #expect(parsed["list"]?.numbers == [0.1, 2] && parsed["none"] == .null)
+    }
+
+    /// A search's tracks are written straight into bytes: exactly what the
+    /// generic encoder made of `trackObject`'s dictionaries.
+    @Test func tracksEncodeAsTheirObjectsDid() throws {
+        let full = Track(id: TrackID(42), path: "/music/a \"b\"\\c\n.flac", format: .flac, title: "Song Nümber 1\t", artist: "Björk",
+                         album: "東京", albumArtist: "Various", genre: "Pop", trackNumber: 3, discNumber: 2, year: 1999,
+                         durationFrames: 441_000 + 7, sampleRate: 44_100, fileSize: 10, modifiedNanoseconds: 0, contentHash: "h", coverHash: "abc")
+        let bare = Track(id: TrackID(-1), path: "/m/x.wav", format: .wav, title: "", artist: nil, album: nil, albumArtist: nil, genre: nil,
+                         trackNumber: nil, discNumber: nil, year: nil, durationFrames: 0, sampleRate: 0, fileSize: 0,
+                         modifiedNanoseconds: 0, contentHash: "", coverHash: nil)
+        for tracks in [[], [full], [bare, full, bare]] {
+            let expected = try #require(ReplyJSON.encode(tracks.map(ControlServer.trackObject)))
+            #expect(String(decoding: ControlServer.encodeTracks(tracks).bytes, as: UTF8.self) == String(decoding: expected, as: UTF8.self))
+        }
+        // Inside a reply, in place.
+        let reply = try #require(ReplyJSON.encode(["tracks": ControlServer.encodeTracks([bare]), "a": 1] as [String: Any]))
+        #expect(String(decoding: reply, as: UTF8.self).hasPrefix(#"{"a":1,"tracks":[{"duration":0,"format":"wav","id":-1,"#))
     }
 }
