@@ -170,7 +170,7 @@ extension Library {
         var left = limit ?? Int.max
         while left > 0 {
             let pageSize = min(Self.catalogPage, left)
-            let page = try reading { db throws(LibraryError) -> [CatalogSong] in
+            let page = try readingInBulk { db throws(LibraryError) -> [CatalogSong] in
                 try db.query(sql, [.text(cursor)] + values + [.int(Int64(pageSize)), .int(Int64(skip))]) { Self.catalogSong($0) }
             }
             skip = 0
@@ -186,7 +186,7 @@ extension Library {
     /// How many songs match `prefilter`, and their total length in seconds.
     public func catalogCount(_ prefilter: CatalogPrefilter) throws(LibraryError) -> (songs: Int, seconds: Double) {
         let (clause, values) = prefilter.sql
-        return try reading { db throws(LibraryError) in
+        return try readingInBulk { db throws(LibraryError) in
             try db.query("""
                 SELECT count(*), coalesce(sum(CAST(duration_frames AS REAL) / max(sample_rate, 1)), 0)
                 FROM tracks\(prefilter.index) WHERE path > ''\(clause)
@@ -211,7 +211,7 @@ extension Library {
         var left = limit ?? Int.max
         while left > 0 {
             let pageSize = min(Self.catalogPage, left)
-            let count = try reading { db throws(LibraryError) -> Int in
+            let count = try readingInBulk { db throws(LibraryError) -> Int in
                 let s = try db.cached(sql)
                 try s.bind([.text(cursor)] + values + [.int(Int64(pageSize)), .int(Int64(skip))])
                 defer { s.reset() }
@@ -254,15 +254,7 @@ extension Library {
     /// from the path index alone, and full rows are read for the songs
     /// only, a page at a time.
     public func catalogFolder(_ folder: String, visit: (CatalogFolderEntry) -> Void) throws(LibraryError) {
-        let base = Array(((folder.hasSuffix("/") ? String(folder.dropLast()) : folder) + "/").utf8)
-        let version = contentVersion
-        let listing: FolderListings.Listing
-        if let cached = folderListings.withLock({ $0.listing(base, version: version) }) {
-            listing = cached
-        } else {
-            listing = try readFolderListing(base)
-            folderListings.withLock { $0.keep(listing, for: base, version: version) }
-        }
+        let listing = try folderListing(folder)
         for name in listing.folders { visit(.folder(name)) }
         let songIDs = listing.songIDs
         var start = 0
@@ -276,6 +268,41 @@ extension Library {
             }
             for song in songs { visit(.song(song)) }
         }
+    }
+
+    /// As `catalogFolder`, but each song is lent to `row` inside the read
+    /// (no `CatalogSong`, no String per value), a page at a time with
+    /// `afterPage` between pages, no lock held: `lsinfo` of a big folder.
+    public func catalogFolderRows(_ folder: String, subfolder: (String) -> Void,
+                                  row: (CatalogRow) -> Void, afterPage: () -> Void) throws(LibraryError) {
+        let listing = try folderListing(folder)
+        for name in listing.folders { subfolder(name) }
+        let songIDs = listing.songIDs
+        var start = 0
+        while start < songIDs.count {
+            let ids = songIDs[start..<min(start + Self.catalogPage, songIDs.count)]
+            start += ids.count
+            let placeholders = Array(repeating: "?", count: ids.count).joined(separator: ",")
+            try reading { db throws(LibraryError) in
+                let s = try db.cached("SELECT \(Self.catalogColumns) FROM tracks WHERE id IN (\(placeholders)) ORDER BY path")
+                defer { s.reset() }
+                var i: Int32 = 1
+                for id in ids { try s.bind(.int(id), at: i); i += 1 }
+                let view = CatalogRow(statement: s)
+                while try s.step() { row(view) }
+            }
+            afterPage()
+        }
+    }
+
+    /// The listing of one folder, kept while `contentVersion` stays.
+    private func folderListing(_ folder: String) throws(LibraryError) -> FolderListings.Listing {
+        let base = Array(((folder.hasSuffix("/") ? String(folder.dropLast()) : folder) + "/").utf8)
+        let version = contentVersion
+        if let cached = folderListings.withLock({ $0.listing(base, version: version) }) { return cached }
+        let listing = try readFolderListing(base)
+        folderListings.withLock { $0.keep(listing, for: base, version: version) }
+        return listing
     }
 
     /// A folder's subfolder names and the ids of the songs directly in it, from the path index.
@@ -334,8 +361,11 @@ extension Library {
     /// `group` beside each when given, for the songs matching `prefilter`.
     public func catalogValues(_ column: CatalogColumn, group: CatalogColumn? = nil,
                               _ prefilter: CatalogPrefilter = CatalogPrefilter()) throws(LibraryError) -> [(group: String?, value: String)] {
+        let whole = group == nil && prefilter.conditions.isEmpty
+        let version = contentVersion
+        if whole, let kept = valueLists.withLock({ $0.values(column, version: version) }) { return kept }
         let (clause, values) = prefilter.sql
-        return try reading { db throws(LibraryError) in
+        let rows = try readingInBulk { db throws(LibraryError) -> [(group: String?, value: String)] in
             if let group {
                 let g = "coalesce(\(group.sql), '')"
                 return try db.query("""
@@ -347,6 +377,8 @@ extension Library {
                 SELECT DISTINCT \(column.sql) AS v FROM tracks WHERE v IS NOT NULL AND v != ''\(clause) ORDER BY v
                 """, values) { (nil, $0.text(0)) }
         }
+        if whole { valueLists.withLock { $0.keep(rows, for: column, version: version) } }
+        return rows
     }
 
     /// Songs, distinct artists and albums, and the total length.
@@ -396,5 +428,34 @@ struct FolderListings: Sendable {
         while listings.count > Self.maxFolders || listings.reduce(0, { $0 + $1.listing.size }) > Self.maxEntries {
             listings.removeFirst()
         }
+    }
+}
+
+/// The distinct values of whole columns (`list artist`, `list albumartist`)
+/// as last read, good while `contentVersion` stays: each is a pass over an
+/// index of every track (30–60 ms at 100,000 tracks, for 3,000 names),
+/// and clients ask for them on every visit. Bounded: `maxBytes` of text in
+/// all (`list title` of a big library is not kept).
+struct ValueLists: Sendable {
+    static let maxBytes = 1 << 20
+
+    private var version = -1
+    private var lists: [(column: CatalogColumn, rows: [(group: String?, value: String)], bytes: Int)] = []
+
+    func values(_ column: CatalogColumn, version: Int) -> [(group: String?, value: String)]? {
+        guard version == self.version else { return nil }
+        return lists.first { $0.column == column }?.rows
+    }
+
+    mutating func keep(_ rows: [(group: String?, value: String)], for column: CatalogColumn, version: Int) {
+        if version != self.version {
+            lists.removeAll()
+            self.version = version
+        }
+        lists.removeAll { $0.column == column }
+        let bytes = rows.reduce(0) { $0 + $1.value.utf8.count + 16 }
+        guard bytes <= Self.maxBytes else { return }
+        lists.append((column, rows, bytes))
+        while lists.reduce(0, { $0 + $1.bytes }) > Self.maxBytes { lists.removeFirst() }
     }
 }

@@ -30,12 +30,20 @@ public final class Library: Sendable {
     /// WAL lets it read while a scan writes, so a batch being committed
     /// never holds up a search.
     private let reader: Mutex<Database>
+    /// A third for the MPD port's reads of every row (`search any`, `list`,
+    /// `listall`), with a small page cache: a pass over 100,000 rows gains
+    /// nothing from a cache, and on `reader` it evicted the pages ranked
+    /// search and browsing use again and again (and the release after a long
+    /// answer emptied them).
+    private let bulkReader: Mutex<Database>
     private let scanning = Atomic<Bool>(false)
     /// A bulk load is writing rows without their indexes (`DeferredIndexes`).
     let bulkLoading = Atomic<Bool>(false)
     private let version = Atomic<Int>(0)
     /// Recently listed folders' subfolders and songs (`catalogFolder`), good while `contentVersion` stays.
     let folderListings = Mutex(FolderListings())
+    /// Whole columns' distinct values (`catalogValues`), good while `contentVersion` stays.
+    let valueLists = Mutex(ValueLists())
 
     /// Opens the library at `path`, creating it (and upgrading an older
     /// schema) if needed. Throws `.databaseTooNew` for a database written
@@ -55,11 +63,17 @@ public final class Library: Sendable {
         }
         let readOnly = try Database(path: path)
         try readOnly.execute("PRAGMA query_only=ON")
+        let bulk = try Database(path: path)
+        try bulk.execute("PRAGMA query_only=ON; PRAGMA cache_size=-\(Self.bulkCacheKiB)")
         self.path = path
         self.logger = logger
         self.database = Mutex(db)
         self.reader = Mutex(readOnly)
+        self.bulkReader = Mutex(bulk)
     }
+
+    /// `bulkReader`'s page cache: enough for the B-tree's upper levels.
+    static let bulkCacheKiB = 512
 
     /// Where the library lives by default: `/var/lib/tutti/library.db` for
     /// the system service, else `$XDG_DATA_HOME/tutti/library.db`
@@ -81,6 +95,12 @@ public final class Library: Sendable {
     @discardableResult
     func reading<T: Sendable>(_ body: (Database) throws(LibraryError) -> T) throws(LibraryError) -> T {
         try reader.withLock { (db: inout Database) throws(LibraryError) -> T in try body(db) }
+    }
+
+    /// Runs `body` with the connection for reads of many rows (`bulkReader`), holding its lock.
+    @discardableResult
+    func readingInBulk<T: Sendable>(_ body: (Database) throws(LibraryError) -> T) throws(LibraryError) -> T {
+        try bulkReader.withLock { (db: inout Database) throws(LibraryError) -> T in try body(db) }
     }
 
     /// Goes up whenever tracks were added, changed or removed (each batch
@@ -132,6 +152,9 @@ public final class Library: Sendable {
             // The music folder's own listing (`lsinfo` of the root, what an
             // MPD client asks first), ready before anyone asks.
             try? catalogFolder(root) { _ in }
+            // And the artist lists MPD clients open with (`list artist`, `list albumartist`).
+            _ = try? catalogValues(.artist)
+            _ = try? catalogValues(.albumArtistOrArtist)
             // The writer's page cache (full after the batches and the index
             // builds) and the reader's, refilled by the next queries; then a
             // scan's lists and dictionaries (100,000 paths), freed in the
@@ -154,9 +177,18 @@ public final class Library: Sendable {
 
     /// Frees both connections' page caches and hands freed memory back
     /// to the kernel (after a scan; after a large answer).
+    /// After a long answer of the MPD port: its connection's cache and the
+    /// freed memory handed back; the query connection keeps the pages ranked
+    /// search and browsing use.
+    public func releaseBulkReadMemory() {
+        bulkReader.withLock { $0.releaseMemory() }
+        returnFreedMemory()
+    }
+
     public func releaseMemory() {
         database.withLock { $0.releaseMemory() }
         reader.withLock { $0.releaseMemory() }
+        bulkReader.withLock { $0.releaseMemory() }
         returnFreedMemory()
     }
 

@@ -983,12 +983,18 @@ extension MPDServer {
         }
         let prefix = dir.isEmpty ? "" : dir + "/"
         do {
-            try library.catalogFolder(folder) { entry in
-                switch entry {
-                case .folder(let name):
-                    r.add("directory", prefix + name)
-                case .song(let c):
-                    if withTags { write(c, client: client, into: &r) } else { r.add("file", String(catalog.uri(forPath: c.path).dropFirst(prefix.count))) }
+            if withTags {
+                // Songs written from the rows' bytes, sent between pages.
+                let rootPrefix = Array(((catalog.root ?? "") + "/").utf8)
+                try library.catalogFolderRows(folder, subfolder: { r.add("directory", prefix + $0) },
+                                              row: { write($0, rootPrefix: rootPrefix, client: client, into: &r) },
+                                              afterPage: { r.streamIfLarge() })
+            } else {
+                try library.catalogFolder(folder) { entry in
+                    switch entry {
+                    case .folder(let name): r.add("directory", prefix + name)
+                    case .song(let c): r.add("file", String(catalog.uri(forPath: c.path).dropFirst(prefix.count)))
+                    }
                 }
             }
         } catch { throw .system(error.description) }

@@ -226,7 +226,7 @@ public final class MPDServer: @unchecked Sendable {
         defer {
             // A long answer's chunks were freed in this thread's malloc arena: give them back.
             if streamed.load(ordering: .relaxed) > 1 << 20 {
-                if let library = catalog.library { library.releaseMemory() } else { returnFreedMemory() }
+                if let library = catalog.library { library.releaseBulkReadMemory() } else { returnFreedMemory() }
             }
         }
         client.settleUntil = 0
