@@ -7,7 +7,7 @@ import TuttiSystem
 /// below is Swift, checked against the standard test vectors and against libcrypto.
 /// libcrypto, loaded at the first hash (a leader that scans nothing new never loads it: about 1.4 MiB resident).
 private let libcrypto = Result { () throws(SharedLibraryError) in
-    try FunctionTable<tutti_crypto>.open("libcrypto.so.3", symbols: ["EVP_Digest", "EVP_sha256"])
+    try FunctionTable<tutti_crypto>.open("libcrypto.so.3", symbols: ["SHA256_Init", "SHA256_Update", "SHA256_Final"])
 }
 
 public struct SHA256 {
@@ -101,8 +101,9 @@ public struct SHA256 {
         return contiguous.withUnsafeBytes { hex(systemDigest($0)) }
     }
 
-    /// SHA-256 by libcrypto's one-shot EVP_Digest; by this file's code
-    /// where libcrypto 3 cannot be loaded (same digest, a tenth of the speed).
+    /// SHA-256 by libcrypto's SHA256_* functions (not EVP's provider: see
+    /// CCrypto's shim); by this file's code where libcrypto 3 cannot be
+    /// loaded (same digest, a tenth of the speed).
     static func systemDigest(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
         guard case .success(let table) = libcrypto else {
             var h = SHA256()
@@ -111,11 +112,11 @@ public struct SHA256 {
         }
         let crypto = table.functions
         var out = [UInt8](repeating: 0, count: 32)
-        var length: UInt32 = 0
+        var context = SHA256_CTX()
         let ok = out.withUnsafeMutableBufferPointer { o in
-            crypto.digest(bytes.baseAddress, bytes.count, o.baseAddress, &length, crypto.sha256(), nil)
+            crypto.begin(&context) == 1 && crypto.update(&context, bytes.baseAddress, bytes.count) == 1 && crypto.finish(o.baseAddress!, &context) == 1
         }
-        precondition(ok == 1 && length == 32, "libcrypto's SHA-256 failed") // no input can make it fail
+        precondition(ok, "libcrypto's SHA-256 failed") // no input can make it fail
         return out
     }
 
