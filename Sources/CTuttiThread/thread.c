@@ -22,3 +22,5 @@ int tutti_lower_thread_priority(int increment) {
 #include <malloc.h>
 
 int tutti_malloc_trim(void) { return malloc_trim(0); }
+
+int tutti_limit_malloc_arenas(int count) { return mallopt(M_ARENA_MAX, count); }

@@ -80,6 +80,8 @@ case .printConfig(let text):
 case .version:
     print("tuttid \(TuttiVersion.current)")
 case .leader(var config):
+    // Two arenas, one per core of the boards it runs on (`limitMallocArenas`).
+    limitMallocArenas(2)
     do {
         if let path = config.roomKeyFile { config.roomKey = try readRoomKey(path) }
         if let path = config.passwordFile {

@@ -9,4 +9,6 @@ void tutti_set_thread_name(const char *name);
 int tutti_lower_thread_priority(int increment);
 /// glibc's malloc_trim(0) (malloc.h is not in Swift's Glibc module).
 int tutti_malloc_trim(void);
+/// mallopt(M_ARENA_MAX, count); 1 on success.
+int tutti_limit_malloc_arenas(int count);
 #endif
