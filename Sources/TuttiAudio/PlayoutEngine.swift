@@ -165,9 +165,7 @@ public final class PlayoutEngine: @unchecked Sendable {
             let (queued, realNow) = sink.delay()
             let snap = timeline.snapshot()
             var target: Double?
-            var skew = 0.0
             if let model = clock.current() {
-                skew = model.skew
                 let trim = latencyTrim.load(ordering: .relaxed)
                 let leaveLocal = localClock.local(fromReal: realNow) + StreamFormat.nanoseconds(frames: queued) + trim
                 let leaveLeader = model.leaderTime(at: leaveLocal)
@@ -175,7 +173,7 @@ public final class PlayoutEngine: @unchecked Sendable {
             }
             let moment = PlayoutSchedule.Moment(streamGeneration: snap.generation, sinkGeneration: sink.generation,
                                                 validStart: snap.validStart, writeEnd: snap.writeEnd,
-                                                readStart: timeline.readStart, target: target, now: realNow, clockSkew: skew)
+                                                readStart: timeline.readStart, target: target, now: realNow)
             switch schedule.decide(moment, period: period) {
             case .silence(let frames):
                 if !writeSilence(frames, to: sink) { return }

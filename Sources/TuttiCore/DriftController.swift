@@ -48,10 +48,6 @@ public struct DriftController: Sendable {
 
     private var lastUpdate: Int64?
     private var correction: Double = 0     // ns of error removed by steering so far
-    /// Rate changes of the reference told since the restart (`referenceRateChanged`) …
-    private var rateOffset: Double = 0
-    /// … and the error they account for since (ns), taken out of the fit.
-    private var fedForward: Double = 0
     private var origin: Int64 = 0          // regression time origin
     private var fitted: Int64 = 0          // ns of data in the fit
     private var s0 = 0.0, st = 0.0, se = 0.0, stt = 0.0, ste = 0.0
@@ -64,26 +60,8 @@ public struct DriftController: Sendable {
         lastUpdate = nil
         smoothedError = 0
         correction = 0
-        rateOffset = 0
-        fedForward = 0
         fitted = 0
         s0 = 0; st = 0; se = 0; stt = 0; ste = 0
-    }
-
-    /// The reference itself changed rate by `delta` (ns per ns; the clock
-    /// model's skew was refitted): the error's slope changes by as much from
-    /// now on. Taken at once into the drift, and out of the fit, which then
-    /// goes on seeing only the DAC's own drift: without this a refit of the
-    /// skew at join (40-70 ppm, a second after the first) was learnt by the
-    /// 4 s fit and cost up to 130 µs meanwhile.
-    public mutating func referenceRateChanged(by delta: Double) {
-        guard delta.isFinite else { return }
-        rateOffset += delta
-        drift += delta
-        if engaged {
-            let limit = configuration.maximumCorrection
-            ratio = 1 + min(max(drift + smoothedError / Double(configuration.phaseTimeConstant), -limit), limit)
-        }
     }
 
     /// Feeds one error measurement taken at `now` (any monotonic clock, ns).
@@ -102,10 +80,9 @@ public struct DriftController: Sendable {
         let dt = now - last
         guard dt > 0 else { return .steer(ratio: ratio) }
         lastUpdate = now
-        // What steering removed since the last update, and what the reference's told rate changes added.
+        // What steering removed since the last update.
         correction += (ratio - 1) * Double(dt)
-        fedForward += rateOffset * Double(dt)
-        addToFit(at: now, raw: Double(error) + correction - fedForward, elapsed: dt)
+        addToFit(at: now, raw: Double(error) + correction, elapsed: dt)
         fitted += dt
 
         let alpha = min(1, Double(dt) / Double(configuration.smoothing))
@@ -115,7 +92,7 @@ public struct DriftController: Sendable {
             engaged = true
         }
         if fitted >= configuration.driftWarmUp, let slope = fitSlope() {
-            drift = slope + rateOffset
+            drift = slope
         }
         let limit = configuration.maximumCorrection
         let phase = smoothedError / Double(configuration.phaseTimeConstant)

@@ -34,15 +34,11 @@ public struct PlayoutSchedule: Sendable {
         public var target: Double?
         /// Monotonic ns.
         public var now: Int64
-        /// The clock model's skew behind `target`: when a refit changes it,
-        /// the target's rate changes by as much, and the controller is told.
-        public var clockSkew: Double
 
-        public init(streamGeneration: Int, sinkGeneration: Int, validStart: Int, writeEnd: Int, readStart: Int, target: Double?, now: Int64,
-                    clockSkew: Double = 0) {
+        public init(streamGeneration: Int, sinkGeneration: Int, validStart: Int, writeEnd: Int, readStart: Int, target: Double?, now: Int64) {
             self.streamGeneration = streamGeneration; self.sinkGeneration = sinkGeneration
             self.validStart = validStart; self.writeEnd = writeEnd; self.readStart = readStart
-            self.target = target; self.now = now; self.clockSkew = clockSkew
+            self.target = target; self.now = now
         }
     }
 
@@ -58,7 +54,6 @@ public struct PlayoutSchedule: Sendable {
     public private(set) var lastError: Int64 = 0
     private var streamGeneration = -1
     private var sinkGeneration: Int?
-    private var clockSkew = 0.0
     private var controller: DriftController
 
     public init(steering: Bool, releaseMargin: Int, controller: DriftController.Configuration = .init()) {
@@ -93,14 +88,9 @@ public struct PlayoutSchedule: Sendable {
             playing = true
             ratio = 1
             controller.restart()
-            clockSkew = m.clockSkew
             return .play
         }
         guard steering else { return .play }
-        if m.clockSkew != clockSkew {
-            controller.referenceRateChanged(by: m.clockSkew - clockSkew)
-            clockSkew = m.clockSkew
-        }
         let errorFrames = target - position
         let error = Int64((errorFrames * 62_500 / 3).rounded()) // frames → ns at 48 kHz
         lastError = error
