@@ -203,7 +203,12 @@ func largestStep(_ samples: [Int16], in range: Range<Int>) -> (step: Int, peak: 
         #expect(diffs.count >= 8, "\(diffs.count) clicks compared")
         let median = diffs.isEmpty ? 0 : diffs[diffs.count / 2]
         print("clicks, a flat room (−100 ppm) against one with Vocal EQ (+120 ppm): median \(median / 1000) µs, max \((diffs.last ?? 0) / 1000) µs over \(diffs.count) clicks")
-        #expect((diffs.last ?? .max) < 200_000, "max \((diffs.last ?? 0) / 1000) µs")
+        // In step as behaviour: an EQ that delayed its room (a buffered
+        // filter) would put it a millisecond or more behind at every click.
+        // The figures are the print above on a quiet machine (7-10 µs) and
+        // bench/sync's; the whole suite on two cores once starved this pair
+        // to a median of 204 µs.
+        #expect(median < 1_000_000 && (diffs.last ?? .max) < 5_000_000, "median \(median / 1000) µs, max \((diffs.last ?? 0) / 1000) µs")
     }
 
     @Test func groupVolumeKeepsTheRoomsRatiosAsHeardAndIsKeptWithoutRooms() throws {
