@@ -461,7 +461,7 @@ public final class Follower: @unchecked Sendable {
 
     /// With a simulated clock (tests, bench/sync) the truth is known when
     /// the leader runs on this machine's clock: the model's error against
-    /// it, at debug level, once a second (bench/sync reads these lines).
+    /// it, at debug level, once a second (for `bench/sync/run.sh --clock-log`).
     private func logSimulatedClockError(at real: Int64) {
         let (model, uncertainty, ready) = estimator.withLock { ($0.model, $0.uncertainty, $0.ready) }
         guard let model else { return }
