@@ -254,25 +254,14 @@ extension Library {
     /// from the path index alone, and full rows are read for the songs
     /// only, a page at a time.
     public func catalogFolder(_ folder: String, visit: (CatalogFolderEntry) -> Void) throws(LibraryError) {
-        let listing = try folderListing(folder)
-        for name in listing.folders { visit(.folder(name)) }
-        let songIDs = listing.songIDs
-        var start = 0
-        while start < songIDs.count {
-            let ids = songIDs[start..<min(start + Self.catalogPage, songIDs.count)]
-            start += ids.count
-            let placeholders = Array(repeating: "?", count: ids.count).joined(separator: ",")
-            let songs = try reading { db throws(LibraryError) in
-                try db.query("SELECT \(Self.catalogColumns) FROM tracks WHERE id IN (\(placeholders)) ORDER BY path",
-                             ids.map { .int($0) }) { Self.catalogSong($0) }
-            }
-            for song in songs { visit(.song(song)) }
-        }
+        // The same pages as `catalogFolderRows`, each row made a `CatalogSong`.
+        try catalogFolderRows(folder, subfolder: { visit(.folder($0)) },
+                              row: { visit(.song(Self.catalogSong($0.statement))) }, afterPage: {})
     }
 
     /// As `catalogFolder`, but each song is lent to `row` inside the read
-    /// (no `CatalogSong`, no String per value), a page at a time with
-    /// `afterPage` between pages, no lock held: `lsinfo` of a big folder.
+    /// (no `CatalogSong`, no String per value; `row` must not block), a page
+    /// at a time with `afterPage` between pages, no lock held: `lsinfo` of a big folder.
     public func catalogFolderRows(_ folder: String, subfolder: (String) -> Void,
                                   row: (CatalogRow) -> Void, afterPage: () -> Void) throws(LibraryError) {
         let listing = try folderListing(folder)
