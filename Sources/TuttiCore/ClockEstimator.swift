@@ -119,8 +119,13 @@ public struct ClockEstimator: Sendable {
     }
 
     public let configuration: Configuration
-    /// The window, in order of `t1`.
-    private(set) public var samples: [ClockSample] = []
+    /// The window, in order of `t1`: `stored[head...]`. Old samples are
+    /// dropped by moving `head` and the array is compacted only once half of
+    /// it is dropped ones (a `removeFirst` per sample moved the whole window,
+    /// 12,288 samples at 200 a second, every time).
+    private var stored: [ClockSample] = []
+    private var head = 0
+    public var samples: ArraySlice<ClockSample> { stored[head...] }
     private(set) public var model: ClockModel?
     /// The best round trip currently in the window.
     private(set) public var bestRoundTrip: Int64 = 0
@@ -131,13 +136,14 @@ public struct ClockEstimator: Sendable {
 
     public init(configuration: Configuration = Configuration()) {
         self.configuration = configuration
-        samples.reserveCapacity(configuration.window + 1)
+        stored.reserveCapacity(2 * configuration.window + 1)
     }
 
-    public var sampleCount: Int { samples.count }
+    public var sampleCount: Int { stored.count - head }
 
     public mutating func reset() {
-        samples.removeAll(keepingCapacity: true)
+        stored.removeAll(keepingCapacity: true)
+        head = 0
         model = nil
         lastRefit = nil
         addedSinceRefit = 0
@@ -153,18 +159,22 @@ public struct ClockEstimator: Sendable {
     @discardableResult
     public mutating func add(_ sample: ClockSample) -> Bool {
         guard sample.isRepresentable, sample.roundTrip >= 0, sample.t4 >= sample.t1, sample.t3 >= sample.t2 else { return false }
-        if let last = samples.last, sample.t1 < last.t1 {
+        if head < stored.count, let last = stored.last, sample.t1 < last.t1 {
             guard last.t1 - sample.t1 < configuration.windowSpan else { return false }
-            var i = samples.count - 1
-            while i > 0 && samples[i - 1].t1 > sample.t1 { i -= 1 }
-            samples.insert(sample, at: i)
+            var i = stored.count - 1
+            while i > head && stored[i - 1].t1 > sample.t1 { i -= 1 }
+            stored.insert(sample, at: i)
         } else {
-            samples.append(sample)
+            stored.append(sample)
         }
-        let newest = samples[samples.count - 1].t1
-        var drop = max(0, samples.count - configuration.window)
-        while drop < samples.count - 1 && newest - samples[drop].t1 > configuration.windowSpan { drop += 1 }
-        if drop > 0 { samples.removeFirst(drop) }
+        let newest = stored[stored.count - 1].t1
+        var drop = head + max(0, sampleCount - configuration.window)
+        while drop < stored.count - 1 && newest - stored[drop].t1 > configuration.windowSpan { drop += 1 }
+        head = drop
+        if head >= configuration.window || (head > 64 && 2 * head >= stored.count) {
+            stored.removeFirst(head)
+            head = 0
+        }
         // Refitting costs a pass over the window: do it when the sample
         // could move an envelope, and every 100 ms (or 20 samples) anyway,
         // as the window slides. A delayed sample changes nothing (see above).
@@ -186,8 +196,13 @@ public struct ClockEstimator: Sendable {
     /// The base delay `d` at the envelopes (both directions share it).
     private var envelopeFloor = 0.0
 
+    /// The refit's working arrays, kept so that a refit allocates nothing
+    /// once they have grown to the window.
+    private var forward: [Point] = [], backward: [Point] = [], hull: [Point] = [], smallest: [Double] = []
+
     private mutating func refit() {
-        guard let newest = samples.last else { return }
+        guard head < stored.count, let newest = stored.last else { return }
+        let count = sampleCount
         addedSinceRefit = 0
         lastRefit = newest.t1
         var best = Int64.max
@@ -196,26 +211,25 @@ public struct ClockEstimator: Sendable {
         let reference = newest.midpoint
         // Offsets relative to the newest sample's, so the doubles stay small.
         let base = newest.offset
-        var forward: [Point] = [], backward: [Point] = []
-        forward.reserveCapacity(samples.count); backward.reserveCapacity(samples.count)
+        forward.removeAll(keepingCapacity: true); backward.removeAll(keepingCapacity: true)
         for s in samples {
             forward.append(Point(x: Double(s.t1 - reference), y: Double((s.t2.nanoseconds &- s.t1.nanoseconds) &- base)))
             // Negated, so that both envelopes are lower ones.
             backward.append(Point(x: Double(s.t4 - reference), y: -Double((s.t3.nanoseconds &- s.t4.nanoseconds) &- base)))
         }
         // t4 = t1 + round trip: nearly in order already.
-        insertionSort(&backward)
+        Self.insertionSort(&backward)
         var skew = model?.skew ?? 0
-        let span = samples[samples.count - 1].t1 - samples[0].t1
+        let span = newest.t1 - stored[head].t1
         // Fitted as soon as the window spans minimumSkewSpan, even on a
         // jittery path where the chord is still rough: a crystal 50 ppm off
         // held at 0 costs more (50 µs a second of window) than a rough fit,
         // which the offset, pinned near now, mostly absorbs. (Waiting for
         // the uncertainty to allow a 20 ppm fit kept 100–200 µs errors for
         // the first 5–10 s on 20 ± 15 ms.)
-        if samples.count >= 3 && span >= configuration.minimumSkewSpan {
-            let sf = Self.hullSlope(forward)
-            let sb = -Self.hullSlope(backward) // the backward envelope was negated
+        if count >= 3 && span >= configuration.minimumSkewSpan {
+            let sf = Self.hullSlope(forward, hull: &hull)
+            let sb = -Self.hullSlope(backward, hull: &hull) // the backward envelope was negated
             skew = min(max((sf + sb) / 2, -configuration.maximumSkew), configuration.maximumSkew)
         }
         // With the common slope, each envelope rests on its lowest point in
@@ -232,13 +246,13 @@ public struct ClockEstimator: Sendable {
         model = ClockModel(reference: reference, offset: base &+ Int64(theta.rounded()), skew: skew)
         envelopeFloor = (af + ab) / 2
 
-        let k = min(configuration.residualRank, max(1, samples.count / 2))
-        let ef = Self.kthSmallest(forward.lazy.filter { $0.x >= from }.map { $0.y - skew * $0.x - af }, k) / Double(max(1, k - 1))
-        let eb = Self.kthSmallest(backward.lazy.filter { $0.x >= from }.map { $0.y + skew * $0.x - ab }, k) / Double(max(1, k - 1))
+        let k = min(configuration.residualRank, max(1, count / 2))
+        let ef = Self.kthSmallest(forward.lazy.filter { $0.x >= from }.map { $0.y - skew * $0.x - af }, k, scratch: &smallest) / Double(max(1, k - 1))
+        let eb = Self.kthSmallest(backward.lazy.filter { $0.x >= from }.map { $0.y + skew * $0.x - ab }, k, scratch: &smallest) / Double(max(1, k - 1))
         let mean = (ef + eb) / 2
         let u = mean.isFinite ? Int64(min(max(mean.rounded(), 0), 9e18)) : Int64.max
         uncertainty = u
-        if !ready && samples.count >= configuration.minimumSamples
+        if !ready && count >= configuration.minimumSamples
             && (u <= configuration.readyUncertainty || (span >= configuration.lateReadyAfter && u <= configuration.lateReadyUncertainty)) {
             ready = true
         }
@@ -249,9 +263,8 @@ public struct ClockEstimator: Sendable {
     /// quarters of the way. (The LP's own answer, the one hull edge over the
     /// mean, rests on two points and swings when the samples are unevenly
     /// dense, as after the join burst.)
-    private static func hullSlope(_ points: [Point]) -> Double {
-        var hull: [Point] = []
-        hull.reserveCapacity(64)
+    private static func hullSlope(_ points: [Point], hull: inout [Point]) -> Double {
+        hull.removeAll(keepingCapacity: true)
         for p in points {
             while hull.count >= 2 {
                 let o = hull[hull.count - 2], a = hull[hull.count - 1]
@@ -271,7 +284,7 @@ public struct ClockEstimator: Sendable {
         return (envelope(at: q3) - envelope(at: q1)) / (q3 - q1)
     }
 
-    private func insertionSort(_ points: inout [Point]) {
+    private static func insertionSort(_ points: inout [Point]) {
         guard points.count > 1 else { return }
         for i in 1..<points.count {
             let p = points[i]
@@ -282,9 +295,8 @@ public struct ClockEstimator: Sendable {
     }
 
     /// The k-th smallest value (1-based), in one pass; infinity when there are fewer than k.
-    private static func kthSmallest<S: Sequence<Double>>(_ values: S, _ k: Int) -> Double {
-        var smallest: [Double] = []
-        smallest.reserveCapacity(k + 1)
+    private static func kthSmallest<S: Sequence<Double>>(_ values: S, _ k: Int, scratch smallest: inout [Double]) -> Double {
+        smallest.removeAll(keepingCapacity: true)
         for v in values {
             if smallest.count < k {
                 smallest.append(v); smallest.sort()

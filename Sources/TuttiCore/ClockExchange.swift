@@ -6,14 +6,19 @@
 /// estimator's uncertainty is above `quietUncertainty` (a jittery path needs
 /// many samples for its envelopes: the lowest of N delays spread over W
 /// sits about W/N above the floor), one every 2 ms until `youngSpan` after
-/// the start, then one every 5 ms; one every 20 ms on a quiet path.
+/// the start, then one every 5 ms. On a quiet path (the uncertainty at
+/// most `quietUncertainty`, until it exceeds `noisyUncertainty`) one every
+/// 100 ms: there the envelopes need few points, and each exchange costs
+/// both ends a datagram and a wake-up (50 a second per room was a third
+/// of a speaker's CPU and a quarter of a 16-room leader's).
 /// Requests go as datagrams when the leader offers them (v5): on their own
 /// socket, never queued behind audio on the TCP stream. When no datagram
 /// reply has come for `datagramGrace` (UDP blocked, an old relay), requests
 /// also go over the stream, at the old pace, until datagram replies return.
 /// A leader older than v5 gets stream requests only. With `streamProbes`
 /// (a v6 leader) a request also goes over the stream every
-/// `streamProbeInterval` while datagrams carry the clock: its reply queues
+/// `streamProbeInterval` (`quietStreamProbeInterval` on a quiet path)
+/// while datagrams carry the clock: its reply queues
 /// behind the audio, so it measures how late the stream delivers
 /// (`StreamDelayTail`). A health report goes once a second.
 ///
@@ -31,8 +36,11 @@ public struct ClockExchangeSchedule: Sendable {
         public var youngSpan: Int64 = 20 * nanosecondsPerSecond
         public var youngInterval: Int64 = 2 * nanosecondsPerMillisecond
         public var steadyInterval: Int64 = 5 * nanosecondsPerMillisecond
-        public var quietInterval: Int64 = 20 * nanosecondsPerMillisecond
+        public var quietInterval: Int64 = 100 * nanosecondsPerMillisecond
+        /// Quiet from this uncertainty down, until it rises above `noisyUncertainty`
+        /// (fewer points raise it a little: no flapping between paces).
         public var quietUncertainty: Int64 = 10_000
+        public var noisyUncertainty: Int64 = 20_000
         public var minimumJoin: Int64 = 2 * nanosecondsPerSecond
         public var maximumJoin: Int64 = 4 * nanosecondsPerSecond
         public var settle: Int64 = 500 * nanosecondsPerMillisecond
@@ -43,6 +51,7 @@ public struct ClockExchangeSchedule: Sendable {
         public var streamInterval: Int64 = 50 * nanosecondsPerMillisecond
         public var datagramGrace: Int64 = nanosecondsPerSecond
         public var streamProbeInterval: Int64 = 100 * nanosecondsPerMillisecond
+        public var quietStreamProbeInterval: Int64 = 250 * nanosecondsPerMillisecond
         public var healthInterval: Int64 = nanosecondsPerSecond
         public init() {}
     }
@@ -58,7 +67,7 @@ public struct ClockExchangeSchedule: Sendable {
     private var nextHealth: Int64
     private var streamSent = 0
     private var streaming = false
-    private var uncertainty: Int64?
+    private var quiet = false
 
     public init(configuration: Configuration = Configuration(), datagramsOffered: Bool, streamProbes: Bool = false, start: Int64) {
         self.configuration = configuration
@@ -81,7 +90,13 @@ public struct ClockExchangeSchedule: Sendable {
     }
 
     /// The estimator's latest uncertainty (ns), which sets the steady pace.
-    public mutating func clockUncertainty(_ nanoseconds: Int64?) { uncertainty = nanoseconds }
+    public mutating func clockUncertainty(_ nanoseconds: Int64?) {
+        let u = nanoseconds ?? .max
+        if u <= configuration.quietUncertainty { quiet = true } else if u > configuration.noisyUncertainty { quiet = false }
+    }
+
+    /// Whether the path counts as quiet now (see the type's comment).
+    public var isQuiet: Bool { quiet }
 
     /// Whether the join burst is on at `now`.
     public func joining(at now: Int64) -> Bool {
@@ -103,7 +118,6 @@ public struct ClockExchangeSchedule: Sendable {
         var actions: [Action] = []
         if datagramsOffered && now >= nextDatagram {
             actions.append(.request(.datagram))
-            let quiet = (uncertainty ?? .max) <= configuration.quietUncertainty
             let interval = joining(at: now) ? configuration.joinInterval
                 : quiet ? configuration.quietInterval
                 : now - start < configuration.youngSpan ? configuration.youngInterval : configuration.steadyInterval
@@ -122,7 +136,8 @@ public struct ClockExchangeSchedule: Sendable {
             streaming = false
             if streamProbes && now >= nextStream {
                 actions.append(.request(.stream))
-                nextStream = max(nextStream + configuration.streamProbeInterval, now + configuration.streamProbeInterval / 2)
+                let interval = quiet ? configuration.quietStreamProbeInterval : configuration.streamProbeInterval
+                nextStream = max(nextStream + interval, now + interval / 2)
             }
         }
         if now >= nextHealth {

@@ -18,7 +18,7 @@ struct ClockExchangeTests {
         return out
     }
 
-    @Test("Datagrams: a 1 ms burst for 2 s, then 2 ms while jittery for the first 20 s, 5 ms after, and 20 ms once quiet; no stream requests while replies come")
+    @Test("Datagrams: a 1 ms burst for 2 s, then 2 ms while jittery for the first 20 s, 5 ms after, and 100 ms once quiet; no stream requests while replies come")
     func datagramPace() {
         var s = ClockExchangeSchedule(datagramsOffered: true, start: 0)
         let actions = Self.drive(&s, until: 24_000 * ms) { t, s in
@@ -31,8 +31,31 @@ struct ClockExchangeTests {
         #expect(datagrams.filter { $0 < 2_000 * ms }.count == 2_000)
         #expect(datagrams.filter { $0 >= 2_000 * ms && $0 < 20_000 * ms }.count == 9_000)
         #expect(datagrams.filter { $0 >= 20_000 * ms && $0 < 22_000 * ms }.count == 400)
-        #expect(datagrams.filter { $0 >= 22_010 * ms }.count == 99)
+        #expect(datagrams.filter { $0 >= 22_010 * ms }.count == 19) // 22.105 … 23.905 s, 100 ms apart
         #expect(actions.filter { $0.1 == .health }.map(\.0) == (1...23).map { Int64($0) * 1_000 * ms })
+    }
+
+    @Test("Quiet from 10 µs of uncertainty down, until it rises above 20 µs (no flapping); stream probes 100 ms, 250 ms when quiet")
+    func quietHysteresis() {
+        var s = ClockExchangeSchedule(datagramsOffered: true, streamProbes: true, start: 0)
+        // 5 s noisy (30 µs), then 5 s at 15 µs (not yet quiet), 5 s at 8 µs (quiet),
+        // 5 s at 15 µs (stays quiet), 5 s at 25 µs (noisy again).
+        let levels: [Int64] = [30_000, 15_000, 8_000, 15_000, 25_000]
+        let actions = Self.drive(&s, until: 25_000 * ms) { t, s in
+            s.datagramReplied(at: t)
+            if t == 500 * ms { s.estimatorReady(at: t) }
+            s.clockUncertainty(levels[Int(t / (5_000 * ms))])
+        }
+        func count(_ kind: ClockExchangeSchedule.Action, _ from: Int64, _ to: Int64) -> Int {
+            actions.filter { $0.1 == kind && $0.0 >= from * ms && $0.0 < to * ms }.count
+        }
+        #expect(count(.request(.datagram), 6_000, 10_000) == 2_000)   // 2 ms: young and not quiet
+        #expect(count(.request(.datagram), 10_100, 15_000) == 49)     // 100 ms
+        #expect(count(.request(.datagram), 15_100, 20_000) == 49)     // still 100 ms at 15 µs
+        #expect(count(.request(.datagram), 20_010, 25_000) == 998)    // 5 ms (past the young 20 s) above 20 µs
+        #expect(count(.request(.stream), 5_000, 10_000) == 50)        // probes every 100 ms
+        #expect(count(.request(.stream), 10_250, 20_000) == 39)       // every 250 ms while quiet
+        #expect(count(.request(.stream), 20_100, 25_000) == 49)
     }
 
     @Test("The burst lasts until the estimator has been ready 0.5 s, at most 4 s")
