@@ -12,6 +12,15 @@ let strict: [SwiftSetting] = [
     .unsafeFlags(["-warnings-as-errors"], .when(configuration: .release)),
 ]
 
+/// Release executables link with lld and packed relative relocations
+/// (DT_RELR, glibc 2.36 as in Debian 12): gold's 970 KB of RELA entries
+/// were read and applied by the loader at every start, and its text
+/// mapping took read-only data with it. A 3-room leader: 16.6-17.0 MiB
+/// resident with gold, 15.6-15.8 with lld; still position-independent.
+let leanLink: [LinkerSetting] = [
+    .unsafeFlags(["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs"], .when(configuration: .release)),
+]
+
 let package = Package(
     name: "Tutti",
     products: [
@@ -73,15 +82,15 @@ let package = Package(
         .target(name: "TuttiFollower", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "TuttiNet", "TuttiDiscovery", "TuttiInput", "TuttiAuth"]),
         // Composition root: leader, demo, and the follower in the same binary.
         .target(name: "TuttiDaemon", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "TuttiDecode", "TuttiNet", "TuttiLibrary", "TuttiInput", "TuttiStreams", "TuttiDiscovery", "TuttiFollower", "TuttiWeb", "TuttiTimeStretch", "TuttiAuth"]),
-.executableTarget(name: "tuttid", dependencies: ["TuttiDaemon"]),
-        .executableTarget(name: "tutti-follower", dependencies: ["TuttiFollower", "TuttiSystem", "TuttiCore"]),
+        .executableTarget(name: "tuttid", dependencies: ["TuttiDaemon"], linkerSettings: leanLink),
+        .executableTarget(name: "tutti-follower", dependencies: ["TuttiFollower", "TuttiSystem", "TuttiCore"], linkerSettings: leanLink),
         // Helpers shared by the test targets (temporary folders, running real programs to their end).
         .target(name: "CTuttiSpawn"),
         .target(name: "TuttiTestSupport", dependencies: ["CTuttiSpawn"]),
         // The client: its parsing, printing and commands (testable), and a
         // main of a few lines. No audio library (`tutti doctor` runs `tutti-follower doctor`).
         .target(name: "TuttiCLI", dependencies: ["TuttiCore", "TuttiNet", "TuttiControlClient", "TuttiDiscovery"]),
-        .executableTarget(name: "tutti", dependencies: ["TuttiCLI"]),
+        .executableTarget(name: "tutti", dependencies: ["TuttiCLI"], linkerSettings: leanLink),
 
         // Fuzz targets: each parser that reads outside input, fed the way the daemons feed it (Fuzz/).
         .target(name: "TuttiFuzzTargets", dependencies: ["TuttiCore", "TuttiDaemon", "TuttiFollower", "TuttiLibrary", "TuttiStreams"],

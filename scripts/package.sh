@@ -71,7 +71,10 @@ shlibs() {
     local root=$1 dir
     dir=$(mktemp -d "$work/shlibs-XXXXXX")
     mkdir -p "$dir/debian" && printf 'Source: tutti\n\nPackage: x\nArchitecture: any\n' > "$dir/debian/control"
-    (cd "$dir" && dpkg-shlibdeps -O --warnings=0 "${@:2}" "$root"/usr/bin/*) | sed -n 's/^shlibs:Depends=//p'
+    # The binaries' packed relocations (DT_RELR, Package.swift's leanLink) need
+    # glibc 2.36; dpkg-shlibdeps sees only symbol versions, so raise its libc6.
+    (cd "$dir" && dpkg-shlibdeps -O --warnings=0 "${@:2}" "$root"/usr/bin/*) | sed -n 's/^shlibs:Depends=//p' |
+        sed 's/libc6 (>= 2\.3[0-5])/libc6 (>= 2.36)/'
 }
 
 # control ROOT NAME DEPENDS RECOMMENDS DESCRIPTION...
