@@ -454,7 +454,8 @@ public final class Follower: @unchecked Sendable {
                     }
                 }
             } catch { return }
-            let wait = min(max(next - Monotonic.now(), 0), 50 * nanosecondsPerMillisecond)
+            // Woken at least at the quiet pace, to see readiness and uncertainty change.
+            let wait = min(max(next - Monotonic.now(), 0), schedule.configuration.quietInterval)
             if wait > 0 { Monotonic.sleep(nanoseconds: wait) }
         }
     }
