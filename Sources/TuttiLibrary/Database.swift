@@ -266,6 +266,13 @@ public final class Statement {
         guard !isNull(column), let p = sqlite3_column_text(stmt, column) else { return nil }
         return body(UnsafeBufferPointer(start: p, count: Int(sqlite3_column_bytes(stmt, column))))
     }
+    /// The column's UTF-8 bytes as SQLite holds them, nil for NULL: valid
+    /// until the statement steps or resets (the caller must not keep them).
+    public func unsafeTextBytes(_ column: Int32) -> UnsafeBufferPointer<UInt8>? {
+        // NULL is a null pointer (an empty text is not): no sqlite3_column_type call.
+        guard let p = sqlite3_column_text(stmt, column) else { return nil }
+        return UnsafeBufferPointer(start: p, count: Int(sqlite3_column_bytes(stmt, column)))
+    }
     public func blob(_ column: Int32) -> [UInt8] {
         guard let p = sqlite3_column_blob(stmt, column) else { return [] }
         let n = Int(sqlite3_column_bytes(stmt, column))

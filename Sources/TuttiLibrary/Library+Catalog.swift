@@ -31,6 +31,11 @@ public struct CatalogRow {
     public func withBytes<R>(_ field: Text, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R? {
         statement.withTextBytes(field.rawValue, body)
     }
+    /// The field's bytes, nil for NULL: valid only during the call the row
+    /// is lent to (several fields at once, for one copy of a song block).
+    public func unsafeBytes(_ field: Text) -> UnsafeBufferPointer<UInt8>? {
+        statement.unsafeTextBytes(field.rawValue)
+    }
     public var trackNumber: Int? { statement.optionalInt(7).map(Int.init) }
     public var discNumber: Int? { statement.optionalInt(8).map(Int.init) }
     public var year: Int? { statement.optionalInt(9).map(Int.init) }
@@ -141,6 +146,8 @@ extension Library {
     static let catalogColumns = """
         id, path, title, artist, album, album_artist, genre, track_no, disc_no, year, duration_frames, sample_rate, mtime_ns, file_size, cover_hash
         """
+    /// What a `CatalogRow` reads (`catalogColumns` without the file size and cover).
+    static let catalogRowColumns = "id, path, title, artist, album, album_artist, genre, track_no, disc_no, year, duration_frames, sample_rate, mtime_ns"
     static let catalogPage = 512
 
     static func catalogSong(_ s: Statement) -> CatalogSong {
@@ -202,7 +209,7 @@ extension Library {
                             row: (CatalogRow) -> Void, afterPage: () -> Void) throws(LibraryError) {
         let (clause, values) = prefilter.sql
         let sql = """
-            SELECT \(Self.catalogColumns) FROM tracks\(prefilter.index)
+            SELECT \(Self.catalogRowColumns) FROM tracks\(prefilter.index)
             WHERE path > ?\(clause) ORDER BY path LIMIT ? OFFSET ?
             """
         var cursor = ""

@@ -24,6 +24,12 @@ public enum AudioFormatKind: String, Sendable, CaseIterable {
     case mp3, flac, wav
 
     /// The kind a file name's extension stands for, or nil for files the scanner ignores.
+    /// The format a file name's extension names (any case), from the name's bytes.
+    init?(fileName: UnsafeBufferPointer<UInt8>) {
+        guard let dot = fileName.lastIndex(of: 0x2E), dot > 0 else { return nil }
+        self.init(pathExtension: String(decoding: UnsafeBufferPointer(rebasing: fileName[(dot + 1)...]), as: UTF8.self))
+    }
+
     public init?(pathExtension ext: String) {
         switch ext.lowercased() {
         case "mp3": self = .mp3

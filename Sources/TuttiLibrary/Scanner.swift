@@ -52,63 +52,36 @@ struct KnownFile {
 /// byte order of their paths (SQLite's order), so the scan compares them
 /// with the library by walking both lists side by side, not by hashing
 /// 100,000 paths. Unreadable folders are reported, not fatal.
+///
+/// Folders are listed on `threads` threads (a `stat` per file is most of
+/// an unchanged rescan, and most of that is the kernel's name lookup),
+/// then put together in depth-first order on the caller's: which link to
+/// a folder names its files is decided there, as a walk on one thread
+/// would (the first in path order), so the paths do not depend on timing.
 enum FolderWalker {
-    static func walk(root: String) -> (files: [FoundFile], skipped: [ScanSummary.Skipped]) {
+    static func walk(root: String, threads: Int = 1) -> (files: [FoundFile], skipped: [ScanSummary.Skipped]) {
+        let listings = FolderListing.listAll(root: root, threads: max(1, threads))
         var files: [FoundFile] = []
         var skipped: [ScanSummary.Skipped] = []
-        var seen = Set<[UInt64]>()
-        func visit(_ dir: String) {
-            var st = stat()
-            guard stat(dir, &st) == 0 else {
-                skipped.append(.init(path: dir, reason: .unreadable(String(cString: strerror(errno)))))
-                return
-            }
-            guard seen.insert([UInt64(st.st_dev), UInt64(st.st_ino)]).inserted else { return }
-            let fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-            guard fd >= 0, let handle = fdopendir(fd) else {
-                skipped.append(.init(path: dir, reason: .unreadable(String(cString: strerror(errno)))))
-                if fd >= 0 { close(fd) }
-                return
-            }
-            // Sorted by name bytes, a folder's name with "/" after it: then
-            // depth-first order is the byte order of whole paths.
-            var entries: [(key: [UInt8], isDirectory: Bool, size: Int, mtime: Int64, format: AudioFormatKind?)] = []
-            while let entry = readdir(handle) {
-                let bytes = withUnsafeBytes(of: entry.pointee.d_name) { raw in Array(raw.prefix { $0 != 0 }) }
-                if bytes.first == UInt8(ascii: ".") { continue } // ".", "..", and hidden files
-                var s = stat()
-                // Relative to the open folder: the kernel does not walk the whole path again.
-                let ok = (bytes + [0]).withUnsafeBufferPointer { b in
-                    b.withMemoryRebound(to: CChar.self) { fstatat(fd, $0.baseAddress!, &s, 0) }
-                }
-                let name = String(decoding: bytes, as: UTF8.self)
-                let format = AudioFormatKind(pathExtension: pathExtension(name))
-                guard ok == 0 else {
-                    // A dangling link or a file that vanished: only audio files are worth a line.
-                    if format != nil {
-                        skipped.append(.init(path: dir + "/" + name, reason: .unreadable(String(cString: strerror(errno)))))
-                    }
-                    continue
-                }
-                if (s.st_mode & S_IFMT) == S_IFDIR {
-                    entries.append((bytes + [UInt8(ascii: "/")], true, 0, 0, nil))
-                } else if (s.st_mode & S_IFMT) == S_IFREG, let format {
-                    entries.append((bytes, false, Int(s.st_size), mtime(s), format))
-                }
-            }
-            entries.sort { $0.key.lexicographicallyPrecedes($1.key) }
+        var emitted = [Bool](repeating: false, count: listings.count)
+        func emit(_ folder: Int, _ dir: String) {
+            guard !emitted[folder] else { return } // a second link to a folder already walked
+            emitted[folder] = true
+            let listing = listings[folder]
             let prefix = dir.hasSuffix("/") ? dir : dir + "/"
-            for e in entries {
-                if e.isDirectory {
-                    visit(prefix + String(decoding: e.key.dropLast(), as: UTF8.self))
+            for skip in listing.skipped {
+                skipped.append(.init(path: skip.name.map { prefix + String(decoding: $0, as: UTF8.self) } ?? dir, reason: skip.reason))
+            }
+            for e in listing.entries {
+                let path = prefix + String(decoding: e.name, as: UTF8.self)
+                if let sub = e.folder {
+                    emit(sub, path)
                 } else {
-                    files.append(FoundFile(path: prefix + String(decoding: e.key, as: UTF8.self), size: e.size,
-                                           mtimeNanoseconds: e.mtime, format: e.format!))
+                    files.append(FoundFile(path: path, size: e.size, mtimeNanoseconds: e.mtime, format: e.format!))
                 }
             }
-            closedir(handle) // closes fd
         }
-        visit(root)
+        if !listings.isEmpty { emit(0, root) }
         return (files, skipped)
     }
 
@@ -124,13 +97,152 @@ enum FolderWalker {
         }
     }
 
-    static func pathExtension(_ name: String) -> String {
-        guard let dot = name.lastIndex(of: "."), dot != name.startIndex else { return "" }
-        return String(name[name.index(after: dot)...])
-    }
-
     static func mtime(_ s: stat) -> Int64 {
         Int64(s.st_mtim.tv_sec) * 1_000_000_000 + Int64(s.st_mtim.tv_nsec)
+    }
+}
+
+/// One folder's entries, sorted as the walk emits them (a folder's name
+/// with "/" after it, so depth-first order is the byte order of whole
+/// paths), and the lists of all folders under a root (`listAll`).
+struct FolderListing {
+    struct Entry {
+        var name: [UInt8]
+        /// The listing of the folder this entry is, by index; nil for a file.
+        var folder: Int?
+        var size = 0
+        var mtime: Int64 = 0
+        var format: AudioFormatKind?
+    }
+    var entries: [Entry] = []
+    /// Entries that could not be read (nil: the folder itself).
+    var skipped: [(name: [UInt8]?, reason: SkipReason)] = []
+
+    /// Every folder under `root`, index 0 being root: each folder (a device
+    /// and inode) is listed once, on one of `threads` threads.
+    static func listAll(root: String, threads: Int) -> [FolderListing] {
+        var st = stat()
+        guard stat(root, &st) == 0 else {
+            return [FolderListing(skipped: [(nil, .unreadable(String(cString: strerror(errno))))])]
+        }
+        let work = FolderWork(root: root, device: UInt64(st.st_dev), inode: UInt64(st.st_ino))
+        for _ in 1..<threads {
+            startThread(name: "tutti-scan-walk") {
+                lowerThreadPriority(by: 10) // as the scan's readers: commands stay fast
+                work.run()
+            }
+        }
+        work.run()
+        return work.waitForAll()
+    }
+
+    /// Lists one folder: `readdir`, an `fstatat` relative to it per entry.
+    /// `folderIndex` gives a subfolder (device, inode) its listing's index.
+    static func list(_ dir: String, folderIndex: (UInt64, UInt64, String) -> Int) -> FolderListing {
+        var listing = FolderListing()
+        let fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0, let handle = fdopendir(fd) else {
+            listing.skipped.append((nil, .unreadable(String(cString: strerror(errno)))))
+            if fd >= 0 { close(fd) }
+            return listing
+        }
+        defer { closedir(handle) } // closes fd
+        let prefix = dir.hasSuffix("/") ? dir : dir + "/"
+        while let entry = readdir(handle) {
+            let type = entry.pointee.d_type
+            let outcome = withUnsafePointer(to: &entry.pointee.d_name) { tuple in
+                tuple.withMemoryRebound(to: CChar.self, capacity: 256) { name -> (name: [UInt8], stat: stat?, errno: Int32, format: AudioFormatKind?)? in
+                    guard name[0] != 0x2E else { return nil } // ".", "..", and hidden files
+                    let bytes = UnsafeBufferPointer(start: UnsafeRawPointer(name).assumingMemoryBound(to: UInt8.self), count: strlen(name))
+                    let format = AudioFormatKind(fileName: bytes)
+                    // A plain file that is not audio needs no stat (the kernel said what it is).
+                    if format == nil && type == UInt8(DT_REG) { return nil }
+                    var s = stat()
+                    let ok = fstatat(fd, name, &s, 0) == 0
+                    let failure = ok ? 0 : errno
+                    return (Array(bytes), ok ? s : nil, failure, format)
+                }
+            }
+            guard let outcome else { continue }
+            guard let s = outcome.stat else {
+                // A dangling link or a file that vanished: only audio files are worth a line.
+                if outcome.format != nil { listing.skipped.append((outcome.name, .unreadable(String(cString: strerror(outcome.errno))))) }
+                continue
+            }
+            if (s.st_mode & S_IFMT) == S_IFDIR {
+                let index = folderIndex(UInt64(s.st_dev), UInt64(s.st_ino), prefix + String(decoding: outcome.name, as: UTF8.self))
+                listing.entries.append(Entry(name: outcome.name, folder: index))
+            } else if (s.st_mode & S_IFMT) == S_IFREG, let format = outcome.format {
+                listing.entries.append(Entry(name: outcome.name, size: Int(s.st_size), mtime: FolderWalker.mtime(s), format: format))
+            }
+        }
+        listing.entries.sort { a, b in
+            // A folder sorts as its name with "/" after it.
+            a.name.withUnsafeBufferPointer { x in
+                b.name.withUnsafeBufferPointer { y in
+                    let n = min(x.count, y.count)
+                    let c = n == 0 ? 0 : memcmp(x.baseAddress!, y.baseAddress!, n)
+                    if c != 0 { return c < 0 }
+                    let nextA: Int = x.count > n ? Int(x[n]) : (a.folder != nil ? 0x2F : -1)
+                    let nextB: Int = y.count > n ? Int(y[n]) : (b.folder != nil ? 0x2F : -1)
+                    return nextA < nextB
+                }
+            }
+        }
+        return listing
+    }
+}
+
+/// The folders of a walk waiting to be listed, shared by its threads.
+// Sendable because every field is touched only with `condition` held.
+private final class FolderWork: @unchecked Sendable {
+    private let condition = Condition()
+    private var paths: [String]
+    private var listings: [FolderListing?]
+    private var index: [[UInt64]: Int]
+    private var next = 0
+    private var busy = 0
+
+    init(root: String, device: UInt64, inode: UInt64) {
+        paths = [root]
+        listings = [nil]
+        index = [[device, inode]: 0]
+    }
+
+    /// Lists folders until none is left to list and no thread is listing one.
+    func run() {
+        condition.lock()
+        while true {
+            while next == paths.count && busy > 0 { condition.wait() }
+            guard next < paths.count else { break }
+            let folder = next
+            next += 1
+            busy += 1
+            let path = paths[folder]
+            condition.unlock()
+            let listing = FolderListing.list(path) { device, inode, path in
+                self.condition.withLock {
+                    if let known = self.index[[device, inode]] { return known }
+                    self.paths.append(path)
+                    self.listings.append(nil)
+                    self.index[[device, inode]] = self.paths.count - 1
+                    self.condition.broadcast()
+                    return self.paths.count - 1
+                }
+            }
+            condition.lock()
+            listings[folder] = listing
+            busy -= 1
+            condition.broadcast()
+        }
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Every listing, once `run` has returned on the caller's thread (the
+    /// others may still be leaving theirs: they find nothing more to do).
+    func waitForAll() -> [FolderListing] {
+        condition.withLock { listings.map { $0 ?? FolderListing() } }
     }
 }
 
@@ -282,7 +394,7 @@ struct Scan {
     func run() throws(LibraryError) -> ScanSummary {
         let started = ContinuousClock.now
         var summary = ScanSummary(root: root)
-        let walk = FolderWalker.walk(root: root)
+        let walk = FolderWalker.walk(root: root, threads: options.readers)
         summary.skipped = walk.skipped
 
         // The library's tracks under root, in path order beside the walk's
@@ -295,7 +407,10 @@ struct Scan {
             libraryTracks = Int(try db.scalarInt("SELECT count(*) FROM tracks") ?? 0)
             // Everything under root: paths in [root + "/", root + "0"), "0" being "/" + 1.
             let prefix = root.hasSuffix("/") ? String(root.dropLast()) : root
-            let s = try db.cached("SELECT path, id, file_size, mtime_ns FROM tracks WHERE path >= ? AND path < ? ORDER BY path")
+            // From tracks_mpd alone (it holds the size and mtime beside each path): no lookup of each row in the table.
+            let s = try db.cached("""
+                SELECT path, id, file_size, mtime_ns FROM tracks INDEXED BY tracks_mpd WHERE path >= ? AND path < ? ORDER BY path
+                """)
             try s.bind([.text(prefix + "/"), .text(prefix + "0")])
             defer { s.reset() }
             var i = 0

@@ -146,6 +146,14 @@ public enum Schema {
                 INSERT INTO tracks_grams(rowid, grams) SELECT new.id, new.grams WHERE new.grams IS NOT NULL;
             END;
             """),
+        Migration(version: 5, summary: "the MPD port's answers and the scan's comparison from tracks_mpd alone (issue 12)", sql: """
+            -- Every column a song block and the scan's comparison read, beside each path: a 96,000-song
+            -- `search any` and an unchanged rescan read this index alone, in path order, with no
+            -- lookup of each row in the table (a seek per song and 40 MB of table pages read).
+            DROP INDEX tracks_mpd;
+            CREATE INDEX tracks_mpd ON tracks(path, mpd_text, title, artist, album, album_artist, genre, track_no, disc_no, year,
+                                              duration_frames, sample_rate, mtime_ns, file_size);
+            """),
     ]
 
     /// Brings `db` to `latestVersion`, or throws when it is newer or foreign.

@@ -732,24 +732,34 @@ extension MPDServer {
     /// The same block again, straight from a row's bytes: for answers of
     /// every matching song (`find`, `search`), where it is most of the work.
     func write(_ row: CatalogRow, rootPrefix: [UInt8], client: MPDClient, into r: inout MPDResponse) {
-        _ = row.withBytes(.path) { p in
-            let inRoot = p.count > rootPrefix.count && !rootPrefix.isEmpty && p.starts(with: rootPrefix)
-            r.add("file", bytes: p, droppingFirst: inRoot ? rootPrefix.count : 0)
-        }
-        r.add("Last-Modified", date: row.modifiedSeconds)
+        guard let path = row.unsafeBytes(.path) else { return }
+        let inRoot = !rootPrefix.isEmpty && path.count > rootPrefix.count
+            && rootPrefix.withUnsafeBufferPointer { memcmp($0.baseAddress!, path.baseAddress!, $0.count) == 0 }
+        let file = UnsafeBufferPointer(rebasing: path[(inRoot ? rootPrefix.count : 0)...])
         let t = client.shownTags // MPDTags.all: Artist, AlbumArtist, Title, Album, Track, Disc, Genre, Date
-        if t[0] { _ = row.withBytes(.artist) { r.add("Artist", bytes: $0) } }
-        if t[1] { _ = row.withBytes(.albumArtist) { r.add("AlbumArtist", bytes: $0) } }
-        if t[2] { _ = row.withBytes(.title) { r.add("Title", bytes: $0) } }
-        if t[3] { _ = row.withBytes(.album) { r.add("Album", bytes: $0) } }
-        if t[4], let v = row.trackNumber { r.add("Track", v) }
-        if t[5], let v = row.discNumber { r.add("Disc", v) }
-        if t[6] { _ = row.withBytes(.genre) { r.add("Genre", bytes: $0) } }
-        if t[7], let v = row.year { r.add("Date", v) }
-        let d = row.durationSeconds
-        if d > 0 {
-            r.add("Time", Int(d.rounded()))
-            r.add("duration", seconds: d)
+        let artist = t[0] ? row.unsafeBytes(.artist) : nil
+        let albumArtist = t[1] ? row.unsafeBytes(.albumArtist) : nil
+        let title = t[2] ? row.unsafeBytes(.title) : nil
+        let album = t[3] ? row.unsafeBytes(.album) : nil
+        let genre = t[6] ? row.unsafeBytes(.genre) : nil
+        let texts = file.count + (artist?.count ?? 0) + (albumArtist?.count ?? 0) + (title?.count ?? 0) + (album?.count ?? 0) + (genre?.count ?? 0)
+        // Twelve lines at most, each with a key of at most 16 bytes and a value (text, or a number of at most numberBytes).
+        r.compose(capacity: texts + 12 * (16 + LineComposer.lineBytes + LineComposer.numberBytes)) { l in
+            l.line("file", file)
+            l.line("Last-Modified", date: row.modifiedSeconds)
+            if let artist { l.line("Artist", artist) }
+            if let albumArtist { l.line("AlbumArtist", albumArtist) }
+            if let title { l.line("Title", title) }
+            if let album { l.line("Album", album) }
+            if t[4], let v = row.trackNumber { l.line("Track", v) }
+            if t[5], let v = row.discNumber { l.line("Disc", v) }
+            if let genre { l.line("Genre", genre) }
+            if t[7], let v = row.year { l.line("Date", v) }
+            let d = row.durationSeconds
+            if d > 0 {
+                l.line("Time", Int(d.rounded()))
+                l.line("duration", seconds: d)
+            }
         }
     }
 

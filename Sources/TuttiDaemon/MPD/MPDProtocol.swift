@@ -270,6 +270,8 @@ public struct MPDResponse: Sendable {
     public var stream: (@Sendable ([UInt8]) -> Void)?
     /// How much is collected before it is handed to `stream`.
     public static let streamChunkBytes = 64 * 1024
+    /// Where `compose` writes a block before it is appended whole.
+    private var scratch: [UInt8] = []
 
     public init(stream: (@Sendable ([UInt8]) -> Void)? = nil) { self.stream = stream }
 
@@ -279,6 +281,27 @@ public struct MPDResponse: Sendable {
         guard let stream, bytes.count >= Self.streamChunkBytes else { return }
         stream(bytes)
         bytes.removeAll(keepingCapacity: true)
+    }
+
+    /// Appends the lines `body` writes, at most `capacity` bytes, in one
+    /// copy: a song block of a long answer is a dozen lines, and an
+    /// `Array.append` per key, value and newline was most of its cost.
+    public mutating func compose(capacity: Int, _ body: (inout LineComposer) -> Void) {
+        if scratch.count < capacity { scratch = [UInt8](repeating: 0, count: max(capacity, 4096)) }
+        scratch.withUnsafeMutableBufferPointer { buffer in
+            var lines = LineComposer(buffer)
+            body(&lines)
+            bytes.append(contentsOf: UnsafeBufferPointer(start: buffer.baseAddress, count: lines.count))
+        }
+    }
+
+    /// Appends what a `LineComposer` writes into a small buffer on the stack.
+    private static func append(to out: inout [UInt8], capacity: Int, _ body: (inout LineComposer) -> Void) {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: capacity) { buffer in
+            var lines = LineComposer(buffer)
+            body(&lines)
+            out.append(contentsOf: UnsafeBufferPointer(start: buffer.baseAddress, count: lines.count))
+        }
     }
 
     /// `key: `, the start of every line.
@@ -298,37 +321,15 @@ public struct MPDResponse: Sendable {
         bytes.append(0x0a)
     }
 
-    /// `key: value` with the value's bytes as they are (from SQLite); newlines become spaces.
-    public mutating func add(_ key: StaticString, bytes value: UnsafeBufferPointer<UInt8>, droppingFirst skip: Int = 0) {
-        bytes.append(contentsOf: UnsafeBufferPointer(start: key.utf8Start, count: key.utf8CodeUnitCount))
-        bytes.append(0x3A)
-        bytes.append(0x20)
-        let start = bytes.count
-        bytes.append(contentsOf: UnsafeBufferPointer(rebasing: value[min(skip, value.count)...]))
-        for i in start..<bytes.count where bytes[i] == 0x0A || bytes[i] == 0x0D { bytes[i] = 0x20 }
-        bytes.append(0x0a)
-    }
-
     public mutating func add(_ key: String, _ value: Int) {
         appendKey(key)
-        if value < 0 {
-            bytes.append(contentsOf: String(value).utf8)
-        } else {
-            Self.appendDecimal(value, to: &bytes)
-        }
+        Self.appendDecimal(value, to: &bytes)
         bytes.append(0x0a)
     }
 
-    /// A non-negative number's digits.
+    /// A number's digits.
     static func appendDecimal(_ value: Int, to out: inout [UInt8]) {
-        var divisor = 1
-        while divisor <= value / 10 { divisor *= 10 }
-        var v = value
-        repeat {
-            out.append(UInt8(48 + v / divisor))
-            v %= divisor
-            divisor /= 10
-        } while divisor > 0
+        append(to: &out, capacity: LineComposer.numberBytes) { $0.decimal(value) }
     }
 
     /// `value` with three decimals, as MPD prints elapsed and duration
@@ -340,14 +341,7 @@ public struct MPDResponse: Sendable {
     }
 
     static func appendThreeDecimals(_ value: Double, to out: inout [UInt8]) {
-        let millis = Int(((value.isFinite ? min(max(0, value), 1e15) : 0) * 1000).rounded())
-        appendDecimal(millis / 1000, to: &out)
-        let frac = millis % 1000
-        // One append each: an array literal here would be a heap array per song.
-        out.append(0x2E)
-        out.append(UInt8(48 + frac / 100))
-        out.append(UInt8(48 + frac / 10 % 10))
-        out.append(UInt8(48 + frac % 10))
+        append(to: &out, capacity: LineComposer.numberBytes) { $0.threeDecimals(value) }
     }
 
     /// `key: 2024-05-01T12:00:00Z`, from seconds since 1970.
@@ -357,28 +351,8 @@ public struct MPDResponse: Sendable {
         bytes.append(0x0a)
     }
 
-    /// `2024-05-01T12:00:00Z`, by arithmetic (civil date from days,
-    /// H. Hinnant's algorithm), without a formatter or a String.
     static func appendISO8601(_ seconds: Int64, to out: inout [UInt8]) {
-        let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
-        let secondsOfDay = seconds - days * 86_400
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let dayOfEra = z - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1_460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let mp = (5 * dayOfYear + 2) / 153
-        let day = dayOfYear - (153 * mp + 2) / 5 + 1
-        let month = mp < 10 ? mp + 3 : mp - 9
-        let year = min(max(yearOfEra + era * 400 + (month <= 2 ? 1 : 0), 0), 9999)
-        func two(_ v: Int64) -> (UInt8, UInt8) { (UInt8(48 + v / 10), UInt8(48 + v % 10)) }
-        let (h1, h0) = two(secondsOfDay / 3600), (m1, m0) = two(secondsOfDay / 60 % 60), (s1, s0) = two(secondsOfDay % 60)
-        let (mo1, mo0) = two(month), (d1, d0) = two(day)
-        let dash: UInt8 = 0x2D, colon: UInt8 = 0x3A, tee: UInt8 = 0x54, zulu: UInt8 = 0x5A
-        // A tuple on the stack, not an array literal: this runs once per song of an answer.
-        let stamp = (UInt8(48 + year / 1000), UInt8(48 + year / 100 % 10), UInt8(48 + year / 10 % 10), UInt8(48 + year % 10), dash,
-                     mo1, mo0, dash, d1, d0, tee, h1, h0, colon, m1, m0, colon, s1, s0, zulu)
-        withUnsafeBytes(of: stamp) { out.append(contentsOf: $0) }
+        append(to: &out, capacity: LineComposer.numberBytes) { $0.iso8601(seconds) }
     }
 
     /// `binary: N\n` + bytes + `\n`.
@@ -394,6 +368,159 @@ public struct MPDResponse: Sendable {
         var out: [UInt8] = []
         appendThreeDecimals(value, to: &out)
         return String(decoding: out, as: UTF8.self)
+    }
+}
+
+/// Writes `key: value` lines into a buffer it does not own, by pointer
+/// (`MPDResponse.compose`). The caller sizes the buffer: a line takes its
+/// key, its value and `lineBytes`; a number or date at most `numberBytes`.
+/// Each line checks once that it fits (a precondition: a bug, not input);
+/// its bytes are then written unchecked, short values without a call to
+/// memmove (a song block is a dozen lines of a few bytes each).
+public struct LineComposer {
+    private let start: UnsafeMutablePointer<UInt8>
+    private let capacity: Int
+    public private(set) var count = 0
+
+    /// ": " and the newline.
+    public static let lineBytes = 3
+    /// The longest number, duration or date written (20 digits and a sign, or `YYYY-MM-DDTHH:MM:SSZ`).
+    public static let numberBytes = 24
+
+    init(_ buffer: UnsafeMutableBufferPointer<UInt8>) {
+        start = buffer.baseAddress!
+        capacity = buffer.count
+    }
+
+    @inline(__always)
+    private mutating func reserve(_ bytes: Int) {
+        precondition(capacity - count >= bytes, "LineComposer: the block is larger than its buffer")
+    }
+
+    @inline(__always)
+    private mutating func put(_ byte: UInt8) {
+        start[count] = byte
+        count += 1
+    }
+
+    @inline(__always)
+    private mutating func put(_ bytes: UnsafeBufferPointer<UInt8>) {
+        guard let base = bytes.baseAddress else { return }
+        if bytes.count <= 32 {
+            for i in 0..<bytes.count { start[count + i] = base[i] }
+        } else {
+            (start + count).update(from: base, count: bytes.count)
+        }
+        count += bytes.count
+    }
+
+    /// `key: ` (`key` is ASCII); the line's room is reserved already.
+    @inline(__always)
+    private mutating func key(_ key: StaticString) {
+        put(UnsafeBufferPointer(start: key.utf8Start, count: key.utf8CodeUnitCount))
+        put(0x3A)
+        put(0x20)
+    }
+
+    /// `key: value` with the value's bytes as they are; a line break inside it becomes a space.
+    public mutating func line(_ key: StaticString, _ value: UnsafeBufferPointer<UInt8>) {
+        reserve(key.utf8CodeUnitCount + value.count + Self.lineBytes)
+        self.key(key)
+        let first = count
+        put(value)
+        // Values are one line each. Almost none has a line break: one
+        // branch-free pass finds out (memchr twice per value cost more).
+        var breaks: UInt8 = 0
+        for i in first..<count { breaks |= (start[i] == 0x0A ? 1 : 0) | (start[i] == 0x0D ? 1 : 0) }
+        if breaks != 0 {
+            for i in first..<count where start[i] == 0x0A || start[i] == 0x0D { start[i] = 0x20 }
+        }
+        put(0x0A)
+    }
+
+    public mutating func line(_ key: StaticString, _ value: Int) {
+        reserve(key.utf8CodeUnitCount + Self.numberBytes + Self.lineBytes)
+        self.key(key)
+        decimal(value)
+        put(0x0A)
+    }
+
+    public mutating func line(_ key: StaticString, seconds value: Double) {
+        reserve(key.utf8CodeUnitCount + Self.numberBytes + Self.lineBytes)
+        self.key(key)
+        threeDecimals(value)
+        put(0x0A)
+    }
+
+    public mutating func line(_ key: StaticString, date seconds: Int64) {
+        reserve(key.utf8CodeUnitCount + Self.numberBytes + Self.lineBytes)
+        self.key(key)
+        iso8601(seconds)
+        put(0x0A)
+    }
+
+    /// A number's digits, a minus sign first when it is negative (at most numberBytes).
+    mutating func decimal(_ value: Int) {
+        reserve(Self.numberBytes)
+        if value < 0 { put(0x2D) }
+        var v = value.magnitude
+        var digits = 1
+        var rest = v
+        while rest >= 10 { rest /= 10; digits += 1 }
+        // Written from the last digit back: divisions by the constant 10 only.
+        for i in stride(from: digits - 1, through: 0, by: -1) {
+            start[count + i] = UInt8(48 + v % 10)
+            v /= 10
+        }
+        count += digits
+    }
+
+    /// Three decimals, as MPD prints elapsed and duration.
+    mutating func threeDecimals(_ value: Double) {
+        let millis = Int(((value.isFinite ? min(max(0, value), 1e15) : 0) * 1000).rounded())
+        decimal(millis / 1000)
+        let frac = millis % 1000
+        reserve(4)
+        put(0x2E)
+        put(UInt8(48 + frac / 100))
+        put(UInt8(48 + frac / 10 % 10))
+        put(UInt8(48 + frac % 10))
+    }
+
+    /// `2024-05-01T12:00:00Z`, by arithmetic (civil date from days,
+    /// H. Hinnant's algorithm), without a formatter or a String.
+    mutating func iso8601(_ seconds: Int64) {
+        reserve(20)
+        let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
+        let secondsOfDay = seconds - days * 86_400
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1_460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let mp = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * mp + 2) / 5 + 1
+        let month = mp < 10 ? mp + 3 : mp - 9
+        let year = min(max(yearOfEra + era * 400 + (month <= 2 ? 1 : 0), 0), 9999)
+        two(year / 100)
+        two(year % 100)
+        put(0x2D) // -
+        two(month)
+        put(0x2D)
+        two(day)
+        put(0x54) // T
+        two(secondsOfDay / 3600)
+        put(0x3A) // :
+        two(secondsOfDay / 60 % 60)
+        put(0x3A)
+        two(secondsOfDay % 60)
+        put(0x5A) // Z
+    }
+
+    @inline(__always)
+    private mutating func two(_ v: Int64) {
+        put(UInt8(48 + v / 10))
+        put(UInt8(48 + v % 10))
     }
 }
 
