@@ -114,6 +114,31 @@ struct MPDProtocolTests {
         #expect(throws: MPDError.argument("Filter expression nested too deep")) { try MPDFilter.parse([deep], exact: true) }
     }
 
+    @Test func composedLinesMatchTheLineByLineResponse() {
+        let long = String(repeating: "Ω", count: 40) + "\r\nend"
+        var composed = MPDResponse()
+        var plain = MPDResponse()
+        for (text, number, seconds, date) in [("a\nb", 7, 1.23456, Int64(1_714_521_600)), (long, -42, 0.0504, 0), ("", Int.max, 1e20, -1)] {
+            var value = Array(text.utf8)
+            composed.compose(capacity: value.count + 4 * (16 + LineComposer.lineBytes + LineComposer.numberBytes)) { l in
+                value.withUnsafeBufferPointer { l.line("Title", $0) }
+                l.line("Track", number)
+                l.line("duration", seconds: seconds)
+                l.line("Last-Modified", date: date)
+            }
+            value.removeAll()
+            plain.add("Title", text)
+            plain.add("Track", number)
+            plain.add("duration", seconds: seconds)
+            plain.add("Last-Modified", date: date)
+        }
+        #expect(composed.bytes == plain.bytes)
+        let text = String(decoding: composed.bytes, as: UTF8.self)
+        #expect(text.hasPrefix("Title: a b\nTrack: 7\nduration: 1.235\nLast-Modified: 2024-05-01T00:00:00Z\n"))
+        #expect(text.contains("Title: \(String(repeating: "Ω", count: 40))  end\nTrack: -42\nduration: 0.050\nLast-Modified: 1970-01-01T00:00:00Z\n"))
+        #expect(text.hasSuffix("Track: 9223372036854775807\nduration: 1000000000000000.000\nLast-Modified: 1969-12-31T23:59:59Z\n"))
+    }
+
     @Test func responsesFormatSecondsAndBinary() throws {
         var r = MPDResponse()
         r.add("elapsed", seconds: 1.23456)

@@ -128,3 +128,21 @@ import TuttiTestSupport
         #expect(try titles("here") == ["Nothing Here"])
     }
 }
+
+/// The MPD port's whole-library reads and the scan's comparison are read
+/// from `tracks_mpd` alone (schema 5): no row of the table is looked up.
+@Suite struct CatalogIndexTests {
+    @Test func searchAnswersAndTheScanComparisonReadTheIndexAlone() throws {
+        let dir = makeTemporaryDirectory()
+        _ = try Library(path: dir + "/library.db")
+        let db = try Database(path: dir + "/library.db")
+        func plan(_ sql: String) throws -> String {
+            try db.query("EXPLAIN QUERY PLAN " + sql) { $0.text(3) }.joined(separator: "; ") // parameters unbound: NULL
+        }
+        let rows = try plan("SELECT \(Library.catalogRowColumns) FROM tracks INDEXED BY tracks_mpd WHERE path > ? AND instr(mpd_text, ?) > 0 ORDER BY path LIMIT ? OFFSET ?")
+        #expect(rows.contains("COVERING INDEX tracks_mpd"), "\(rows)")
+        #expect(!rows.contains("TEMP B-TREE"), "\(rows)")
+        let scan = try plan("SELECT path, id, file_size, mtime_ns FROM tracks INDEXED BY tracks_mpd WHERE path >= ? AND path < ? ORDER BY path")
+        #expect(scan.contains("COVERING INDEX tracks_mpd"), "\(scan)")
+    }
+}

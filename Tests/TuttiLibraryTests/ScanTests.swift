@@ -108,6 +108,35 @@ import TuttiTestSupport
         #expect(wav.coverHash == nil)
     }
 
+    /// The walk lists folders on several threads and puts them together in
+    /// one order: paths in byte order, a folder reached twice through links
+    /// listed once, under the link first in that order, however the threads ran.
+    @Test func theWalkOnSeveralThreadsFindsTheSameFilesInPathOrder() throws {
+        let dir = makeTemporaryDirectory()
+        let music = dir + "/music"
+        let names = ["b/x.mp3", "a/z.flac", "a b/y.wav", "a/sub/1.mp3", "a/sub2/2.MP3", "a.mp3", "a-/q.mp3", "é/é.mp3", "c/d/e/f/g.mp3"]
+        for name in names { write(music + "/" + name, [1]) }
+        for i in 0..<40 { write(music + "/many/\(i)/t.mp3", [1]) }
+        write(music + "/b/cover.jpg", [1])
+        write(music + "/.hidden/h.mp3", [1])
+        let fm = FileManager.default
+        try fm.createSymbolicLink(atPath: music + "/zlink", withDestinationPath: music + "/c") // c comes first: its own name wins
+        try fm.createSymbolicLink(atPath: music + "/a/loop", withDestinationPath: music + "/a") // a loop ends
+        try fm.createSymbolicLink(atPath: music + "/b/gone.mp3", withDestinationPath: music + "/nowhere.mp3")
+
+        let one = FolderWalker.walk(root: music, threads: 1)
+        let paths = one.files.map { String($0.path.dropFirst(music.count + 1)) }
+        let expected = (names + (0..<40).map { "many/\($0)/t.mp3" }).sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
+        #expect(paths == expected)
+        #expect(one.skipped.map(\.path) == [music + "/b/gone.mp3"])
+        for _ in 0..<20 {
+            let four = FolderWalker.walk(root: music, threads: 4)
+            #expect(four.files.map(\.path) == one.files.map(\.path))
+            #expect(four.files.map(\.size) == one.files.map(\.size))
+            #expect(four.skipped.map(\.path) == one.skipped.map(\.path))
+        }
+    }
+
     @Test func rescanIsIncrementalAndPicksUpChanges() throws {
         let dir = makeTemporaryDirectory()
         let media = MediaFactory(dir: dir + "/music", frames: 4_410)

@@ -151,7 +151,28 @@ def rss_kib(pid):
             k, _, v = line.partition(":")
             if k in ("VmRSS", "VmHWM"):
                 fields[k] = int(v.split()[0])
+    fields["parts"] = rss_parts_kib(pid)
     return fields
+
+
+def rss_parts_kib(pid):
+    """Resident KiB by kind of mapping (/proc/PID/smaps): the main malloc heap, other anonymous
+    memory (malloc's other arenas, thread stacks), and files (the binary, shared libraries)."""
+    parts = {"heap": 0, "anonymous": 0, "files": 0}
+    kind = None
+    try:
+        with open(f"/proc/{pid}/smaps") as f:
+            for line in f:
+                head = line.split()
+                if "-" in head[0] and not head[0].endswith(":"):
+                    name = head[5] if len(head) > 5 else ""
+                    kind = "heap" if name == "[heap]" else "anonymous" if name in ("", "[stack]") else \
+                        None if name.startswith("[") else "files"
+                elif head[0] == "Rss:" and kind:
+                    parts[kind] += int(head[1])
+    except OSError:
+        pass
+    return parts
 
 
 def free_port():
@@ -453,6 +474,9 @@ def report(files, music, queries, m, t, lines):
     for key, label in (("rss_after_scan", "RSS after the cold scan"), ("rss_after_rescan", "RSS after the rescan"),
                        ("rss_after_queries", "RSS after every query"), ("rss_end", "RSS at the end")):
         w(f"| {label}, MiB | {t[key]['VmRSS'] / 1024:.1f} | {m[key]['VmRSS'] / 1024:.1f} | {ratio(m[key]['VmRSS'], t[key]['VmRSS'])} |")
+    for key, label in (("rss_after_rescan", "after the rescan"), ("rss_after_queries", "after every query")):
+        parts = lambda d: " / ".join(f"{d[key]['parts'][k] / 1024:.1f}" for k in ("heap", "anonymous", "files"))
+        w(f"| RSS {label}: malloc heap / other anonymous (arenas, stacks) / files, MiB | {parts(t)} | {parts(m)} | |")
     w(f"| peak RSS (VmHWM), MiB | {t['rss_end']['VmHWM'] / 1024:.1f} | {m['rss_end']['VmHWM'] / 1024:.1f} "
       f"| {ratio(m['rss_end']['VmHWM'], t['rss_end']['VmHWM'])} |")
     for d, name in ((t, "Tutti"), (m, "MPD")):
