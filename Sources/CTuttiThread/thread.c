@@ -24,3 +24,5 @@ int tutti_lower_thread_priority(int increment) {
 int tutti_malloc_trim(void) { return malloc_trim(0); }
 
 int tutti_limit_malloc_arenas(int count) { return mallopt(M_ARENA_MAX, count); }
+
+int tutti_map_allocations_above(int bytes) { return mallopt(M_MMAP_THRESHOLD, bytes); }

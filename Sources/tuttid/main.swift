@@ -80,8 +80,10 @@ case .printConfig(let text):
 case .version:
     print("tuttid \(TuttiVersion.current)")
 case .leader(var config):
-    // Two arenas, one per core of the boards it runs on (`limitMallocArenas`).
+    // Two arenas, one per core of the boards it runs on (`limitMallocArenas`),
+    // and big blocks in pages of their own, returned when freed (`mapAllocations`).
     limitMallocArenas(2)
+    mapAllocations(above: 256 << 10)
     do {
         if let path = config.roomKeyFile { config.roomKey = try readRoomKey(path) }
         if let path = config.passwordFile {

@@ -11,4 +11,6 @@ int tutti_lower_thread_priority(int increment);
 int tutti_malloc_trim(void);
 /// mallopt(M_ARENA_MAX, count); 1 on success.
 int tutti_limit_malloc_arenas(int count);
+/// mallopt(M_MMAP_THRESHOLD, bytes); 1 on success.
+int tutti_map_allocations_above(int bytes);
 #endif
