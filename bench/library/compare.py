@@ -175,6 +175,13 @@ def rss_parts_kib(pid):
     return parts
 
 
+def cpu_seconds(pid):
+    """User and system CPU time of a process so far (/proc/PID/stat)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def free_port():
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
@@ -336,7 +343,7 @@ def percentiles(samples):
 
 def run_daemon(daemon, expected, queries, artists, big_folders, is_tutti, rounds):
     """Everything measured on one daemon; returns a dict of figures."""
-    fig = {"timings": {}, "counts": {}}
+    fig = {"timings": {}, "counts": {}, "load_start": os.getloadavg()[0]}
     started = time.monotonic()
     daemon.start()
     client = MPDClient(daemon.port)
@@ -407,12 +414,21 @@ def run_daemon(daemon, expected, queries, artists, big_folders, is_tutti, rounds
         if rpc:
             fig["timings"].setdefault("web: artists", []).append(rpc.timed_call("library.artists")[0])
             fig["timings"].setdefault("web: albums", []).append(rpc.timed_call("library.albums")[0])
+    if rpc:
+        # The leader's own CPU per ranked search (utime + stime over three more passes of the
+        # query set), apart from how long the machine's load made each answer wait.
+        before = cpu_seconds(daemon.proc.pid)
+        for _ in range(3):
+            for _, text in queries:
+                rpc.timed_call("library.search", {"query": text, "limit": 50})
+        fig["ranked_cpu_ms"] = (cpu_seconds(daemon.proc.pid) - before) / (3 * len(queries)) * 1000
     fig["rss_after_queries"] = rss_kib(daemon.proc.pid)
 
     # The largest answer, alone: how much does it grow the process?
     before = rss_kib(daemon.proc.pid)["VmRSS"]
     answer = client.command(f"search any {q(largest[1])}")
     time.sleep(0.2)
+    fig["load_end"] = os.getloadavg()[0]
     fig["largest"] = {"query": largest[1], "bytes": len(answer), "songs": count_songs(answer),
                       "rss_growth_kib": rss_kib(daemon.proc.pid)["VmRSS"] - before}
     fig["rss_end"] = rss_kib(daemon.proc.pid)
@@ -477,6 +493,10 @@ def report(files, music, queries, m, t, lines):
     for key, label in (("rss_after_rescan", "after the rescan"), ("rss_after_queries", "after every query")):
         parts = lambda d: " / ".join(f"{d[key]['parts'][k] / 1024:.1f}" for k in ("heap", "anonymous", "files"))
         w(f"| RSS {label}: malloc heap / other anonymous (arenas, stacks) / files, MiB | {parts(t)} | {parts(m)} | |")
+    if "ranked_cpu_ms" in t:
+        w(f"| ranked search, the leader's CPU per query (3 × {len(queries)} queries, /proc/PID/stat), ms | {t['ranked_cpu_ms']:.2f} | — | |")
+    w(f"| load average at the start / end of the daemon's turn | {t['load_start']:.1f} / {t['load_end']:.1f} "
+      f"| {m['load_start']:.1f} / {m['load_end']:.1f} | |")
     w(f"| peak RSS (VmHWM), MiB | {t['rss_end']['VmHWM'] / 1024:.1f} | {m['rss_end']['VmHWM'] / 1024:.1f} "
       f"| {ratio(m['rss_end']['VmHWM'], t['rss_end']['VmHWM'])} |")
     for d, name in ((t, "Tutti"), (m, "MPD")):
