@@ -329,6 +329,7 @@ public final class Follower: @unchecked Sendable {
                 guard let arrival else { continue }
                 accept(ClockSample(t1: t1, t2: t2, t3: t3, t4: localClock.local(fromReal: arrival)))
             case .chunk(let chunk):
+                releaseStartUpCodeWhenDue()
                 if chunk.streamID == intake.stream.streamID, let model = clockModel.current() {
                     let real = arrival ?? reader.lastReadArrival ?? Monotonic.now()
                     let lead = chunk.pts - model.leaderTime(at: localClock.local(fromReal: real))
@@ -355,6 +356,21 @@ public final class Follower: @unchecked Sendable {
             }
         }
         throw NetError.closed
+    }
+
+    /// When the start-up code is released (monotonic ns; 0: not yet due, -1: done). Connection thread only.
+    private var startUpCodeRelease: Int64 = 0
+
+    /// 5 s into the first stream, start-up (options, connecting, the first
+    /// decode and periods) is over: its code pages are unmapped, and only
+    /// what runs while playing faults back (see `releaseStartUpCode`).
+    private func releaseStartUpCodeWhenDue() {
+        guard startUpCodeRelease >= 0 else { return }
+        let now = Monotonic.now()
+        if startUpCodeRelease == 0 { startUpCodeRelease = now + 5 * nanosecondsPerSecond; return }
+        guard now >= startUpCodeRelease else { return }
+        startUpCodeRelease = -1
+        if releaseStartUpCode() == nil { log.debug("start-up code not released: \(String(cString: strerror(errno)))") }
     }
 
     /// What this speaker does without, for a leader of `version` (for its log line).

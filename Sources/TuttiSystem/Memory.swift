@@ -30,3 +30,15 @@ public func limitMallocArenas(_ count: Int) {
 public func mapAllocations(above bytes: Int) {
     _ = tutti_map_allocations_above(Int32(bytes))
 }
+
+/// Unmaps the pages of this program's own code (they stay in the page cache
+/// and fault back in when run). Start-up touches code that never runs again,
+/// and the kernel maps 64 KiB around every page that faults in: a speaker's
+/// code was 5 MiB resident, of which about 0.4 MiB runs while it plays.
+/// Call once start-up is over (what faults back is mapped 64 KiB at a time
+/// again: about 1.8 MiB). Returns the bytes released, nil if the call failed.
+@discardableResult
+public func releaseStartUpCode() -> Int? {
+    let released = tutti_release_program_code()
+    return released >= 0 ? released : nil
+}

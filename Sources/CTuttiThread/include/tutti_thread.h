@@ -13,4 +13,9 @@ int tutti_malloc_trim(void);
 int tutti_limit_malloc_arenas(int count);
 /// mallopt(M_MMAP_THRESHOLD, bytes); 1 on success.
 int tutti_map_allocations_above(int bytes);
+/// Drops this process's mappings of the program's own code pages
+/// (madvise MADV_DONTNEED over its executable PT_LOAD segment; the pages stay
+/// in the page cache and fault back in when run). Returns the bytes
+/// dropped, or -1 with errno set.
+long tutti_release_program_code(void);
 #endif
