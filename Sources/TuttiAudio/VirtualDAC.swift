@@ -27,6 +27,10 @@ public final class VirtualDAC: AudioSink {
     private let extraDelay: Int64
     private let audio: UnsafeMutablePointer<FILE>
     private let timing: UnsafeMutablePointer<FILE>
+    /// The files' stdio buffers: 64 KiB of audio is a write(2) every 0.34 s.
+    private static let audioBufferBytes = 1 << 16, timingBufferBytes = 1 << 14
+    private let audioBuffer: UnsafeMutablePointer<CChar>
+    private let timingBuffer: UnsafeMutablePointer<CChar>
     private var written = 0
     private var segmentStart: Int64 = 0
     private var segmentFirstFrame = 0
@@ -42,8 +46,12 @@ public final class VirtualDAC: AudioSink {
             fclose(a)
             throw .cannotOpen(path: path + ".timing", reason: String(cString: strerror(errno)))
         }
-        setvbuf(a, nil, _IOFBF, 1 << 16)
-        setvbuf(t, nil, _IOFBF, 1 << 14)
+        // Buffers of our own: glibc's setvbuf ignores the size when given no
+        // buffer and uses 4 KiB, which made a write(2) every other period.
+        audioBuffer = .allocate(capacity: Self.audioBufferBytes)
+        timingBuffer = .allocate(capacity: Self.timingBufferBytes)
+        setvbuf(a, audioBuffer, _IOFBF, Self.audioBufferBytes)
+        setvbuf(t, timingBuffer, _IOFBF, Self.timingBufferBytes)
         audio = a; timing = t
         name = "file:\(path)"
         self.ppm = ppm
@@ -61,6 +69,8 @@ public final class VirtualDAC: AudioSink {
         closed = true
         fclose(audio)
         fclose(timing)
+        audioBuffer.deallocate()
+        timingBuffer.deallocate()
     }
 
     /// Frames that have left the DAC by `now`.
