@@ -115,7 +115,7 @@ public final class AudioTimeline: @unchecked Sendable {
         if count <= 0 { return 0 }
         let fit = max(0, min(count, limit - index))
         overflowedFrames += count - fit
-        for i in 0..<fit { store(index + i, source[2 * i], source[2 * i + 1]) }
+        copyIn(source, count: fit, at: index)
         // The newest write defines the end: an overlap replaces what followed.
         writeEndAtomic.store(index + fit, ordering: .releasing)
         return fit
@@ -148,6 +148,24 @@ public final class AudioTimeline: @unchecked Sendable {
 
     private func fillSilence(from index: Int, count: Int) {
         for i in 0..<count { store(index + i, 0, 0) }
+    }
+
+    /// `count` frames (at most the ring) into slots from `index` on: at most
+    /// two copies (the ring wraps once) and the mirror of any guard slot
+    /// written, instead of a frame at a time.
+    private func copyIn(_ source: UnsafePointer<Float>, count: Int, at index: Int) {
+        let ring = capacity
+        var done = 0
+        while done < count {
+            let slot = (index + done) & (ring - 1)
+            let n = min(count - done, ring - slot)
+            (storage + 2 * slot).update(from: source + 2 * done, count: 2 * n)
+            if slot < guardFrames {
+                let mirrored = min(n, guardFrames - slot)
+                (storage + 2 * (ring + slot)).update(from: source + 2 * done, count: 2 * mirrored)
+            }
+            done += n
+        }
     }
 
     @inline(__always)

@@ -470,8 +470,20 @@ public struct MessageFramer: Sendable {
     }
 
     public mutating func append<C: Collection>(_ bytes: C) where C.Element == UInt8 {
-        if start > 0 && start == buffer.count { buffer.removeAll(keepingCapacity: true); start = 0 }
+        dropParsed()
         buffer.append(contentsOf: bytes)
+    }
+
+    /// What a socket read gave. Not generic: called from another module, the
+    /// generic `append` ran unspecialised (the runtime looked up metadata
+    /// and hashed for every read).
+    public mutating func append(_ bytes: UnsafeRawBufferPointer) {
+        dropParsed()
+        buffer.append(contentsOf: UnsafeBufferPointer(start: bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), count: bytes.count))
+    }
+
+    private mutating func dropParsed() {
+        if start > 0 && start == buffer.count { buffer.removeAll(keepingCapacity: true); start = 0 }
     }
 
     /// The next complete message, nil if more bytes are needed.
