@@ -173,7 +173,8 @@ public final class PlayoutEngine: @unchecked Sendable {
             }
             let moment = PlayoutSchedule.Moment(streamGeneration: snap.generation, sinkGeneration: sink.generation,
                                                 validStart: snap.validStart, writeEnd: snap.writeEnd,
-                                                readStart: timeline.readStart, target: target, now: realNow)
+                                                readStart: timeline.readStart, target: target, now: realNow,
+                                                keptWaiting: timeline.framesKeptWaiting)
             switch schedule.decide(moment, period: period) {
             case .silence(let frames):
                 if !writeSilence(frames, to: sink) { return }

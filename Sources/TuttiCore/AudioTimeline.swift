@@ -13,7 +13,7 @@ import Synchronization
 /// A stream uses only the part of the ring its buffer needs (`capacity`,
 /// set by `beginStream`), and pages of the allocation that are never
 /// written are never made resident: with a 1 s buffer a speaker holds
-/// 2 MiB of audio, not the 4 MiB that the longest buffer needs.
+/// 1 MiB of audio (2.7 s), not the 4 MiB that the longest buffer needs.
 // Sendable because it is a single-producer single-consumer ring: each index is an atomic with release/acquire, a frame is written before the index that publishes it, and `overflowedFrames` is the producer's own count.
 public final class AudioTimeline: @unchecked Sendable {
     /// Frames allocated (a power of two): the most any stream may use.
@@ -51,16 +51,35 @@ public final class AudioTimeline: @unchecked Sendable {
 
     deinit { free(storage) }
 
+    /// How far ahead of the reader a new stream begins (at most a quarter of
+    /// the ring): clear of the period and resampling taps the reader may be
+    /// reading when the stream changes, with room for an ALSA period of 4096.
+    public static let clearanceFrames = 8_192
+    /// Room for a negative latency trim (the reader that much behind).
+    static let trimReserveFrames = StreamFormat.sampleRate
+    /// Room for the writer beyond what is kept.
+    static let slackFrames = StreamFormat.sampleRate / 2
+
     /// The ring a stream buffered `bufferNanoseconds` ahead needs: the
-    /// buffer, 1 s for a negative latency trim and 0.5 s of slack must fit
-    /// in the ¾ of the ring ahead of the reader when a stream begins.
+    /// buffer, 1 s for a negative latency trim and 0.5 s of slack, ahead of
+    /// the clearance where a stream begins. (It was ¾ of the ring ahead of a
+    /// quarter's clearance: 2 MiB for a 1 s buffer where 1 MiB holds it.)
     public static func frames(forBuffer bufferNanoseconds: Int64) -> Int {
         let buffer = min(max(bufferNanoseconds, 0), 3_600 * nanosecondsPerSecond)
-        let needed = (Int(StreamFormat.frames(nanoseconds: buffer).rounded(.up)) + 3 * StreamFormat.sampleRate / 2) * 4 / 3
+        let needed = Int(StreamFormat.frames(nanoseconds: buffer).rounded(.up)) + trimReserveFrames + slackFrames + clearanceFrames
         var frames = 1
         while frames < needed { frames <<= 1 }
         return frames
     }
+
+    /// The most frames worth keeping while nothing plays (no clock model
+    /// yet: a joiner whose clock is slow to converge): the buffer and the
+    /// trim reserve. Older frames are in the past by the time anything plays;
+    /// releasing them leaves the writer its slack, so the newest frames are
+    /// never the ones dropped.
+    public var framesKeptWaiting: Int { max(capacity - Self.clearance(capacity) - Self.slackFrames, capacity / 2) }
+
+    private static func clearance(_ capacity: Int) -> Int { min(capacity / 4, clearanceFrames) }
 
     // MARK: Producer
 
@@ -74,7 +93,7 @@ public final class AudioTimeline: @unchecked Sendable {
             capacityAtomic.store(min(maximumCapacity, Self.frames(forBuffer: bufferNanoseconds)), ordering: .relaxed)
         }
         // Write the new stream clear of anything the consumer may still read.
-        let start = readStartAtomic.load(ordering: .acquiring) + capacity / 4
+        let start = readStartAtomic.load(ordering: .acquiring) + Self.clearance(capacity)
         epochAtomic.store(epoch.nanoseconds, ordering: .relaxed)
         validStartAtomic.store(start, ordering: .relaxed)
         writeEndAtomic.store(start, ordering: .relaxed)

@@ -34,11 +34,14 @@ public struct PlayoutSchedule: Sendable {
         public var target: Double?
         /// Monotonic ns.
         public var now: Int64
+        /// Frames worth keeping while there is no clock model (`AudioTimeline.framesKeptWaiting`).
+        public var keptWaiting: Int
 
-        public init(streamGeneration: Int, sinkGeneration: Int, validStart: Int, writeEnd: Int, readStart: Int, target: Double?, now: Int64) {
+        public init(streamGeneration: Int, sinkGeneration: Int, validStart: Int, writeEnd: Int, readStart: Int, target: Double?, now: Int64,
+                    keptWaiting: Int = .max) {
             self.streamGeneration = streamGeneration; self.sinkGeneration = sinkGeneration
             self.validStart = validStart; self.writeEnd = writeEnd; self.readStart = readStart
-            self.target = target; self.now = now
+            self.target = target; self.now = now; self.keptWaiting = keptWaiting
         }
     }
 
@@ -70,7 +73,13 @@ public struct PlayoutSchedule: Sendable {
             controller.restart()
         }
         sinkGeneration = m.sinkGeneration
-        guard m.streamGeneration > 0, let target = m.target else { return .silence(frames: period) }
+        guard m.streamGeneration > 0 else { return .silence(frames: period) }
+        guard let target = m.target else {
+            // No clock yet: keep the newest frames, so the writer has room and drops none of them.
+            let held = m.writeEnd - max(m.validStart, m.readStart)
+            if held > m.keptWaiting { return .discard(upTo: m.writeEnd - m.keptWaiting, silence: period) }
+            return .silence(frames: period)
+        }
 
         if !playing {
             let first = Double(max(m.validStart, m.readStart))

@@ -24,6 +24,24 @@ struct PlayoutScheduleTests {
         #expect(s.playing && s.position == 1_000 && s.ratio == 1)
     }
 
+    @Test func aJoinerWithoutAClockKeepsTheNewestFramesAndStartsInStep() {
+        var s = PlayoutSchedule(steering: true, releaseMargin: 64)
+        func waiting(end: Int, read: Int) -> PlayoutSchedule.Moment {
+            PlayoutSchedule.Moment(streamGeneration: 1, sinkGeneration: 0, validStart: 1_000, writeEnd: end, readStart: read,
+                                   target: nil, now: 0, keptWaiting: 98_880)
+        }
+        // Up to what the ring keeps: silence, nothing released.
+        #expect(s.decide(waiting(end: 1_000 + 98_880, read: 1_000), period: 480) == .silence(frames: 480))
+        // 3 s of chunks and still no clock: the oldest go, the newest 98 880 stay for the writer's sake.
+        #expect(s.decide(waiting(end: 1_000 + 144_000, read: 1_000), period: 480) == .discard(upTo: 1_000 + 144_000 - 98_880, silence: 480))
+        #expect(s.decide(waiting(end: 1_000 + 144_480, read: 1_000 + 45_120), period: 480) == .discard(upTo: 1_000 + 144_480 - 98_880, silence: 480))
+        // The clock arrives: the frame due now (1 s behind the newest) is still there, and plays in step.
+        let m = PlayoutSchedule.Moment(streamGeneration: 1, sinkGeneration: 0, validStart: 1_000, writeEnd: 1_000 + 144_480,
+                                       readStart: 1_000 + 45_600, target: Double(1_000 + 144_480 - 48_000), now: 0, keptWaiting: 98_880)
+        #expect(s.decide(m, period: 480) == .play)
+        #expect(s.position == Double(1_000 + 144_480 - 48_000))
+    }
+
     @Test func aLateStartBeginsWhereTheClockIsAndStaleAudioIsDiscarded() {
         var s = PlayoutSchedule(steering: true, releaseMargin: 64)
         #expect(s.decide(moment(60_000), period: 480) == .discard(upTo: 50_000 - 64, silence: 480))

@@ -52,17 +52,21 @@ struct AudioTimelineTests {
 
     @Test("A stream uses the part of the ring its buffer needs")
     func ringFollowsTheBuffer() {
-        // The buffer, 1.5 s more, within ¾ of the ring, rounded up to a power of two.
-        #expect(AudioTimeline.frames(forBuffer: 0) == 131_072)                            // 96 000 needed
-        #expect(AudioTimeline.frames(forBuffer: nanosecondsPerSecond) == 262_144)         // 160 000
-        #expect(AudioTimeline.frames(forBuffer: 10 * nanosecondsPerSecond) == 1_048_576)  // 736 000
+        // The buffer, 1.5 s more and the 8192-frame clearance, rounded up to a power of two.
+        #expect(AudioTimeline.frames(forBuffer: 0) == 131_072)                            // 80 192 needed
+        #expect(AudioTimeline.frames(forBuffer: nanosecondsPerSecond) == 131_072)         // 128 192
+        #expect(AudioTimeline.frames(forBuffer: 10 * nanosecondsPerSecond) == 1_048_576)  // 560 192
         #expect(AudioTimeline.frames(forBuffer: -5) == 131_072)
         #expect(AudioTimeline.frames(forBuffer: .max) == 268_435_456)                     // clamped to an hour
 
         let t = AudioTimeline(seconds: 16)
         #expect(t.maximumCapacity == 1_048_576 && t.capacity == 1_048_576)
         t.beginStream(epoch: LeaderTime(nanoseconds: 0), bufferNanoseconds: nanosecondsPerSecond)
-        #expect(t.capacity == 262_144)
+        #expect(t.capacity == 131_072)
+        // A new stream begins 8192 frames clear of the reader, and with no clock yet the
+        // ring keeps the 1 s buffer and the 1 s trim reserve: 98 880 frames ≥ 96 000.
+        #expect(t.snapshot().validStart == t.readStart + 8_192)
+        #expect(t.framesKeptWaiting == 98_880)
         t.beginStream(epoch: LeaderTime(nanoseconds: 0), bufferNanoseconds: .max)
         #expect(t.capacity == t.maximumCapacity, "never more than was allocated")
         t.beginStream(epoch: LeaderTime(nanoseconds: 0))
