@@ -131,6 +131,11 @@ public struct ClockEstimator: Sendable {
     private(set) public var bestRoundTrip: Int64 = 0
     /// How far off the offset may be, ns (see the type's comment); nil before a sample.
     private(set) public var uncertainty: Int64?
+    /// The mean one-way delay above the envelopes over the newer half of the
+    /// window, ns: how much the path queues. A few µs on a wire, milliseconds
+    /// on Wi-Fi. (The uncertainty falls with the number of samples however
+    /// jittery the path; this does not.)
+    private(set) public var queueing: Int64?
     /// Good enough to play by (see the type's comment).
     private(set) public var ready = false
 
@@ -149,6 +154,7 @@ public struct ClockEstimator: Sendable {
         addedSinceRefit = 0
         bestRoundTrip = 0 // else health reports show the previous session's round trip
         uncertainty = nil
+        queueing = nil
         ready = false
     }
 
@@ -252,6 +258,11 @@ public struct ClockEstimator: Sendable {
         let mean = (ef + eb) / 2
         let u = mean.isFinite ? Int64(min(max(mean.rounded(), 0), 9e18)) : Int64.max
         uncertainty = u
+        var excess = 0.0, n = 0
+        for p in forward where p.x >= from { excess += p.y - skew * p.x - af; n += 1 }
+        for p in backward where p.x >= from { excess += p.y + skew * p.x - ab; n += 1 }
+        let q = excess / Double(max(1, n))
+        queueing = q.isFinite ? Int64(min(max(q.rounded(), 0), 9e18)) : Int64.max
         if !ready && count >= configuration.minimumSamples
             && (u <= configuration.readyUncertainty || (span >= configuration.lateReadyAfter && u <= configuration.lateReadyUncertainty)) {
             ready = true

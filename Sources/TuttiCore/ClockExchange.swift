@@ -7,7 +7,8 @@
 /// many samples for its envelopes: the lowest of N delays spread over W
 /// sits about W/N above the floor), one every 2 ms until `youngSpan` after
 /// the start, then one every 5 ms. On a quiet path (the uncertainty at
-/// most `quietUncertainty`, until it exceeds `noisyUncertainty`) one every
+/// most `quietUncertainty` and the path's queueing at most `quietQueueing`,
+/// until either exceeds `noisyUncertainty` or `noisyQueueing`) one every
 /// 100 ms: there the envelopes need few points, and each exchange costs
 /// both ends a datagram and a wake-up (50 a second per room was a third
 /// of a speaker's CPU and a quarter of a 16-room leader's).
@@ -41,6 +42,11 @@ public struct ClockExchangeSchedule: Sendable {
         /// (fewer points raise it a little: no flapping between paces).
         public var quietUncertainty: Int64 = 10_000
         public var noisyUncertainty: Int64 = 20_000
+        /// The uncertainty alone is no test: on 20 ± 15 ms of jitter it fell to
+        /// 9 µs after 30 s of samples at 2–5 ms, and at the quiet pace rose
+        /// back to 20 µs. A wire queues µs, Wi-Fi milliseconds.
+        public var quietQueueing: Int64 = 250_000
+        public var noisyQueueing: Int64 = 500_000
         public var minimumJoin: Int64 = 2 * nanosecondsPerSecond
         public var maximumJoin: Int64 = 4 * nanosecondsPerSecond
         public var settle: Int64 = 500 * nanosecondsPerMillisecond
@@ -89,10 +95,14 @@ public struct ClockExchangeSchedule: Sendable {
         if readyAt == nil { readyAt = now }
     }
 
-    /// The estimator's latest uncertainty (ns), which sets the steady pace.
-    public mutating func clockUncertainty(_ nanoseconds: Int64?) {
-        let u = nanoseconds ?? .max
-        if u <= configuration.quietUncertainty { quiet = true } else if u > configuration.noisyUncertainty { quiet = false }
+    /// The estimator's latest uncertainty and the path's queueing (ns), which set the steady pace.
+    public mutating func clockPath(uncertainty: Int64?, queueing: Int64?) {
+        let u = uncertainty ?? .max, q = queueing ?? .max
+        if u <= configuration.quietUncertainty && q <= configuration.quietQueueing {
+            quiet = true
+        } else if u > configuration.noisyUncertainty || q > configuration.noisyQueueing {
+            quiet = false
+        }
     }
 
     /// Whether the path counts as quiet now (see the type's comment).

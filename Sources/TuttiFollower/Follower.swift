@@ -447,9 +447,9 @@ public final class Follower: @unchecked Sendable {
             let real = Monotonic.now()
             let replied = lastDatagramReply.load(ordering: .relaxed)
             if replied != 0 { schedule.datagramReplied(at: replied) }
-            let (ready, uncertainty) = estimator.withLock { ($0.ready, $0.uncertainty) }
+            let (ready, uncertainty, queueing) = estimator.withLock { ($0.ready, $0.uncertainty, $0.queueing) }
             if ready { schedule.estimatorReady(at: real) }
-            schedule.clockUncertainty(uncertainty)
+            schedule.clockPath(uncertainty: uncertainty, queueing: queueing)
             let (actions, next) = schedule.poll(now: real)
             clockOverStream.store(schedule.usingStream(at: real), ordering: .relaxed)
             do {

@@ -317,6 +317,31 @@ struct ClockEstimatorTests {
         return nil
     }
 
+    /// Delays spread evenly over `spread` ns above a 5 ms floor, one exchange every 5 ms for 60 s.
+    static func pathAfterAMinute(spread width: Double) -> (uncertainty: Int64?, queueing: Int64?) {
+        var e = ClockEstimator()
+        let truth = TrueLeaderClock(offset: 1_000_000_000, skew: 30e-6)
+        func spread(_ i: Int) -> Int64 { Int64((Double(i) * 0.618_033_988_75).truncatingRemainder(dividingBy: 1) * width) }
+        for i in 0..<12_000 {
+            let t1 = Int64(i) * 5 * nanosecondsPerMillisecond
+            let atLeader = t1 + 5_000_000 + spread(i)
+            let t4 = atLeader + 5_000_000 + spread(i + 7_777)
+            e.add(ClockSample(t1: LocalTime(nanoseconds: t1), t2: LeaderTime(nanoseconds: truth.leader(atLocal: atLeader)),
+                              t3: LeaderTime(nanoseconds: truth.leader(atLocal: atLeader)), t4: LocalTime(nanoseconds: t4)))
+        }
+        return (e.uncertainty, e.queueing)
+    }
+
+    @Test("Queueing: the mean delay above the envelopes, milliseconds on a jittery path whose uncertainty is a few µs, µs on a wire")
+    func queueing() {
+        let jittery = Self.pathAfterAMinute(spread: 30e6), wire = Self.pathAfterAMinute(spread: 40e3)
+        print("30 ms spread: uncertainty \(jittery.uncertainty ?? -1) ns, queueing \(jittery.queueing ?? -1) ns; 40 µs: \(wire.uncertainty ?? -1), \(wire.queueing ?? -1)")
+        // Evenly spread over 30 ms: 15 ms on average, while the floor is dense enough for a low uncertainty.
+        #expect((14_000_000...16_000_000).contains(jittery.queueing ?? 0))
+        #expect((jittery.uncertainty ?? .max) < 10_000)
+        #expect((15_000...25_000).contains(wire.queueing ?? 0))
+    }
+
     @Test("A smeared floor: ready at 75 µs once the samples span 1.5 s, not only at 45 µs")
     func lateReady() {
         let late = Self.readyTime(ClockEstimator.Configuration())

@@ -24,7 +24,7 @@ struct ClockExchangeTests {
         let actions = Self.drive(&s, until: 24_000 * ms) { t, s in
             s.datagramReplied(at: t)
             if t == 500 * ms { s.estimatorReady(at: t) }
-            s.clockUncertainty(t < 22_000 * ms ? 30_000 : 5_000)
+            s.clockPath(uncertainty: t < 22_000 * ms ? 30_000 : 5_000, queueing: 40_000)
         }
         let datagrams = actions.filter { $0.1 == .request(.datagram) }.map(\.0)
         #expect(actions.allSatisfy { $0.1 != .request(.stream) })
@@ -44,7 +44,7 @@ struct ClockExchangeTests {
         let actions = Self.drive(&s, until: 25_000 * ms) { t, s in
             s.datagramReplied(at: t)
             if t == 500 * ms { s.estimatorReady(at: t) }
-            s.clockUncertainty(levels[Int(t / (5_000 * ms))])
+            s.clockPath(uncertainty: levels[Int(t / (5_000 * ms))], queueing: 40_000)
         }
         func count(_ kind: ClockExchangeSchedule.Action, _ from: Int64, _ to: Int64) -> Int {
             actions.filter { $0.1 == kind && $0.0 >= from * ms && $0.0 < to * ms }.count
@@ -56,6 +56,21 @@ struct ClockExchangeTests {
         #expect(count(.request(.stream), 5_000, 10_000) == 50)        // probes every 100 ms
         #expect(count(.request(.stream), 10_250, 20_000) == 39)       // every 250 ms while quiet
         #expect(count(.request(.stream), 20_100, 25_000) == 49)
+    }
+
+    @Test("A jittery path is never quiet, however low the uncertainty; quiet once it queues at most 250 µs, until above 500 µs")
+    func quietNeedsAQuietPath() {
+        var s = ClockExchangeSchedule(datagramsOffered: true, start: 0)
+        s.clockPath(uncertainty: 5_000, queueing: 7_000_000)     // 20 ± 15 ms after a minute of samples
+        #expect(!s.isQuiet)
+        s.clockPath(uncertainty: 5_000, queueing: 200_000)
+        #expect(s.isQuiet)
+        s.clockPath(uncertainty: 5_000, queueing: 450_000)       // between: stays
+        #expect(s.isQuiet)
+        s.clockPath(uncertainty: 5_000, queueing: 600_000)
+        #expect(!s.isQuiet)
+        s.clockPath(uncertainty: nil, queueing: nil)
+        #expect(!s.isQuiet)
     }
 
     @Test("The burst lasts until the estimator has been ready 0.5 s, at most 4 s")
