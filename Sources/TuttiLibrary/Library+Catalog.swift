@@ -96,11 +96,9 @@ public struct CatalogPrefilter: Sendable, Equatable {
                 parts.append("instr(mpd_text, ?) > 0")
                 values.append(.text(text))
             case .foldedTitleContains(let text):
-                // The first occurrence in the whole text ends before the first
-                // line break: the title (the first line) holds it, and no copy
-                // of the title is made per row.
-                parts.append("instr(mpd_text, ?) BETWEEN 1 AND coalesce(nullif(instr(mpd_text, char(10)), 0), length(mpd_text) + 1) - length(?)")
-                values += [.text(text), .text(text)]
+                // The title is the first line: searched in place, no copy per row.
+                parts.append("mpd_title_contains(mpd_text, ?)")
+                values.append(.text(text))
             case .equals(let column, let value):
                 parts.append("\(column.sql) = ?")
                 values.append(.text(value))

@@ -126,6 +126,24 @@ import TuttiTestSupport
         #expect(try titles("서울") == ["서울의 LOVE"])
         #expect(try titles("band").isEmpty)
         #expect(try titles("here") == ["Nothing Here"])
+        #expect(try titles("nacht") == ["Straße Nacht"]) // the title's last bytes
+        #expect(try titles("nacht love").isEmpty) // not across the title's end into the artist
+        #expect(try titles("").count == 4)
+    }
+
+    @Test func aNeedleOccursWithinTheBytesGivenOnly() {
+        func occurs(_ needle: String, _ text: String, _ count: Int? = nil) -> Bool {
+            let n = Array(needle.utf8) + [0], t = Array(text.utf8) + [0]
+            return Database.occurs(n, n.count - 1, in: t, count ?? t.count - 1)
+        }
+        #expect(occurs("ab", "xxab"))
+        #expect(occurs("ab", "abxx"))
+        #expect(!occurs("ab", "xxa"))
+        #expect(!occurs("ab", "xxab", 3)) // the occurrence ends past the first line
+        #expect(occurs("aab", "aaab")) // a first byte that fails, then the match one byte on
+        #expect(!occurs("abc", "ab"))
+        #expect(occurs("", "ab"))
+        #expect(!occurs("a", ""))
     }
 }
 
