@@ -40,6 +40,17 @@ private func mpdTitleContains(_ context: OpaquePointer?, _ count: Int32, _ value
     sqlite3_result_int(context, Database.occurs(needle, needleBytes, in: haystack, lineEnd) ? 1 : 0)
 }
 
+/// `mpd_text_contains(mpd_text, needle)`: `instr(mpd_text, needle) > 0`
+/// without counting characters up to the hit (MPD's `search any`).
+private func mpdTextContains(_ context: OpaquePointer?, _ count: Int32, _ values: UnsafeMutablePointer<OpaquePointer?>?) {
+    guard let values, let haystack = sqlite3_value_text(values[0]), let needle = sqlite3_value_text(values[1]) else {
+        sqlite3_result_int(context, 0)
+        return
+    }
+    let found = Database.occurs(needle, Int(sqlite3_value_bytes(values[1])), in: haystack, Int(sqlite3_value_bytes(values[0])))
+    sqlite3_result_int(context, found ? 1 : 0)
+}
+
 /// One SQLite connection.
 ///
 /// Thread contract: not thread-safe. A `Database` belongs to one serial
@@ -74,6 +85,8 @@ public final class Database {
         sqlite3_busy_timeout(db, busyTimeoutMilliseconds)
         sqlite3_create_function_v2(db, "mpd_title_contains", 2, SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS, nil,
                                    mpdTitleContains, nil, nil, nil)
+        sqlite3_create_function_v2(db, "mpd_text_contains", 2, SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS, nil,
+                                   mpdTextContains, nil, nil, nil)
         do {
             // journal_mode returns a row; a file on a file system without
             // shared memory silently stays in "delete" mode, which is still correct.

@@ -93,7 +93,7 @@ public struct CatalogPrefilter: Sendable, Equatable {
         for c in conditions {
             switch c {
             case .foldedTextContains(let text):
-                parts.append("instr(mpd_text, ?) > 0")
+                parts.append("mpd_text_contains(mpd_text, ?)")
                 values.append(.text(text))
             case .foldedTitleContains(let text):
                 // The title is the first line: searched in place, no copy per row.
