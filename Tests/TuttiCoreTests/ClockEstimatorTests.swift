@@ -299,36 +299,37 @@ struct ClockEstimatorTests {
         #expect(e.uncertainty == nil && !e.ready)
     }
 
-    /// Delays spread evenly over 20 ms above a 5 ms floor (a golden-ratio
-    /// sequence, so exact and repeatable), an exchange every 2 ms: the
-    /// uncertainty falls like 1/N, through 75 µs near 1.2 s and 45 µs near 2 s.
-    static func readyTime(_ configuration: ClockEstimator.Configuration) -> Int64? {
-        var e = ClockEstimator(configuration: configuration)
-        let truth = TrueLeaderClock(offset: 1_000_000_000, skew: 0)
-        func spread(_ i: Int) -> Int64 { Int64((Double(i) * 0.618_033_988_75).truncatingRemainder(dividingBy: 1) * 20e6) }
-        for i in 0..<1_500 {
-            let t1 = Int64(i) * 2 * nanosecondsPerMillisecond
+    /// Feeds `e` exchanges every `interval` ns whose one-way delays are spread
+    /// evenly over `width` ns above a 5 ms floor (a golden-ratio sequence, so
+    /// exact and repeatable), until `stop` says so or `count` are in.
+    /// Returns the `t1` at which it stopped, nil if it never did.
+    @discardableResult
+    static func evenlySpread(_ e: inout ClockEstimator, width: Double, interval: Int64, count: Int, skew: Double = 0,
+                             stop: (ClockEstimator) -> Bool = { _ in false }) -> Int64? {
+        let truth = TrueLeaderClock(offset: 1_000_000_000, skew: skew)
+        func spread(_ i: Int) -> Int64 { Int64((Double(i) * 0.618_033_988_75).truncatingRemainder(dividingBy: 1) * width) }
+        for i in 0..<count {
+            let t1 = Int64(i) * interval
             let atLeader = t1 + 5_000_000 + spread(i)
             let t4 = atLeader + 5_000_000 + spread(i + 7_777)
             e.add(ClockSample(t1: LocalTime(nanoseconds: t1), t2: LeaderTime(nanoseconds: truth.leader(atLocal: atLeader)),
                               t3: LeaderTime(nanoseconds: truth.leader(atLocal: atLeader)), t4: LocalTime(nanoseconds: t4)))
-            if e.ready { return t1 }
+            if stop(e) { return t1 }
         }
         return nil
     }
 
-    /// Delays spread evenly over `spread` ns above a 5 ms floor, one exchange every 5 ms for 60 s.
+    /// 20 ms of spread, an exchange every 2 ms: the uncertainty falls like
+    /// 1/N, through 75 µs near 1.2 s and 45 µs near 2 s.
+    static func readyTime(_ configuration: ClockEstimator.Configuration) -> Int64? {
+        var e = ClockEstimator(configuration: configuration)
+        return evenlySpread(&e, width: 20e6, interval: 2 * nanosecondsPerMillisecond, count: 1_500) { $0.ready }
+    }
+
+    /// `width` of spread, an exchange every 5 ms for 60 s, a leader 30 ppm fast.
     static func pathAfterAMinute(spread width: Double) -> (uncertainty: Int64?, queueing: Int64?) {
         var e = ClockEstimator()
-        let truth = TrueLeaderClock(offset: 1_000_000_000, skew: 30e-6)
-        func spread(_ i: Int) -> Int64 { Int64((Double(i) * 0.618_033_988_75).truncatingRemainder(dividingBy: 1) * width) }
-        for i in 0..<12_000 {
-            let t1 = Int64(i) * 5 * nanosecondsPerMillisecond
-            let atLeader = t1 + 5_000_000 + spread(i)
-            let t4 = atLeader + 5_000_000 + spread(i + 7_777)
-            e.add(ClockSample(t1: LocalTime(nanoseconds: t1), t2: LeaderTime(nanoseconds: truth.leader(atLocal: atLeader)),
-                              t3: LeaderTime(nanoseconds: truth.leader(atLocal: atLeader)), t4: LocalTime(nanoseconds: t4)))
-        }
+        evenlySpread(&e, width: width, interval: 5 * nanosecondsPerMillisecond, count: 12_000, skew: 30e-6)
         return (e.uncertainty, e.queueing)
     }
 
