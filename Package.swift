@@ -15,8 +15,9 @@ let strict: [SwiftSetting] = [
 /// Release executables link with lld and packed relative relocations
 /// (DT_RELR, glibc 2.36 as in Debian 12): gold's 970 KB of RELA entries
 /// were read and applied by the loader at every start, and its text
-/// mapping took read-only data with it. A 3-room leader: 16.6-17.0 MiB
-/// resident with gold, 15.6-15.8 with lld; still position-independent.
+/// mapping took read-only data with it. Three alternated runs: a 3-room
+/// leader 16.4-16.5 MiB resident with lld, 15.5-17.2 with gold; a speaker
+/// 13.4-13.7 against 13.8-14.2. Still position-independent.
 let leanLink: [LinkerSetting] = [
     .unsafeFlags(["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs"], .when(configuration: .release)),
 ]
