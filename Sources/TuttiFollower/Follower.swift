@@ -35,6 +35,11 @@ public struct FollowerConfiguration: Sendable {
     public var mixer: String? = nil
     /// The protocol version announced (tests use another to check refusal).
     public var protocolVersion = WireProtocol.version
+    /// Unmap the program's start-up code 5 s into the first stream. Only for
+    /// a process that is this one speaker: it unmaps the whole program's code,
+    /// which in a process of many followers (tests, the demo) every one of
+    /// them would do again, and every thread fault it back in.
+    public var releasesStartUpCode = false
 
     public init() {}
 }
@@ -365,7 +370,7 @@ public final class Follower: @unchecked Sendable {
     /// decode and periods) is over: its code pages are unmapped, and only
     /// what runs while playing faults back (see `releaseStartUpCode`).
     private func releaseStartUpCodeWhenDue() {
-        guard startUpCodeRelease >= 0 else { return }
+        guard configuration.releasesStartUpCode, startUpCodeRelease >= 0 else { return }
         let now = Monotonic.now()
         if startUpCodeRelease == 0 { startUpCodeRelease = now + 5 * nanosecondsPerSecond; return }
         guard now >= startUpCodeRelease else { return }

@@ -52,8 +52,9 @@ guard let invocation else {
     print(FollowerUsage.text)
     exit(0)
 }
-let configuration: FollowerConfiguration
+var configuration: FollowerConfiguration
 do { configuration = try invocation.configuration.loadingRoomKey() } catch { fail(error.message, code: 64) }
+configuration.releasesStartUpCode = true // this process is the one speaker
 let level = invocation.level
 StandardErrorLog.setLevel(level)
 do {

@@ -117,7 +117,8 @@ case .leader(var config):
 case .follower(let config):
     runLeanFollowerIfInstalled()
     do {
-        let config = try config.loadingRoomKey()
+        var config = try config.loadingRoomKey()
+        config.releasesStartUpCode = true // this process is the one speaker
         let follower = try Follower(configuration: config, log: StandardErrorLog.logger(config.name))
         // Buttons first: a bad mapping file stops the speaker before it joins.
         let buttons = try config.buttons.map { path in
