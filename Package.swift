@@ -10,6 +10,9 @@ func systemLibrary(_ name: String, pkgConfig: String?, apt: String) -> Target {
 let strict: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
     .unsafeFlags(["-warnings-as-errors"], .when(configuration: .release)),
+    // A section per function, so that the linker can put the code that runs
+    // together (link/code-order.txt; see `leanLink`).
+    .unsafeFlags(["-function-sections"], .when(configuration: .release)),
 ]
 
 /// Release executables link with lld and packed relative relocations
@@ -18,8 +21,23 @@ let strict: [SwiftSetting] = [
 /// mapping took read-only data with it. Three alternated runs: a 3-room
 /// leader 16.4-16.5 MiB resident with lld, 15.5-17.2 with gold; a speaker
 /// 13.4-13.7 against 13.8-14.2. Still position-independent.
+///
+/// The functions that run come first, in link/code-order.txt's order
+/// (scripts/code-order.sh writes it from profiles; with `-function-sections`
+/// above, each of ours is a section lld can move). The kernel maps 64 KiB
+/// around each page of code that faults, so start-up code scattered over
+/// 11 MB of text had left 5.4 MiB of a leader's code resident. A name the
+/// file lists that no longer exists is skipped: a stale file costs memory,
+/// never correctness.
+///
+/// `--no-export-dynamic` undoes the toolchain's `-export-dynamic`
+/// (static-stdlib-args.lnk): nothing looks our symbols up at run time, and
+/// the loader read the 2,800-4,000 exported names' table (a speaker's 340 KiB,
+/// more in a leader) for every symbol a library resolved, which kept it resident.
 let leanLink: [LinkerSetting] = [
-    .unsafeFlags(["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs"], .when(configuration: .release)),
+    .unsafeFlags(["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs",
+                  "-Xlinker", "--symbol-ordering-file=\(Context.packageDirectory)/link/code-order.txt",
+                  "-Xlinker", "--no-warn-symbol-ordering", "-Xlinker", "--no-export-dynamic"], .when(configuration: .release)),
 ]
 
 let package = Package(
