@@ -24,26 +24,39 @@ public struct CatalogSong: Sendable, Equatable {
 /// the call it is given to: its text as the bytes SQLite holds, so a
 /// 100,000-song answer is written without making a String per value.
 public struct CatalogRow {
-    let statement: Statement
+    /// The statement's handle: a row is made per song of a 100,000-song
+    /// answer, and a reference to `statement` would be retained and
+    /// released for each (and for each unowned use).
+    private let handle: OpaquePointer
+    /// Only for reads that make a `CatalogSong` (not per song of a long answer).
+    unowned(unsafe) let statement: Statement
+    /// The path's bytes, fetched once for the caller and the page's cursor.
+    let path: UnsafeBufferPointer<UInt8>?
+
+    init(statement: Statement) {
+        self.statement = statement
+        handle = statement.stmt
+        path = Statement.valueText(handle, Text.path.rawValue)
+    }
 
     public enum Text: Int32 { case path = 1, title, artist, album, albumArtist, genre }
 
     public func withBytes<R>(_ field: Text, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R? {
-        statement.withTextBytes(field.rawValue, body)
+        unsafeBytes(field).map(body)
     }
     /// The field's bytes, nil for NULL: valid only during the call the row
     /// is lent to (several fields at once, for one copy of a song block).
     public func unsafeBytes(_ field: Text) -> UnsafeBufferPointer<UInt8>? {
-        statement.unsafeTextBytes(field.rawValue)
+        field == .path ? path : Statement.valueText(handle, field.rawValue)
     }
-    public var trackNumber: Int? { statement.optionalInt(7).map(Int.init) }
-    public var discNumber: Int? { statement.optionalInt(8).map(Int.init) }
-    public var year: Int? { statement.optionalInt(9).map(Int.init) }
+    public var trackNumber: Int? { Statement.valueInt(handle, 7).map(Int.init) }
+    public var discNumber: Int? { Statement.valueInt(handle, 8).map(Int.init) }
+    public var year: Int? { Statement.valueInt(handle, 9).map(Int.init) }
     public var durationSeconds: Double {
-        let rate = statement.int(11)
-        return rate > 0 ? Double(statement.int(10)) / Double(rate) : 0
+        let rate = Statement.valueInt(handle, 11) ?? 0
+        return rate > 0 ? Double(Statement.valueInt(handle, 10) ?? 0) / Double(rate) : 0
     }
-    public var modifiedSeconds: Int64 { statement.int(12) / 1_000_000_000 }
+    public var modifiedSeconds: Int64 { (Statement.valueInt(handle, 12) ?? 0) / 1_000_000_000 }
 }
 
 /// A column a catalog condition or listing names.
@@ -221,11 +234,12 @@ extension Library {
                 try s.bind([.text(cursor)] + values + [.int(Int64(pageSize)), .int(Int64(skip))])
                 defer { s.reset() }
                 var n = 0
-                let view = CatalogRow(statement: s)
                 while try s.step() {
                     n += 1
+                    let view = CatalogRow(statement: s)
                     row(view)
-                    _ = s.withTextBytes(1) { p in last.removeAll(keepingCapacity: true); last.append(contentsOf: p) }
+                    // The next page starts after the last row of a full one (LIMIT pageSize): only its path is kept.
+                    if n == pageSize, let p = view.path { last.removeAll(keepingCapacity: true); last.append(contentsOf: p) }
                 }
                 return n
             }
@@ -282,8 +296,7 @@ extension Library {
                 defer { s.reset() }
                 var i: Int32 = 1
                 for id in ids { try s.bind(.int(id), at: i); i += 1 }
-                let view = CatalogRow(statement: s)
-                while try s.step() { row(view) }
+                while try s.step() { row(CatalogRow(statement: s)) }
             }
             afterPage()
         }

@@ -139,6 +139,33 @@ struct MPDProtocolTests {
         #expect(text.hasSuffix("Track: 9223372036854775807\nduration: 1000000000000000.000\nLast-Modified: 1969-12-31T23:59:59Z\n"))
     }
 
+    /// Values copied eight bytes at a time, the last word overlapping: every
+    /// length up to 40 with a line break at every place (and none), and
+    /// dates on the same day, the next and far apart, one after the other.
+    @Test func composedValuesOfEveryLengthAndDatesOfSeveralDays() {
+        var composed = MPDResponse()
+        var plain = MPDResponse()
+        let day: Int64 = 1_714_521_600
+        let dates = [day + 5, day + 86_399, day + 86_400, day + 3, day - 400 * 86_400, day - 400 * 86_400 + 61, 0, -1, day + 5]
+        var n = 0
+        for length in 0...40 {
+            for breakAt in [-1] + Array(0..<length) {
+                var value = (0..<length).map { UInt8(ascii: "a") + UInt8($0 % 26) }
+                if breakAt >= 0 { value[breakAt] = breakAt % 2 == 0 ? 0x0A : 0x0D }
+                let date = dates[n % dates.count]
+                n += 1
+                composed.compose(capacity: value.count + 2 * (16 + LineComposer.lineBytes + LineComposer.numberBytes)) { l in
+                    value.withUnsafeBufferPointer { l.line("Title", $0) }
+                    l.line("Last-Modified", date: date)
+                }
+                plain.add("Title", String(decoding: value, as: UTF8.self))
+                plain.add("Last-Modified", date: date)
+            }
+        }
+        #expect(composed.bytes == plain.bytes)
+        #expect(String(decoding: composed.bytes, as: UTF8.self).hasPrefix("Title: \nLast-Modified: 2024-05-01T00:00:05Z\nTitle: a\nLast-Modified: 2024-05-01T23:59:59Z\n"))
+    }
+
     @Test func responsesFormatSecondsAndBinary() throws {
         var r = MPDResponse()
         r.add("elapsed", seconds: 1.23456)

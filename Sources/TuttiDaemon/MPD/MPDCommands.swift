@@ -736,12 +736,13 @@ extension MPDServer {
         let inRoot = !rootPrefix.isEmpty && path.count > rootPrefix.count
             && rootPrefix.withUnsafeBufferPointer { memcmp($0.baseAddress!, path.baseAddress!, $0.count) == 0 }
         let file = UnsafeBufferPointer(rebasing: path[(inRoot ? rootPrefix.count : 0)...])
-        let t = client.shownTags // MPDTags.all: Artist, AlbumArtist, Title, Album, Track, Disc, Genre, Date
-        let artist = t[0] ? row.unsafeBytes(.artist) : nil
-        let albumArtist = t[1] ? row.unsafeBytes(.albumArtist) : nil
-        let title = t[2] ? row.unsafeBytes(.title) : nil
-        let album = t[3] ? row.unsafeBytes(.album) : nil
-        let genre = t[6] ? row.unsafeBytes(.genre) : nil
+        let bits = client.shownTagBits // MPDTags.all: Artist, AlbumArtist, Title, Album, Track, Disc, Genre, Date
+        func t(_ i: UInt8) -> Bool { bits & (1 << i) != 0 }
+        let artist = t(0) ? row.unsafeBytes(.artist) : nil
+        let albumArtist = t(1) ? row.unsafeBytes(.albumArtist) : nil
+        let title = t(2) ? row.unsafeBytes(.title) : nil
+        let album = t(3) ? row.unsafeBytes(.album) : nil
+        let genre = t(6) ? row.unsafeBytes(.genre) : nil
         let texts = file.count + (artist?.count ?? 0) + (albumArtist?.count ?? 0) + (title?.count ?? 0) + (album?.count ?? 0) + (genre?.count ?? 0)
         // Twelve lines at most, each with a key of at most 16 bytes and a value (text, or a number of at most numberBytes).
         r.compose(capacity: texts + 12 * (16 + LineComposer.lineBytes + LineComposer.numberBytes)) { l in
@@ -751,10 +752,10 @@ extension MPDServer {
             if let albumArtist { l.line("AlbumArtist", albumArtist) }
             if let title { l.line("Title", title) }
             if let album { l.line("Album", album) }
-            if t[4], let v = row.trackNumber { l.line("Track", v) }
-            if t[5], let v = row.discNumber { l.line("Disc", v) }
+            if t(4), let v = row.trackNumber { l.line("Track", v) }
+            if t(5), let v = row.discNumber { l.line("Disc", v) }
             if let genre { l.line("Genre", genre) }
-            if t[7], let v = row.year { l.line("Date", v) }
+            if t(7), let v = row.year { l.line("Date", v) }
             let d = row.durationSeconds
             if d > 0 {
                 l.line("Time", Int(d.rounded()))

@@ -272,6 +272,8 @@ public struct MPDResponse: Sendable {
     public static let streamChunkBytes = 64 * 1024
     /// Where `compose` writes a block before it is appended whole.
     private var scratch: [UInt8] = []
+    /// The last date `compose` wrote, for the next song's.
+    private var dates = LineComposer.DateMemo()
 
     public init(stream: (@Sendable ([UInt8]) -> Void)? = nil) { self.stream = stream }
 
@@ -289,8 +291,9 @@ public struct MPDResponse: Sendable {
     public mutating func compose(capacity: Int, _ body: (inout LineComposer) -> Void) {
         if scratch.count < capacity { scratch = [UInt8](repeating: 0, count: max(capacity, 4096)) }
         scratch.withUnsafeMutableBufferPointer { buffer in
-            var lines = LineComposer(buffer)
+            var lines = LineComposer(buffer, dates: dates)
             body(&lines)
+            dates = lines.dates
             bytes.append(contentsOf: UnsafeBufferPointer(start: buffer.baseAddress, count: lines.count))
         }
     }
@@ -381,15 +384,17 @@ public struct LineComposer {
     private let start: UnsafeMutablePointer<UInt8>
     private let capacity: Int
     public private(set) var count = 0
+    var dates: DateMemo
 
     /// ": " and the newline.
     public static let lineBytes = 3
     /// The longest number, duration or date written (20 digits and a sign, or `YYYY-MM-DDTHH:MM:SSZ`).
     public static let numberBytes = 24
 
-    init(_ buffer: UnsafeMutableBufferPointer<UInt8>) {
+    init(_ buffer: UnsafeMutableBufferPointer<UInt8>, dates: DateMemo = DateMemo()) {
         start = buffer.baseAddress!
         capacity = buffer.count
+        self.dates = dates
     }
 
     @inline(__always)
@@ -406,12 +411,45 @@ public struct LineComposer {
     @inline(__always)
     private mutating func put(_ bytes: UnsafeBufferPointer<UInt8>) {
         guard let base = bytes.baseAddress else { return }
-        if bytes.count <= 32 {
-            for i in 0..<bytes.count { start[count + i] = base[i] }
-        } else {
-            (start + count).update(from: base, count: bytes.count)
-        }
+        _ = Self.copy(base, bytes.count, to: start + count, findingBreaks: false)
         count += bytes.count
+    }
+
+    /// Copies `n` bytes eight at a time (unaligned words, the last one
+    /// overlapping the one before: no loop over single bytes above 7), and
+    /// when asked tells whether any was a line break (a zero byte in the
+    /// word XOR "\n\n…" or "\r\r…"). A song block is a dozen values of a
+    /// few to 60 bytes: a loop per byte to copy and another to test was
+    /// most of its composing.
+    @inline(__always)
+    private static func copy(_ source: UnsafePointer<UInt8>, _ n: Int, to target: UnsafeMutablePointer<UInt8>, findingBreaks: Bool) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        let from = UnsafeRawPointer(source), to = UnsafeMutableRawPointer(target)
+        @inline(__always) func word(_ offset: Int) -> UInt64 {
+            let w = from.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+            to.storeBytes(of: w, toByteOffset: offset, as: UInt64.self)
+            guard findingBreaks else { return 0 }
+            let lf = w ^ (0x0A &* ones), cr = w ^ (0x0D &* ones)
+            return ((lf &- ones) & ~lf & highs) | ((cr &- ones) & ~cr & highs)
+        }
+        if n < 8 {
+            var found: UInt8 = 0
+            for i in 0..<n {
+                let c = source[i]
+                target[i] = c
+                found |= (c == 0x0A ? 1 : 0) | (c == 0x0D ? 1 : 0)
+            }
+            return findingBreaks && found != 0
+        }
+        var found: UInt64 = 0
+        var i = 0
+        while i + 8 <= n {
+            found |= word(i)
+            i += 8
+        }
+        if i < n { found |= word(n - 8) }
+        return found != 0
     }
 
     /// `key: ` (`key` is ASCII); the line's room is reserved already.
@@ -427,14 +465,11 @@ public struct LineComposer {
         reserve(key.utf8CodeUnitCount + value.count + Self.lineBytes)
         self.key(key)
         let first = count
-        put(value)
-        // Values are one line each. Almost none has a line break: one
-        // branch-free pass finds out (memchr twice per value cost more).
-        var breaks: UInt8 = 0
-        for i in first..<count { breaks |= (start[i] == 0x0A ? 1 : 0) | (start[i] == 0x0D ? 1 : 0) }
-        if breaks != 0 {
-            for i in first..<count where start[i] == 0x0A || start[i] == 0x0D { start[i] = 0x20 }
+        // Values are one line each; almost none has a line break, found while copying.
+        if let base = value.baseAddress, Self.copy(base, value.count, to: start + count, findingBreaks: true) {
+            for i in first..<first + value.count where start[i] == 0x0A || start[i] == 0x0D { start[i] = 0x20 }
         }
+        count += value.count
         put(0x0A)
     }
 
@@ -464,9 +499,12 @@ public struct LineComposer {
         reserve(Self.numberBytes)
         if value < 0 { put(0x2D) }
         var v = value.magnitude
-        var digits = 1
-        var rest = v
-        while rest >= 10 { rest /= 10; digits += 1 }
+        // Tracks, discs, years and lengths: a few comparisons, no division, for the count.
+        var digits = v < 10 ? 1 : v < 100 ? 2 : v < 1_000 ? 3 : v < 10_000 ? 4 : 5
+        if digits == 5 {
+            var rest = v / 10_000
+            while rest >= 10 { rest /= 10; digits += 1 }
+        }
         // Written from the last digit back: divisions by the constant 10 only.
         for i in stride(from: digits - 1, through: 0, by: -1) {
             start[count + i] = UInt8(48 + v % 10)
@@ -493,28 +531,45 @@ public struct LineComposer {
         reserve(20)
         let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
         let secondsOfDay = seconds - days * 86_400
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let dayOfEra = z - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1_460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let mp = (5 * dayOfYear + 2) / 153
-        let day = dayOfYear - (153 * mp + 2) / 5 + 1
-        let month = mp < 10 ? mp + 3 : mp - 9
-        let year = min(max(yearOfEra + era * 400 + (month <= 2 ? 1 : 0), 0), 9999)
-        two(year / 100)
-        two(year % 100)
-        put(0x2D) // -
-        two(month)
-        put(0x2D)
-        two(day)
-        put(0x54) // T
+        let raw = UnsafeMutableRawPointer(start + count)
+        if days == dates.day {
+            // The songs of an answer were mostly written on a few days: `YYYY-MM-DDT` as last time.
+            raw.storeBytes(of: dates.head, as: UInt64.self)
+            raw.storeBytes(of: dates.tail, toByteOffset: 8, as: UInt16.self)
+            raw.storeBytes(of: 0x54, toByteOffset: 10, as: UInt8.self) // T
+            count += 11
+        } else {
+            let z = days + 719_468
+            let era = (z >= 0 ? z : z - 146_096) / 146_097
+            let dayOfEra = z - era * 146_097
+            let yearOfEra = (dayOfEra - dayOfEra / 1_460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+            let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+            let mp = (5 * dayOfYear + 2) / 153
+            let day = dayOfYear - (153 * mp + 2) / 5 + 1
+            let month = mp < 10 ? mp + 3 : mp - 9
+            let year = min(max(yearOfEra + era * 400 + (month <= 2 ? 1 : 0), 0), 9999)
+            two(year / 100)
+            two(year % 100)
+            put(0x2D) // -
+            two(month)
+            put(0x2D)
+            two(day)
+            put(0x54) // T
+            dates = DateMemo(day: days, head: raw.loadUnaligned(as: UInt64.self), tail: raw.loadUnaligned(fromByteOffset: 8, as: UInt16.self))
+        }
         two(secondsOfDay / 3600)
         put(0x3A) // :
         two(secondsOfDay / 60 % 60)
         put(0x3A)
         two(secondsOfDay % 60)
         put(0x5A) // Z
+    }
+
+    /// The date part of the last `iso8601`, kept from one song block to the next (`MPDResponse.compose`).
+    struct DateMemo {
+        var day = Int64.min
+        var head: UInt64 = 0
+        var tail: UInt16 = 0
     }
 
     @inline(__always)

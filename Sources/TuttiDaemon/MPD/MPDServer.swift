@@ -270,7 +270,14 @@ final class MPDClient: @unchecked Sendable {
     var settleUntil: Int64 = 0
     /// What this client may do: raised by `password`.
     var level: ControlAccess.Level
-    var tagTypes = Set(MPDTags.all) { didSet { shownTags = MPDTags.all.map { tagTypes.contains($0) } } }
+    var tagTypes = Set(MPDTags.all) {
+        didSet {
+            shownTags = MPDTags.all.map { tagTypes.contains($0) }
+            shownTagBits = MPDTags.all.enumerated().reduce(UInt8(0)) { $0 | (tagTypes.contains($1.element) ? UInt8(1) << UInt8($1.offset) : 0) }
+        }
+    }
+    /// `shownTags` as bits (bit i: `MPDTags.all[i]`): read once per song of a long answer, with no array to retain.
+    private(set) var shownTagBits: UInt8 = 0xFF
     /// `tagTypes` as flags in `MPDTags.all` order: a song block asks eight times per song.
     private(set) var shownTags = MPDTags.all.map { _ in true }
 
