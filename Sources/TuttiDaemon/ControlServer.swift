@@ -172,7 +172,7 @@ public final class ControlServer: @unchecked Sendable {
         }
         var malformed = 0
         let reason = Self.readLines(from: connection, until: { client.writer.isClosed }) { line in
-            if let line { malformed = receive(line, from: client) ? 0 : malformed + 1 } else {
+            if let line { malformed = receive(line, from: client, onItsThread: true) ? 0 : malformed + 1 } else {
                 send(error(id: nil, code: -32700, message: "request line longer than \(Self.maxLineBytes) bytes"), to: client)
                 malformed += 1
             }
@@ -236,11 +236,13 @@ public final class ControlServer: @unchecked Sendable {
 
     /// One request from a client (a line, or a WebSocket message); the reply
     /// goes to its outbox. False: it was no JSON-RPC request at all.
+    /// `onItsThread`: called on the client's own reader thread, which may
+    /// write the reply itself (`ClientWriter.reply`).
     @discardableResult
-    func receive(_ message: [UInt8], from client: Client) -> Bool {
+    func receive(_ message: [UInt8], from client: Client, onItsThread: Bool = false) -> Bool {
         guard !message.allSatisfy({ $0 == 32 || $0 == 13 || $0 == 9 || $0 == 10 }) else { return true }
         guard let reply = handle(message, level: client.level, login: { client.level = $0 }) else { return true }
-        send(reply, to: client)
+        send(reply, to: client, direct: onItsThread)
         let code = (reply["error"] as? [String: Any])?["code"] as? Int
         return code != -32700 && code != -32600
     }
@@ -255,10 +257,10 @@ public final class ControlServer: @unchecked Sendable {
         return bytes + raw.bytes + [UInt8(ascii: "}")]
     }
 
-    private func send(_ object: [String: Any], to client: Client) {
+    private func send(_ object: [String: Any], to client: Client, direct: Bool = false) {
         guard var bytes = Self.serialize(object) else { return }
         if client.newlineFramed { bytes.append(UInt8(ascii: "\n")) }
-        client.writer.send(bytes)
+        if direct { client.writer.reply(bytes) } else { client.writer.send(bytes) }
     }
 
     /// Sends a notification to every client. `key` (default: the method)

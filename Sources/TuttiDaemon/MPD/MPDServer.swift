@@ -180,7 +180,7 @@ public final class MPDServer: @unchecked Sendable {
                     state.idling = false
                 case .run(let commands, let isList, let listOK):
                     let reply = run(commands, isList: isList, listOK: listOK, client: client)
-                    client.send(reply)
+                    client.reply(reply)
                     // Random bytes make one unknown command after another: each costs a parse and an ACK.
                     unknown = reply.starts(with: Array("ACK [5@".utf8)) ? unknown + 1 : 0
                     if unknown >= LineDiscipline.maxConsecutiveMalformed {
@@ -296,6 +296,10 @@ final class MPDClient: @unchecked Sendable {
 
     /// Sends after everything queued before; never blocks the caller.
     func send(_ bytes: [UInt8]) { writer.send(bytes) }
+
+    /// A command's reply, from the client's own thread: written there when
+    /// nothing else waits (`ClientWriter.reply`), else queued.
+    func reply(_ bytes: [UInt8]) { writer.reply(bytes) }
 
     /// Sends once less than `MPDClient.streamingBacklog` bytes wait: for a
     /// long answer, from the client's own thread (it may block).
