@@ -15,11 +15,12 @@ import TuttiCore
 /// times but not in `delay()`, as with real hardware. If the writer falls
 /// behind and the buffer runs dry, that is an underrun: the next block
 /// starts a new segment at the time it is written, as ALSA restarts.
-/// Periods are 10 ms, as the ALSA sink asks of a card, in a 50 ms buffer;
-/// a write that has to wait waits until two periods fit, so the playout
-/// thread wakes every other period (50 times a second, not 100: a file has
-/// no clock to keep up with). What is queued stays 30–50 ms, and `delay()`
-/// says exactly how much.
+/// Periods are 10 ms, as the ALSA sink asks of a card, in a 60 ms buffer;
+/// a write that has to wait waits until three periods fit, so the playout
+/// thread wakes for every third period (33 times a second, not 100: a file
+/// has no clock to keep up with). What is queued stays 30–60 ms, as much
+/// ahead as a 40 ms buffer woken every period kept, and `delay()` says
+/// exactly how much.
 public final class VirtualDAC: AudioSink {
     public let name: String
     public let periodFrames: Int
@@ -46,7 +47,7 @@ public final class VirtualDAC: AudioSink {
     public private(set) var lastBlockLeaveTime: Int64 = 0
     public var lastWriteLeaveTime: Int64? { lastBlockLeaveTime }
 
-    public init(path: String, ppm: Double = 0, delayMilliseconds: Double = 0, periodFrames: Int = 480, bufferFrames: Int = 2_400, periodsPerWake: Int = 2) throws(AudioError) {
+    public init(path: String, ppm: Double = 0, delayMilliseconds: Double = 0, periodFrames: Int = 480, bufferFrames: Int = 2_880, periodsPerWake: Int = 3) throws(AudioError) {
         guard let a = fopen(path, "wb") else { throw .cannotOpen(path: path, reason: String(cString: strerror(errno))) }
         guard let t = fopen(path + ".timing", "wb") else {
             fclose(a)
