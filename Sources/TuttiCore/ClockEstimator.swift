@@ -211,9 +211,6 @@ public struct ClockEstimator: Sendable {
         let count = sampleCount
         addedSinceRefit = 0
         lastRefit = newest.t1
-        var best = Int64.max
-        for s in samples { best = min(best, s.roundTrip) }
-        bestRoundTrip = best
         let reference = newest.midpoint
         // Offsets relative to the newest sample's, so the doubles stay small.
         let base = newest.offset
@@ -221,12 +218,15 @@ public struct ClockEstimator: Sendable {
         stored.withUnsafeBufferPointer { all in
             forward.withUnsafeMutableBufferPointer { f in
                 backward.withUnsafeMutableBufferPointer { b in
+                    var best = Int64.max
                     for i in 0..<count {
                         let s = all[head + i]
+                        best = min(best, s.roundTrip)
                         f[i] = Point(x: Double(s.t1 - reference), y: Double((s.t2.nanoseconds &- s.t1.nanoseconds) &- base))
                         // Negated, so that both envelopes are lower ones.
                         b[i] = Point(x: Double(s.t4 - reference), y: -Double((s.t3.nanoseconds &- s.t4.nanoseconds) &- base))
                     }
+                    bestRoundTrip = best
                 }
             }
         }
