@@ -12,7 +12,7 @@ let strict: [SwiftSetting] = [
     .unsafeFlags(["-warnings-as-errors"], .when(configuration: .release)),
     // A section per function, so that the linker can put the code that runs
     // together (link/code-order.txt; see `leanLink`).
-    .unsafeFlags(["-function-sections"], .when(configuration: .release)),
+    .unsafeFlags(["-Xfrontend", "-function-sections"], .when(configuration: .release)),
 ]
 
 /// Release executables link with lld and packed relative relocations

@@ -8,7 +8,8 @@
 #   scripts/code-order.sh [--skip-build]
 #
 # Needs valgrind (callgrind) and mpc. About 5 minutes. Three runs, each
-# profiled for 40 s of start-up and joining, then 40 s of steady state:
+# profiled for 40 s of start-up and joining, then 40 s of steady state (the
+# way out is not counted):
 #   1. a leader streaming a file to three speakers, as bench/resources runs it;
 #   2. one speaker (tutti-follower) playing from such a leader;
 #   3. a leader as installed: control, MPD, web and Snapcast ports on, a
@@ -18,10 +19,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 scratch=.build/static
-if [ "${1:-}" != "--skip-build" ]; then
-    swift build -c release --static-swift-stdlib --scratch-path "$scratch" --product tutti-follower
-    swift build -c release --static-swift-stdlib --scratch-path "$scratch" --product tuttid
-fi
+if [ "${1:-}" != "--skip-build" ]; then scripts/build-static.sh tutti-follower tuttid; fi
 for tool in valgrind callgrind_control mpc objcopy; do
     command -v $tool >/dev/null || { echo "code-order.sh: needs $tool (apt-get install valgrind mpc binutils)" >&2; exit 1; }
 done
@@ -37,7 +35,7 @@ python3 -c "import sys; sys.path.insert(0, 'bench/resources'); import measure; m
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 profile() { # OUT PROGRAM ARGS...: runs PROGRAM under callgrind in the background
     local out=$1; shift
-    valgrind --tool=callgrind --callgrind-out-file="$out" --dump-instr=no --collect-jumps=no --demangle=no \
+    valgrind --tool=callgrind --callgrind-out-file="$out.%p" --dump-instr=no --collect-jumps=no --demangle=no \
         "$@" >"$out.log" 2>&1 &
     pids+=($!); profiled=$!
 }
@@ -48,8 +46,9 @@ speakers() { # PORT NAME-PREFIX
         pids+=($!)
     done
 }
-halves() { # PID: dump start-up (OUT.1), then steady state to the end (OUT)
-    sleep 40; callgrind_control -d "$1" >/dev/null; sleep 40; kill -INT "$1"; wait "$1" || true
+halves() { # PID: start-up and joining (OUT.PID.1), then steady state (OUT.PID.2), not the way out
+    sleep 40; callgrind_control -d "$1" >/dev/null; sleep 40; callgrind_control -d "$1" >/dev/null
+    kill -INT "$1"; wait "$1" || true
 }
 stream=(--play "$work/track.wav" --loop --codec opus --bitrate 160 --log-level warning)
 
@@ -85,8 +84,10 @@ pids+=($!)
 speakers "$p" f; halves "$full"
 
 python3 scripts/code-order.py link/code-order.txt --binary "$scratch/release/tuttid" --binary "$scratch/release/tutti-follower" \
-    --steady "tuttid:$work/leader.out" "tutti-follower:$work/speaker.out" "tuttid:$work/full.out" \
-    --start-up "tuttid:$work/leader.out.1" "tutti-follower:$work/speaker.out.1" "tuttid:$work/full.out.1"
+    --steady "tuttid:$(echo "$work"/leader.out.*.2)" "tutti-follower:$(echo "$work"/speaker.out.*.2)" \
+             "tuttid:$(echo "$work"/full.out.*.2)" \
+    --start-up "tuttid:$(echo "$work"/leader.out.*.1)" "tutti-follower:$(echo "$work"/speaker.out.*.1)" \
+               "tuttid:$(echo "$work"/full.out.*.1)"
 # SwiftPM does not know the link reads the file: remove the programs so the next build links them again.
 rm -f "$scratch/release/tuttid" "$scratch/release/tutti-follower" "$scratch/release/tutti"
 echo "code-order: wrote link/code-order.txt; build again to link with it"

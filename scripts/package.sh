@@ -3,7 +3,7 @@
 #   tutti          the `tutti` client and `tutti doctor` (run by tutti-follower, else tuttid), /etc/tutti/tutti.conf, the tutti user
 #   tutti-speaker  tutti-follower and tutti-speaker.service (a speaker)
 #   tutti-leader   tuttid, the web app and tutti-leader.service (the source)
-# The Swift runtime is linked in (-static-stdlib), so a board needs no toolchain;
+# The Swift runtime and libstdc++ are linked in (scripts/build-static.sh), so a board needs no toolchain;
 # Depends: lists only the Debian libraries the binaries load (dpkg-shlibdeps).
 #
 #   scripts/package.sh [--version V] [--skip-build] [--fast] [--out DIR] [--arch ARCH --bin DIR]
@@ -28,11 +28,7 @@ done
 scratch=.build/static
 if [ -z "$bin" ]; then
     # Its own build folder: the static link must not disturb `swift build`'s.
-    if ((build)); then
-        swift build -c release --static-swift-stdlib --scratch-path "$scratch" --product tutti-follower
-        swift build -c release --static-swift-stdlib --scratch-path "$scratch" --product tutti
-        swift build -c release --static-swift-stdlib --scratch-path "$scratch" --product tuttid
-    fi
+    if ((build)); then scripts/build-static.sh; fi
     bin=$scratch/release
 fi
 for program in tuttid tutti-follower tutti; do
