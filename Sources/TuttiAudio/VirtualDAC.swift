@@ -15,19 +15,12 @@ import TuttiCore
 /// times but not in `delay()`, as with real hardware. If the writer falls
 /// behind and the buffer runs dry, that is an underrun: the next block
 /// starts a new segment at the time it is written, as ALSA restarts.
-/// Periods are 10 ms, as the ALSA sink asks of a card, in a 60 ms buffer;
-/// a write that has to wait waits until three periods fit, so the playout
-/// thread wakes for every third period (33 times a second, not 100: a file
-/// has no clock to keep up with). What is queued stays 30–60 ms, as much
-/// ahead as a 40 ms buffer woken every period kept, and `delay()` says
-/// exactly how much.
+/// Periods are 10 ms in a 40 ms buffer, as the ALSA sink asks of a card.
 public final class VirtualDAC: AudioSink {
     public let name: String
     public let periodFrames: Int
     public let bufferFrames: Int
     public let ppm: Double
-    /// Periods written per wake-up of the playout thread.
-    public let periodsPerWake: Int
     public private(set) var underruns = 0
 
     private let framesPerNanosecond: Double
@@ -47,7 +40,7 @@ public final class VirtualDAC: AudioSink {
     public private(set) var lastBlockLeaveTime: Int64 = 0
     public var lastWriteLeaveTime: Int64? { lastBlockLeaveTime }
 
-    public init(path: String, ppm: Double = 0, delayMilliseconds: Double = 0, periodFrames: Int = 480, bufferFrames: Int = 2_880, periodsPerWake: Int = 3) throws(AudioError) {
+    public init(path: String, ppm: Double = 0, delayMilliseconds: Double = 0, periodFrames: Int = 480, bufferFrames: Int = 1_920) throws(AudioError) {
         guard let a = fopen(path, "wb") else { throw .cannotOpen(path: path, reason: String(cString: strerror(errno))) }
         guard let t = fopen(path + ".timing", "wb") else {
             fclose(a)
@@ -66,7 +59,6 @@ public final class VirtualDAC: AudioSink {
         self.ppm = ppm
         self.periodFrames = periodFrames
         self.bufferFrames = bufferFrames
-        self.periodsPerWake = max(1, periodsPerWake)
         framesPerNanosecond = Double(StreamFormat.sampleRate) * (1 + ppm * 1e-6) / 1e9
         extraDelay = Int64(delayMilliseconds * 1e6)
     }
@@ -111,10 +103,7 @@ public final class VirtualDAC: AudioSink {
             segmentFirstFrame = written
         }
         // Block until the hardware buffer has room: this is the real-time pace.
-        // Once it has to wait, it waits until the next period fits too, so the
-        // playout thread wakes for every `periodsPerWake` periods, not each one.
-        var room = bufferFrames - frames
-        if written - consumed(at: now) > room { room = max(0, room - (periodsPerWake - 1) * periodFrames) }
+        let room = bufferFrames - frames
         while written - consumed(at: now) > room {
             let excess = written - consumed(at: now) - room
             Monotonic.sleep(nanoseconds: Int64(Double(excess) / framesPerNanosecond) + 1_000)
