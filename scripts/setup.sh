@@ -8,6 +8,7 @@ packages=(
   libasound2-dev libmpg123-dev libopus-dev libsoxr-dev libsqlite3-dev libavahi-client-dev   # C libraries
   libflac-dev libgpiod-dev libcivetweb-dev zlib1g-dev librubberband-dev libsodium-dev libssl-dev  # web server; speed and pitch; room key; libcrypto: the scan's SHA-256
   libcurl4-openssl-dev dpkg-dev lintian debootstrap binutils systemd                              # packages: the leader's static link, scripts/test-packages.sh
+  libstdc++-12-dev                                                                          # packages: libstdc++.a, linked in by scripts/build-static.sh
   alsa-utils lame flac id3v2 mpd mpc python3 python3-pip                                    # tests: encoders, taggers, MPD peers, test servers
   ncmpcpp tmux openssl ca-certificates util-linux                                           # tests: ncmpcpp in tmux; https certificates, the CA bundle, unshare
   avahi-daemon dbus                                                                         # mDNS: discovery tests run their own daemon on loopback
