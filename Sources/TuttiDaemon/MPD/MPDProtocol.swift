@@ -473,24 +473,18 @@ public struct LineComposer {
         put(0x0A)
     }
 
-    public mutating func line(_ key: StaticString, _ value: Int) {
-        reserve(key.utf8CodeUnitCount + Self.numberBytes + Self.lineBytes)
-        self.key(key)
-        decimal(value)
-        put(0x0A)
-    }
+    public mutating func line(_ key: StaticString, _ value: Int) { numberLine(key) { $0.decimal(value) } }
 
-    public mutating func line(_ key: StaticString, seconds value: Double) {
-        reserve(key.utf8CodeUnitCount + Self.numberBytes + Self.lineBytes)
-        self.key(key)
-        threeDecimals(value)
-        put(0x0A)
-    }
+    public mutating func line(_ key: StaticString, seconds value: Double) { numberLine(key) { $0.threeDecimals(value) } }
 
-    public mutating func line(_ key: StaticString, date seconds: Int64) {
+    public mutating func line(_ key: StaticString, date seconds: Int64) { numberLine(key) { $0.iso8601(seconds) } }
+
+    /// `key: ` then a value of at most numberBytes that `write` puts, then the line's end.
+    @inline(__always)
+    private mutating func numberLine(_ key: StaticString, _ write: (inout Self) -> Void) {
         reserve(key.utf8CodeUnitCount + Self.numberBytes + Self.lineBytes)
         self.key(key)
-        iso8601(seconds)
+        write(&self)
         put(0x0A)
     }
 
