@@ -211,24 +211,17 @@ public struct ClockEstimator: Sendable {
         let count = sampleCount
         addedSinceRefit = 0
         lastRefit = newest.t1
+        var best = Int64.max
+        for s in samples { best = min(best, s.roundTrip) }
+        bestRoundTrip = best
         let reference = newest.midpoint
         // Offsets relative to the newest sample's, so the doubles stay small.
         let base = newest.offset
-        Self.resize(&forward, to: count); Self.resize(&backward, to: count)
-        stored.withUnsafeBufferPointer { all in
-            forward.withUnsafeMutableBufferPointer { f in
-                backward.withUnsafeMutableBufferPointer { b in
-                    var best = Int64.max
-                    for i in 0..<count {
-                        let s = all[head + i]
-                        best = min(best, s.roundTrip)
-                        f[i] = Point(x: Double(s.t1 - reference), y: Double((s.t2.nanoseconds &- s.t1.nanoseconds) &- base))
-                        // Negated, so that both envelopes are lower ones.
-                        b[i] = Point(x: Double(s.t4 - reference), y: -Double((s.t3.nanoseconds &- s.t4.nanoseconds) &- base))
-                    }
-                    bestRoundTrip = best
-                }
-            }
+        forward.removeAll(keepingCapacity: true); backward.removeAll(keepingCapacity: true)
+        for s in samples {
+            forward.append(Point(x: Double(s.t1 - reference), y: Double((s.t2.nanoseconds &- s.t1.nanoseconds) &- base)))
+            // Negated, so that both envelopes are lower ones.
+            backward.append(Point(x: Double(s.t4 - reference), y: -Double((s.t3.nanoseconds &- s.t4.nanoseconds) &- base)))
         }
         // t4 = t1 + round trip: nearly in order already.
         Self.insertionSort(&backward)
@@ -250,12 +243,9 @@ public struct ClockEstimator: Sendable {
         // is carried over half the window at most, yet over enough points.
         // (x is taken from t1 forward, t4 backward; the newest exchange is always in.)
         let from = -Double(span) / 2 - Double(newest.t4 - newest.t1)
-        // Both arrays are in order of x: the newer half is a suffix of each.
-        let newerForward = forward[Self.firstIndex(in: forward, atLeast: from)...]
-        let newerBackward = backward[Self.firstIndex(in: backward, atLeast: from)...]
         var af = Double.infinity, ab = Double.infinity
-        for p in newerForward { af = min(af, p.y - skew * p.x) }
-        for p in newerBackward { ab = min(ab, p.y + skew * p.x) }
+        for p in forward where p.x >= from { af = min(af, p.y - skew * p.x) }
+        for p in backward where p.x >= from { ab = min(ab, p.y + skew * p.x) }
         // θ(reference) = (lower forward envelope + upper backward envelope) / 2.
         let theta = (af - ab) / 2
         guard theta.isFinite, skew.isFinite, abs(theta) < 9e18 else { return } // absurd timestamps: keep the last model
@@ -263,14 +253,14 @@ public struct ClockEstimator: Sendable {
         envelopeFloor = (af + ab) / 2
 
         let k = min(configuration.residualRank, max(1, count / 2))
-        let ef = Self.kthSmallest(newerForward.lazy.map { $0.y - skew * $0.x - af }, k, scratch: &smallest) / Double(max(1, k - 1))
-        let eb = Self.kthSmallest(newerBackward.lazy.map { $0.y + skew * $0.x - ab }, k, scratch: &smallest) / Double(max(1, k - 1))
+        let ef = Self.kthSmallest(forward.lazy.filter { $0.x >= from }.map { $0.y - skew * $0.x - af }, k, scratch: &smallest) / Double(max(1, k - 1))
+        let eb = Self.kthSmallest(backward.lazy.filter { $0.x >= from }.map { $0.y + skew * $0.x - ab }, k, scratch: &smallest) / Double(max(1, k - 1))
         let mean = (ef + eb) / 2
         let u = mean.isFinite ? Int64(min(max(mean.rounded(), 0), 9e18)) : Int64.max
         uncertainty = u
         var excess = 0.0, n = 0
-        for p in newerForward { excess += p.y - skew * p.x - af; n += 1 }
-        for p in newerBackward { excess += p.y + skew * p.x - ab; n += 1 }
+        for p in forward where p.x >= from { excess += p.y - skew * p.x - af; n += 1 }
+        for p in backward where p.x >= from { excess += p.y + skew * p.x - ab; n += 1 }
         let q = excess / Double(max(1, n))
         queueing = q.isFinite ? Int64(min(max(q.rounded(), 0), 9e18)) : Int64.max
         if !ready && count >= configuration.minimumSamples
@@ -285,64 +275,34 @@ public struct ClockEstimator: Sendable {
     /// mean, rests on two points and swings when the samples are unevenly
     /// dense, as after the join burst.)
     private static func hullSlope(_ points: [Point], hull: inout [Point]) -> Double {
-        // On raw buffers: the arithmetic is the same, without a bounds or
-        // uniqueness check per point (this pass ran over thousands of
-        // samples at every refit and was the clock thread's largest cost).
-        if hull.count < points.count { hull = [Point](repeating: Point(x: 0, y: 0), count: Swift.max(points.count, 2 * hull.count)) }
-        return points.withUnsafeBufferPointer { input in
-            hull.withUnsafeMutableBufferPointer { buffer in
-                let h = buffer.baseAddress!
-                var n = 0
-                for p in input {
-                    while n >= 2 {
-                        let o = h[n - 2], a = h[n - 1]
-                        // Keep only left turns: a lies strictly below the chord o → p.
-                        if (a.x - o.x) * (p.y - o.y) - (a.y - o.y) * (p.x - o.x) <= 0 { n -= 1 } else { break }
-                    }
-                    h[n] = p
-                    n += 1
-                }
-                guard n >= 2, h[n - 1].x > h[0].x else { return 0 }
-                let first = h[0], last = h[n - 1]
-                let q1 = first.x + (last.x - first.x) / 4, q3 = first.x + 3 * (last.x - first.x) / 4
-                func envelope(at x: Double) -> Double {
-                    var j = 0
-                    while j < n - 2 && h[j + 1].x < x { j += 1 }
-                    let a = h[j], b = h[j + 1]
-                    return b.x > a.x ? a.y + (b.y - a.y) * (x - a.x) / (b.x - a.x) : min(a.y, b.y)
-                }
-                return (envelope(at: q3) - envelope(at: q1)) / (q3 - q1)
+        hull.removeAll(keepingCapacity: true)
+        for p in points {
+            while hull.count >= 2 {
+                let o = hull[hull.count - 2], a = hull[hull.count - 1]
+                // Keep only left turns: a lies strictly below the chord o → p.
+                if (a.x - o.x) * (p.y - o.y) - (a.y - o.y) * (p.x - o.x) <= 0 { hull.removeLast() } else { break }
             }
+            hull.append(p)
         }
+        guard hull.count >= 2, let first = hull.first, let last = hull.last, last.x > first.x else { return 0 }
+        let q1 = first.x + (last.x - first.x) / 4, q3 = first.x + 3 * (last.x - first.x) / 4
+        func envelope(at x: Double) -> Double {
+            var j = 0
+            while j < hull.count - 2 && hull[j + 1].x < x { j += 1 }
+            let a = hull[j], b = hull[j + 1]
+            return b.x > a.x ? a.y + (b.y - a.y) * (x - a.x) / (b.x - a.x) : min(a.y, b.y)
+        }
+        return (envelope(at: q3) - envelope(at: q1)) / (q3 - q1)
     }
 
     private static func insertionSort(_ points: inout [Point]) {
         guard points.count > 1 else { return }
-        points.withUnsafeMutableBufferPointer { buffer in
-            let q = buffer.baseAddress!
-            for i in 1..<buffer.count {
-                let p = q[i]
-                var j = i
-                while j > 0 && q[j - 1].x > p.x { q[j] = q[j - 1]; j -= 1 }
-                q[j] = p
-            }
+        for i in 1..<points.count {
+            let p = points[i]
+            var j = i
+            while j > 0 && points[j - 1].x > p.x { points[j] = points[j - 1]; j -= 1 }
+            points[j] = p
         }
-    }
-
-    /// The first index whose point has `x >= bound` in points sorted by x (`count` if none).
-    private static func firstIndex(in points: [Point], atLeast bound: Double) -> Int {
-        var low = 0, high = points.count
-        while low < high {
-            let mid = (low + high) / 2
-            if points[mid].x >= bound { high = mid } else { low = mid + 1 }
-        }
-        return low
-    }
-
-    /// `count` elements (their values are about to be overwritten), keeping the capacity.
-    private static func resize(_ points: inout [Point], to count: Int) {
-        if points.count > count { points.removeLast(points.count - count) }
-        if points.count < count { points.append(contentsOf: repeatElement(Point(x: 0, y: 0), count: count - points.count)) }
     }
 
     /// The k-th smallest value (1-based), in one pass; infinity when there are fewer than k.
