@@ -155,7 +155,9 @@ public final class PlayoutEngine: @unchecked Sendable {
     @_specialize(where Sink == HotplugOutput<ALSASink>)
     private func run<Sink: AudioSink>(_ sink: Sink) {
         let halfTaps = resampler.halfTaps
-        var schedule = PlayoutSchedule(steering: steering, releaseMargin: timeline.guardFrames / 2, controller: controllerConfiguration)
+        var schedule = PlayoutSchedule(steering: steering, releaseMargin: timeline.guardFrames / 2, reach: halfTaps + 1,
+                                       controller: controllerConfiguration)
+        let writeDue = sink.writeDueFrames
         var underruns = 0, starved = 0
         var position = 0.0
         // A local: a stored property would be checked for exclusive access on every frame.
@@ -174,7 +176,7 @@ public final class PlayoutEngine: @unchecked Sendable {
             let moment = PlayoutSchedule.Moment(streamGeneration: snap.generation, sinkGeneration: sink.generation,
                                                 validStart: snap.validStart, writeEnd: snap.writeEnd,
                                                 readStart: timeline.readStart, target: target, now: realNow,
-                                                keptWaiting: timeline.framesKeptWaiting)
+                                                keptWaiting: timeline.framesKeptWaiting, queued: queued, writeDue: writeDue)
             switch schedule.decide(moment, period: period) {
             case .silence(let frames):
                 if !writeSilence(frames, to: sink) { return }
@@ -182,6 +184,9 @@ public final class PlayoutEngine: @unchecked Sendable {
             case .discard(let upTo, let frames):
                 timeline.release(upTo: upTo)
                 if !writeSilence(frames, to: sink) { return }
+                continue
+            case .wait(let frames):
+                Monotonic.sleep(nanoseconds: StreamFormat.nanoseconds(frames: frames))
                 continue
             case .play:
                 position = schedule.position

@@ -10,6 +10,11 @@ public protocol AudioSink: AnyObject {
     var name: String { get }
     /// Frames per write that the device prefers.
     var periodFrames: Int { get }
+    /// Frames queued below which the next write is due. A sink that
+    /// takes several periods per wake-up says how low it lets the queue
+    /// go, so late audio is waited for until then (`PlayoutSchedule.Step.wait`);
+    /// 0 (the default): writes are due whenever they fit.
+    var writeDueFrames: Int { get }
     /// Frames written but not yet played, and the monotonic time (ns) at
     /// which that was true.
     func delay() -> (frames: Int, at: Int64)
@@ -30,6 +35,7 @@ public protocol AudioSink: AnyObject {
 }
 
 public extension AudioSink {
+    var writeDueFrames: Int { 0 }
     var lastWriteLeaveTime: Int64? { nil }
     var generation: Int { 0 }
     var failure: String? { nil }

@@ -15,12 +15,21 @@ import TuttiCore
 /// times but not in `delay()`, as with real hardware. If the writer falls
 /// behind and the buffer runs dry, that is an underrun: the next block
 /// starts a new segment at the time it is written, as ALSA restarts.
-/// Periods are 10 ms in a 40 ms buffer, as the ALSA sink asks of a card.
+/// Periods are 10 ms, as the ALSA sink asks of a card, in an 80 ms buffer.
+/// A write that has to wait waits until five periods fit, so the playout
+/// thread wakes 20 times a second, not 100 (a file has no clock to keep up
+/// with; snapclient's file player wakes as often). The queue stays 30–80 ms
+/// and `delay()` says exactly how much. Audio still arriving is waited for
+/// until the queue is down to 30 ms (`writeDueFrames`), as a 40 ms buffer
+/// woken every period would have: batching never writes off late audio early.
 public final class VirtualDAC: AudioSink {
     public let name: String
     public let periodFrames: Int
     public let bufferFrames: Int
     public let ppm: Double
+    /// Periods written per wake-up of the playout thread.
+    public let periodsPerWake: Int
+    public var writeDueFrames: Int { bufferFrames - periodsPerWake * periodFrames }
     public private(set) var underruns = 0
 
     private let framesPerNanosecond: Double
@@ -40,7 +49,7 @@ public final class VirtualDAC: AudioSink {
     public private(set) var lastBlockLeaveTime: Int64 = 0
     public var lastWriteLeaveTime: Int64? { lastBlockLeaveTime }
 
-    public init(path: String, ppm: Double = 0, delayMilliseconds: Double = 0, periodFrames: Int = 480, bufferFrames: Int = 1_920) throws(AudioError) {
+    public init(path: String, ppm: Double = 0, delayMilliseconds: Double = 0, periodFrames: Int = 480, bufferFrames: Int = 3_840, periodsPerWake: Int = 5) throws(AudioError) {
         guard let a = fopen(path, "wb") else { throw .cannotOpen(path: path, reason: String(cString: strerror(errno))) }
         guard let t = fopen(path + ".timing", "wb") else {
             fclose(a)
@@ -59,6 +68,7 @@ public final class VirtualDAC: AudioSink {
         self.ppm = ppm
         self.periodFrames = periodFrames
         self.bufferFrames = bufferFrames
+        self.periodsPerWake = min(max(1, periodsPerWake), bufferFrames / periodFrames)
         framesPerNanosecond = Double(StreamFormat.sampleRate) * (1 + ppm * 1e-6) / 1e9
         extraDelay = Int64(delayMilliseconds * 1e6)
     }
@@ -103,7 +113,9 @@ public final class VirtualDAC: AudioSink {
             segmentFirstFrame = written
         }
         // Block until the hardware buffer has room: this is the real-time pace.
-        let room = bufferFrames - frames
+        // Once it has to wait, it waits until `periodsPerWake` periods fit.
+        var room = bufferFrames - frames
+        if written - consumed(at: now) > room { room = min(room, writeDueFrames) }
         while written - consumed(at: now) > room {
             let excess = written - consumed(at: now) - room
             Monotonic.sleep(nanoseconds: Int64(Double(excess) / framesPerNanosecond) + 1_000)

@@ -8,6 +8,13 @@
 /// is, never out of step). Playing, it steers through `DriftController`: a
 /// ratio, or a hard resync that skips frames or holds with silence. A new
 /// stream or a new output device starts over. Allocates nothing.
+///
+/// A sink may take several periods per wake-up (the virtual DAC does, so
+/// its thread wakes 20 times a second, not 100). Then audio that is late
+/// but not yet lost must not be written off early: when the next period's
+/// frames are only partly in the timeline and the sink still holds more
+/// than `Moment.writeDue`, it waits (for the rest to arrive) until the sink
+/// is down to that, where a one-period sink would have written it anyway.
 public struct PlayoutSchedule: Sendable {
     public enum Step: Equatable, Sendable {
         /// Write this much silence, then decide again.
@@ -17,6 +24,9 @@ public struct PlayoutSchedule: Sendable {
         case discard(upTo: Int, silence: Int)
         /// Produce a period from `position`, advancing by `ratio` a frame.
         case play
+        /// The next period's audio is still coming and the sink holds this
+        /// many frames more than it must: sleep that long, then decide again.
+        case wait(frames: Int)
     }
 
     /// What the schedule sees at the start of a period.
@@ -36,18 +46,25 @@ public struct PlayoutSchedule: Sendable {
         public var now: Int64
         /// Frames worth keeping while there is no clock model (`AudioTimeline.framesKeptWaiting`).
         public var keptWaiting: Int
+        /// Frames queued in the sink, and how few it may hold before the
+        /// next write is due (`AudioSink.writeDueFrames`; 0: never wait).
+        public var queued: Int
+        public var writeDue: Int
 
         public init(streamGeneration: Int, sinkGeneration: Int, validStart: Int, writeEnd: Int, readStart: Int, target: Double?, now: Int64,
-                    keptWaiting: Int = .max) {
+                    keptWaiting: Int = .max, queued: Int = 0, writeDue: Int = 0) {
             self.streamGeneration = streamGeneration; self.sinkGeneration = sinkGeneration
             self.validStart = validStart; self.writeEnd = writeEnd; self.readStart = readStart
             self.target = target; self.now = now; self.keptWaiting = keptWaiting
+            self.queued = queued; self.writeDue = writeDue
         }
     }
 
     public let steering: Bool
     /// Half the timeline's guard: what stays readable behind the play position.
     public let releaseMargin: Int
+    /// Frames past a period's end its resampling reads (half the kernel, and one for the ratio).
+    public let reach: Int
     public private(set) var playing = false
     /// Fractional index of the next frame to produce; the engine moves it as it produces.
     public var position = 0.0
@@ -59,9 +76,10 @@ public struct PlayoutSchedule: Sendable {
     private var sinkGeneration: Int?
     private var controller: DriftController
 
-    public init(steering: Bool, releaseMargin: Int, controller: DriftController.Configuration = .init()) {
+    public init(steering: Bool, releaseMargin: Int, reach: Int = 0, controller: DriftController.Configuration = .init()) {
         self.steering = steering
         self.releaseMargin = releaseMargin
+        self.reach = reach
         self.controller = DriftController(configuration: controller)
     }
 
@@ -98,6 +116,13 @@ public struct PlayoutSchedule: Sendable {
             ratio = 1
             controller.restart()
             return .play
+        }
+        // Part of the next period is still coming: while the sink has audio to
+        // spare, wait for it (before steering, so the controller sees each period once).
+        // Nothing at all ahead (a pause, a lost stream) is not waited for.
+        let needed = Int(position) + period + reach
+        if m.writeEnd > Int(position) && m.writeEnd < needed && m.queued > m.writeDue {
+            return .wait(frames: m.queued - m.writeDue)
         }
         guard steering else { return .play }
         let errorFrames = target - position

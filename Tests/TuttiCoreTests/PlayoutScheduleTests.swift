@@ -91,4 +91,31 @@ struct PlayoutScheduleTests {
         #expect(t.resyncs == 0)
         #expect(t.ratio > 1, "catching up: ratio \(t.ratio)")
     }
+
+    /// A sink that takes five periods per wake-up holds up to 80 ms; audio
+    /// still arriving is waited for until it is down to 30 ms (1,440 frames),
+    /// where a one-period sink would have had to write it.
+    @Test func lateAudioIsWaitedForUntilTheSinkIsDownToWhatItMustHold() {
+        var s = PlayoutSchedule(steering: false, releaseMargin: 64, reach: 17)
+        func m(end: Int, queued: Int) -> PlayoutSchedule.Moment {
+            PlayoutSchedule.Moment(streamGeneration: 1, sinkGeneration: 0, validStart: 1_000, writeEnd: end, readStart: 1_000,
+                                   target: 1_000, now: 0, queued: queued, writeDue: 1_440)
+        }
+        #expect(s.decide(m(end: 50_000, queued: 0), period: 480) == .play)
+        s.position = 10_000
+        // The whole next period and the kernel's reach are there: play, however full the sink is.
+        #expect(s.decide(m(end: 10_000 + 480 + 17, queued: 3_360), period: 480) == .play)
+        // One frame of the reach missing, 70 ms queued: sleep the 40 ms the sink can spare, then look again.
+        #expect(s.decide(m(end: 10_000 + 480 + 16, queued: 3_360), period: 480) == .wait(frames: 1_920))
+        #expect(s.decide(m(end: 10_100, queued: 1_441), period: 480) == .wait(frames: 1))
+        // Down to what it must hold: written now, with what there is.
+        #expect(s.decide(m(end: 10_100, queued: 1_440), period: 480) == .play)
+        // Nothing ahead at all (paused, or the stream is gone): nothing to wait for.
+        #expect(s.decide(m(end: 10_000, queued: 3_360), period: 480) == .play)
+        // A sink that never batches (writeDue 0 with nothing queued) never waits.
+        var t = PlayoutSchedule(steering: false, releaseMargin: 64, reach: 17)
+        #expect(t.decide(moment(1_000), period: 480) == .play)
+        t.position = 10_000
+        #expect(t.decide(moment(1_000, end: 10_100), period: 480) == .play)
+    }
 }

@@ -120,7 +120,15 @@ func silentStretches(_ path: String, ppm: Double, from: Int64, to: Int64, frames
         let b = try startFollower(leader: relay.endpoint(1), name: "b", output: .file(path: dir + "/b.raw", ppm: 150, delayMilliseconds: 0)) { c in
             c.clockOffsetMilliseconds = -3_000; c.clockSkewPPM = -50
         }
-        usleep(20_000_000)
+        // The least lead of an arriving chunk (over the follower's 10 s window), each second: how close a stall came to a gap.
+        var leads: [String] = []
+        for _ in 0..<20 {
+            usleep(1_000_000)
+            let ra = a.syncReport(withStreamDelay: false), rb = b.syncReport(withStreamDelay: false)
+            leads.append("\(ra.arrivalLeadMinimumNanoseconds / 1_000_000)/\(rb.arrivalLeadMinimumNanoseconds / 1_000_000)")
+        }
+        print("2 % loss and stalls: least arrival lead a/b ms, each second:", leads.joined(separator: " "))
+        print("2 % loss and stalls: engine a \(a.engine.statistics), b \(b.engine.statistics); DAC underruns a \(a.engine.sink.underruns), b \(b.engine.sink.underruns)")
         a.stop(); b.stop()
         for (name, ppm) in [("a", -150.0), ("b", 150.0)] {
             let gaps = silentStretches(dir + "/\(name).raw", ppm: ppm, from: started + 3_000_000_000, to: started + 19_000_000_000)
