@@ -68,12 +68,12 @@ enum FolderWalker {
             guard !emitted[folder] else { return } // a second link to a folder already walked
             emitted[folder] = true
             let listing = listings[folder]
-            let prefix = dir.hasSuffix("/") ? dir : dir + "/"
+            let prefix = Array((dir.hasSuffix("/") ? dir : dir + "/").utf8)
             for skip in listing.skipped {
-                skipped.append(.init(path: skip.name.map { prefix + String(decoding: $0, as: UTF8.self) } ?? dir, reason: skip.reason))
+                skipped.append(.init(path: skip.name.map { joined(prefix, $0) } ?? dir, reason: skip.reason))
             }
             for e in listing.entries {
-                let path = prefix + String(decoding: e.name, as: UTF8.self)
+                let path = joined(prefix, e.name)
                 if let sub = e.folder {
                     emit(sub, path)
                 } else {
@@ -85,15 +85,22 @@ enum FolderWalker {
         return (files, skipped)
     }
 
+    /// A folder's path (ending in "/") and an entry's name as one String, in
+    /// one allocation (an unchanged rescan makes one per file).
+    static func joined(_ prefix: [UInt8], _ name: [UInt8]) -> String {
+        String(unsafeUninitializedCapacity: prefix.count + name.count) { buffer in
+            let end = buffer.initialize(fromContentsOf: prefix)
+            return end + UnsafeMutableBufferPointer(rebasing: buffer[end...]).initialize(fromContentsOf: name)
+        }
+    }
+
     /// Byte order of two paths (SQLite's BINARY collation), without Unicode normalisation.
-    static func compare(_ a: String, _ b: String) -> Int {
-        var a = a, b = b
+    static func compare(_ a: String, _ y: UnsafeBufferPointer<UInt8>) -> Int {
+        var a = a
         return a.withUTF8 { x in
-            b.withUTF8 { y in
-                let n = min(x.count, y.count)
-                let c = n == 0 ? 0 : memcmp(x.baseAddress!, y.baseAddress!, n)
-                return c != 0 ? Int(c) : x.count - y.count
-            }
+            let n = min(x.count, y.count)
+            let c = n == 0 ? 0 : memcmp(x.baseAddress!, y.baseAddress!, n)
+            return c != 0 ? Int(c) : x.count - y.count
         }
     }
 
@@ -415,13 +422,19 @@ struct Scan {
             defer { s.reset() }
             var i = 0
             while try s.step() {
-                let path = s.text(0)
-                while i < walk.files.count, FolderWalker.compare(walk.files[i].path, path) < 0 { i += 1 }
-                if i < walk.files.count, FolderWalker.compare(walk.files[i].path, path) == 0 {
+                // The row's path compared where SQLite holds it: a String only for a track whose file is gone.
+                guard let path = s.unsafeTextBytes(0) else { continue } // path is NOT NULL
+                var order = 1
+                while i < walk.files.count {
+                    order = FolderWalker.compare(walk.files[i].path, path)
+                    if order >= 0 { break }
+                    i += 1
+                }
+                if i < walk.files.count, order == 0 {
                     known[i] = KnownFile(id: TrackID(s.int(1)), size: Int(s.int(2)), mtimeNanoseconds: s.int(3))
                     i += 1
                 } else {
-                    missing.append((TrackID(s.int(1)), path))
+                    missing.append((TrackID(s.int(1)), String(decoding: path, as: UTF8.self)))
                 }
             }
         }

@@ -192,6 +192,31 @@ import TuttiTestSupport
         #expect(missing.contains("No such playlist"), "\(missing)")
     }
 
+    /// `stats` is counted once per change of the tracks: an `update` that
+    /// adds or removes songs shows in it, an unchanged one keeps the count
+    /// and its time (MPD's `db_update`) as they were.
+    @Test func statsFollowUpdatesThatChangeTracksOnly() throws {
+        let f = try makeFixture()
+        defer { f.stop() }
+        func stat(_ key: String) throws -> String? {
+            lines(try mpc(f, "stats")).first { $0.hasPrefix(key + ":") }.map { $0.dropFirst(key.count + 1).trimmingCharacters(in: .whitespaces) }
+        }
+        #expect(try stat("Songs") == "4")
+        let music = f.dir + "/music"
+        try FileManager.default.copyItem(atPath: music + "/Misc/other.mp3", toPath: music + "/Misc/other copy.mp3")
+        try mpc(f, "-w", "update")
+        #expect(try stat("Songs") == "5")
+        let counted = try stat("DB Updated")
+        sleep(1) // a count made now would carry another second
+        try mpc(f, "-w", "update")
+        #expect(try stat("Songs") == "5")
+        #expect(try stat("DB Updated") == counted, "an unchanged update counts nothing again")
+        try FileManager.default.removeItem(atPath: music + "/Misc/tone.wav")
+        try mpc(f, "-w", "update")
+        #expect(try stat("Songs") == "4")
+        #expect(try stat("Artists") == "2")
+    }
+
     @Test func mpcVolumeAndOutputsAreRooms() throws {
         let f = try makeFixture(rooms: ["kitchen", "den"])
         defer { f.stop() }

@@ -65,6 +65,48 @@ import TuttiTestSupport
         #expect(try check.userVersion == Schema.latestVersion)
     }
 
+    /// Schema 6 rebuilds the word and substring indexes with smaller pages:
+    /// a library of schema 5 keeps its tracks, likes and playlists, and finds
+    /// the same tracks by word, prefix and substring afterwards.
+    @Test func aVersion5LibraryIsRebuiltIntoSmallerIndexPagesAndKeepsEverything() throws {
+        let dir = makeTemporaryDirectory()
+        do {
+            let db = try Database(path: dir + "/v5.db")
+            try Schema.migrate(db, to: Array(Schema.migrations.prefix { $0.version <= 5 }), adoptingUnversioned: false)
+            #expect(try db.userVersion == 5)
+            for (i, title) in ["Upbeat Morning", "Quiet Evening", "東京タワーの夜"].enumerated() {
+                let c = TrackStore.searchColumns(title: title, artist: "Elder", album: "Old Album", albumArtist: nil, genre: nil,
+                                                 track: i + 1, disc: nil, year: nil)
+                try db.run("""
+                    INSERT INTO tracks(path, format, title, artist, album, track_no, duration_frames, sample_rate, file_size, mtime_ns,
+                                       content_hash, added_at, mpd_text, grams, title_key, artist_key)
+                    VALUES (?, 'mp3', ?, 'Elder', 'Old Album', ?, 44100, 44100, 1000, 0, ?, 0, ?, ?, ?, ?)
+                    """, [.text("/m/\(i).mp3"), .text(title), .int(Int64(i + 1)), .text("h\(i)"), .text(c.mpdText), SQLValue(c.grams),
+                          .text(c.titleKey), SQLValue(c.artistKey)])
+            }
+            try db.execute("""
+                INSERT INTO favourites(track_id, liked_at) VALUES (2, 5);
+                INSERT INTO playlists(id, name, created_at, updated_at) VALUES (1, 'Evening', 0, 0);
+                INSERT INTO playlist_entries(playlist_id, position, track_id) VALUES (1, 0, 2), (1, 1, 1);
+                """)
+        }
+        let library = try Library(path: dir + "/v5.db")
+        #expect(try library.trackCount() == 3)
+        #expect(try library.favourites().map(\.likedAt) == [5])
+        #expect(try library.entries(of: PlaylistID(1)).map(\.track.title) == ["Quiet Evening", "Upbeat Morning"])
+        #expect(try library.search("quiet").tracks.map(\.title) == ["Quiet Evening"])           // a word
+        #expect(try library.search("eveni").tracks.map(\.title) == ["Quiet Evening"])           // a prefix
+        #expect(try library.search("beat").tracks.map(\.title) == ["Upbeat Morning"])           // a substring (trigrams)
+        #expect(try library.search("タワー").tracks.map(\.title) == ["東京タワーの夜"])             // CJK inside a token
+        #expect(try library.search("elder").tracks.count == 3)
+        let db = try Database(path: dir + "/v5.db")
+        #expect(try db.userVersion == Schema.latestVersion)
+        for table in ["tracks_fts", "tracks_trigram"] {
+            #expect(try db.scalarInt("SELECT v FROM \(table)_config WHERE k = 'pgsz'") == 500)
+            try db.execute("INSERT INTO \(table)(\(table)) VALUES ('integrity-check')") // throws when the index and rows disagree
+        }
+    }
+
     @Test func aNewerDatabaseIsRefusedWithAClearMessage() throws {
         let dir = makeTemporaryDirectory()
         _ = try Library(path: dir + "/new.db")

@@ -165,6 +165,41 @@ import TuttiTestSupport
         #expect(try library.search("song 2").tracks.isEmpty)
     }
 
+    /// The rescan walks the folder and the library's rows side by side in
+    /// byte order: a file added before the first row, between two rows or
+    /// after the last, a removed one, and a changed one (its size, with the
+    /// same mtime) must each be noticed, with non-ASCII names in the order.
+    @Test func aRescanNoticesAddedChangedAndRemovedFilesAnywhereInPathOrder() throws {
+        let dir = makeTemporaryDirectory()
+        let media = MediaFactory(dir: dir + "/music", frames: 4_410)
+        for name in ["b/1.wav", "b/3.wav", "d/é.wav", "d/z.wav"] { media.wav(name, info: ["INAM": "Old " + name]) }
+        let library = try Library(path: dir + "/library.db")
+        #expect(try library.scan(folder: dir + "/music").added == 4)
+        let kept = try #require(try library.track(atPath: dir + "/music/d/é.wav"))
+
+        media.wav("a/0.wav", info: ["INAM": "First"])          // before every row
+        media.wav("b/2.wav", info: ["INAM": "Between"])        // between two rows of one folder
+        media.wav("d/f.wav", info: ["INAM": "Accent neighbour"]) // "f" sorts before "é" (0x66 < 0xC3)
+        media.wav("e/9.wav", info: ["INAM": "Last"])           // after every row
+        try FileManager.default.removeItem(atPath: dir + "/music/b/3.wav")
+        setModificationTime(dir + "/music/d/z.wav", seconds: 1_600_000_000)
+        let second = try library.scan(folder: dir + "/music")
+        #expect(second.added == 4 && second.removed == 1 && second.updated == 1 && second.unchanged == 2)
+        #expect(second.removedTrackIDs.count == 1)
+        media.wav("d/z.wav", info: ["INAM": "Longer title than before"]) // another size...
+        setModificationTime(dir + "/music/d/z.wav", seconds: 1_600_000_000) // ...the same mtime
+        let summary = try library.scan(folder: dir + "/music")
+        #expect(summary.updated == 1 && summary.unchanged == 6 && summary.added == 0 && summary.removed == 0)
+        #expect(summary.filesRead == 1)
+        #expect(try library.track(atPath: dir + "/music/d/z.wav")?.title == "Longer title than before")
+        #expect(try library.track(atPath: dir + "/music/b/3.wav") == nil)
+        #expect(try library.track(atPath: dir + "/music/d/é.wav")?.id == kept.id)
+        for (path, title) in [("a/0.wav", "First"), ("b/2.wav", "Between"), ("d/f.wav", "Accent neighbour"), ("e/9.wav", "Last")] {
+            #expect(try library.track(atPath: dir + "/music/" + path)?.title == title)
+        }
+        #expect(try library.trackCount() == 7)
+    }
+
     @Test func anEmptyMusicFolderRemovesNothingWhileAFolderEmptiedInPartDoes() throws {
         let dir = makeTemporaryDirectory()
         let media = MediaFactory(dir: dir + "/music", frames: 4_410)

@@ -109,7 +109,6 @@ public final class MPDServer: @unchecked Sendable {
     private func handle(_ event: LeaderEvent) {
         switch event {
         case .queue: queueVersion.add(1, ordering: .relaxed)
-        case .library: catalog.invalidate()
         default: break
         }
         notify(Set(MPDSubsystem.of(event)))
