@@ -175,7 +175,8 @@ public final class PlayoutEngine: @unchecked Sendable {
             }
             let moment = PlayoutSchedule.Moment(streamGeneration: snap.generation, sinkGeneration: sink.generation,
                                                 validStart: snap.validStart, writeEnd: snap.writeEnd,
-                                                readStart: timeline.readStart, target: target, now: realNow,
+                                                readStart: timeline.readStart, target: target,
+                                                now: realNow + StreamFormat.nanoseconds(frames: queued),
                                                 keptWaiting: timeline.framesKeptWaiting, queued: queued, writeDue: writeDue)
             switch schedule.decide(moment, period: period) {
             case .silence(let frames):

@@ -115,6 +115,13 @@ public struct ClockEstimator: Sendable {
         public var lateReadyUncertainty: Int64 = 75_000
         /// The k of the residual that estimates how far the envelope is above the floor.
         public var residualRank = 9
+        /// A sample that cannot move an envelope refits only once this long
+        /// (or 20 samples) has passed since the last refit. On a quiet path
+        /// (10 samples a second) every sample used to refit, over a window
+        /// still holding the join burst's thousands: a third of the clock's
+        /// CPU on a speaker. The model coasts on its skew meanwhile (1 ppm off
+        /// is 1 µs a second); the join and jittery paces reach 20 samples sooner.
+        public var refitInterval: Int64 = nanosecondsPerSecond
         public init() {}
     }
 
@@ -182,11 +189,11 @@ public struct ClockEstimator: Sendable {
             head = 0
         }
         // Refitting costs a pass over the window: do it when the sample
-        // could move an envelope, and every 100 ms (or 20 samples) anyway,
-        // as the window slides. A delayed sample changes nothing (see above).
+        // could move an envelope, and every 20 samples or `refitInterval`
+        // anyway, as the window slides. A delayed sample changes nothing (see above).
         addedSinceRefit += 1
         bestRoundTrip = min(bestRoundTrip, sample.roundTrip)
-        if let m = model, let last = lastRefit, addedSinceRefit < 20, sample.t1 - last < 100 * nanosecondsPerMillisecond {
+        if let m = model, let last = lastRefit, addedSinceRefit < 20, sample.t1 - last < configuration.refitInterval {
             let predicted = m.leaderTime(at: sample.t1).nanoseconds &- sample.t1.nanoseconds
             let forwardDelay = Double(sample.t2.nanoseconds &- sample.t1.nanoseconds) - Double(predicted)
             let backDelay = Double(predicted) - Double(sample.t3.nanoseconds &- sample.t4.nanoseconds)

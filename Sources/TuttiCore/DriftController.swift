@@ -110,9 +110,6 @@ public struct DriftController: Sendable {
             origin = now
         }
         let t = Double(now - origin) / 1e9
-        if let last = lastUpdate, last != now {
-            _ = last
-        }
         // Exponential forgetting, per update, scaled by elapsed time.
         let decay = fitted == 0 && s0 == 0 ? 1.0 : max(0, 1 - Double(elapsed) / Double(configuration.driftWindow))
         s0 = s0 * decay + 1

@@ -42,7 +42,10 @@ public struct PlayoutSchedule: Sendable {
         /// The fractional frame index the next frame written should be:
         /// where the leader's clock is when it leaves the DAC (nil: no clock model).
         public var target: Double?
-        /// Monotonic ns.
+        /// When the next frame written leaves the sink (monotonic ns): the
+        /// drift controller's time base. (The time of the decision is no
+        /// good when a sink takes several periods per wake-up: they are
+        /// decided together but leave 10 ms apart, and steering is per frame.)
         public var now: Int64
         /// Frames worth keeping while there is no clock model (`AudioTimeline.framesKeptWaiting`).
         public var keptWaiting: Int
