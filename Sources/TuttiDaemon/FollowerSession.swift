@@ -75,6 +75,16 @@ final class FollowerSession: @unchecked Sendable {
         }
     }
 
+    /// Sends messages in one write (`joined`: their Tutti forms, one after the other).
+    func send<Messages: Sequence<Message>>(_ messages: Messages, joined: [UInt8]) {
+        switch dialect {
+        case .tutti: enqueue(joined)
+        case .snapcast:
+            let bytes = messages.reduce(into: [UInt8]()) { $0 += snapcastForm(of: $1) ?? [] }
+            if !bytes.isEmpty { enqueue(bytes) }
+        }
+    }
+
     /// Queues bytes for this follower without ever blocking the caller; a
     /// follower that falls too far behind is disconnected.
     private func enqueue(_ bytes: [UInt8]) {

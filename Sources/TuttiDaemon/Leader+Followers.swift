@@ -181,15 +181,19 @@ extension Leader {
         }
     }
 
-    func broadcast(_ message: Message, pts: LeaderTime, on stream: LeaderStream) {
-        let bytes = message.encoded()
+    /// Sends `messages` (each with the PTS from which it matters) to the
+    /// stream's rooms, in one write per room, and keeps them for joiners.
+    func broadcast(_ messages: [(Message, LeaderTime)], on stream: LeaderStream) {
+        guard !messages.isEmpty else { return }
+        let encoded = messages.map { $0.0.encoded() }
+        let joined = encoded.count == 1 ? encoded[0] : Array(encoded.joined())
         let now = LeaderTime(nanoseconds: Monotonic.now())
         // Under the backlog lock so a joining follower sees each chunk exactly once.
         let targets: [FollowerSession] = stream.backlog.withLock { chunks in
             chunks.removeAll { $0.pts <= now }
-            chunks.append((pts, message, bytes))
+            for (i, (message, pts)) in messages.enumerated() { chunks.append((pts, message, encoded[i])) }
             return sessions.withLock { Array($0.values) }.filter { $0.streamID.load(ordering: .acquiring) == stream.id }
         }
-        for session in targets { session.send(message, encoded: bytes) }
+        for session in targets { session.send(messages.lazy.map(\.0), joined: joined) }
     }
 }

@@ -265,9 +265,9 @@ public final class Leader: @unchecked Sendable {
                                      opener: { uri, frame in try opener.openForPlayback(uri, startFrame: frame) },
                                      unavailableFolder: { [mediaFolders] path in Self.unavailableFolder(of: path, in: mediaFolders) },
                                      // Weak: a stopped leader may be gone while its source thread finishes its last chunk.
-                                     broadcast: { [weak self, weak stream] message, pts in
+                                     broadcast: { [weak self, weak stream] messages in
                                          guard let self, let stream else { return }
-                                         broadcast(message, pts: pts, on: stream)
+                                         broadcast(messages, on: stream)
                                      },
                                      purge: { [weak stream] pts in stream?.backlog.withLock { $0.removeAll { $0.pts >= pts } } })
         stream.player.onHeardChangeMoved = { [heardWake] in heardWake.signal() }

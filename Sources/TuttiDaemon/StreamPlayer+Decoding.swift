@@ -9,7 +9,7 @@ import TuttiStreams
 /// Decoding on the source thread: opening queue entries (files, network
 /// sources on their own thread), resampling to 48 kHz, stretching for speed
 /// and pitch, and what each decoded frame is (`pendingSegments`), until
-/// `emitChunk` gives it a place on the grid. Failures move on through the
+/// `makeChunk` gives it a place on the grid. Failures move on through the
 /// queue; a missing music folder stops and waits for it.
 extension StreamPlayer {
     /// Decodes until at least one chunk is pending or the list ends.

@@ -72,7 +72,15 @@ extension StreamPlayer {
                 _ = wake.wait(timeout: .now() + .nanoseconds(Int(min(wait, 100 * nanosecondsPerMillisecond))))
                 continue // re-check commands and the clock
             }
-            emitChunk()
+            // Two chunks a wake-up, in one write per room: the second goes a
+            // chunk early (the buffer is a second), so this thread and every
+            // room's connection wake 25 times a second, not 50. Not while
+            // the source starves: then silence is made only as it falls due.
+            var outgoing: [(Message, LeaderTime)] = []
+            outgoing.reserveCapacity(2)
+            if let chunk = makeChunk() { outgoing.append(chunk) }
+            if starvedPhase == nil && pending.count >= framesPerChunk * 2, let chunk = makeChunk() { outgoing.append(chunk) }
+            if !outgoing.isEmpty { broadcast(outgoing) }
         }
     }
 
@@ -80,14 +88,15 @@ extension StreamPlayer {
         epoch + StreamFormat.nanoseconds(frames: frame) - codecDelay
     }
 
-    func emitChunk() {
-        guard let encoder else { return }
+    /// Encodes the next chunk and moves the stream on by it; nil when there is nothing to send.
+    func makeChunk() -> (Message, LeaderTime)? {
+        guard let encoder else { return nil }
         var count = min(framesPerChunk, pending.count / 2)
         if count < framesPerChunk && configuration.codec == .opus {
             pending += [Float](repeating: 0, count: (framesPerChunk - count) * 2) // Opus needs whole frames
             count = framesPerChunk
         }
-        guard count > 0 else { return }
+        guard count > 0 else { return nil }
         if fadeIn > 0 {
             let ramp = 120
             for i in 0..<min(fadeIn, count) {
@@ -97,9 +106,10 @@ extension StreamPlayer {
             fadeIn = max(0, fadeIn - count)
         }
         let pts = ptsOf(frame: streamFrame)
+        var message: Message?
         do {
             let payload = try pending.withUnsafeBufferPointer { (p) throws(AudioError) in try encoder.encode(p.baseAddress!, count: count) }
-            broadcast(.chunk(Chunk(streamID: streamID, sequence: sequence, pts: pts, frames: UInt32(count), payload: payload)), pts)
+            message = .chunk(Chunk(streamID: streamID, sequence: sequence, pts: pts, frames: UInt32(count), payload: payload))
         } catch {
             log.error("\(error)")
         }
@@ -123,11 +133,12 @@ extension StreamPlayer {
             history.removeFirst(firstKept)
         }
         publish()
+        return message.map { ($0, pts) }
     }
 
     func finishList() {
         let end = ptsOf(frame: streamFrame)
-        broadcast(.streamEnd(streamID: streamID, at: end), end)
+        broadcast([(.streamEnd(streamID: streamID, at: end), end)])
         log.info("end of play list")
         state = .stopped
         // Stopped by "single": a later play goes on with the next entry, not from the top.

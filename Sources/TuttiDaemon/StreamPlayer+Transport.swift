@@ -40,7 +40,7 @@ extension StreamPlayer {
             // Followers cut their decoded audio, which Opus delays by its
             // look-ahead: the cut is where input frame `frame` is heard.
             let heardAt = pts + codecDelay
-            broadcast(.flush(streamID: streamID, from: heardAt, fade: fade), heardAt)
+            broadcast([(.flush(streamID: streamID, from: heardAt, fade: fade), heardAt)])
             history.removeAll { $0.start >= frame }
             if let i = history.indices.last, history[i].start + history[i].count > frame {
                 history[i].count = frame - history[i].start

@@ -24,7 +24,9 @@ import TuttiStreams
 /// nothing outside them touches it.
 // Sendable because the decoding state (the `var`s) is used only by the source thread; commands arrive through the `mailbox` Mutex, results leave through `published`, and `onHeardChangeMoved` is set before the thread starts.
 final class StreamPlayer: @unchecked Sendable {
-    typealias Broadcast = @Sendable (Message, LeaderTime) -> Void
+    /// Sends messages (each with the PTS from which it matters) to every
+    /// room of the stream, together: one write per room.
+    typealias Broadcast = @Sendable ([(Message, LeaderTime)]) -> Void
     typealias Purge = @Sendable (LeaderTime) -> Void
 
     let configuration: LeaderConfiguration
