@@ -37,6 +37,25 @@ public enum SearchText {
     /// letter or digit a single space, trimmed. "Song Number 1" and
     /// "song  number 1!" are the same; so are "Beyoncé" and "BEYONCE".
     public static func wordFold(_ s: String) -> String {
+        if s.utf8.allSatisfy({ $0 < 0x80 }) {
+            // ASCII, the common case, byte by byte: letters lowered, digits
+            // kept, anything else a separator (what the scalar rules below do
+            // to ASCII, without a property lookup per character).
+            var out: [UInt8] = []
+            out.reserveCapacity(s.utf8.count)
+            var pendingSpace = false
+            for b in s.utf8 {
+                let lower = b >= 0x41 && b <= 0x5A ? b + 0x20 : b
+                if (lower >= 0x61 && lower <= 0x7A) || (b >= 0x30 && b <= 0x39) {
+                    if pendingSpace && !out.isEmpty { out.append(0x20) }
+                    pendingSpace = false
+                    out.append(lower)
+                } else {
+                    pendingSpace = true
+                }
+            }
+            return String(decoding: out, as: UTF8.self)
+        }
         var out = ""
         out.reserveCapacity(s.utf8.count)
         var pendingSpace = false
@@ -117,7 +136,8 @@ public enum SearchText {
         var seen = Set<String>()
         func add(_ g: String) { if seen.insert(g).inserted { grams.append(g) } }
         for value in values {
-            guard let value else { continue }
+            // Characters (grapheme breaking) only for a value with CJK in it.
+            guard let value, value.unicodeScalars.contains(where: isCJK) else { continue }
             var run: [Character] = []
             func flush() {
                 for i in run.indices {

@@ -12,8 +12,10 @@ public struct ScanOptions: Sendable {
     /// their favourites and history) are kept unless this is set.
     public var removeTracksWhenFolderIsEmpty = false
 
-    /// Threads that read files (tags, length, content hash) while the
-    /// scan's own thread writes: one per core by default.
+    /// Threads that list folders and read files (tags, length, content
+    /// hash) while the scan's own thread writes: one per core, and at least
+    /// four, by default. A file or folder not in the page cache leaves its
+    /// thread waiting for the disk; more reads in flight keep the disk busy.
     public var readers: Int
 
     /// A scan that adds at least this many tracks, and more than the
@@ -27,7 +29,7 @@ public struct ScanOptions: Sendable {
         self.batchSize = max(1, batchSize)
         self.bulkLoadMinimum = bulkLoadMinimum
         self.removeTracksWhenFolderIsEmpty = removeTracksWhenFolderIsEmpty
-        self.readers = max(1, readers ?? Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+        self.readers = max(1, readers ?? max(4, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))))
     }
 }
 

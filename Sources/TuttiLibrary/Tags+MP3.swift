@@ -80,9 +80,15 @@ enum MP3Tags {
         return withUnsafeMutablePointer(to: &copy) { string($0) }
     }
 
-    private static func frameID(_ id: (CChar, CChar, CChar, CChar)) -> String {
-        TagText.latin1([UInt8(bitPattern: id.0), UInt8(bitPattern: id.1), UInt8(bitPattern: id.2), UInt8(bitPattern: id.3)])
+    /// A frame's four-character ID as one number: compared without a String per frame.
+    private static func frameID(_ id: (CChar, CChar, CChar, CChar)) -> UInt32 {
+        UInt32(UInt8(bitPattern: id.0)) << 24 | UInt32(UInt8(bitPattern: id.1)) << 16
+            | UInt32(UInt8(bitPattern: id.2)) << 8 | UInt32(UInt8(bitPattern: id.3))
     }
+
+    private static func frameID(_ name: String) -> UInt32 { name.utf8.reduce(0) { $0 << 8 | UInt32($1) } }
+    private static let albumArtistFrame = frameID("TPE2"), trackFrame = frameID("TRCK"), discFrame = frameID("TPOS")
+    private static let yearFrames = [frameID("TDRC"), frameID("TYER"), frameID("TORY"), frameID("TDOR")]
 
     static func id3v2(_ v2: mpg123_id3v2) -> TagSet {
         var tags = TagSet()
@@ -93,14 +99,17 @@ enum MP3Tags {
         tags.year = TagText.year(string(v2.year))
         if let texts = v2.text {
             for i in 0..<v2.texts {
+                // Only the frames used here are made text (TIT2, TPE1 and the like are above already).
                 let field = texts[i]
-                let value = string(field.text)
-                switch frameID(field.id) {
-                case "TPE2": tags.albumArtist = value
-                case "TRCK": tags.trackNumber = TagText.number(value)
-                case "TPOS": tags.discNumber = TagText.number(value)
-                case "TDRC", "TYER", "TORY", "TDOR": tags.year = tags.year ?? TagText.year(value)
-                default: break
+                let id = frameID(field.id)
+                if id == albumArtistFrame {
+                    tags.albumArtist = string(field.text)
+                } else if id == trackFrame {
+                    tags.trackNumber = TagText.number(string(field.text))
+                } else if id == discFrame {
+                    tags.discNumber = TagText.number(string(field.text))
+                } else if yearFrames.contains(id), tags.year == nil {
+                    tags.year = TagText.year(string(field.text))
                 }
             }
         }

@@ -60,6 +60,15 @@ enum TagText {
     /// Trims whitespace and NULs, cuts very long values, and maps "" to nil.
     static func clean(_ s: String?) -> String? {
         guard let s else { return nil }
+        // Most values have nothing to trim, no NUL and fewer bytes (so fewer
+        // characters) than the limit: kept as they are, without walking
+        // their scalars and characters (the path below was a tenth of a cold
+        // scan's CPU, two thirds of it counting characters).
+        if let first = s.unicodeScalars.first, let last = s.unicodeScalars.last,
+           !first.properties.isWhitespace, !last.properties.isWhitespace, first != "\0", last != "\0",
+           s.utf8.count <= TagLimits.maxTextCharacters, !s.utf8.contains(0) {
+            return s
+        }
         let trimmed = s.unicodeScalars.drop { $0.properties.isWhitespace || $0 == "\0" }
         var scalars = String.UnicodeScalarView(trimmed)
         while let last = scalars.last, last.properties.isWhitespace || last == "\0" { scalars.removeLast() }

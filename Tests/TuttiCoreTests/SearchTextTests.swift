@@ -25,6 +25,11 @@ import TuttiCore
         #expect(SearchText.wordFold("Beyoncé") == SearchText.wordFold("BEYONCE"))
         #expect(SearchText.wordFold("Sigur Rós") == "sigur ros")
         #expect(SearchText.wordFold("AC/DC") == "ac dc")
+        // ASCII takes a path of its own: the same rules.
+        #expect(SearchText.wordFold("--Hello__World--2000s!!") == "hello world 2000s")
+        #expect(SearchText.wordFold("\t[Live]\n@ The 9:30 Club ") == "live the 9 30 club")
+        #expect(SearchText.wordFold("!?*") == "")
+        #expect(SearchText.wordFold("Zz") == "zz" && SearchText.wordFold("Zé") == "ze")
         #expect(SearchText.wordFold("東京タワー") == "東京タワー")
     }
 

@@ -213,6 +213,15 @@ import TuttiTestSupport
         #expect(TagText.genre("8") == "Jazz")
         #expect(TagText.genre("Chiptune") == "Chiptune")
         #expect(TagText.clean("  a\0b \0") == "a; b")
+        // Values with nothing to clean are kept as they are; the others still get each rule.
+        #expect(TagText.clean("Plain Title") == "Plain Title")
+        #expect(TagText.clean("東京タワーの夜") == "東京タワーの夜")
+        #expect(TagText.clean("a\0b") == "a; b")
+        #expect(TagText.clean("\u{3000}夜\u{00A0}") == "夜")
+        #expect(TagText.clean("x\0") == "x")
+        #expect(TagText.clean("") == nil && TagText.clean(" \0 ") == nil)
+        #expect(TagText.clean(String(repeating: "é", count: 3_000))?.count == 3_000) // 6,000 bytes, 3,000 characters: kept whole
+        #expect(TagText.clean(String(repeating: "ab", count: 3_000))?.count == TagLimits.maxTextCharacters)
         #expect(TagText.imageMime([0xFF, 0xD8, 0xFF, 0xE0], declared: "image/png") == "image/jpeg")
     }
 }
