@@ -10,11 +10,12 @@
 /// stream or a new output device starts over. Allocates nothing.
 ///
 /// A sink may take several periods per wake-up (the virtual DAC does, so
-/// its thread wakes 20 times a second, not 100). Then audio that is late
-/// but not yet lost must not be written off early: when the next period's
-/// frames are only partly in the timeline and the sink still holds more
-/// than `Moment.writeDue`, it waits (for the rest to arrive) until the sink
-/// is down to that, where a one-period sink would have written it anyway.
+/// its thread wakes 20 times a second, not 100). Only audio that is there
+/// is written ahead like that. Silence, and a period whose frames are not
+/// all in the timeline yet, wait (`wait`) until the sink is down to
+/// `Moment.writeDue`, where a one-period sink would have had to write them:
+/// audio that is late but still coming (a new track's first chunk, the end
+/// of a stall) is never written off earlier than it was.
 public struct PlayoutSchedule: Sendable {
     public enum Step: Equatable, Sendable {
         /// Write this much silence, then decide again.
@@ -86,6 +87,11 @@ public struct PlayoutSchedule: Sendable {
         self.controller = DriftController(configuration: controller)
     }
 
+    /// Silence is never written ahead of when it is due (see the type's comment).
+    private func silenceWhenDue(_ m: Moment, _ frames: Int) -> Step {
+        m.queued > m.writeDue ? .wait(frames: m.queued - m.writeDue) : .silence(frames: frames)
+    }
+
     public mutating func decide(_ m: Moment, period: Int) -> Step {
         if m.streamGeneration != streamGeneration || (sinkGeneration.map { $0 != m.sinkGeneration } ?? false) {
             // A new stream, or a new device (plugged back in): line up on the leader's clock again.
@@ -94,22 +100,24 @@ public struct PlayoutSchedule: Sendable {
             controller.restart()
         }
         sinkGeneration = m.sinkGeneration
-        guard m.streamGeneration > 0 else { return .silence(frames: period) }
+        guard m.streamGeneration > 0 else { return silenceWhenDue(m, period) }
         guard let target = m.target else {
             // No clock yet: keep the newest frames, so the writer has room and drops none of them.
             let held = m.writeEnd - max(m.validStart, m.readStart)
             if held > m.keptWaiting { return .discard(upTo: m.writeEnd - m.keptWaiting, silence: period) }
-            return .silence(frames: period)
+            return silenceWhenDue(m, period)
         }
 
         if !playing {
             let first = Double(max(m.validStart, m.readStart))
-            if m.writeEnd <= m.validStart { return .silence(frames: period) }
+            if m.writeEnd <= m.validStart { return silenceWhenDue(m, period) }
             if target < first - 0.5 {
                 // The first frame is still in the future: exactly the silence before it.
                 return .silence(frames: min(Int((first - target).rounded()), period))
             }
             if target >= Double(m.writeEnd) {
+                // Stale; what follows may still be coming.
+                if m.queued > m.writeDue { return .wait(frames: m.queued - m.writeDue) }
                 return .discard(upTo: m.writeEnd - releaseMargin, silence: period)
             }
             // Within a couple of frames of the first frame counts as on time:
@@ -120,11 +128,10 @@ public struct PlayoutSchedule: Sendable {
             controller.restart()
             return .play
         }
-        // Part of the next period is still coming: while the sink has audio to
-        // spare, wait for it (before steering, so the controller sees each period once).
-        // Nothing at all ahead (a pause, a lost stream) is not waited for.
+        // The next period is not all there: while the sink has audio to
+        // spare, wait for the rest (before steering, so the controller sees each period once).
         let needed = Int(position) + period + reach
-        if m.writeEnd > Int(position) && m.writeEnd < needed && m.queued > m.writeDue {
+        if m.writeEnd < needed && m.queued > m.writeDue {
             return .wait(frames: m.queued - m.writeDue)
         }
         guard steering else { return .play }

@@ -93,8 +93,8 @@ struct PlayoutScheduleTests {
     }
 
     /// A sink that takes five periods per wake-up holds up to 80 ms; audio
-    /// still arriving is waited for until it is down to 30 ms (1,440 frames),
-    /// where a one-period sink would have had to write it.
+    /// still arriving, and silence, wait until it is down to 30 ms (1,440
+    /// frames), where a one-period sink would have had to write them.
     @Test func lateAudioIsWaitedForUntilTheSinkIsDownToWhatItMustHold() {
         var s = PlayoutSchedule(steering: false, releaseMargin: 64, reach: 17)
         func m(end: Int, queued: Int) -> PlayoutSchedule.Moment {
@@ -110,8 +110,15 @@ struct PlayoutScheduleTests {
         #expect(s.decide(m(end: 10_100, queued: 1_441), period: 480) == .wait(frames: 1))
         // Down to what it must hold: written now, with what there is.
         #expect(s.decide(m(end: 10_100, queued: 1_440), period: 480) == .play)
-        // Nothing ahead at all (paused, or the stream is gone): nothing to wait for.
-        #expect(s.decide(m(end: 10_000, queued: 3_360), period: 480) == .play)
+        // Nothing ahead at all (paused, or between tracks): silence only when due.
+        #expect(s.decide(m(end: 10_000, queued: 3_360), period: 480) == .wait(frames: 1_920))
+        #expect(s.decide(m(end: 10_000, queued: 1_400), period: 480) == .play)
+        // Before a stream's first frame is there, silence waits too; once it is there, the exact silence up to it is written ahead.
+        var u = PlayoutSchedule(steering: false, releaseMargin: 64, reach: 17)
+        #expect(u.decide(m(end: 1_000, queued: 3_000), period: 480) == .wait(frames: 1_560))
+        #expect(u.decide(m(end: 1_000, queued: 1_000), period: 480) == .silence(frames: 480))
+        #expect(u.decide(PlayoutSchedule.Moment(streamGeneration: 1, sinkGeneration: 0, validStart: 1_000, writeEnd: 9_000, readStart: 1_000,
+                                                target: 700, now: 0, queued: 3_000, writeDue: 1_440), period: 480) == .silence(frames: 300))
         // A sink that never batches (writeDue 0 with nothing queued) never waits.
         var t = PlayoutSchedule(steering: false, releaseMargin: 64, reach: 17)
         #expect(t.decide(moment(1_000), period: 480) == .play)
