@@ -69,9 +69,11 @@ enum MP3Tags {
     /// ID3v2.4 multi-value frames have NULs inside (TagText.clean joins them).
     private static func string(_ s: UnsafeMutablePointer<mpg123_string>?) -> String? {
         guard let s, let p = s.pointee.p, s.pointee.fill > 0, s.pointee.fill <= s.pointee.size else { return nil }
-        let n = min(s.pointee.fill, TagLimits.maxTagBlockBytes)
-        return TagText.clean(p.withMemoryRebound(to: UInt8.self, capacity: n) {
-            String(decoding: UnsafeBufferPointer(start: $0, count: n), as: UTF8.self)
+        var n = min(s.pointee.fill, TagLimits.maxTagBlockBytes)
+        return TagText.clean(p.withMemoryRebound(to: UInt8.self, capacity: n) { bytes in
+            // The final NUL (and any before it) go here, so `clean` finds most values with nothing to do.
+            while n > 0 && bytes[n - 1] == 0 { n -= 1 }
+            return String(decoding: UnsafeBufferPointer(start: bytes, count: n), as: UTF8.self)
         })
     }
 
