@@ -169,9 +169,11 @@ public final class PlayoutEngine: @unchecked Sendable {
             var target: Double?
             if let model = clock.current() {
                 let trim = latencyTrim.load(ordering: .relaxed)
-                let leaveLocal = localClock.local(fromReal: realNow) + StreamFormat.nanoseconds(frames: queued) + trim
-                let leaveLeader = model.leaderTime(at: leaveLocal)
-                target = Double(snap.validStart) + StreamFormat.frames(nanoseconds: leaveLeader - snap.epoch)
+                let nowLeader = model.leaderTime(at: localClock.local(fromReal: realNow) + trim)
+                // What is queued drains at the DAC's own rate, which steering has
+                // measured: `ratio` stream frames per frame played. (At 48 kHz
+                // nominal, 60 ms queued in a DAC 150 ppm off was 9 µs of error.)
+                target = Double(snap.validStart) + StreamFormat.frames(nanoseconds: nowLeader - snap.epoch) + Double(queued) * schedule.ratio
             }
             let moment = PlayoutSchedule.Moment(streamGeneration: snap.generation, sinkGeneration: sink.generation,
                                                 validStart: snap.validStart, writeEnd: snap.writeEnd,
