@@ -19,9 +19,10 @@ import TuttiCore
 /// A write that has to wait waits until five periods fit, so the playout
 /// thread wakes 20 times a second, not 100 (a file has no clock to keep up
 /// with; snapclient's file player wakes as often). The queue stays 30–80 ms
-/// and `delay()` says exactly how much. Audio still arriving is waited for
-/// until the queue is down to 30 ms (`writeDueFrames`), as a 40 ms buffer
-/// woken every period would have: batching never writes off late audio early.
+/// and `delay()` says exactly how much. Silence and audio still arriving
+/// wait until the queue is down to 30 ms (`writeDueFrames`,
+/// `PlayoutSchedule`), as a 40 ms buffer woken every period would have:
+/// batching never writes off late audio early.
 public final class VirtualDAC: AudioSink {
     public let name: String
     public let periodFrames: Int

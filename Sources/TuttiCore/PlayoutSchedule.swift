@@ -54,6 +54,8 @@ public struct PlayoutSchedule: Sendable {
         /// next write is due (`AudioSink.writeDueFrames`; 0: never wait).
         public var queued: Int
         public var writeDue: Int
+        /// Frames the sink holds beyond what it must: how long a write can wait.
+        var spare: Int { queued - writeDue }
 
         public init(streamGeneration: Int, sinkGeneration: Int, validStart: Int, writeEnd: Int, readStart: Int, target: Double?, now: Int64,
                     keptWaiting: Int = .max, queued: Int = 0, writeDue: Int = 0) {
@@ -89,7 +91,7 @@ public struct PlayoutSchedule: Sendable {
 
     /// Silence is never written ahead of when it is due (see the type's comment).
     private func silenceWhenDue(_ m: Moment, _ frames: Int) -> Step {
-        m.queued > m.writeDue ? .wait(frames: m.queued - m.writeDue) : .silence(frames: frames)
+        m.spare > 0 ? .wait(frames: m.spare) : .silence(frames: frames)
     }
 
     public mutating func decide(_ m: Moment, period: Int) -> Step {
@@ -117,7 +119,7 @@ public struct PlayoutSchedule: Sendable {
             }
             if target >= Double(m.writeEnd) {
                 // Stale; what follows may still be coming.
-                if m.queued > m.writeDue { return .wait(frames: m.queued - m.writeDue) }
+                if m.spare > 0 { return .wait(frames: m.spare) }
                 return .discard(upTo: m.writeEnd - releaseMargin, silence: period)
             }
             // Within a couple of frames of the first frame counts as on time:
@@ -131,9 +133,7 @@ public struct PlayoutSchedule: Sendable {
         // The next period is not all there: while the sink has audio to
         // spare, wait for the rest (before steering, so the controller sees each period once).
         let needed = Int(position) + period + reach
-        if m.writeEnd < needed && m.queued > m.writeDue {
-            return .wait(frames: m.queued - m.writeDue)
-        }
+        if m.writeEnd < needed && m.spare > 0 { return .wait(frames: m.spare) }
         guard steering else { return .play }
         let errorFrames = target - position
         let error = Int64((errorFrames * 62_500 / 3).rounded()) // frames → ns at 48 kHz

@@ -68,18 +68,14 @@ final class FollowerSession: @unchecked Sendable {
     }
 
     /// Sends a message of the leader's (`encoded` is its Tutti form, shared by every session).
-    func send(_ message: Message, encoded: [UInt8]) {
-        switch dialect {
-        case .tutti: enqueue(encoded)
-        case .snapcast: if let bytes = snapcastForm(of: message) { enqueue(bytes) }
-        }
-    }
+    func send(_ message: Message, encoded: [UInt8]) { send(CollectionOfOne(message), joined: encoded) }
 
     /// Sends messages in one write (`joined`: their Tutti forms, one after the other).
     func send<Messages: Sequence<Message>>(_ messages: Messages, joined: [UInt8]) {
         switch dialect {
         case .tutti: enqueue(joined)
         case .snapcast:
+            // A snapclient knows only some messages: the others are dropped here.
             let bytes = messages.reduce(into: [UInt8]()) { $0 += snapcastForm(of: $1) ?? [] }
             if !bytes.isEmpty { enqueue(bytes) }
         }
