@@ -11,6 +11,8 @@ public final class ALSASink: AudioSink {
     public let periodFrames: Int
     public let bufferFrames: Int
     public private(set) var underruns = 0
+    /// The current underrun was counted already (by `delay`).
+    private var underrunCounted = false
     public private(set) var failure: String?
     private var pcm: OpaquePointer?
 
@@ -92,7 +94,14 @@ public final class ALSASink: AudioSink {
         var frames: snd_pcm_sframes_t = 0
         let rc = snd_pcm_delay(pcm, &frames)
         let now = Monotonic.now()
-        if rc < 0 || snd_pcm_state(pcm) != SND_PCM_STATE_RUNNING {
+        let state = snd_pcm_state(pcm)
+        if state == SND_PCM_STATE_XRUN && !underrunCounted {
+            // Counted when seen, before the write that restarts the device:
+            // the schedule lines up on the clock instead of resyncing first.
+            underruns += 1
+            underrunCounted = true
+        }
+        if rc < 0 || state != SND_PCM_STATE_RUNNING {
             // Not running yet (or in xrun): what is queued starts when the start threshold is hit.
             var avail: snd_pcm_sframes_t = snd_pcm_avail(pcm)
             if avail < 0 { avail = snd_pcm_sframes_t(bufferFrames) }
@@ -109,7 +118,10 @@ public final class ALSASink: AudioSink {
             let n = snd_pcm_writei(pcm, samples + 2 * offset, snd_pcm_uframes_t(frames - offset))
             if n >= 0 { offset += Int(n); continue }
             let err = Int32(n)
-            if err == -EPIPE { underruns += 1 }
+            if err == -EPIPE {
+                if !underrunCounted { underruns += 1 }
+                underrunCounted = false
+            }
             if err == -EAGAIN || err == -EINTR { continue }
             // Recover from underrun (EPIPE) and suspend (ESTRPIPE); anything else is fatal.
             if snd_pcm_recover(pcm, err, 1) < 0 {

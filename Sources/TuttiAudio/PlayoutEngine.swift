@@ -21,6 +21,8 @@ public final class PlayoutEngine: @unchecked Sendable {
         public var ratioPPB: Int64 = 0
         /// Audio held ahead of the play position.
         public var bufferedNanoseconds: Int64 = 0
+        /// The output error that made the last hard resync (0: none yet).
+        public var lastResyncErrorNanoseconds: Int64 = 0
         public var playing = false
     }
 
@@ -105,8 +107,9 @@ public final class PlayoutEngine: @unchecked Sendable {
         if let (u, r, st, p) = counters.load() {
             s.underruns = Int(u); s.hardResyncs = Int(r); s.starvedFrames = Int(st); s.playing = p != 0
         }
-        if let (e, ratio, buffered, _) = figures.load() {
+        if let (e, ratio, buffered, resyncError) = figures.load() {
             s.outputErrorNanoseconds = e; s.ratioPPB = ratio; s.bufferedNanoseconds = buffered
+            s.lastResyncErrorNanoseconds = resyncError
         }
         return s
     }
@@ -176,7 +179,7 @@ public final class PlayoutEngine: @unchecked Sendable {
                 target = Double(snap.validStart) + StreamFormat.frames(nanoseconds: nowLeader - snap.epoch) + Double(queued) * schedule.ratio
             }
             let moment = PlayoutSchedule.Moment(streamGeneration: snap.generation, sinkGeneration: sink.generation,
-                                                validStart: snap.validStart, writeEnd: snap.writeEnd,
+                                                sinkUnderruns: sink.underruns, validStart: snap.validStart, writeEnd: snap.writeEnd,
                                                 readStart: timeline.readStart, target: target,
                                                 now: realNow + StreamFormat.nanoseconds(frames: queued),
                                                 keptWaiting: timeline.framesKeptWaiting, queued: queued, writeDue: writeDue)
@@ -244,7 +247,7 @@ public final class PlayoutEngine: @unchecked Sendable {
             lastBlock.store(ptsNs, leave, 1, 0)
             counters.store(Int64(underruns), Int64(schedule.resyncs), Int64(starved), schedule.playing ? 1 : 0)
             let buffered = StreamFormat.nanoseconds(frames: max(0, writeEnd - Int(position)))
-            figures.store(schedule.lastError, Int64(((ratio - 1) * 1e9).rounded()), buffered, 0)
+            figures.store(schedule.lastError, Int64(((ratio - 1) * 1e9).rounded()), buffered, schedule.lastResyncError)
         }
     }
 

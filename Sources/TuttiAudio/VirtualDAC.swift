@@ -22,7 +22,9 @@ import TuttiCore
 /// and `delay()` says exactly how much. Silence and audio still arriving
 /// wait until the queue is down to 30 ms (`writeDueFrames`,
 /// `PlayoutSchedule`), as a 40 ms buffer woken every period would have:
-/// batching never writes off late audio early.
+/// batching never writes off late audio early. The files are written by a
+/// thread of their own (`FileSpool`): a disk that stalls does not stall
+/// the DAC, as it would not stall a real one.
 public final class VirtualDAC: AudioSink {
     public let name: String
     public let periodFrames: Int
@@ -35,36 +37,35 @@ public final class VirtualDAC: AudioSink {
 
     private let framesPerNanosecond: Double
     private let extraDelay: Int64
-    private let audio: UnsafeMutablePointer<FILE>
-    private let timing: UnsafeMutablePointer<FILE>
-    /// The files' stdio buffers: 16 KiB of audio is a write(2) every 4 periods.
-    private static let audioBufferBytes = 1 << 14, timingBufferBytes = 1 << 12
-    private let audioBuffer: UnsafeMutablePointer<CChar>
-    private let timingBuffer: UnsafeMutablePointer<CChar>
+    /// The audio file (0) and the timing file (1), written by a thread of their own.
+    private let files: FileSpool
     private var written = 0
     private var segmentStart: Int64 = 0
     private var segmentFirstFrame = 0
     private var started = false
+    /// It ran dry and `delay` counted the underrun already.
+    private var ranDry = false
     private var line = [UInt8](repeating: 0, count: 64)
     /// When the first frame of the most recent write leaves (truth, including ppm and delay-ms).
     public private(set) var lastBlockLeaveTime: Int64 = 0
     public var lastWriteLeaveTime: Int64? { lastBlockLeaveTime }
+    /// Times the playout thread waited for the disk (the files' spool was full).
+    public var diskStalls: Int { files.stalls }
 
     public init(path: String, ppm: Double = 0, delayMilliseconds: Double = 0, periodFrames: Int = 480, bufferFrames: Int = 3_840, periodsPerWake: Int = 5) throws(AudioError) {
-        guard let a = fopen(path, "wb") else { throw .cannotOpen(path: path, reason: String(cString: strerror(errno))) }
-        guard let t = fopen(path + ".timing", "wb") else {
-            fclose(a)
-            throw .cannotOpen(path: path + ".timing", reason: String(cString: strerror(errno)))
+        func create(_ path: String) throws(AudioError) -> Int32 {
+            let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+            guard fd >= 0 else { throw .cannotOpen(path: path, reason: String(cString: strerror(errno))) }
+            return fd
         }
-        // Buffers of our own: glibc's setvbuf ignores the size when given no
-        // buffer and uses 4 KiB, which made a write(2) every other period.
-        // Tests and benches read the files while it plays, so what is
-        // buffered stays short: 85 ms of audio, about 1.6 s of timing lines.
-        audioBuffer = .allocate(capacity: Self.audioBufferBytes)
-        timingBuffer = .allocate(capacity: Self.timingBufferBytes)
-        setvbuf(a, audioBuffer, _IOFBF, Self.audioBufferBytes)
-        setvbuf(t, timingBuffer, _IOFBF, Self.timingBufferBytes)
-        audio = a; timing = t
+        let audio = try create(path)
+        let timing: Int32
+        do { timing = try create(path + ".timing") } catch { Glibc.close(audio); throw error }
+        // 5.5 s of audio and about 25 s of timing lines ride out a disk that
+        // stalls; the writer wakes every 85 ms of audio, or 100 ms at the
+        // longest (tests and benches read the files while it plays).
+        files = FileSpool(files: [(audio, 1 << 20), (timing, 1 << 16)], wakeBytes: 1 << 15,
+                          maximumDelay: 100_000_000, name: "tutti-dac-files")
         name = "file:\(path)"
         self.ppm = ppm
         self.periodFrames = periodFrames
@@ -77,13 +78,11 @@ public final class VirtualDAC: AudioSink {
     deinit { close() }
 
     private var closed = false
+    /// Writes what was played to the files and closes them.
     public func close() {
         guard !closed else { return }
         closed = true
-        fclose(audio)
-        fclose(timing)
-        audioBuffer.deallocate()
-        timingBuffer.deallocate()
+        files.close()
     }
 
     /// Frames that have left the DAC by `now`.
@@ -107,6 +106,11 @@ public final class VirtualDAC: AudioSink {
     public func delay() -> (frames: Int, at: Int64) {
         let now = Monotonic.now()
         let played = consumed(at: now)
+        if started && played >= written && !ranDry {
+            // Counted when seen, before the write that restarts it (as the ALSA sink does).
+            ranDry = true
+            underruns += 1
+        }
         guard started, played < written else { return (written - played, now) }
         return (written - played, leaveTime(ofFrame: played))
     }
@@ -115,7 +119,8 @@ public final class VirtualDAC: AudioSink {
         guard !closed, frames > 0 else { return !closed }
         var now = Monotonic.now()
         if !started || consumed(at: now) >= written {
-            if started { underruns += 1 }
+            if started && !ranDry { underruns += 1 }
+            ranDry = false
             started = true
             segmentStart = now
             segmentFirstFrame = written
@@ -129,7 +134,7 @@ public final class VirtualDAC: AudioSink {
             Monotonic.sleep(nanoseconds: Int64(Double(excess) / framesPerNanosecond) + 1_000)
             now = Monotonic.now()
         }
-        fwrite(samples, 4, frames, audio)
+        files.append(samples, count: 4 * frames, to: 0)
         lastBlockLeaveTime = leaveTime(ofFrame: written) + extraDelay
         writeTimingLine(frame: written, time: lastBlockLeaveTime)
         written += frames
@@ -150,13 +155,7 @@ public final class VirtualDAC: AudioSink {
             }
             put(Int64(frame)); buf[n] = UInt8(ascii: " "); n += 1
             put(time); buf[n] = UInt8(ascii: "\n"); n += 1
-            fwrite(buf.baseAddress, 1, n, timing)
+            files.append(buf.baseAddress!, count: n, to: 1)
         }
-    }
-
-    /// Pushes buffered file data to disk (tests read the files while running).
-    public func flushFiles() {
-        fflush(audio)
-        fflush(timing)
     }
 }

@@ -7,7 +7,11 @@
 /// starts at once when that moment has come (late: from where the clock
 /// is, never out of step). Playing, it steers through `DriftController`: a
 /// ratio, or a hard resync that skips frames or holds with silence. A new
-/// stream or a new output device starts over. Allocates nothing.
+/// stream or a new output device starts over, and so does an underrun when
+/// steering. (A DAC that ran dry restarts wherever the writer is, some ms
+/// late; steering that back at 1,000 ppm took seconds, with the room out of
+/// step all along. Lined up on the clock again, it is in step from the next
+/// period. Without steering nothing moves the position.) Allocates nothing.
 ///
 /// A sink may take several periods per wake-up (the virtual DAC does, so
 /// its thread wakes 20 times a second, not 100). Only audio that is there
@@ -36,6 +40,8 @@ public struct PlayoutSchedule: Sendable {
         public var streamGeneration: Int
         /// The output device's generation (a new device: start over).
         public var sinkGeneration: Int
+        /// Underruns of the sink so far (one more: start over).
+        public var sinkUnderruns: Int
         public var validStart: Int
         public var writeEnd: Int
         /// The first frame the consumer may still read.
@@ -57,9 +63,9 @@ public struct PlayoutSchedule: Sendable {
         /// Frames the sink holds beyond what it must: how long a write can wait.
         var spare: Int { queued - writeDue }
 
-        public init(streamGeneration: Int, sinkGeneration: Int, validStart: Int, writeEnd: Int, readStart: Int, target: Double?, now: Int64,
-                    keptWaiting: Int = .max, queued: Int = 0, writeDue: Int = 0) {
-            self.streamGeneration = streamGeneration; self.sinkGeneration = sinkGeneration
+        public init(streamGeneration: Int, sinkGeneration: Int, sinkUnderruns: Int = 0, validStart: Int, writeEnd: Int, readStart: Int,
+                    target: Double?, now: Int64, keptWaiting: Int = .max, queued: Int = 0, writeDue: Int = 0) {
+            self.streamGeneration = streamGeneration; self.sinkGeneration = sinkGeneration; self.sinkUnderruns = sinkUnderruns
             self.validStart = validStart; self.writeEnd = writeEnd; self.readStart = readStart
             self.target = target; self.now = now; self.keptWaiting = keptWaiting
             self.queued = queued; self.writeDue = writeDue
@@ -78,8 +84,11 @@ public struct PlayoutSchedule: Sendable {
     public private(set) var resyncs = 0
     /// The last output error the controller saw (ns; positive: late).
     public private(set) var lastError: Int64 = 0
+    /// The output error that made the last hard resync (ns; 0: none).
+    public private(set) var lastResyncError: Int64 = 0
     private var streamGeneration = -1
     private var sinkGeneration: Int?
+    private var sinkUnderruns: Int?
     private var controller: DriftController
 
     public init(steering: Bool, releaseMargin: Int, reach: Int = 0, controller: DriftController.Configuration = .init()) {
@@ -95,13 +104,16 @@ public struct PlayoutSchedule: Sendable {
     }
 
     public mutating func decide(_ m: Moment, period: Int) -> Step {
-        if m.streamGeneration != streamGeneration || (sinkGeneration.map { $0 != m.sinkGeneration } ?? false) {
-            // A new stream, or a new device (plugged back in): line up on the leader's clock again.
+        if m.streamGeneration != streamGeneration || (sinkGeneration.map { $0 != m.sinkGeneration } ?? false)
+            || (steering && (sinkUnderruns.map { $0 != m.sinkUnderruns } ?? false)) {
+            // A new stream, a new device (plugged back in), or (steering) a
+            // restart after running dry: line up on the leader's clock again.
             streamGeneration = m.streamGeneration
             playing = false
             controller.restart()
         }
         sinkGeneration = m.sinkGeneration
+        sinkUnderruns = m.sinkUnderruns
         guard m.streamGeneration > 0 else { return silenceWhenDue(m, period) }
         guard let target = m.target else {
             // No clock yet: keep the newest frames, so the writer has room and drops none of them.
@@ -143,6 +155,7 @@ public struct PlayoutSchedule: Sendable {
             ratio = r
         case .resync(let frames):
             resyncs += 1
+            lastResyncError = error
             if frames > 0 {
                 position += Double(frames)
             } else {

@@ -4,8 +4,10 @@ import TuttiCore
 /// The playout thread's decisions, on made-up timelines and clocks: no
 /// threads, no DAC, no sleeps.
 struct PlayoutScheduleTests {
-    func moment(_ target: Double?, stream: Int = 1, sink: Int = 0, valid: Int = 1_000, end: Int = 50_000, read: Int = 1_000, now: Int64 = 0) -> PlayoutSchedule.Moment {
-        PlayoutSchedule.Moment(streamGeneration: stream, sinkGeneration: sink, validStart: valid, writeEnd: end, readStart: read, target: target, now: now)
+    func moment(_ target: Double?, stream: Int = 1, sink: Int = 0, underruns: Int = 0, valid: Int = 1_000, end: Int = 50_000, read: Int = 1_000,
+                now: Int64 = 0) -> PlayoutSchedule.Moment {
+        PlayoutSchedule.Moment(streamGeneration: stream, sinkGeneration: sink, sinkUnderruns: underruns, validStart: valid, writeEnd: end, readStart: read,
+                               target: target, now: now)
     }
 
     @Test func silenceUntilTheFirstFrameExactlyThenPlayFromIt() {
@@ -56,12 +58,37 @@ struct PlayoutScheduleTests {
         #expect(s.decide(moment(5_000), period: 480) == .play && s.position == 5_000)
         // Steering off: nothing moves the position while playing, however far the clock is.
         #expect(s.decide(moment(9_000), period: 480) == .play && s.position == 5_000)
+        // Nor does an underrun (the frames are all played, late).
+        #expect(s.decide(moment(9_000, underruns: 1), period: 480) == .play && s.position == 5_000)
         // The DAC was unplugged and is back: start over at the clock.
         #expect(s.decide(moment(9_000, sink: 1), period: 480) == .play && s.position == 9_000)
         s.position = 9_480
         // A new stream (after a flush or a group change) waits for its first frame.
         #expect(s.decide(moment(500, stream: 2), period: 480) == .silence(frames: 480))
         #expect(!s.playing)
+    }
+
+    /// The DAC ran dry (the playout thread held up 34 ms on a loaded
+    /// machine) and restarted 4 ms late: the next period is placed at the
+    /// clock, not steered back over four seconds, and no resync is counted.
+    @Test func anUnderrunLinesUpOnTheClockAtOnce() {
+        var s = PlayoutSchedule(steering: true, releaseMargin: 64)
+        var now: Int64 = 0
+        #expect(s.decide(moment(1_000, now: now), period: 480) == .play)
+        for k in 1...50 {
+            now += 10_000_000
+            s.position = Double(1_000 + 480 * k)
+            #expect(s.decide(moment(s.position, now: now), period: 480) == .play)
+        }
+        // 4 ms late (192 frames) after the underrun: below the resync threshold, so steering alone would take 4 s at 1,000 ppm.
+        s.position = Double(1_000 + 480 * 51)
+        let late = s.position + 192
+        #expect(s.decide(moment(late, underruns: 1, now: now + 14_000_000), period: 480) == .play)
+        #expect(s.position == late && s.resyncs == 0 && s.ratio == 1)
+        // Playing on from there, the same count: steered as usual, no new start.
+        s.position = late + 480
+        #expect(s.decide(moment(late + 480.5, underruns: 1, now: now + 24_000_000), period: 480) == .play)
+        #expect(s.position == late + 480)
     }
 
     @Test func playingItSteersSmallErrorsAndResyncsLargeOnes() {

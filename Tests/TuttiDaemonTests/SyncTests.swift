@@ -82,6 +82,7 @@ func toneWithClicks(seconds: Double, frequency: Double) -> [Int16] {
         let median = diffs.isEmpty ? 0 : diffs[diffs.count / 2]
         let worst = diffs.last ?? 0
         print("two followers (−150/+150 ppm, offsets +3 s/−2 s, skews ±50 ppm): click difference median \(median / 1000) µs, max \(worst / 1000) µs over \(diffs.count) clicks")
+        print("two followers: engine a \(a.engine.statistics), b \(b.engine.statistics); DAC underruns a \(a.engine.sink.underruns), b \(b.engine.sink.underruns)")
         #expect(worst < 1_000_000, "max \(worst / 1000) µs")
         #expect(a.engine.statistics.hardResyncs == 0 && b.engine.statistics.hardResyncs == 0)
 

@@ -85,6 +85,8 @@ func silentStretches(_ path: String, ppm: Double, from: Int64, to: Int64, frames
         let all = pairedDifferences(tb, ta, from: joined).sorted()
         let first = tb.first { $0 >= joined }.map { ($0 - joined) / 1_000_000 }
         print("joiner behind 20±15 ms: first click \(first ?? -1) ms after start, |b − a| µs:", all.map { $0 / 1000 })
+        print("joiner behind 20±15 ms: engine a \(a.engine.statistics), b \(b.engine.statistics); DAC underruns a \(a.engine.sink.underruns), b \(b.engine.sink.underruns)")
+        print("joiner behind 20±15 ms: b's clicks, ms after it started:", tb.map { ($0 - joined) / 1_000_000 })
         #expect(all.count >= 9, "\(all.count) clicks compared")
         let worst = all.last ?? Int64.max
         // Behaviour, not the bench's figures (bench/sync/cases.sh jitter gives those: a median of 17–28 µs on a
