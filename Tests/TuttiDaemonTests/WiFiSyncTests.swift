@@ -76,7 +76,11 @@ func silentStretches(_ path: String, ppm: Double, from: Int64, to: Int64, frames
         let b = try startFollower(leader: relay.endpoint(1), name: "b", output: .file(path: dir + "/b.raw", ppm: 120, delayMilliseconds: 0)) { c in
             c.clockOffsetMilliseconds = -4_000; c.clockSkewPPM = -30
         }
-        usleep(12_000_000)
+        // Ten seconds of the joiner playing, however long its clock took to be
+        // sure (2–4 s here on a quiet machine, 6 s with the whole suite on two cores).
+        let deadline = joined + 15 * nanosecondsPerSecond
+        while !b.engine.statistics.playing && Monotonic.now() < deadline { usleep(50_000) }
+        usleep(10_500_000)
         let health = leader.syncHealth
         a.stop(); b.stop()
 
