@@ -76,7 +76,7 @@ let package = Package(
         .target(name: "TuttiSystem", dependencies: ["TuttiCore", "CTuttiThread"]),
         // Audio edge, a speaker's half: the Opus codec, sinks (ALSA), the playout engine.
         .target(name: "TuttiAudio", dependencies: ["TuttiCore", "TuttiSystem", "CALSA", "COpus"]),
-        // Audio edge, the leader's half: file and stream decoders (libmpg123, libFLAC, WAV), the resampler (libsoxr).
+        // Audio edge, the leader's half: file and stream decoders (libmpg123, libFLAC, WAV), the tags and exact length they read for the library, the resampler (libsoxr).
         .target(name: "TuttiDecode", dependencies: ["TuttiCore", "TuttiAudio", "CMPG123", "CFLAC", "CSoxr"]),
         // Speed and pitch at the leader (librubberband); its own module, so speakers do not load it.
         .target(name: "TuttiTimeStretch", dependencies: ["TuttiCore", "TuttiSystem", "CRubberBand"]),
@@ -86,8 +86,8 @@ let package = Package(
         .target(name: "TuttiNet", dependencies: ["TuttiCore", "CTuttiNet"]),
         // The JSON-RPC client (`tutti`, tests); Foundation, so not in TuttiNet.
         .target(name: "TuttiControlClient", dependencies: ["TuttiCore", "TuttiNet"]),
-        // Music library: SQLite store, tag scanner, full-text search, playlists.
-        .target(name: "TuttiLibrary", dependencies: ["TuttiCore", "TuttiSystem", "CSQLite", "CMPG123", "CFLAC", "CCrypto"]),
+        // Music library: SQLite store, tag scanner (MP3 and FLAC read through TuttiDecode), full-text search, playlists.
+        .target(name: "TuttiLibrary", dependencies: ["TuttiCore", "TuttiSystem", "TuttiDecode", "CSQLite", "CCrypto"]),
         // Network sources: HTTP(S) streams (libcurl), ICY metadata, offline cache.
         .target(name: "TuttiStreams", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "TuttiDecode", "CCurl"]),
         // Buttons and remotes: Linux input events and GPIO lines.
