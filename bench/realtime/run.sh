@@ -5,7 +5,7 @@
 # "tutti-playout", second by second. After start-up both must be zero.
 # Also prints the demo's CPU time and peak memory.
 #
-#   bench/realtime/run.sh [SECONDS] [--eq PRESET]     (default 30 s, flat)
+#   bench/realtime/run.sh [SECONDS] [--eq PRESET]     (default 30 s, flat; TUTTID=PATH: a build of yours)
 #
 # With --eq every speaker plays through that EQ preset (e.g. Loudness: ten
 # active bands), so the counts cover the equaliser's kernel and its
@@ -23,8 +23,12 @@ done
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 gcc -O2 -shared -fPIC -o "$work/rtcount.so" bench/realtime/rtcount.c
-swift build -c release --product tuttid >/dev/null
-bin=.build/release/tuttid
+# TUTTID=PATH measures a tuttid built already (the packaged build: scripts/build-static.sh).
+bin=${TUTTID:-}
+if [ -z "$bin" ]; then
+  swift build -c release --product tuttid >/dev/null
+  bin=.build/release/tuttid
+fi
 
 # The shim goes into tuttid alone (not into `time`, whose exit would overwrite the counts).
 /usr/bin/time -f "%e %U %S %M" -o "$work/time" env RTCOUNT_OUT="$work/counts" LD_PRELOAD="$work/rtcount.so" \
