@@ -130,8 +130,8 @@ final class FileSpool: @unchecked Sendable {
         while start < end {
             let at = start % ring.capacity
             let n = Glibc.write(ring.descriptor, ring.bytes + at, min(end - start, ring.capacity - at))
-            if n < 0 {
-                if errno == EINTR { continue }
+            if n <= 0 {
+                if n < 0 && errno == EINTR { continue }
                 // A file that cannot be written (the disk full): that much is dropped; the DAC plays on.
                 start = end
             } else {
