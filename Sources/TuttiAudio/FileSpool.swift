@@ -43,8 +43,6 @@ final class FileSpool: @unchecked Sendable {
     /// Producer side: bytes appended since the writer was last woken.
     private var gathered = 0
     private var closed = false
-    /// Times `append` had to wait for the disk (a ring was full).
-    private(set) var stalls = 0
 
     /// One ring per file: (open descriptor, ring bytes). The spool owns the descriptors.
     init(files: [(descriptor: Int32, capacity: Int)], wakeBytes: Int, maximumDelay: Int64, name: String) {
@@ -75,7 +73,6 @@ final class FileSpool: @unchecked Sendable {
             let room = ring.capacity - (start - ring.drained.load(ordering: .acquiring))
             guard room > 0 else {
                 // The disk is further behind than the ring holds: wait for it (rare; nothing dropped).
-                stalls += 1
                 sem_post(wake)
                 usleep(2_000)
                 continue

@@ -49,8 +49,6 @@ public final class VirtualDAC: AudioSink {
     /// When the first frame of the most recent write leaves (truth, including ppm and delay-ms).
     public private(set) var lastBlockLeaveTime: Int64 = 0
     public var lastWriteLeaveTime: Int64? { lastBlockLeaveTime }
-    /// Times the playout thread waited for the disk (the files' spool was full).
-    public var diskStalls: Int { files.stalls }
 
     public init(path: String, ppm: Double = 0, delayMilliseconds: Double = 0, periodFrames: Int = 480, bufferFrames: Int = 3_840, periodsPerWake: Int = 5) throws(AudioError) {
         func create(_ path: String) throws(AudioError) -> Int32 {
