@@ -149,7 +149,7 @@ public struct SearchQuery: Equatable, Sendable {
 /// indexed lookup in track id order that stops once the page is full, so a
 /// one-letter prefix costs no more than a rare word (no scoring of every
 /// match). A track is listed in the first tier that finds it.
-enum SearchTier: Equatable, Sendable {
+enum SearchTier: Hashable, Sendable {
     /// The whole text is the artist's (or album artist's) name: their tracks first.
     case exactArtist
     /// The whole text is the title.
@@ -202,6 +202,74 @@ extension SearchQuery {
     static func filter(_ field: Field?) -> String {
         field.map { "{" + $0.columns.joined(separator: " ") + "} : " } ?? ""
     }
+
+    /// The word tiers, broadest last: every row any of them finds, the
+    /// last one finds.
+    var wordTiers: [SearchTier] {
+        isPlain ? [.words(titleOnly: true), .words(titleOnly: false), .prefix(titleOnly: true), .prefix(titleOnly: false)]
+            : [.words(titleOnly: false), .prefix(titleOnly: false)]
+    }
+
+    /// Each term's words as the word index sees them (`SearchText.wordFold`).
+    var termWords: [[Substring]] { terms.map { SearchText.wordFold($0.text).split(separator: " ") } }
+
+    /// Whether a row matches a word tier's MATCH expression, tested here
+    /// instead of in the index: `fields` are the row's five indexed fields'
+    /// words, in the index's column order (`SearchRowWords`). Only for rows the
+    /// broadest tier found: if this and the tokenizer ever disagreed, a row
+    /// would move between tiers, never in or out of the results.
+    func matches(_ tier: SearchTier, row: SearchRowWords, termWords: [[Substring]]) -> Bool {
+        let titleOnly: Bool, prefix: Bool
+        switch tier {
+        case .words(let t): titleOnly = t; prefix = false
+        case .prefix(let t): titleOnly = t; prefix = true
+        default: return false
+        }
+        for (term, words) in zip(terms, termWords) {
+            guard !words.isEmpty else { return false }
+            let columns = titleOnly ? [0] : term.field?.columnIndexes ?? Array(0..<SearchRowWords.columnCount)
+            let asPrefix = prefix && term.prefix
+            guard columns.contains(where: { row.fields[$0].containsPhrase(words, lastAsPrefix: asPrefix) }) else { return false }
+        }
+        return true
+    }
+}
+
+extension SearchQuery.Field {
+    /// `columns` as indexes into `SearchRowWords.fields`.
+    var columnIndexes: [Int] { columns.compactMap { SearchRowWords.columnNames.firstIndex(of: $0) } }
+}
+
+/// One row's indexed fields (title, artist, album, album artist, genre),
+/// each as its words (`SearchText.wordFold`), for `SearchQuery.matches`.
+struct SearchRowWords: Sendable {
+    static let columnNames = ["title", "artist", "album", "album_artist", "genre"]
+    static var columnCount: Int { columnNames.count }
+    var fields: [[Substring]]
+
+    /// From fields already folded (the keys the scan stores) or not yet.
+    init(folded: [String?]) {
+        fields = folded.map { $0?.split(separator: " ") ?? [] }
+    }
+}
+
+extension Array where Element == Substring {
+    /// Whether `phrase` occurs here as consecutive words; with
+    /// `lastAsPrefix` its last word need only begin one (FTS5's `"a b"*`).
+    func containsPhrase(_ phrase: [Substring], lastAsPrefix: Bool) -> Bool {
+        guard !phrase.isEmpty, phrase.count <= count else { return false }
+        let last = phrase.count - 1
+        for start in 0...(count - phrase.count) {
+            var k = 0
+            while k < phrase.count {
+                let word = self[start + k]
+                if k == last && lastAsPrefix ? !word.hasPrefix(phrase[k]) : word != phrase[k] { break }
+                k += 1
+            }
+            if k == phrase.count { return true }
+        }
+        return false
+    }
 }
 
 extension Library {
@@ -216,6 +284,13 @@ extension Library {
     /// the user typed; throws only when the database itself fails.
     /// Does not record the query: call `recordSearch` when the user commits to it.
     public func search(_ text: String, limit: Int = 50, offset: Int = 0) throws(LibraryError) -> SearchResults {
+        try search(text, limit: limit, offset: offset, classifyingUpTo: Self.classifiedSearchLimit)
+    }
+
+    /// `classifyingUpTo`: the deepest page whose word tiers are sorted out
+    /// from one probe of the index (`classify`); 0 runs each tier in the
+    /// index, which the tests compare against.
+    func search(_ text: String, limit: Int, offset: Int, classifyingUpTo classifiedLimit: Int) throws(LibraryError) -> SearchResults {
         let query = SearchQuery(text)
         let limit = max(0, min(limit, 1_000))
         let offset = max(0, offset)
@@ -238,6 +313,21 @@ extension Library {
                     ORDER BY 1 LIMIT ?3
                     """, names + [.int(Int64(wanted))]) { $0.int(0) } : []
                 let namesArtist = !artistTracks.isEmpty
+                // The broadest word tier first, far enough to see whether its
+                // matches are few. When they are, they hold every word tier's:
+                // each row is put in its tier here, and the narrower tiers need
+                // no walk of the same doclists of their own (a query that finds
+                // little walked them four times, the slowest searches).
+                let broadest = query.wordTiers.last.flatMap { query.expression(for: $0) }
+                let probeLimit = 2 * wanted + 1 // enough for the broadest tier's own turn, whatever came before
+                var probe: [Int64]?
+                var classified: [SearchTier: [Int64]]?
+                if let broadest, wanted <= classifiedLimit {
+                    let found = try db.query("SELECT rowid FROM tracks_fts WHERE tracks_fts MATCH ? LIMIT ?",
+                                             [.text(broadest), .int(Int64(probeLimit))]) { $0.int(0) }
+                    if found.count < probeLimit { classified = try Self.classify(found, query, db) }
+                    probe = found
+                }
                 // A tier whose expression an earlier one ran (a query ending in a
                 // closed phrase has no prefix) finds nothing new.
                 var ran: [String] = []
@@ -254,8 +344,14 @@ extension Library {
                     case .words, .prefix:
                         guard let expression = query.expression(for: tier), !ran.contains(expression) else { continue }
                         ran.append(expression)
-                        found = try db.query("SELECT rowid FROM tracks_fts WHERE tracks_fts MATCH ? LIMIT ?",
-                                             [.text(expression), .int(Int64(wanted + ids.count))]) { $0.int(0) }
+                        if let classified {
+                            found = classified[tier] ?? []
+                        } else if let probe, expression == broadest {
+                            found = Array(probe.prefix(wanted + ids.count))
+                        } else {
+                            found = try db.query("SELECT rowid FROM tracks_fts WHERE tracks_fts MATCH ? LIMIT ?",
+                                                 [.text(expression), .int(Int64(wanted + ids.count))]) { $0.int(0) }
+                        }
                     case .substring:
                         found = try Self.substringIDs(query, limit: wanted + ids.count, db)
                     }
@@ -282,6 +378,32 @@ extension Library {
             }
             throw error
         }
+    }
+
+    /// Pages deeper than this are not classified (`classify`): the probe
+    /// would read twice that many rows.
+    static let classifiedSearchLimit = 500
+
+    /// Every row of the broadest word tier (`ids`, in id order), put in the
+    /// word tiers it matches: the rows' fields read once, from the keys the
+    /// scan folded (title, artist, album artist) or folded here.
+    private static func classify(_ ids: [Int64], _ query: SearchQuery, _ db: Database) throws(LibraryError) -> [SearchTier: [Int64]] {
+        var out: [SearchTier: [Int64]] = [:]
+        guard !ids.isEmpty else { return out }
+        let placeholders = Array(repeating: "?", count: ids.count).joined(separator: ",")
+        let rows = try db.query("SELECT id, title_key, artist_key, album, album_artist_key, genre FROM tracks WHERE id IN (\(placeholders)) ORDER BY id",
+                                ids.map { .int($0) }) { s in
+            (s.int(0), SearchRowWords(folded: [s.optionalText(1), s.optionalText(2), s.optionalText(3).map(SearchText.wordFold),
+                                               s.optionalText(4), s.optionalText(5).map(SearchText.wordFold)]))
+        }
+        let termWords = query.termWords
+        let tiers = query.wordTiers
+        for (id, row) in rows {
+            for tier in tiers.dropLast() where query.matches(tier, row: row, termWords: termWords) { out[tier, default: []].append(id) }
+        }
+        // The broadest tier is the index's own answer, whatever the test above says.
+        if let broadest = tiers.last { out[broadest] = ids }
+        return out
     }
 
     /// Substring matches: trigram MATCH for terms of 3+ characters, the CJK

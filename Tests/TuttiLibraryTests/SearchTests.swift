@@ -211,4 +211,63 @@ private func titles(_ library: Library, _ query: String, limit: Int = 50) throws
         #expect(SearchQuery("100%").substringPlan?.match == "\"100%\"")
         #expect(SearchQuery.escapeLike("5%_\\") == "5\\%\\_\\\\")
     }
+
+    @Test func aRowIsPutInTheWordTiersItsFieldsMatch() {
+        func row(_ title: String, artist: String? = nil, album: String? = nil, albumArtist: String? = nil, genre: String? = nil) -> SearchRowWords {
+            SearchRowWords(folded: [title, artist, album, albumArtist, genre].map { $0.map(SearchText.wordFold) })
+        }
+        let query = SearchQuery("crazy lo")
+        let words = query.termWords
+        let title = row("Crazy in Love", artist: "Beyoncé")
+        #expect(query.matches(.prefix(titleOnly: true), row: title, termWords: words))
+        #expect(!query.matches(.words(titleOnly: true), row: title, termWords: words)) // "lo" is no whole word
+        #expect(SearchQuery("crazy love").matches(.words(titleOnly: true), row: title, termWords: SearchQuery("crazy love").termWords))
+        // One term in the title, the other in the artist: any field, not title only.
+        let split = SearchQuery("crazy beyonce")
+        #expect(split.matches(.words(titleOnly: false), row: title, termWords: split.termWords))
+        #expect(!split.matches(.words(titleOnly: true), row: title, termWords: split.termWords))
+        // A phrase's words must be adjacent, in order; punctuation splits words as the tokenizer does.
+        let phrase = SearchQuery("\"in crazy\"")
+        #expect(!phrase.matches(.words(titleOnly: false), row: title, termWords: phrase.termWords))
+        let acdc = SearchQuery("AC/DC")
+        #expect(acdc.termWords == [["ac", "dc"]])
+        #expect(acdc.matches(.prefix(titleOnly: false), row: row("Highway", artist: "AC/DC"), termWords: acdc.termWords))
+        // A field filter looks only in its columns (artist: also finds the album artist).
+        let filtered = SearchQuery("artist:beyonce crazy")
+        #expect(filtered.matches(.words(titleOnly: false), row: title, termWords: filtered.termWords))
+        #expect(!filtered.matches(.words(titleOnly: false), row: row("Crazy", album: "Beyoncé"), termWords: filtered.termWords))
+        #expect(filtered.matches(.words(titleOnly: false), row: row("Crazy", albumArtist: "Beyoncé"), termWords: filtered.termWords))
+        // Diacritics and case are folded, as the index folds them.
+        let accented = SearchQuery("SCHÖN")
+        #expect(accented.matches(.words(titleOnly: true), row: row("Schon Dream"), termWords: accented.termWords))
+        #expect(!accented.matches(.exactTitle, row: row("Schon"), termWords: accented.termWords)) // not a word tier
+    }
+
+    @Test func classifiedTiersListWhatTheIndexTiersList() throws {
+        // Enough rows that common words take the index path (more matches than the probe reads)
+        // and rare ones the classified path, with phrases, diacritics, punctuation and CJK.
+        let words = ["love", "lovely", "night", "Nights", "city", "Schön", "dream", "fire", "Été", "AC/DC", "rock", "東京", "glove"]
+        var extra: [(String, [String: String])] = []
+        for i in 0..<150 {
+            let w = { (k: Int) in words[(i * k + k) % words.count] }
+            extra.append(("x\(i).wav", ["INAM": "\(w(1)) \(w(3)) \(i)", "IART": i % 7 == 0 ? "Love Inc" : "\(w(5)) Band",
+                                        "IPRD": "\(w(2)) \(w(7))", "IGNR": i % 2 == 0 ? "Rock" : "Dream Pop"]))
+        }
+        let library = try searchLibrary(extra: extra)
+        let queries = ["love", "lov", "l", "lo", "love night", "dream lo", "schon", "SCHÖN dream", "ete", "ac/dc", "acdc", "rock city",
+                       "\"love night\"", "artist:love", "artist:love night", "album:dream fire", "genre:pop lo", "東京", "glove",
+                       "night 1", "city 14", "love inc", "beyonce", "crazy in love", "zzz", "fire Été rock"]
+        var classifiedPaths = 0
+        for query in queries {
+            for (limit, offset) in [(50, 0), (10, 0), (10, 20), (200, 0)] {
+                let classified = try library.search(query, limit: limit, offset: offset)
+                let indexed = try library.search(query, limit: limit, offset: offset, classifyingUpTo: 0)
+                #expect(classified.tracks.map(\.id) == indexed.tracks.map(\.id), "\(query) limit \(limit) offset \(offset)")
+                #expect(classified.hasMore == indexed.hasMore, "\(query) limit \(limit) offset \(offset)")
+                if !classified.tracks.isEmpty, classified.tracks.count < limit { classifiedPaths += 1 }
+            }
+        }
+        #expect(classifiedPaths > 20) // the sparse path was taken, not only the index one
+        #expect(try library.search("l", limit: 50).tracks.count == 50) // and the dense one too
+    }
 }
