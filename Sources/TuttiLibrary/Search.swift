@@ -313,21 +313,16 @@ extension Library {
                     ORDER BY 1 LIMIT ?3
                     """, names + [.int(Int64(wanted))]) { $0.int(0) } : []
                 let namesArtist = !artistTracks.isEmpty
-                // The broadest word tier first, far enough to see whether its
-                // matches are few. When they are, they hold every word tier's:
-                // each row is put in its tier here, and the narrower tiers need
-                // no walk of the same doclists of their own (a query that finds
-                // little walked them four times, the slowest searches).
+                // When the first word tier has not filled the page, the broadest
+                // is read far enough to see whether its matches are few. When
+                // they are, they hold every word tier's: each row is put in its
+                // tier here, and the tiers between need no walk of the same
+                // doclists of their own (a query that finds little walked them
+                // four times: the slowest searches).
                 let broadest = query.wordTiers.last.flatMap { query.expression(for: $0) }
                 let probeLimit = 2 * wanted + 1 // enough for the broadest tier's own turn, whatever came before
                 var probe: [Int64]?
                 var classified: [SearchTier: [Int64]]?
-                if let broadest, wanted <= classifiedLimit {
-                    let found = try db.query("SELECT rowid FROM tracks_fts WHERE tracks_fts MATCH ? LIMIT ?",
-                                             [.text(broadest), .int(Int64(probeLimit))]) { $0.int(0) }
-                    if found.count < probeLimit { classified = try Self.classify(found, query, db) }
-                    probe = found
-                }
                 // A tier whose expression an earlier one ran (a query ending in a
                 // closed phrase has no prefix) finds nothing new.
                 var ran: [String] = []
@@ -344,6 +339,12 @@ extension Library {
                     case .words, .prefix:
                         guard let expression = query.expression(for: tier), !ran.contains(expression) else { continue }
                         ran.append(expression)
+                        if tier != query.wordTiers.first, probe == nil, let broadest, wanted <= classifiedLimit {
+                            let rows = try db.query("SELECT rowid FROM tracks_fts WHERE tracks_fts MATCH ? LIMIT ?",
+                                                    [.text(broadest), .int(Int64(probeLimit))]) { $0.int(0) }
+                            if rows.count < probeLimit { classified = try Self.classify(rows, query, db) }
+                            probe = rows
+                        }
                         if let classified {
                             found = classified[tier] ?? []
                         } else if let probe, expression == broadest {
