@@ -224,12 +224,7 @@ extension StreamPlayer {
     }
 
     /// The entry a step through the queue lands on; nil when it stops.
-    func entryID(_ step: PlayQueue.Step) -> UInt32? {
-        switch step {
-        case .play(let i), .restart(let i): queue.entries[i].id
-        case .stop: nil
-        }
-    }
+    func entryID(_ step: PlayQueue.Step) -> UInt32? { transport.entryID(step) }
 
     /// The music folder holding the next audio is gone: stop once what was
     /// sent has played, keep the queue and the place, and go on by itself
@@ -252,7 +247,7 @@ extension StreamPlayer {
         guard let i = queue.index(ofID: waiting.position.track), unavailableFolder(queue.entries[i].uri) == nil else { return false }
         log.info("the music folder \(waiting.folder) is back: playing on")
         awaitingFolder = nil
-        restart(at: max(changePoint(now: now), 0), position: waiting.position)
+        perform(transport.restart(at: max(changePoint(now: now), 0), from: waiting.position, durations: published.withLock { $0.durations }))
         publish()
         return true
     }

@@ -28,12 +28,12 @@ extension StreamPlayer {
             state = queue.isEmpty ? .stopped : .paused
             endOfList = true
             let frame = Int(restored.positionMilliseconds) * StreamFormat.sampleRate / 1000
-            published.withLock { $0.pausedAt = TrackPosition(track: id, frame: max(0, frame)) }
+            transport.pausedAt = TrackPosition(track: id, frame: max(0, frame))
             publish()
             log.info("restored a queue of \(queue.count) with entry \(id) at \(restored.positionMilliseconds) ms, paused")
         } else {
             if !queue.isEmpty { queue.select(queue.order[0]) }
-            if let first = queue.currentEntry { published.withLock { $0.pausedAt = TrackPosition(track: first.id, frame: 0) } }
+            if let first = queue.currentEntry { transport.pausedAt = TrackPosition(track: first.id, frame: 0) }
             if queue.currentEntry == nil { state = .stopped; endOfList = true } // an empty queue is stopped, and says so
             publish()
             if let first = queue.currentEntry { open(entry: first.id, at: 0) }
@@ -114,24 +114,12 @@ extension StreamPlayer {
             log.error("\(error)")
         }
         sequence &+= 1
-        // Move the consumed frames' provenance into the history, on the grid.
-        var remaining = count
-        var at = streamFrame
-        while remaining > 0, !pendingSegments.isEmpty {
-            var s = pendingSegments[0]
-            let take = min(remaining, s.count)
-            history.append(s.take(take, at: at))
-            if s.count == 0 { pendingSegments.removeFirst() } else { pendingSegments[0] = s }
-            remaining -= take; at += take
-        }
+        // The consumed frames' provenance moves into what was sent, on the grid.
+        transport.timeline.send(count)
         pending.removeFirst(min(pending.count, count * 2))
-        streamFrame += count
         // What rooms still hear lies at most a buffer behind what is sent: keep
         // that and 2 s more. (publish() shares the array, so each chunk copies what is kept.)
-        let keepFrom = streamFrame - Int(StreamFormat.frames(nanoseconds: buffer)) - 2 * StreamFormat.sampleRate
-        if let firstKept = history.firstIndex(where: { $0.start + $0.count > keepFrom }), firstKept > 64 {
-            history.removeFirst(firstKept)
-        }
+        transport.timeline.forget(before: streamFrame - Int(StreamFormat.frames(nanoseconds: buffer)) - 2 * StreamFormat.sampleRate)
         publish()
         return message.map { ($0, pts) }
     }
@@ -148,9 +136,9 @@ extension StreamPlayer {
         let first = resume.map { queue.entries[$0].id } ?? 0
         // Stopped by a missing music folder: play goes on where it stopped.
         let stoppedAt = awaitingFolder?.position ?? TrackPosition(track: first, frame: 0)
-        published.withLock { $0.pausedAt = stoppedAt }
+        transport.pausedAt = stoppedAt
         if let i = queue.index(ofID: stoppedAt.track) ?? resume { queue.select(i) }
-        published.withLock { $0.tailUntil = streamFrame }
+        transport.tailUntil = streamFrame
         publish()
         endedAtomic.store(true, ordering: .releasing)
     }

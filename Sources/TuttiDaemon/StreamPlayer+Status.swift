@@ -62,14 +62,17 @@ extension StreamPlayer {
     }
 
     func publish() {
-        let (state, segments, epoch, queue) = (self.state, history, self.epoch, self.queue)
+        if state != .stopped { transport.tailUntil = nil } // a list's tail is heard only while stopped
+        let (state, segments, epoch, queue) = (self.state, transport.timeline.sent, self.epoch, self.queue)
+        let (pausedAt, tailUntil) = (transport.pausedAt, transport.tailUntil)
         let network = background.map { (track: track, pendingSeconds: Double(pending.count / 2) / Double(StreamFormat.sampleRate), progress: $0.progress) }
         let starved = state == .playing ? starvedPhase.map(PlayerState.init) : nil
         let tempo = self.tempo
         published.withLock { p in
             p.tempo = tempo
             p.state = state
-            if state != .stopped { p.tailUntil = nil }
+            p.pausedAt = pausedAt
+            p.tailUntil = tailUntil
             p.segments = segments
             p.epoch = epoch
             p.queue = queue

@@ -67,7 +67,6 @@ final class StreamPlayer: @unchecked Sendable {
     let published = Mutex(Published())
 
     typealias Segment = StreamSegment
-    struct TrackPosition: Equatable { var track: UInt32; var frame: Int }
 
     // Source-thread state.
     let framesPerChunk: Int
@@ -76,23 +75,25 @@ final class StreamPlayer: @unchecked Sendable {
     let commandLead: LiveCommandLead
     let buffer: Int64
     var epoch = LeaderTime(nanoseconds: 0)
-    var streamFrame = 0            // grid index of the next frame to send
-    var state = PlayerState.playing
+    /// The queue, the state and which stream frames are which entry's: the
+    /// transport rules (TuttiCore) own them; the names below reach into it.
+    var transport: Transport
+    var streamFrame: Int { get { transport.timeline.streamFrame } set { transport.timeline.streamFrame = newValue } } // grid index of the next frame to send
+    var state: PlayerState { get { transport.state } set { transport.state = newValue } }
+    var queue: PlayQueue { get { transport.queue } _modify { yield &transport.queue } }
+    var tempo: PlaybackTempo { transport.tempo }
+    var track: UInt32 { get { transport.timeline.decoding.track } set { transport.timeline.decoding.track = newValue } } // entry id being decoded
+    var trackFrame: Int { get { transport.timeline.decoding.frame } set { transport.timeline.decoding.frame = newValue } } // 48 kHz frames of it already in `pending`
+    var pendingSegments: [Segment] { get { transport.timeline.pending } _modify { yield &transport.timeline.pending } } // stream positions assigned when sent
     var encoder: (any ChunkEncoder)?
     var codecDelay: Int64 = 0
     var sequence: UInt64 = 0
     var decoder: (any AudioDecoder)?
     var resampler: SoxrResampler?
-    var queue: PlayQueue
-    var track: UInt32 = 0          // entry id being decoded
-    var trackFrame = 0             // 48 kHz frames of it already in `pending`
     /// The run of audio being decoded: from track frame `runOrigin`, `runFrames` stream frames so far (at `tempo.speed`).
     var runOrigin = 0, runFrames = 0
-    var tempo = PlaybackTempo.normal
     var stretcher: TimeStretcher?
     var pending: [Float] = []
-    var pendingSegments: [Segment] = []   // stream positions assigned when emitted
-    var history: [Segment] = []
     var fadeIn = 0                 // frames of fade-in still to apply
     var endOfList = false
     var decoded: [Float] = []
@@ -142,17 +143,18 @@ final class StreamPlayer: @unchecked Sendable {
         buffer = Int64(configuration.bufferMilliseconds) * nanosecondsPerMillisecond
         restored = snapshot
         if let snapshot {
-            queue = snapshot.queue
-            tempo = snapshot.tempo
+            transport = Transport(queue: snapshot.queue)
+            transport.tempo = snapshot.tempo
         } else {
-            queue = PlayQueue(seed: UInt64(streamID))
-            queue.add(configuration.files)
+            var queue = PlayQueue(seed: UInt64(streamID))
+            _ = queue.add(configuration.files)
             if configuration.loop { queue.repeatMode = .all }
+            transport = Transport(queue: queue)
         }
         // What status shows before the source thread runs: the queue, and stopped
         // (nothing to play) or paused where the saved state left off.
-        let initial = queue
-        let initialTempo = tempo
+        let initial = transport.queue
+        let initialTempo = transport.tempo
         published.withLock { p in
             p.queue = initial
             p.tempo = initialTempo
@@ -163,6 +165,7 @@ final class StreamPlayer: @unchecked Sendable {
                 p.pausedAt = TrackPosition(track: id, frame: max(0, Int(snapshot.positionMilliseconds) * StreamFormat.sampleRate / 1000))
             }
         }
+        transport.pausedAt = published.withLock { $0.pausedAt }
     }
 
     /// When the heard-watcher next wakes by itself (Int64.max: not before a signal); it sets this.
