@@ -59,10 +59,12 @@ public final class VirtualDAC: AudioSink {
         let audio = try create(path)
         let timing: Int32
         do { timing = try create(path + ".timing") } catch { Glibc.close(audio); throw error }
-        // 5.5 s of audio and about 25 s of timing lines ride out a disk that
+        // 2.7 s of audio and about 6 s of timing lines ride out a disk that
         // stalls; the writer wakes every 85 ms of audio, or 100 ms at the
-        // longest (tests and benches read the files while it plays).
-        files = FileSpool(files: [(audio, 1 << 20), (timing, 1 << 16)], wakeBytes: 1 << 15,
+        // longest (tests and benches read the files while it plays). Every
+        // byte of a ring is touched as it cycles, so it stays resident: 1 MiB
+        // rings made a speaker 0.6 MiB bigger than snapclient (bench/resources).
+        files = FileSpool(files: [(audio, 1 << 19), (timing, 1 << 14)], wakeBytes: 1 << 15,
                           maximumDelay: 100_000_000, name: "tutti-dac-files")
         name = "file:\(path)"
         self.ppm = ppm

@@ -56,7 +56,8 @@ final class SnapcastControl: @unchecked Sendable {
         listener = try control.map { e throws(NetError) in try TCPListener(endpoint: e) }
         if let http {
             let pages = SnapcastPages()
-            let web = WebServer(endpoint: http.description, threads: 32, timeoutMilliseconds: leader.configuration.clientStallMilliseconds,
+            // Snapweb pages and scripts; Home Assistant uses the TCP port.
+            let web = WebServer(endpoint: http.description, threads: 8, timeoutMilliseconds: leader.configuration.clientStallMilliseconds,
                                 webSocketPath: "/jsonrpc", socketHandler: pages, log: log) { [weak self] request in
                 self?.respond(request) ?? .text(503, "the leader is stopping")
             }

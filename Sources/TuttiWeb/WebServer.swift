@@ -143,7 +143,14 @@ public final class WebServer: @unchecked Sendable {
     /// `endpoint` is `HOST:PORT` (port 0: any free one). `timeoutMilliseconds`
     /// bounds a read or write on one connection; a WebSocket page that
     /// answers no ping for about five times that is dropped.
-    public init(endpoint: String, threads: Int = 128, timeoutMilliseconds: Int = 10_000,
+    /// `threads` bounds the connections served at once: civetweb gives each
+    /// its own worker for as long as it is open (an open page's WebSocket, a
+    /// page load's keep-alive), and starts every worker up front, each about
+    /// 20 KiB resident (its stack's touched pages, its connection record).
+    /// 48 serve a household's phones and tablets with page loads beside them;
+    /// 160 (this server's 128 and the Snapcast port's 32) were 3 of a
+    /// leader's 15 MiB (bench/resources).
+    public init(endpoint: String, threads: Int = 48, timeoutMilliseconds: Int = 10_000,
                 webSocketPath: String = "/ws", socketHandler: (any WebSocketHandler)?, log: Logger, handler: @escaping Handler) {
         requestedEndpoint = endpoint
         self.threads = threads
@@ -167,7 +174,9 @@ public final class WebServer: @unchecked Sendable {
             "websocket_timeout_ms", String(max(timeoutMilliseconds / 5, 500)),
             "enable_websocket_ping_pong", "yes",
             "enable_keep_alive", "yes",
-            "keep_alive_timeout_ms", "30000",
+            // An idle keep-alive connection holds a worker: a page load's
+            // six are given back 5 s after its last request, not 30.
+            "keep_alive_timeout_ms", "5000",
             // civetweb writes a WebSocket frame's header and payload in two sends.
             "tcp_nodelay", "1",
         ]
