@@ -1,5 +1,6 @@
 import TuttiCore
 import TuttiAudio
+import TuttiNet
 import TuttiSystem
 
 /// Writes one control client's messages (JSON-RPC, MPD, WebSocket) on a
@@ -15,37 +16,64 @@ import TuttiSystem
 ///
 /// Thread contract: `send`, `flush` and `close` may be called from any
 /// thread; `send` and `close` never block.
-// Sendable because `outbox` and `reason` are touched only under `condition`; the rest is immutable.
+/// The thread starts with the first message that has to wait: a client
+/// that reads what it is sent as it comes (its replies, notifications that
+/// fit its socket at once: `writeIfFree`), or never speaks at all (hundreds
+/// of idle connections), costs no thread for writing.
+// Sendable because `outbox`, `reason` and `started` are touched only under `condition`; the rest is immutable.
 final class ClientWriter: @unchecked Sendable {
     typealias Write = @Sendable ([UInt8]) throws -> Void
+    /// Sends without waiting, as far as the socket takes (`TCPConnection.sendIfFree`).
+    typealias WriteIfFree = @Sendable ([UInt8]) throws -> TCPConnection.QuickSend
 
     let peer: String
     private let log: Logger
     private let write: Write
+    private let writeIfFree: WriteIfFree?
     private let disconnect: @Sendable () -> Void
     private let condition = Condition()
     private var outbox: ClientOutbox
     private var reason: String?
+    private var started = false
 
     /// `write` sends all bytes or throws; `disconnect` wakes the client's
     /// reader so its connection ends (called once, from the thread that
-    /// found the fault).
-    init(peer: String, limits: ClientOutbox.Limits, log: Logger, write: @escaping Write, disconnect: @escaping @Sendable () -> Void) {
+    /// found the fault). `writeIfFree`, where the transport has it, lets a
+    /// message to a client that has caught up go on the sender's thread.
+    init(peer: String, limits: ClientOutbox.Limits, log: Logger, write: @escaping Write, writeIfFree: WriteIfFree? = nil,
+         disconnect: @escaping @Sendable () -> Void) {
         self.peer = peer
         self.log = log
         self.write = write
+        self.writeIfFree = writeIfFree
         self.disconnect = disconnect
         outbox = ClientOutbox(limits: limits)
-        startThread(name: "tutti-client-w", stackSize: 256 << 10) { [self] in run() }
     }
 
     /// Queues a message. `key` marks a state notification: it replaces a
     /// waiting one with the same key.
     func send(_ bytes: [UInt8], key: String? = nil) {
         condition.lock()
+        var bytes = bytes
+        if let writeIfFree, reason == nil, outbox.isEmpty, !outbox.writing {
+            do {
+                switch try writeIfFree(bytes) {
+                case .sent: condition.unlock(); return
+                case .started: bytes = [] // the connection keeps the rest: the writer's next write finishes it
+                case .notSent: break
+                }
+            } catch {
+                condition.unlock()
+                close(reason: "\(error)")
+                return
+            }
+        }
         let admission = outbox.enqueue(bytes, key: key, at: Monotonic.now())
+        let start = !started && !outbox.isEmpty
+        if start { started = true }
         condition.signal()
         condition.unlock()
+        if start { startThread(name: "tutti-client-w", stackSize: 256 << 10) { [self] in run() } }
         switch admission {
         case .overflow(let why): close(reason: "not reading fast enough: \(why)")
         case .stalled(let why): close(reason: why)

@@ -140,9 +140,10 @@ public final class ControlServer: @unchecked Sendable {
 
     /// Registers a client; its messages go through `write`, which must give
     /// up after about the stall limit. `disconnect` ends its connection.
-    func attach(peer: String, address: String, newlineFramed: Bool, write: @escaping ClientWriter.Write, disconnect: @escaping @Sendable () -> Void) -> Client {
+    func attach(peer: String, address: String, newlineFramed: Bool, write: @escaping ClientWriter.Write,
+                writeIfFree: ClientWriter.WriteIfFree? = nil, disconnect: @escaping @Sendable () -> Void) -> Client {
         let c = leader.configuration
-        let writer = ClientWriter(peer: peer, limits: c.outboxLimits, log: log, write: write, disconnect: disconnect)
+        let writer = ClientWriter(peer: peer, limits: c.outboxLimits, log: log, write: write, writeIfFree: writeIfFree, disconnect: disconnect)
         let client = Client(writer: writer, newlineFramed: newlineFramed, level: initialLevel(address: address))
         clients.withLock { $0[ObjectIdentifier(client)] = client }
         return client
@@ -165,7 +166,7 @@ public final class ControlServer: @unchecked Sendable {
             do { try connection.send(bytes) } catch NetError.timedOut {
                 throw RPCError(code: 0, message: "did not read for \(stall / 1000) s")
             }
-        }, disconnect: { connection.close() })
+        }, writeIfFree: { bytes in try connection.sendIfFree(bytes) }, disconnect: { connection.close() })
         defer {
             detach(client)
             connection.close()
@@ -173,7 +174,7 @@ public final class ControlServer: @unchecked Sendable {
         var malformed = 0
         let reason = Self.readLines(from: connection, until: { client.writer.isClosed }) { line in
             if let line { malformed = receive(line, from: client, onItsThread: true) ? 0 : malformed + 1 } else {
-                send(error(id: nil, code: -32700, message: "request line longer than \(Self.maxLineBytes) bytes"), to: client)
+                send(error(id: nil, code: -32700, message: "request line longer than \(Self.maxLineBytes) bytes"), to: client, direct: true)
                 malformed += 1
             }
             return malformed < LineDiscipline.maxConsecutiveMalformed ? nil : "\(malformed) malformed requests in a row"
@@ -189,8 +190,7 @@ public final class ControlServer: @unchecked Sendable {
     /// the connection (an idle client with nothing half-sent may wait forever).
     @discardableResult
     static func readLines(from connection: TCPConnection, until stop: () -> Bool, _ handle: ([UInt8]?) -> String?) -> String? {
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 16_384, alignment: 1)
-        defer { buffer.deallocate() }
+        let buffer = ReceiveBuffer()
         var line: [UInt8] = []
         var partial = LineDiscipline.PartialLineClock()
         let hanging = "half a line left hanging for \(LineDiscipline.partialLineMilliseconds / 1000) s"
@@ -200,7 +200,7 @@ public final class ControlServer: @unchecked Sendable {
         connection.setReceiveTimeout(milliseconds: 2_000)
         while true {
             let n: Int
-            do { (n, _) = try connection.receive(into: buffer) } catch NetError.timedOut {
+            do { (n, _) = try buffer.receive(from: connection) } catch NetError.timedOut {
                 if stop() { return nil }
                 if partial.expired(now: Monotonic.now()) { return hanging }
                 // Every real client asks something at once; a silent connection only holds a place.
@@ -211,7 +211,7 @@ public final class ControlServer: @unchecked Sendable {
             } catch { return nil }
             guard n > 0 else { return nil }
             var ended = false
-            for byte in buffer[0..<n] {
+            for byte in buffer.storage[0..<n] {
                 if byte == UInt8(ascii: "\n") {
                     ended = true
                     lines += 1

@@ -59,14 +59,13 @@ extension FollowerSession {
     func snapcastReadLoop() {
         connection.setReceiveTimeout(milliseconds: 5_000)
         var framer = SnapcastFramer()
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 16_384, alignment: 8)
-        defer { buffer.deallocate() }
+        let buffer = ReceiveBuffer()
         do throws(any Error) {
             while true {
-                let (n, arrival) = try connection.receive(into: buffer)
+                let (n, arrival) = try buffer.receive(from: connection)
                 if n == 0 { close(reason: "connection closed"); return }
                 let received = arrival != 0 ? arrival : Monotonic.now()
-                framer.append(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
+                framer.append(UnsafeRawBufferPointer(rebasing: buffer.storage[0..<n]))
                 while let (header, message) = try framer.next() {
                     switch message {
                     case .hello(let json)?:

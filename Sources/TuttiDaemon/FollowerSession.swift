@@ -13,7 +13,7 @@ import TuttiStreams
 import TuttiSystem
 
 /// One connected follower, seen from the leader.
-// Sendable because the queue and `closed` are touched only under `queue`, `name` and `version` are in a Mutex and an Atomic, and the rest is immutable.
+// Sendable because the queue, `closed`, `writing` and `writerStarted` are touched only under `queue`, `name` and `version` are in a Mutex and an Atomic, and the rest is immutable.
 final class FollowerSession: @unchecked Sendable {
     let connection: TCPConnection
     /// Strong: a session's threads may finish after the leader stopped; it is released when the session is removed.
@@ -26,6 +26,7 @@ final class FollowerSession: @unchecked Sendable {
     /// The writer thread is sending a message it took from `queued`: until it
     /// is done, `enqueue` must queue behind it rather than send.
     private var writing = false
+    private var writerStarted = false
     /// The room, from the hello: written by the reader thread, read by
     /// control threads and `close` on any thread, hence the Mutex.
     var name: String? {
@@ -64,7 +65,9 @@ final class FollowerSession: @unchecked Sendable {
             case .snapcast: snapcastReadLoop()
             }
         }
-        startThread(name: "tutti-session-w", stackSize: 256 << 10) { [self] in writeLoop() }
+        connection.setSendTimeout(milliseconds: 2_000)
+        // A bounded kernel buffer, so a stalled follower shows up in our queue.
+        connection.setSendBuffer(bytes: 128 * 1024)
     }
 
     /// Sends a message of the leader's (`encoded` is its Tutti form, shared by every session).
@@ -114,8 +117,13 @@ final class FollowerSession: @unchecked Sendable {
         }
         queued.append((bytes, now))
         queuedBytes += bytes.count
+        // The writer starts with the first message that has to wait: a
+        // connection that never says hello costs one thread, not two.
+        let start = !writerStarted
+        writerStarted = true
         queue.signal()
         queue.unlock()
+        if start { startThread(name: "tutti-session-w", stackSize: 256 << 10) { [self] in writeLoop() } }
     }
 
     func close(reason: String) {
@@ -140,9 +148,6 @@ final class FollowerSession: @unchecked Sendable {
     }
 
     private func writeLoop() {
-        connection.setSendTimeout(milliseconds: 2_000)
-        // A bounded kernel buffer, so a stalled follower shows up in our queue.
-        connection.setSendBuffer(bytes: 128 * 1024)
         while true {
             queue.lock()
             while queued.isEmpty && !closed { queue.wait() }

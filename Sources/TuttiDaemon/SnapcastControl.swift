@@ -109,8 +109,9 @@ final class SnapcastControl: @unchecked Sendable {
 
     // MARK: Transports
 
-    func attach(peer: String, address: String, newlineFramed: Bool, write: @escaping ClientWriter.Write, disconnect: @escaping @Sendable () -> Void) -> ControlServer.Client {
-        let writer = ClientWriter(peer: peer, limits: leader.configuration.outboxLimits, log: log, write: write, disconnect: disconnect)
+    func attach(peer: String, address: String, newlineFramed: Bool, write: @escaping ClientWriter.Write,
+                writeIfFree: ClientWriter.WriteIfFree? = nil, disconnect: @escaping @Sendable () -> Void) -> ControlServer.Client {
+        let writer = ClientWriter(peer: peer, limits: leader.configuration.outboxLimits, log: log, write: write, writeIfFree: writeIfFree, disconnect: disconnect)
         let client = ControlServer.Client(writer: writer, newlineFramed: newlineFramed, level: level(address: address))
         clients.withLock { $0[ObjectIdentifier(client)] = client }
         return client
@@ -138,12 +139,12 @@ final class SnapcastControl: @unchecked Sendable {
             do { try connection.send(bytes) } catch NetError.timedOut {
                 throw ControlServer.RPCError(code: 0, message: "did not read for \(stall / 1000) s")
             }
-        }, disconnect: { connection.close() })
+        }, writeIfFree: { bytes in try connection.sendIfFree(bytes) }, disconnect: { connection.close() })
         defer { detach(client); connection.close() }
         var malformed = 0
         let reason = ControlServer.readLines(from: connection, until: { client.writer.isClosed }) { line in
-            if let line { malformed = receive(line, from: client) ? 0 : malformed + 1 } else {
-                send(Self.failure(id: nil, code: -32700, message: "request line longer than \(ControlServer.maxLineBytes) bytes"), to: client)
+            if let line { malformed = receive(line, from: client, onItsThread: true) ? 0 : malformed + 1 } else {
+                send(Self.failure(id: nil, code: -32700, message: "request line longer than \(ControlServer.maxLineBytes) bytes"), to: client, direct: true)
                 malformed += 1
             }
             return malformed < LineDiscipline.maxConsecutiveMalformed ? nil : "\(malformed) malformed requests in a row"
@@ -151,18 +152,20 @@ final class SnapcastControl: @unchecked Sendable {
         if let reason { log.info("Snapcast JSON-RPC \(connection.peer) closed: \(reason)") }
     }
 
-    /// False: the message was no request at all (not JSON).
+    /// False: the message was no request at all (not JSON). `onItsThread`:
+    /// called on the client's own reading thread, which may write the reply
+    /// itself (`ClientWriter.reply`).
     @discardableResult
-    func receive(_ message: [UInt8], from client: ControlServer.Client) -> Bool {
+    func receive(_ message: [UInt8], from client: ControlServer.Client, onItsThread: Bool = false) -> Bool {
         guard let reply = handle(message, level: client.level) else { return true }
-        send(reply, to: client)
+        send(reply, to: client, direct: onItsThread)
         return ((reply as? [String: Any])?["error"] as? [String: Any])?["code"] as? Int != -32700
     }
 
-    private func send(_ object: Any, to client: ControlServer.Client, key: String? = nil) {
+    private func send(_ object: Any, to client: ControlServer.Client, key: String? = nil, direct: Bool = false) {
         guard var bytes = ReplyJSON.encode(object) else { return }
         if client.newlineFramed { bytes += [13, 10] } // CRLF: python-snapcast reads nothing until a line ends in it
-        client.writer.send(bytes, key: key)
+        if direct { client.writer.reply(bytes) } else { client.writer.send(bytes, key: key) }
     }
 
     private func respond(_ request: WebRequest) -> WebResponse {

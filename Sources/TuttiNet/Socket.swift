@@ -255,16 +255,46 @@ public final class TCPListener: Sendable {
     }
 }
 
+/// A connection's receive buffer: 512 bytes until a read fills it, then
+/// `largest`. malloc puts a 16 KiB block's header on a page of its own, so
+/// a connection that held one from the start cost a resident page while it
+/// sent nothing: a thousand idle connections were 3 MiB of a leader
+/// (bench/hostile). A peer that sends little (a control client's requests,
+/// a speaker's reports) never needs more.
+public final class ReceiveBuffer {
+    /// The memory received into: a read's bytes are `storage[0..<count]`.
+    public private(set) var storage: UnsafeMutableRawBufferPointer
+    private let largest: Int
+    private var filled = false
+
+    public init(largest: Int = 16_384) {
+        self.largest = largest
+        storage = .allocate(byteCount: min(512, largest), alignment: 8)
+    }
+
+    deinit { storage.deallocate() }
+
+    /// Reads what is available (blocking), as `TCPConnection.receive` does.
+    /// The bytes of the previous read are gone.
+    public func receive(from connection: TCPConnection) throws(NetError) -> (count: Int, arrival: Int64) {
+        if filled && storage.count < largest {
+            storage.deallocate()
+            storage = .allocate(byteCount: largest, alignment: 8)
+        }
+        let received = try connection.receive(into: storage)
+        filled = received.count == storage.count
+        return received
+    }
+}
+
 /// Reads framed protocol messages from a connection.
 public final class MessageReader {
     public let connection: TCPConnection
     private var framer = MessageFramer()
-    private let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 16_384, alignment: 8)
+    private let buffer = ReceiveBuffer()
     private var readArrival: Int64 = 0
 
     public init(connection: TCPConnection) { self.connection = connection }
-
-    deinit { buffer.deallocate() }
 
     /// The next message; nil when the peer closed cleanly. Throws on a
     /// malformed or oversized message (the caller closes the connection).
@@ -288,12 +318,12 @@ public final class MessageReader {
             } catch {
                 throw .protocolViolation(error)
             }
-            let (n, arrival) = try connection.receive(into: buffer)
+            let (n, arrival) = try buffer.receive(from: connection)
             if n == 0 {
                 if framer.pendingBytes > 0 { throw .protocolViolation(.truncated(.chunk, needed: 0, had: framer.pendingBytes)) }
                 return nil
             }
-            framer.append(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
+            framer.append(UnsafeRawBufferPointer(rebasing: buffer.storage[0..<n]))
             readArrival = arrival
         }
     }

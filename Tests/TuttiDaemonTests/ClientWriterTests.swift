@@ -2,6 +2,7 @@ import Glibc
 import Synchronization
 import Testing
 import TuttiCore
+import TuttiNet
 @testable import TuttiDaemon
 
 /// A client's writer: replies written on the requester's thread when the
@@ -16,9 +17,78 @@ struct ClientWriterTests {
 
         func write(_ bytes: [UInt8]) {
             while held.load(ordering: .acquiring) { usleep(1_000) }
-            written.withLock { $0.append(bytes) }
+            let rest = kept.withLock { k in defer { k = [] }; return k }
+            written.withLock { $0.append(rest + bytes) }
             threads.withLock { $0.append(pthread_self()) }
         }
+
+        /// While false, the socket takes nothing without waiting.
+        let free = Atomic<Bool>(true)
+        /// At most this many bytes go at once; the rest is kept for the next `write`, as `TCPConnection` does.
+        let takesAtOnce = Atomic<Int>(Int.max)
+        let kept = Mutex<[UInt8]>([])
+
+        func writeIfFree(_ bytes: [UInt8]) -> TCPConnection.QuickSend {
+            guard free.load(ordering: .acquiring) else { return .notSent }
+            let n = min(bytes.count, takesAtOnce.load(ordering: .acquiring))
+            written.withLock { $0.append(Array(bytes[..<n])) }
+            threads.withLock { $0.append(pthread_self()) }
+            if n == bytes.count { return .sent }
+            kept.withLock { $0 = Array(bytes[n...]) }
+            return .started
+        }
+
+        var stream: [UInt8] { written.withLock { $0.flatMap { $0 } } }
+    }
+
+    func writer(_ socket: Socket) -> ClientWriter {
+        ClientWriter(peer: "test", limits: ClientOutbox.Limits(), log: .silent, write: { socket.write($0) },
+                     writeIfFree: { socket.writeIfFree($0) }, disconnect: {})
+    }
+
+    @Test func notificationsToAClientThatKeepsUpGoOnTheSendersThread() {
+        let socket = Socket()
+        let writer = writer(socket)
+        for i in 0..<100 { writer.send([UInt8(i)], key: "player.status") }
+        // All of them, in order, none coalesced: each went before the next was offered.
+        #expect(socket.stream == (0..<100).map { UInt8($0) })
+        // No writer thread wrote any of them.
+        #expect(socket.threads.withLock { $0.allSatisfy { pthread_equal($0, pthread_self()) != 0 } })
+        writer.close(reason: "connection closed")
+    }
+
+    @Test func whatTheSocketCannotTakeAtOnceIsWrittenInOrderBehindIt() {
+        let socket = Socket()
+        let writer = writer(socket)
+        socket.free.store(false, ordering: .releasing)
+        socket.held.store(true, ordering: .releasing)
+        writer.send([1])
+        writer.send([2])
+        socket.free.store(true, ordering: .releasing)
+        writer.send([3]) // behind the two waiting, though the socket is free now
+        #expect(socket.stream.isEmpty)
+        socket.held.store(false, ordering: .releasing)
+        writer.flush()
+        #expect(socket.stream == [1, 2, 3])
+        // Caught up: the next goes on this thread again.
+        writer.send([4])
+        #expect(socket.stream == [1, 2, 3, 4])
+        #expect(pthread_equal(socket.threads.withLock { $0.last! }, pthread_self()) != 0)
+        #expect(socket.threads.withLock { $0.prefix(3).allSatisfy { pthread_equal($0, pthread_self()) == 0 } })
+        writer.close(reason: "connection closed")
+    }
+
+    @Test func aMessageTheSocketTookPartOfIsFinishedBeforeTheNext() {
+        let socket = Socket()
+        let writer = writer(socket)
+        socket.takesAtOnce.store(2, ordering: .releasing)
+        writer.send([1, 2, 3, 4, 5])
+        socket.takesAtOnce.store(Int.max, ordering: .releasing)
+        writer.send([6, 7])
+        writer.reply([8])
+        writer.flush()
+        #expect(socket.stream == [1, 2, 3, 4, 5, 6, 7, 8])
+        writer.close(reason: "connection closed")
     }
 
     @Test func aReplyToAnIdleClientIsWrittenOnTheRequestersThread() {

@@ -126,12 +126,11 @@ public final class MPDServer: @unchecked Sendable {
             client.finish()
             client.connection.close()
         }
-        client.send(Array("OK MPD \(Self.protocolVersion)\n".utf8))
+        client.reply(Array("OK MPD \(Self.protocolVersion)\n".utf8))
         var splitter = MPDLineSplitter(maxLineBytes: Self.maxLineBytes)
         var state = MPDSessionState(maxListCommands: Self.maxListCommands)
         var unknown = 0
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 16_384, alignment: 1)
-        defer { buffer.deallocate() }
+        let buffer = ReceiveBuffer()
         let connectedAt = Monotonic.now()
         var commands = 0
         var partial = LineDiscipline.PartialLineClock()
@@ -139,7 +138,7 @@ public final class MPDServer: @unchecked Sendable {
         client.connection.setReceiveTimeout(milliseconds: 2_000)
         while running.load(ordering: .relaxed) {
             let n: Int
-            do { (n, _) = try client.connection.receive(into: buffer) } catch NetError.timedOut {
+            do { (n, _) = try buffer.receive(from: client.connection) } catch NetError.timedOut {
                 // Every real client asks something at once (an idling one has asked `idle`).
                 if commands == 0, Monotonic.now() - connectedAt > Int64(LineDiscipline.firstRequestMilliseconds) * nanosecondsPerMillisecond {
                     log.info("MPD client \(client.connection.peer): no command within \(LineDiscipline.firstRequestMilliseconds / 1000) s, closing")
@@ -149,7 +148,7 @@ public final class MPDServer: @unchecked Sendable {
                 continue
             } catch { return }
             guard n > 0 else { return }
-            let lines = splitter.feed(buffer[0..<n])
+            let lines = splitter.feed(buffer.storage[0..<n])
             commands += lines.count
             let now = Monotonic.now()
             partial.update(unfinished: splitter.hasUnfinishedLine, lineEnded: !lines.isEmpty, now: now)
@@ -290,7 +289,7 @@ final class MPDClient: @unchecked Sendable {
             do { try connection.send(bytes) } catch NetError.timedOut {
                 throw MPDError(.system, "did not read for \(stall / 1000) s")
             }
-        }, disconnect: { connection.close() })
+        }, writeIfFree: { bytes in try connection.sendIfFree(bytes) }, disconnect: { connection.close() })
     }
 
     /// Sends after everything queued before; never blocks the caller.
