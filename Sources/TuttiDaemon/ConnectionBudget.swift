@@ -32,9 +32,9 @@ final class ConnectionBudget: Sendable {
         if n <= limit {
             var most = mostSinceTrim.load(ordering: .relaxed)
             while n > most {
-                let (done, now) = mostSinceTrim.compareExchange(expected: most, desired: n, ordering: .relaxed)
+                let (done, seen) = mostSinceTrim.compareExchange(expected: most, desired: n, ordering: .relaxed)
                 if done { break }
-                most = now
+                most = seen
             }
             return true
         }

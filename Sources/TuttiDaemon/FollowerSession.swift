@@ -59,15 +59,16 @@ final class FollowerSession: @unchecked Sendable {
     }
 
     func start() {
+        // Before the reader's first reply: every send is bounded in time.
+        connection.setSendTimeout(milliseconds: 2_000)
+        // A bounded kernel buffer, so a stalled follower shows up in our queue.
+        connection.setSendBuffer(bytes: 128 * 1024)
         startThread(name: "tutti-session-r") { [self] in
             switch dialect {
             case .tutti: readLoop()
             case .snapcast: snapcastReadLoop()
             }
         }
-        connection.setSendTimeout(milliseconds: 2_000)
-        // A bounded kernel buffer, so a stalled follower shows up in our queue.
-        connection.setSendBuffer(bytes: 128 * 1024)
     }
 
     /// Sends a message of the leader's (`encoded` is its Tutti form, shared by every session).
