@@ -124,9 +124,11 @@ import TuttiTestSupport
         f.stop()
         let r = runs(readRaw(dir + "/q.raw"))
         // a whole, then b cut by next, c cut by stop, then c and d whole.
-        // c after the skip may begin up to 20 ms in: it once began 437 frames
-        // in with the whole suite loading both cores (this test took 37 s, not
-        // 5); what matters here is which track plays from where.
+        // c after the skip may begin up to 20 ms in: a speaker whose first
+        // chunk of a track comes after its time starts from where the clock is
+        // (PlayoutSchedule), and with the whole suite loading both cores (this
+        // test took 37 s, not 5) it once began 437 frames in. What matters
+        // here is which track plays from where.
         let starts = r.map(\.start), expected = [0, 100_000, 200_000, 200_000, 300_000]
         #expect(starts.count == 5 && starts.indices.allSatisfy { i in
             i == 2 ? (200_000..<200_960).contains(starts[i]) : starts[i] == expected[i]
