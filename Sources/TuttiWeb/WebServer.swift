@@ -194,6 +194,7 @@ public final class WebServer: @unchecked Sendable {
             throw .cannotStart(endpoint: requestedEndpoint, reason: "the address is in use or not valid (see the log)")
         }
         context = started
+        if !deferAccept(port: port, seconds: 30) { log.warning("web: could not defer accepting connections that send nothing") }
         mg_set_request_handler(started, "/", { connection, data in
             guard let connection, let data else { return 500 }
             return Unmanaged<WebServer>.fromOpaque(data).takeUnretainedValue().serve(connection)
@@ -214,6 +215,44 @@ public final class WebServer: @unchecked Sendable {
             }, me)
         }
         log.info("web app on http://\(endpoint)")
+    }
+
+    /// civetweb gives a connection a worker from its accept until its first
+    /// request comes or `request_timeout_ms` passes, and that timeout (the
+    /// stall limit) also bounds every write, so it cannot be short: 200
+    /// connections that said nothing held all 48 workers and the page did
+    /// not load until they were gone (bench/hostile). With TCP_DEFER_ACCEPT
+    /// the kernel hands civetweb a connection only once its first bytes came
+    /// (a browser sends its request at once), or after about `seconds`.
+    /// civetweb does not give out its listening socket: it is found by port.
+    private func deferAccept(port: Int, seconds: Int32) -> Bool {
+        guard port > 0, let directory = opendir("/proc/self/fd") else { return false }
+        defer { closedir(directory) }
+        var done = false
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            guard let fd = Int32(name) else { continue }
+            var listening: Int32 = 0
+            var size = socklen_t(MemoryLayout<Int32>.size)
+            guard getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &size) == 0, listening == 1 else { continue }
+            var address = sockaddr_storage()
+            var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+            let named = withUnsafeMutablePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+            }
+            guard named == 0 else { continue }
+            let bound: UInt16 = withUnsafePointer(to: &address) { pointer in
+                switch Int32(pointer.pointee.ss_family) {
+                case AF_INET: return pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { UInt16(bigEndian: $0.pointee.sin_port) }
+                case AF_INET6: return pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { UInt16(bigEndian: $0.pointee.sin6_port) }
+                default: return 0
+                }
+            }
+            guard Int(bound) == port else { continue }
+            var wait = seconds
+            if setsockopt(fd, Int32(IPPROTO_TCP), TCP_DEFER_ACCEPT, &wait, socklen_t(MemoryLayout<Int32>.size)) == 0 { done = true }
+        }
+        return done
     }
 
     /// The address it listens on (the real port when 0 was asked for).

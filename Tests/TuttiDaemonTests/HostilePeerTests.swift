@@ -142,6 +142,21 @@ import TuttiTestSupport
         #expect((try ControlClient(endpoint: control).call("player.status") as? [String: Any]) != nil)
     }
 
+    @Test func connectionsThatSayNothingDoNotKeepTheWebAppFromABrowser() throws {
+        let leader = try startLeader(files: []) { c in
+            c.web = WebOptions(endpoint: Endpoint(host: "127.0.0.1", port: 0), root: ControlPlaneTests.webRoot())
+        }
+        defer { leader.stop() }
+        let web = try #require(leader.webEndpoint)
+        // Twice the web server's workers, each of which would be held for the 10 s request timeout.
+        let idle = (0..<96).compactMap { _ in try? open(web.port) }
+        defer { for c in idle { c.close() } }
+        #expect(idle.count == 96)
+        usleep(300_000)
+        let page = try http(web.port, Array("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".utf8))
+        #expect(page.hasPrefix("HTTP/1.1 200"), "answered within 5 s beside 96 silent connections: \(page.prefix(200))")
+    }
+
     func nestedArray(_ depth: Int) -> Any {
         var value: Any = [Any]()
         for _ in 0..<min(depth, 200) { value = [value] }
