@@ -8,6 +8,9 @@
 #define TUTTI_CCURL_H
 #define CURL_DISABLE_TYPECHECK 1
 #include <curl/curl.h>
+#include <netinet/in.h>
+#include <string.h>
+#include <sys/socket.h>
 
 typedef size_t (*tutti_curl_data_callback)(char *data, size_t size, size_t count, void *context);
 
@@ -36,6 +39,25 @@ static inline CURLcode tutti_curl_set_string(const tutti_curl *api, CURL *h, CUR
 static inline CURLcode tutti_curl_set_pointer(const tutti_curl *api, CURL *h, CURLoption o, void *v) { return api->easy_setopt(h, o, v); }
 static inline CURLcode tutti_curl_set_list(const tutti_curl *api, CURL *h, CURLoption o, struct curl_slist *v) { return api->easy_setopt(h, o, v); }
 static inline CURLcode tutti_curl_set_callback(const tutti_curl *api, CURL *h, CURLoption o, tutti_curl_data_callback f) { return api->easy_setopt(h, o, f); }
+typedef curl_socket_t (*tutti_curl_opensocket_callback)(void *context, curlsocktype purpose, struct curl_sockaddr *address);
+static inline CURLcode tutti_curl_set_opensocket(const tutti_curl *api, CURL *h, tutti_curl_opensocket_callback f) { return api->easy_setopt(h, CURLOPT_OPENSOCKETFUNCTION, f); }
+/// The IP address libcurl is about to connect to: its 4 (IPv4) or 16 (IPv6)
+/// bytes copied to `out`; returns that count, 0 for another family.
+/// (`address->addr` is a `struct sockaddr` that runs on to `addrlen` bytes,
+/// which Swift cannot read through the field.)
+static inline int tutti_curl_sockaddr_ip(const struct curl_sockaddr *address, unsigned char out[16]) {
+    if (address->family == AF_INET && address->addrlen >= sizeof(struct sockaddr_in)) {
+        const struct sockaddr_in *a = (const struct sockaddr_in *)&address->addr;
+        memcpy(out, &a->sin_addr, 4);
+        return 4;
+    }
+    if (address->family == AF_INET6 && address->addrlen >= sizeof(struct sockaddr_in6)) {
+        const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)&address->addr;
+        memcpy(out, &a->sin6_addr, 16);
+        return 16;
+    }
+    return 0;
+}
 /// The errno of the last failed connect (CURLINFO_OS_ERRNO), 0 if none.
 static inline long tutti_curl_os_errno(const tutti_curl *api, CURL *h) {
     long e = 0;

@@ -286,7 +286,8 @@ public func runTutti(_ arguments: [String], environment: [String: String] = Proc
             output(call("playlists.import", params))
         case "export":
             guard rest.count == 2 else { fail("playlist export ID FILE.m3u", 64) }
-            output(call("playlists.export", ["id": id(), "path": rest[1].hasPrefix("/") ? rest[1] : FileManager.default.currentDirectoryPath + "/" + rest[1]]))
+            // A bare name goes to the leader's playlist folder (the only place it writes playlists).
+            output(call("playlists.export", ["id": id(), "path": rest[1].contains("/") && !rest[1].hasPrefix("/") ? FileManager.default.currentDirectoryPath + "/" + rest[1] : rest[1]]))
         default: fail("unknown playlist command '\(sub)'", 64)
         }
     case "cache":

@@ -1,19 +1,23 @@
 /// The folders a network client may name files in: the music folder, the
-/// offline cache, the playlist folder, and the folders of files the leader
-/// was started with. Pure: the caller resolves symlinks and `..` first
+/// offline cache, the playlist folder; and single files, the ones the
+/// leader was started with (each file alone, never its folder: `tuttid
+/// leader --play ~/song.mp3` must not open `~/.ssh`). Pure: the caller resolves symlinks and `..` first
 /// (realpath), so a link inside the music folder that points out of it is
 /// judged by where it points.
 public struct MediaFolders: Sendable, Equatable {
     /// Canonical absolute folders, without a trailing slash.
     public private(set) var roots: [String]
+    /// Canonical absolute paths of files allowed by themselves.
+    public private(set) var files: Set<String>
 
-    public init(roots: [String]) {
+    public init(roots: [String], files: [String] = []) {
         self.roots = roots.map { $0.count > 1 && $0.hasSuffix("/") ? String($0.dropLast()) : $0 }.filter { $0.hasPrefix("/") }
+        self.files = Set(files.filter { $0.hasPrefix("/") && !$0.hasSuffix("/") })
     }
 
-    /// Whether canonical path `path` is one of the folders or lies under one.
+    /// Whether canonical path `path` is one of the folders, lies under one, or is one of the single files.
     public func contains(canonical path: String) -> Bool {
-        roots.contains { root in root == "/" || path == root || path.hasPrefix(root + "/") }
+        files.contains(path) || roots.contains { root in root == "/" || path == root || path.hasPrefix(root + "/") }
     }
 
     /// The innermost folder that canonical path `path` lies under, if any.
@@ -29,10 +33,16 @@ public struct MediaFolders: Sendable, Equatable {
 }
 
 /// A path a client named that lies outside the folders it may use.
+/// Or a URL whose host the leader does not fetch from (`refusal`).
 public struct PathConfinementError: Error, CustomStringConvertible, Equatable {
     public let path: String
-    public init(path: String) { self.path = path }
+    public let refusal: StreamDestinationRefusal?
+    public init(path: String, refusal: StreamDestinationRefusal? = nil) {
+        self.path = path
+        self.refusal = refusal
+    }
     public var description: String {
-        "\(path) is outside the music folder, the cache and the playlist folder: a client may only name files there"
+        if let refusal { return "\(path): \(refusal)" }
+        return "\(path) is outside the music folder, the cache and the playlist folder: a client may only name files there"
     }
 }

@@ -47,6 +47,9 @@ public enum DaemonUsage {
       --no-auto-cache        do not keep network files in the cache as they play
       --net-timeout S        seconds to wait for a server's answer, and for data mid-stream (default 10)
       --ca-file FILE         PEM certificates trusted for https:// sources (default: the system store)
+      --allow-local-streams  play streams and fetch files from this machine and the private network
+                             (10/8, 172.16/12, 192.168/16, fc00::/7: a home's NAS or Icecast);
+                             otherwise only from the internet (see docs/streams.md)
       --db PATH              library database (default ~/.local/share/tutti/library.db,
                              /var/lib/tutti/library.db for the service)
       --play FILE [FILE...]  MP3 or WAV files, played gaplessly in order
@@ -115,6 +118,7 @@ public extension DaemonCommand {
             ConfigOption("auto-cache", "yes", .disabledBy(flag: "--no-auto-cache")),
             ConfigOption("net-timeout", "10", .value(flag: "--net-timeout")),
             ConfigOption("ca-file", "", .value(flag: "--ca-file")),
+            ConfigOption("local-streams", "no", .enabledBy(flag: "--allow-local-streams")),
             ConfigOption("codec", "opus", .value(flag: "--codec")),
             ConfigOption("bitrate", "160", .value(flag: "--bitrate")),
             ConfigOption("frame-ms", "20", .value(flag: "--frame-ms")),
@@ -219,6 +223,7 @@ public extension DaemonCommand {
                     c.network.connectTimeout = seconds
                     c.network.stallTimeout = seconds
                 case "--ca-file": c.network.caFile = try args.value(flag).nonEmpty
+                case "--allow-local-streams": c.network.destinations = StreamDestinationPolicy(allowsLocal: true)
                 case "--play":
                     while let next = args.next, !next.hasPrefix("--") { c.files.append(args.take()) }
                 case "--loop": c.loop = true

@@ -17,6 +17,8 @@ extension ControlServer {
             guard let url = params["url"]?.string, SourceOpener.isNetworkURL(url), url.utf8.count <= 4_096 else {
                 throw RPCError(code: -32602, message: "cache.add needs \"url\": an http:// or https:// URL")
             }
+            // A first look at the host as written; every connection (redirects included) is checked again by address.
+            do { _ = try leader.confine(url) } catch { throw RPCError(code: -32602, message: error.description) }
             var lastSent: Int64 = 0
             do {
                 let e = try cache.add(url) { received, total in

@@ -338,6 +338,10 @@ extension ControlServer {
             } else {
                 guard params["path"] != nil else { throw RPCError(code: -32602, message: "playlists.import needs \"path\" (an M3U file on the leader) or \"content\" (M3U text) and \"name\"") }
                 let path = try string(params, "path", method: method)
+                // A file on the leader, never a URL: the leader does not fetch a page to report its lines.
+                guard !path.contains("://") else {
+                    throw RPCError(code: -32602, message: "playlists.import reads an M3U file on the leader (\"path\") or uploaded text (\"content\"); it does not fetch URLs")
+                }
                 try confined(path)
                 report = try wrap { () throws(LibraryError) in try lib.importM3U(path: path, name: params["name"]?.string) }
             }
@@ -362,10 +366,20 @@ extension ControlServer {
             return ["tracks": Self.encodeTracks(try wrap { () throws(LibraryError) in try lib.albumTracks(album: album, albumArtist: artist) })]
         case "playlists.export":
             let id = PlaylistID(Int64(try integer(params, "id", method: method)))
-            let path = try string(params, "path", method: method)
-            try confined(path)
-            try wrap { () throws(LibraryError) in try lib.exportM3U(id, to: path) }
-            return ["id": Int(id.rawValue), "path": path]
+            let given = try string(params, "path", method: method, max: 4_096)
+            guard let folder = leader.playlistFolder.map({ Leader.canonical($0) ?? $0 }) else {
+                throw RPCError(code: -32000, message: "no playlist folder: start the leader with --playlists DIR, --music DIR or --db PATH")
+            }
+            // Only into the playlist folder: a bare name, or a path whose folder is that one.
+            var name = given
+            if given.contains("/") {
+                guard Leader.canonical(PathText.parent(given)) == folder else {
+                    throw RPCError(code: -32602, message: "playlists are exported only into the playlist folder \(folder): give a file name such as party.m3u")
+                }
+                name = PathText.lastComponent(given)
+            }
+            let written = try wrap { () throws(LibraryError) in try lib.exportM3U(id, intoFolder: folder, name: name) }
+            return ["id": Int(id.rawValue), "path": written]
         default:
             return nil
         }

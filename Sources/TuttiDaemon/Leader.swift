@@ -90,10 +90,17 @@ public final class Leader: @unchecked Sendable {
 
     /// A file URI a control client named, checked against `mediaFolders`
     /// by its canonical path (a link is judged by where it points; a file
-    /// not there yet, by its folder); returned as given. Web streams pass;
-    /// a pipe's path is checked.
+    /// not there yet, by its folder); returned as given. Web streams pass
+    /// unless their host, as written, is an address the leader does not
+    /// fetch from (the authoritative check is made on each connection, see
+    /// `StreamDestinationPolicy`); a pipe's path is checked.
     public func confine(_ uri: String) throws(PathConfinementError) -> String {
-        if MediaFolders.isRemote(uri) { return uri }
+        if MediaFolders.isRemote(uri) {
+            if let host = StreamDestinationPolicy.host(ofURL: uri), let refusal = configuration.network.destinations.refusal(forHost: host) {
+                throw PathConfinementError(path: uri, refusal: refusal)
+            }
+            return uri
+        }
         var path = uri
         if PipeSourceSpec.isPipe(uri) {
             guard let spec = try? PipeSourceSpec(parsing: uri) else { return uri } // refused later with its own reason
@@ -230,12 +237,17 @@ public final class Leader: @unchecked Sendable {
         controlToken = controlAccess.password.map { RoomKey.hexMAC(key: $0, message: "tutti control token v1") } ?? ""
         let cacheFolder = configuration.cacheDirectory ?? library.map { PathText.parent($0.path) + "/cache" }
         cache = try cacheFolder.map { folder in
-            try StreamCache(directory: folder, capacityBytes: Int64(configuration.cacheCapacityMegabytes) << 20, log: log.with(label: "cache"))
+            try StreamCache(directory: folder, capacityBytes: Int64(configuration.cacheCapacityMegabytes) << 20, options: configuration.network,
+                            log: log.with(label: "cache"))
         }
         let roots = [configuration.musicDirectory, cacheFolder, playlists].compactMap { $0 } + configuration.allowedFolders
-            + configuration.files.filter { !MediaFolders.isRemote($0) && !PipeSourceSpec.isPipe($0) }.map { PathText.parent($0) }
+        // A file named on the command line is allowed alone, not its folder (which may be a home folder).
+        let files = configuration.files.filter { !MediaFolders.isRemote($0) && !PipeSourceSpec.isPipe($0) }
+            .map { $0.hasPrefix("file://") ? String($0.dropFirst(7)) : $0 }
+            .map { $0.hasPrefix("/") ? $0 : FileManager.default.currentDirectoryPath + "/" + $0 }
         // A folder missing now (a disk not mounted yet) is still a media folder, by its name.
-        mediaFolders = MediaFolders(roots: roots.map { Self.canonical($0) ?? PathText.standardized($0) })
+        mediaFolders = MediaFolders(roots: roots.map { Self.canonical($0) ?? PathText.standardized($0) },
+                                    files: files.map { Self.canonical($0) ?? PathText.standardized($0) })
         opener = SourceOpener(cache: cache, options: configuration.network, log: log.with(label: "stream"),
                               autoCache: configuration.autoCache) { [streamMetadata, events] uri, metadata in
             streamMetadata.set(metadata, for: uri)

@@ -44,6 +44,28 @@ public enum M3U {
         return items
     }
 
+    /// File extensions of audio (what a playlist entry names), whether or not Tutti decodes them.
+    public static let audioExtensions: Set<String> = ["mp3", "mp2", "flac", "wav", "wave", "ogg", "oga", "opus", "m4a", "aac",
+                                                      "mp4", "wma", "aif", "aiff", "ape", "wv", "mpc", "alac", "dsf", "dff", "mka", "webm"]
+
+    /// Whether parsed lines are a playlist: at least one entry, and every
+    /// entry an http(s) stream or a file with an audio extension. A file
+    /// that is not (a web page kept in the cache, a key, notes) is refused
+    /// whole, so none of its lines is ever reported back to a client.
+    public static func isPlaylist(_ items: [Item]) -> Bool {
+        !items.isEmpty && items.allSatisfy { isAudioLocation($0.location) }
+    }
+
+    static func isAudioLocation(_ location: String) -> Bool {
+        let lower = location.lowercased()
+        if lower.hasPrefix("http://") || lower.hasPrefix("https://") { return !lower.contains(where: \.isWhitespace) }
+        var path = Substring(lower)
+        if let cut = path.firstIndex(where: { $0 == "?" || $0 == "#" }), lower.hasPrefix("file://") { path = path[..<cut] }
+        let name = path.split(whereSeparator: { $0 == "/" || $0 == "\\" }).last ?? ""
+        guard let dot = name.lastIndex(of: "."), dot != name.startIndex else { return false }
+        return audioExtensions.contains(String(name[name.index(after: dot)...]))
+    }
+
     public struct Row: Sendable {
         public var path: String
         public var title: String

@@ -98,8 +98,15 @@ extension Library {
     /// the file's name). Relative locations are taken from the file's
     /// folder. Entries that are not library tracks (missing files, files
     /// outside the library, network URLs) are reported, not fatal.
+    ///
+    /// The file must be a playlist (`M3U.isPlaylist`: every entry a stream
+    /// URL or an audio file); anything else is refused as "not a playlist"
+    /// with none of its content, so import cannot be used to read files.
     public func importM3U(path: String, name: String? = nil) throws(LibraryError) -> M3UImportReport {
         let bytes = try Self.readFile(path)
+        guard M3U.isPlaylist(M3U.parse(bytes: bytes)) else {
+            throw .invalidArgument("\(path) is not a playlist (an M3U lists audio files or stream URLs, one a line)")
+        }
         let base = M3U.normalize(path.hasPrefix("/") ? path : Self.currentDirectory() + "/" + path)
         let directory = String(base[..<(base.lastIndex(of: "/") ?? base.startIndex)])
         var fileName = String(base.split(separator: "/").last ?? "Playlist")
@@ -148,6 +155,50 @@ extension Library {
         let directory = String(absolute[..<(absolute.lastIndex(of: "/") ?? absolute.startIndex)])
         let text = try m3u(id, relativeTo: relativePaths ? (directory.isEmpty ? "/" : directory) : nil)
         try Self.writeFileAtomically(absolute, Array(text.utf8))
+    }
+
+    /// Writes the playlist as `name` (`party.m3u`, `party.m3u8`: no folder)
+    /// in `folder` (the playlist folder), paths relative to it. Refuses a
+    /// name with a separator or another extension, and a destination that
+    /// is a symbolic link, not a regular file, or a file that is not a
+    /// playlist (it never follows a link nor overwrites a track); writes a
+    /// new file beside it (O_EXCL, O_NOFOLLOW) and renames it into place.
+    /// Returns the path written.
+    @discardableResult
+    public func exportM3U(_ id: PlaylistID, intoFolder folder: String, name: String) throws(LibraryError) -> String {
+        guard Self.isPlaylistFileName(name) else {
+            throw .invalidArgument("\(name) is not a playlist file name: give a name ending in .m3u or .m3u8, with no folder (it is written in the playlist folder)")
+        }
+        let path = (folder.hasSuffix("/") ? folder : folder + "/") + name
+        var st = stat()
+        if lstat(path, &st) == 0 {
+            guard st.st_mode & S_IFMT != S_IFLNK else { throw .invalidArgument("\(path) is a symbolic link: not replaced") }
+            guard st.st_mode & S_IFMT == S_IFREG else { throw .invalidArgument("\(path) is not a regular file: not replaced") }
+            guard Self.isPlaylistFile(path) else { throw .invalidArgument("\(path) exists and is not a playlist (#EXTM3U): not replaced") }
+        }
+        let text = try m3u(id, relativeTo: folder)
+        try Self.writeFileAtomically(path, Array(text.utf8))
+        return path
+    }
+
+    /// `party.m3u`, `Road Trip.M3U8`: a plain file name with a playlist extension.
+    public static func isPlaylistFileName(_ name: String) -> Bool {
+        let lower = name.lowercased()
+        return (lower.hasSuffix(".m3u") || lower.hasSuffix(".m3u8")) && !name.hasPrefix(".") && name.utf8.count <= 255
+            && !name.contains(where: { $0 == "/" || $0 == "\\" || $0 == "\0" || $0.isNewline })
+    }
+
+    /// An existing file that is empty or starts with `#EXTM3U` (what exports write).
+    private static func isPlaylistFile(_ path: String) -> Bool {
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var head = [UInt8](repeating: 0, count: 10)
+        let n = head.withUnsafeMutableBytes { read(fd, $0.baseAddress!, 10) }
+        guard n >= 0 else { return false }
+        var bytes = head.prefix(n)
+        if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { bytes = bytes.dropFirst(3) }
+        return n == 0 || bytes.starts(with: Array("#EXTM3U".utf8))
     }
 
     /// The playlist as extended M3U text, with paths relative to `folder` when given.
@@ -233,10 +284,13 @@ extension Library {
         }
     }
 
-    /// Writes to a temporary file beside `path`, fsyncs (when `durable`), renames.
+    /// Writes to a new temporary file beside `path` (never through a link
+    /// left there: O_EXCL, O_NOFOLLOW), fsyncs (when `durable`), renames
+    /// (which replaces a link at `path` rather than writing where it points).
     static func writeFileAtomically(_ path: String, _ bytes: [UInt8], durable: Bool = true) throws(LibraryError) {
         let temporary = path + ".tmp-\(getpid())"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        unlink(temporary) // a leftover of a crash, or a link someone placed
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw .io(path: path, reason: String(cString: strerror(errno))) }
         var written = 0
         while written < bytes.count {

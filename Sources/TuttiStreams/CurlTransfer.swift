@@ -2,6 +2,7 @@ import CCurl
 import Glibc
 import Synchronization
 import TuttiAudio
+import TuttiCore
 import TuttiSystem
 
 /// What one transfer asks for: a GET of `url` with `headers`, and its limits.
@@ -14,6 +15,8 @@ struct HTTPRequest: Sendable {
     var stallTimeout: Double = 10
     /// PEM file of the certificate authorities trusted for https:// (nil: the system store).
     var caFile: String? = nil
+    /// Which addresses the transfer may connect to (checked on each connection, redirects included).
+    var destinations = StreamDestinationPolicy()
     static let maxRedirects = 5
 }
 
@@ -37,6 +40,14 @@ private let curl = Result { () throws(SharedLibraryError) -> FunctionTable<tutti
 /// bounded: 8 KiB a line, 100 headers), and the connect, head and stall
 /// timeouts are kept here on the monotonic clock.
 ///
+/// Every socket is opened here (`CURLOPT_OPENSOCKETFUNCTION`), after DNS
+/// and for every redirect, and refused when `StreamDestinationPolicy`
+/// refuses its address: the check sees the address actually connected to,
+/// not the URL's text, so a name that resolves to 127.0.0.1 or a redirect
+/// to 169.254.169.254 are refused as a literal would be. Proxies from the
+/// environment are not used (the check must see the real destination).
+/// A body longer than its Content-Length is cut off with a failure.
+///
 /// Thread contract: `start` once; `cancel` from any thread, at once (it
 /// wakes the transfer's poll). The delegate is called on the transfer's
 /// thread, never after `cancel` returns except for a callback already running.
@@ -55,6 +66,11 @@ final class CurlTransfer: Transfer, @unchecked Sendable {
     private var redirects = 0
     private var headDeadline: Int64 = 0
     private var lastByte: Int64 = 0
+    /// The last address refused by the destination policy (libcurl may go on to another address of the same name).
+    private var refusal: StreamDestinationRefusal?
+    /// Body bytes of the final response so far, and what its Content-Length declared.
+    private var bodyBytes: Int64 = 0
+    private var declaredLength: Int64?
 
     private struct MultiHandle: @unchecked Sendable { let pointer: UnsafeMutableRawPointer }
 
@@ -111,6 +127,12 @@ final class CurlTransfer: Transfer, @unchecked Sendable {
         check(tutti_curl_set_long(api, easy, CURLOPT_CONNECTTIMEOUT_MS, Int(Self.nanoseconds(request.connectTimeout) / 1_000_000)))
         check(tutti_curl_set_long(api, easy, CURLOPT_NOSIGNAL, 1))
         check(tutti_curl_set_long(api, easy, CURLOPT_FORBID_REUSE, 1))
+        check(tutti_curl_set_string(api, easy, CURLOPT_PROXY, "")) // no proxy from the environment: see the type's comment
+        check(tutti_curl_set_opensocket(api, easy, { context, _, address in
+            let t = Unmanaged<CurlTransfer>.fromOpaque(context!).takeUnretainedValue()
+            return t.openSocket(address!)
+        }))
+        check(tutti_curl_set_pointer(api, easy, CURLOPT_OPENSOCKETDATA, context))
         check(tutti_curl_set_pointer(api, easy, CURLOPT_ERRORBUFFER, errorBuffer))
         if let caFile = request.caFile { check(tutti_curl_set_string(api, easy, CURLOPT_CAINFO, caFile)) }
         check(tutti_curl_set_callback(api, easy, CURLOPT_HEADERFUNCTION, { data, size, count, context in
@@ -160,6 +182,9 @@ final class CurlTransfer: Transfer, @unchecked Sendable {
         if let failure { return failure }
         let code = result ?? CURLE_OK
         if code == CURLE_OK { return nil }
+        if let refusal, code == CURLE_COULDNT_CONNECT || code == CURLE_COULDNT_RESOLVE_HOST {
+            return TransferFailure(reason: refusal.description, refusal: refusal)
+        }
         let detail = errorBuffer.pointee != 0 ? String(cString: errorBuffer) : (c.easy_strerror(code).map { String(cString: $0) } ?? "libcurl error \(code.rawValue)")
         switch code {
         case CURLE_COULDNT_CONNECT where tutti_curl_os_errno(api, easy) == ECONNREFUSED:
@@ -204,6 +229,7 @@ final class CurlTransfer: Transfer, @unchecked Sendable {
         }
         reported = true
         lastByte = now
+        declaredLength = response.status == 200 || response.status == 206 ? ResponseHead.contentLength(response.headers) : nil
         guard delegate?.transfer(self, didReceiveStatus: response.status, headers: response.headers) == true else {
             refused = true
             return false
@@ -217,7 +243,63 @@ final class CurlTransfer: Transfer, @unchecked Sendable {
         if isCancelled { return false }
         guard reported else { return true }
         lastByte = Monotonic.now()
+        bodyBytes += Int64(bytes.count)
+        if let declaredLength, bodyBytes > declaredLength {
+            // libcurl ignores Content-Length beside Transfer-Encoding: chunked; a body past what was declared is refused, not stored.
+            failure = TransferFailure(reason: "the server sent more than the \(declaredLength) bytes its Content-Length declared", overran: declaredLength)
+            return false
+        }
         delegate?.transfer(self, didReceive: bytes)
         return true
+    }
+
+    /// Opens the socket libcurl asked for, unless the destination policy
+    /// refuses its address; CURL_SOCKET_BAD makes libcurl try the name's
+    /// next address or fail with CURLE_COULDNT_CONNECT.
+    private func openSocket(_ address: UnsafeMutablePointer<curl_sockaddr>) -> curl_socket_t {
+        var raw = [UInt8](repeating: 0, count: 16)
+        let count = Int(tutti_curl_sockaddr_ip(address, &raw))
+        guard let ip = IPAddress(bytes: Array(raw.prefix(count))) else {
+            refusal = nil
+            return CURL_SOCKET_BAD // not IP (a Unix socket): never asked for by an http(s) URL
+        }
+        let needsOwn = !request.destinations.allowsLocal && AddressScope(ip) == .publicInternet
+        if let why = request.destinations.refusal(for: ip, own: needsOwn ? LocalAddresses.current() : []) {
+            refusal = why
+            return CURL_SOCKET_BAD
+        }
+        refusal = nil
+        let a = address.pointee
+        return socket(a.family, a.socktype | Int32(SOCK_CLOEXEC.rawValue), a.protocol)
+    }
+}
+
+/// The addresses of this machine's interfaces (getifaddrs), read at each
+/// connection to a public address, so an address added later counts too.
+enum LocalAddresses {
+    static func current() -> [IPAddress] {
+        var list: UnsafeMutablePointer<ifaddrs>? = nil
+        guard getifaddrs(&list) == 0 else { return [] }
+        defer { freeifaddrs(list) }
+        var out: [IPAddress] = []
+        var next = list
+        while let entry = next {
+            defer { next = entry.pointee.ifa_next }
+            guard let sa = entry.pointee.ifa_addr else { continue }
+            switch Int32(sa.pointee.sa_family) {
+            case AF_INET:
+                let bytes = UnsafeRawPointer(sa).withMemoryRebound(to: sockaddr_in.self, capacity: 1) { p in
+                    withUnsafeBytes(of: p.pointee.sin_addr) { Array($0) }
+                }
+                if let ip = IPAddress(bytes: bytes) { out.append(ip) }
+            case AF_INET6:
+                let bytes = UnsafeRawPointer(sa).withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { p in
+                    withUnsafeBytes(of: p.pointee.sin6_addr) { Array($0) }
+                }
+                if let ip = IPAddress(bytes: bytes) { out.append(ip) }
+            default: continue
+            }
+        }
+        return out
     }
 }

@@ -11,6 +11,10 @@ struct TransferFailure: Error, Sendable {
     var reason: String
     /// Nothing arrived for the stall timeout (or the headers for the connect timeout).
     var timedOut = false
+    /// The destination policy refused every address the transfer tried.
+    var refusal: StreamDestinationRefusal? = nil
+    /// The body went past the Content-Length it declared (this many bytes).
+    var overran: Int64? = nil
 }
 
 /// What a transfer reports, on its own thread, in this order: one

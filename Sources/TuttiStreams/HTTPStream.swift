@@ -287,7 +287,8 @@ final class HTTPStream: TransferDelegate, @unchecked Sendable {
 
     private func startTransfer(offset: Int64, generation gen: Int) {
         let request = HTTPRequest(url: urlString, headers: requestHeaders(offset: offset),
-                                  connectTimeout: options.connectTimeout, stallTimeout: options.stallTimeout, caFile: options.caFile)
+                                  connectTimeout: options.connectTimeout, stallTimeout: options.stallTimeout, caFile: options.caFile,
+                                  destinations: options.destinations)
         let transfer = CurlTransfer(request, delegate: self)
         let current: Bool = lock.withLock {
             guard gen == generation, case .connecting = state else { return false }
@@ -455,10 +456,23 @@ final class HTTPStream: TransferDelegate, @unchecked Sendable {
         guard isCurrent(completed) else { return }
         task = nil
         let reason: String? = error?.reason
+        if let refusal = error?.refusal {
+            // Refused by address (after a redirect, or a name that now resolves elsewhere): never retried.
+            tee?.discard()
+            tee = nil
+            state = .failed(.refused(url: urlString, refusal))
+            return
+        }
         guard let info else {
             // The first request failed before any response.
             if case .failed = state { return }
             state = .failed(.network(url: urlString, reason: reason ?? "the connection closed without a response"))
+            return
+        }
+        if let declared = error?.overran {
+            tee?.discard()
+            tee = nil
+            state = .failed(.overran(url: urlString, declared: declared))
             return
         }
         if info.isLive {

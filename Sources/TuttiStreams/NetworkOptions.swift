@@ -21,6 +21,10 @@ public struct NetworkOptions: Sendable {
     /// PEM file of the certificate authorities trusted for https:// (nil:
     /// the system store, /etc/ssl/certs/ca-certificates.crt on Debian).
     public var caFile: String? = nil
+    /// Which addresses may be fetched from. The default refuses this
+    /// machine and the private network (`local-streams = yes` allows them)
+    /// and always refuses link-local, multicast and unspecified addresses.
+    public var destinations = StreamDestinationPolicy()
 
     public init() {}
 }

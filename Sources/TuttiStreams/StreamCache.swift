@@ -120,6 +120,8 @@ public final class StreamCache: Sendable {
         loop: while true {
             switch chunk.withUnsafeMutableBytes({ stream.read(into: $0) }) {
             case .bytes(let n):
+                // The cap holds on bytes received, not only on the length the server declared.
+                guard received + Int64(n) <= total else { throw fail(.overran(url: url, declared: total)) }
                 if let e = Self.writeAll(fd, chunk, n) { throw fail(.cache(operation: "write", path: part, reason: e)) }
                 received += Int64(n)
                 progress?(received, total)

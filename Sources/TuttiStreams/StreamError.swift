@@ -15,6 +15,11 @@ public enum StreamError: Error, CustomStringConvertible, Equatable, Sendable {
     case timedOut(url: String, seconds: Double, waitingFor: String)
     /// A finite file ended before its Content-Length.
     case truncated(url: String, received: Int64, expected: Int64)
+    /// The server sent more than the Content-Length it declared (the transfer was cut off there).
+    case overran(url: String, declared: Int64)
+    /// The leader does not fetch from that address (this machine, the home
+    /// network without `local-streams`, link-local, multicast): see `StreamDestinationPolicy`.
+    case refused(url: String, StreamDestinationRefusal)
     /// The bytes are not MPEG audio libmpg123 can decode.
     case undecodable(url: String, reason: String)
     /// `seek` on a live stream, or on a server that cannot resume.
@@ -31,6 +36,8 @@ public enum StreamError: Error, CustomStringConvertible, Equatable, Sendable {
         case .network(let url, let reason): "\(url): \(reason)"
         case .timedOut(let url, let s, let what): "\(url): nothing received for \(Self.seconds(s)) s while waiting for \(what)"
         case .truncated(let url, let got, let want): "\(url): the connection ended after \(got) of \(want) bytes"
+        case .overran(let url, let declared): "\(url): the server sent more than the \(declared) bytes it declared (Content-Length); nothing was kept"
+        case .refused(let url, let why): "\(url): \(why)"
         case .undecodable(let url, let reason): "\(url): not decodable as MP3: \(reason)"
         case .notSeekable(let url, let reason): "\(url): cannot seek: \(reason)"
         case .cache(let op, let path, let reason): "cache: \(op) \(path): \(reason)"
@@ -44,7 +51,7 @@ public enum StreamError: Error, CustomStringConvertible, Equatable, Sendable {
         case .audio(let e): e
         case .undecodable(let url, _): .undecodable(path: url, reason: description)
         case .httpStatus(let url, _), .network(let url, _), .timedOut(let url, _, _), .truncated(let url, _, _),
-             .notSeekable(let url, _):
+             .notSeekable(let url, _), .overran(let url, _), .refused(let url, _):
             .cannotOpen(path: url, reason: description)
         case .unsupportedURL(let u): .cannotOpen(path: u, reason: description)
         case .cache(_, let path, _): .cannotOpen(path: path, reason: description)

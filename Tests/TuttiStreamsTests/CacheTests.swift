@@ -9,7 +9,7 @@ import TuttiTestSupport
     @Test func addWithProgressThenPlayFromDiskWithTheServerStopped() throws {
         let server = try TestServer()
         let dir = makeTemporaryDirectory()
-        let cache = try StreamCache(directory: dir, capacityBytes: 10_000_000)
+        let cache = try StreamCache(directory: dir, capacityBytes: 10_000_000, options: testOptions())
         let url = server.url("/file.mp3")
         var progress: [(Int64, Int64)] = []
         let entry = try cache.add(url) { progress.append(($0, $1)) }
@@ -32,14 +32,14 @@ import TuttiTestSupport
         // Adding again is a no-op that needs no network.
         #expect(try cache.add(url).size == total)
         // Reopening the directory finds the same entry.
-        let again = try StreamCache(directory: dir, capacityBytes: 10_000_000)
+        let again = try StreamCache(directory: dir, capacityBytes: 10_000_000, options: testOptions())
         #expect(again.list().map(\.url) == [url])
     }
 
     @Test func partialDownloadNeverBecomesAnEntry() throws {
         let server = try TestServer()
         let dir = makeTemporaryDirectory()
-        let cache = try StreamCache(directory: dir, capacityBytes: 10_000_000)
+        let cache = try StreamCache(directory: dir, capacityBytes: 10_000_000, options: testOptions())
         let url = server.url("/truncated.mp3")
         let error = #expect(throws: StreamError.self) { try cache.add(url) }
         #expect(error == .truncated(url: url, received: Int64(fixtureBytes.count / 2), expected: Int64(fixtureBytes.count)))
@@ -56,7 +56,7 @@ import TuttiTestSupport
         let dir = makeTemporaryDirectory()
         _ = FileManager.default.createFile(atPath: dir + "/0123456789abcdef.mp3.1.1.part", contents: Data([1, 2, 3]))
         _ = FileManager.default.createFile(atPath: dir + "/0123456789abcdef.mp3", contents: Data([1, 2, 3]))
-        let cache = try StreamCache(directory: dir, capacityBytes: 1_000)
+        let cache = try StreamCache(directory: dir, capacityBytes: 1_000, options: testOptions())
         #expect(cache.list().isEmpty)
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir) == ["index.json"])
     }
@@ -65,7 +65,7 @@ import TuttiTestSupport
         let server = try TestServer()
         let dir = makeTemporaryDirectory()
         let size = Int64(fixtureBytes.count)
-        let cache = try StreamCache(directory: dir, capacityBytes: size * 5 / 2)
+        let cache = try StreamCache(directory: dir, capacityBytes: size * 5 / 2, options: testOptions())
         let a = server.url("/file.mp3?a"), b = server.url("/file.mp3?b"), c = server.url("/file.mp3?c")
         try cache.add(a)
         try cache.add(b)
@@ -81,13 +81,13 @@ import TuttiTestSupport
         #expect(cache.clear() == size)
         #expect(cache.list().isEmpty)
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir) == ["index.json"])
-        let tooBig = try StreamCache(directory: makeTemporaryDirectory(), capacityBytes: size - 1)
+        let tooBig = try StreamCache(directory: makeTemporaryDirectory(), capacityBytes: size - 1, options: testOptions())
         #expect(throws: StreamError.self) { try tooBig.add(a) }
     }
 
     @Test func liveStreamsCannotBeCached() throws {
         let server = try TestServer()
-        let cache = try StreamCache(directory: makeTemporaryDirectory(), capacityBytes: 10_000_000)
+        let cache = try StreamCache(directory: makeTemporaryDirectory(), capacityBytes: 10_000_000, options: testOptions())
         let error = #expect(throws: StreamError.self) { try cache.add(server.url("/icy.mp3")) }
         #expect(error?.description.contains("live stream") == true)
     }

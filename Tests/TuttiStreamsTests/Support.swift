@@ -83,6 +83,14 @@ final class TestServer {
         return json["connections"]?[path] ?? 0
     }
 
+    /// Body bytes the server wrote on `path` (/liar and /endless).
+    func sentBytes(_ path: String) throws -> Int {
+        let fetched = try runProgram("/usr/bin/python3", ["-c", "import sys, urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1]).read().decode())", url("/stats")])
+        guard fetched.status == 0 else { throw CommandFailed(description: "GET /stats: \(fetched.err)") }
+        let json = try JSONSerialization.jsonObject(with: Data(fetched.out.utf8)) as! [String: [String: Int]]
+        return json["sent"]?[path] ?? 0
+    }
+
     deinit { stop() }
 }
 
@@ -93,9 +101,11 @@ final class Collector<T: Sendable>: Sendable {
     var all: [T] { values.withLock { $0 } }
 }
 
-/// Options for tests: short timeouts.
+/// Options for tests: short timeouts, and local streams allowed (the test
+/// servers listen on 127.0.0.1, which the default refuses).
 func testOptions(stall: Double = 5, reconnect: ReconnectPolicy = .never) -> NetworkOptions {
     var o = NetworkOptions()
+    o.destinations = StreamDestinationPolicy(allowsLocal: true)
     o.connectTimeout = 5
     o.stallTimeout = stall
     o.reconnect = reconnect

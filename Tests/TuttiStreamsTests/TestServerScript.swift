@@ -16,7 +16,10 @@ let testServerScript = #"""
 #   /redirect?n=N    302 to /redirect?n=N-1 (relative Location), n=0: 301 to /file.mp3
 #   /chunked.mp3     HTTP/1.1, Transfer-Encoding: chunked, chunks of odd sizes with extensions
 #   /longheader      a 20,000-byte header line;  /manyheaders: 500 headers
-#   /stats           {"connections": {path: count}}
+#   /redirect-to?url=U  302 to U (not escaped: give a plain URL)
+#   /liar?declared=N&send=M  Content-Length: N and Transfer-Encoding: chunked, then M bytes of the file, repeated
+#   /endless?send=M  no Content-Length, M bytes of the file, repeated, then the connection closes
+#   /stats           {"connections": {path: count}, "sent": {path: body bytes written}}
 #   anything else    404
 import json, os, socket, socketserver, sys, threading, time
 
@@ -26,6 +29,7 @@ TITLES = {0: "Artist 0 - Song 0".encode(), 3: "Guns N' Roses - Don't Cry".encode
           6: "Sigur Rós – Hoppípolla".encode("utf-8"), 9: "Björk - Jóga".encode("latin-1")}
 lock = threading.Lock()
 connections = {}
+sent = {}
 
 def icy_body(data, titles):
     out = bytearray()
@@ -126,9 +130,25 @@ class Handler(socketserver.StreamRequestHandler):
             self.send("200 OK", audio + [("X-Long", "a" * 20000)], DATA)
         elif path == "/manyheaders":
             self.send("200 OK", audio + [("X-H%d" % i, "v") for i in range(500)], DATA)
+        elif path == "/redirect-to":
+            self.send("302 Found", [("Location", params.get("url", "/")), ("Content-Length", 0)])
+        elif path in ("/liar", "/endless"):
+            total = int(params.get("send", "4194304"))
+            hdrs = audio + ([("Content-Length", params.get("declared", "1000")), ("Transfer-Encoding", "chunked")] if path == "/liar" else [])
+            self.wfile.write(("HTTP/1.1 200 OK\r\n" + "".join("%s: %s\r\n" % h for h in hdrs) + "Connection: close\r\n\r\n").encode())
+            pos = 0
+            while pos < total:
+                chunk = (DATA * 2)[pos % len(DATA):pos % len(DATA) + min(16384, total - pos)]
+                self.wfile.write((b"%x\r\n" % len(chunk) + chunk + b"\r\n") if path == "/liar" else chunk)
+                pos += len(chunk)
+                with lock:
+                    sent[path] = sent.get(path, 0) + len(chunk)
+            if path == "/liar":
+                self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
         elif path == "/stats":
             with lock:
-                body = json.dumps({"connections": connections}).encode()
+                body = json.dumps({"connections": connections, "sent": sent}).encode()
             self.send("200 OK", [("Content-Type", "application/json"), ("Content-Length", len(body))], body)
         else:
             self.send("404 Not Found", [("Content-Length", 0)])

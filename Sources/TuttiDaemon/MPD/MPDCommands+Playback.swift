@@ -170,7 +170,10 @@ extension MPDServer {
     func resolveConfined(_ uri: String) throws(MPDError) -> [(path: String, song: MPDSong)] {
         let found = try catalog.resolve(uri)
         for f in found {
-            do { _ = try leader.confine(f.path) } catch { throw MPDError(.permission, "Access denied: \(uri) is outside the music folder") }
+            do { _ = try leader.confine(f.path) } catch {
+                if let refusal = error.refusal { throw MPDError(.permission, "Access denied: \(refusal)") }
+                throw MPDError(.permission, "Access denied: \(uri) is outside the music folder")
+            }
         }
         return found
     }
