@@ -120,7 +120,8 @@ class Run:
     def leader(self, log="leader.log"):
         p = subprocess.Popen([self.tuttid, "leader", "--listen", "127.0.0.1:%d" % self.stream, "--control", "127.0.0.1:%d" % self.control,
                               "--mpd", "off", "--web", "off", "--snapcast-stream", "off", "--snapcast-control", "off", "--snapcast-http", "off",
-                              "--no-announce", "--music", self.music, "--db", self.db],
+                              "--no-announce", "--music", self.music, "--db", self.db,
+                              "--allow-local-streams"],  # the fault tests' web server is on 127.0.0.1
                              stdout=subprocess.DEVNULL, stderr=open(os.path.join(self.dir, log), "ab"))
         self.procs.append(p)
         return p

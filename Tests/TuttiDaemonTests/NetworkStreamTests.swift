@@ -34,6 +34,7 @@ import TuttiTestSupport
             c.musicDirectory = dir + "/music"
             c.databasePath = dir + "/db/library.db"
             c.control = Endpoint(host: "127.0.0.1", port: 0)
+            c.network.destinations = StreamDestinationPolicy(allowsLocal: true) // the test servers are on 127.0.0.1
         }
         defer { leader.stop() }
         let follower = try startFollower(leader: leader.endpoint, name: "r", output: .file(path: dir + "/r.raw", ppm: 0, delayMilliseconds: 0))
@@ -188,6 +189,7 @@ private func status(_ c: ControlClient) -> [String: Any] { (try? c.call("player.
         let server = try StateServer(mp3: try makeMP3(dir, seconds: 2), trickleBytes: 0)
         let leader = try startLeader(files: []) { c in
             c.control = Endpoint(host: "127.0.0.1", port: 0)
+            c.network.destinations = StreamDestinationPolicy(allowsLocal: true) // the test servers are on 127.0.0.1
             c.network.connectTimeout = 3
             c.network.stallTimeout = 3
         }
@@ -234,6 +236,7 @@ private func status(_ c: ControlClient) -> [String: Any] { (try? c.call("player.
         let server = try StateServer(mp3: mp3, trickleBytes: 24_000) // 1.5 s at 128 kbit/s
         let leader = try startLeader(files: []) { c in
             c.control = Endpoint(host: "127.0.0.1", port: 0)
+            c.network.destinations = StreamDestinationPolicy(allowsLocal: true) // the test servers are on 127.0.0.1
             c.network.connectTimeout = 3
             c.network.stallTimeout = 20
         }
@@ -272,6 +275,7 @@ private func status(_ c: ControlClient) -> [String: Any] { (try? c.call("player.
         let server = try StateServer(mp3: try makeMP3(dir, seconds: 6), trickleBytes: 0)
         let leader = try startLeader(files: []) { c in
             c.control = Endpoint(host: "127.0.0.1", port: 0)
+            c.network.destinations = StreamDestinationPolicy(allowsLocal: true) // the test servers are on 127.0.0.1
             c.network.connectTimeout = 3
             c.network.reconnect = .never
         }
@@ -299,6 +303,7 @@ private func status(_ c: ControlClient) -> [String: Any] { (try? c.call("player.
         let url = server!.url("/file.mp3")
         let leader = try startLeader(files: []) { c in
             c.control = Endpoint(host: "127.0.0.1", port: 0)
+            c.network.destinations = StreamDestinationPolicy(allowsLocal: true) // the test servers are on 127.0.0.1
             c.cacheDirectory = dir + "/cache"
         }
         defer { leader.stop() }
@@ -350,6 +355,7 @@ private final class HTTPSServer {
         let server = try HTTPSServer(folder: dir + "/www", dir: dir)
         let leader = try startLeader(files: []) { c in
             c.control = Endpoint(host: "127.0.0.1", port: 0)
+            c.network.destinations = StreamDestinationPolicy(allowsLocal: true) // the test servers are on 127.0.0.1
             c.network.connectTimeout = 5
             c.network.stallTimeout = 5
         }
@@ -395,7 +401,7 @@ private final class HTTPSServer {
         let leader = Process()
         leader.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
         leader.arguments = ["--mount", "sh", "-c",
-                            "mount --bind \"$1\" \(bundle) && exec \"$2\" leader --listen 127.0.0.1:$3 --control off --mpd off --no-announce --codec pcm --loop --play \"$4\"",
+                            "mount --bind \"$1\" \(bundle) && exec \"$2\" leader --allow-local-streams --listen 127.0.0.1:$3 --control off --mpd off --no-announce --codec pcm --loop --play \"$4\"",
                             "sh", dir + "/bundle.crt", tuttid, String(listen), server.url("/tone.mp3")]
         leader.standardError = FileHandle(forWritingAtPath: "/dev/null")
         try leader.run()
