@@ -19,6 +19,15 @@ import TuttiTestSupport
         #expect(level == .debug)
     }
 
+    /// Local streams are off unless asked for (`--allow-local-streams`, `local-streams = yes`).
+    @Test func localStreamsAreOffByDefault() throws {
+        guard case .leader(let closed) = try DaemonCommand.parse(["leader", "--play", "a.mp3"]).0,
+              case .leader(let open) = try DaemonCommand.parse(["leader", "--play", "a.mp3", "--allow-local-streams"]).0 else {
+            Issue.record("not a leader"); return
+        }
+        #expect(!closed.network.destinations.allowsLocal && open.network.destinations.allowsLocal)
+    }
+
     @Test func followerOptions() throws {
         let (command, _) = try DaemonCommand.parse(["follower", "--leader", "speaker.local", "--name", "kitchen",
                                                     "--output", "file:/tmp/k.raw,ppm=-150", "--latency-ms", "12.5",

@@ -40,6 +40,7 @@ import TuttiTestSupport
     cache-mb = 512
     auto-cache = no
     net-timeout = 30
+    local-streams = yes
     codec = pcm
     bitrate = 96
     frame-ms = 10
@@ -72,7 +73,7 @@ import TuttiTestSupport
         #expect(c.snapcastStream == nil && c.snapcastControl == Endpoint(host: "127.0.0.1", port: 1805) && c.snapcastHTTP == nil)
         #expect(c.musicDirectory == "/srv/music" && c.databasePath == "/var/lib/tutti/library.db")
         #expect(c.cacheDirectory == "/var/cache/tutti" && c.cacheCapacityMegabytes == 512 && !c.autoCache)
-        #expect(c.network.connectTimeout == 30 && c.network.stallTimeout == 30)
+        #expect(c.network.connectTimeout == 30 && c.network.stallTimeout == 30 && c.network.destinations.allowsLocal)
         #expect(c.codec == .pcm && c.bitrateKbps == 96 && c.frameMilliseconds == 10)
         #expect(c.bufferMilliseconds == 1500 && c.startLatencyMilliseconds == 150)
         #expect(c.announceName == "Living room" && !c.announce && c.buttons == "/etc/tutti/leader-buttons.conf")
