@@ -42,11 +42,21 @@ public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
         return nil
     }
 
+    /// Dotted IPv4; IPv6 with its longest run of zero groups as `::` (RFC 5952), IPv4-mapped as `::ffff:a.b.c.d`.
     public var description: String {
         if isIPv4 { return bytes.map(String.init).joined(separator: ".") }
-        var groups: [String] = []
-        for i in stride(from: 0, to: 16, by: 2) { groups.append(String(UInt16(bytes[i]) << 8 | UInt16(bytes[i + 1]), radix: 16)) }
-        return groups.joined(separator: ":")
+        if bytes[0..<10].allSatisfy({ $0 == 0 }) && bytes[10] == 0xff && bytes[11] == 0xff {
+            return "::ffff:" + bytes[12...].map(String.init).joined(separator: ".")
+        }
+        let groups = stride(from: 0, to: 16, by: 2).map { UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]) }
+        var best = (start: 0, count: 0), run = (start: 0, count: 0)
+        for (i, g) in groups.enumerated() {
+            if g == 0 { run = run.count == 0 ? (i, 1) : (run.start, run.count + 1) } else { run = (0, 0) }
+            if run.count > best.count { best = run }
+        }
+        let text = groups.map { String($0, radix: 16) }
+        guard best.count >= 2 else { return text.joined(separator: ":") }
+        return text[..<best.start].joined(separator: ":") + "::" + text[(best.start + best.count)...].joined(separator: ":")
     }
 
     private static func parseIPv4(_ s: Substring) -> [UInt8]? {
