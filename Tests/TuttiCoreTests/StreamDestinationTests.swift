@@ -98,3 +98,17 @@ import TuttiCore
         #expect(!closed.refusal(forHost: "169.254.169.254")!.description.contains("local-streams"))
     }
 }
+
+@Suite struct MediaFoldersTests {
+    /// A file named on the command line is allowed alone: not its folder, not its siblings.
+    @Test func aSingleFileIsAllowedWithoutItsFolder() {
+        let folders = MediaFolders(roots: ["/srv/music/"], files: ["/home/me/song.mp3"])
+        #expect(folders.contains(canonical: "/home/me/song.mp3"))
+        for path in ["/home/me", "/home/me/other.mp3", "/home/me/.ssh/id_ed25519", "/home/me/song.mp3.bak", "/home/me/song.mp3/x"] {
+            #expect(!folders.contains(canonical: path), "\(path)")
+        }
+        #expect(folders.contains(canonical: "/srv/music/a/b.flac") && folders.contains(canonical: "/srv/music"))
+        #expect(!folders.contains(canonical: "/srv/musical/x.mp3"))
+        #expect(folders.root(containing: "/home/me/song.mp3") == nil, "a single file is no folder")
+    }
+}
