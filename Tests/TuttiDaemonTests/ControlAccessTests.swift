@@ -126,8 +126,9 @@ func thisMachinesAddress() -> String? {
 
     @Test func aSurfaceBeyondLoopbackGetsAGeneratedPasswordKeptAcrossRestarts() throws {
         let dir = makeTemporaryDirectory()
+        let log = CapturingLog()
         func start() throws -> Leader {
-            try startLeader(files: []) { c in
+            try startLeader(files: [], log: log.logger) { c in
                 c.control = Endpoint(host: "0.0.0.0", port: 0)
                 c.databasePath = dir + "/db/library.db"
                 c.passwordOnLoopback = true
@@ -137,6 +138,9 @@ func thisMachinesAddress() -> String? {
         let saved = try String(contentsOfFile: dir + "/db/control-password", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
         let mode = try FileManager.default.attributesOfItem(atPath: dir + "/db/control-password")[.posixPermissions] as? Int
         #expect(saved.count == 20 && mode == 0o600, "password \(saved.count) characters, mode \(String(mode ?? 0, radix: 8))")
+        // The log (the journal, under systemd) says where the password is, never what it is.
+        #expect(!log.lines.contains { $0.contains(saved) }, "the generated password was logged: \(log.lines.filter { $0.contains(saved) })")
+        #expect(log.lines.contains { $0.contains(dir + "/db/control-password") && $0.contains("sudo cat") }, "\(log.lines)")
         let c = try ControlClient(endpoint: Endpoint(host: "127.0.0.1", port: first.controlEndpoint!.port))
         #expect(remoteError { try c.call("player.status") }?.code == -32001)
         _ = try c.call("auth.login", ["password": saved])
