@@ -58,6 +58,49 @@ public struct LoginLimiter: Sendable {
     /// Addresses remembered now.
     public var count: Int { entries.count }
 
+    /// What failures are counted by, for a peer's host: an IPv4 address as
+    /// it is; an IPv6 address by its /64 prefix, since one host on a LAN
+    /// may use any address of its /64 (privacy addresses) and would
+    /// otherwise get a fresh allowance with each. IPv4-mapped IPv6 is IPv4.
+    public static func key(host: String) -> String {
+        var h = Substring(host)
+        if h.hasPrefix("["), h.hasSuffix("]") { h = h.dropFirst().dropLast() }
+        if let zone = h.firstIndex(of: "%") { h = h[..<zone] }
+        guard h.contains(":") else { return String(h) }
+        let text = h.lowercased()
+        if text.hasPrefix("::ffff:"), text.dropFirst(7).contains(".") { return String(text.dropFirst(7)) }
+        guard let groups = ipv6Groups(text) else { return text }
+        return groups.prefix(4).map { String($0, radix: 16) }.joined(separator: ":") + "::/64"
+    }
+
+    private static func containsDoubleColon(_ s: Substring) -> Bool {
+        var previous: Character?
+        for c in s { if c == ":" && previous == ":" { return true }; previous = c }
+        return false
+    }
+
+    /// The eight 16-bit groups of an IPv6 address in text ("::" expanded); nil if it is not one.
+    static func ipv6Groups(_ text: String) -> [UInt16]? {
+        func parse(_ part: Substring) -> [UInt16]? {
+            if part.isEmpty { return [] }
+            var out: [UInt16] = []
+            for g in part.split(separator: ":", omittingEmptySubsequences: false) {
+                guard (1...4).contains(g.count), let v = UInt16(g, radix: 16) else { return nil }
+                out.append(v)
+            }
+            return out
+        }
+        let chars = Array(text)
+        if let at = chars.indices.dropLast().first(where: { chars[$0] == ":" && chars[$0 + 1] == ":" }) {
+            let before = Substring(String(chars[..<at])), rest = Substring(String(chars[(at + 2)...]))
+            guard !containsDoubleColon(rest),
+                  let head = parse(before), let tail = parse(rest), head.count + tail.count <= 7 else { return nil }
+            return head + [UInt16](repeating: 0, count: 8 - head.count - tail.count) + tail
+        }
+        guard let all = parse(Substring(text)), all.count == 8 else { return nil }
+        return all
+    }
+
     /// nil: `address` may try now; else when it may.
     public func check(address: String, now: Int64) -> Refusal? {
         guard let e = entries[address], e.blockedUntil > now else { return nil }

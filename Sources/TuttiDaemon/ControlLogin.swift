@@ -60,8 +60,8 @@ final class ControlLogin: Sendable {
     /// Live tokens (tests, status).
     var tokenCount: Int { tokens.withLock { $0.entries.count } }
 
-    /// The host part of a peer ("HOST:PORT"), which failures are counted by.
-    static func address(of peer: String) -> String { ControlServer.host(of: peer) }
+    /// What a peer's ("HOST:PORT") failures are counted by: its host (an IPv6 host by its /64).
+    static func address(of peer: String) -> String { LoginLimiter.key(host: ControlServer.host(of: peer)) }
 
     /// `auth.login {password}` (and MPD `password`, which also takes a
     /// token): a fresh token on success. No password set: nil token, full access.

@@ -47,6 +47,16 @@ import TuttiCore
         #expect(l.count == 3, "a flood of addresses holds at most the capacity")
     }
 
+    @Test func failuresAreCountedByIPv4AddressOrByIPv6Prefix() {
+        #expect(LoginLimiter.key(host: "192.0.2.7") == "192.0.2.7")
+        #expect(LoginLimiter.key(host: "::ffff:192.0.2.7") == "192.0.2.7", "IPv4-mapped is IPv4")
+        #expect(LoginLimiter.key(host: "2001:db8:1:2:aaaa:bbbb:cccc:dddd") == "2001:db8:1:2::/64")
+        #expect(LoginLimiter.key(host: "2001:0db8:0001:0002::1") == "2001:db8:1:2::/64", "one host's privacy addresses share a key")
+        #expect(LoginLimiter.key(host: "[fe80::1%eth0]") == "fe80:0:0:0::/64")
+        #expect(LoginLimiter.key(host: "::1") == "0:0:0:0::/64")
+        #expect(LoginLimiter.key(host: "2001:db8::1::2") == "2001:db8::1::2", "not an address: kept as it is")
+    }
+
     @Test func theWaitNeverOverflows() {
         var l = LoginLimiter(policy: .init(freeFailures: 0, firstDelayNanoseconds: s, maximumDelayNanoseconds: 900 * s))
         var last: LoginLimiter.Refusal?

@@ -154,7 +154,8 @@ import TuttiTestSupport
         let l = try leader(controlOpen: true)
         defer { l.stop() }
         let tcp = try #require(l.snapcastControlEndpoint).port
-        let reply = exchange(port: tcp, Array((Self.pause + "\r\n").utf8), untilLine: true)
+        // A notification of the change may come before the reply.
+        let reply = exchange(port: tcp, Array((Self.pause + "\r\n").utf8), until: "\"id\":1")
         #expect(reply.contains("\"result\":\"ok\""), "\(reply)")
         #expect(waitUntil(timeout: 3) { l.nowPlaying.state == .paused })
     }

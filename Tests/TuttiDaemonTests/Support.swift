@@ -174,8 +174,8 @@ func runTutti(port: UInt16, _ args: [String]) throws -> (status: Int32, out: Str
 
 /// Connects to 127.0.0.1:`port` from `source` (another loopback address
 /// stands for another host), sends `request`, and returns what comes back
-/// until the server closes, a `\n` ends the first line (`untilLine`), or 5 s pass.
-func exchange(port: UInt16, from source: String = "127.0.0.1", _ request: [UInt8], untilLine: Bool = false) -> String {
+/// until the server closes, a `\n` ends the first line (`untilLine`), `until` is in it, or 5 s pass.
+func exchange(port: UInt16, from source: String = "127.0.0.1", _ request: [UInt8], untilLine: Bool = false, until: String? = nil) -> String {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     guard fd >= 0 else { return "" }
     defer { close(fd) }
@@ -200,6 +200,7 @@ func exchange(port: UInt16, from source: String = "127.0.0.1", _ request: [UInt8
         if n <= 0 { break }
         answer += buffer[0..<n]
         if untilLine, answer.contains(UInt8(ascii: "\n")) { break }
+        if let until, String(decoding: answer, as: UTF8.self).contains(until) { break }
     }
     return String(decoding: answer, as: UTF8.self)
 }
