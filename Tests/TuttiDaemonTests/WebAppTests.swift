@@ -112,6 +112,7 @@ import TuttiTestSupport
         writeFile(music + "/png.mp3", ID3v2Writer.tag(version: 3, frames: [.text("TIT2", "Plain"), .frontCover(mime: "text/html", bytes: png)]) + audio)
         let leader = try startLeader(files: []) { c in
             c.web = WebOptions(endpoint: Endpoint(host: "127.0.0.1", port: 0), root: WebAppTests.repository + "/web")
+            c.mpd = Endpoint(host: "127.0.0.1", port: 0)
             c.musicDirectory = music
             c.databasePath = dir + "/db/library.db"
         }
@@ -134,6 +135,13 @@ import TuttiTestSupport
         let policy = headerValue(image, "Content-Security-Policy") ?? ""
         #expect(policy.contains("sandbox") && policy.contains("default-src 'none'"), "CSP: \(policy)")
         #expect(headerValue(image, "Content-Length") == String(png.count))
+
+        // MPD's readpicture still gives the bytes, but its type is the bytes' own, never the tag's.
+        let mpd = try #require(leader.mpdEndpoint).port
+        let svgPicture = exchange(port: mpd, Array("readpicture svg.mp3 0\nclose\n".utf8))
+        #expect(svgPicture.contains("size: \(svg.count)") && !svgPicture.contains("type:"), "\(svgPicture.prefix(200))")
+        let pngPicture = exchange(port: mpd, Array("readpicture png.mp3 0\nclose\n".utf8))
+        #expect(pngPicture.contains("type: image/png"), "\(pngPicture.prefix(200))")
 
         // Every response says nosniff: a page, a missing file, a refused method.
         for (method, path) in [("GET", "/"), ("GET", "/no/such/file"), ("PUT", "/"), ("GET", "/art/zz")] {
