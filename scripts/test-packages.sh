@@ -110,6 +110,9 @@ for unit in tutti-speaker tutti-leader; do
     [ -L "$root/etc/systemd/system/multi-user.target.wants/$unit.service" ] || fail "$unit.service is not enabled"
 done
 [ "$(inroot stat -c %U /var/lib/tutti)" = tutti ] || fail "/var/lib/tutti is not the tutti user's"
+# A password or a room key is written into tutti.conf by hand: root and the services' group only.
+conf_mode=$(inroot stat -c '%a %U %G' /etc/tutti/tutti.conf)
+[ "$conf_mode" = "640 root tutti" ] || fail "/etc/tutti/tutti.conf is $conf_mode, not 640 root tutti"
 inroot dpkg -i /tmp/debs/tutti_"$version"_"$arch".deb >/dev/null || fail "reinstalling tutti (postinst twice)"
 du -sk "$root/usr/bin/tuttid" "$root/usr/bin/tutti-follower" "$root/usr/bin/tutti" "$root/usr/share/tutti/web"
 inroot dpkg-query -W -f='${Package} ${Installed-Size} KiB\n' tutti tutti-speaker tutti-leader
@@ -181,6 +184,8 @@ rm "$root/etc/systemd/system/multi-user.target.wants/tutti-leader.service"
 cp "$upgrade"/*.deb "$root/tmp/debs/" && rm -rf "$upgrade"
 inroot sh -c "dpkg -i /tmp/debs/*_${version}+1_$arch.deb" >/dev/null || fail "upgrade"
 grep -qx 'name = test-room' "$root/etc/tutti/tutti.conf" || fail "the upgrade lost the edited tutti.conf"
+conf_mode=$(inroot stat -c '%a %U %G' /etc/tutti/tutti.conf)
+[ "$conf_mode" = "640 root tutti" ] || fail "after the upgrade /etc/tutti/tutti.conf is $conf_mode, not 640 root tutti"
 [ "$(inroot tuttid --version)" = "tuttid $version" ] || fail "upgraded binary"
 [ -L "$root/etc/systemd/system/multi-user.target.wants/tutti-speaker.service" ] || fail "the upgrade disabled tutti-speaker"
 [ ! -e "$root/etc/systemd/system/multi-user.target.wants/tutti-leader.service" ] || fail "the upgrade re-enabled a disabled unit"
@@ -193,6 +198,7 @@ for path in etc/tutti var/lib/tutti lib/systemd/system/tutti-speaker.service \
             var/lib/systemd/deb-systemd-helper-enabled/tutti-speaker.service.dsh-also; do
     [ ! -e "$root/$path" ] && [ ! -L "$root/$path" ] || fail "/$path is left after purge: $(ls -la "$root/$path" 2>&1 | head -5)"
 done
+inroot dpkg-statoverride --list /etc/tutti/tutti.conf >/dev/null && fail "the purge left tutti.conf's statoverride"
 inroot sh -c 'dpkg -i /tmp/debs/*_'"$version"'_'"$arch"'.deb' >/dev/null || fail "installing again after a purge"
 [ -L "$root/etc/systemd/system/multi-user.target.wants/tutti-speaker.service" ] || fail "not enabled after reinstall"
 

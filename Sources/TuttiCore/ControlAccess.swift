@@ -1,7 +1,7 @@
 /// Who may do what on a control surface (JSON-RPC, the web app, MPD,
 /// Snapcast's control API). A client on this machine (loopback) may do
 /// everything, as may everyone when no password is set; any other client
-/// must log in with the password (or the token derived from it), and until
+/// must log in with the password (or a token a login handed out), and until
 /// then may only look (guest access on) or nothing at all.
 public struct ControlAccess: Sendable, Equatable {
     public enum Level: Int, Sendable, Comparable {
@@ -69,12 +69,6 @@ public struct ControlAccess: Sendable, Equatable {
         case .guest: return readOnlyMethods.contains(method)
         case .none: return false
         }
-    }
-
-    /// The level a login with `secret` (the password, or its token) gives; nil: wrong.
-    public func login(secret: String, token: String, same: (String, String) -> Bool) -> Level? {
-        guard let password else { return .full }
-        return same(secret, password) || same(secret, token) ? .full : nil
     }
 
     /// Whether `host` (an address a peer connected from) is this machine.

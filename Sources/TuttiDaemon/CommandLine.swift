@@ -62,7 +62,11 @@ public enum DaemonUsage {
                              (default 100, at most the buffer)
       --room-key-file FILE   the room key speakers must prove (or room-key in tutti.conf
                              [leader]); without one any device can join as a speaker
-      --snapcast-unkeyed     with a room key, still let snapclients in (they cannot prove it)
+      --snapcast-unkeyed     with a room key, still let snapclients join the stream (they cannot
+                             prove it); about the stream only, not control
+      --snapcast-control-open  Snapcast control (1705, 1780) from other machines may change things
+                             without the password (its clients cannot log in); otherwise they may
+                             only look when a password is set
       --password-file FILE   the password clients on other machines log in with (JSON-RPC
                              auth.login, MPD password, the web app); or password in tutti.conf.
                              Without one, a surface beyond loopback gets a generated password
@@ -128,6 +132,7 @@ public extension DaemonCommand {
             ConfigOption("room-key", "", .value(flag: "--room-key")),
             ConfigOption("room-key-file", "", .value(flag: "--room-key-file")),
             ConfigOption("snapcast-unkeyed", "no", .enabledBy(flag: "--snapcast-unkeyed")),
+            ConfigOption("snapcast-control-open", "no", .enabledBy(flag: "--snapcast-control-open")),
             ConfigOption("password", "", .value(flag: "--password")),
             ConfigOption("password-file", "", .value(flag: "--password-file")),
             ConfigOption("guest-read-only", "no", .enabledBy(flag: "--guest-read-only")),
@@ -241,6 +246,7 @@ public extension DaemonCommand {
                 case "--room-key": c.roomKey = try args.roomKey(flag)
                 case "--room-key-file": c.roomKeyFile = try args.optionalPath(flag)
                 case "--snapcast-unkeyed": c.snapcastWithoutKey = true
+                case "--snapcast-control-open": c.snapcastControlOpen = true
                 case "--password":
                     let text = try args.value(flag)
                     guard text.isEmpty || (8...256).contains(text.utf8.count) else { throw UsageError("password must be 8–256 bytes") }

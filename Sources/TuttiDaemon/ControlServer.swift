@@ -50,8 +50,12 @@ public final class ControlServer: @unchecked Sendable {
             get { ControlAccess.Level(rawValue: levelValue.load(ordering: .acquiring)) ?? .none }
             set { levelValue.store(newValue.rawValue, ordering: .releasing) }
         }
-        init(writer: ClientWriter, newlineFramed: Bool, level: ControlAccess.Level) {
-            self.writer = writer; self.newlineFramed = newlineFramed; levelValue = Atomic(level.rawValue)
+        /// Where it connected from ("HOST:PORT"): failed logins are counted by its host.
+        let address: String
+        /// The token it logged in with, if it did with one: `auth.logout` of that token ends its access.
+        let token = Mutex<String?>(nil)
+        init(writer: ClientWriter, newlineFramed: Bool, level: ControlAccess.Level, address: String = "") {
+            self.writer = writer; self.newlineFramed = newlineFramed; levelValue = Atomic(level.rawValue); self.address = address
         }
     }
 
@@ -144,7 +148,7 @@ public final class ControlServer: @unchecked Sendable {
                 writeIfFree: ClientWriter.WriteIfFree? = nil, disconnect: @escaping @Sendable () -> Void) -> Client {
         let c = leader.configuration
         let writer = ClientWriter(peer: peer, limits: c.outboxLimits, log: log, write: write, writeIfFree: writeIfFree, disconnect: disconnect)
-        let client = Client(writer: writer, newlineFramed: newlineFramed, level: initialLevel(address: address))
+        let client = Client(writer: writer, newlineFramed: newlineFramed, level: initialLevel(address: address), address: address)
         clients.withLock { $0[ObjectIdentifier(client)] = client }
         return client
     }
@@ -241,7 +245,11 @@ public final class ControlServer: @unchecked Sendable {
     @discardableResult
     func receive(_ message: [UInt8], from client: Client, onItsThread: Bool = false) -> Bool {
         guard !message.allSatisfy({ $0 == 32 || $0 == 13 || $0 == 9 || $0 == 10 }) else { return true }
-        guard let reply = handle(message, level: client.level, login: { client.level = $0 }) else { return true }
+        let reply = handle(message, level: client.level, peer: client.address) { level, token in
+            client.level = level
+            client.token.withLock { $0 = token }
+        }
+        guard let reply else { return true }
         send(reply, to: client, direct: onItsThread)
         let code = (reply["error"] as? [String: Any])?["code"] as? Int
         return code != -32700 && code != -32600
@@ -282,8 +290,11 @@ public final class ControlServer: @unchecked Sendable {
     /// A JSON-RPC error object to send back: its code and a message the user can act on.
     struct RPCError: Error, CustomStringConvertible { var code: Int; var message: String; var description: String { message } }
 
-    /// One request from a client at `level`; `login` records a successful `auth.login`.
-    func handle(_ line: [UInt8], level: ControlAccess.Level = .full, login: (ControlAccess.Level) -> Void = { _ in }) -> [String: Any]? {
+    /// One request from a client at `level`, connected from `peer`
+    /// ("HOST:PORT"); `bearer`: the token a stateless request showed.
+    /// `login` records a change of access (`auth.login`, `auth.logout`) and the token it came with.
+    func handle(_ line: [UInt8], level: ControlAccess.Level = .full, peer: String = "", bearer: String? = nil,
+                login: (ControlAccess.Level, String?) -> Void = { _, _ in }) -> [String: Any]? {
         let request: JSONRPCRequest
         switch JSONRPCRequest.parse(line) {
         case .request(let r): request = r
@@ -294,7 +305,7 @@ public final class ControlServer: @unchecked Sendable {
         do {
             let result: Any
             if method.hasPrefix("auth.") {
-                result = try authenticate(method, params, level: level, login: login)
+                result = try authenticate(method, params, level: level, peer: peer, bearer: bearer, login: login)
             } else if ControlAccess.permits(level, method: method) {
                 result = try dispatch(method, params)
             } else {
@@ -310,27 +321,68 @@ public final class ControlServer: @unchecked Sendable {
         }
     }
 
-    /// `auth.login {password | token}` and `auth.status`.
-    private func authenticate(_ method: String, _ params: [String: JSONValue], level: ControlAccess.Level, login: (ControlAccess.Level) -> Void) throws -> Any {
+    /// `auth.status`, `auth.login {password | token}`, `auth.logout {token}`
+    /// and `auth.revokeAll`. Failures are counted per host (`ControlLogin`);
+    /// over the limit the refusal is immediate, and nothing sleeps.
+    private func authenticate(_ method: String, _ params: [String: JSONValue], level: ControlAccess.Level, peer: String, bearer: String?,
+                              login: (ControlAccess.Level, String?) -> Void) throws -> Any {
         let access = leader.controlAccess
+        func refusal(_ failure: ControlLogin.Failure) -> RPCError {
+            switch failure {
+            case .limited: RPCError(code: -32002, message: failure.description)
+            case .wrongPassword, .unknownToken: RPCError(code: -32001, message: failure.description)
+            }
+        }
         switch method {
         case "auth.status":
             return ["access": level.name, "password": access.password != nil, "guest": access.guestReadOnly]
         case "auth.login":
-            guard let secret = (params["password"] ?? params["token"])?.string, !secret.isEmpty, secret.utf8.count <= 1_024 else {
-                throw RPCError(code: -32602, message: "auth.login needs \"password\" (or the \"token\" a login returned)")
+            if let password = params["password"]?.string, !password.isEmpty, password.utf8.count <= 1_024 {
+                switch leader.login.login(password: password, peer: peer) {
+                case .failure(let f): throw refusal(f)
+                case .success(let token):
+                    login(.full, token)
+                    var result: [String: Any] = ["access": ControlAccess.Level.full.name]
+                    if let token { result["token"] = token }
+                    return result
+                }
             }
-            guard let granted = access.login(secret: secret, token: leader.controlToken, same: RoomKey.same) else {
-                // Slows guessing on this connection; other clients are not held up.
-                Monotonic.sleep(nanoseconds: 500 * nanosecondsPerMillisecond)
-                throw RPCError(code: -32001, message: "wrong password")
+            if let token = params["token"]?.string, !token.isEmpty, token.utf8.count <= 1_024 {
+                switch leader.login.login(token: token, peer: peer) {
+                case .failure(let f): throw refusal(f)
+                case .success:
+                    login(.full, token)
+                    return ["access": ControlAccess.Level.full.name]
+                }
             }
-            login(granted)
-            var result: [String: Any] = ["access": granted.name]
-            if access.password != nil { result["token"] = leader.controlToken }
-            return result
+            throw RPCError(code: -32602, message: "auth.login needs \"password\" (or the \"token\" a login returned)")
+        case "auth.logout":
+            // The token named, or the one this request came with.
+            guard let token = params["token"]?.string ?? bearer, !token.isEmpty, token.utf8.count <= 1_024 else {
+                throw RPCError(code: -32602, message: "auth.logout needs \"token\" (the one auth.login returned)")
+            }
+            let revoked = leader.login.logout(token: token)
+            demote { $0 == token }
+            let after = initialLevel(address: peer)
+            login(after, nil)
+            return ["revoked": revoked, "access": after.name]
+        case "auth.revokeAll":
+            guard level == .full else {
+                throw RPCError(code: -32001, message: "auth.revokeAll: log in first (auth.login {\"password\"})")
+            }
+            let count = leader.login.revokeAll()
+            demote { $0 != nil }
+            return ["revoked": count]
         default:
             throw RPCError(code: -32601, message: "no method \(method)")
+        }
+    }
+
+    /// Clients that logged in with a token `matches` picks go back to where they started.
+    private func demote(_ matches: (String?) -> Bool) {
+        for c in clients.withLock({ Array($0.values) }) where c.token.withLock({ matches($0) }) {
+            c.token.withLock { $0 = nil }
+            c.level = initialLevel(address: c.address)
         }
     }
 

@@ -118,9 +118,10 @@ public final class Leader: @unchecked Sendable {
         return uri // as given: the library knows its files by the paths it scanned
     }
 
-    /// Who may do what on the control surfaces, and the token a login returns (derived from the password).
+    /// Who may do what on the control surfaces.
     public let controlAccess: ControlAccess
-    let controlToken: String
+    /// Logging in: the password, tokens, failures per address (every control surface).
+    let login: ControlLogin
 
     /// The control password: given, or (a surface beyond loopback, none
     /// given) read from or generated into `control-password` beside the library.
@@ -136,10 +137,15 @@ public final class Leader: @unchecked Sendable {
             } else {
                 let fresh = RoomKey.randomPassword()
                 password = fresh
+                let surfaces = exposed.map(\.description).joined(separator: ", ")
+                // The log is the journal, readable by more people than the file (mode 0600): it says where, never what.
                 if let file, FileManager.default.createFile(atPath: file, contents: Data((fresh + "\n").utf8), attributes: [.posixPermissions: 0o600]) {
-                    log.warning("\(exposed.map(\.description).joined(separator: ", ")) listen beyond this machine: other machines log in with the password \(fresh) (saved in \(file); set password in tutti.conf to choose one)")
+                    log.warning("\(surfaces) listen beyond this machine: other machines log in with the password generated into \(file) (read it with: sudo cat \(file); or set password in tutti.conf to choose one)")
+                } else if isatty(STDERR_FILENO) == 1 {
+                    // Nowhere to keep it: only a terminal (not a journal) may see it, for this run.
+                    log.warning("\(surfaces) listen beyond this machine: other machines log in with the password \(fresh) (for this run; set password in tutti.conf to keep one)")
                 } else {
-                    log.warning("\(exposed.map(\.description).joined(separator: ", ")) listen beyond this machine: other machines log in with the password \(fresh) (for this run; set password in tutti.conf to keep one)")
+                    log.warning("\(surfaces) listen beyond this machine: they need a password, and one was generated for this run but cannot be shown here or saved (no library folder): set password in tutti.conf")
                 }
             }
         } else if password == nil, !exposed.isEmpty {
@@ -234,7 +240,7 @@ public final class Leader: @unchecked Sendable {
         let playlists = configuration.playlistDirectory ?? stateFolder.map { $0 + "/playlists" }
         if let playlists { try? FileManager.default.createDirectory(atPath: playlists, withIntermediateDirectories: true) }
         playlistFolder = playlists
-        controlToken = controlAccess.password.map { RoomKey.hexMAC(key: $0, message: "tutti control token v1") } ?? ""
+        login = ControlLogin(password: controlAccess.password, store: stateStore, log: log.with(label: "control"))
         let cacheFolder = configuration.cacheDirectory ?? library.map { PathText.parent($0.path) + "/cache" }
         cache = try cacheFolder.map { folder in
             try StreamCache(directory: folder, capacityBytes: Int64(configuration.cacheCapacityMegabytes) << 20, options: configuration.network,

@@ -64,7 +64,11 @@ public struct LeaderConfiguration: Sendable {
     public var roomKey: RoomKey? = nil
     public var roomKeyFile: String? = nil
     /// With a room key, let snapclients in anyway (they cannot prove it).
+    /// About joining the stream only; control is `snapcastControlOpen`.
     public var snapcastWithoutKey = false
+    /// Snapcast control (1705, 1780) from other machines may change things
+    /// without a password (its clients cannot log in); otherwise they may only look.
+    public var snapcastControlOpen = false
     /// The password control clients from other machines log in with (nil:
     /// generated and saved beside the library when a surface listens beyond
     /// loopback; see docs/security.md).

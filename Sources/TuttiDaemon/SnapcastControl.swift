@@ -112,16 +112,17 @@ final class SnapcastControl: @unchecked Sendable {
     func attach(peer: String, address: String, newlineFramed: Bool, write: @escaping ClientWriter.Write,
                 writeIfFree: ClientWriter.WriteIfFree? = nil, disconnect: @escaping @Sendable () -> Void) -> ControlServer.Client {
         let writer = ClientWriter(peer: peer, limits: leader.configuration.outboxLimits, log: log, write: write, writeIfFree: writeIfFree, disconnect: disconnect)
-        let client = ControlServer.Client(writer: writer, newlineFramed: newlineFramed, level: level(address: address))
+        let client = ControlServer.Client(writer: writer, newlineFramed: newlineFramed, level: level(address: address), address: address)
         clients.withLock { $0[ObjectIdentifier(client)] = client }
         return client
     }
 
     /// Snapcast's clients (Home Assistant, Snapweb) cannot log in: from
     /// another machine, with a password set, they may only look, unless
-    /// `--snapcast-unkeyed` trusts them.
+    /// `--snapcast-control-open` trusts them (`--snapcast-unkeyed` is about
+    /// snapclients joining the stream, not about control).
     private func level(address: String) -> ControlAccess.Level {
-        if leader.configuration.snapcastWithoutKey { return .full }
+        if leader.configuration.snapcastControlOpen { return .full }
         let level = leader.controlAccess.initialLevel(peerIsLoopback: ControlAccess.isLoopback(ControlServer.host(of: address)))
         return level == .full ? .full : (leader.controlAccess.guestReadOnly ? .guest : .none)
     }
@@ -171,6 +172,12 @@ final class SnapcastControl: @unchecked Sendable {
     private func respond(_ request: WebRequest) -> WebResponse {
         guard request.path == "/jsonrpc" else { return .text(404, "Snapcast's control API is at /jsonrpc") }
         guard request.method == "POST" else { return .text(405, "POST a JSON-RPC request to /jsonrpc") }
+        // JSON only (a cross-site form POST cannot send it without asking first, which is never allowed),
+        // and not from another site's page: a page opened in the house must not drive the music.
+        guard request.headers["content-type"]?.lowercased().hasPrefix("application/json") == true else {
+            return .text(415, "send the JSON-RPC request with Content-Type: application/json")
+        }
+        if let refusal = request.crossSiteRefusal(log: log) { return refusal }
         guard let reply = handle(request.body, level: level(address: request.peer)), let data = ReplyJSON.encode(reply) else {
             return WebResponse(status: 204)
         }
@@ -231,7 +238,7 @@ final class SnapcastControl: @unchecked Sendable {
         do {
             let looks = method.hasSuffix(".GetStatus") || method == "Server.GetRPCVersion"
             guard level == .full || (level == .guest && looks) else {
-                throw Failure(code: -32001, message: "\(method): this leader has a password, and Snapcast clients on other machines cannot log in (--snapcast-unkeyed trusts them)")
+                throw Failure(code: -32001, message: "\(method): this leader has a password, and Snapcast clients on other machines cannot log in (snapcast-control-open trusts them)")
             }
             let result = try serverLock.withLock { try dispatch(method, params) }
             announceChanges() // the change's notifications go out before its reply, as snapserver sends them

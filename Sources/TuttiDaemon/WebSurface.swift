@@ -75,33 +75,55 @@ final class WebSurface: @unchecked Sendable {
         return .text(404, "no such page: \(path)")
     }
 
+    /// A cover, only as a JPEG, PNG, GIF or WebP decided from its bytes (its
+    /// tag's declared type is not trusted: an SVG or HTML "cover" would run
+    /// script on this origin), and sandboxed so that even a browser that
+    /// guessed otherwise would run nothing.
     private func art(_ hash: String, ifNoneMatch: String?) -> WebResponse {
         guard !hash.isEmpty, hash.utf8.count <= 128, hash.utf8.allSatisfy({ ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102) }) else {
             return .text(404, "not a cover id")
         }
         let tag = "\"\(hash)\""
-        let headers = [("Cache-Control", "public, max-age=31536000, immutable"), ("ETag", tag)]
-        if ifNoneMatch == tag { return WebResponse(status: 304, headers: headers) }
+        let headers = [("Cache-Control", "public, max-age=31536000, immutable"), ("ETag", tag),
+                       ("Content-Security-Policy", WebResponse.sandboxPolicy)]
         guard let library = leader.library else { return .text(404, "no library") }
         guard let cover = try? library.cover(hash: hash) else { return .text(404, "no cover \(hash)") }
-        return WebResponse(status: 200, headers: headers + [("Content-Type", cover.mime)], body: cover.bytes)
+        guard let type = ImageType.sniff(cover.bytes) else {
+            return .text(415, "cover \(hash) is not a JPEG, PNG, GIF or WebP image: not served")
+        }
+        if ifNoneMatch == tag { return WebResponse(status: 304, headers: headers) }
+        return WebResponse(status: 200, headers: headers + [("Content-Type", type.mime)], body: cover.bytes)
     }
 
     /// JSON-RPC over HTTP POST. JSON only: a page elsewhere on the web can
     /// send a "simple" cross-site form POST, but not this one without the
-    /// browser first asking (CORS), which this server never allows.
+    /// browser first asking (CORS), which this server never allows. And a
+    /// browser's request must come from this server's own pages (`Origin`):
+    /// a page opened in the house cannot send commands through it.
     private func api(_ request: WebRequest) -> WebResponse {
         guard request.method == "POST" else { return .text(405, "POST a JSON-RPC request to /api") }
         guard request.headers["content-type"]?.lowercased().hasPrefix("application/json") == true else {
             return .text(415, "send the JSON-RPC request with Content-Type: application/json")
         }
-        // Stateless: a client from another machine shows its token (from auth.login) in every request.
+        if let refusal = request.crossSiteRefusal(log: log) { return refusal }
+        // Stateless: a client from another machine shows its token (from auth.login) in every request; never the password.
         var level = control.initialLevel(address: request.peer)
-        if level < .full, let bearer = request.headers["authorization"], bearer.hasPrefix("Bearer "),
-           leader.controlAccess.login(secret: String(bearer.dropFirst(7)), token: leader.controlToken, same: RoomKey.same) != nil {
-            level = .full
+        var bearer: String?
+        if let authorization = request.headers["authorization"] {
+            guard authorization.hasPrefix("Bearer "), case let token = String(authorization.dropFirst(7)), !token.isEmpty, token.utf8.count <= 1_024 else {
+                return .text(401, "Authorization must be \"Bearer TOKEN\", with the token auth.login returned")
+            }
+            switch leader.login.login(token: token, peer: request.peer) {
+            case .success:
+                level = .full
+                bearer = token
+            case .failure(let failure):
+                if case .limited = failure { return .text(429, failure.description) }
+                return WebResponse(status: 401, headers: [("WWW-Authenticate", "Bearer"), ("Content-Type", "text/plain; charset=utf-8")],
+                                   body: Array(failure.description.utf8))
+            }
         }
-        guard let reply = control.handle(request.body, level: level) else { return WebResponse(status: 204) }
+        guard let reply = control.handle(request.body, level: level, peer: request.peer, bearer: bearer) else { return WebResponse(status: 204) }
         guard let bytes = ControlServer.serialize(reply) else { return .text(500, "reply not serialisable") }
         return WebResponse(status: 200, headers: [("Content-Type", "application/json")], body: bytes)
     }

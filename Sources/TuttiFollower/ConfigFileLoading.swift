@@ -38,6 +38,10 @@ public struct ConfigRequest: Sendable, Equatable {
 /// Call at start-up, on any thread; no Foundation.
 public func loadConfigFile(_ request: ConfigRequest) throws(UsageError) -> ConfigFile? {
     if !request.named && access(request.path, F_OK) != 0 && errno == ENOENT { return nil }
+    if access(request.path, R_OK) != 0 && errno == EACCES {
+        // The packages install it 0640 root:tutti: it may hold the control password or the room key.
+        throw UsageError("\(request.path) is readable only by root and the tutti group (it may hold a password or a room key): run this with sudo")
+    }
     let bytes: [UInt8]
     do { bytes = try readWholeFile(request.path, limit: 1 << 20) } catch {
         throw UsageError("\(error)\(request.named ? "" : " (or give --config FILE)")")

@@ -72,6 +72,35 @@ public final class PlayerStateStore: Sendable {
         return rooms
     }
 
+    /// The live control tokens' digests (`ControlTokens`), oldest first.
+    public func loadTokens() throws(LibraryError) -> [ControlTokens.Entry] {
+        try locked { db throws(LibraryError) in
+            try db.query("SELECT digest, issued_at FROM control_token ORDER BY issued_at") { (s) throws(LibraryError) in
+                ControlTokens.Entry(digest: s.blob(0), issuedAt: s.int(1))
+            }
+        }
+    }
+
+    /// Saves a token's digest and forgets the ones it displaced, in one transaction.
+    public func addToken(_ entry: ControlTokens.Entry, dropping dropped: [ControlTokens.Entry] = []) throws(LibraryError) {
+        try locked { db throws(LibraryError) in
+            _ = try db.transaction { () throws(LibraryError) in
+                let remove = try db.cached("DELETE FROM control_token WHERE digest = ?")
+                for d in dropped { try remove.run([.blob(d.digest)]) }
+                try db.cached("INSERT OR REPLACE INTO control_token (digest, issued_at) VALUES (?, ?)").run([.blob(entry.digest), .int(entry.issuedAt)])
+            }
+        }
+    }
+
+    /// Forgets one token (`auth.logout`), or every one (`digest` nil: `auth.revokeAll`).
+    public func removeTokens(_ digest: [UInt8]?) throws(LibraryError) {
+        try locked { db throws(LibraryError) in
+            if let digest { _ = try db.run("DELETE FROM control_token WHERE digest = ?", [.blob(digest)]) } else {
+                _ = try db.run("DELETE FROM control_token")
+            }
+        }
+    }
+
     /// Replaces the saved custom presets.
     public func savePresets(_ presets: [EqualizerPreset]) throws(LibraryError) {
         try locked { db throws(LibraryError) in

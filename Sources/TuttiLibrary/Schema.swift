@@ -231,6 +231,9 @@ public enum StateSchema {
             CREATE TABLE IF NOT EXISTS room_sound (room TEXT PRIMARY KEY, sound TEXT NOT NULL);
             CREATE TABLE IF NOT EXISTS eq_preset (name TEXT PRIMARY KEY, gains TEXT NOT NULL);
             """),
+        Schema.Migration(version: 2, summary: "control login tokens, as keyed digests (issue 26)", sql: """
+            CREATE TABLE control_token (digest BLOB PRIMARY KEY, issued_at INTEGER NOT NULL);
+            """),
     ]
 
     public static var latestVersion: Int { migrations.last?.version ?? 0 }

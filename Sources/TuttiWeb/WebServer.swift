@@ -30,6 +30,20 @@ public struct WebRequest: Sendable {
     public var headers: [String: String]
     public var body: [UInt8]
     public var peer: String
+
+    public init(method: String, path: String, query: String = "", headers: [String: String], body: [UInt8] = [], peer: String) {
+        self.method = method; self.path = path; self.query = query; self.headers = headers; self.body = body; self.peer = peer
+    }
+
+    /// A 403 for a request a browser sent from a page of another site
+    /// (`Origin` present and not this server's `Host`); nil for the
+    /// server's own pages and for programs, which send no `Origin`. With
+    /// this, a page opened anywhere in the house cannot post commands here.
+    public func crossSiteRefusal(log: Logger) -> WebResponse? {
+        guard let origin = headers["origin"], !WebServer.sameOrigin(origin: origin, host: headers["host"]) else { return nil }
+        log.warning("web: refused \(method) \(path) from \(peer), sent by a page of \(origin)")
+        return .text(403, "refused: this request came from a page of another site (\(origin))")
+    }
 }
 
 public struct WebResponse: Sendable {
@@ -44,6 +58,18 @@ public struct WebResponse: Sendable {
 
     public static func text(_ status: Int, _ message: String) -> WebResponse {
         WebResponse(status: status, headers: [("Content-Type", "text/plain; charset=utf-8")], body: Array(message.utf8))
+    }
+
+    /// For content that must never act as a page (cover art): no script, no
+    /// plugin, no fetch, no form, even if a browser took it for HTML.
+    public static let sandboxPolicy = "sandbox; default-src 'none'"
+
+    /// Whether a header can be written as it is: a name of token characters,
+    /// and a value without CR, LF or NUL, which would end the header early
+    /// and let whatever follows be read as more headers or a body.
+    public static func isWritable(name: String, value: String) -> Bool {
+        guard !name.isEmpty, name.utf8.allSatisfy({ $0 > 32 && $0 < 127 && $0 != UInt8(ascii: ":") }) else { return false }
+        return !value.utf8.contains { $0 == 13 || $0 == 10 || $0 == 0 }
     }
 }
 
@@ -312,9 +338,18 @@ public final class WebServer: @unchecked Sendable {
         return write(response, to: connection, head: request.method == "HEAD")
     }
 
+    /// Every response goes out here: its headers checked (`isWritable`: one
+    /// that is not is never sent, and the answer becomes a 500), and
+    /// `nosniff` on all, so a browser takes each for the type it says.
     private func write(_ response: WebResponse, to connection: OpaquePointer, head onlyHead: Bool = false) -> Int32 {
+        var response = response
+        if let bad = response.headers.first(where: { !WebResponse.isWritable(name: $0.0, value: $0.1) }) {
+            log.error("web: refused to write the header \(bad.0.debugDescription) with a line break or control character in it")
+            response = .text(500, "the server made a malformed header; see its log")
+        }
         var head = "HTTP/1.1 \(response.status) \(Self.reason(response.status))\r\n"
         for (name, value) in response.headers { head += "\(name): \(value)\r\n" }
+        if !response.headers.contains(where: { $0.0.lowercased() == "x-content-type-options" }) { head += "X-Content-Type-Options: nosniff\r\n" }
         head += "Content-Length: \(response.body.count)\r\n\r\n"
         let headBytes = Array(head.utf8)
         _ = headBytes.withUnsafeBytes { mg_write(connection, $0.baseAddress, $0.count) }
@@ -333,8 +368,10 @@ public final class WebServer: @unchecked Sendable {
         case 403: "Forbidden"
         case 404: "Not Found"
         case 405: "Method Not Allowed"
+        case 401: "Unauthorized"
         case 413: "Payload Too Large"
         case 415: "Unsupported Media Type"
+        case 429: "Too Many Requests"
         case 503: "Service Unavailable"
         default: status < 400 ? "OK" : "Error"
         }

@@ -282,3 +282,20 @@ import TuttiTestSupport
         #expect(throws: DoctorProbeFailure.self) { try roomHealth(control: "127.0.0.1:1", room: "den") }
     }
 }
+
+/// `snapcast-unkeyed` and `snapcast-control-open` are two options (issue 26, finding 3).
+@Suite struct SnapcastOptionTests {
+    @Test func joiningWithoutAKeyAndOpenControlAreSeparateOptions() throws {
+        guard case .leader(let unkeyed) = try DaemonCommand.parse(["leader", "--music", "/m", "--snapcast-unkeyed"]).0,
+              case .leader(let open) = try DaemonCommand.parse(["leader", "--music", "/m", "--snapcast-control-open"]).0,
+              case .leader(let neither) = try DaemonCommand.parse(["leader", "--music", "/m"]).0 else {
+            Issue.record("not a leader"); return
+        }
+        #expect(unkeyed.snapcastWithoutKey && !unkeyed.snapcastControlOpen)
+        #expect(open.snapcastControlOpen && !open.snapcastWithoutKey)
+        #expect(!neither.snapcastWithoutKey && !neither.snapcastControlOpen)
+        let file = try ConfigFile.parse("[leader]\nmusic = /m\nsnapcast-control-open = yes\n", path: "/etc/tutti/tutti.conf")
+        guard case .leader(let fromFile) = try DaemonCommand.parse(["leader"], file: file, hostname: "pi").0 else { Issue.record("not a leader"); return }
+        #expect(fromFile.snapcastControlOpen && !fromFile.snapcastWithoutKey)
+    }
+}

@@ -126,8 +126,9 @@ func thisMachinesAddress() -> String? {
 
     @Test func aSurfaceBeyondLoopbackGetsAGeneratedPasswordKeptAcrossRestarts() throws {
         let dir = makeTemporaryDirectory()
+        let log = CapturingLog()
         func start() throws -> Leader {
-            try startLeader(files: []) { c in
+            try startLeader(files: [], log: log.logger) { c in
                 c.control = Endpoint(host: "0.0.0.0", port: 0)
                 c.databasePath = dir + "/db/library.db"
                 c.passwordOnLoopback = true
@@ -137,6 +138,9 @@ func thisMachinesAddress() -> String? {
         let saved = try String(contentsOfFile: dir + "/db/control-password", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
         let mode = try FileManager.default.attributesOfItem(atPath: dir + "/db/control-password")[.posixPermissions] as? Int
         #expect(saved.count == 20 && mode == 0o600, "password \(saved.count) characters, mode \(String(mode ?? 0, radix: 8))")
+        // The log (the journal, under systemd) says where the password is, never what it is.
+        #expect(!log.lines.contains { $0.contains(saved) }, "the generated password was logged: \(log.lines.filter { $0.contains(saved) })")
+        #expect(log.lines.contains { $0.contains(dir + "/db/control-password") && $0.contains("sudo cat") }, "\(log.lines)")
         let c = try ControlClient(endpoint: Endpoint(host: "127.0.0.1", port: first.controlEndpoint!.port))
         #expect(remoteError { try c.call("player.status") }?.code == -32001)
         _ = try c.call("auth.login", ["password": saved])
@@ -225,5 +229,133 @@ func thisMachinesAddress() -> String? {
         let inside = try runProgram("/usr/bin/mpc", ["-h", "127.0.0.1", "-p", port, "add", "album/in.wav"], mergeErrors: true)
         #expect(inside.status == 0, "\(inside.out)")
         #expect(leader.queue.count == 2)
+    }
+}
+
+/// Logging in (issue 26, finding 2): failures are limited per source
+/// address with an immediate refusal (no sleep on any shared thread), a
+/// bearer is only ever a token, and tokens are random, revocable, stored
+/// hashed and kept across a restart.
+@Suite(.serialized) struct LoginTests {
+    static let password = "kitchen-secret-42"
+
+    func leader(database: String? = nil, password: String = LoginTests.password) throws -> Leader {
+        let dir = makeTemporaryDirectory()
+        writeFile(dir + "/t.wav", wavImage(quantize(TestSignal.sine(frequency: 300, seconds: 30, amplitude: 0.2))))
+        return try startLeader(files: [dir + "/t.wav"]) { c in
+            c.control = Endpoint(host: "127.0.0.1", port: 0)
+            c.mpd = Endpoint(host: "127.0.0.1", port: 0)
+            c.web = WebOptions(endpoint: Endpoint(host: "127.0.0.1", port: 0), root: ControlPlaneTests.webRoot())
+            c.password = password
+            c.passwordOnLoopback = true // loopback addresses stand for other machines
+            c.databasePath = database
+        }
+    }
+
+    /// One JSON-RPC request on a new TCP connection from `source`; the reply's result or error.
+    func rpc(_ port: UInt16, from source: String, _ method: String, _ params: [String: Any] = [:]) -> [String: Any] {
+        let body = try! JSONSerialization.data(withJSONObject: ["jsonrpc": "2.0", "id": 1, "method": method, "params": params])
+        let line = exchange(port: port, from: source, Array(body) + [10], untilLine: true)
+        return (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any] ?? [:]
+    }
+
+    func message(_ reply: [String: Any]) -> String { (reply["error"] as? [String: Any])?["message"] as? String ?? "" }
+
+    @Test func wrongLoginsAreRefusedAtOnceOverTheLimitPerAddressOnEverySurface() throws {
+        let l = try leader()
+        defer { l.stop() }
+        let control = try #require(l.controlEndpoint).port, web = try #require(l.webEndpoint).port, mpd = try #require(l.mpdEndpoint).port
+        // Five wrong passwords from 127.0.0.2 cost nothing but the answer.
+        for i in 0..<5 {
+            #expect(message(rpc(control, from: "127.0.0.2", "auth.login", ["password": "guess-\(i)"])) == "wrong password", "guess \(i)")
+        }
+        // The sixth is refused before it is checked, even with the right password, and says when to come back.
+        let limited = rpc(control, from: "127.0.0.2", "auth.login", ["password": Self.password])
+        #expect(message(limited) == "too many failed logins from 127.0.0.2; try again in 1 s", "\(limited)")
+        #expect((limited["error"] as? [String: Any])?["code"] as? Int == -32002)
+        // The same address is refused on the other surfaces too: POST /api, MPD's password.
+        let api = httpRequest(port: web, from: "127.0.0.2", "POST", "/api", headers: [("Content-Type", "application/json")],
+                              body: #"{"jsonrpc":"2.0","id":1,"method":"auth.login","params":{"password":"kitchen-secret-42"}}"#)
+        #expect(api.contains("too many failed logins from 127.0.0.2"), "\(api)")
+        let mpdAnswer = exchange(port: mpd, from: "127.0.0.2", Array("password \(Self.password)\nclose\n".utf8))
+        #expect(mpdAnswer.contains("ACK [3@0] {password} too many failed logins from 127.0.0.2"), "\(mpdAnswer)")
+        // Another address is not held up: it logs in at once.
+        let other = rpc(control, from: "127.0.0.3", "auth.login", ["password": Self.password])
+        #expect((other["result"] as? [String: Any])?["access"] as? String == "full", "\(other)")
+        // Once the wait is over, the right password works, and the address starts afresh.
+        usleep(1_100_000)
+        let after = rpc(control, from: "127.0.0.2", "auth.login", ["password": Self.password])
+        #expect((after["result"] as? [String: Any])?["access"] as? String == "full", "\(after)")
+        #expect(message(rpc(control, from: "127.0.0.2", "auth.login", ["password": "typo"])) == "wrong password", "a fresh start after a success")
+    }
+
+    @Test func aBearerIsOnlyEverATokenNeverThePassword() throws {
+        let l = try leader()
+        defer { l.stop() }
+        let web = try #require(l.webEndpoint).port
+        let status = #"{"jsonrpc":"2.0","id":1,"method":"player.status"}"#
+        let withPassword = httpRequest(port: web, "POST", "/api", headers: [("Content-Type", "application/json"), ("Authorization", "Bearer \(Self.password)")], body: status)
+        #expect(withPassword.hasPrefix("HTTP/1.1 401") && !withPassword.contains("\"state\""), "the password as a bearer: \(withPassword)")
+        let login = httpRequest(port: web, "POST", "/api", headers: [("Content-Type", "application/json")],
+                                body: #"{"jsonrpc":"2.0","id":1,"method":"auth.login","params":{"password":"kitchen-secret-42"}}"#)
+        let result = (try? JSONSerialization.jsonObject(with: Data(httpBody(login).utf8))) as? [String: Any]
+        let token = try #require((result?["result"] as? [String: Any])?["token"] as? String, "\(login)")
+        let withToken = httpRequest(port: web, "POST", "/api", headers: [("Content-Type", "application/json"), ("Authorization", "Bearer \(token)")], body: status)
+        #expect(withToken.hasPrefix("HTTP/1.1 200") && withToken.contains("\"state\""), "\(withToken)")
+        // auth.logout with the bearer revokes it.
+        _ = httpRequest(port: web, "POST", "/api", headers: [("Content-Type", "application/json"), ("Authorization", "Bearer \(token)")],
+                        body: #"{"jsonrpc":"2.0","id":1,"method":"auth.logout"}"#)
+        let revoked = httpRequest(port: web, "POST", "/api", headers: [("Content-Type", "application/json"), ("Authorization", "Bearer \(token)")], body: status)
+        #expect(revoked.hasPrefix("HTTP/1.1 401"), "\(revoked)")
+    }
+
+    @Test func tokensAreRandomRevocableAndKeptAcrossARestart() throws {
+        let dir = makeTemporaryDirectory()
+        let database = dir + "/db/library.db"
+        var l = try leader(database: database)
+        var control = try #require(l.controlEndpoint).port
+        func token() throws -> String {
+            let r = rpc(control, from: "127.0.0.1", "auth.login", ["password": Self.password])
+            return try #require((r["result"] as? [String: Any])?["token"] as? String, "\(r)")
+        }
+        func works(_ t: String) -> Bool {
+            (rpc(control, from: "127.0.0.1", "auth.login", ["token": t])["result"] as? [String: Any])?["access"] as? String == "full"
+        }
+        let (a, b, c) = (try token(), try token(), try token())
+        #expect(a != b && b != c && a.count == 64 && Set(a).isSubset(of: Set("0123456789abcdef")), "each login a new random token")
+        #expect(works(a) && works(b) && works(c))
+        // Stored as digests: no token and not the password in the state database.
+        let state = try Data(contentsOf: URL(fileURLWithPath: dir + "/db/state.db"))
+        for secret in [a, b, Self.password] { #expect(state.range(of: Data(secret.utf8)) == nil, "\(secret) in state.db") }
+        // auth.logout revokes the one it names; a connection that logged in with it loses its access.
+        let holder = try ControlClient(endpoint: Endpoint(host: "127.0.0.1", port: control))
+        _ = try holder.call("auth.login", ["token": a])
+        #expect((try holder.call("player.status") as? [String: Any]) != nil)
+        let out = rpc(control, from: "127.0.0.1", "auth.logout", ["token": a])
+        #expect((out["result"] as? [String: Any])?["revoked"] as? Bool == true, "\(out)")
+        #expect(!works(a) && works(b))
+        #expect(throws: (any Error).self, "the connection that logged in with the revoked token") { _ = try holder.call("player.status") }
+        // A restart keeps the others.
+        l.stop()
+        l = try leader(database: database)
+        control = try #require(l.controlEndpoint).port
+        #expect(!works(a) && works(b) && works(c), "after a restart")
+        // auth.revokeAll needs a login, then revokes every token.
+        #expect(message(rpc(control, from: "127.0.0.1", "auth.revokeAll")).contains("log in first"))
+        let admin = try ControlClient(endpoint: Endpoint(host: "127.0.0.1", port: control))
+        _ = try admin.call("auth.login", ["password": Self.password])
+        let all = try #require(try admin.call("auth.revokeAll") as? [String: Any])
+        #expect(all["revoked"] as? Int == 3, "\(all)") // b, c and admin's own
+        #expect(!works(b) && !works(c))
+        l.stop()
+        // A new password voids every token issued under the old one.
+        l = try leader(database: database)
+        control = try #require(l.controlEndpoint).port
+        let d = try token()
+        l.stop()
+        l = try leader(database: database, password: "a-new-password-9")
+        control = try #require(l.controlEndpoint).port
+        #expect(!works(d), "a token from before the password changed")
+        l.stop()
     }
 }

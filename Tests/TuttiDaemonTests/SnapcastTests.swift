@@ -117,6 +117,75 @@ import TuttiTestSupport
     }
 }
 
+/// Snapcast control from other machines (issue 26, finding 3): letting
+/// snapclients join without a key (`snapcast-unkeyed`) no longer opens
+/// control; `snapcast-control-open` does. And the HTTP port takes only JSON
+/// from programs or its own pages, so a page opened in the house cannot
+/// post commands to it (nor to the web app's `/api`).
+@Suite(.serialized) struct SnapcastControlAccessTests {
+    func leader(controlOpen: Bool) throws -> Leader {
+        let dir = makeTemporaryDirectory()
+        writeFile(dir + "/t.wav", wavImage(quantize(TestSignal.sine(frequency: 300, seconds: 30, amplitude: 0.2))))
+        return try startLeader(files: [dir + "/t.wav"]) { c in
+            c.password = "kitchen-secret-42"
+            c.passwordOnLoopback = true // loopback stands for another machine
+            c.snapcastWithoutKey = true
+            c.snapcastControlOpen = controlOpen
+            c.snapcastControl = Endpoint(host: "127.0.0.1", port: 0)
+            c.snapcastHTTP = Endpoint(host: "127.0.0.1", port: 0)
+            c.web = WebOptions(endpoint: Endpoint(host: "127.0.0.1", port: 0), root: ControlPlaneTests.webRoot())
+        }
+    }
+
+    /// The leader plays its file from the start: a command that takes effect pauses it.
+    static let pause = #"{"jsonrpc":"2.0","id":1,"method":"Stream.Control","params":{"id":"main","command":"pause"}}"#
+
+    @Test func snapcastUnkeyedLetsSnapclientsJoinButDoesNotOpenControl() throws {
+        let l = try leader(controlOpen: false)
+        defer { l.stop() }
+        let tcp = try #require(l.snapcastControlEndpoint).port
+        let reply = exchange(port: tcp, Array((Self.pause + "\r\n").utf8), untilLine: true)
+        #expect(reply.contains("-32001") && reply.contains("cannot log in"), "\(reply)")
+        usleep(300_000)
+        #expect(l.nowPlaying.state == .playing, "still playing: the pause was refused")
+    }
+
+    @Test func snapcastControlOpenLetsOtherMachinesChangeThings() throws {
+        let l = try leader(controlOpen: true)
+        defer { l.stop() }
+        let tcp = try #require(l.snapcastControlEndpoint).port
+        // A notification of the change may come before the reply.
+        let reply = exchange(port: tcp, Array((Self.pause + "\r\n").utf8), until: "\"id\":1")
+        #expect(reply.contains("\"result\":\"ok\""), "\(reply)")
+        #expect(waitUntil(timeout: 3) { l.nowPlaying.state == .paused })
+    }
+
+    @Test func theHTTPPortsTakeOnlyJSONAndNotFromAnotherSitesPage() throws {
+        let l = try leader(controlOpen: true)
+        defer { l.stop() }
+        let http = try #require(l.snapcastHTTPEndpoint).port, web = try #require(l.webEndpoint).port
+        let status = #"{"jsonrpc":"2.0","id":1,"method":"Server.GetStatus"}"#
+        // A cross-site form can send text/plain without asking the browser first: refused.
+        let form = httpRequest(port: http, "POST", "/jsonrpc", headers: [("Content-Type", "text/plain")], body: Self.pause)
+        #expect(form.hasPrefix("HTTP/1.1 415"), "\(form.prefix(200))")
+        let crossSite = httpRequest(port: http, "POST", "/jsonrpc", headers: [("Content-Type", "application/json"), ("Origin", "http://evil.example")], body: Self.pause)
+        #expect(crossSite.hasPrefix("HTTP/1.1 403"), "\(crossSite.prefix(200))")
+        usleep(300_000)
+        #expect(l.nowPlaying.state == .playing, "neither request paused anything")
+        // A program (no Origin) and a page of this very host are served.
+        let program = httpRequest(port: http, "POST", "/jsonrpc", headers: [("Content-Type", "application/json")], body: status)
+        #expect(program.hasPrefix("HTTP/1.1 200") && program.contains("\"server\""), "\(program.prefix(200))")
+        let own = httpRequest(port: http, "POST", "/jsonrpc", headers: [("Content-Type", "application/json"), ("Origin", "http://127.0.0.1:\(http)")], body: status)
+        #expect(own.hasPrefix("HTTP/1.1 200"), "\(own.prefix(200))")
+        // The web app's /api: the same Origin rule.
+        let login = #"{"jsonrpc":"2.0","id":1,"method":"auth.status"}"#
+        let api = httpRequest(port: web, "POST", "/api", headers: [("Content-Type", "application/json"), ("Origin", "http://evil.example")], body: login)
+        #expect(api.hasPrefix("HTTP/1.1 403"), "\(api.prefix(200))")
+        let apiOwn = httpRequest(port: web, "POST", "/api", headers: [("Content-Type", "application/json"), ("Origin", "http://127.0.0.1:\(web)")], body: login)
+        #expect(apiOwn.hasPrefix("HTTP/1.1 200") && apiOwn.contains("\"access\""), "\(apiOwn.prefix(200))")
+    }
+}
+
 /// Any player as a source: a real process writes PCM into a FIFO and every room plays it.
 @Suite(.serialized) struct PipeSourceTests {
     @Test func aProcessWritingIntoAFIFOIsHeardAndNoWriterIsNotAnError() throws {

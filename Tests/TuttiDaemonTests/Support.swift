@@ -171,3 +171,61 @@ func runTutti(port: UInt16, _ args: [String]) throws -> (status: Int32, out: Str
     let (status, output) = try runProcess(binary, ["--port", String(port)] + args)
     return (status, output)
 }
+
+/// Connects to 127.0.0.1:`port` from `source` (another loopback address
+/// stands for another host), sends `request`, and returns what comes back
+/// until the server closes, a `\n` ends the first line (`untilLine`), `until` is in it, or 5 s pass.
+func exchange(port: UInt16, from source: String = "127.0.0.1", _ request: [UInt8], untilLine: Bool = false, until: String? = nil) -> String {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { return "" }
+    defer { close(fd) }
+    func address(_ host: String, _ port: UInt16) -> sockaddr_in {
+        var a = sockaddr_in()
+        a.sin_family = sa_family_t(AF_INET)
+        a.sin_port = port.bigEndian
+        inet_pton(AF_INET, host, &a.sin_addr)
+        return a
+    }
+    var local = address(source, 0), remote = address("127.0.0.1", port)
+    let size = socklen_t(MemoryLayout<sockaddr_in>.size)
+    guard withUnsafePointer(to: &local, { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, size) } }) == 0,
+          withUnsafePointer(to: &remote, { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, size) } }) == 0 else { return "" }
+    var timeout = timeval(tv_sec: 5, tv_usec: 0)
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    _ = request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+    var answer: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 65_536)
+    while true {
+        let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        if n <= 0 { break }
+        answer += buffer[0..<n]
+        if untilLine, answer.contains(UInt8(ascii: "\n")) { break }
+        if let until, String(decoding: answer, as: UTF8.self).contains(until) { break }
+    }
+    return String(decoding: answer, as: UTF8.self)
+}
+
+/// One HTTP/1.1 request (the connection closes after it); the whole answer, head and body.
+func httpRequest(port: UInt16, from source: String = "127.0.0.1", _ method: String, _ path: String,
+                 headers: [(String, String)] = [], body: String = "") -> String {
+    var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n"
+    for (n, v) in headers { head += "\(n): \(v)\r\n" }
+    if !body.isEmpty || method == "POST" { head += "Content-Length: \(body.utf8.count)\r\n" }
+    return exchange(port: port, from: source, Array((head + "\r\n" + body).utf8))
+}
+
+/// A header's value in an HTTP answer (case-insensitive name), nil if absent.
+func headerValue(_ answer: String, _ name: String) -> String? {
+    let head = answer.components(separatedBy: "\r\n\r\n").first ?? ""
+    for line in head.components(separatedBy: "\r\n").dropFirst() {
+        guard let colon = line.firstIndex(of: ":") else { continue }
+        if line[..<colon].lowercased() == name.lowercased() { return line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces) }
+    }
+    return nil
+}
+
+/// The body of an HTTP answer.
+func httpBody(_ answer: String) -> String {
+    guard let r = answer.range(of: "\r\n\r\n") else { return "" }
+    return String(answer[r.upperBound...])
+}

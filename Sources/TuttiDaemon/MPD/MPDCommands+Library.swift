@@ -443,7 +443,8 @@ extension MPDServer {
         }
         guard offset <= image.bytes.count else { throw .argument("Bad file offset") }
         r.add("size", image.bytes.count)
-        if embeddedOnly { r.add("type", image.mime) }
+        // The type the bytes show, never what a tag declared (which could hold any text, even a line break).
+        if embeddedOnly, let type = ImageType.sniff(image.bytes) { r.add("type", type.mime) }
         let end = min(image.bytes.count, offset + client.binaryLimit)
         r.addBinary(image.bytes[offset..<end])
     }

@@ -200,11 +200,12 @@ public final class MPDServer: @unchecked Sendable {
     /// `password` raises the client to full access; anything else must be allowed at its level.
     private func authorize(_ command: MPDCommand, client: MPDClient) throws(MPDError) {
         if command.name == "password", let secret = command.arguments.first {
-            guard leader.controlAccess.login(secret: secret, token: leader.controlToken, same: RoomKey.same) != nil else {
-                usleep(500_000) // slows guessing on this connection only
-                throw MPDError(.password, "incorrect password")
+            // Failures are counted per host; over the limit the refusal is immediate (nothing sleeps).
+            switch leader.login.loginMPD(secret: secret, peer: client.connection.peer) {
+            case .success: client.level = .full
+            case .failure(.limited(let refusal)): throw MPDError(.password, refusal.description)
+            case .failure: throw MPDError(.password, "incorrect password")
             }
-            client.level = .full
             return
         }
         guard ControlAccess.permitsMPD(client.level, command: command.name) else {
