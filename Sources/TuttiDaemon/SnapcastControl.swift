@@ -77,7 +77,7 @@ final class SnapcastControl: @unchecked Sendable {
             guard event != .health, event != .library, event != .playlists else { return }
             self?.wake.signal()
         }
-        startThread(name: "tutti-snap-notify") { [self] in
+        startEssentialThread(name: "tutti-snap-notify") { [self] in
             while running.load(ordering: .relaxed) {
                 wake.wait()
                 guard running.load(ordering: .relaxed) else { return }
@@ -86,13 +86,19 @@ final class SnapcastControl: @unchecked Sendable {
         }
         guard let listener else { return }
         log.info("Snapcast control (JSON-RPC) on \(listener.endpoint)")
-        startThread(name: "tutti-snap-ctl") { [self] in
+        startEssentialThread(name: "tutti-snap-ctl") { [self] in
             while running.load(ordering: .relaxed) {
                 guard let connection = try? listener.accept() else { return }
-                guard budget.admit(log: log, now: Monotonic.now()) else { connection.close(); continue }
-                startThread(name: "tutti-snap-client") { [self] in
-                    defer { budget.release() }
-                    serve(connection)
+                guard let ticket = budget.admit(peer: connection.peer, log: log, now: Monotonic.now()) else { connection.close(); continue }
+                do {
+                    try startThread(name: "tutti-snap-client") { [self] in
+                        defer { budget.release(ticket) }
+                        serve(connection)
+                    }
+                } catch {
+                    budget.release(ticket)
+                    connection.close()
+                    log.warning("Snapcast JSON-RPC \(connection.peer) refused: \(error)")
                 }
             }
         }
@@ -142,7 +148,8 @@ final class SnapcastControl: @unchecked Sendable {
         }, writeIfFree: { bytes in try connection.sendIfFree(bytes) }, disconnect: { connection.close() })
         defer { detach(client); connection.close() }
         var malformed = 0
-        let reason = ControlServer.readLines(from: connection, until: { client.writer.isClosed }) { line in
+        // Snapcast's clients cannot log in: one that may do nothing goes after 10 s.
+        let reason = ControlServer.readLines(from: connection, until: { client.writer.isClosed }, loggedIn: { client.level > .none }) { line in
             if let line { malformed = receive(line, from: client, onItsThread: true) ? 0 : malformed + 1 } else {
                 send(Self.failure(id: nil, code: -32700, message: "request line longer than \(ControlServer.maxLineBytes) bytes"), to: client, direct: true)
                 malformed += 1
