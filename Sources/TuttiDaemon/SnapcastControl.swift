@@ -34,6 +34,7 @@ final class SnapcastControl: @unchecked Sendable {
     private let log: Logger
     private let listener: TCPListener?
     private var web: WebServer?
+    private var pages: SnapcastPages?
     private let clients = Mutex<[ObjectIdentifier: ControlServer.Client]>([:])
     /// Snapcast JSON-RPC connections served at once.
     private let budget = ConnectionBudget(name: "Snapcast JSON-RPC", limit: 128)
@@ -62,6 +63,7 @@ final class SnapcastControl: @unchecked Sendable {
                 self?.respond(request) ?? .text(503, "the leader is stopping")
             }
             pages.control = self
+            self.pages = pages
             try web.start()
             self.web = web
         }
@@ -110,6 +112,7 @@ final class SnapcastControl: @unchecked Sendable {
         wake.signal()
         listener?.close()
         web?.stop()
+        pages?.loginWatch.stop()
         for c in clients.withLock({ Array($0.values) }) { c.writer.close(reason: "leader stopping") }
     }
 
@@ -188,11 +191,14 @@ final class SnapcastControl: @unchecked Sendable {
     final class SnapcastPages: WebSocketHandler, @unchecked Sendable {
         weak var control: SnapcastControl?
         private let sockets = Mutex<[ObjectIdentifier: ControlServer.Client]>([:])
+        /// Snapcast's pages cannot log in: one that may do nothing goes after 10 s.
+        let loginWatch = DeadlineWatch(name: "tutti-snap-login")
         func opened(_ socket: WebSocket) {
             guard let control else { return }
             let client = control.attach(peer: "Snapcast web \(socket.peer)", address: socket.peer, newlineFramed: false,
                                         write: { bytes in try socket.send(text: bytes) }, disconnect: { socket.close() })
             sockets.withLock { $0[ObjectIdentifier(socket)] = client }
+            WebSurface.Pages.closeUnlessLoggedIn(socket, client, watch: loginWatch)
         }
         func received(_ message: [UInt8], on socket: WebSocket) {
             guard let client = sockets.withLock({ $0[ObjectIdentifier(socket)] }) else { return }

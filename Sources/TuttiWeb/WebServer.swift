@@ -2,6 +2,7 @@ import CCivetweb
 import Glibc
 import Synchronization
 import TuttiCore
+import TuttiSystem
 
 /// Errors of the web server, with what a user needs to act.
 public enum WebError: Error, CustomStringConvertible, Equatable {
@@ -70,6 +71,8 @@ public final class WebSocket: @unchecked Sendable {
     var partial: [UInt8] = []
     /// Set by `close()`; the next message from the page ends the connection.
     private let closing = Atomic<Bool>(false)
+    /// The connection's descriptor, when it was found (see `terminate`).
+    var descriptor: Int32?
     private let saidGoodbye = Atomic<Bool>(false)
 
     /// The page closed the socket itself (a close frame), rather than
@@ -106,6 +109,17 @@ public final class WebSocket: @unchecked Sendable {
 
     var isClosing: Bool { closing.load(ordering: .acquiring) }
 
+    /// Ends the connection now, whatever the page does: `close()` waits for
+    /// the page's next message, and a page that only answers pings never
+    /// sends one. Under the lock, so the descriptor is still civetweb's
+    /// (it is closed only after `detach`).
+    public func terminate() {
+        closing.store(true, ordering: .releasing)
+        state.withLock { connection in
+            if connection != nil, let descriptor { shutdown(descriptor, Int32(SHUT_RDWR)) }
+        }
+    }
+
     func detach() { state.withLock { $0 = nil } }
 }
 
@@ -139,6 +153,10 @@ public final class WebServer: @unchecked Sendable {
     /// Where the handlers run (see HandlerLane: civetweb's own stacks are too small).
     private var lane: HandlerLane?
     private let timeoutMilliseconds: Int
+    /// Connections per source address (see `admitConnection`).
+    private let shares: Mutex<ConnectionShares>
+    private let refusedConnections = Atomic<Int>(0)
+    private let lastRefusalLog = Atomic<Int64>(0)
 
     /// `endpoint` is `HOST:PORT` (port 0: any free one). `timeoutMilliseconds`
     /// bounds a read or write on one connection; a WebSocket page that
@@ -159,6 +177,7 @@ public final class WebServer: @unchecked Sendable {
         self.socketHandler = socketHandler
         self.log = log
         self.handler = handler
+        shares = Mutex(ConnectionShares(limits: Self.shareLimits(threads: threads)))
     }
 
     deinit { stop() }
@@ -186,6 +205,7 @@ public final class WebServer: @unchecked Sendable {
             Unmanaged<WebServer>.fromOpaque(raw).takeUnretainedValue().log.warning("web: \(String(cString: message))")
             return 1
         }
+        installShareCallbacks(&callbacks)
         let me = Unmanaged.passUnretained(self).toOpaque()
         let started: OpaquePointer? = withCStrings(options) { argv in mg_start(&callbacks, me, argv) }
         guard let started else {
@@ -385,12 +405,13 @@ public final class WebServer: @unchecked Sendable {
         guard let info = mg_get_request_info(connection)?.pointee else { return }
         // A bounded kernel send buffer (civetweb lets Linux grow it to 4 MB), so a page
         // that stopped reading shows up as a stalled write, not megabytes of kernel memory.
-        if let fd = Self.socket(remotePort: info.remote_port, localPort: info.server_port) {
+        let socket = WebSocket(connection: connection, peer: remoteAddress(info))
+        socket.descriptor = Self.socket(remotePort: info.remote_port, localPort: info.server_port)
+        if let fd = socket.descriptor {
             var size: Int32 = Self.sendBufferBytes
             setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
         }
-        let socket = WebSocket(connection: connection, peer: remoteAddress(info))
-        mg_set_user_connection_data(connection, Unmanaged.passRetained(socket).toOpaque())
+        record(of: connection)?.socket = socket
         socketHandler?.opened(socket)
     }
 
@@ -418,8 +439,7 @@ public final class WebServer: @unchecked Sendable {
     }
 
     private func socketData(_ connection: OpaquePointer, bits: Int32, _ bytes: UnsafeMutablePointer<CChar>?, _ count: Int) -> Bool {
-        guard let raw = mg_get_user_connection_data(connection) else { return false }
-        let socket = Unmanaged<WebSocket>.fromOpaque(raw).takeUnretainedValue()
+        guard let socket = record(of: connection)?.socket else { return false }
         if socket.isClosing { return false }
         let opcode = bits & 0x0f
         let final = bits & 0x80 != 0
@@ -447,9 +467,8 @@ public final class WebServer: @unchecked Sendable {
     }
 
     private func socketClosed(_ connection: OpaquePointer) {
-        guard let raw = mg_get_user_connection_data(connection) else { return }
-        mg_set_user_connection_data(connection, nil)
-        let socket = Unmanaged<WebSocket>.fromOpaque(raw).takeRetainedValue()
+        guard let record = record(of: connection), let socket = record.socket else { return }
+        record.socket = nil
         socket.detach()
         socketHandler?.closed(socket)
     }
@@ -461,4 +480,84 @@ private func withCStrings<R>(_ strings: [String], _ body: (UnsafeMutablePointer<
     defer { copies.forEach { free($0) } }
     var argv: [UnsafePointer<CChar>?] = copies.map { UnsafePointer($0) } + [nil]
     return argv.withUnsafeMutableBufferPointer { body($0.baseAddress!) }
+}
+
+// MARK: Connections per source address
+
+/// One connection's record, civetweb's user data for it from its accept to
+/// its close: the places it holds, and its WebSocket once it is one.
+// Sendable because civetweb calls for one connection come on its one worker thread at a time (init, requests, WebSocket callbacks, close).
+final class ConnectionRecord: @unchecked Sendable {
+    /// Decided at its first request (civetweb shows the peer's address only then).
+    var admission: (address: SourceAddress, place: ConnectionShares.Place?)?
+    var socket: WebSocket?
+}
+
+extension WebServer {
+    /// Each connection holds a civetweb worker for as long as it is open (a
+    /// page's WebSocket, a keep-alive), so one host may hold at most a
+    /// quarter of them (12 of 48, 2 of 8; `ConnectionShares`), and a few
+    /// (4 of 48, 2 of 8) are kept for clients on this machine. Beyond its
+    /// share a host's connection is answered 503 and closed at once.
+    static func shareLimits(threads: Int) -> ConnectionShares.Limits {
+        let reserve = threads >= 24 ? 4 : min(2, max(0, threads - 1))
+        return ConnectionShares.Limits(port: max(1, threads - reserve), perAddress: max(2, min(32, threads / 4)), loopbackReserve: reserve)
+    }
+
+    /// Connections open now from `host` (an address, as a peer's `HOST:PORT` starts).
+    public func connections(from host: String) -> Int { shares.withLock { $0.held(by: SourceAddress.parse(host) ?? .unknown) } }
+
+    func installShareCallbacks(_ callbacks: inout mg_callbacks) {
+        callbacks.init_connection = { _, data in
+            data?.pointee = Unmanaged.passRetained(ConnectionRecord()).toOpaque()
+            return 0
+        }
+        callbacks.begin_request = { connection in
+            guard let connection, let ctx = mg_get_context(connection), let raw = mg_get_user_data(ctx) else { return 0 }
+            return Unmanaged<WebServer>.fromOpaque(raw).takeUnretainedValue().admitOrRefuse(connection)
+        }
+        callbacks.connection_close = { connection in
+            guard let connection, let ctx = mg_get_context(connection), let raw = mg_get_user_data(ctx) else { return }
+            Unmanaged<WebServer>.fromOpaque(raw).takeUnretainedValue().releaseConnection(connection)
+        }
+    }
+
+    /// The record a connection was given at its start.
+    func record(of connection: OpaquePointer) -> ConnectionRecord? {
+        mg_get_user_connection_data(connection).map { Unmanaged<ConnectionRecord>.fromOpaque($0).takeUnretainedValue() }
+    }
+
+    /// civetweb's begin_request: the connection's first request takes its
+    /// place (0: serve it); over the share it is answered 503 here, and closed.
+    private func admitOrRefuse(_ connection: OpaquePointer) -> Int32 {
+        guard let record = record(of: connection) else { return 0 }
+        if record.admission == nil {
+            var host = ""
+            if let info = mg_get_request_info(connection)?.pointee {
+                host = withUnsafeBytes(of: info.remote_addr) { raw in String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self) }
+            }
+            let address = SourceAddress.parse(host) ?? .unknown
+            switch shares.withLock({ $0.admit(address) }) {
+            case .success(let place): record.admission = (address, place)
+            case .failure(let refusal):
+                record.admission = (address, nil)
+                let n = refusedConnections.add(1, ordering: .relaxed).newValue
+                let now = Condition.now(), last = lastRefusalLog.load(ordering: .relaxed)
+                if now - last > 5_000_000_000, lastRefusalLog.compareExchange(expected: last, desired: now, ordering: .relaxed).exchanged {
+                    log.warning("web \(requestedEndpoint): refused \(host): \(refusal); refused \(n) so far")
+                }
+            }
+        }
+        guard record.admission?.place == nil else { return 0 }
+        // Sets civetweb's must-close: the connection ends after this answer.
+        _ = tutti_mg_send_error(connection, 503, "too many connections from your address; close some and try again")
+        return 503
+    }
+
+    private func releaseConnection(_ connection: OpaquePointer) {
+        guard let raw = mg_get_user_connection_data(connection) else { return }
+        mg_set_user_connection_data(connection, nil)
+        let record = Unmanaged<ConnectionRecord>.fromOpaque(raw).takeRetainedValue()
+        if let admission = record.admission, let place = admission.place { shares.withLock { $0.release(admission.address, place: place) } }
+    }
 }
