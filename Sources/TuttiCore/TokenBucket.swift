@@ -17,7 +17,8 @@ public struct TokenBucket: Sendable, Equatable {
     }
 
     private mutating func refill(now: Int64) {
-        defer { last = now }
+        // A clock read out of order never moves `last` back (which would give tokens twice).
+        defer { last = max(last ?? now, now) }
         guard let last, now > last else { return }
         // Saturating: a bucket left alone for years is simply full.
         let (gained, overflow) = (now - last).multipliedReportingOverflow(by: Int64(perSecond))
