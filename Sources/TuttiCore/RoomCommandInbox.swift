@@ -15,6 +15,17 @@ public enum RoomAction: Sendable, Equatable, CustomStringConvertible {
     /// A snapclient's mixer moved: the latest volume and mute it reported.
     case mixer(volume: UInt8?, muted: Bool?)
 
+    /// What it costs of the rate limit: each track skipped and each step
+    /// through a cycle is a press; a volume change is one however many
+    /// steps it adds up (it is one change of the room's settings).
+    public var cost: Int {
+        switch self {
+        case .skip(let n): max(1, abs(n))
+        case .toggle(_, let n), .cycle(_, let n): max(1, n)
+        case .once, .volume, .mixer: 1
+        }
+    }
+
     public var description: String {
         switch self {
         case .once(let c): "\(c)"
@@ -37,7 +48,8 @@ public enum RoomAction: Sendable, Equatable, CustomStringConvertible {
 /// result comes at once. So commands are done as they come while the bucket
 /// has tokens (10 at once, then 8 a second: a held button never waits), and
 /// those that must wait merge with the one waiting before them:
-/// several `next`s become one skip of several tracks (at most 10),
+/// several `next`s become one skip of several tracks (at most 10, and
+/// each track skipped costs a token, so a flood skips 8 tracks a second),
 /// volume steps add up (at most 20 steps, the whole 0–100 range), toggles
 /// in pairs cancel, and a repeated play/pause/stop/like is done once.
 /// Different commands keep their order. Beyond 16 different commands
@@ -146,10 +158,11 @@ public struct RoomCommandInbox: Sendable, Equatable {
         case idle
     }
 
-    /// The next action to do now, if the rate allows; it leaves the inbox.
+    /// The next action to do now, if the rate allows (`RoomAction.cost`
+    /// tokens); it leaves the inbox.
     public mutating func take(now: Int64) -> Turn {
-        guard !waiting.isEmpty else { return .idle }
-        guard bucket.take(now: now) else { return .wait(until: bucket.nextToken(now: now)) }
+        guard let first = waiting.first else { return .idle }
+        guard bucket.take(now: now, count: first.cost) else { return .wait(until: bucket.nextToken(now: now, count: first.cost)) }
         return .run(waiting.removeFirst())
     }
 

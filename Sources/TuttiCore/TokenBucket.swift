@@ -26,19 +26,20 @@ public struct TokenBucket: Sendable, Equatable {
         level = overflow ? full : min(full, level + min(gained, full))
     }
 
-    /// Takes a token if there is one.
-    public mutating func take(now: Int64) -> Bool {
+    /// Takes `count` tokens (at most the capacity) if there are that many.
+    public mutating func take(now: Int64, count: Int = 1) -> Bool {
         refill(now: now)
-        guard level >= nanosecondsPerSecond else { return false }
-        level -= nanosecondsPerSecond
+        let cost = Int64(min(max(1, count), capacity)) * nanosecondsPerSecond
+        guard level >= cost else { return false }
+        level -= cost
         return true
     }
 
-    /// When the next token will be there (`now` if there is one already).
-    public mutating func nextToken(now: Int64) -> Int64 {
+    /// When `count` tokens will be there (`now` if they are already).
+    public mutating func nextToken(now: Int64, count: Int = 1) -> Int64 {
         refill(now: now)
-        if level >= nanosecondsPerSecond { return now }
-        let missing = nanosecondsPerSecond - level
-        return now + (missing + Int64(perSecond) - 1) / Int64(perSecond)
+        let cost = Int64(min(max(1, count), capacity)) * nanosecondsPerSecond
+        if level >= cost { return now }
+        return now + (cost - level + Int64(perSecond) - 1) / Int64(perSecond)
     }
 }

@@ -26,6 +26,10 @@ struct RoomCommandInboxTests {
         #expect(inbox.dropped == 0)
         #expect(inbox.take(now: 0) == .run(.skip(10)))
         #expect(inbox.take(now: 0) == .idle)
+        // Each track skipped costs a token: the next skip of 10 waits for all 10 (1.25 s at 8 a second).
+        for _ in 0..<100_000 { inbox.receive(.next) }
+        #expect(inbox.take(now: 0) == .wait(until: 1_250 * ms))
+        #expect(inbox.take(now: 1_250 * ms) == .run(.skip(10)))
     }
 
     @Test func pairsOfTogglesCancelRepeatsOfPlayAreOnePrevTakesBackANext() {
