@@ -108,16 +108,20 @@ public struct ConnectionShares: Sendable, Equatable {
         public var perAddress: Int
         public var loopbackReserve: Int
         public var provisionalReserve: Int
+        public static let mostPerAddress = 16
 
-        /// A host's share: a quarter of the port, and at most 32 (a household's
-        /// busiest host, a phone with an MPD app and the web app, or a
-        /// machine running a few snapclients, uses a handful; 32 is far
-        /// beyond that, and four hosts at their share still leave the port
-        /// room). Eight places each beyond the port for loopback and keyed speakers.
+        /// A host's share: a quarter of the port, and at most 16. A household's
+        /// busiest host (a phone with an MPD app and the web app, Home
+        /// Assistant, a machine running a few snapclients) uses a handful;
+        /// and each connection on the speaker, JSON-RPC, MPD and Snapcast
+        /// ports is a thread, so 16 on each of the four is 64 threads for a
+        /// host that fills them all, under the ~90 an idle leader runs
+        /// (bench/hostile: threads stay within 2× idle; 32 made it 2.4×).
+        /// Eight places each beyond the port for loopback and keyed speakers.
         public init(port: Int, perAddress: Int? = nil, loopbackReserve: Int = 8, provisionalReserve: Int = 0) {
             precondition(port >= 1)
             self.port = port
-            self.perAddress = perAddress ?? max(1, min(32, port / 4))
+            self.perAddress = perAddress ?? max(1, min(Self.mostPerAddress, port / 4))
             self.loopbackReserve = loopbackReserve
             self.provisionalReserve = provisionalReserve
         }

@@ -5,7 +5,7 @@ import TuttiSystem
 
 /// How many connections one port serves at once, counted per source
 /// address first (`ConnectionShares`: one host gets at most a quarter of
-/// the port, and never more than 32), then for the port. A peer that opens
+/// the port, and never more than 16), then for the port. A peer that opens
 /// more (a thousand at once, say) has the rest closed as they arrive, so a
 /// flood costs bounded threads and memory, the clients already served keep
 /// their latency, and a client from another address still gets in. A few

@@ -501,7 +501,7 @@ extension WebServer {
     /// share a host's connection is answered 503 and closed at once.
     static func shareLimits(threads: Int) -> ConnectionShares.Limits {
         let reserve = threads >= 24 ? 4 : min(2, max(0, threads - 1))
-        return ConnectionShares.Limits(port: max(1, threads - reserve), perAddress: max(2, min(32, threads / 4)), loopbackReserve: reserve)
+        return ConnectionShares.Limits(port: max(1, threads - reserve), perAddress: max(2, min(ConnectionShares.Limits.mostPerAddress, threads / 4)), loopbackReserve: reserve)
     }
 
     /// Connections open now from `host` (an address, as a peer's `HOST:PORT` starts).

@@ -113,16 +113,16 @@ struct RoomCommandInboxTests {
 struct ConnectionSharesTests {
     func address(_ text: String) -> SourceAddress { SourceAddress.parse(text)! }
 
-    @Test func aHostGetsAQuarterOfThePortAndAtMost32() {
-        #expect(ConnectionShares.Limits(port: 256).perAddress == 32)
-        #expect(ConnectionShares.Limits(port: 64).perAddress == 16)
+    @Test func aHostGetsAQuarterOfThePortAndAtMost16() {
+        #expect(ConnectionShares.Limits(port: 256).perAddress == 16)
+        #expect(ConnectionShares.Limits(port: 32).perAddress == 8)
         var shares = ConnectionShares(limits: .init(port: 256))
         let a = address("10.0.0.7:5000"), b = address("10.0.0.8:5000")
         let results = (0..<40).map { _ in shares.admit(a) }
-        #expect(results.filter { (try? $0.get()) == .general }.count == 32)
-        #expect(results.last == .failure(.addressFull(a, 32)))
+        #expect(results.filter { (try? $0.get()) == .general }.count == 16)
+        #expect(results.last == .failure(.addressFull(a, 16)))
         #expect(shares.admit(b) == .success(.general), "another host is served")
-        #expect(shares.held(by: a) == 32 && shares.held(by: b) == 1 && shares.addresses == 2)
+        #expect(shares.held(by: a) == 16 && shares.held(by: b) == 1 && shares.addresses == 2)
     }
 
     @Test func beyondAFullPortOnlyLoopbackAndWouldBeSpeakersGetTheReservedPlaces() {

@@ -96,8 +96,8 @@ func threadCount() -> Int {
             print("\(name): 40 connections from 127.0.0.2, \(open[name]!) held")
         }
         // The two speaker ports share one budget (speakers of either kind); the others have their own.
-        #expect(open["speaker"]! + open["snapcast stream"]! == 32, "\(open)")
-        for name in ["JSON-RPC", "MPD", "Snapcast JSON-RPC"] { #expect(open[name] == 32, "\(name): \(open[name]!) of 40 held (a host's share is 32)") }
+        #expect(open["speaker"]! + open["snapcast stream"]! == 16, "\(open)")
+        for name in ["JSON-RPC", "MPD", "Snapcast JSON-RPC"] { #expect(open[name] == 16, "\(name): \(open[name]!) of 40 held (a host's share is 16)") }
         // The web port: 12 of 48 workers per host; the 13th request from 127.0.0.2 is refused and closed.
         let web = try #require(leader.webEndpoint).port
         var pages: [SourcedConnection] = []
