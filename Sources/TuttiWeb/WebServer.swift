@@ -61,7 +61,7 @@ public protocol WebSocketHandler: AnyObject, Sendable {
 
 /// One open WebSocket. Writes may come from any thread and block at most
 /// the server's request timeout on a peer that stopped reading.
-// Sendable because `connection` is used only under `state`'s lock, and `partial` only by civetweb's one worker thread of this connection.
+// Sendable because `connection` is used only under `state`'s lock, `partial` only by civetweb's one worker thread of this connection, and `descriptor` is written once before the handler hears of the socket.
 public final class WebSocket: @unchecked Sendable {
     public let peer: String
     private let state: Mutex<Connection?>
