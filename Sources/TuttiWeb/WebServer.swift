@@ -156,6 +156,11 @@ public final class WebServer: @unchecked Sendable {
     /// Connections per source address (see `admitConnection`).
     private let shares: Mutex<ConnectionShares>
     private let refusedConnections = Atomic<Int>(0)
+    /// Where civetweb keeps a connection's request info in its connection
+    /// record, learned at the first request (-1: not yet). civetweb fills in
+    /// the peer's address there before it calls init_connection, but gives
+    /// the info out (`mg_get_request_info`) only once a request was read.
+    let requestInfoOffset = Atomic<Int>(-1)
     private let lastRefusalLog = Atomic<Int64>(0)
 
     /// `endpoint` is `HOST:PORT` (port 0: any free one). `timeoutMilliseconds`
@@ -406,7 +411,9 @@ public final class WebServer: @unchecked Sendable {
         // A bounded kernel send buffer (civetweb lets Linux grow it to 4 MB), so a page
         // that stopped reading shows up as a stalled write, not megabytes of kernel memory.
         let socket = WebSocket(connection: connection, peer: remoteAddress(info))
-        socket.descriptor = Self.socket(remotePort: info.remote_port, localPort: info.server_port)
+        // By address and both ports: two hosts may use the same port (and `terminate` shuts this descriptor down).
+        let host = withUnsafeBytes(of: info.remote_addr) { raw in String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self) }
+        socket.descriptor = Self.socket(peerHost: host, peerPort: info.remote_port, localPort: info.server_port)
         if let fd = socket.descriptor {
             var size: Int32 = Self.sendBufferBytes
             setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
@@ -416,6 +423,42 @@ public final class WebServer: @unchecked Sendable {
     }
 
     public static let sendBufferBytes: Int32 = 64 * 1024
+
+    /// The descriptor of the connection from `peerHost:peerPort` to our
+    /// `localPort` (IPv4 or IPv6), found as `socket(remotePort:localPort:)` does.
+    static func socket(peerHost: String, peerPort: Int32, localPort: Int32) -> Int32? {
+        var v4 = in_addr(), v6 = in6_addr()
+        let isV4 = inet_pton(AF_INET, peerHost, &v4) == 1
+        guard isV4 || inet_pton(AF_INET6, peerHost, &v6) == 1, let dir = opendir("/proc/self/fd") else { return nil }
+        defer { closedir(dir) }
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            guard let fd = Int32(name) else { continue }
+            var peer = sockaddr_storage(), local = sockaddr_storage()
+            var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+            guard withUnsafeMutablePointer(to: &peer, { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(fd, $0, &length) } }) == 0 else { continue }
+            length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+            guard withUnsafeMutablePointer(to: &local, { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }) == 0 else { continue }
+            let matches: Bool = withUnsafePointer(to: &peer) { p in
+                withUnsafePointer(to: &local) { l in
+                    if isV4, Int32(p.pointee.ss_family) == AF_INET {
+                        let a = p.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee }
+                        let b = l.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee }
+                        return a.sin_addr.s_addr == v4.s_addr && Int32(UInt16(bigEndian: a.sin_port)) == peerPort && Int32(UInt16(bigEndian: b.sin_port)) == localPort
+                    }
+                    if !isV4, Int32(p.pointee.ss_family) == AF_INET6 {
+                        let a = p.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { $0.pointee }
+                        let b = l.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { $0.pointee }
+                        let same = withUnsafeBytes(of: a.sin6_addr) { x in withUnsafeBytes(of: v6) { y in x.elementsEqual(y) } }
+                        return same && Int32(UInt16(bigEndian: a.sin6_port)) == peerPort && Int32(UInt16(bigEndian: b.sin6_port)) == localPort
+                    }
+                    return false
+                }
+            }
+            if matches { return fd }
+        }
+        return nil
+    }
 
     /// civetweb does not hand out a connection's descriptor: find it among
     /// ours by its two ports (once per WebSocket).
@@ -508,8 +551,10 @@ extension WebServer {
     public func connections(from host: String) -> Int { shares.withLock { $0.held(by: SourceAddress.parse(host) ?? .unknown) } }
 
     func installShareCallbacks(_ callbacks: inout mg_callbacks) {
-        callbacks.init_connection = { _, data in
-            data?.pointee = Unmanaged.passRetained(ConnectionRecord()).toOpaque()
+        callbacks.init_connection = { connection, data in
+            guard let connection, let data, let ctx = mg_get_context(connection), let raw = mg_get_user_data(ctx) else { return 0 }
+            let record = Unmanaged<WebServer>.fromOpaque(raw).takeUnretainedValue().admitNewConnection(connection)
+            data.pointee = Unmanaged.passRetained(record).toOpaque()
             return 0
         }
         callbacks.begin_request = { connection in
@@ -527,26 +572,48 @@ extension WebServer {
         mg_get_user_connection_data(connection).map { Unmanaged<ConnectionRecord>.fromOpaque($0).takeUnretainedValue() }
     }
 
-    /// civetweb's begin_request: the connection's first request takes its
-    /// place (0: serve it); over the share it is answered 503 here, and closed.
+    /// civetweb's init_connection, on the worker the connection was given:
+    /// it takes its place now, before it has said anything (a silent or
+    /// slow connection holds the worker all the same). Over its host's
+    /// share it is shut down at once, so civetweb's first read ends it.
+    /// Until the first request has shown where the peer's address is kept,
+    /// the first request takes the place instead (`admitOrRefuse`).
+    private func admitNewConnection(_ connection: OpaquePointer) -> ConnectionRecord {
+        let record = ConnectionRecord()
+        let offset = requestInfoOffset.load(ordering: .acquiring)
+        guard offset >= 0 else { return record }
+        let info = UnsafeRawPointer(connection).advanced(by: offset).assumingMemoryBound(to: mg_request_info.self).pointee
+        let host = withUnsafeBytes(of: info.remote_addr) { raw in String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self) }
+        admit(record, host: host)
+        if record.admission?.place == nil, let fd = Self.socket(peerHost: host, peerPort: info.remote_port, localPort: info.server_port) {
+            shutdown(fd, Int32(SHUT_RDWR))
+        }
+        return record
+    }
+
+    private func admit(_ record: ConnectionRecord, host: String) {
+        let address = SourceAddress.parse(host) ?? .unknown
+        switch shares.withLock({ $0.admit(address) }) {
+        case .success(let place): record.admission = (address, place)
+        case .failure(let refusal):
+            record.admission = (address, nil)
+            let n = refusedConnections.add(1, ordering: .relaxed).newValue
+            let now = Condition.now(), last = lastRefusalLog.load(ordering: .relaxed)
+            if now - last > 5_000_000_000, lastRefusalLog.compareExchange(expected: last, desired: now, ordering: .relaxed).exchanged {
+                log.warning("web \(requestedEndpoint): refused \(host): \(refusal); refused \(n) so far")
+            }
+        }
+    }
+
+    /// civetweb's begin_request: a connection refused at its start (or, before
+    /// the offset was known, over its share at its first request) is answered
+    /// 503 here, and closed; 0: serve the request.
     private func admitOrRefuse(_ connection: OpaquePointer) -> Int32 {
         guard let record = record(of: connection) else { return 0 }
-        if record.admission == nil {
-            var host = ""
-            if let info = mg_get_request_info(connection)?.pointee {
-                host = withUnsafeBytes(of: info.remote_addr) { raw in String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self) }
-            }
-            let address = SourceAddress.parse(host) ?? .unknown
-            switch shares.withLock({ $0.admit(address) }) {
-            case .success(let place): record.admission = (address, place)
-            case .failure(let refusal):
-                record.admission = (address, nil)
-                let n = refusedConnections.add(1, ordering: .relaxed).newValue
-                let now = Condition.now(), last = lastRefusalLog.load(ordering: .relaxed)
-                if now - last > 5_000_000_000, lastRefusalLog.compareExchange(expected: last, desired: now, ordering: .relaxed).exchanged {
-                    log.warning("web \(requestedEndpoint): refused \(host): \(refusal); refused \(n) so far")
-                }
-            }
+        if record.admission == nil, let info = mg_get_request_info(connection) {
+            let offset = Int(bitPattern: UnsafeRawPointer(info)) - Int(bitPattern: UnsafeRawPointer(connection))
+            if offset >= 0 && offset < 65_536 { requestInfoOffset.store(offset, ordering: .releasing) }
+            admit(record, host: withUnsafeBytes(of: info.pointee.remote_addr) { raw in String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self) })
         }
         guard record.admission?.place == nil else { return 0 }
         // Sets civetweb's must-close: the connection ends after this answer.

@@ -281,6 +281,7 @@ def late_speaker(args, name, log_path, out):
 
 def hold_idle(port, n, seconds):
     raise_fd_limit()
+    time.sleep(1)  # after the room-command peer and the WebSockets have their places
     socks = []
     for _ in range(n):
         try:
@@ -304,7 +305,8 @@ def hold_idle(port, n, seconds):
 
 
 def slowloris(port, seconds):
-    end = time.monotonic() + seconds
+    time.sleep(1)
+    end = time.monotonic() + seconds - 1
     s = None
     while time.monotonic() < end:
         try:
@@ -318,7 +320,8 @@ def slowloris(port, seconds):
 
 def flood(port, seconds, kind, stream_port):
     rng = random.Random(port * 7 + (1 if kind == "random" else 0))
-    end = time.monotonic() + seconds
+    time.sleep(1)
+    end = time.monotonic() + seconds - 1
     sent = 0
     big = b"A" * (1 << 20)
     while time.monotonic() < end:
@@ -441,14 +444,14 @@ def phase(args, ports, attack, index):
     workers, pool = [], None
     if attack:
         pool = multiprocessing.Pool(processes=len(ports) * (3 + args.slow) + 2)  # every task at once
+        workers.append(("stream", "room commands (sent, seconds)", pool.apply_async(room_commands, (args.stream, args.commands, args.seconds))))
+        workers.append(("web", "websockets never logged in (opened, open at the end)", pool.apply_async(silent_websockets, (args.web, args.sockets, args.seconds))))
         for name, port in ports.items():
             workers.append((name, "idle", pool.apply_async(hold_idle, (port, args.idle, args.seconds))))
             for _ in range(args.slow):
                 pool.apply_async(slowloris, (port, args.seconds))
             workers.append((name, "oversized", pool.apply_async(flood, (port, args.seconds, "oversized", args.stream))))
             workers.append((name, "random", pool.apply_async(flood, (port, args.seconds, "random", args.stream))))
-        workers.append(("web", "websockets never logged in (opened, open at the end)", pool.apply_async(silent_websockets, (args.web, args.sockets, args.seconds))))
-        workers.append(("stream", "room commands (sent, seconds)", pool.apply_async(room_commands, (args.stream, args.commands, args.seconds))))
         time.sleep(2)  # the attack is on before the probes start
     t0 = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
     for p in probes:
