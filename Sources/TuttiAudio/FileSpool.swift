@@ -51,7 +51,7 @@ final class FileSpool: @unchecked Sendable {
         self.maximumDelay = maximumDelay
         sem_init(wake, 0, 0)
         sem_init(done, 0, 0)
-        startThread(name: name, stackSize: 128 << 10) { [self] in
+        startEssentialThread(name: name, stackSize: 128 << 10) { [self] in
             drainUntilStopped()
             finished.store(true, ordering: .releasing)
             sem_post(done)

@@ -125,7 +125,7 @@ public final class PlayoutEngine: @unchecked Sendable {
         guard !running.exchange(true, ordering: .acquiringAndReleasing) else { return }
         startedThread = true
         // Tools (top, the rt bench) look for this name.
-        startThread(name: "tutti-playout", stackSize: 1 << 20) { [self] in
+        startEssentialThread(name: "tutti-playout", stackSize: 1 << 20) { [self] in
             if realtime { requestRealtime() }
             run(sink)
             finished.store(true, ordering: .releasing)

@@ -53,3 +53,27 @@ extension Leader {
         }
     }
 }
+
+extension Leader {
+    /// A speaker's room action from the desk (`RoomCommandDesk`), on its thread.
+    func perform(_ action: RoomAction, room: String) {
+        switch action {
+        case .once(let command): handle(command, room: room)
+        case .skip(let n):
+            for _ in 0..<abs(n) { handle(n > 0 ? .next : .prev, room: room) }
+        case .toggle(let command, let presses), .cycle(let command, let presses):
+            for _ in 0..<presses { handle(command, room: room) }
+        case .volume(let steps):
+            // As `steps` presses of vol+/vol-, in one change.
+            var s = settings(of: room)
+            s.volume = UInt8(max(0, min(100, Int(s.volume) + 5 * steps)))
+            s.muted = false
+            configure(room: room, s)
+        case .mixer(let volume, let muted):
+            var s = settings(of: room)
+            if let volume { s.volume = volume }
+            if let muted { s.muted = muted }
+            if s != settings(of: room) { configure(room: room, s) }
+        }
+    }
+}

@@ -73,7 +73,12 @@ final class ClientWriter: @unchecked Sendable {
         if start { started = true }
         condition.signal()
         condition.unlock()
-        if start { startThread(name: "tutti-client-w", stackSize: 256 << 10) { [self] in run() } }
+        if start {
+            do { try startThread(name: "tutti-client-w", stackSize: 256 << 10) { [self] in run() } } catch {
+                close(reason: "\(error)") // the system refused a thread: this client goes, the leader stays
+                return
+            }
+        }
         switch admission {
         case .overflow(let why): close(reason: "not reading fast enough: \(why)")
         case .stalled(let why): close(reason: why)

@@ -3,10 +3,15 @@ import TuttiCore
 import TuttiNet
 import TuttiSystem
 
-/// How many connections one port serves at once. A peer that opens more
-/// (a thousand at once, say) has the rest closed as they arrive, so a flood
-/// costs bounded threads and memory and the clients already served keep
-/// their latency. Refusals are logged at most once every 5 s.
+/// How many connections one port serves at once, counted per source
+/// address first (`ConnectionShares`: one host gets at most a quarter of
+/// the port, and never more than 16), then for the port. A peer that opens
+/// more (a thousand at once, say) has the rest closed as they arrive, so a
+/// flood costs bounded threads and memory, the clients already served keep
+/// their latency, and a client from another address still gets in. A few
+/// places beyond the port's limit stay for this machine and, on the speaker
+/// port with a room key, for speakers that go on to prove it. Refusals are
+/// logged at most once every 5 s.
 ///
 /// Once a surge has drained (the port back to an eighth of the most it held
 /// since, and that was at least 64), the memory freed by its connections'
@@ -15,50 +20,67 @@ import TuttiSystem
 /// gone (bench/hostile).
 final class ConnectionBudget: Sendable {
     let name: String
-    let limit: Int
-    private let count = Atomic<Int>(0)
+    let limits: ConnectionShares.Limits
+    private let shares: Mutex<ConnectionShares>
     private let mostSinceTrim = Atomic<Int>(0)
     private let refused = Atomic<Int>(0)
     private let lastLog = Atomic<Int64>(0)
 
-    init(name: String, limit: Int) {
-        self.name = name
-        self.limit = limit
+    /// A connection's places, given back with `release` (once).
+    struct Ticket: Sendable, Equatable {
+        let address: SourceAddress
+        let place: ConnectionShares.Place
     }
 
-    /// Takes a place for a new connection; false: the port is full (close it).
-    func admit(log: Logger, now: Int64) -> Bool {
-        let n = count.add(1, ordering: .acquiringAndReleasing).newValue
-        if n <= limit {
+    init(name: String, limit: Int, provisionalReserve: Int = 0) {
+        self.name = name
+        limits = ConnectionShares.Limits(port: limit, provisionalReserve: provisionalReserve)
+        shares = Mutex(ConnectionShares(limits: limits))
+    }
+
+    var limit: Int { limits.port }
+
+    /// Takes a place for a connection from `peer` (`HOST:PORT`); nil: refused (close it).
+    /// `mayProvision`: a place beyond the limit may be lent until the room key is proved.
+    func admit(peer: String, mayProvision: Bool = false, log: Logger, now: Int64) -> Ticket? {
+        let address = SourceAddress.parse(peer) ?? .unknown
+        let outcome = shares.withLock { s in s.admit(address, mayProvision: mayProvision).map { ($0, s.total) } }
+        switch outcome {
+        case .success(let (place, n)):
             var most = mostSinceTrim.load(ordering: .relaxed)
             while n > most {
                 let (done, seen) = mostSinceTrim.compareExchange(expected: most, desired: n, ordering: .relaxed)
                 if done { break }
                 most = seen
             }
-            return true
+            return Ticket(address: address, place: place)
+        case .failure(let refusal):
+            let refusals = refused.add(1, ordering: .relaxed).newValue
+            let last = lastLog.load(ordering: .relaxed)
+            if now - last > 5 * nanosecondsPerSecond, lastLog.compareExchange(expected: last, desired: now, ordering: .relaxed).exchanged {
+                log.warning("\(name): refused \(peer): \(refusal); refused \(refusals) so far")
+            }
+            return nil
         }
-        count.subtract(1, ordering: .acquiringAndReleasing)
-        let refusals = refused.add(1, ordering: .relaxed).newValue
-        let last = lastLog.load(ordering: .relaxed)
-        if now - last > 5 * nanosecondsPerSecond, lastLog.compareExchange(expected: last, desired: now, ordering: .relaxed).exchanged {
-            log.warning("\(name): \(limit) connections already; refused \(refusals) more so far")
-        }
-        return false
     }
 
-    func release() {
-        let n = count.subtract(1, ordering: .acquiringAndReleasing).newValue
+    func release(_ ticket: Ticket) {
+        let n = shares.withLock { s in
+            s.release(ticket.address, place: ticket.place)
+            return s.total
+        }
         let most = mostSinceTrim.load(ordering: .relaxed)
         // One closing connection wins the exchange; the trim (milliseconds
         // with a big heap) runs on a thread of its own, as `release` may be
         // called from a stream's fan-out.
         if most >= 64, n * 8 <= most, mostSinceTrim.compareExchange(expected: most, desired: n, ordering: .relaxed).exchanged {
-            startThread(name: "tutti-trim", stackSize: 128 << 10) { returnFreedMemory() }
+            try? startThread(name: "tutti-trim", stackSize: 128 << 10) { returnFreedMemory() } // refused: the memory stays in the arenas
         }
     }
 
-    var current: Int { count.load(ordering: .relaxed) }
+    var current: Int { shares.withLock { $0.total } }
+    /// Connections open from `peer`'s address.
+    func held(byPeer peer: String) -> Int { shares.withLock { $0.held(by: SourceAddress.parse(peer) ?? .unknown) } }
 }
 
 /// What a line-based control client may get wrong before it is closed:
@@ -68,6 +90,9 @@ final class ConnectionBudget: Sendable {
 /// nothing at all in its first seconds (it only holds a place).
 struct LineDiscipline {
     static let maxConsecutiveMalformed = 8
+    /// A client that may do nothing until it logs in (a password is set
+    /// and it is not on this machine) and has not within this: closed.
+    static let loginMilliseconds = 10_000
     static let partialLineMilliseconds = 10_000
     static let firstRequestMilliseconds = 10_000
 

@@ -169,9 +169,19 @@ extension ControlServer {
     /// next look at them is a copy.
     func warmBrowseCache() {
         guard let lib = leader.library else { return }
-        startThread(name: "tutti-browse") { [self] in
-            _ = try? browseList("artists", lib) { () throws -> [String: Any] in try self.artistsObject(lib) }
-            _ = try? browseList("albums", lib) { () throws -> [String: Any] in try self.albumsObject(lib, artist: nil) }
+        // One warming thread at a time: changes while it works make it go round once more.
+        guard browseWarming.add(1, ordering: .acquiringAndReleasing).oldValue == 0 else { return }
+        do {
+            try startThread(name: "tutti-browse") { [self] in
+                while true {
+                    let seen = browseWarming.load(ordering: .acquiring)
+                    _ = try? browseList("artists", lib) { () throws -> [String: Any] in try self.artistsObject(lib) }
+                    _ = try? browseList("albums", lib) { () throws -> [String: Any] in try self.albumsObject(lib, artist: nil) }
+                    if browseWarming.compareExchange(expected: seen, desired: 0, ordering: .acquiringAndReleasing).exchanged { return }
+                }
+            }
+        } catch {
+            browseWarming.store(0, ordering: .releasing) // the lists are made on the next look instead
         }
     }
 

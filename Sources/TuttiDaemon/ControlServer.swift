@@ -113,22 +113,30 @@ public final class ControlServer: @unchecked Sendable {
     public var endpoint: Endpoint? { listener?.endpoint }
     /// JSON-RPC connections served at once.
     private let budget = ConnectionBudget(name: "JSON-RPC", limit: 256)
+    /// `warmBrowseCache`: 0 idle, else a thread is making the lists (and more changes came).
+    let browseWarming = Atomic<Int>(0)
 
     /// A result already encoded as JSON (cached lists), spliced into the reply as it is.
     struct EncodedJSON: Sendable { var bytes: [UInt8] }
 
     public func start() {
         subscription = leader.events.subscribe { [weak self] event in self?.announce(event) }
-        startThread(name: "tutti-notify") { [self] in notifierLoop() }
+        startEssentialThread(name: "tutti-notify") { [self] in notifierLoop() }
         guard let listener else { return }
         log.info("control (JSON-RPC) on \(listener.endpoint)")
-        startThread(name: "tutti-ctl-accept") { [self] in
+        startEssentialThread(name: "tutti-ctl-accept") { [self] in
             while running.load(ordering: .relaxed) {
                 guard let connection = try? listener.accept() else { return }
-                guard budget.admit(log: log, now: Monotonic.now()) else { connection.close(); continue }
-                startThread(name: "tutti-ctl-client") { [self] in
-                    defer { budget.release() }
-                    serve(connection)
+                guard let ticket = budget.admit(peer: connection.peer, log: log, now: Monotonic.now()) else { connection.close(); continue }
+                do {
+                    try startThread(name: "tutti-ctl-client") { [self] in
+                        defer { budget.release(ticket) }
+                        serve(connection)
+                    }
+                } catch {
+                    budget.release(ticket)
+                    connection.close()
+                    log.warning("JSON-RPC \(connection.peer) refused: \(error)")
                 }
             }
         }
@@ -176,7 +184,7 @@ public final class ControlServer: @unchecked Sendable {
             connection.close()
         }
         var malformed = 0
-        let reason = Self.readLines(from: connection, until: { client.writer.isClosed }) { line in
+        let reason = Self.readLines(from: connection, until: { client.writer.isClosed }, loggedIn: { client.level > .none }) { line in
             if let line { malformed = receive(line, from: client, onItsThread: true) ? 0 : malformed + 1 } else {
                 send(error(id: nil, code: -32700, message: "request line longer than \(Self.maxLineBytes) bytes"), to: client, direct: true)
                 malformed += 1
@@ -191,9 +199,13 @@ public final class ControlServer: @unchecked Sendable {
     /// `maxLineBytes` is reported as nil as soon as it is too long, and the
     /// rest of it discarded unread into memory; a half
     /// line left hanging for `LineDiscipline.partialLineMilliseconds` ends
-    /// the connection (an idle client with nothing half-sent may wait forever).
+    /// the connection (an idle client with nothing half-sent may wait forever),
+    /// as does a client that may do nothing (`loggedIn` false) and has not
+    /// logged in within `LineDiscipline.loginMilliseconds`: whatever else it
+    /// sends, it only holds a place.
     @discardableResult
-    static func readLines(from connection: TCPConnection, until stop: () -> Bool, _ handle: ([UInt8]?) -> String?) -> String? {
+    static func readLines(from connection: TCPConnection, until stop: () -> Bool, loggedIn: () -> Bool = { true },
+                          _ handle: ([UInt8]?) -> String?) -> String? {
         let buffer = ReceiveBuffer()
         var line: [UInt8] = []
         var partial = LineDiscipline.PartialLineClock()
@@ -201,12 +213,15 @@ public final class ControlServer: @unchecked Sendable {
         let connectedAt = Monotonic.now()
         var lines = 0
         var discarding = false
+        let noLogin = "not logged in within \(LineDiscipline.loginMilliseconds / 1000) s of connecting"
+        let loginDeadline = connectedAt + Int64(LineDiscipline.loginMilliseconds) * nanosecondsPerMillisecond
         connection.setReceiveTimeout(milliseconds: 2_000)
         while true {
             let n: Int
             do { (n, _) = try buffer.receive(from: connection) } catch NetError.timedOut {
                 if stop() { return nil }
                 if partial.expired(now: Monotonic.now()) { return hanging }
+                if Monotonic.now() > loginDeadline, !loggedIn() { return noLogin }
                 // Every real client asks something at once; a silent connection only holds a place.
                 if lines == 0, Monotonic.now() - connectedAt > Int64(LineDiscipline.firstRequestMilliseconds) * nanosecondsPerMillisecond {
                     return "no request within \(LineDiscipline.firstRequestMilliseconds / 1000) s of connecting"
@@ -234,6 +249,7 @@ public final class ControlServer: @unchecked Sendable {
             let now = Monotonic.now()
             partial.update(unfinished: !line.isEmpty || discarding, lineEnded: ended, now: now)
             if partial.expired(now: now) { return hanging }
+            if now > loginDeadline, !loggedIn() { return noLogin }
             if stop() { return nil }
         }
     }

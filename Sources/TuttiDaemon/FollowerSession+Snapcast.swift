@@ -86,12 +86,11 @@ extension FollowerSession {
                             SnapcastMessage.time(latency: latency).encoded(refersTo: header.id, sent: snapcastNow, received: SnapcastTime(nanoseconds: received))
                         }
                     case .clientInfo(let json)?:
-                        // The client's own mixer moved: the room's volume follows.
-                        guard let room = name, !JSONNesting.exceeds(json.utf8), let info = JSONValue.parsing(json)?.object else { continue }
-                        var s = leader.settings(of: room)
-                        if let v = info["volume"]?.number, v.isFinite { s.volume = UInt8(max(0, min(100, v.rounded()))) }
-                        if let m = info["muted"]?.bool { s.muted = m }
-                        if s != leader.settings(of: room) { leader.configure(room: room, s) }
+                        // The client's own mixer moved: the room's volume follows, through the
+                        // leader's desk as a button's would (merged, rate-limited, allowed or not).
+                        guard let room = name, mayCommand, !JSONNesting.exceeds(json.utf8), let info = JSONValue.parsing(json)?.object else { continue }
+                        let volume = info["volume"]?.number.flatMap { $0.isFinite ? UInt8(max(0, min(100, $0.rounded()))) : nil }
+                        leader.roomCommands.submitMixer(volume: volume, muted: info["muted"]?.bool, from: ObjectIdentifier(self), room: room)
                     default:
                         break // nothing else is sent by a client
                     }

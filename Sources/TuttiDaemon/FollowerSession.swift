@@ -50,12 +50,18 @@ final class FollowerSession: @unchecked Sendable {
     /// Snapcast only: the stream whose chunks go to this client (a
     /// snapclient knows no streams: chunks of the one it left are dropped here).
     let snapcastStream = Atomic<UInt32>(0)
+    /// Its places on the speaker port, given back when it is removed.
+    let ticket: ConnectionBudget.Ticket?
+    let connectedAt = Monotonic.now()
+    /// The speaker proved the room key in its handshake.
+    let provedRoomKey = Atomic<Bool>(false)
 
-    init(connection: TCPConnection, leader: Leader, log: Logger, dialect: Dialect = .tutti) {
+    init(connection: TCPConnection, leader: Leader, log: Logger, dialect: Dialect = .tutti, ticket: ConnectionBudget.Ticket? = nil) {
         self.connection = connection
         self.leader = leader
         self.log = log
         self.dialect = dialect
+        self.ticket = ticket
     }
 
     func start() {
@@ -63,12 +69,51 @@ final class FollowerSession: @unchecked Sendable {
         connection.setSendTimeout(milliseconds: 2_000)
         // A bounded kernel buffer, so a stalled follower shows up in our queue.
         connection.setSendBuffer(bytes: 128 * 1024)
-        startThread(name: "tutti-session-r") { [self] in
-            switch dialect {
-            case .tutti: readLoop()
-            case .snapcast: snapcastReadLoop()
+        do {
+            try startThread(name: "tutti-session-r") { [self] in
+                switch dialect {
+                case .tutti: readLoop()
+                case .snapcast: snapcastReadLoop()
+                }
             }
+        } catch {
+            close(reason: "\(error)") // the system refused a thread: this speaker is refused, the leader goes on
         }
+    }
+
+    // MARK: Admission
+
+    /// By when the peer must have finished its handshake and joined (hello,
+    /// and the room key where one is set), else it is closed: 10 s, or 2 s
+    /// on a place lent beyond the port's limit to a speaker that is to prove
+    /// the room key. The pairing handshake may need its own.
+    var handshakeDeadline: Int64 {
+        let seconds: Int64 = ticket?.place == .provisional ? 2 : 10
+        return connectedAt + seconds * nanosecondsPerSecond
+    }
+
+    /// Whether this speaker may act on the leader (room commands, a
+    /// snapclient's mixer): with a room key, only a speaker that proved it,
+    /// or a snapclient when the operator let them in unkeyed
+    /// (`--snapcast-unkeyed`); without one (an open system), any.
+    /// The one place that decides it: pairing extends it.
+    var mayCommand: Bool {
+        guard leader.configuration.roomKey != nil else { return true }
+        switch dialect {
+        case .tutti: return provedRoomKey.load(ordering: .acquiring)
+        case .snapcast: return leader.configuration.snapcastWithoutKey
+        }
+    }
+
+    /// A room command from this speaker: to the leader's desk, which does
+    /// it in turn with the others (never on a thread of its own).
+    func receiveRoomCommand(_ command: ButtonCommand) {
+        guard let room = name else { return }
+        guard mayCommand else {
+            log.debug("room \(room) from \(connection.peer): ignored \(command), it has not proved the room key")
+            return
+        }
+        leader.roomCommands.submit(command, from: ObjectIdentifier(self), room: room)
     }
 
     /// Sends a message of the leader's (`encoded` is its Tutti form, shared by every session).
@@ -124,7 +169,11 @@ final class FollowerSession: @unchecked Sendable {
         writerStarted = true
         queue.signal()
         queue.unlock()
-        if start { startThread(name: "tutti-session-w", stackSize: 256 << 10) { [self] in writeLoop() } }
+        if start {
+            do { try startThread(name: "tutti-session-w", stackSize: 256 << 10) { [self] in writeLoop() } } catch {
+                close(reason: "\(error)")
+            }
+        }
     }
 
     func close(reason: String) {
@@ -138,14 +187,12 @@ final class FollowerSession: @unchecked Sendable {
         guard wasOpen else { return }
         log.info("follower \(name ?? connection.peer) disconnected: \(reason)")
         leader.remove(self)
-        // Saying goodbye may block on a peer that stopped reading: never on the caller's thread.
-        let connection = self.connection
-        let sayBye = dialect == .tutti // a snapclient knows no goodbye: its socket just closes
-        startThread(name: "tutti-session-bye", stackSize: 128 << 10) {
-            connection.setSendTimeout(milliseconds: 200)
-            if sayBye { try? connection.send(Message.bye(reason: reason).encoded()) }
-            connection.close()
-        }
+        // The goodbye goes only if the socket takes it at once: waiting on a
+        // peer that stopped reading is never done on the caller's thread,
+        // nor on a thread per closing connection (a peer that connects and
+        // closes in a loop would make them). A snapclient knows no goodbye.
+        if dialect == .tutti { _ = try? connection.sendIfFree(Message.bye(reason: reason).encoded()) }
+        connection.close()
     }
 
     private func writeLoop() {
@@ -210,6 +257,7 @@ final class FollowerSession: @unchecked Sendable {
                     return
                 }
                 guard try checkRoomKey(key, reader: reader, room: peerName) else { return }
+                provedRoomKey.store(true, ordering: .releasing)
             }
             name = peerName.isEmpty ? connection.peer : peerName
             self.version = version
@@ -240,9 +288,7 @@ final class FollowerSession: @unchecked Sendable {
                 case .syncReport(let report) where version >= WireProtocol.clockChannelVersion:
                     leader.record(sync: report, from: name!)
                 case .roomCommand(let command):
-                    let room = name!
-                    // Off the reader thread: a command may wait for the player.
-                    startThread(name: "tutti-room-cmd") { [leader] in leader.handle(command, room: room) }
+                    receiveRoomCommand(command)
                 case .bye(let reason):
                     close(reason: "follower said bye: \(reason)")
                     return

@@ -29,7 +29,7 @@ extension Leader {
             return
         }
         clockServer = socket
-        startThread(name: "tutti-clock") { [self] in
+        startEssentialThread(name: "tutti-clock") { [self] in
             let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 512, alignment: 8)
             defer { buffer.deallocate() }
             while running.load(ordering: .relaxed) {
@@ -56,10 +56,43 @@ extension Leader {
                 return
             }
             // Speakers and would-be speakers at once: a flood of connections gets the rest closed.
-            guard sessionBudget.admit(log: log, now: Monotonic.now()) else { connection.close(); continue }
-            let session = FollowerSession(connection: connection, leader: self, log: log, dialect: dialect)
+            // With a room key, a few places beyond the limit are lent to Tutti speakers for 2 s to prove it.
+            let provision = dialect == .tutti && configuration.roomKey != nil
+            guard let ticket = sessionBudget.admit(peer: connection.peer, mayProvision: provision, log: log, now: Monotonic.now()) else {
+                connection.close()
+                continue
+            }
+            let session = FollowerSession(connection: connection, leader: self, log: log, dialect: dialect, ticket: ticket)
             sessions.withLock { $0[ObjectIdentifier(session)] = session }
+            handshakeWake.withLock { handshakeWake.signal() }
             session.start()
+        }
+    }
+
+    /// Starts what guards the speaker ports: the desk for room commands, and
+    /// the watch that closes connections that have not finished their
+    /// handshake by their deadline (`FollowerSession.handshakeDeadline`).
+    /// A per-read timeout cannot do it: a byte every few seconds never lets
+    /// one expire. One thread, asleep until the next deadline.
+    func startSpeakerGuards() {
+        roomCommands.attach(log: log.with(label: "buttons")) { [weak self] action, room in self?.perform(action, room: room) }
+        startEssentialThread(name: "tutti-handshakes", stackSize: 256 << 10) { [self] in
+            handshakeWake.lock()
+            defer { handshakeWake.unlock() }
+            while running.load(ordering: .relaxed) {
+                let now = Monotonic.now()
+                var soonest: Int64?
+                for session in sessions.withLock({ Array($0.values) }) where session.streamID.load(ordering: .acquiring) == 0 {
+                    let deadline = session.handshakeDeadline
+                    if deadline <= now {
+                        let seconds = (deadline - session.connectedAt) / nanosecondsPerSecond
+                        session.close(reason: "no handshake within \(seconds) s of connecting")
+                    } else {
+                        soonest = min(soonest ?? deadline, deadline)
+                    }
+                }
+                if let soonest { handshakeWake.wait(untilNanoseconds: soonest) } else { handshakeWake.wait() }
+            }
         }
     }
 
@@ -124,7 +157,8 @@ extension Leader {
 
     func remove(_ session: FollowerSession) {
         let removed = sessions.withLock { $0.removeValue(forKey: ObjectIdentifier(session)) != nil }
-        if removed { sessionBudget.release() } // once per session, however often it is called
+        if removed, let ticket = session.ticket { sessionBudget.release(ticket) } // once per session, however often it is called
+        if removed { roomCommands.forget(ObjectIdentifier(session)) }
         if let name = session.name {
             healthReports.withLock { _ = $0.removeValue(forKey: name) }
             syncReports.withLock { _ = $0.removeValue(forKey: name) }

@@ -182,7 +182,12 @@ public final class Leader: @unchecked Sendable {
     /// Every room that has joined since start: a speaker switched off is still a room (shown offline).
     let seenRooms = Mutex<Set<String>>([])
     /// Speaker connections (Tutti and Snapcast) served at once; a home has a few dozen rooms at most.
-    let sessionBudget = ConnectionBudget(name: "speaker port", limit: 256)
+    /// With a room key, 8 places beyond it are lent for 2 s to speakers that go on to prove it.
+    let sessionBudget = ConnectionBudget(name: "speaker port", limit: 256, provisionalReserve: 8)
+    /// Speakers' room commands: merged, rate-limited, done on one thread.
+    let roomCommands = RoomCommandDesk()
+    /// Wakes the handshake watch (a connection came, or the leader stops).
+    let handshakeWake = Condition()
 
     /// Wakes the heard-watcher: a command, or a player's next heard change moved.
     let heardWake = DispatchSemaphore(value: 0)
@@ -334,11 +339,12 @@ public final class Leader: @unchecked Sendable {
         if configuration.roomKey == nil {
             log.warning("no room key: any device on the network can join as a speaker (set room-key in tutti.conf [leader])")
         }
-        startThread(name: "tutti-accept") { [self] in acceptLoop(listener, dialect: .tutti) }
+        startSpeakerGuards()
+        startEssentialThread(name: "tutti-accept") { [self] in acceptLoop(listener, dialect: .tutti) }
         startClockServer()
         if let snapcastListener {
             log.info("Snapcast clients on \(snapcastListener.endpoint)")
-            startThread(name: "tutti-snap-accept") { [self] in acceptLoop(snapcastListener, dialect: .snapcast) }
+            startEssentialThread(name: "tutti-snap-accept") { [self] in acceptLoop(snapcastListener, dialect: .snapcast) }
         }
         if configuration.control != nil || configuration.web != nil {
             // The web app speaks the same JSON-RPC, so it needs the server even without its TCP port.
@@ -379,7 +385,7 @@ public final class Leader: @unchecked Sendable {
         if configuration.announce { startAnnouncing() }
         if let library, let folder = configuration.musicDirectory {
             // The start-up scan runs beside playback; unchanged files are not re-read.
-            startThread(name: "tutti-scan", stackSize: 1 << 20) { [log, self] in
+            startEssentialThread(name: "tutti-scan", stackSize: 1 << 20) { [log, self] in
                 do {
                     _ = try library.scan(folder: folder) // the library logs its own summary
                     self.events.emit(.library)
@@ -395,7 +401,7 @@ public final class Leader: @unchecked Sendable {
                 self.stateDirty.store(true, ordering: .releasing)
                 self.stateWake.signal()
             }
-            startThread(name: "tutti-state") { [self] in
+            startEssentialThread(name: "tutti-state") { [self] in
                 checkpointLoop(stateStore)
             }
         }
@@ -405,7 +411,7 @@ public final class Leader: @unchecked Sendable {
         events.subscribe { [heardWake] event in
             if event == .player || event == .groups || event == .queue { heardWake.signal() }
         }
-        startThread(name: "tutti-heard") { [self] in
+        startEssentialThread(name: "tutti-heard") { [self] in
             while running.load(ordering: .relaxed) {
                 let players = streams.withLock { $0.values.map(\.player!) }
                 // "Deciding" first: a change published while this looks wakes it at once.
@@ -456,6 +462,8 @@ public final class Leader: @unchecked Sendable {
 
     public func stop() {
         guard running.exchange(false, ordering: .acquiringAndReleasing) else { return }
+        roomCommands.stop()
+        handshakeWake.withLock { handshakeWake.signal() }
         checkpoint()
         stateWake.signal()
         heardWake.signal()

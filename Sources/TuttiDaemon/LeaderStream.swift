@@ -34,7 +34,7 @@ final class LeaderStream: @unchecked Sendable {
     func start() {
         guard !started.exchange(true, ordering: .acquiringAndReleasing) else { return }
         // The decoders, the resampler, the time stretcher and the encoder run on it: a roomy stack.
-        startThread(name: "tutti-source", stackSize: 2 << 20) { [player] in player!.run() }
+        startEssentialThread(name: "tutti-source", stackSize: 2 << 20) { [player] in player!.run() }
     }
 }
 

@@ -34,6 +34,7 @@ final class SnapcastControl: @unchecked Sendable {
     private let log: Logger
     private let listener: TCPListener?
     private var web: WebServer?
+    private var pages: SnapcastPages?
     private let clients = Mutex<[ObjectIdentifier: ControlServer.Client]>([:])
     /// Snapcast JSON-RPC connections served at once.
     private let budget = ConnectionBudget(name: "Snapcast JSON-RPC", limit: 128)
@@ -62,6 +63,7 @@ final class SnapcastControl: @unchecked Sendable {
                 self?.respond(request) ?? .text(503, "the leader is stopping")
             }
             pages.control = self
+            self.pages = pages
             try web.start()
             self.web = web
         }
@@ -77,7 +79,7 @@ final class SnapcastControl: @unchecked Sendable {
             guard event != .health, event != .library, event != .playlists else { return }
             self?.wake.signal()
         }
-        startThread(name: "tutti-snap-notify") { [self] in
+        startEssentialThread(name: "tutti-snap-notify") { [self] in
             while running.load(ordering: .relaxed) {
                 wake.wait()
                 guard running.load(ordering: .relaxed) else { return }
@@ -86,13 +88,19 @@ final class SnapcastControl: @unchecked Sendable {
         }
         guard let listener else { return }
         log.info("Snapcast control (JSON-RPC) on \(listener.endpoint)")
-        startThread(name: "tutti-snap-ctl") { [self] in
+        startEssentialThread(name: "tutti-snap-ctl") { [self] in
             while running.load(ordering: .relaxed) {
                 guard let connection = try? listener.accept() else { return }
-                guard budget.admit(log: log, now: Monotonic.now()) else { connection.close(); continue }
-                startThread(name: "tutti-snap-client") { [self] in
-                    defer { budget.release() }
-                    serve(connection)
+                guard let ticket = budget.admit(peer: connection.peer, log: log, now: Monotonic.now()) else { connection.close(); continue }
+                do {
+                    try startThread(name: "tutti-snap-client") { [self] in
+                        defer { budget.release(ticket) }
+                        serve(connection)
+                    }
+                } catch {
+                    budget.release(ticket)
+                    connection.close()
+                    log.warning("Snapcast JSON-RPC \(connection.peer) refused: \(error)")
                 }
             }
         }
@@ -104,6 +112,7 @@ final class SnapcastControl: @unchecked Sendable {
         wake.signal()
         listener?.close()
         web?.stop()
+        pages?.loginWatch.stop()
         for c in clients.withLock({ Array($0.values) }) { c.writer.close(reason: "leader stopping") }
     }
 
@@ -143,7 +152,8 @@ final class SnapcastControl: @unchecked Sendable {
         }, writeIfFree: { bytes in try connection.sendIfFree(bytes) }, disconnect: { connection.close() })
         defer { detach(client); connection.close() }
         var malformed = 0
-        let reason = ControlServer.readLines(from: connection, until: { client.writer.isClosed }) { line in
+        // Snapcast's clients cannot log in: one that may do nothing goes after 10 s.
+        let reason = ControlServer.readLines(from: connection, until: { client.writer.isClosed }, loggedIn: { client.level > .none }) { line in
             if let line { malformed = receive(line, from: client, onItsThread: true) ? 0 : malformed + 1 } else {
                 send(Self.failure(id: nil, code: -32700, message: "request line longer than \(ControlServer.maxLineBytes) bytes"), to: client, direct: true)
                 malformed += 1
@@ -188,11 +198,14 @@ final class SnapcastControl: @unchecked Sendable {
     final class SnapcastPages: WebSocketHandler, @unchecked Sendable {
         weak var control: SnapcastControl?
         private let sockets = Mutex<[ObjectIdentifier: ControlServer.Client]>([:])
+        /// Snapcast's pages cannot log in: one that may do nothing goes after 10 s.
+        let loginWatch = DeadlineWatch(name: "tutti-snap-login")
         func opened(_ socket: WebSocket) {
             guard let control else { return }
             let client = control.attach(peer: "Snapcast web \(socket.peer)", address: socket.peer, newlineFramed: false,
                                         write: { bytes in try socket.send(text: bytes) }, disconnect: { socket.close() })
             sockets.withLock { $0[ObjectIdentifier(socket)] = client }
+            WebSurface.Pages.closeUnlessLoggedIn(socket, client, watch: loginWatch)
         }
         func received(_ message: [UInt8], on socket: WebSocket) {
             guard let client = sockets.withLock({ $0[ObjectIdentifier(socket)] }) else { return }

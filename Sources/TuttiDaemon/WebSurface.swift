@@ -45,7 +45,10 @@ final class WebSurface: @unchecked Sendable {
         return try? Endpoint(parsing: text)
     }
 
-    func stop() { server.stop() }
+    func stop() {
+        server.stop()
+        pages.loginWatch.stop()
+    }
 
     /// The app's files: beside the executable (a build in a checkout:
     /// .build/debug/tuttid → web/; an install: bin/tuttid → share/tutti/web).
@@ -133,6 +136,8 @@ final class WebSurface: @unchecked Sendable {
         private let control: ControlServer
         private let stallMilliseconds: Int
         private let clients = Mutex<[ObjectIdentifier: ControlServer.Client]>([:])
+        /// Closes pages that may do nothing and have not logged in within 10 s.
+        let loginWatch = DeadlineWatch(name: "tutti-web-login")
 
         init(control: ControlServer, stallMilliseconds: Int) {
             self.control = control
@@ -147,6 +152,19 @@ final class WebSurface: @unchecked Sendable {
                 }
             }, disconnect: { socket.close() })
             clients.withLock { $0[ObjectIdentifier(socket)] = client }
+            Self.closeUnlessLoggedIn(socket, client, watch: loginWatch)
+        }
+
+        /// A page that may do nothing until it logs in holds a civetweb
+        /// worker for as long as it is open (it answers pings): 48 such
+        /// would hold them all. Not logged in 10 s after it opened: closed.
+        static func closeUnlessLoggedIn(_ socket: WebSocket, _ client: ControlServer.Client, watch: DeadlineWatch) {
+            guard client.level == .none else { return }
+            let scheduled = watch.after(milliseconds: LineDiscipline.loginMilliseconds) { [weak client] in
+                guard let client, client.level == .none else { return }
+                socket.terminate()
+            }
+            if !scheduled { socket.terminate() }
         }
 
         func received(_ message: [UInt8], on socket: WebSocket) {

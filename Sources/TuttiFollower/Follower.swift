@@ -150,7 +150,7 @@ public final class Follower: @unchecked Sendable {
             log.warning("no room key: this speaker plays for any leader on the network (set room-key in tutti.conf [speaker])")
         }
         engine.start(realtime: configuration.realtime)
-        startThread(name: "tutti-follower") { [self] in connectLoop() }
+        startEssentialThread(name: "tutti-follower") { [self] in connectLoop() }
     }
 
     public func stop() {
@@ -262,10 +262,10 @@ public final class Follower: @unchecked Sendable {
         let datagrams = leaderVersion >= WireProtocol.clockChannelVersion ? openClockSocket(leaderEndpoint) : nil
         defer { datagrams?.close() }
         if let datagrams {
-            startThread(name: "tutti-clock-rx") { [self] in clockReceiveLoop(datagrams) }
+            startEssentialThread(name: "tutti-clock-rx") { [self] in clockReceiveLoop(datagrams) }
         }
         // Ends when `conn` is closed (the defer above).
-        startThread(name: "tutti-sync") { [self] in syncLoop(conn, datagrams: datagrams, leaderVersion: leaderVersion) }
+        startEssentialThread(name: "tutti-sync") { [self] in syncLoop(conn, datagrams: datagrams, leaderVersion: leaderVersion) }
 
         var decoder = try makeDecoder(stream.codec)
         var intake = StreamIntake(stream: stream)

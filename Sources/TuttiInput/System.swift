@@ -104,7 +104,7 @@ final class SourceThread: Sendable {
     func start(name: String, _ body: @escaping @Sendable () -> Void) {
         precondition(!started.exchange(true, ordering: .acquiringAndReleasing), "a button source starts once")
         // Named for top, ps -L and the rt bench, which look for tutti-*.
-        startThread(name: name, stackSize: 512 << 10) { [self] in
+        startEssentialThread(name: name, stackSize: 512 << 10) { [self] in
             worker.store(UInt(pthread_self()), ordering: .releasing)
             body()
             exited.signal()

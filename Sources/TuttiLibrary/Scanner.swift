@@ -136,7 +136,8 @@ struct FolderListing {
         }
         let work = FolderWork(root: root, device: UInt64(st.st_dev), inode: UInt64(st.st_ino))
         for _ in 1..<threads {
-            startThread(name: "tutti-scan-walk") {
+            // Fewer threads (the system refused one) only make the walk slower: this one lists too.
+            try? startThread(name: "tutti-scan-walk") {
                 lowerThreadPriority(by: 10) // as the scan's readers: commands stay fast
                 work.run()
             }
@@ -325,10 +326,17 @@ final class ReadAhead: @unchecked Sendable {
         let count = files.isEmpty ? 0 : max(1, workers)
         running = count
         for _ in 0..<count {
-            startThread(name: "tutti-scan-read") { [self] in
-                // Below the control threads, so commands stay fast while a scan uses every core.
-                lowerThreadPriority(by: 10)
-                work()
+            do {
+                try startThread(name: "tutti-scan-read") { [self] in
+                    // Below the control threads, so commands stay fast while a scan uses every core.
+                    lowerThreadPriority(by: 10)
+                    work()
+                }
+            } catch {
+                // The system refused a thread: fewer readers; with none, `take` reads on the caller's thread.
+                pthread_mutex_lock(mutex)
+                running -= 1
+                pthread_mutex_unlock(mutex)
             }
         }
     }
@@ -362,7 +370,15 @@ final class ReadAhead: @unchecked Sendable {
     func take(_ index: Int) -> Outcome {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
-        while results[index] == nil { pthread_cond_wait(changed, mutex) }
+        while results[index] == nil {
+            if running == 0 && claimed <= index {
+                // No reader thread could be started: read it here.
+                claimed = index + 1
+                results[index] = FileReader.read(files[index])
+                break
+            }
+            pthread_cond_wait(changed, mutex)
+        }
         let outcome = results[index]!
         results[index] = nil
         taken = index + 1

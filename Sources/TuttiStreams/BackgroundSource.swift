@@ -58,7 +58,11 @@ public final class BackgroundSource: @unchecked Sendable {
         self.ringSeconds = ringSeconds
         capacityFrames = Int(ringSeconds * 48_000)
         // The decoder runs on it: a roomier stack than startThread's default.
-        startThread(name: "tutti-netsrc", stackSize: 1 << 20) { [self] in run(open: open, startFrame: startFrame, frameRate: frameRate) }
+        do {
+            try startThread(name: "tutti-netsrc", stackSize: 1 << 20) { [self] in run(open: open, startFrame: startFrame, frameRate: frameRate) }
+        } catch {
+            fail(error) // the system refused a thread: this stream fails, the process goes on
+        }
     }
 
     public var progress: Progress { lock.withLock { var p = progressValue; p.bufferedSeconds += bufferedFrames / Double(max(1, p.sampleRate ?? 1)); return p } }

@@ -80,9 +80,14 @@ final class CurlTransfer: Transfer, @unchecked Sendable {
     }
 
     func start() {
-        startThread(name: "tutti-http") { [self] in
-            let result = perform()
-            if !isCancelled && !refused { delegate?.transfer(self, didCompleteWith: result) }
+        do {
+            try startThread(name: "tutti-http") { [self] in
+                let result = perform()
+                if !isCancelled && !refused { delegate?.transfer(self, didCompleteWith: result) }
+            }
+        } catch {
+            // The system refused a thread: this transfer fails, the process goes on.
+            delegate?.transfer(self, didCompleteWith: TransferFailure(reason: "\(error)"))
         }
     }
 

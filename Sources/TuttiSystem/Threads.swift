@@ -23,10 +23,19 @@ private final class ThreadBody {
     init(name: String, body: @escaping @Sendable () -> Void) { self.name = name; self.body = body }
 }
 
-/// Starts a detached OS thread named `name` running `body`. Failing to
-/// start one (no memory, thread limit) is not something a daemon can work
-/// around, so it stops with the reason.
-public func startThread(name: String, stackSize: Int = 512 << 10, _ body: @escaping @Sendable () -> Void) {
+/// A thread could not be started: the system's limit on threads or memory
+/// was reached. What was to run on it does not run.
+public struct ThreadError: Error, CustomStringConvertible, Equatable {
+    public let name: String
+    public let errno: Int32
+    public var description: String { "cannot start thread \(name): \(String(cString: strerror(errno)))" }
+}
+
+/// Starts a detached OS thread named `name` running `body`. Throws when
+/// the system refuses one (EAGAIN at its thread limit, ENOMEM): the caller
+/// decides what that means, which for work a peer asked for is refusing
+/// that peer, never stopping the daemon.
+public func startThread(name: String, stackSize: Int = 512 << 10, _ body: @escaping @Sendable () -> Void) throws(ThreadError) {
     var attributes = pthread_attr_t()
     pthread_attr_init(&attributes)
     defer { pthread_attr_destroy(&attributes) }
@@ -42,6 +51,15 @@ public func startThread(name: String, stackSize: Int = 512 << 10, _ body: @escap
     }, context)
     if rc != 0 {
         Unmanaged<ThreadBody>.fromOpaque(context).release()
-        fatalError("cannot start thread \(name): \(String(cString: strerror(rc)))")
+        throw ThreadError(name: name, errno: rc)
+    }
+}
+
+/// Starts a thread the process cannot run without (a signal handler, an
+/// accept loop at start-up, an audio output): without it the process ends
+/// with the reason. Never for work a peer asked for: use `startThread`.
+public func startEssentialThread(name: String, stackSize: Int = 512 << 10, _ body: @escaping @Sendable () -> Void) {
+    do { try startThread(name: name, stackSize: stackSize, body) } catch {
+        fatalError("\(error)")
     }
 }

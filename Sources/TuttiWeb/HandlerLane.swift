@@ -33,7 +33,7 @@ final class HandlerLane: @unchecked Sendable {
         pthread_cond_init(finished, nil)
         running = threads
         for i in 0..<threads {
-            startThread(name: "\(name)-\(i)", stackSize: stackBytes) { [self] in serve() }
+            startEssentialThread(name: "\(name)-\(i)", stackSize: stackBytes) { [self] in serve() }
         }
     }
 

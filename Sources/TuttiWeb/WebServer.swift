@@ -2,6 +2,7 @@ import CCivetweb
 import Glibc
 import Synchronization
 import TuttiCore
+import TuttiSystem
 
 /// Errors of the web server, with what a user needs to act.
 public enum WebError: Error, CustomStringConvertible, Equatable {
@@ -86,7 +87,7 @@ public protocol WebSocketHandler: AnyObject, Sendable {
 
 /// One open WebSocket. Writes may come from any thread and block at most
 /// the server's request timeout on a peer that stopped reading.
-// Sendable because `connection` is used only under `state`'s lock, and `partial` only by civetweb's one worker thread of this connection.
+// Sendable because `connection` is used only under `state`'s lock, `partial` only by civetweb's one worker thread of this connection, and `descriptor` is written once before the handler hears of the socket.
 public final class WebSocket: @unchecked Sendable {
     public let peer: String
     private let state: Mutex<Connection?>
@@ -96,6 +97,8 @@ public final class WebSocket: @unchecked Sendable {
     var partial: [UInt8] = []
     /// Set by `close()`; the next message from the page ends the connection.
     private let closing = Atomic<Bool>(false)
+    /// The connection's descriptor, when it was found (see `terminate`).
+    var descriptor: Int32?
     private let saidGoodbye = Atomic<Bool>(false)
 
     /// The page closed the socket itself (a close frame), rather than
@@ -132,6 +135,17 @@ public final class WebSocket: @unchecked Sendable {
 
     var isClosing: Bool { closing.load(ordering: .acquiring) }
 
+    /// Ends the connection now, whatever the page does: `close()` waits for
+    /// the page's next message, and a page that only answers pings never
+    /// sends one. Under the lock, so the descriptor is still civetweb's
+    /// (it is closed only after `detach`).
+    public func terminate() {
+        closing.store(true, ordering: .releasing)
+        state.withLock { connection in
+            if connection != nil, let descriptor { shutdown(descriptor, Int32(SHUT_RDWR)) }
+        }
+    }
+
     func detach() { state.withLock { $0 = nil } }
 }
 
@@ -165,6 +179,15 @@ public final class WebServer: @unchecked Sendable {
     /// Where the handlers run (see HandlerLane: civetweb's own stacks are too small).
     private var lane: HandlerLane?
     private let timeoutMilliseconds: Int
+    /// Connections per source address (see `admitConnection`).
+    private let shares: Mutex<ConnectionShares>
+    private let refusedConnections = Atomic<Int>(0)
+    /// Where civetweb keeps a connection's request info in its connection
+    /// record, learned at the first request (-1: not yet). civetweb fills in
+    /// the peer's address there before it calls init_connection, but gives
+    /// the info out (`mg_get_request_info`) only once a request was read.
+    let requestInfoOffset = Atomic<Int>(-1)
+    private let lastRefusalLog = Atomic<Int64>(0)
 
     /// `endpoint` is `HOST:PORT` (port 0: any free one). `timeoutMilliseconds`
     /// bounds a read or write on one connection; a WebSocket page that
@@ -185,6 +208,7 @@ public final class WebServer: @unchecked Sendable {
         self.socketHandler = socketHandler
         self.log = log
         self.handler = handler
+        shares = Mutex(ConnectionShares(limits: Self.shareLimits(threads: threads)))
     }
 
     deinit { stop() }
@@ -212,6 +236,7 @@ public final class WebServer: @unchecked Sendable {
             Unmanaged<WebServer>.fromOpaque(raw).takeUnretainedValue().log.warning("web: \(String(cString: message))")
             return 1
         }
+        installShareCallbacks(&callbacks)
         let me = Unmanaged.passUnretained(self).toOpaque()
         let started: OpaquePointer? = withCStrings(options) { argv in mg_start(&callbacks, me, argv) }
         guard let started else {
@@ -422,16 +447,55 @@ public final class WebServer: @unchecked Sendable {
         guard let info = mg_get_request_info(connection)?.pointee else { return }
         // A bounded kernel send buffer (civetweb lets Linux grow it to 4 MB), so a page
         // that stopped reading shows up as a stalled write, not megabytes of kernel memory.
-        if let fd = Self.socket(remotePort: info.remote_port, localPort: info.server_port) {
+        let socket = WebSocket(connection: connection, peer: remoteAddress(info))
+        // By address and both ports: two hosts may use the same port (and `terminate` shuts this descriptor down).
+        let host = withUnsafeBytes(of: info.remote_addr) { raw in String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self) }
+        socket.descriptor = Self.socket(peerHost: host, peerPort: info.remote_port, localPort: info.server_port)
+        if let fd = socket.descriptor {
             var size: Int32 = Self.sendBufferBytes
             setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
         }
-        let socket = WebSocket(connection: connection, peer: remoteAddress(info))
-        mg_set_user_connection_data(connection, Unmanaged.passRetained(socket).toOpaque())
+        record(of: connection)?.socket = socket
         socketHandler?.opened(socket)
     }
 
     public static let sendBufferBytes: Int32 = 64 * 1024
+
+    /// The descriptor of the connection from `peerHost:peerPort` to our
+    /// `localPort` (IPv4 or IPv6), found as `socket(remotePort:localPort:)` does.
+    static func socket(peerHost: String, peerPort: Int32, localPort: Int32) -> Int32? {
+        var v4 = in_addr(), v6 = in6_addr()
+        let isV4 = inet_pton(AF_INET, peerHost, &v4) == 1
+        guard isV4 || inet_pton(AF_INET6, peerHost, &v6) == 1, let dir = opendir("/proc/self/fd") else { return nil }
+        defer { closedir(dir) }
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            guard let fd = Int32(name) else { continue }
+            var peer = sockaddr_storage(), local = sockaddr_storage()
+            var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+            guard withUnsafeMutablePointer(to: &peer, { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(fd, $0, &length) } }) == 0 else { continue }
+            length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+            guard withUnsafeMutablePointer(to: &local, { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }) == 0 else { continue }
+            let matches: Bool = withUnsafePointer(to: &peer) { p in
+                withUnsafePointer(to: &local) { l in
+                    if isV4, Int32(p.pointee.ss_family) == AF_INET {
+                        let a = p.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee }
+                        let b = l.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee }
+                        return a.sin_addr.s_addr == v4.s_addr && Int32(UInt16(bigEndian: a.sin_port)) == peerPort && Int32(UInt16(bigEndian: b.sin_port)) == localPort
+                    }
+                    if !isV4, Int32(p.pointee.ss_family) == AF_INET6 {
+                        let a = p.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { $0.pointee }
+                        let b = l.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { $0.pointee }
+                        let same = withUnsafeBytes(of: a.sin6_addr) { x in withUnsafeBytes(of: v6) { y in x.elementsEqual(y) } }
+                        return same && Int32(UInt16(bigEndian: a.sin6_port)) == peerPort && Int32(UInt16(bigEndian: b.sin6_port)) == localPort
+                    }
+                    return false
+                }
+            }
+            if matches { return fd }
+        }
+        return nil
+    }
 
     /// civetweb does not hand out a connection's descriptor: find it among
     /// ours by its two ports (once per WebSocket).
@@ -455,8 +519,7 @@ public final class WebServer: @unchecked Sendable {
     }
 
     private func socketData(_ connection: OpaquePointer, bits: Int32, _ bytes: UnsafeMutablePointer<CChar>?, _ count: Int) -> Bool {
-        guard let raw = mg_get_user_connection_data(connection) else { return false }
-        let socket = Unmanaged<WebSocket>.fromOpaque(raw).takeUnretainedValue()
+        guard let socket = record(of: connection)?.socket else { return false }
         if socket.isClosing { return false }
         let opcode = bits & 0x0f
         let final = bits & 0x80 != 0
@@ -484,9 +547,8 @@ public final class WebServer: @unchecked Sendable {
     }
 
     private func socketClosed(_ connection: OpaquePointer) {
-        guard let raw = mg_get_user_connection_data(connection) else { return }
-        mg_set_user_connection_data(connection, nil)
-        let socket = Unmanaged<WebSocket>.fromOpaque(raw).takeRetainedValue()
+        guard let record = record(of: connection), let socket = record.socket else { return }
+        record.socket = nil
         socket.detach()
         socketHandler?.closed(socket)
     }
@@ -498,4 +560,108 @@ private func withCStrings<R>(_ strings: [String], _ body: (UnsafeMutablePointer<
     defer { copies.forEach { free($0) } }
     var argv: [UnsafePointer<CChar>?] = copies.map { UnsafePointer($0) } + [nil]
     return argv.withUnsafeMutableBufferPointer { body($0.baseAddress!) }
+}
+
+// MARK: Connections per source address
+
+/// One connection's record, civetweb's user data for it from its accept to
+/// its close: the places it holds, and its WebSocket once it is one.
+// Sendable because civetweb calls for one connection come on its one worker thread at a time (init, requests, WebSocket callbacks, close).
+final class ConnectionRecord: @unchecked Sendable {
+    /// Decided at its first request (civetweb shows the peer's address only then).
+    var admission: (address: SourceAddress, place: ConnectionShares.Place?)?
+    var socket: WebSocket?
+}
+
+extension WebServer {
+    /// Each connection holds a civetweb worker for as long as it is open (a
+    /// page's WebSocket, a keep-alive), so one host may hold at most a
+    /// quarter of them (12 of 48, 2 of 8; `ConnectionShares`), and a few
+    /// (4 of 48, 2 of 8) are kept for clients on this machine. Beyond its
+    /// share a host's connection is answered 503 and closed at once.
+    static func shareLimits(threads: Int) -> ConnectionShares.Limits {
+        let reserve = threads >= 24 ? 4 : min(2, max(0, threads - 1))
+        return ConnectionShares.Limits(port: max(1, threads - reserve), perAddress: max(2, min(ConnectionShares.Limits.mostPerAddress, threads / 4)), loopbackReserve: reserve)
+    }
+
+    /// Connections open now from `host` (an address, as a peer's `HOST:PORT` starts).
+    public func connections(from host: String) -> Int { shares.withLock { $0.held(by: SourceAddress.parse(host) ?? .unknown) } }
+
+    func installShareCallbacks(_ callbacks: inout mg_callbacks) {
+        callbacks.init_connection = { connection, data in
+            guard let connection, let data, let ctx = mg_get_context(connection), let raw = mg_get_user_data(ctx) else { return 0 }
+            let record = Unmanaged<WebServer>.fromOpaque(raw).takeUnretainedValue().admitNewConnection(connection)
+            data.pointee = Unmanaged.passRetained(record).toOpaque()
+            return 0
+        }
+        callbacks.begin_request = { connection in
+            guard let connection, let ctx = mg_get_context(connection), let raw = mg_get_user_data(ctx) else { return 0 }
+            return Unmanaged<WebServer>.fromOpaque(raw).takeUnretainedValue().admitOrRefuse(connection)
+        }
+        callbacks.connection_close = { connection in
+            guard let connection, let ctx = mg_get_context(connection), let raw = mg_get_user_data(ctx) else { return }
+            Unmanaged<WebServer>.fromOpaque(raw).takeUnretainedValue().releaseConnection(connection)
+        }
+    }
+
+    /// The record a connection was given at its start.
+    func record(of connection: OpaquePointer) -> ConnectionRecord? {
+        mg_get_user_connection_data(connection).map { Unmanaged<ConnectionRecord>.fromOpaque($0).takeUnretainedValue() }
+    }
+
+    /// civetweb's init_connection, on the worker the connection was given:
+    /// it takes its place now, before it has said anything (a silent or
+    /// slow connection holds the worker all the same). Over its host's
+    /// share it is shut down at once, so civetweb's first read ends it.
+    /// Until the first request has shown where the peer's address is kept,
+    /// the first request takes the place instead (`admitOrRefuse`).
+    private func admitNewConnection(_ connection: OpaquePointer) -> ConnectionRecord {
+        let record = ConnectionRecord()
+        let offset = requestInfoOffset.load(ordering: .acquiring)
+        guard offset >= 0 else { return record }
+        let info = UnsafeRawPointer(connection).advanced(by: offset).assumingMemoryBound(to: mg_request_info.self).pointee
+        let host = withUnsafeBytes(of: info.remote_addr) { raw in String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self) }
+        admit(record, host: host)
+        if record.admission?.place == nil, let fd = Self.socket(peerHost: host, peerPort: info.remote_port, localPort: info.server_port) {
+            shutdown(fd, Int32(SHUT_RDWR))
+        }
+        return record
+    }
+
+    private func admit(_ record: ConnectionRecord, host: String) {
+        let address = SourceAddress.parse(host) ?? .unknown
+        switch shares.withLock({ $0.admit(address) }) {
+        case .success(let place): record.admission = (address, place)
+        case .failure(let refusal):
+            record.admission = (address, nil)
+            let n = refusedConnections.add(1, ordering: .relaxed).newValue
+            let now = Condition.now(), last = lastRefusalLog.load(ordering: .relaxed)
+            if now - last > 5_000_000_000, lastRefusalLog.compareExchange(expected: last, desired: now, ordering: .relaxed).exchanged {
+                log.warning("web \(requestedEndpoint): refused \(host): \(refusal); refused \(n) so far")
+            }
+        }
+    }
+
+    /// civetweb's begin_request: a connection refused at its start (or, before
+    /// the offset was known, over its share at its first request) is answered
+    /// 503 here, and closed; 0: serve the request.
+    private func admitOrRefuse(_ connection: OpaquePointer) -> Int32 {
+        guard let record = record(of: connection) else { return 0 }
+        if record.admission == nil, let info = mg_get_request_info(connection) {
+            let offset = Int(bitPattern: UnsafeRawPointer(info)) - Int(bitPattern: UnsafeRawPointer(connection))
+            if offset >= 0 && offset < 65_536 { requestInfoOffset.store(offset, ordering: .releasing) }
+            admit(record, host: withUnsafeBytes(of: info.pointee.remote_addr) { raw in String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self) })
+        }
+        guard record.admission?.place == nil else { return 0 }
+        // Sets civetweb's must-close: the connection ends after this answer.
+        _ = tutti_mg_send_error(connection, 503, "too many connections from your address; close some and try again")
+        return 503
+    }
+
+    private func releaseConnection(_ connection: OpaquePointer) {
+        guard let raw = mg_get_user_connection_data(connection) else { return }
+        mg_set_user_connection_data(connection, nil)
+        let record = Unmanaged<ConnectionRecord>.fromOpaque(raw).takeRetainedValue()
+        if let admission = record.admission, let place = admission.place { shares.withLock { $0.release(admission.address, place: place) } }
+    }
 }

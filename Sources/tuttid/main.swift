@@ -101,7 +101,7 @@ case .leader(var config):
         // Playing files given on the command line (no library, no --loop), the
         // leader exits once they have played out; with a library it stays up.
         if !config.loop && config.musicDirectory == nil && config.databasePath == nil {
-            startThread(name: "tutti-finish") {
+            startEssentialThread(name: "tutti-finish") {
                 while !leader.finished { usleep(50_000) }
                 usleep(useconds_t(config.bufferMilliseconds * 1000 + 200_000))
                 leader.stop()
@@ -134,7 +134,7 @@ case .follower(let config):
 case .demo(let config):
     do {
         if config.seconds == nil {
-            startThread(name: "tutti-signals") { waitForTermination(); exit(0) }
+            startEssentialThread(name: "tutti-signals") { waitForTermination(); exit(0) }
         }
         try Demo.run(config, log: StandardErrorLog.logger("demo"))
     } catch {

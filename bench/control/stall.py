@@ -129,17 +129,19 @@ def probe(port, seconds, out):
 # MARK: Stalled clients
 
 
-def stalled_jsonrpc(port):
+def stalled_jsonrpc(port, source):
     s = socket.socket()
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # before connect: it sets the window
+    s.bind((source, 0))
     s.connect(("127.0.0.1", port))
     s.sendall(b'{"jsonrpc":"2.0","id":1,"method":"player.status"}\n')
     return s
 
 
-def stalled_websocket(port):
+def stalled_websocket(port, source):
     s = socket.socket()
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.bind((source, 0))
     s.connect(("127.0.0.1", port))
     key = base64.b64encode(os.urandom(16)).decode()
     s.sendall(("GET /ws HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
@@ -235,7 +237,9 @@ def run_phase(a, count):
     socks, kinds = [], []
     for i in range(count):
         kind = "jsonrpc" if i % 2 == 0 else "websocket"
-        socks.append(stalled_jsonrpc(a.control) if kind == "jsonrpc" else stalled_websocket(a.web))
+        # Each stalled client a host of its own (127.0.0.10, .11, …): the leader serves a host only its share.
+        source = "127.0.0.%d" % (10 + i)
+        socks.append(stalled_jsonrpc(a.control, source) if kind == "jsonrpc" else stalled_websocket(a.web, source))
         kinds.append(kind)
     ports = [s.getsockname()[1] for s in socks]
     index = {p: i for i, p in enumerate(ports)}

@@ -404,10 +404,21 @@ extension MPDServer {
         let running = updateJob.load(ordering: .relaxed)
         if running > 0 { r.add("updating_db", running); return }
         let job = nextUpdateJob.add(1, ordering: .relaxed).oldValue
-        updateJob.store(job, ordering: .relaxed)
+        // One update at a time, however many clients ask at once: each would be a thread.
+        let (claimed, other) = updateJob.compareExchange(expected: 0, desired: job, ordering: .relaxed)
+        if !claimed { r.add("updating_db", other); return }
+        do {
+            try startUpdate(library: library, folder: folder)
+        } catch {
+            updateJob.store(0, ordering: .relaxed)
+            throw .system("cannot update now: \(error)")
+        }
         r.add("updating_db", job)
         notify([.update])
-        startThread(name: "tutti-mpd-update") { [self] in
+    }
+
+    private func startUpdate(library: Library, folder: String) throws(ThreadError) {
+        try startThread(name: "tutti-mpd-update") { [self] in
             do {
                 let summary = try library.scan(folder: folder)
                 log.info("MPD update of \(folder): \(summary)")

@@ -83,15 +83,22 @@ public final class MPDServer: @unchecked Sendable {
     public func start() {
         log.info("MPD protocol on \(listener.endpoint)")
         subscription = leader.events.subscribe { [weak self] event in self?.handle(event) }
-        startThread(name: "tutti-mpd-accept") { [self] in
+        startEssentialThread(name: "tutti-mpd-accept") { [self] in
             while running.load(ordering: .relaxed) {
                 guard let connection = try? listener.accept() else { return }
-                guard budget.admit(log: log, now: Monotonic.now()) else { connection.close(); continue }
+                guard let ticket = budget.admit(peer: connection.peer, log: log, now: Monotonic.now()) else { connection.close(); continue }
                 let client = MPDClient(connection: connection, configuration: leader.configuration, access: leader.controlAccess, log: log)
                 clients.withLock { $0[ObjectIdentifier(client)] = client }
-                startThread(name: "tutti-mpd-client") { [self] in
-                    defer { budget.release() }
-                    serve(client)
+                do {
+                    try startThread(name: "tutti-mpd-client") { [self] in
+                        defer { budget.release(ticket) }
+                        serve(client)
+                    }
+                } catch {
+                    clients.withLock { _ = $0.removeValue(forKey: ObjectIdentifier(client)) }
+                    budget.release(ticket)
+                    connection.close()
+                    log.warning("MPD client \(connection.peer) refused: \(error)")
                 }
             }
         }
@@ -145,6 +152,7 @@ public final class MPDServer: @unchecked Sendable {
                     return
                 }
                 if partial.expired(now: Monotonic.now()) { hanging(); return }
+                if notLoggedIn(client, since: connectedAt) { return }
                 continue
             } catch { return }
             guard n > 0 else { return }
@@ -153,6 +161,7 @@ public final class MPDServer: @unchecked Sendable {
             let now = Monotonic.now()
             partial.update(unfinished: splitter.hasUnfinishedLine, lineEnded: !lines.isEmpty, now: now)
             if partial.expired(now: now) { hanging(); return }
+            if notLoggedIn(client, since: connectedAt) { return }
             for line in lines {
                 // An idle answered by an event leaves the state machine idling: catch up.
                 if state.idling && !client.isWaiting { state.idling = false }
@@ -195,6 +204,16 @@ public final class MPDServer: @unchecked Sendable {
                 return
             }
         }
+    }
+
+    /// A client that may do nothing until it logs in, and has not within
+    /// `LineDiscipline.loginMilliseconds`, only holds a place (however many
+    /// pings it sends): true when it is closed for that.
+    private func notLoggedIn(_ client: MPDClient, since connectedAt: Int64) -> Bool {
+        guard client.level == .none,
+              Monotonic.now() - connectedAt > Int64(LineDiscipline.loginMilliseconds) * nanosecondsPerMillisecond else { return false }
+        log.info("MPD client \(client.connection.peer): not logged in within \(LineDiscipline.loginMilliseconds / 1000) s, closing")
+        return true
     }
 
     /// `password` raises the client to full access; anything else must be allowed at its level.
