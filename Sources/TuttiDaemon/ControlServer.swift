@@ -387,8 +387,9 @@ public final class ControlServer: @unchecked Sendable {
         case "player.next": return try player(.next)
         case "player.previous": return try player(.previous)
         case "player.seek":
-            if let position = try number(params, "position", in: 0...86_400) { return try player(.seek(seconds: position)) }
-            if let by = try number(params, "by", in: -86_400...86_400) { return try player(.seekBy(seconds: by)) }
+            // Any finite number: the player clamps it to the track (PlayerCommand.checked), as for MPD and Snapcast.
+            if let position = try number(params, "position", in: 0...Double.greatestFiniteMagnitude) { return try player(.seek(seconds: position)) }
+            if let by = try number(params, "by", in: -Double.greatestFiniteMagnitude...Double.greatestFiniteMagnitude) { return try player(.seekBy(seconds: by)) }
             throw RPCError(code: -32602, message: "player.seek needs \"position\" (seconds) or \"by\" (± seconds)")
         case "player.stop": return try player(.stop)
         case "player.setSpeed":

@@ -194,10 +194,11 @@ final class StreamPlayer: @unchecked Sendable {
         wake.signal()
     }
 
-    /// Hands a command to the source thread and waits for its outcome.
+    /// Hands a command to the source thread and waits for its outcome. Its
+    /// numbers are checked here, before anything is queued
+    /// (`PlayerCommand.checked`; `Transport` checks them again).
     func submit(_ command: PlayerCommand) throws(PlayerError) -> CommandOutcome {
-        if case .seek(let s) = command, !(s.isFinite && s >= 0) { throw .invalid("seek position must be a number of seconds ≥ 0") }
-        if case .seekBy(let s) = command, !s.isFinite { throw .invalid("seek offset must be a finite number of seconds") }
+        let command = try command.checked().get()
         let reply = Reply()
         mailbox.withLock { $0.append(Request(command: command, reply: reply)) }
         wake.signal()
