@@ -162,7 +162,9 @@ final class StreamPlayer: @unchecked Sendable {
             if let snapshot, !initial.isEmpty {
                 p.state = .paused
                 let id = snapshot.entryID ?? initial.entries[initial.order.first ?? 0].id
-                p.pausedAt = TrackPosition(track: id, frame: max(0, Int(snapshot.positionMilliseconds) * StreamFormat.sampleRate / 1000))
+                // Saturating: a damaged save's number must not trap (a seek's is clamped the same way).
+                let seconds = min(Double(snapshot.positionMilliseconds) / 1000, PlayerCommand.maximumSeconds)
+                p.pausedAt = TrackPosition(track: id, frame: max(0, StreamFormat.frames(seconds: seconds)))
             }
         }
         transport.pausedAt = published.withLock { $0.pausedAt }

@@ -169,4 +169,20 @@ import TuttiTestSupport
         #expect(replies.last?["result"]?["track"] == .number(1), "\(text)")
         #expect((replies.last?["result"]?["position"]?.number ?? 99) < 2, "\(text)")
     }
+
+    /// The fuzz targets' way in (`InProcessControl`): the same answers as
+    /// the ports give, without sockets.
+    @Test func theInProcessSurfacesAnswerAsThePortsDo() throws {
+        let f = try makeFixture()
+        defer { f.leader.stop() }
+        let control = try InProcessControl(leader: f.leader)
+        let mpd = String(decoding: control.mpd(Array("seek 0 1e300\nmove 0 9223372036854775807\nstatus\n".utf8)), as: UTF8.self)
+        #expect(mpd.hasPrefix("OK\nACK [2@0] {move} Bad song index\n"), "\(mpd)")
+        #expect(mpd.contains("\nsong: 1\n") && mpd.hasSuffix("\nOK\n"), "\(mpd)")
+        let rpc = try #require(control.jsonrpc(Array(#"{"jsonrpc":"2.0","id":7,"method":"queue.move","params":{"from":0,"to":5}}"#.utf8)))
+        #expect(JSONValue.parsing(rpc)?["error"]?["message"] == .string("positions must be within 0…1"), "\(String(decoding: rpc, as: UTF8.self))")
+        let snap = try #require(control.snapcast(Array(#"{"id":1,"jsonrpc":"2.0","method":"Stream.Control","params":{"id":"main","command":"seek","params":{"offset":-1e300}}}"#.utf8)))
+        #expect(JSONValue.parsing(snap)?["result"] == .string("ok"))
+        #expect(waitUntil(timeout: 2) { f.leader.nowPlaying.track == 1 && f.leader.nowPlaying.positionSeconds < 2 }, "\(f.leader.nowPlaying)")
+    }
 }
