@@ -33,8 +33,11 @@ extension PlayerCommand {
     /// from `Int`'s limits (4.8 × 10¹¹ frames).
     public static let maximumSeconds: Double = 10_000_000
 
-    /// The most entries a queue holds: an `add` beyond it is refused.
-    public static let maximumQueueEntries = 100_000
+    /// The most entries a queue holds (MPD's own default,
+    /// `max_playlist_length`): an `add` beyond it is refused. Queue edits
+    /// run on the player's thread and cost time in proportion to the
+    /// queue, so a peer must not make it any length it likes.
+    public static let maximumQueueEntries = 16_384
 
     /// The numbers a command carries, checked where they enter the player
     /// (`Transport.apply`, whatever surface sent it: JSON-RPC, MPD,

@@ -260,7 +260,7 @@ import TuttiCore
         #expect(refusal(.speed(.infinity))?.hasPrefix("speed must be") == true)
         #expect(refusal(.pitch(semitones: -.infinity))?.hasPrefix("pitch must be -12 to +12 semitones") == true)
         #expect(refusal(.add(uris: Array(repeating: "x", count: PlayerCommand.maximumQueueEntries + 1), next: false))
-                == "at most 100000 entries fit in the queue (100001 given)")
+                == "at most 16384 entries fit in the queue (16385 given)")
     }
 
     @Test func secondsBecomeFramesWithoutTrapping() {
@@ -304,7 +304,7 @@ import TuttiCore
         var queue = PlayQueue(seed: 1)
         queue.add(Array(repeating: "x", count: PlayerCommand.maximumQueueEntries - 1))
         var full = Transport(queue: queue, state: .stopped)
-        #expect(failure(&full, .add(uris: ["y", "z"], next: false), at: 0) == "the queue is full: it holds at most 100000 entries (it has 99999)")
+        #expect(failure(&full, .add(uris: ["y", "z"], next: false), at: 0) == "the queue is full: it holds at most 16384 entries (it has 16383)")
         #expect(applied(&full, .add(uris: ["y"], next: false), at: 0)?.added.count == 1)
         #expect(full.queue.count == PlayerCommand.maximumQueueEntries)
     }
