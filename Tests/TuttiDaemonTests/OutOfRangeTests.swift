@@ -181,6 +181,8 @@ import TuttiTestSupport
         #expect(mpd.contains("\nsong: 1\n") && mpd.hasSuffix("\nOK\n"), "\(mpd)")
         let rpc = try #require(control.jsonrpc(Array(#"{"jsonrpc":"2.0","id":7,"method":"queue.move","params":{"from":0,"to":5}}"#.utf8)))
         #expect(JSONValue.parsing(rpc)?["error"]?["message"] == .string("positions must be within 0…1"), "\(String(decoding: rpc, as: UTF8.self))")
+        let negative = try #require(control.jsonrpc(Array(#"{"jsonrpc":"2.0","id":8,"method":"player.seek","params":{"position":-1}}"#.utf8)))
+        #expect(JSONValue.parsing(negative)?["error"] == .object(["code": .number(-32602), "message": .string("position must be a number of seconds ≥ 0")]))
         let snap = try #require(control.snapcast(Array(#"{"id":1,"jsonrpc":"2.0","method":"Stream.Control","params":{"id":"main","command":"seek","params":{"offset":-1e300}}}"#.utf8)))
         #expect(JSONValue.parsing(snap)?["result"] == .string("ok"))
         #expect(waitUntil(timeout: 2) { f.leader.nowPlaying.track == 1 && f.leader.nowPlaying.positionSeconds < 2 }, "\(f.leader.nowPlaying)")
