@@ -3,7 +3,7 @@
 format (docs/protocol.md, docs/snapcast.md, the MPD and JSON-RPC docs, real
 stream heads, files made by lame, flac and metaflac). Run once; the seeds
 are committed, and libFuzzer grows its own corpus from them elsewhere."""
-import os, struct, subprocess, sys, tempfile, wave
+import json, os, struct, subprocess, sys, tempfile, wave
 
 root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
 
@@ -110,6 +110,54 @@ put("buttons", "mistakes", "button 9 gpio=chip0:99999\non b1 triple toggle\ntimi
 put("config", "both", '# /etc/tutti/tutti.conf\n[leader]\nmusic = /srv/music\nlisten = 0.0.0.0:4953\ncodec = opus\nbuffer-ms = 1000\nannounce = no\nname = "  Living room # main"\n\n[speaker]\nname = kitchen\noutput = alsa:hw:0\nlatency-ms = 12\nleader = auto\nrealtime = yes ; comment\n')
 put("config", "speaker", "[speaker]\r\nleader = 192.168.1.10:4953\r\nmixer = hw:PCM\r\nsteer = no\r\nlog-level = debug\r\n")
 put("config", "mistakes", "name = before any section\n[leader]\nbitrate = 999999\nbitrate = 1\n[speeker]\n")
+
+# --- Command execution (mpd-exec, jsonrpc-exec, snapcast-exec): sessions run by a playing leader whose
+# queue is /tmp/tutti-fuzz-exec/{a,b,c}.wav (Fuzz/Targets/CommandExecution.swift). The regression-* seeds
+# are the requests that once ended the leader (issue 26).
+music = "/tmp/tutti-fuzz-exec"
+put("mpd-exec", "regression-seek-past-the-end", "seek 0 1e300\nstatus\nseekcur -1e300\nseekid 2 1e300\nseekcur +1e300\nstatus\n")
+put("mpd-exec", "regression-move-huge", "move 0 9223372036854775807\nmove 0:2 9223372036854775807\nmoveid 1 9223372036854775807\nplaylistinfo\n")
+put("mpd-exec", "regression-add-huge", 'add "%s/a.wav" +9223372036854775807\naddid "%s/b.wav" +9223372036854775807\nadd "%s/a.wav" -9223372036854775807\n' % (music, music, music))
+put("mpd-exec", "regression-outside-paths", 'add "/"\nadd "/etc/hostname"\nadd "/etc/no-such-file"\nadd "file:///etc"\nlsinfo "/"\n')
+put("mpd-exec", "mpc-session", "status\ncurrentsong\nplaylistinfo\nplay 1\npause 1\npause 0\nnext\nprevious\nseekcur +1\nseek 2 0.5\nsetvol 40\nvolume -5\n"
+    "random 1\nrepeat 1\nsingle oneshot\nconsume 1\nrandom 0\nstop\nplay\n")
+put("mpd-exec", "queue-edits", 'command_list_ok_begin\nadd "%s"\naddid "%s/c.wav" 1\nmove 0 2\nmove 1:3 0\nswap 0 1\nswapid 1 2\ndelete 3\n'
+    'deleteid 2\nshuffle 0:2\nprio 0 0:1\nplaylistinfo 0:2\nplaylistid 1\nplchanges 0\nplchangesposid 0 0:1\nplaylistfind file x\ncommand_list_end\n' % (music, music))
+put("mpd-exec", "idle-and-lists", "idle player playlist\nnoidle\ncommand_list_begin\nplay 0\nnext\ncommand_list_end\nidle\nnoidle\nclear\nplay\nadd \"%s/b.wav\" +0\n" % music)
+put("mpd-exec", "library-and-outputs", 'outputs\nenableoutput 0\ntoggleoutput 1\nlsinfo\nlist album\nfind artist x\nsearch any y window 0:9223372036854775807\ncount genre Jazz\n'
+    'listplaylists\nalbumart "%s/a.wav" 0\nreadpicture "%s/a.wav" 9223372036854775807\nbinarylimit 64\ntagtypes clear\nstats\n' % (music, music))
+
+def rpc(i, method, params=None):
+    r = {"jsonrpc": "2.0", "id": i, "method": method}
+    if params is not None: r["params"] = params
+    return json.dumps(r, separators=(",", ":"))
+files = ["%s/%s.wav" % (music, n) for n in "abc"]
+put("jsonrpc-exec", "regression-seek-past-the-end", "\n".join([rpc(1, "player.seek", {"position": 1e300}), rpc(2, "player.seek", {"by": -1e300}),
+    '{"jsonrpc":"2.0","id":3,"method":"player.seek","params":{"by":1e999}}', rpc(4, "player.status")]) + "\n")
+put("jsonrpc-exec", "queue-numbers", "\n".join([rpc(1, "queue.move", {"from": 0, "to": 9007199254740992}), rpc(2, "queue.play", {"index": 1e300}),
+    rpc(3, "queue.remove", {"index": -1}), rpc(4, "queue.add", {"uris": files, "next": True}), rpc(5, "queue.move", {"from": 5, "to": 0}),
+    rpc(6, "queue.play", {"index": 2}), rpc(7, "queue.list"), rpc(8, "queue.clear"), rpc(9, "player.play")]) + "\n")
+put("jsonrpc-exec", "transport", "\n".join([rpc(1, "player.pause"), rpc(2, "player.toggle"), rpc(3, "player.next"), rpc(4, "player.previous"),
+    rpc(5, "player.setSpeed", {"speed": 1.5}), rpc(6, "player.setPitch", {"semitones": -3}), rpc(7, "player.setSpeed", {"speed": 1e300}),
+    rpc(8, "player.shuffle", {"on": True}), rpc(9, "player.repeat"), rpc(10, "player.single", {"mode": "oneshot"}), rpc(11, "player.consume", {"on": True}),
+    rpc(12, "player.stop"), rpc(13, "player.play")]) + "\n")
+put("jsonrpc-exec", "rooms-and-groups", "\n".join([rpc(1, "rooms.list"), rpc(2, "rooms.set", {"room": "kitchen", "volume": 1e300, "latencyMs": -1e300}),
+    rpc(3, "rooms.setEq", {"room": "kitchen", "gains": [1e300] * 10}), rpc(4, "groups.list"), rpc(5, "groups.setVolume", {"group": "main", "volume": -1}),
+    rpc(6, "party.on"), rpc(7, "party.off"), rpc(8, "eq.presets"), rpc(9, "auth.status")]) + "\n")
+
+def snapreq(i, method, params):
+    return json.dumps({"id": i, "jsonrpc": "2.0", "method": method, "params": params}, separators=(",", ":"))
+put("snapcast-exec", "regression-set-position", "\r\n".join([snapreq(1, "Stream.Control", {"id": "main", "command": "setPosition", "params": {"position": 1e300}}),
+    snapreq(2, "Stream.Control", {"id": "main", "command": "seek", "params": {"offset": -1e300}}),
+    snapreq(3, "Stream.Control", {"id": "main", "command": "seek", "params": {"offset": 1e300}}), snapreq(4, "Server.GetStatus", {})]) + "\r\n")
+put("snapcast-exec", "home-assistant", "\r\n".join([snapreq(1, "Server.GetRPCVersion", {}), snapreq(2, "Server.GetStatus", {}),
+    snapreq(3, "Stream.Control", {"id": "main", "command": "next"}), snapreq(4, "Stream.Control", {"id": "main", "command": "playPause"}),
+    snapreq(5, "Stream.SetProperty", {"id": "main", "property": "volume", "value": 1e300}),
+    snapreq(6, "Stream.SetProperty", {"id": "main", "property": "loopStatus", "value": "playlist"}),
+    snapreq(7, "Stream.SetProperty", {"id": "main", "property": "shuffle", "value": True}),
+    snapreq(8, "Group.SetMute", {"id": "main", "mute": True}), snapreq(9, "Client.SetVolume", {"id": "kitchen", "volume": {"percent": 1e300}})]) + "\r\n")
+put("snapcast-exec", "batch", "[" + ",".join([snapreq(1, "Group.GetStatus", {"id": "main"}), snapreq(2, "Stream.Control", {"id": "main", "command": "previous"}),
+    snapreq(3, "Group.SetClients", {"id": "main", "clients": []}), snapreq(4, "Client.SetLatency", {"id": "kitchen", "latency": 9e18})]) + "]\r\n")
 
 # --- audio files: a 0.1 s 48 kHz stereo tone, tagged.
 tmp = tempfile.mkdtemp()

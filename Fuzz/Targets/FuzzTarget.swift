@@ -11,6 +11,8 @@ import TuttiStreams
 /// parses; a target only feeds the parser (in pieces, as a socket delivers)
 /// and checks what must hold whatever the input (round trips, bounds). A
 /// broken check is a `precondition`, so libFuzzer records it as a crash.
+/// The `-exec` targets go further: the requests are run by a playing
+/// leader (`CommandExecution`).
 ///
 /// `tutti-fuzz` (Fuzz/Driver, built by scripts/fuzz.sh) runs one under
 /// libFuzzer; `TuttiFuzzTests` runs the committed seeds (Fuzz/corpus/) in CI.
@@ -18,6 +20,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     case wire, snapcast, jsonrpc, mpd
     case httpHead = "http-head", icy
     case id3, flac, wav, m3u, buttons, config
+    /// Command execution: requests run by a playing leader (`CommandExecution`).
+    case mpdExec = "mpd-exec", jsonrpcExec = "jsonrpc-exec", snapcastExec = "snapcast-exec"
 
     /// Runs one input. Returns normally for every input the parser handles
     /// (accepting or refusing it); traps on a bug.
@@ -35,6 +39,9 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .m3u: Self.m3u(bytes)
         case .buttons: _ = try? ButtonMapping.parse(String(decoding: bytes, as: UTF8.self))
         case .config: Self.config(bytes)
+        case .mpdExec: CommandExecution.mpd(bytes)
+        case .jsonrpcExec: CommandExecution.jsonrpc(bytes)
+        case .snapcastExec: CommandExecution.snapcast(bytes)
         }
     }
 

@@ -111,19 +111,16 @@ public struct PlayQueue: Sendable, Equatable {
     @discardableResult
     public mutating func insertNext(_ uris: [String]) -> [UInt32] {
         guard let c = current else { return add(uris) }
-        var ids: [UInt32] = []
-        var at = c + 1
-        var playAt = (playPosition ?? -1) + 1
-        for uri in uris {
-            let entry = QueueEntry(id: nextID, uri: uri)
-            nextID &+= 1
-            entries.insert(entry, at: at)
-            order = order.map { $0 >= at ? $0 + 1 : $0 }
-            order.insert(at, at: playAt)
-            at += 1; playAt += 1
-            ids.append(entry.id)
+        // In one pass (an insert per entry cost the queue's length each, on the player's thread).
+        let at = c + 1, playAt = (playPosition ?? -1) + 1
+        let new = uris.map { uri -> QueueEntry in
+            defer { nextID &+= 1 }
+            return QueueEntry(id: nextID, uri: uri)
         }
-        return ids
+        entries.insert(contentsOf: new, at: at)
+        order = order.map { $0 >= at ? $0 + new.count : $0 }
+        order.insert(contentsOf: at..<(at + new.count), at: playAt)
+        return new.map(\.id)
     }
 
     /// Removes entry `index`. Removing the current entry leaves no current

@@ -26,6 +26,73 @@ public enum PlayerCommand: Sendable, Equatable {
     case pitch(semitones: Double)
 }
 
+extension PlayerCommand {
+    /// The furthest a position may lie in a track, seconds (about 115
+    /// days): a seek further on is clamped here before it becomes frames,
+    /// so 48 kHz frames of any position, and sums of two of them, stay far
+    /// from `Int`'s limits (4.8 × 10¹¹ frames).
+    public static let maximumSeconds: Double = 10_000_000
+
+    /// The most entries a queue holds (MPD's own default,
+    /// `max_playlist_length`): an `add` beyond it is refused. Queue edits
+    /// run on the player's thread and cost time in proportion to the
+    /// queue, so a peer must not make it any length it likes.
+    public static let maximumQueueEntries = 16_384
+
+    /// The numbers a command carries, checked where they enter the player
+    /// (`Transport.apply`, whatever surface sent it: JSON-RPC, MPD,
+    /// Snapcast, the web app, buttons), so no surface can hand the player a
+    /// number it cannot use. Positions must be finite and are clamped to
+    /// `±maximumSeconds` (`Transport` then clamps them to the track); queue
+    /// indexes must be ≥ 0 (the queue's own length is checked against its
+    /// state); speed and pitch must be finite and in range. Returns the
+    /// command to run, or an error a user can act on; never traps.
+    public func checked() -> Result<PlayerCommand, PlayerError> {
+        switch self {
+        case .seek(let seconds):
+            guard seconds.isFinite, seconds >= 0 else {
+                return .failure(.invalid("seek position must be a number of seconds ≥ 0 (not \(seconds))"))
+            }
+            return .success(.seek(seconds: min(seconds, Self.maximumSeconds)))
+        case .seekBy(let seconds):
+            guard seconds.isFinite else { return .failure(.invalid("seek offset must be a finite number of seconds (not \(seconds))")) }
+            return .success(.seekBy(seconds: max(-Self.maximumSeconds, min(seconds, Self.maximumSeconds))))
+        case .playIndex(let index), .remove(let index):
+            guard index >= 0 else { return .failure(.invalid("queue positions start at 0 (not \(index))")) }
+        case .move(let from, let to):
+            guard from >= 0, to >= 0 else { return .failure(.invalid("queue positions start at 0 (not \(min(from, to)))")) }
+        case .add(let uris, _):
+            guard uris.count <= Self.maximumQueueEntries else {
+                return .failure(.invalid("at most \(Self.maximumQueueEntries) entries fit in the queue (\(uris.count) given)"))
+            }
+        case .speed(let value):
+            guard PlaybackTempo.validSpeed(value) != nil else {
+                return .failure(.invalid("speed must be \(PlaybackTempo.speedRange.lowerBound)–\(PlaybackTempo.speedRange.upperBound)× (not \(value))"))
+            }
+        case .pitch(let value):
+            guard PlaybackTempo.validPitch(value) != nil else {
+                return .failure(.invalid("pitch must be \(Int(PlaybackTempo.pitchRange.lowerBound)) to +\(Int(PlaybackTempo.pitchRange.upperBound)) semitones (not \(value))"))
+            }
+        case .play, .pause, .toggle, .stop, .next, .previous, .clear, .shuffle, .repeatMode, .single, .consume, .removeEntry:
+            break
+        }
+        return .success(self)
+    }
+}
+
+extension StreamFormat {
+    /// 48 kHz frames in `seconds`, rounded toward zero and saturating at
+    /// `Int`'s limits (NaN is 0): `Int(seconds * 48_000)` traps on a number
+    /// out of range, and the seconds may come from the network.
+    public static func frames(seconds: Double) -> Int {
+        let f = (seconds * Double(sampleRate)).rounded(.towardZero)
+        guard !f.isNaN else { return 0 }
+        if f >= 9.223_372_036_854_775_807e18 { return .max }
+        if f <= -9.223_372_036_854_775_808e18 { return .min }
+        return Int(f)
+    }
+}
+
 /// What now-playing shows. The transport is one of playing, paused and
 /// stopped; `loading` and `buffering` are "playing, but waiting for a network
 /// source" (opening it, or starved mid-play: silence is heard), and `error`

@@ -54,8 +54,14 @@ public struct Transport: Sendable {
 
     /// Applies `command` at grid frame `at` (the change point). `durations`:
     /// the seconds of the entries known so far (a seek past the end moves on).
-    public mutating func apply(_ command: PlayerCommand, at: Int, durations: [UInt32: Double] = [:]) -> Result<Applied, PlayerError> {
-        var command = command
+    /// The command's numbers are checked first (`PlayerCommand.checked`):
+    /// a bad one is an error, never a trap.
+    public mutating func apply(_ given: PlayerCommand, at: Int, durations: [UInt32: Double] = [:]) -> Result<Applied, PlayerError> {
+        var command: PlayerCommand
+        switch given.checked() {
+        case .success(let c): command = c
+        case .failure(let error): return .failure(error)
+        }
         if command == .toggle { command = state == .playing ? .pause : .play }
         let heard = state == .playing ? timeline.position(atFrame: at) : pausedAt
         if let i = queue.index(ofID: heard.track) { queue.select(i) }
@@ -93,8 +99,16 @@ public struct Transport: Sendable {
             out.actions = restart(at: at, from: TrackPosition(track: id, frame: 0), durations: durations)
         case .seek(let seconds), .seekBy(let seconds):
             guard heardIndex != nil else { return .failure(.invalid("nothing to seek in")) }
-            var frame = Int(seconds * Double(StreamFormat.sampleRate))
-            if case .seekBy = command { frame = max(0, heard.frame + frame) }
+            // Checked: |seconds| ≤ maximumSeconds, so the frames fit; their sum saturates all the same.
+            var frame = StreamFormat.frames(seconds: seconds)
+            if case .seekBy = command {
+                let (sum, overflow) = heard.frame.addingReportingOverflow(frame)
+                frame = overflow ? (frame < 0 ? 0 : .max) : max(0, sum)
+            }
+            // Clamped to the track: its end, which moves on to the next entry (as MPD does).
+            if let duration = durations[heard.track], duration.isFinite, duration >= 0 {
+                frame = min(frame, StreamFormat.frames(seconds: duration))
+            }
             let target = TrackPosition(track: heard.track, frame: frame)
             if state == .playing { out.actions = restart(at: at, from: target, durations: durations) } else { pausedAt = target }
         case .playIndex(let index):
@@ -104,6 +118,9 @@ public struct Transport: Sendable {
             out.actions = restart(at: at, from: TrackPosition(track: queue.entries[index].id, frame: 0), durations: durations)
         case .add(let uris, let next):
             guard !uris.isEmpty else { return .failure(.invalid("nothing to add")) }
+            guard uris.count <= PlayerCommand.maximumQueueEntries - queue.count else {
+                return .failure(.invalid("the queue is full: it holds at most \(PlayerCommand.maximumQueueEntries) entries (it has \(queue.count))"))
+            }
             let wasEmpty = queue.isEmpty
             out.added = next ? queue.insertNext(uris) : queue.add(uris)
             if wasEmpty, let first = out.added.first { pausedAt = TrackPosition(track: first, frame: 0) }

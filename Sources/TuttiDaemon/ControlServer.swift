@@ -455,8 +455,15 @@ public final class ControlServer: @unchecked Sendable {
         case "player.next": return try player(.next)
         case "player.previous": return try player(.previous)
         case "player.seek":
-            if let position = try number(params, "position", in: 0...86_400) { return try player(.seek(seconds: position)) }
-            if let by = try number(params, "by", in: -86_400...86_400) { return try player(.seekBy(seconds: by)) }
+            // Any finite number: the player clamps it to the track (PlayerCommand.checked), as for MPD and Snapcast.
+            if let raw = params["position"] {
+                guard let v = raw.number, v.isFinite, v >= 0 else { throw RPCError(code: -32602, message: "position must be a number of seconds ≥ 0") }
+                return try player(.seek(seconds: v))
+            }
+            if let raw = params["by"] {
+                guard let v = raw.number, v.isFinite else { throw RPCError(code: -32602, message: "by must be a number of seconds (+ ahead, − back)") }
+                return try player(.seekBy(seconds: v))
+            }
             throw RPCError(code: -32602, message: "player.seek needs \"position\" (seconds) or \"by\" (± seconds)")
         case "player.stop": return try player(.stop)
         case "player.setSpeed":

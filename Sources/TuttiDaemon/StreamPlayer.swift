@@ -162,7 +162,9 @@ final class StreamPlayer: @unchecked Sendable {
             if let snapshot, !initial.isEmpty {
                 p.state = .paused
                 let id = snapshot.entryID ?? initial.entries[initial.order.first ?? 0].id
-                p.pausedAt = TrackPosition(track: id, frame: max(0, Int(snapshot.positionMilliseconds) * StreamFormat.sampleRate / 1000))
+                // Saturating: a damaged save's number must not trap (a seek's is clamped the same way).
+                let seconds = min(Double(snapshot.positionMilliseconds) / 1000, PlayerCommand.maximumSeconds)
+                p.pausedAt = TrackPosition(track: id, frame: max(0, StreamFormat.frames(seconds: seconds)))
             }
         }
         transport.pausedAt = published.withLock { $0.pausedAt }
@@ -194,10 +196,11 @@ final class StreamPlayer: @unchecked Sendable {
         wake.signal()
     }
 
-    /// Hands a command to the source thread and waits for its outcome.
+    /// Hands a command to the source thread and waits for its outcome. Its
+    /// numbers are checked here, before anything is queued
+    /// (`PlayerCommand.checked`; `Transport` checks them again).
     func submit(_ command: PlayerCommand) throws(PlayerError) -> CommandOutcome {
-        if case .seek(let s) = command, !(s.isFinite && s >= 0) { throw .invalid("seek position must be a number of seconds ≥ 0") }
-        if case .seekBy(let s) = command, !s.isFinite { throw .invalid("seek offset must be a finite number of seconds") }
+        let command = try command.checked().get()
         let reply = Reply()
         mailbox.withLock { $0.append(Request(command: command, reply: reply)) }
         wake.signal()

@@ -231,4 +231,81 @@ import TuttiCore
         #expect(t.state == .playing)
         #expect(failure(&t, .add(uris: [], next: false), at: 960) == "nothing to add")
     }
+
+    // MARK: Numbers from the network
+
+    /// Every surface's numbers pass `PlayerCommand.checked` on their way into
+    /// the player: a position that is no number is an error, a huge one is
+    /// clamped; negative queue positions, speeds and pitches out of range and
+    /// oversized adds are errors.
+    @Test func everyCommandsNumbersAreCheckedBeforeTheyBecomeFrames() throws {
+        func refusal(_ command: PlayerCommand) -> String? {
+            if case .failure(.invalid(let why)) = command.checked() { return why }
+            return nil
+        }
+        for bad in [Double.nan, .infinity, -.infinity, -1] {
+            #expect(refusal(.seek(seconds: bad))?.hasPrefix("seek position must be a number of seconds ≥ 0") == true, "\(bad)")
+        }
+        for bad in [Double.nan, .infinity, -.infinity] {
+            #expect(refusal(.seekBy(seconds: bad))?.hasPrefix("seek offset must be a finite number") == true, "\(bad)")
+        }
+        #expect(try PlayerCommand.seek(seconds: 1e300).checked().get() == .seek(seconds: 10_000_000))
+        #expect(try PlayerCommand.seekBy(seconds: -1e300).checked().get() == .seekBy(seconds: -10_000_000))
+        #expect(try PlayerCommand.seek(seconds: 30.5).checked().get() == .seek(seconds: 30.5))
+        #expect(refusal(.playIndex(-1)) == "queue positions start at 0 (not -1)")
+        #expect(refusal(.remove(index: Int.min)) == "queue positions start at 0 (not \(Int.min))")
+        #expect(refusal(.move(from: 0, to: -5)) == "queue positions start at 0 (not -5)")
+        #expect(try PlayerCommand.move(from: 0, to: Int.max).checked().get() == .move(from: 0, to: Int.max)) // the queue's length is Transport's to check
+        #expect(refusal(.speed(.nan))?.hasPrefix("speed must be 0.5–2.0×") == true)
+        #expect(refusal(.speed(.infinity))?.hasPrefix("speed must be") == true)
+        #expect(refusal(.pitch(semitones: -.infinity))?.hasPrefix("pitch must be -12 to +12 semitones") == true)
+        #expect(refusal(.add(uris: Array(repeating: "x", count: PlayerCommand.maximumQueueEntries + 1), next: false))
+                == "at most 16384 entries fit in the queue (16385 given)")
+    }
+
+    @Test func secondsBecomeFramesWithoutTrapping() {
+        #expect(StreamFormat.frames(seconds: 1.5) == 72_000)
+        #expect(StreamFormat.frames(seconds: -0.00001) == 0) // toward zero
+        #expect(StreamFormat.frames(seconds: 1e300) == Int.max)
+        #expect(StreamFormat.frames(seconds: .infinity) == Int.max)
+        #expect(StreamFormat.frames(seconds: -1e300) == Int.min)
+        #expect(StreamFormat.frames(seconds: .nan) == 0)
+    }
+
+    /// MPD's `seek 0 1e300` and Snapcast's `setPosition` 1e300 ended the
+    /// leader (`Int(seconds * 48000)` trapped): a position past the end is
+    /// the track's end, which moves on to the next entry, as in MPD.
+    @Test func aSeekFarPastTheEndIsClampedToTheTrackAndMovesOn() {
+        var t = playing(sent: [(1, 0, 2 * Self.second, 0)])
+        #expect(applied(&t, .seek(seconds: 1e300), at: Self.second, durations: [1: 10])?.actions.last == .open(TrackPosition(track: 2, frame: 0)))
+        var by = playing(sent: [(1, 0, 2 * Self.second, 0)])
+        #expect(applied(&by, .seekBy(seconds: 1e300), at: Self.second, durations: [1: 10])?.actions.last == .open(TrackPosition(track: 2, frame: 0)))
+        var back = playing(sent: [(1, 0, 2 * Self.second, 0)])
+        #expect(applied(&back, .seekBy(seconds: -1e300), at: Self.second, durations: [1: 10])?.actions.last
+                == .open(TrackPosition(track: 1, frame: 0)))
+        // A track whose length is not known yet: at most `maximumSeconds` in.
+        var unknown = playing(sent: [(1, 0, 2 * Self.second, 0)])
+        #expect(applied(&unknown, .seek(seconds: 1e300), at: Self.second)?.actions.last
+                == .open(TrackPosition(track: 1, frame: 10_000_000 * Self.second)))
+        // Paused: the place is the track's end; play then starts the next entry.
+        var paused = playing(sent: [(1, 0, 2 * Self.second, 0)])
+        _ = applied(&paused, .pause, at: Self.second)
+        #expect(applied(&paused, .seek(seconds: 1e300), at: 2 * Self.second, durations: [1: 10])?.actions == [])
+        #expect(paused.pausedAt == TrackPosition(track: 1, frame: 10 * Self.second))
+        #expect(applied(&paused, .play, at: 3 * Self.second, durations: [1: 10])?.actions.last == .open(TrackPosition(track: 2, frame: 0)))
+    }
+
+    @Test func queuePositionsOutOfRangeAreErrorsAndTheQueueIsBounded() {
+        var t = playing(sent: [(1, 0, 2 * Self.second, 0)])
+        #expect(failure(&t, .move(from: 0, to: Int.max), at: Self.second) == "positions must be within 0…2")
+        #expect(failure(&t, .playIndex(Int.max), at: Self.second) == "no queue entry \(Int.max) (the queue has 3)")
+        #expect(failure(&t, .remove(index: Int.max), at: Self.second) == "no queue entry \(Int.max) (the queue has 3)")
+        #expect(t.queue.entries.map(\.uri) == ["a", "b", "c"])
+        var queue = PlayQueue(seed: 1)
+        queue.add(Array(repeating: "x", count: PlayerCommand.maximumQueueEntries - 1))
+        var full = Transport(queue: queue, state: .stopped)
+        #expect(failure(&full, .add(uris: ["y", "z"], next: false), at: 0) == "the queue is full: it holds at most 16384 entries (it has 16383)")
+        #expect(applied(&full, .add(uris: ["y"], next: false), at: 0)?.added.count == 1)
+        #expect(full.queue.count == PlayerCommand.maximumQueueEntries)
+    }
 }

@@ -168,6 +168,10 @@ extension MPDServer {
     /// the music folder, the cache and the playlist folder (`..` and links
     /// that lead out of them are refused).
     func resolveConfined(_ uri: String) throws(MPDError) -> [(path: String, song: MPDSong)] {
+        // An absolute path is judged before anything is read: `add "/"` walked the whole file system, then refused it.
+        if uri.hasPrefix("/") || uri.hasPrefix("file://") {
+            do { _ = try leader.confine(catalog.path(forURI: uri)) } catch { throw MPDError(.permission, "Access denied: \(uri) is outside the music folder") }
+        }
         let found = try catalog.resolve(uri)
         for f in found {
             do { _ = try leader.confine(f.path) } catch {
@@ -190,6 +194,8 @@ extension MPDServer {
         if position.hasPrefix("+") || position.hasPrefix("-") {
             guard current >= 0 else { throw .argument("No current song") }
             guard let n = Int(position.dropFirst()), n >= 0 else { throw .argument("Integer expected: \(position)") }
+            // Beyond the queue whatever the current song (and `current + 1 + n` would overflow on a peer's Int.max).
+            guard n <= queue.count else { throw .argument("Bad position") }
             if position == "+0" {
                 do { return try leader.perform(.add(uris: paths, next: true)).added } catch { throw MPDError(.argument, error.description) }
             }

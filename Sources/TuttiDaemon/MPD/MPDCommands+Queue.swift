@@ -32,7 +32,8 @@ extension MPDServer {
             let queue = s.leader.queue
             let range = try MPDArguments.range(c.args[0], count: queue.count)
             let to = try MPDArguments.int(c.args[1])
-            guard range.upperBound <= queue.count, !range.isEmpty, to >= 0, to + range.count <= queue.count else {
+            // `to + range.count` would overflow on a peer's Int.max: compare by subtraction (range.count ≤ queue.count here).
+            guard range.upperBound <= queue.count, !range.isEmpty, to >= 0, to <= queue.count - range.count else {
                 throw .argument("Bad song index")
             }
             try s.moveBlock(range, to: to)

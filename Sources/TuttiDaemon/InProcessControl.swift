@@ -1,0 +1,130 @@
+import Dispatch
+import Synchronization
+import TuttiCore
+import TuttiNet
+import TuttiSystem
+
+/// A running leader's command surfaces (MPD, JSON-RPC, Snapcast's control
+/// API) driven in process, without their listening sockets: each request
+/// runs through the code a connection runs (MPD's line splitter, session
+/// state machine and command table; the JSON-RPC and Snapcast
+/// dispatchers), as a client on this machine with full access. For the
+/// command-execution fuzz targets (Fuzz/Targets: `mpd-exec`,
+/// `jsonrpc-exec`, `snapcast-exec`), which send thousands of sessions to
+/// one playing leader; the connection layers have targets of their own.
+///
+/// The leader must have been started with `mpd`, `control` and
+/// `snapcastControl` endpoints (loopback, port 0 will do).
+///
+/// Thread contract: any thread; calls are taken one at a time (one client).
+public final class InProcessControl: Sendable {
+    public let leader: Leader
+    private let mpdServer: MPDServer
+    private let controlServer: ControlServer
+    private let snapcastServer: SnapcastControl
+    /// MPD's client object writes idle answers and long replies to a
+    /// connection: one end of a loopback pair, whose other end a thread
+    /// reads and drops.
+    private let mpdClient: MPDClient
+    private let farEnd: TCPConnection
+    private let serial = Mutex(())
+
+    public enum SetupError: Error, CustomStringConvertible {
+        case surfaceMissing(String)
+        case loopback(NetError)
+        public var description: String {
+            switch self {
+            case .surfaceMissing(let which): "the leader serves no \(which): start it with that endpoint set"
+            case .loopback(let error): "cannot make a loopback connection for MPD's client: \(error)"
+            }
+        }
+    }
+
+    public init(leader: Leader) throws(SetupError) {
+        guard let mpd = leader.mpdServer else { throw .surfaceMissing("MPD port (configuration.mpd)") }
+        guard let control = leader.controlServer else { throw .surfaceMissing("JSON-RPC port (configuration.control)") }
+        guard let snapcast = leader.snapcastControlServer else { throw .surfaceMissing("Snapcast control (configuration.snapcastControl)") }
+        self.leader = leader
+        mpdServer = mpd
+        controlServer = control
+        snapcastServer = snapcast
+        let near: TCPConnection
+        do {
+            let listener = try TCPListener(endpoint: Endpoint(host: "127.0.0.1", port: 0))
+            defer { listener.close() }
+            farEnd = try TCPConnection.connect(to: listener.endpoint)
+            near = try listener.accept()
+        } catch {
+            throw .loopback(error)
+        }
+        mpdClient = MPDClient(connection: near, configuration: leader.configuration, access: leader.controlAccess, log: mpd.log)
+        startThread(name: "tutti-inproc-drain") { [farEnd] in
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 65_536, alignment: 1)
+            defer { buffer.deallocate() }
+            while let (n, _) = try? farEnd.receive(into: buffer), n > 0 {}
+        }
+    }
+
+    deinit {
+        mpdClient.finish()
+        mpdClient.connection.close()
+        farEnd.close()
+    }
+
+    /// One MPD session: the bytes a client sends (lines), the replies it
+    /// gets, as `MPDServer` would answer them on a connection. `password`
+    /// is not run (a wrong one sleeps, by design). Idle answers and long
+    /// replies go to the drained connection, not into the result.
+    public func mpd(_ bytes: [UInt8]) -> [UInt8] {
+        serial.withLock { _ in
+            let client = mpdClient
+            client.binaryLimit = 8_192
+            client.tagTypes = Set(MPDTags.all)
+            defer { client.endIdle() }
+            var splitter = MPDLineSplitter(maxLineBytes: MPDServer.maxLineBytes)
+            var state = MPDSessionState(maxListCommands: MPDServer.maxListCommands)
+            var out: [UInt8] = []
+            for line in splitter.feed(bytes) {
+                if state.idling && !client.isWaiting { state.idling = false }
+                switch state.receive(line: line) {
+                case .none:
+                    break
+                case .reply(let reply):
+                    out += reply
+                case .close(let reply):
+                    return out + reply
+                case .idle(let command):
+                    if let error = client.beginIdle(command.arguments) { state.idling = false; out += error }
+                case .noidle:
+                    client.endIdle()
+                    state.idling = false
+                case .run(let commands, let isList, let listOK):
+                    let runnable = commands.filter { $0.name != "password" }
+                    out += mpdServer.run(runnable, isList: isList, listOK: listOK, client: client)
+                }
+            }
+            return out
+        }
+    }
+
+    /// One JSON-RPC request line, as ControlServer answers it: the reply's
+    /// JSON object, or nil for a notification. Traps if the reply cannot be
+    /// written as JSON (a bug: the client would get nothing).
+    public func jsonrpc(_ line: [UInt8]) -> [UInt8]? {
+        serial.withLock { _ in
+            guard let reply = controlServer.handle(line, level: .full) else { return nil }
+            guard let bytes = ControlServer.serialize(reply) else { preconditionFailure("a JSON-RPC reply that is not JSON: \(reply)") }
+            return bytes
+        }
+    }
+
+    /// One Snapcast control request (or batch), as SnapcastControl answers
+    /// it on 1705: the reply, or nil for notifications only.
+    public func snapcast(_ line: [UInt8]) -> [UInt8]? {
+        serial.withLock { _ in
+            guard let reply = snapcastServer.handle(line, level: .full) else { return nil }
+            guard let bytes = ReplyJSON.encode(reply) else { preconditionFailure("a Snapcast reply that is not JSON: \(reply)") }
+            return bytes
+        }
+    }
+}
