@@ -32,10 +32,12 @@ public final class InProcessControl: Sendable {
     public enum SetupError: Error, CustomStringConvertible {
         case surfaceMissing(String)
         case loopback(NetError)
+        case thread(ThreadError)
         public var description: String {
             switch self {
             case .surfaceMissing(let which): "the leader serves no \(which): start it with that endpoint set"
             case .loopback(let error): "cannot make a loopback connection for MPD's client: \(error)"
+            case .thread(let error): "cannot start the drain of MPD's replies: \(error)"
             }
         }
     }
@@ -58,10 +60,14 @@ public final class InProcessControl: Sendable {
             throw .loopback(error)
         }
         mpdClient = MPDClient(connection: near, configuration: leader.configuration, access: leader.controlAccess, log: mpd.log)
-        startThread(name: "tutti-inproc-drain") { [farEnd] in
-            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 65_536, alignment: 1)
-            defer { buffer.deallocate() }
-            while let (n, _) = try? farEnd.receive(into: buffer), n > 0 {}
+        do {
+            try startThread(name: "tutti-inproc-drain") { [farEnd] in
+                let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 65_536, alignment: 1)
+                defer { buffer.deallocate() }
+                while let (n, _) = try? farEnd.receive(into: buffer), n > 0 {}
+            }
+        } catch {
+            throw .thread(error)
         }
     }
 
