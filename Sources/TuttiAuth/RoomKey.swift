@@ -19,6 +19,25 @@ public struct RoomKey: Sendable {
         Self.start()
     }
 
+    /// The key as a 32-byte pre-shared key for the v7 handshake: Argon2id
+    /// (crypto_pwhash, interactive limits) with a fixed salt, so leader and
+    /// speakers derive the same bytes. Slow on purpose: it is what each
+    /// guess of a dictionary attack costs.
+    public func stretched() -> [UInt8] {
+        Self.start()
+        var out = [UInt8](repeating: 0, count: 32)
+        let salt = Array("tutti room key 7".utf8) // crypto_pwhash_SALTBYTES (16)
+        let rc = secret.withUnsafeBufferPointer { p in
+            p.withMemoryRebound(to: CChar.self) { c in
+                crypto_pwhash(&out, 32, c.baseAddress!, UInt64(c.count), salt, UInt64(crypto_pwhash_OPSLIMIT_INTERACTIVE),
+                              Int(crypto_pwhash_MEMLIMIT_INTERACTIVE), crypto_pwhash_ALG_ARGON2ID13)
+            }
+        }
+        // Only fails without the memory: a keyed hash then still keeps the key out of the wire.
+        if rc != 0 { out = SodiumCrypto().hash([Array("tutti room key fallback".utf8), secret], key: []) }
+        return out
+    }
+
     /// Who is proving: the two proofs differ, so one side's cannot be replayed as the other's.
     public enum Role: UInt8, Sendable { case follower = 1, leader = 2 }
 
