@@ -99,6 +99,8 @@ public final class Follower: @unchecked Sendable {
     public let pairingCode: String?
     private let pairedAtomic = Atomic<Bool>(false)
     private let pairingEnded = Mutex<String?>(nil)
+    /// Announced leaders that failed to prove their key, until when (Follower+Discovery.swift).
+    let distrusted = Mutex<[String: Int64]>([:])
     /// Clock requests sent and not yet answered (sync thread writes, receivers match).
     private let outstanding = Mutex(OutstandingClockRequests())
 
@@ -307,6 +309,17 @@ public final class Follower: @unchecked Sendable {
     private func session() throws {
         // Found again before each connection: the leader may have moved.
         let leaderEndpoint = try configuration.leader ?? findLeader()
+        do { try connectedSession(to: leaderEndpoint) } catch FollowerError.handshake(let failure) {
+            switch failure {
+            case .notOurLeader, .badConfirmation, .roomKeyMismatch:
+                if configuration.leader == nil { distrust(leaderEndpoint) }
+            default: break
+            }
+            throw FollowerError.handshake(failure)
+        }
+    }
+
+    private func connectedSession(to leaderEndpoint: Endpoint) throws {
         let conn = try TCPConnection.connect(to: leaderEndpoint)
         connection.withLock { $0 = conn }
         defer {
@@ -661,6 +674,8 @@ public enum FollowerError: Error, CustomStringConvertible {
     /// No leader (or none with the asked name) answered over mDNS.
     case noLeaderFound(named: String?, seen: [String])
     case discovery(String)
+    /// Paired, and no announcement carries the paired leader's key.
+    case noPairedLeaderFound(fingerprint: String, seen: [String])
     /// The leader asks for a room key this speaker does not have.
     case roomKeyNeeded
     /// The handshake failed (not our leader, a wrong key or code, …).
@@ -677,6 +692,8 @@ public enum FollowerError: Error, CustomStringConvertible {
             "no leader named '\(name)' found over mDNS (found: \(seen.isEmpty ? "none" : seen.map { "'\($0)'" }.joined(separator: ", ")))"
         case .noLeaderFound(nil, _): "no leader found over mDNS (_tutti._tcp); is one running with announcing on, or give --leader HOST:PORT"
         case .discovery(let message): "cannot look for a leader: \(message)"
+        case .noPairedLeaderFound(let f, let seen):
+            "the leader this speaker is paired with (key \(f)) is not announced over mDNS (found: \(seen.isEmpty ? "none" : seen.map { "'\($0)'" }.joined(separator: ", "))); others are ignored (`tutti-speaker pair` pairs with another)"
         }
     }
 }
