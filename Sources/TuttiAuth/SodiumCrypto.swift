@@ -189,6 +189,12 @@ public enum KeyFile {
         let fd = Glibc.open(temporary, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         guard fd >= 0 else { throw .unwritable(path, String(cString: strerror(errno))) }
         fchmod(fd, 0o600)
+        // Written by root (`sudo tutti-follower pair`): the service's user, who owns the folder, must read it.
+        if geteuid() == 0 {
+            var folder = stat()
+            let parent = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? "."
+            if stat(parent.isEmpty ? "/" : parent, &folder) == 0 { _ = fchown(fd, folder.st_uid, folder.st_gid) }
+        }
         let text = Array((hexString(bytes) + "\n").utf8)
         let n = text.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
         let synced = fsync(fd) == 0
