@@ -212,6 +212,22 @@ import TuttiTestSupport
         #expect(!got.contains(.welcome) && leader.followerNames.isEmpty, "\(got)")
         #expect(leader.settings(of: "skipper").volume == 100)
     }
+
+    /// The packages' tutti.conf is closed: the leader admits paired speakers
+    /// only, the speaker keeps its key and pin in /var/lib/tutti. Without a
+    /// file (the command line, the demo) both stay open, as before.
+    @Test func theShippedConfigurationAdmitsPairedSpeakersOnly() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
+        let text = String(decoding: try #require(FileManager.default.contents(atPath: root + "/deploy/tutti.conf")), as: UTF8.self)
+        let file = try ConfigFile.parse(text, path: "/etc/tutti/tutti.conf")
+        guard case .leader(let c) = try DaemonCommand.parse(["leader"], file: file, hostname: "pi").0 else { Issue.record("not a leader"); return }
+        #expect(c.pairedSpeakersOnly && c.roomKey == nil)
+        guard case .follower(let f) = try DaemonCommand.parse(["follower"], file: file, hostname: "pi").0 else { Issue.record("not a follower"); return }
+        #expect(f.stateDirectory == "/var/lib/tutti" && f.roomKey == nil)
+        guard case .leader(let plain) = try DaemonCommand.parse(["leader", "--music", "/m"], file: nil, hostname: "pi").0 else { Issue.record("not a leader"); return }
+        #expect(!plain.pairedSpeakersOnly)
+        #expect(throws: UsageError.self) { try DaemonCommand.parse(["leader", "--music", "/m", "--speakers", "some"], file: nil, hostname: "pi") }
+    }
 }
 
 /// A TCP relay that flips one bit of what the leader sends, at a byte offset.
