@@ -228,6 +228,35 @@ import TuttiTestSupport
         #expect(!plain.pairedSpeakersOnly)
         #expect(throws: UsageError.self) { try DaemonCommand.parse(["leader", "--music", "/m", "--speakers", "some"], file: nil, hostname: "pi") }
     }
+
+    /// The web app in a real browser (Tests/Web/pairing_test.py): "kitchen
+    /// wants to join: Allow / Deny" in the Rooms view pairs it, and the code
+    /// field pairs a speaker showing its code.
+    @Test func theWebAppAllowsASpeakerAndPairsOneByCode() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/chromedriver"), "chromedriver is missing: run scripts/setup.sh")
+        let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
+        let state = makeTemporaryDirectory()
+        let leader = try startLeader(files: []) { c in
+            c.pairedSpeakersOnly = true
+            c.stateDirectory = state
+            c.control = Endpoint(host: "127.0.0.1", port: 0)
+            c.web = WebOptions(endpoint: Endpoint(host: "127.0.0.1", port: 0), root: repository + "/web")
+        }
+        defer { leader.stop() }
+        let kitchen = try speaker(leader, "kitchen", state: makeTemporaryDirectory())
+        let den = try speaker(leader, "den", state: makeTemporaryDirectory(), code: true)
+        defer { kitchen.stop(); den.stop() }
+        #expect(waitUntil(timeout: 5) { leader.pairingRequests.count == 2 })
+        let web = try #require(leader.webEndpoint), control = try #require(leader.controlEndpoint)
+        var args = [repository + "/Tests/Web/pairing_test.py", "--url", "http://127.0.0.1:\(web.port)", "--control-port", String(control.port),
+                    "--approve", "kitchen", "--code-room", "den", "--code", try #require(den.pairingCode)]
+        if let shots = ProcessInfo.processInfo.environment["TUTTI_SCREENSHOTS"] { args += ["--screenshot", shots + "/pairing.png"] }
+        let r = try runProgram("/usr/bin/python3", args, mergeErrors: true, timeout: 120)
+        print(r.out)
+        #expect(r.status == 0 && r.out.contains("all checks passed"), "the pairing browser test failed:\n\(r.out)")
+        #expect(waitUntil(timeout: 5) { kitchen.connected && den.paired })
+        #expect(Set(leader.pairedSpeakers.map(\.name)) == ["kitchen", "den"])
+    }
 }
 
 /// A TCP relay that flips one bit of what the leader sends, at a byte offset.
