@@ -36,6 +36,8 @@ public enum FollowerUsage {
       --no-realtime          do not ask for real-time scheduling
       --clock-offset-ms N    test: simulate a local clock offset by N ms
       --clock-skew-ppm N     test: simulate a local clock running N ppm fast
+      --protocol-version N   test: announce an older protocol (6: no handshake, nothing
+                             sealed; an open leader only), for bench/resources
       --state DIR            where this speaker keeps its key and its paired leader's
                              (state in tutti.conf; the package: /var/lib/tutti). Without
                              one both live in memory: pairing lasts until it stops
@@ -145,6 +147,7 @@ extension FollowerConfiguration {
             case "--no-realtime": c.realtime = false
             case "--clock-offset-ms": c.clockOffsetMilliseconds = try args.number(flag, -86_400_000...86_400_000)
             case "--clock-skew-ppm": c.clockSkewPPM = try args.number(flag, -1_000...1_000)
+            case "--protocol-version": c.protocolVersion = UInt16(try args.number(flag, Double(WireProtocol.oldestFollowerVersion)...Double(WireProtocol.version)))
             case "--room-key": c.roomKey = try args.roomKey(flag)
             case "--room-key-file": c.roomKeyFile = try args.optionalPath(flag)
             case "--state": c.stateDirectory = try args.optionalPath(flag)
