@@ -74,9 +74,17 @@ do {
     if configuration.pairByCode {
         print("Pairing code: \(follower.pairingCode.map { "\($0.prefix(3)) \($0.dropFirst(3))" } ?? "")")
         print("Type it in the web app (Rooms), or run `tutti speakers pair CODE` where the leader runs. Waiting…")
-        while follower.isRunning { usleep(100_000) }
+        fflush(nil) // all streams: stdout is a file or a pipe under systemd and tests
+        // Until paired, refused, or told to stop (SIGINT/SIGTERM are blocked for every thread: take them here).
+        var pending = termination
+        var wait = timespec(tv_sec: 0, tv_nsec: 100_000_000)
+        while follower.isRunning && sigtimedwait(&pending, nil, &wait) < 0 { pending = termination }
         follower.stop()
-        if follower.paired { print("Paired: this speaker (key \(follower.keyFingerprint)) now plays for that leader only."); exit(0) }
+        if follower.paired {
+            print("Paired: this speaker (key \(follower.keyFingerprint)) now plays for that leader only.")
+            fflush(nil) // all streams: stdout is a file or a pipe under systemd and tests
+            exit(0)
+        }
         fail(follower.pairingFailure ?? follower.lastFailure ?? "not paired", code: 1)
     }
     var received: Int32 = 0
