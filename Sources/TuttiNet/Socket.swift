@@ -377,7 +377,8 @@ public final class MessageReader {
             do {
                 if let message = try framer.next() {
                     // The kernel stamps the last segment of a read: exact for the message that ends it.
-                    let exact = framer.pendingBytes == 0 && readArrival != 0
+                    // (Sealed: and no part of a later record came in that read.)
+                    let exact = framer.pendingBytes == 0 && (opener?.pendingBytes ?? 0) == 0 && readArrival != 0
                     return (message, exact ? readArrival : nil)
                 }
             } catch {
