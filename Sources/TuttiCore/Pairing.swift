@@ -120,6 +120,14 @@ public struct PairingRequests: Sendable {
 
     public mutating func remove(_ id: UInt64) { requests.removeAll { $0.id == id } }
 
+    /// Ends every request of a key (it just got paired another way); how many.
+    @discardableResult
+    public mutating func remove(fingerprint: String) -> Int {
+        let before = requests.count
+        requests.removeAll { $0.fingerprint == fingerprint }
+        return before - requests.count
+    }
+
     /// Allows or denies every waiting request for approval named `name`; how many.
     public mutating func decide(name: String, _ decision: Decision) -> Int {
         var n = 0

@@ -67,6 +67,8 @@ final class SpeakerSecurity: Sendable {
             return l
         }
         save(list)
+        // Its other requests (the service asking for approval while `pair` ran) end: their sessions close.
+        pending.withLock { _ = $0.remove(fingerprint: keyFingerprint(key, crypto: crypto)) }
         log.info("speaker \(name) paired (key \(keyFingerprint(key, crypto: crypto)))")
     }
 

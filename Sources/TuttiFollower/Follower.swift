@@ -250,6 +250,7 @@ public final class Follower: @unchecked Sendable {
         var keys: SessionKeys?
         var leaderKey: [UInt8] = []
         var askedToPair = false
+        var waitingSince: Int64 = 0
         var message = try reader.next()
         if case .reject(let version, let reason)? = message, version < WireProtocol.handshakeVersion {
             try refusedByOlderLeader(version: version, reason: reason, pinned: pinned)
@@ -287,8 +288,9 @@ public final class Follower: @unchecked Sendable {
                     }
                 case .waiting(let status, let left):
                     askedToPair = true
-                    // Held on the leader until a person decides (5 minutes at most).
-                    conn.setReceiveTimeout(milliseconds: 330_000)
+                    // Held on the leader until a person decides (5 minutes at most); looked at every 5 s (below).
+                    conn.setReceiveTimeout(milliseconds: 5_000)
+                    if waitingSince == 0 { waitingSince = Monotonic.now() }
                     switch status {
                     case .waitingForApproval: log.info("waiting for the leader to allow this speaker (web app: Rooms; or `tutti speakers allow \(configuration.name)`)")
                     case .waitingForCode: log.info("waiting for the code \(pairingCode ?? "") to be typed on the leader")
@@ -301,7 +303,20 @@ public final class Follower: @unchecked Sendable {
                     pairedAtomic.store(true, ordering: .releasing)
                 }
             }
-            message = try reader.next()
+            message = try nextWhileWaiting(reader, since: waitingSince, intent: intent)
+        }
+    }
+
+    /// The next handshake message. While a request for approval waits on
+    /// the leader (which sends nothing meanwhile), every 5 s: if this
+    /// speaker got paired some other way (`tutti-follower pair` beside the
+    /// service wrote `leader.pub`), it ends this request and reconnects.
+    private func nextWhileWaiting(_ reader: MessageReader, since: Int64, intent: PairIntent) throws -> Message? {
+        while true {
+            let result: Result<Message?, NetError> = Result { () throws(NetError) in try reader.next() }
+            guard case .failure(let error) = result, case .timedOut = error, since != 0 else { return try result.get() }
+            if intent == .approval, pinnedLeader != nil { throw FollowerError.pairedMeanwhile }
+            if Monotonic.now() - since > 330 * nanosecondsPerSecond || !running.load(ordering: .relaxed) { throw error }
         }
     }
 
@@ -680,11 +695,14 @@ public enum FollowerError: Error, CustomStringConvertible {
     case roomKeyNeeded
     /// The handshake failed (not our leader, a wrong key or code, …).
     case handshake(HandshakeFailure)
+    /// Paired by `tutti-follower pair` while a request for approval waited: reconnecting as paired.
+    case pairedMeanwhile
 
     public var description: String {
         switch self {
         case .roomKeyNeeded: "the leader needs a room key: set room-key (or room-key-file) in the [speaker] section of tutti.conf, or --room-key-file FILE"
         case .handshake(let failure): failure.description
+        case .pairedMeanwhile: "paired by code meanwhile: joining as a paired speaker"
         case .refused(let v, let reason): "leader (protocol v\(v)) refused this follower (v\(WireProtocol.version)): \(reason)"
         case .leaderClosed(let reason): "leader closed the connection: \(reason)"
         case .unexpected(let what): "unexpected \(what)"

@@ -62,6 +62,25 @@ import TuttiTestSupport
         _ = dir
     }
 
+    /// The speaker service waits for approval while `tutti-follower pair`
+    /// (same state folder) pairs by code: the service joins as paired within
+    /// seconds, and its request is gone from the leader's list.
+    @Test func aServiceWaitingForApprovalJoinsOnceThePairCommandPaired() throws {
+        let leader = try pairedLeader()
+        defer { leader.stop() }
+        let state = makeTemporaryDirectory()
+        let service = try speaker(leader, "hall", state: state)
+        defer { service.stop() }
+        #expect(waitUntil(timeout: 5) { leader.pairingRequests.map(\.byCode) == [false] })
+        let pairing = try speaker(leader, "hall", state: state, code: true)
+        defer { pairing.stop() }
+        let code = try #require(pairing.pairingCode)
+        #expect(waitUntil(timeout: 5) { leader.pairingRequests.contains { $0.byCode } })
+        #expect(leader.pairByCode(code) == .paired("hall"))
+        #expect(waitUntil(timeout: 3) { leader.pairingRequests.isEmpty }, "\(leader.pairingRequests)")
+        #expect(waitUntil(timeout: 15) { service.connected && leader.followerNames == ["hall"] }, "\(service.lastFailure ?? "")")
+    }
+
     @Test func aDeniedSpeakerIsRefusedAndNeverHearsAudio() throws {
         let dir = makeTemporaryDirectory()
         writeFile(dir + "/t.wav", wavImage(quantize(TestSignal.sine(frequency: 440, seconds: 2, amplitude: 0.5))))
