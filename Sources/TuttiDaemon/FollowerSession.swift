@@ -268,6 +268,10 @@ final class FollowerSession: @unchecked Sendable {
                 return false
             }
             if connection.closed { return false }
+            if connection.peerHasClosed {
+                close(reason: "'\(room)' from \(connection.peer) left before its pairing request was decided")
+                return false
+            }
             switch request.decision {
             case .allow?:
                 security.pair(name: room, key: hs.speakerKey)

@@ -235,6 +235,18 @@ public final class TCPConnection: Sendable {
     }
 
     public var closed: Bool { isClosed.load(ordering: .relaxed) }
+
+    /// Whether the peer closed its side (or the connection broke), seen by a
+    /// non-blocking peek: for a thread that holds a peer without reading
+    /// (a pairing request waiting on a person). Bytes waiting are not a close.
+    public var peerHasClosed: Bool {
+        var byte: UInt8 = 0
+        let n = Glibc.recv(fd, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT))
+        if n == 0 { return true }
+        if n > 0 { return false }
+        let e = errno
+        return !(e == EAGAIN || e == EWOULDBLOCK || e == EINTR)
+    }
 }
 
 /// A listening TCP socket.

@@ -81,6 +81,16 @@ import TuttiTestSupport
         #expect(waitUntil(timeout: 15) { service.connected && leader.followerNames == ["hall"] }, "\(service.lastFailure ?? "")")
     }
 
+    /// A speaker that leaves while its request waits is no longer listed.
+    @Test func aRequestEndsWhenItsSpeakerLeaves() throws {
+        let leader = try pairedLeader()
+        defer { leader.stop() }
+        let gone = try speaker(leader, "attic", state: makeTemporaryDirectory())
+        #expect(waitUntil(timeout: 5) { leader.pairingRequests.count == 1 })
+        gone.stop()
+        #expect(waitUntil(timeout: 3) { leader.pairingRequests.isEmpty }, "\(leader.pairingRequests)")
+    }
+
     @Test func aDeniedSpeakerIsRefusedAndNeverHearsAudio() throws {
         let dir = makeTemporaryDirectory()
         writeFile(dir + "/t.wav", wavImage(quantize(TestSignal.sine(frequency: 440, seconds: 2, amplitude: 0.5))))
