@@ -1,10 +1,10 @@
 import CSodium
 import TuttiCore
 
-/// The secret a home's speakers and leader share (a room password or a key
-/// file), and the HMAC-SHA256 proofs of knowing it (libsodium). Neither side
-/// ever sends the key: each proves it over both sides' fresh nonces and the
-/// room's name, so a recorded exchange is no use to anyone later.
+/// The legacy room key (a passphrase or a key file's contents) a home's
+/// speakers and leader share: stretched with Argon2id into the pre-shared
+/// key the v7 handshake mixes in (docs/security.md). Also the helpers the
+/// control surfaces use for passwords (libsodium).
 public struct RoomKey: Sendable {
     private let secret: [UInt8]
 
@@ -19,38 +19,23 @@ public struct RoomKey: Sendable {
         Self.start()
     }
 
-    /// Who is proving: the two proofs differ, so one side's cannot be replayed as the other's.
-    public enum Role: UInt8, Sendable { case follower = 1, leader = 2 }
-
-    /// HMAC-SHA256 over the role, both nonces and the room name.
-    public func proof(_ role: Role, leaderNonce: [UInt8], followerNonce: [UInt8], room: String) -> [UInt8] {
-        var state = crypto_auth_hmacsha256_state()
-        var out = [UInt8](repeating: 0, count: Int(crypto_auth_hmacsha256_BYTES))
-        secret.withUnsafeBufferPointer { k in _ = crypto_auth_hmacsha256_init(&state, k.baseAddress!, k.count) } // never empty (≥ 8 bytes)
-        let label = Array("tutti room key v1".utf8) + [role.rawValue]
-        for part in [label, leaderNonce, followerNonce, Array(room.utf8)] {
-            // Length-prefixed, so no two different transcripts hash alike.
-            let length: [UInt8] = [UInt8(part.count >> 8 & 0xff), UInt8(part.count & 0xff)]
-            _ = crypto_auth_hmacsha256_update(&state, length, 2)
-            if !part.isEmpty { part.withUnsafeBufferPointer { p in _ = crypto_auth_hmacsha256_update(&state, p.baseAddress!, UInt64(p.count)) } }
+    /// The key as a 32-byte pre-shared key for the v7 handshake: Argon2id
+    /// (crypto_pwhash, interactive limits) with a fixed salt, so leader and
+    /// speakers derive the same bytes. Slow on purpose: it is what each
+    /// guess of a dictionary attack costs.
+    public func stretched() -> [UInt8] {
+        Self.start()
+        var out = [UInt8](repeating: 0, count: 32)
+        let salt = Array("tutti room key 7".utf8) // crypto_pwhash_SALTBYTES (16)
+        let rc = secret.withUnsafeBufferPointer { p in
+            p.withMemoryRebound(to: CChar.self) { c in
+                crypto_pwhash(&out, 32, c.baseAddress!, UInt64(c.count), salt, UInt64(crypto_pwhash_OPSLIMIT_INTERACTIVE),
+                              Int(crypto_pwhash_MEMLIMIT_INTERACTIVE), crypto_pwhash_ALG_ARGON2ID13)
+            }
         }
-        _ = crypto_auth_hmacsha256_final(&state, &out)
+        // Only fails without the memory: a keyed hash then still keeps the key out of the wire.
+        if rc != 0 { out = SodiumCrypto().hash([Array("tutti room key fallback".utf8), secret], key: []) }
         return out
-    }
-
-    /// Checks `proof` in constant time.
-    public func verify(_ proof: [UInt8], _ role: Role, leaderNonce: [UInt8], followerNonce: [UInt8], room: String) -> Bool {
-        let expected = self.proof(role, leaderNonce: leaderNonce, followerNonce: followerNonce, room: room)
-        guard proof.count == expected.count else { return false }
-        return sodium_memcmp(proof, expected, expected.count) == 0
-    }
-
-    /// A fresh nonce from the system's random source.
-    public static func nonce() -> [UInt8] {
-        start()
-        var n = [UInt8](repeating: 0, count: WireProtocol.nonceBytes)
-        n.withUnsafeMutableBufferPointer { randombytes_buf($0.baseAddress!, $0.count) }
-        return n
     }
 
     /// A random password for a control surface: 20 characters from an alphabet without look-alikes.

@@ -315,6 +315,30 @@ public func runTutti(_ arguments: [String], environment: [String: String] = Proc
         case "clear": output(call("cache.clear"))
         default: fail("unknown cache command '\(sub)'", 64)
         }
+    case "speakers":
+        func show(_ result: Any) {
+            if json { output(result); return }
+            let r = result as? [String: Any] ?? [:]
+            print("speakers: \(r["mode"] as? String ?? "?") (leader key \(r["leaderKey"] as? String ?? "?"))")
+            for s in r["paired"] as? [[String: Any]] ?? [] {
+                print("paired\t\(s["name"] as? String ?? "?")\tkey \(s["key"] as? String ?? "?")\t\(s["connected"] as? Bool == true ? "connected" : "not connected")")
+            }
+            for s in r["pending"] as? [[String: Any]] ?? [] {
+                let by = s["by"] as? String == "code" ? "waits for its code" : "asks to join: tutti speakers allow \(s["name"] as? String ?? "NAME")"
+                print("pending\t\(s["name"] as? String ?? "?")\tfrom \(s["address"] as? String ?? "?")\tkey \(s["key"] as? String ?? "?")\t\(by)")
+            }
+        }
+        switch operands.first {
+        case nil, "list": show(call("speakers.list"))
+        case "allow", "deny", "forget":
+            guard operands.count == 2 else { fail("speakers \(operands[0]) NAME", 64) }
+            show(call("speakers.\(operands[0])", ["name": operands[1]]))
+        case "pair":
+            guard operands.count >= 2 else { fail("speakers pair CODE (the six digits `tutti-speaker pair` shows)", 64) }
+            let r = call("speakers.pair", ["code": operands.dropFirst().joined()])
+            if json { output(r) } else { print("paired \((r as? [String: Any])?["paired"] as? String ?? "")") }
+        default: fail("unknown speakers command '\(operands[0])' (list, allow, deny, pair, forget)", 64)
+        }
     case "rooms":
         let rooms = (call("rooms.list") as? [String: Any])?["rooms"] as? [[String: Any]] ?? []
         if json { output(rooms) } else { for r in rooms { print(describeRoom(r)) } }

@@ -6,7 +6,7 @@ import Glibc
 /// where `length` counts the type byte and the body. Lengths are bounded by
 /// `WireProtocol.maxMessageBytes`; anything larger closes the connection.
 public enum WireProtocol {
-    public static let version: UInt16 = 6
+    public static let version: UInt16 = 7
     /// The oldest follower a leader still serves: a v2 follower plays, but
     /// is never sent `equalizer` (a message type it does not know).
     public static let oldestFollowerVersion: UInt16 = 2
@@ -24,6 +24,11 @@ public enum WireProtocol {
     /// stream's data arrives (`SyncReport.streamDelayMaximumNanoseconds`),
     /// from which the leader sizes the lead of its commands.
     public static let streamDelayVersion: UInt16 = 6
+    /// The first version with the key handshake (`keyOffer`…), sealed
+    /// frames after it, pairing, and authenticated clock datagrams.
+    public static let handshakeVersion: UInt16 = 7
+    /// A v7 clock request datagram is padded to a v7 response's size.
+    public static let sealedClockDatagramBytes = 49
     /// A clock request datagram is padded to this (a response's size), so
     /// the leader never sends more than it was sent.
     public static let clockDatagramBytes = 33
@@ -71,6 +76,15 @@ public enum MessageType: UInt8, Sendable, CaseIterable {
     case authChallenge = 30
     case authResponse = 31
     case authProof = 32
+    // The key handshake, pairing and authenticated clock datagrams (protocol v7).
+    case keyOffer = 40
+    case keyReply = 41
+    case keyProof = 42
+    case pairStatus = 43
+    case pakeShare = 44
+    case pakeConfirm = 45
+    case clockRequest = 46
+    case clockResponse = 47
 }
 
 /// How a follower's sync is doing, beyond `HealthReport` (v5 and later).
@@ -229,6 +243,22 @@ public enum Message: Equatable, Sendable {
     case authProof(proof: [UInt8])
     /// Follower → leader (v5 and later): clock confidence and arrival margin, once a second.
     case syncReport(SyncReport)
+    /// Follower → leader (v7), right after hello: what it asks, whether it uses a room key, its ephemeral key and nonce.
+    case keyOffer(intent: PairIntent, flags: UInt8, ephemeral: [UInt8], nonce: [UInt8])
+    /// Leader → follower (v7): its flags, static key, ephemeral key, nonce and proof of its static key.
+    case keyReply(flags: UInt8, leaderKey: [UInt8], ephemeral: [UInt8], nonce: [UInt8], confirm: [UInt8])
+    /// Follower → leader (v7): its static key (sealed) and its confirmation. Every frame after it is sealed.
+    case keyProof(sealedKey: [UInt8], confirm: [UInt8])
+    /// Leader → follower (sealed): where its pairing request stands.
+    case pairStatus(PairStatus, attemptsLeft: UInt8)
+    /// Both ways (sealed): a CPace share.
+    case pakeShare(point: [UInt8])
+    /// Both ways (sealed): a CPace key confirmation.
+    case pakeConfirm(tag: [UInt8])
+    /// Follower → leader, as a datagram (v7): the session's tag, the request, a MAC under the session's clock key.
+    case clockRequest(tag: UInt64, id: UInt32, t1: LocalTime, mac: [UInt8])
+    /// Leader → follower, as a datagram (v7): the times, a MAC under the session's clock key.
+    case clockResponse(id: UInt32, t1: LocalTime, t2: LeaderTime, t3: LeaderTime, mac: [UInt8])
 
     public var type: MessageType {
         switch self {
@@ -250,6 +280,14 @@ public enum Message: Equatable, Sendable {
         case .authResponse: .authResponse
         case .authProof: .authProof
         case .syncReport: .syncReport
+        case .keyOffer: .keyOffer
+        case .keyReply: .keyReply
+        case .keyProof: .keyProof
+        case .pairStatus: .pairStatus
+        case .pakeShare: .pakeShare
+        case .pakeConfirm: .pakeConfirm
+        case .clockRequest: .clockRequest
+        case .clockResponse: .clockResponse
         }
     }
 }
@@ -334,6 +372,22 @@ public extension Message {
             w.i64(r.arrivalLeadMinimumNanoseconds); w.u32(r.lateChunks)
             // Only to a v6 leader (the follower leaves it nil for older ones, which refuse trailing bytes).
             if let d = r.streamDelayMaximumNanoseconds { w.i64(d) }
+        case .keyOffer(let intent, let flags, let e, let n):
+            w.u8(intent.rawValue); w.u8(flags); w.bytes(e); w.bytes(n)
+        case .keyReply(let flags, let key, let e, let n, let confirm):
+            w.u8(flags); w.bytes(key); w.bytes(e); w.bytes(n); w.bytes(confirm)
+        case .keyProof(let sealed, let confirm):
+            w.bytes(sealed); w.bytes(confirm)
+        case .pairStatus(let status, let left):
+            w.u8(status.rawValue); w.u8(left)
+        case .pakeShare(let p):
+            w.bytes(p)
+        case .pakeConfirm(let t):
+            w.bytes(t)
+        case .clockRequest(let tag, let id, let t1, let mac):
+            w.u64(tag); w.u32(id); w.i64(t1.nanoseconds); w.bytes(mac)
+        case .clockResponse(let id, let t1, let t2, let t3, let mac):
+            w.u32(id); w.i64(t1.nanoseconds); w.i64(t2.nanoseconds); w.i64(t3.nanoseconds); w.bytes(mac)
         }
         let length = UInt32(w.bytes.count - 4)
         w.bytes[0] = UInt8(length >> 24); w.bytes[1] = UInt8((length >> 16) & 0xff)
@@ -424,6 +478,32 @@ public extension Message {
             let delay: Int64? = r.atEnd ? nil : try r.i64()
             message = .syncReport(SyncReport(clockUncertaintyNanoseconds: u, clockSamples: n, clockChannel: channel,
                                              arrivalLeadMinimumNanoseconds: lead, lateChunks: late, streamDelayMaximumNanoseconds: delay))
+        case .keyOffer:
+            let i = try r.u8()
+            guard let intent = PairIntent(rawValue: i) else { throw .invalidField(type, "intent \(i) is not 0, 1 or 2") }
+            let flags = try r.u8()
+            guard flags <= 1 else { throw .invalidField(type, "flags \(flags) not known") }
+            message = .keyOffer(intent: intent, flags: flags, ephemeral: Array(try r.bytes(32)), nonce: Array(try r.bytes(HandshakeLimits.nonceBytes)))
+        case .keyReply:
+            let flags = try r.u8()
+            guard flags <= 3 else { throw .invalidField(type, "flags \(flags) not known") }
+            message = .keyReply(flags: flags, leaderKey: Array(try r.bytes(32)), ephemeral: Array(try r.bytes(32)),
+                                nonce: Array(try r.bytes(HandshakeLimits.nonceBytes)), confirm: Array(try r.bytes(HandshakeLimits.confirmBytes)))
+        case .keyProof:
+            message = .keyProof(sealedKey: Array(try r.bytes(HandshakeLimits.sealedKeyBytes)), confirm: Array(try r.bytes(HandshakeLimits.confirmBytes)))
+        case .pairStatus:
+            let s = try r.u8()
+            guard let status = PairStatus(rawValue: s) else { throw .invalidField(type, "pairing status \(s) not known") }
+            message = .pairStatus(status, attemptsLeft: try r.u8())
+        case .pakeShare:
+            message = .pakeShare(point: Array(try r.bytes(32)))
+        case .pakeConfirm:
+            message = .pakeConfirm(tag: Array(try r.bytes(HandshakeLimits.confirmBytes)))
+        case .clockRequest:
+            message = .clockRequest(tag: try r.u64(), id: try r.u32(), t1: LocalTime(nanoseconds: try r.i64()), mac: Array(try r.bytes(ClockAuth.macBytes)))
+        case .clockResponse:
+            message = .clockResponse(id: try r.u32(), t1: LocalTime(nanoseconds: try r.i64()), t2: LeaderTime(nanoseconds: try r.i64()),
+                                     t3: LeaderTime(nanoseconds: try r.i64()), mac: Array(try r.bytes(ClockAuth.macBytes)))
         }
         try r.finish()
         return message
@@ -452,9 +532,64 @@ public enum ClockDatagram {
         switch message {
         case .timeRequest: return datagram.count >= WireProtocol.clockDatagramBytes ? message : nil
         case .timeResponse: return message
+        case .clockRequest: return datagram.count >= WireProtocol.sealedClockDatagramBytes ? message : nil
+        case .clockResponse: return message
         default: return nil
         }
     }
+}
+
+/// v7 clock datagrams: a request names its session by tag and carries a MAC
+/// under the session's clock key; the leader answers only a tag it knows
+/// whose MAC verifies, and MACs its reply, which the follower checks and
+/// matches against a request it sent (id and t1).
+public enum ClockAuth {
+    public static let macBytes = 16
+
+    /// The MAC over a framed message's bytes before its trailing MAC.
+    static func mac(_ framed: [UInt8], key: [UInt8], crypto: some HandshakeCrypto) -> [UInt8] {
+        Array(crypto.hash([Array(framed[0..<(framed.count - macBytes)])], key: key).prefix(macBytes))
+    }
+
+    /// `message` (a clockRequest or clockResponse with any MAC) framed with its MAC, a request padded.
+    public static func sealed(_ message: Message, key: [UInt8], crypto: some HandshakeCrypto) -> [UInt8] {
+        var bytes = message.encoded()
+        let m = mac(bytes, key: key, crypto: crypto)
+        bytes.replaceSubrange((bytes.count - macBytes)..<bytes.count, with: m)
+        if case .clockRequest = message {
+            bytes.append(contentsOf: repeatElement(0, count: max(0, WireProtocol.sealedClockDatagramBytes - bytes.count)))
+        }
+        return bytes
+    }
+
+    /// Whether a datagram's framed message carries the right MAC under `key`.
+    public static func verify(_ datagram: UnsafeRawBufferPointer, key: [UInt8], crypto: some HandshakeCrypto) -> Bool {
+        guard datagram.count >= WireProtocol.headerBytes else { return false }
+        let length = Int(datagram[0]) << 24 | Int(datagram[1]) << 16 | Int(datagram[2]) << 8 | Int(datagram[3])
+        guard length > macBytes, length <= datagram.count - 4 else { return false }
+        let framed = Array(datagram[0..<(4 + length)])
+        return crypto.same(mac(framed, key: key, crypto: crypto), Array(framed[(framed.count - macBytes)...]))
+    }
+}
+
+/// The clock requests a follower sent and has not yet seen answered: a
+/// reply counts only if it echoes one of them (id and t1), once.
+public struct OutstandingClockRequests: Sendable {
+    private var slots: [(id: UInt32, t1: Int64)?] = Array(repeating: nil, count: 16)
+    private var next = 0
+    public init() {}
+    public mutating func sent(id: UInt32, t1: LocalTime) {
+        slots[next] = (id, t1.nanoseconds)
+        next = (next + 1) % slots.count
+    }
+    /// True (and forgotten) if `id` and `t1` are a request still outstanding.
+    public mutating func match(id: UInt32, t1: LocalTime) -> Bool {
+        for i in slots.indices {
+            if let s = slots[i], s.id == id, s.t1 == t1.nanoseconds { slots[i] = nil; return true }
+        }
+        return false
+    }
+    public mutating func reset() { for i in slots.indices { slots[i] = nil } }
 }
 
 /// Splits a byte stream into messages. Feed it whatever the socket gave;
@@ -502,6 +637,15 @@ public struct MessageFramer: Sendable {
 
     /// Bytes received but not yet parsed.
     public var pendingBytes: Int { buffer.count - start }
+
+    /// Removes and returns the bytes not yet parsed (the start of a sealed
+    /// stream that came in the same read as the handshake's last message).
+    public mutating func takePending() -> [UInt8] {
+        let rest = Array(buffer[start...])
+        buffer.removeAll(keepingCapacity: true)
+        start = 0
+        return rest
+    }
 
     private mutating func compact() {
         if start > 0 {

@@ -60,10 +60,15 @@ public enum DaemonUsage {
       --buffer-ms N          steady-state buffer, 20–10000 (default 1000)
       --start-ms N           how far ahead new audio and commands are scheduled
                              (default 100, at most the buffer)
-      --room-key-file FILE   the room key speakers must prove (or room-key in tutti.conf
-                             [leader]); without one any device can join as a speaker
-      --snapcast-unkeyed     with a room key, still let snapclients join the stream (they cannot
-                             prove it); about the stream only, not control
+      --speakers paired|open paired (the package's tutti.conf): only speakers paired with
+                             this leader (web app, `tutti speakers`) join and send room
+                             commands; open (the default here): any speaker joins
+      --state DIR            where the leader's key and paired speakers are kept
+                             (default: beside the library; without one, in memory)
+      --room-key-file FILE   legacy: a passphrase speakers prove (or room-key in tutti.conf
+                             [leader]), mixed into the handshake; paired speakers need none
+      --snapcast-unkeyed     on a closed system, still let snapclients join the stream (they
+                             cannot pair or prove a key); about the stream only, not control
       --snapcast-control-open  Snapcast control (1705, 1780) from other machines may change things
                              without the password (its clients cannot log in); otherwise they may
                              only look when a password is set
@@ -129,6 +134,8 @@ public extension DaemonCommand {
             ConfigOption("buffer-ms", "1000", .value(flag: "--buffer-ms")),
             ConfigOption("start-ms", "100", .value(flag: "--start-ms")),
             ConfigOption("time-stretch", "faster", .value(flag: "--time-stretch")),
+            ConfigOption("speakers", "open", .value(flag: "--speakers")),
+            ConfigOption("state", "", .value(flag: "--state")),
             ConfigOption("room-key", "", .value(flag: "--room-key")),
             ConfigOption("room-key-file", "", .value(flag: "--room-key-file")),
             ConfigOption("snapcast-unkeyed", "no", .enabledBy(flag: "--snapcast-unkeyed")),
@@ -245,6 +252,13 @@ public extension DaemonCommand {
                 case "--start-ms": c.startLatencyMilliseconds = Int(try args.number(flag, 10...10_000))
                 case "--room-key": c.roomKey = try args.roomKey(flag)
                 case "--room-key-file": c.roomKeyFile = try args.optionalPath(flag)
+                case "--speakers":
+                    switch try args.value(flag) {
+                    case "paired": c.pairedSpeakersOnly = true
+                    case "open", "": c.pairedSpeakersOnly = false
+                    case let other: throw UsageError("--speakers \(other): expected paired or open")
+                    }
+                case "--state": c.stateDirectory = try args.optionalPath(flag)
                 case "--snapcast-unkeyed": c.snapcastWithoutKey = true
                 case "--snapcast-control-open": c.snapcastControlOpen = true
                 case "--password":

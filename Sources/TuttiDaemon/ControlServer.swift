@@ -106,6 +106,7 @@ public final class ControlServer: @unchecked Sendable {
         case .groups: ("groups.changed", { self.groupsObject() })
         case .library: ("library.changed", { self.warmBrowseCache(); return [:] })
         case .playlists: ("playlists.changed", { [:] })
+        case .speakers: ("speakers.changed", { self.speakersObject() })
         case .health: ("rooms.health", { ["rooms": self.roomsObject().filter { $0["health"] != nil }.map { ["name": $0["name"]!, "health": $0["health"]!] }] })
         }
     }
@@ -543,6 +544,7 @@ public final class ControlServer: @unchecked Sendable {
             if let result = try dispatchLibrary(method, params) { return result }
             if let result = try dispatchCache(method, params) { return result }
             if let result = try dispatchGroups(method, params) { return result }
+            if let result = try dispatchSpeakers(method, params) { return result }
             throw RPCError(code: -32601, message: "unknown method '\(method)' (see docs/api.md)")
         }
     }

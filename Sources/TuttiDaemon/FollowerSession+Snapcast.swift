@@ -73,9 +73,9 @@ extension FollowerSession {
                         guard !JSONNesting.exceeds(json.utf8), let hello = JSONValue.parsing(json)?.object else {
                             close(reason: "a Snapcast Hello that is not a JSON object"); return
                         }
-                        if leader.configuration.roomKey != nil && !leader.configuration.snapcastWithoutKey {
-                            // A snapclient cannot prove the room key: with one set, it is a stranger unless allowed.
-                            close(reason: "refused snapclient \(Self.snapcastRoomName(hello: hello)) from \(connection.peer): this leader has a room key (--snapcast-unkeyed lets snapclients in)")
+                        if !leader.speakerSecurity.open && !leader.configuration.snapcastWithoutKey {
+                            // A snapclient can neither pair nor prove the room key: on a closed system it is a stranger unless allowed.
+                            close(reason: "refused snapclient \(Self.snapcastRoomName(hello: hello)) from \(connection.peer): this leader admits paired speakers only, and a snapclient cannot pair (--snapcast-unkeyed lets snapclients in)")
                             return
                         }
                         try welcomeSnapclient(hello, helloID: header.id)

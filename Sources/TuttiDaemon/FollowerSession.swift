@@ -47,14 +47,27 @@ final class FollowerSession: @unchecked Sendable {
     /// What the peer speaks: Tutti's protocol, or Snapcast's (a stock snapclient).
     enum Dialect { case tutti, snapcast }
     let dialect: Dialect
+    /// v7: the speaker's static key, once its handshake is done (nil before,
+    /// and for older speakers on an open leader). Set by the reader thread
+    /// before the session joins; read by `Leader.forget` on control threads.
+    var speakerKey: [UInt8]? { speakerKeyCell.withLock { $0 } }
+    private let speakerKeyCell = Mutex<[UInt8]?>(nil)
+    /// The session's clock tag while registered with the clock server (reader thread, then `close`).
+    private let clockTag = Mutex<UInt64?>(nil)
+    /// Set by the reader thread once the handshake showed this speaker may
+    /// command: it completed it as a paired speaker or with the room key, or
+    /// the operator chose an open system. Read by `mayCommand`.
+    private let authorized = Atomic<Bool>(false)
+    /// The speaker waits in `pair` for a person's decision: its handshake
+    /// deadline is the request's life, not 10 s.
+    private let awaitingPairing = Atomic<Bool>(false)
+
     /// Snapcast only: the stream whose chunks go to this client (a
     /// snapclient knows no streams: chunks of the one it left are dropped here).
     let snapcastStream = Atomic<UInt32>(0)
     /// Its places on the speaker port, given back when it is removed.
     let ticket: ConnectionBudget.Ticket?
     let connectedAt = Monotonic.now()
-    /// The speaker proved the room key in its handshake.
-    let provedRoomKey = Atomic<Bool>(false)
 
     init(connection: TCPConnection, leader: Leader, log: Logger, dialect: Dialect = .tutti, ticket: ConnectionBudget.Ticket? = nil) {
         self.connection = connection
@@ -84,24 +97,25 @@ final class FollowerSession: @unchecked Sendable {
     // MARK: Admission
 
     /// By when the peer must have finished its handshake and joined (hello,
-    /// and the room key where one is set), else it is closed: 10 s, or 2 s
-    /// on a place lent beyond the port's limit to a speaker that is to prove
-    /// the room key. The pairing handshake may need its own.
+    /// and its proof on a closed system), else it is closed: 10 s, or 2 s on
+    /// a place lent beyond the port's limit to a speaker that is to prove
+    /// it is paired or has the room key. A pairing request waits for a
+    /// person for as long as the request lives (`PairingRequests`, 5 min),
+    /// but never on a lent place.
     var handshakeDeadline: Int64 {
-        let seconds: Int64 = ticket?.place == .provisional ? 2 : 10
+        let seconds: Int64 = ticket?.place == .provisional ? 2 : awaitingPairing.load(ordering: .acquiring) ? 330 : 10
         return connectedAt + seconds * nanosecondsPerSecond
     }
 
     /// Whether this speaker may act on the leader (room commands, a
-    /// snapclient's mixer): with a room key, only a speaker that proved it,
-    /// or a snapclient when the operator let them in unkeyed
-    /// (`--snapcast-unkeyed`); without one (an open system), any.
-    /// The one place that decides it: pairing extends it.
+    /// snapclient's mixer): on a closed system (paired speakers, or a room
+    /// key), only a speaker that proved it in the handshake, or a snapclient
+    /// when the operator let them in (`--snapcast-unkeyed`); on an open
+    /// system, any. The one place that decides it.
     var mayCommand: Bool {
-        guard leader.configuration.roomKey != nil else { return true }
         switch dialect {
-        case .tutti: return provedRoomKey.load(ordering: .acquiring)
-        case .snapcast: return leader.configuration.snapcastWithoutKey
+        case .tutti: return authorized.load(ordering: .acquiring)
+        case .snapcast: return leader.speakerSecurity.open || leader.configuration.snapcastWithoutKey
         }
     }
 
@@ -110,7 +124,7 @@ final class FollowerSession: @unchecked Sendable {
     func receiveRoomCommand(_ command: ButtonCommand) {
         guard let room = name else { return }
         guard mayCommand else {
-            log.debug("room \(room) from \(connection.peer): ignored \(command), it has not proved the room key")
+            log.debug("room \(room) from \(connection.peer): ignored \(command), it has not proved it is paired")
             return
         }
         leader.roomCommands.submit(command, from: ObjectIdentifier(self), room: room)
@@ -185,6 +199,7 @@ final class FollowerSession: @unchecked Sendable {
         queue.broadcast()
         queue.unlock()
         guard wasOpen else { return }
+        if let tag = clockTag.withLock({ t in defer { t = nil }; return t }) { leader.speakerSecurity.unregisterClock(tag: tag) }
         log.info("follower \(name ?? connection.peer) disconnected: \(reason)")
         leader.remove(self)
         // The goodbye goes only if the socket takes it at once: waiting on a
@@ -214,25 +229,133 @@ final class FollowerSession: @unchecked Sendable {
         }
     }
 
-    /// The room-key exchange: our nonce, the speaker's proof, ours. False: refused (and closed).
-    private func checkRoomKey(_ key: RoomKey, reader: MessageReader, room: String) throws -> Bool {
-        let nonce = RoomKey.nonce()
-        try connection.send(Message.authChallenge(nonce: nonce).encoded())
-        switch try reader.next() {
-        case .authResponse(let theirs, let proof)?:
-            guard theirs != nonce, key.verify(proof, .follower, leaderNonce: nonce, followerNonce: theirs, room: room) else {
-                try? connection.send(Message.reject(version: WireProtocol.version, reason: "wrong room key").encoded())
-                close(reason: "refused '\(room)' from \(connection.peer): wrong room key")
-                return false
-            }
-            try connection.send(Message.authProof(proof: key.proof(.leader, leaderNonce: nonce, followerNonce: theirs, room: room)).encoded())
-            return true
-        case .bye(let reason)?:
+    /// Refuses in the clear or sealed (whichever the connection is at), and closes.
+    private func refuse(_ room: String, _ reason: String, tell: String? = nil) {
+        try? connection.send(Message.reject(version: WireProtocol.version, reason: tell ?? reason).encoded())
+        close(reason: "refused '\(room)' from \(connection.peer): \(reason)")
+    }
+
+    /// The v7 handshake (docs/protocol.md): our proof of the leader's key
+    /// first, then the speaker's, then sealed frames both ways; then whether
+    /// it may join (paired, room key, open system) or may ask to pair.
+    /// False: refused (and closed).
+    private func handshake(reader: MessageReader, room: String) throws -> Bool {
+        let security = leader.speakerSecurity
+        var hs = security.handshake()
+        guard let offer = try reader.next() else { close(reason: "closed during the handshake"); return false }
+        let reply: Message
+        do { reply = try hs.reply(to: offer, name: room) } catch {
+            refuse(room, "\(error)")
+            return false
+        }
+        try connection.send(reply.encoded())
+        let proof = try reader.next()
+        if case .bye(let reason)? = proof {
             close(reason: "refused '\(room)' from \(connection.peer): \(reason)")
             return false
-        default:
-            close(reason: "refused '\(room)' from \(connection.peer): it did not answer the room-key challenge")
+        }
+        guard let proof else { close(reason: "closed during the handshake"); return false }
+        let keys: SessionKeys
+        do { keys = try hs.receive(proof: proof) } catch {
+            // No answer: a peer that cannot prove its key learns nothing more.
+            close(reason: "refused '\(room)' from \(connection.peer): \(error)")
             return false
+        }
+        // From here on every frame both ways is sealed.
+        connection.startSealing(ChaChaFrameCipher(key: keys.toSpeaker))
+        try reader.startOpening(ChaChaFrameCipher(key: keys.toLeader))
+        let key = hs.speakerKey
+        if security.pairedSpeaker(key: key) != nil || hs.flags.contains(.roomKey) {
+            authorized.store(true, ordering: .releasing)
+        } else if security.open {
+            authorized.store(true, ordering: .releasing) // the operator chose an open system
+        } else if hs.intent == .join || !security.pairedOnly {
+            let why = security.pairedOnly
+                ? "this speaker is not paired with this leader (forgotten, or paired with another): pair it again (`tutti-speaker pair`, or allow it in the web app)"
+                : "this speaker has no room key: this leader needs a room key (set room-key in tutti.conf [speaker])"
+            refuse(room, why)
+            return false
+        } else {
+            // Kept after success too: the session joins at once, and a deadline
+            // back at 10 s from connecting would close it on its way in.
+            awaitingPairing.store(true, ordering: .releasing)
+            guard try pair(hs: &hs, reader: reader, room: room) else { return false }
+            authorized.store(true, ordering: .releasing)
+        }
+        speakerKeyCell.withLock { $0 = key }
+        security.registerClock(keys)
+        clockTag.withLock { $0 = keys.clockTag }
+        return true
+    }
+
+    /// A pairing request: held until a person allows or denies it, or types
+    /// the code the speaker shows (CPace, at most three wrong codes), or it
+    /// expires (5 min). True: paired.
+    private func pair(hs: inout LeaderHandshake<SodiumCrypto>, reader: MessageReader, room: String) throws -> Bool {
+        let security = leader.speakerSecurity
+        guard PairedSpeakerList.valid(name: room) else { refuse(room, "a room name with a tab or line break cannot be paired"); return false }
+        let host = ControlServer.host(of: connection.peer)
+        let id: UInt64
+        do { id = try security.addRequest(name: room, address: host, key: hs.speakerKey, intent: hs.intent) } catch {
+            refuse(room, "\(error)")
+            return false
+        }
+        defer {
+            security.removeRequest(id)
+            leader.events.emit(.speakers)
+        }
+        leader.events.emit(.speakers)
+        let fingerprint = keyFingerprint(hs.speakerKey, crypto: security.crypto)
+        if hs.intent == .approval {
+            log.info("speaker '\(room)' from \(connection.peer) asks to join (key \(fingerprint)): allow it in the web app, or `tutti speakers allow \(room)`")
+        } else {
+            log.info("speaker '\(room)' from \(connection.peer) asks to pair by code (key \(fingerprint)): type the code it shows in the web app, or `tutti speakers pair CODE`")
+        }
+        try connection.send(Message.pairStatus(hs.intent == .approval ? .waitingForApproval : .waitingForCode,
+                                               attemptsLeft: UInt8(HandshakeLimits.maxWrongCodes)).encoded())
+        connection.setReceiveTimeout(milliseconds: 10_000)
+        while true {
+            guard let request = security.request(id) else {
+                refuse(room, "its pairing request expired (5 minutes) or was replaced")
+                return false
+            }
+            if connection.closed { return false }
+            if connection.peerHasClosed {
+                close(reason: "'\(room)' from \(connection.peer) left before its pairing request was decided")
+                return false
+            }
+            switch request.decision {
+            case .allow?:
+                security.pair(name: room, key: hs.speakerKey)
+                return true
+            case .deny?:
+                refuse(room, "pairing denied on the leader")
+                return false
+            case nil:
+                break
+            }
+            if let code = security.takeCode(id), let share = hs.startPake(code: code) {
+                try connection.send(share.encoded())
+                guard case .pakeShare(let theirs)? = try reader.next(), case .pakeConfirm(let tag)? = try reader.next() else {
+                    close(reason: "refused '\(room)' from \(connection.peer): it did not answer the pairing exchange")
+                    return false
+                }
+                if let confirm = hs.finishPake(speakerShare: theirs, speakerTag: tag) {
+                    security.attempted(id, paired: true)
+                    security.pair(name: room, key: hs.speakerKey)
+                    try connection.send(confirm.encoded())
+                    return true
+                }
+                let wrong = security.attempted(id, paired: false)
+                let left = max(0, HandshakeLimits.maxWrongCodes - wrong)
+                log.warning("speaker '\(room)' from \(connection.peer): wrong pairing code (\(left) tries left)")
+                try connection.send(Message.pairStatus(.wrongCode, attemptsLeft: UInt8(left)).encoded())
+                if left == 0 {
+                    close(reason: "refused '\(room)' from \(connection.peer): \(HandshakeFailure.tooManyWrongCodes)")
+                    return false
+                }
+            }
+            Monotonic.sleep(nanoseconds: 100 * nanosecondsPerMillisecond)
         }
     }
 
@@ -249,15 +372,15 @@ final class FollowerSession: @unchecked Sendable {
                 close(reason: reason)
                 return
             }
-            if let key = leader.configuration.roomKey {
-                guard version >= WireProtocol.authVersion else {
-                    let reason = "this leader needs a room key, and the speaker (protocol v\(version)) cannot prove one: update it and set its room-key"
-                    try? connection.send(Message.reject(version: WireProtocol.version, reason: reason).encoded())
-                    close(reason: "refused '\(peerName)': \(reason)")
-                    return
-                }
-                guard try checkRoomKey(key, reader: reader, room: peerName) else { return }
-                provedRoomKey.store(true, ordering: .releasing)
+            if version >= WireProtocol.handshakeVersion {
+                guard try handshake(reader: reader, room: peerName) else { return }
+            } else if leader.speakerSecurity.open {
+                authorized.store(true, ordering: .releasing) // v2…v6 on an open system, as before: nothing sealed
+            } else {
+                let reason = "this leader admits only paired speakers (or ones with its room key), and the speaker (protocol v\(version)) cannot prove one: update it"
+                try? connection.send(Message.reject(version: WireProtocol.version, reason: reason).encoded())
+                close(reason: "refused '\(peerName)': \(reason)")
+                return
             }
             name = peerName.isEmpty ? connection.peer : peerName
             self.version = version

@@ -10,7 +10,7 @@ extension Leader {
         let port = endpoint.port
         let name = configuration.announceName ?? TuttiService.defaultName
         let txt = TuttiService.txt(controlPort: controlEndpoint?.port, mpdPort: mpdEndpoint?.port,
-                                   id: TuttiService.stableLeaderID(port: port))
+                                   id: TuttiService.stableLeaderID(port: port), keyFingerprint: speakerSecurity.fingerprint)
         do {
             announcer = try ServicePublisher(name: name, port: port, txt: txt, log: log.with(label: "mdns"))
         } catch {

@@ -19,8 +19,11 @@ extension Leader {
 
     /// UDP clock exchanges on the listener's port: a request is answered at
     /// once, stamped with the kernel's receive time (t2) and the time just
-    /// before the reply is sent (t3). Stateless: anyone may ask the time;
-    /// a request is as long as its answer, so nobody can amplify through it.
+    /// before the reply is sent (t3). v7: a request names a joined session
+    /// by its tag and carries a MAC under that session's clock key, and so
+    /// does the reply; an unknown tag or a bad MAC gets no answer. Plain v5
+    /// requests are answered on an open system only. A request is as long
+    /// as its answer, so nobody can amplify through it.
     /// Without the port (taken), v5 followers fall back to the TCP stream.
     func startClockServer() {
         let socket: UDPSocket
@@ -38,10 +41,23 @@ extension Leader {
                     if socket.closed || !running.load(ordering: .relaxed) { return }
                     continue
                 }
-                guard case .timeRequest(let id, let t1)? = ClockDatagram.decode(UnsafeRawBufferPointer(rebasing: buffer[0..<received.count])) else { continue }
+                let datagram = UnsafeRawBufferPointer(rebasing: buffer[0..<received.count])
                 let t2 = LeaderTime(nanoseconds: received.arrival != 0 ? received.arrival : Monotonic.now())
-                let reply = Message.timeResponse(id: id, t1: t1, t2: t2, t3: LeaderTime(nanoseconds: Monotonic.now())).encoded()
-                try? socket.send(reply, to: received.from)
+                switch ClockDatagram.decode(datagram) {
+                case .clockRequest(let tag, let id, let t1, _)?:
+                    // v7: only a joined session's tag, with its MAC; anything else gets no answer.
+                    let security = speakerSecurity
+                    guard let key = security.clockKey(tag: tag), ClockAuth.verify(datagram, key: key, crypto: security.crypto) else { continue }
+                    let reply = ClockAuth.sealed(.clockResponse(id: id, t1: t1, t2: t2, t3: LeaderTime(nanoseconds: Monotonic.now()),
+                                                                mac: [UInt8](repeating: 0, count: ClockAuth.macBytes)), key: key, crypto: security.crypto)
+                    try? socket.send(reply, to: received.from)
+                case .timeRequest(let id, let t1)? where speakerSecurity.open:
+                    // v5 and v6 speakers, on an open system only.
+                    let reply = Message.timeResponse(id: id, t1: t1, t2: t2, t3: LeaderTime(nanoseconds: Monotonic.now())).encoded()
+                    try? socket.send(reply, to: received.from)
+                default:
+                    continue
+                }
             }
         }
     }
@@ -56,8 +72,8 @@ extension Leader {
                 return
             }
             // Speakers and would-be speakers at once: a flood of connections gets the rest closed.
-            // With a room key, a few places beyond the limit are lent to Tutti speakers for 2 s to prove it.
-            let provision = dialect == .tutti && configuration.roomKey != nil
+            // On a closed system, a few places beyond the limit are lent to Tutti speakers for 2 s to prove they are paired.
+            let provision = dialect == .tutti && !speakerSecurity.open
             guard let ticket = sessionBudget.admit(peer: connection.peer, mayProvision: provision, log: log, now: Monotonic.now()) else {
                 connection.close()
                 continue
@@ -153,6 +169,17 @@ extension Leader {
                 switchSession(session, to: target)
             }
         }
+    }
+
+    /// Forgets a paired speaker and closes its connections; false if none had that name.
+    func forgetSpeaker(_ name: String) -> Bool {
+        let keys = speakerSecurity.forget(name: name)
+        guard !keys.isEmpty else { return false }
+        for session in sessions.withLock({ Array($0.values) }) where session.speakerKey.map({ keys.contains($0) }) == true {
+            session.close(reason: "speaker \(name) was forgotten on the leader")
+        }
+        events.emit(.speakers)
+        return true
     }
 
     func remove(_ session: FollowerSession) {

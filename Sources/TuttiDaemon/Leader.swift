@@ -166,6 +166,8 @@ public final class Leader: @unchecked Sendable {
     let streamMetadata = StreamMetadataBoard()
     /// Where the player's state is checkpointed (with a library).
     let stateStore: PlayerStateStore?
+    /// The leader's key, paired speakers, pairing requests (SpeakerSecurity.swift).
+    let speakerSecurity: SpeakerSecurity
     let stateDirty = Atomic<Bool>(false)
     /// Whether checkpoints are being written (a full disk fails them all).
     let saveHealth = Mutex(SaveHealth())
@@ -241,6 +243,7 @@ public final class Leader: @unchecked Sendable {
             library = nil
             stateStore = nil
         }
+        speakerSecurity = try SpeakerSecurity(configuration: configuration, folder: configuration.stateDirectory ?? stateFolder, log: log)
         controlAccess = Self.controlAccess(configuration, stateFolder: stateFolder, log: log)
         let playlists = configuration.playlistDirectory ?? stateFolder.map { $0 + "/playlists" }
         if let playlists { try? FileManager.default.createDirectory(atPath: playlists, withIntermediateDirectories: true) }
@@ -336,8 +339,10 @@ public final class Leader: @unchecked Sendable {
         // Fail early on an impossible encoder configuration.
         _ = try makeEncoder(configuration.codec, bitrateKbps: configuration.bitrateKbps, frameSize: configuration.framesPerChunk)
         log.info("leader listening on \(listener.endpoint), \(configuration.codec) \(configuration.codec == .opus ? "\(configuration.bitrateKbps) kbps " : "")\(configuration.frameMilliseconds) ms chunks, buffer \(configuration.bufferMilliseconds) ms")
-        if configuration.roomKey == nil {
-            log.warning("no room key: any device on the network can join as a speaker (set room-key in tutti.conf [leader])")
+        if speakerSecurity.open {
+            log.warning("no room key: any device on the network can join as a speaker (set speakers = paired in tutti.conf [leader])")
+        } else {
+            log.info("speakers: \(configuration.pairedSpeakersOnly ? "paired ones only" : "those proving the room key") (leader key \(speakerSecurity.fingerprint))")
         }
         startSpeakerGuards()
         startEssentialThread(name: "tutti-accept") { [self] in acceptLoop(listener, dialect: .tutti) }

@@ -63,6 +63,12 @@ public struct LeaderConfiguration: Sendable {
     /// The room key speakers must prove (nil: any speaker may join).
     public var roomKey: RoomKey? = nil
     public var roomKeyFile: String? = nil
+    /// Only speakers paired with this leader (or proving the room key) join
+    /// and send room commands (`speakers = paired`, the package's default).
+    public var pairedSpeakersOnly = false
+    /// Where the leader's key (`leader.key`) and the paired speakers
+    /// (`speakers`) are kept (nil: beside the library; without one, in memory).
+    public var stateDirectory: String? = nil
     /// With a room key, let snapclients in anyway (they cannot prove it).
     /// About joining the stream only; control is `snapcastControlOpen`.
     public var snapcastWithoutKey = false

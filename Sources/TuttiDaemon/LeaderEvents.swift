@@ -24,6 +24,8 @@ public enum LeaderEvent: Sendable, Hashable, CaseIterable {
     case playlists
     /// Rooms reported their sync health (at most once a second).
     case health
+    /// A speaker asks to pair, or a pairing request was decided or ended.
+    case speakers
 }
 
 /// Fan-out of `LeaderEvent`s to subscribers. Callbacks run on the thread

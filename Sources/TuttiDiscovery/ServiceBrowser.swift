@@ -35,6 +35,20 @@ public struct DiscoveredLeader: Sendable, Equatable, CustomStringConvertible {
         if let name { return leaders.first { $0.name == name } }
         return leaders.min { $0.name < $1.name }
     }
+
+    /// The leader's key fingerprint it announces (v7), if any.
+    public var keyFingerprint: String? { txt[TuttiService.Key.key] }
+
+    /// For a speaker paired with the leader whose key has `fingerprint`:
+    /// only announcements carrying that fingerprint, never the first by name
+    /// blindly (anyone can announce `!x`). The name, when asked, narrows it
+    /// further. Several with the same key (one leader on two interfaces):
+    /// the first by name. nil fingerprint: as `choose(from:named:)`.
+    public static func choose(from leaders: [DiscoveredLeader], named name: String?, pinned fingerprint: String?) -> DiscoveredLeader? {
+        guard let fingerprint else { return choose(from: leaders, named: name) }
+        let ours = leaders.filter { $0.keyFingerprint == fingerprint }
+        return choose(from: ours, named: name) ?? (name == nil ? nil : ours.min { $0.name < $1.name })
+    }
 }
 
 /// Browses for a DNS-SD service type (IPv4) and resolves every instance,

@@ -18,6 +18,9 @@ public enum TuttiService {
         public static let mpd = "mpd"
         /// A leader id that survives restarts (machine and port).
         public static let id = "id"
+        /// The fingerprint of the leader's static key (v7): a paired
+        /// speaker connects only to announcements that carry its leader's.
+        public static let key = "key"
     }
 
     /// This machine's host name, as `gethostname` says.
@@ -65,8 +68,9 @@ public enum TuttiService {
     }
 
     /// The TXT record of a leader.
-    public static func txt(controlPort: UInt16?, mpdPort: UInt16?, id: String) -> [String: String] {
+    public static func txt(controlPort: UInt16?, mpdPort: UInt16?, id: String, keyFingerprint: String? = nil) -> [String: String] {
         var txt = [Key.version: String(WireProtocol.version), Key.id: id]
+        if let keyFingerprint { txt[Key.key] = keyFingerprint }
         if let controlPort { txt[Key.control] = String(controlPort) }
         if let mpdPort { txt[Key.mpd] = String(mpdPort) }
         return txt

@@ -36,9 +36,17 @@ public enum FollowerUsage {
       --no-realtime          do not ask for real-time scheduling
       --clock-offset-ms N    test: simulate a local clock offset by N ms
       --clock-skew-ppm N     test: simulate a local clock running N ppm fast
-      --room-key-file FILE   the room key shared with the leader (or room-key in tutti.conf
-                             [speaker]); with one, the speaker plays only for a leader
-                             that proves the same key, and a leader with a key needs it
+      --protocol-version N   test: announce an older protocol (6: no handshake, nothing
+                             sealed; an open leader only), for bench/resources
+      --state DIR            where this speaker keeps its key and its paired leader's
+                             (state in tutti.conf; the package: /var/lib/tutti). Without
+                             one both live in memory: pairing lasts until it stops
+      --pair                 pair with a leader by code: shows a six-digit code to type
+                             in the web app or `tutti speakers pair CODE`
+                             (`tutti-follower pair` is the same)
+      --room-key-file FILE   legacy: a passphrase shared with the leader (or room-key in
+                             tutti.conf [speaker]), mixed into the handshake; pairing is
+                             the default way (docs/security.md)
       --log-level LEVEL      debug, info, warning, error (default info)
       --config FILE          settings file, [speaker] section (default /etc/tutti/tutti.conf;
                              a missing default file means defaults); flags override it
@@ -72,6 +80,7 @@ extension FollowerConfiguration {
             ConfigOption("leader-name", "", .value(flag: "--leader-name")),
             ConfigOption("realtime", "yes", .disabledBy(flag: "--no-realtime")),
             ConfigOption("steer", "yes", .disabledBy(flag: "--no-steer")),
+            ConfigOption("state", "", .value(flag: "--state")),
             ConfigOption("room-key", "", .value(flag: "--room-key")),
             ConfigOption("room-key-file", "", .value(flag: "--room-key-file")),
             ConfigOption("log-level", "info", .value(flag: "--log-level")),
@@ -138,8 +147,11 @@ extension FollowerConfiguration {
             case "--no-realtime": c.realtime = false
             case "--clock-offset-ms": c.clockOffsetMilliseconds = try args.number(flag, -86_400_000...86_400_000)
             case "--clock-skew-ppm": c.clockSkewPPM = try args.number(flag, -1_000...1_000)
+            case "--protocol-version": c.protocolVersion = UInt16(try args.number(flag, Double(WireProtocol.oldestFollowerVersion)...Double(WireProtocol.version)))
             case "--room-key": c.roomKey = try args.roomKey(flag)
             case "--room-key-file": c.roomKeyFile = try args.optionalPath(flag)
+            case "--state": c.stateDirectory = try args.optionalPath(flag)
+            case "--pair": c.pairByCode = true
             case "--log-level": level = try args.logLevel(flag)
             default: throw UsageError("unknown option \(flag) for follower (see tuttid follower --help)")
             }

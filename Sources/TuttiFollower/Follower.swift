@@ -12,6 +12,11 @@ public struct FollowerConfiguration: Sendable {
     public var roomKey: RoomKey? = nil
     /// A file holding the room key, read by `loadingRoomKey()` at start.
     public var roomKeyFile: String? = nil
+    /// Where the speaker's key (`speaker.key`) and its paired leader's
+    /// (`leader.pub`) are kept (nil: in memory, for this run only).
+    public var stateDirectory: String? = nil
+    /// `tutti-speaker pair`: show a six-digit code and pair with the leader it is typed into.
+    public var pairByCode = false
     /// The leader's address (nil: find one over mDNS before every connection).
     public var leader: Endpoint? = nil
     /// With `leader` nil: the announced name of the leader to use (nil: the
@@ -83,6 +88,21 @@ public final class Follower: @unchecked Sendable {
     private let announcedVersion: Atomic<UInt16>
     /// The leader last found over mDNS, to log only changes (Follower+Discovery.swift).
     let foundLeader = Mutex<String?>(nil)
+    let crypto = SodiumCrypto()
+    /// This speaker's static key (from `stateDirectory`, or made for this run).
+    let identity: StaticKey
+    /// The paired leader's key when there is no state folder (in memory).
+    private let memoryPin = Mutex<[UInt8]?>(nil)
+    /// The legacy room key, stretched once (nil: none).
+    private let psk: [UInt8]?
+    /// `pairByCode`: the code this run shows (nil otherwise).
+    public let pairingCode: String?
+    private let pairedAtomic = Atomic<Bool>(false)
+    private let pairingEnded = Mutex<String?>(nil)
+    /// Announced leaders that failed to prove their key, until when (Follower+Discovery.swift).
+    let distrusted = Mutex<[String: Int64]>([:])
+    /// Clock requests sent and not yet answered (sync thread writes, receivers match).
+    private let outstanding = Mutex(OutstandingClockRequests())
 
     public init(configuration: FollowerConfiguration, log: Logger) throws(AudioError) {
         self.configuration = configuration
@@ -120,6 +140,17 @@ public final class Follower: @unchecked Sendable {
         }
         engine = PlayoutEngine(sink: sink, timeline: timeline, clock: clockModel, localClock: localClock,
                                steering: configuration.steering, log: log)
+        if let folder = configuration.stateDirectory {
+            do {
+                identity = try KeyFile.loadOrCreate(folder + "/speaker.key", crypto: crypto)
+            } catch {
+                throw .cannotOpen(path: folder + "/speaker.key", reason: "\(error) (the state folder must be writable by the speaker)")
+            }
+        } else {
+            identity = crypto.newKey()
+        }
+        psk = configuration.roomKey.map { $0.stretched() }
+        pairingCode = configuration.pairByCode ? crypto.pairingCode() : nil
         engine.latencyTrimNanoseconds = Int64(configuration.latencyMilliseconds * 1e6)
     }
 
@@ -128,6 +159,32 @@ public final class Follower: @unchecked Sendable {
     public var connectionCount: Int { connectionsAtomic.load(ordering: .relaxed) }
     public var concealedChunks: Int { concealedAtomic.load(ordering: .relaxed) }
     public var clock: ClockModel? { clockModel.current() }
+    /// Whether this run paired with a leader (by code or approval).
+    public var paired: Bool { pairedAtomic.load(ordering: .acquiring) }
+    /// Whether the connect loop still runs (`pairByCode` ends it once paired or refused).
+    public var isRunning: Bool { running.load(ordering: .acquiring) }
+    /// `pairByCode`: why pairing ended without success (three wrong codes), nil otherwise.
+    public var pairingFailure: String? { pairingEnded.withLock { $0 } }
+    /// This speaker's key fingerprint (as the leader lists it).
+    public var keyFingerprint: String { TuttiCore.keyFingerprint(identity.publicKey, crypto: crypto) }
+
+    /// The leader this speaker is paired with (its public key), if any.
+    public var pinnedLeader: [UInt8]? {
+        guard let folder = configuration.stateDirectory else { return memoryPin.withLock { $0 } }
+        do { return try KeyFile.read(folder + "/leader.pub") } catch {
+            log.warning("\(error)")
+            return nil
+        }
+    }
+
+    private func pin(_ key: [UInt8]) throws {
+        if let folder = configuration.stateDirectory {
+            try KeyFile.write(folder + "/leader.pub", key)
+        } else {
+            memoryPin.withLock { $0 = key }
+        }
+        log.info("paired with the leader (key \(TuttiCore.keyFingerprint(key, crypto: crypto))): this speaker now plays for it only")
+    }
     /// Sends a button's command to the leader, which applies it to this
     /// room and its group. Dropped (with a log line) while disconnected.
     public func send(_ command: ButtonCommand) {
@@ -146,8 +203,10 @@ public final class Follower: @unchecked Sendable {
     public var lastFailure: String? { lastError.withLock { $0 } }
 
     public func start() {
-        if configuration.roomKey == nil {
-            log.warning("no room key: this speaker plays for any leader on the network (set room-key in tutti.conf [speaker])")
+        if let code = pairingCode {
+            log.info("pairing code \(code.prefix(3)) \(code.dropFirst(3)): type it in the web app (Rooms), or run `tutti speakers pair \(code)` on the leader")
+        } else if pinnedLeader == nil && configuration.roomKey == nil {
+            log.warning("not paired: this speaker asks the leader it finds to let it join (allow it in the web app), and plays for any open leader; `tutti-speaker pair` pairs by code")
         }
         engine.start(realtime: configuration.realtime)
         startEssentialThread(name: "tutti-follower") { [self] in connectLoop() }
@@ -175,42 +234,89 @@ public final class Follower: @unchecked Sendable {
                 if text != lastLogged { log.warning("leader \(configuration.leader.map { "\($0)" } ?? "(mDNS)"): \(text); retrying"); lastLogged = text }
             }
             connectedAtomic.store(false, ordering: .releasing)
+            // `tutti-speaker pair` after three wrong codes: that request is over.
+            if pairingFailure != nil { running.store(false, ordering: .releasing) }
             guard running.load(ordering: .relaxed) else { return }
             Monotonic.sleep(nanoseconds: backoff)
             backoff = min(backoff * 2, 2 * nanosecondsPerSecond)
         }
     }
 
-    /// Set once this connection's leader proved the room key (connection thread only).
-    private var leaderProven = false
-
-    /// The room-key exchange after the leader's challenge: our proof, the
-    /// leader's, then its welcome.
-    private func proveRoomKey(_ conn: TCPConnection, reader: MessageReader, leaderNonce: [UInt8]) throws -> (version: UInt16, stream: StreamDescription) {
-        guard let key = configuration.roomKey else {
-            try? conn.send(Message.bye(reason: "this speaker has no room key").encoded())
-            throw FollowerError.roomKeyNeeded
+    /// The v7 handshake and, for a speaker that asks, pairing: returns the
+    /// welcome, with sealing on both directions, or throws. A pinned speaker
+    /// answers nothing but `bye` to a leader that cannot prove the pinned key.
+    private func handshake(_ conn: TCPConnection, reader: MessageReader, pinned: [UInt8]?, intent: PairIntent,
+                           hs: inout SpeakerHandshake<SodiumCrypto>) throws -> (version: UInt16, stream: StreamDescription, keys: SessionKeys) {
+        var keys: SessionKeys?
+        var leaderKey: [UInt8] = []
+        var askedToPair = false
+        var waitingSince: Int64 = 0
+        var message = try reader.next()
+        if case .reject(let version, let reason)? = message, version < WireProtocol.handshakeVersion {
+            try refusedByOlderLeader(version: version, reason: reason, pinned: pinned)
         }
-        let nonce = RoomKey.nonce()
-        let proof = key.proof(.follower, leaderNonce: leaderNonce, followerNonce: nonce, room: configuration.name)
-        try conn.send(Message.authResponse(nonce: nonce, proof: proof).encoded())
-        switch try reader.next() {
-        case .authProof(let theirs)?:
-            guard key.verify(theirs, .leader, leaderNonce: leaderNonce, followerNonce: nonce, room: configuration.name) else {
-                try? conn.send(Message.bye(reason: "wrong proof of the room key").encoded())
-                throw FollowerError.leaderProofWrong
+        while true {
+            guard let m = message else { throw NetError.closed }
+            switch m {
+            case .welcome(let version, let description):
+                guard let keys else { throw FollowerError.unexpected("welcome before the handshake") }
+                if askedToPair && intent == .approval && !paired {
+                    try pin(leaderKey)
+                    pairedAtomic.store(true, ordering: .releasing)
+                }
+                return (version, description, keys)
+            case .reject(let version, let reason):
+                throw FollowerError.refused(leaderVersion: version, reason: reason)
+            case .bye(let reason):
+                throw FollowerError.leaderClosed(reason)
+            default:
+                let step: SpeakerHandshake<SodiumCrypto>.Step
+                do { step = try hs.receive(m) } catch {
+                    if case .tooManyWrongCodes = error { pairingEnded.withLock { $0 = error.description } }
+                    try? conn.send(Message.bye(reason: error.description).encoded())
+                    throw FollowerError.handshake(error)
+                }
+                switch step {
+                case .proveAndSeal(let proof, let k, let lKey, let flags):
+                    try conn.send(proof.encoded())
+                    conn.startSealing(ChaChaFrameCipher(key: k.toLeader))
+                    try reader.startOpening(ChaChaFrameCipher(key: k.toSpeaker))
+                    keys = k
+                    leaderKey = lKey
+                    if pinned == nil && psk == nil && flags.contains(.open) && intent == .approval {
+                        log.warning("the leader is open (any speaker joins): playing, not paired")
+                    }
+                case .waiting(let status, let left):
+                    askedToPair = true
+                    // Held on the leader until a person decides (5 minutes at most); looked at every 5 s (below).
+                    conn.setReceiveTimeout(milliseconds: 5_000)
+                    if waitingSince == 0 { waitingSince = Monotonic.now() }
+                    switch status {
+                    case .waitingForApproval: log.info("waiting for the leader to allow this speaker (web app: Rooms; or `tutti speakers allow \(configuration.name)`)")
+                    case .waitingForCode: log.info("waiting for the code \(pairingCode ?? "") to be typed on the leader")
+                    case .wrongCode: log.warning("a wrong code was typed on the leader (\(left) tries left)")
+                    }
+                case .send(let messages):
+                    for out in messages { try conn.send(out.encoded()) }
+                case .paired(let lKey):
+                    try pin(lKey)
+                    pairedAtomic.store(true, ordering: .releasing)
+                }
             }
-        case .reject(let version, let reason)?: throw FollowerError.refused(leaderVersion: version, reason: reason)
-        case let other?: throw FollowerError.unexpected("\(other.type) instead of the leader's proof of the room key")
-        case nil: throw NetError.closed
+            message = try nextWhileWaiting(reader, since: waitingSince, intent: intent)
         }
-        switch try reader.next() {
-        case .welcome(let version, let description)?:
-            leaderProven = true
-            return (version, description)
-        case .reject(let version, let reason)?: throw FollowerError.refused(leaderVersion: version, reason: reason)
-        case let other?: throw FollowerError.unexpected("\(other.type) before welcome")
-        case nil: throw NetError.closed
+    }
+
+    /// The next handshake message. While a request for approval waits on
+    /// the leader (which sends nothing meanwhile), every 5 s: if this
+    /// speaker got paired some other way (`tutti-follower pair` beside the
+    /// service wrote `leader.pub`), it ends this request and reconnects.
+    private func nextWhileWaiting(_ reader: MessageReader, since: Int64, intent: PairIntent) throws -> Message? {
+        while true {
+            let result: Result<Message?, NetError> = Result { () throws(NetError) in try reader.next() }
+            guard case .failure(let error) = result, case .timedOut = error, since != 0 else { return try result.get() }
+            if intent == .approval, pinnedLeader != nil { throw FollowerError.pairedMeanwhile }
+            if Monotonic.now() - since > 330 * nanosecondsPerSecond || !running.load(ordering: .relaxed) { throw error }
         }
     }
 
@@ -218,6 +324,17 @@ public final class Follower: @unchecked Sendable {
     private func session() throws {
         // Found again before each connection: the leader may have moved.
         let leaderEndpoint = try configuration.leader ?? findLeader()
+        do { try connectedSession(to: leaderEndpoint) } catch FollowerError.handshake(let failure) {
+            switch failure {
+            case .notOurLeader, .badConfirmation, .roomKeyMismatch:
+                if configuration.leader == nil { distrust(leaderEndpoint) }
+            default: break
+            }
+            throw FollowerError.handshake(failure)
+        }
+    }
+
+    private func connectedSession(to leaderEndpoint: Endpoint) throws {
         let conn = try TCPConnection.connect(to: leaderEndpoint)
         connection.withLock { $0 = conn }
         defer {
@@ -225,30 +342,35 @@ public final class Follower: @unchecked Sendable {
             connection.withLock { $0 = nil }
         }
         guard running.load(ordering: .relaxed) else { return }
-        try conn.send(Message.hello(version: announcedVersion.load(ordering: .relaxed), name: configuration.name).encoded())
+        let pinned = configuration.pairByCode ? nil : pinnedLeader
+        let intent: PairIntent = configuration.pairByCode ? .code : pinned != nil || psk != nil ? .join : .approval
+        let announced = announcedVersion.load(ordering: .relaxed)
+        var hs = SpeakerHandshake(crypto: crypto, identity: identity, pinned: pinned, psk: psk, name: configuration.name,
+                                  intent: intent, code: pairingCode)
+        // The offer goes with the hello, before the leader's first word.
+        try conn.send(Message.hello(version: announced, name: configuration.name).encoded() +
+                      (announced >= WireProtocol.handshakeVersion ? hs.offer().encoded() : []))
         let reader = MessageReader(connection: conn)
         conn.setReceiveTimeout(milliseconds: 5_000)
         var stream: StreamDescription
-        leaderProven = false
         let leaderVersion: UInt16
-        switch try reader.next() {
-        case .welcome(let version, let description)?: stream = description; leaderVersion = version
-        case .authChallenge(let leaderNonce)?:
-            (leaderVersion, stream) = try proveRoomKey(conn, reader: reader, leaderNonce: leaderNonce)
-        case .reject(let version, let reason)? where version < WireProtocol.authVersion && configuration.roomKey != nil:
-            // An older leader cannot check the key: going down to its version would play for anyone's leader.
-            throw FollowerError.refused(leaderVersion: version, reason: "\(reason); it cannot check the room key, update the leader")
-        case .reject(let version, let reason)?:
-            // An older leader this speaker can still talk to: next time, speak its version.
-            if version >= WireProtocol.oldestFollowerVersion, version < announcedVersion.load(ordering: .relaxed) {
-                announcedVersion.store(version, ordering: .relaxed)
-                log.warning("leader speaks protocol v\(version): playing, but until the leader is updated \(Self.missing(atLeaderVersion: version))")
+        var keys: SessionKeys? = nil
+        if announced >= WireProtocol.handshakeVersion {
+            let joined = try handshake(conn, reader: reader, pinned: pinned, intent: intent, hs: &hs)
+            (leaderVersion, stream, keys) = (joined.version, joined.stream, joined.keys)
+            if configuration.pairByCode && paired {
+                // `tutti-speaker pair` is done; the service plays.
+                running.store(false, ordering: .releasing)
+                return
             }
-            throw FollowerError.refused(leaderVersion: version, reason: reason)
-        case let other?: throw FollowerError.unexpected("\(other.type) before welcome")
-        case nil: throw NetError.closed
+        } else {
+            switch try reader.next() {
+            case .welcome(let version, let description)?: stream = description; leaderVersion = version
+            case .reject(let version, let reason)?: try refusedByOlderLeader(version: version, reason: reason, pinned: pinned)
+            case let other?: throw FollowerError.unexpected("\(other.type) before welcome")
+            case nil: throw NetError.closed
+            }
         }
-        if configuration.roomKey != nil && !leaderProven { throw FollowerError.leaderWithoutKey }
         log.info("connected to leader \(leaderEndpoint) as \(configuration.name): \(stream.codec), \(stream.framesPerChunk)-frame chunks")
         connectedAtomic.store(true, ordering: .releasing)
         connectionsAtomic.add(1, ordering: .relaxed)
@@ -257,15 +379,16 @@ public final class Follower: @unchecked Sendable {
         arrivalMargin.withLock { $0.reset() }
         streamDelay.withLock { $0.reset() }
         lastDatagramReply.store(0, ordering: .relaxed)
+        outstanding.withLock { $0.reset() }
 
         // v5: clock exchanges as datagrams to the same address and port, off the audio stream.
         let datagrams = leaderVersion >= WireProtocol.clockChannelVersion ? openClockSocket(leaderEndpoint) : nil
         defer { datagrams?.close() }
         if let datagrams {
-            startEssentialThread(name: "tutti-clock-rx") { [self] in clockReceiveLoop(datagrams) }
+            startEssentialThread(name: "tutti-clock-rx") { [self, keys] in clockReceiveLoop(datagrams, keys: keys) }
         }
         // Ends when `conn` is closed (the defer above).
-        startEssentialThread(name: "tutti-sync") { [self] in syncLoop(conn, datagrams: datagrams, leaderVersion: leaderVersion) }
+        startEssentialThread(name: "tutti-sync") { [self, keys] in syncLoop(conn, datagrams: datagrams, leaderVersion: leaderVersion, keys: keys) }
 
         var decoder = try makeDecoder(stream.codec)
         var intake = StreamIntake(stream: stream)
@@ -321,7 +444,9 @@ public final class Follower: @unchecked Sendable {
 
         while running.load(ordering: .relaxed), let (message, arrival) = try reader.nextTimed() {
             switch message {
-            case .timeResponse(_, let t1, let t2, let t3):
+            case .timeResponse(let id, let t1, let t2, let t3):
+                // Only the answer to a request this session sent, once.
+                guard outstanding.withLock({ $0.match(id: id, t1: t1) }) else { continue }
                 if leaderVersion >= WireProtocol.streamDelayVersion, let model = clockModel.current() {
                     // Queued behind the audio: how late what the leader sends now gets here.
                     // (When it shared a read, that read's stamp: the time this thread took
@@ -363,6 +488,19 @@ public final class Follower: @unchecked Sendable {
         throw NetError.closed
     }
 
+    /// An older leader refused our version: speak its version next time,
+    /// unless this speaker is paired or keyed (an older leader cannot prove a key: never go down to it).
+    private func refusedByOlderLeader(version: UInt16, reason: String, pinned: [UInt8]?) throws -> Never {
+        if pinned != nil || configuration.roomKey != nil {
+            throw FollowerError.refused(leaderVersion: version, reason: "\(reason); it cannot prove its key, update the leader")
+        }
+        if version >= WireProtocol.oldestFollowerVersion, version < announcedVersion.load(ordering: .relaxed) {
+            announcedVersion.store(version, ordering: .relaxed)
+            log.warning("leader speaks protocol v\(version): playing, but until the leader is updated \(Self.missing(atLeaderVersion: version))")
+        }
+        throw FollowerError.refused(leaderVersion: version, reason: reason)
+    }
+
     /// When the start-up code is released (monotonic ns; 0: not yet due, -1: done). Connection thread only.
     private var startUpCodeRelease: Int64 = 0
 
@@ -384,6 +522,7 @@ public final class Follower: @unchecked Sendable {
         if version < WireProtocol.equalizerVersion { without.append("there is no EQ") }
         if version < WireProtocol.clockChannelVersion { without.append("clock exchanges go over TCP, behind the audio") }
         if version < WireProtocol.streamDelayVersion { without.append("commands do not wait longer when this speaker's network is slow") }
+        if version < WireProtocol.handshakeVersion { without.append("nothing is encrypted or authenticated (the leader is open)") }
         return without.joined(separator: "; ")
     }
 
@@ -422,7 +561,7 @@ public final class Follower: @unchecked Sendable {
     }
 
     /// Clock replies over UDP, stamped by the kernel on arrival.
-    private func clockReceiveLoop(_ socket: UDPSocket) {
+    private func clockReceiveLoop(_ socket: UDPSocket, keys: SessionKeys?) {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 512, alignment: 8)
         defer { buffer.deallocate() }
         socket.setReceiveTimeout(milliseconds: 200)
@@ -432,9 +571,19 @@ public final class Follower: @unchecked Sendable {
                 if case .closed = error { return }
                 continue // a timeout, or an ICMP error for an earlier datagram
             }
-            guard received.arrival != 0,
-                  case .timeResponse(_, let t1, let t2, let t3)? = ClockDatagram.decode(UnsafeRawBufferPointer(rebasing: buffer[0..<received.count]))
-            else { continue }
+            let datagram = UnsafeRawBufferPointer(rebasing: buffer[0..<received.count])
+            guard received.arrival != 0 else { continue }
+            let (id, t1, t2, t3): (UInt32, LocalTime, LeaderTime, LeaderTime)
+            switch ClockDatagram.decode(datagram) {
+            case .clockResponse(let i, let a, let b, let c, _)? where keys.map({ ClockAuth.verify(datagram, key: $0.clock, crypto: crypto) }) == true:
+                (id, t1, t2, t3) = (i, a, b, c)
+            case .timeResponse(let i, let a, let b, let c)? where keys == nil:
+                (id, t1, t2, t3) = (i, a, b, c) // an older, open leader: unauthenticated, still matched
+            default:
+                continue
+            }
+            // Only the answer to a request this session sent, once.
+            guard outstanding.withLock({ $0.match(id: id, t1: t1) }) else { continue }
             lastDatagramReply.store(received.arrival, ordering: .relaxed)
             accept(ClockSample(t1: t1, t2: t2, t3: t3, t4: localClock.local(fromReal: received.arrival)))
         }
@@ -443,7 +592,7 @@ public final class Follower: @unchecked Sendable {
     /// Clock requests (as `ClockExchangeSchedule` says: a burst at join,
     /// then steady; datagrams when the leader offers them, the TCP stream
     /// otherwise or while datagrams go unanswered) and the health reports.
-    private func syncLoop(_ conn: TCPConnection, datagrams: UDPSocket?, leaderVersion: UInt16) {
+    private func syncLoop(_ conn: TCPConnection, datagrams: UDPSocket?, leaderVersion: UInt16, keys: SessionKeys?) {
         let streamDelayWanted = leaderVersion >= WireProtocol.streamDelayVersion
         var schedule = ClockExchangeSchedule(datagramsOffered: datagrams != nil, streamProbes: streamDelayWanted && datagrams != nil,
                                              start: Monotonic.now())
@@ -463,9 +612,20 @@ public final class Follower: @unchecked Sendable {
                     switch action {
                     case .request(.datagram):
                         // A lost or refused datagram is just a missing sample.
-                        try? datagrams?.send(ClockDatagram.request(id: id, t1: now()))
+                        let t1 = now()
+                        outstanding.withLock { $0.sent(id: id, t1: t1) }
+                        if let keys {
+                            let zero = [UInt8](repeating: 0, count: ClockAuth.macBytes)
+                            try? datagrams?.send(ClockAuth.sealed(.clockRequest(tag: keys.clockTag, id: id, t1: t1, mac: zero), key: keys.clock, crypto: crypto))
+                        } else {
+                            try? datagrams?.send(ClockDatagram.request(id: id, t1: t1))
+                        }
                     case .request(.stream):
-                        try conn.send { Message.timeRequest(id: id, t1: now()).encoded() }
+                        try conn.send {
+                            let t1 = now()
+                            outstanding.withLock { $0.sent(id: id, t1: t1) }
+                            return Message.timeRequest(id: id, t1: t1).encoded()
+                        }
                     case .health:
                         if !localClock.isIdentity { logSimulatedClockError(at: real) }
                         try conn.send(Message.health(healthReport()).encoded())
@@ -529,18 +689,20 @@ public enum FollowerError: Error, CustomStringConvertible {
     /// No leader (or none with the asked name) answered over mDNS.
     case noLeaderFound(named: String?, seen: [String])
     case discovery(String)
+    /// Paired, and no announcement carries the paired leader's key.
+    case noPairedLeaderFound(fingerprint: String, seen: [String])
     /// The leader asks for a room key this speaker does not have.
     case roomKeyNeeded
-    /// The leader's proof of the room key was wrong: not our leader.
-    case leaderProofWrong
-    /// This speaker has a room key and the leader asked for none: not our leader.
-    case leaderWithoutKey
+    /// The handshake failed (not our leader, a wrong key or code, …).
+    case handshake(HandshakeFailure)
+    /// Paired by `tutti-follower pair` while a request for approval waited: reconnecting as paired.
+    case pairedMeanwhile
 
     public var description: String {
         switch self {
         case .roomKeyNeeded: "the leader needs a room key: set room-key (or room-key-file) in the [speaker] section of tutti.conf, or --room-key-file FILE"
-        case .leaderProofWrong: "the leader could not prove it knows the room key: refusing to play for it (check room-key on both)"
-        case .leaderWithoutKey: "the leader asks no room key but this speaker has one: refusing to play for it (set the same room-key on the leader)"
+        case .handshake(let failure): failure.description
+        case .pairedMeanwhile: "paired by code meanwhile: joining as a paired speaker"
         case .refused(let v, let reason): "leader (protocol v\(v)) refused this follower (v\(WireProtocol.version)): \(reason)"
         case .leaderClosed(let reason): "leader closed the connection: \(reason)"
         case .unexpected(let what): "unexpected \(what)"
@@ -548,6 +710,8 @@ public enum FollowerError: Error, CustomStringConvertible {
             "no leader named '\(name)' found over mDNS (found: \(seen.isEmpty ? "none" : seen.map { "'\($0)'" }.joined(separator: ", ")))"
         case .noLeaderFound(nil, _): "no leader found over mDNS (_tutti._tcp); is one running with announcing on, or give --leader HOST:PORT"
         case .discovery(let message): "cannot look for a leader: \(message)"
+        case .noPairedLeaderFound(let f, let seen):
+            "the leader this speaker is paired with (key \(f)) is not announced over mDNS (found: \(seen.isEmpty ? "none" : seen.map { "'\($0)'" }.joined(separator: ", "))); others are ignored (`tutti-speaker pair` pairs with another)"
         }
     }
 }

@@ -68,7 +68,13 @@ public final class TCPConnection: Sendable {
     /// Held for a whole message. Inside: the unsent end of a message that
     /// `sendIfFree` began and could not finish without waiting; every other
     /// send writes it first, so messages never interleave.
-    private let sendLock = Mutex<[UInt8]>([])
+    private let sendLock = Mutex<SendState>(SendState())
+    /// What the send lock guards: the unsent end of a message, and once the
+    /// handshake is done the sealer, so records are numbered in wire order.
+    struct SendState: ~Copyable {
+        var unsent: [UInt8] = []
+        var sealer: RecordSealer? = nil
+    }
     private let isClosed = Atomic<Bool>(false)
 
     init(fd: Int32, peer: String) {
@@ -117,17 +123,29 @@ public final class TCPConnection: Sendable {
     /// Writes all bytes or throws. `stamp` runs under the send lock just
     /// before the write, to take a timestamp as late as possible.
     public func send(_ bytes: [UInt8]) throws(NetError) {
-        try sendLock.withLock { (unsent) throws(NetError) in
-            try finish(&unsent)
-            try sendAll(bytes)
+        try sendLock.withLock { (state) throws(NetError) in
+            try finish(&state.unsent)
+            try sendSealed(bytes, &state.sealer)
         }
     }
 
     public func send(_ make: () -> [UInt8]) throws(NetError) {
-        try sendLock.withLock { (unsent) throws(NetError) in
-            try finish(&unsent)
-            try sendAll(make())
+        try sendLock.withLock { (state) throws(NetError) in
+            try finish(&state.unsent)
+            try sendSealed(make(), &state.sealer)
         }
+    }
+
+    /// From now on every send is sealed with `cipher` (after the handshake).
+    /// Call between sends, from the thread that ran the handshake.
+    public func startSealing(_ cipher: any FrameCipher) {
+        sendLock.withLock { $0.sealer = RecordSealer(cipher: cipher) }
+    }
+
+    private func sendSealed(_ bytes: [UInt8], _ sealer: inout RecordSealer?) throws(NetError) {
+        guard sealer != nil else { return try sendAll(bytes) }
+        guard !bytes.isEmpty else { return } // nothing to seal (a `.started` message's remainder is already sealed)
+        try sealer!.seal(bytes) { (b) throws(NetError) in try sendAll(b) }
     }
 
     /// What `sendIfFree` did.
@@ -143,14 +161,32 @@ public final class TCPConnection: Sendable {
     /// Sends `bytes` only as far as it can without waiting: for a thread that
     /// serves many peers and must never block on one (the leader's fan-out).
     public func sendIfFree(_ bytes: [UInt8]) throws(NetError) -> QuickSend {
-        let outcome = try sendLock.withLockIfAvailable { (unsent) throws(NetError) -> QuickSend in
-            guard unsent.isEmpty, !bytes.isEmpty else { return unsent.isEmpty ? .sent : .notSent }
-            let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
-            if n == bytes.count { return .sent }
-            if n > 0 { unsent = Array(bytes[n...]); return .started }
-            let e = errno
-            if n == 0 || e == EAGAIN || e == EWOULDBLOCK || e == EINTR { return .notSent }
-            throw isClosed.load(ordering: .relaxed) ? .closed : .system(operation: "send to", address: peer, errno: e)
+        let outcome = try sendLock.withLockIfAvailable { (state) throws(NetError) -> QuickSend in
+            guard state.unsent.isEmpty, !bytes.isEmpty else { return state.unsent.isEmpty ? .sent : .notSent }
+            func attempt(_ b: UnsafeRawBufferPointer, _ unsent: inout [UInt8]) throws(NetError) -> QuickSend {
+                let n = Glibc.send(fd, b.baseAddress, b.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
+                if n == b.count { return .sent }
+                if n > 0 { unsent = Array(b[n...]); return .started }
+                let e = errno
+                if n == 0 || e == EAGAIN || e == EWOULDBLOCK || e == EINTR { return .notSent }
+                throw isClosed.load(ordering: .relaxed) ? .closed : .system(operation: "send to", address: peer, errno: e)
+            }
+            guard state.sealer != nil else {
+                var unsent: [UInt8] = []
+                let r: Result<QuickSend, NetError> = bytes.withUnsafeBytes { b in Result { () throws(NetError) in try attempt(b, &unsent) } }
+                state.unsent = unsent
+                return try r.get()
+            }
+            // Sealed: once sealed, a record must go (its number is spent), so
+            // what the socket does not take now is kept as unsent.
+            var unsent: [UInt8] = []
+            let outcome = try state.sealer!.seal(bytes) { (b) throws(NetError) -> QuickSend in
+                let o = try attempt(b, &unsent)
+                if o == .notSent { unsent = Array(b); return .started }
+                return o
+            }
+            state.unsent = unsent
+            return outcome
         }
         return outcome ?? .notSent
     }
@@ -162,9 +198,15 @@ public final class TCPConnection: Sendable {
     }
 
     private func sendAll(_ bytes: [UInt8]) throws(NetError) {
+        // `withUnsafeBytes` rethrows untyped: the error comes through a Result.
+        let r: Result<Void, NetError> = bytes.withUnsafeBytes { b in Result { () throws(NetError) in try sendAll(b) } }
+        try r.get()
+    }
+
+    private func sendAll(_ bytes: UnsafeRawBufferPointer) throws(NetError) {
         var offset = 0
         while offset < bytes.count {
-            let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
+            let n = Glibc.send(fd, bytes.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
             if n > 0 { offset += n; continue }
             let e = errno
             if n < 0 && e == EINTR { continue }
@@ -193,6 +235,18 @@ public final class TCPConnection: Sendable {
     }
 
     public var closed: Bool { isClosed.load(ordering: .relaxed) }
+
+    /// Whether the peer closed its side (or the connection broke), seen by a
+    /// non-blocking peek: for a thread that holds a peer without reading
+    /// (a pairing request waiting on a person). Bytes waiting are not a close.
+    public var peerHasClosed: Bool {
+        var byte: UInt8 = 0
+        let n = Glibc.recv(fd, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT))
+        if n == 0 { return true }
+        if n > 0 { return false }
+        let e = errno
+        return !(e == EAGAIN || e == EWOULDBLOCK || e == EINTR)
+    }
 }
 
 /// A listening TCP socket.
@@ -294,7 +348,30 @@ public final class MessageReader {
     private let buffer = ReceiveBuffer()
     private var readArrival: Int64 = 0
 
+    /// Set once the handshake is done: every byte after is a sealed record.
+    private var opener: RecordOpener?
+
     public init(connection: TCPConnection) { self.connection = connection }
+
+    /// From the next byte on, the stream is sealed records (after the handshake).
+    /// Bytes already read past the handshake's last message are opened too.
+    public func startOpening(_ cipher: any FrameCipher) throws(NetError) {
+        var o = RecordOpener(cipher: cipher)
+        // What the framer holds beyond the last message is already sealed.
+        let leftover = framer.takePending()
+        leftover.withUnsafeBytes { o.append($0) }
+        opener = o
+        try drainOpener()
+    }
+
+    /// Opens every whole record held, into the message framer.
+    private func drainOpener() throws(NetError) {
+        do {
+            while try opener!.next({ framer.append($0) }) {}
+        } catch {
+            throw .protocolViolation(error)
+        }
+    }
 
     /// The next message; nil when the peer closed cleanly. Throws on a
     /// malformed or oversized message (the caller closes the connection).
@@ -312,7 +389,8 @@ public final class MessageReader {
             do {
                 if let message = try framer.next() {
                     // The kernel stamps the last segment of a read: exact for the message that ends it.
-                    let exact = framer.pendingBytes == 0 && readArrival != 0
+                    // (Sealed: and no part of a later record came in that read.)
+                    let exact = framer.pendingBytes == 0 && (opener?.pendingBytes ?? 0) == 0 && readArrival != 0
                     return (message, exact ? readArrival : nil)
                 }
             } catch {
@@ -320,10 +398,17 @@ public final class MessageReader {
             }
             let (n, arrival) = try buffer.receive(from: connection)
             if n == 0 {
-                if framer.pendingBytes > 0 { throw .protocolViolation(.truncated(.chunk, needed: 0, had: framer.pendingBytes)) }
+                let pending = framer.pendingBytes + (opener?.pendingBytes ?? 0)
+                if pending > 0 { throw .protocolViolation(.truncated(.chunk, needed: 0, had: pending)) }
                 return nil
             }
-            framer.append(UnsafeRawBufferPointer(rebasing: buffer.storage[0..<n]))
+            if opener != nil {
+                // Decrypted here, on the receive thread, before anything is parsed.
+                opener!.append(UnsafeRawBufferPointer(rebasing: buffer.storage[0..<n]))
+                try drainOpener()
+            } else {
+                framer.append(UnsafeRawBufferPointer(rebasing: buffer.storage[0..<n]))
+            }
             readArrival = arrival
         }
     }

@@ -31,6 +31,8 @@ let termination = blockTerminationSignals()
 var arguments = Array(CommandLine.arguments.dropFirst())
 // Also callable as `tutti-follower follower …`, the form `tuttid` hands on.
 if arguments.first == "follower" { arguments.removeFirst() }
+// `tutti-follower pair` (the tutti-speaker package's): pair by code, then exit.
+if arguments.first == "pair" { arguments.removeFirst(); arguments.append("--pair") }
 /// This machine's name: a speaker's room name unless the file or `--name` says otherwise.
 func hostname() -> String {
     var buffer = [CChar](repeating: 0, count: 256)
@@ -54,7 +56,12 @@ guard let invocation else {
 }
 var configuration: FollowerConfiguration
 do { configuration = try invocation.configuration.loadingRoomKey() } catch { fail(error.message, code: 64) }
-configuration.releasesStartUpCode = true // this process is the one speaker
+configuration.releasesStartUpCode = !configuration.pairByCode // this process is the one speaker
+if configuration.pairByCode {
+    // Pairing plays nothing: the DAC stays with the running speaker service.
+    configuration.output = .file(path: "/dev/null", ppm: 0, delayMilliseconds: 0)
+    configuration.realtime = false
+}
 let level = invocation.level
 StandardErrorLog.setLevel(level)
 do {
@@ -64,6 +71,22 @@ do {
         try ButtonController(configPath: path, log: StandardErrorLog.logger("buttons")) { command in follower.send(command) }
     }
     follower.start()
+    if configuration.pairByCode {
+        print("Pairing code: \(follower.pairingCode.map { "\($0.prefix(3)) \($0.dropFirst(3))" } ?? "")")
+        print("Type it in the web app (Rooms), or run `tutti speakers pair CODE` where the leader runs. Waiting…")
+        fflush(nil) // all streams: stdout is a file or a pipe under systemd and tests
+        // Until paired, refused, or told to stop (SIGINT/SIGTERM are blocked for every thread: take them here).
+        var pending = termination
+        var wait = timespec(tv_sec: 0, tv_nsec: 100_000_000)
+        while follower.isRunning && sigtimedwait(&pending, nil, &wait) < 0 { pending = termination }
+        follower.stop()
+        if follower.paired {
+            print("Paired: this speaker (key \(follower.keyFingerprint)) now plays for that leader only.")
+            fflush(nil) // all streams: stdout is a file or a pipe under systemd and tests
+            exit(0)
+        }
+        fail(follower.pairingFailure ?? follower.lastFailure ?? "not paired", code: 1)
+    }
     var received: Int32 = 0
     var signals = termination
     sigwait(&signals, &received)

@@ -49,6 +49,18 @@ let sampleMessages: [Message] = {
                                arrivalLeadMinimumNanoseconds: -5_000_000, lateChunks: 3)),
         .syncReport(SyncReport(clockUncertaintyNanoseconds: 1, clockSamples: 2, clockChannel: .stream,
                                arrivalLeadMinimumNanoseconds: 3, lateChunks: 4, streamDelayMaximumNanoseconds: 212_000_000)),
+        .keyOffer(intent: .join, flags: 0, ephemeral: [UInt8](repeating: 1, count: 32), nonce: (0..<32).map { UInt8($0) }),
+        .keyOffer(intent: .code, flags: 1, ephemeral: (0..<32).map { UInt8(255 - $0) }, nonce: [UInt8](repeating: 9, count: 32)),
+        .keyReply(flags: 3, leaderKey: [UInt8](repeating: 2, count: 32), ephemeral: [UInt8](repeating: 3, count: 32),
+                  nonce: [UInt8](repeating: 4, count: 32), confirm: [UInt8](repeating: 5, count: 32)),
+        .keyProof(sealedKey: (0..<48).map { UInt8($0) }, confirm: [UInt8](repeating: 0xEE, count: 32)),
+        .pairStatus(.waitingForApproval, attemptsLeft: 3),
+        .pairStatus(.wrongCode, attemptsLeft: 0),
+        .pakeShare(point: [UInt8](repeating: 0x42, count: 32)),
+        .pakeConfirm(tag: [UInt8](repeating: 0x24, count: 32)),
+        .clockRequest(tag: .max, id: 7, t1: LocalTime(nanoseconds: -1), mac: [UInt8](repeating: 1, count: 16)),
+        .clockResponse(id: 7, t1: LocalTime(nanoseconds: 1), t2: LeaderTime(nanoseconds: 2), t3: LeaderTime(nanoseconds: .max),
+                       mac: [UInt8](repeating: 2, count: 16)),
     ]
 }()
 
@@ -131,7 +143,7 @@ struct WireProtocolTests {
     @Test("Every MessageType case is covered by the samples")
     func everyTypeCovered() {
         #expect(Set(sampleMessages.map(\.type.rawValue)) == Set(MessageType.allCases.map(\.rawValue)))
-        #expect(MessageType.allCases.map(\.rawValue) == Array(1...15) + Array(30...32))
+        #expect(MessageType.allCases.map(\.rawValue) == Array(1...15) + Array(30...32) + Array(40...47))
     }
 
     @Test("Exact byte layout (big-endian) of fixed-size messages")

@@ -53,7 +53,7 @@ import TuttiTestSupport
         let leader = try startLeader(files: [dir + "/count.wav"])
         // A raw client that says hello and then never reads, with a tiny receive buffer.
         let stalled = try TCPConnection.connect(to: leader.endpoint)
-        try stalled.send(Message.hello(version: WireProtocol.version, name: "stalled").encoded())
+        try stalled.send(Message.hello(version: WireProtocol.streamDelayVersion, name: "stalled").encoded())
         let good = try startFollower(leader: leader.endpoint, name: "good", output: .file(path: dir + "/good.raw", ppm: 0, delayMilliseconds: 0))
         #expect(waitUntil(timeout: 3) { leader.followerNames.contains("stalled") })
         let stalledAt = Monotonic.now()

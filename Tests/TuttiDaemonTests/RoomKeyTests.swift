@@ -7,9 +7,9 @@ import TuttiFollower
 import TuttiNet
 import TuttiTestSupport
 
-/// Speakers and leader prove the room key to each other (HMAC-SHA256 over
-/// both nonces); a speaker with the wrong key, no key, or too old to prove
-/// one is refused with a message on both sides.
+/// The legacy room key, mixed into the v7 handshake as an Argon2id-stretched
+/// pre-shared key (the leader proves it first); a speaker with the wrong
+/// key, no key, or too old to prove one is refused with a message on both sides.
 @Suite(.serialized) struct RoomKeyTests {
     static let key = try! RoomKey("correct horse battery staple")
 
@@ -83,16 +83,13 @@ import TuttiTestSupport
         #expect(other.followerNames.isEmpty && !g.connected)
     }
 
-    @Test func proofsDependOnEveryPartAndKeysAreChecked() throws {
-        let n1 = RoomKey.nonce(), n2 = RoomKey.nonce()
-        #expect(n1.count == 32 && n1 != n2)
-        let p = Self.key.proof(.follower, leaderNonce: n1, followerNonce: n2, room: "den")
-        #expect(p.count == 32)
-        #expect(Self.key.verify(p, .follower, leaderNonce: n1, followerNonce: n2, room: "den"))
-        #expect(!Self.key.verify(p, .leader, leaderNonce: n1, followerNonce: n2, room: "den"), "a follower's proof is no leader's")
-        #expect(!Self.key.verify(p, .follower, leaderNonce: n2, followerNonce: n1, room: "den"))
-        #expect(!Self.key.verify(p, .follower, leaderNonce: n1, followerNonce: n2, room: "kitchen"))
-        #expect(!(try RoomKey("another key!")).verify(p, .follower, leaderNonce: n1, followerNonce: n2, room: "den"))
+    @Test func theKeyIsStretchedAlikeOnBothSidesAndKeysAreChecked() throws {
+        // The handshake's pre-shared key: the same for the same passphrase (a key file's newline dropped), 32 bytes, not the passphrase.
+        let psk = Self.key.stretched()
+        let sameKeyFromAFile = try RoomKey("correct horse battery staple\n").stretched(), other = try RoomKey("another key!").stretched()
+        #expect(psk.count == 32 && psk == sameKeyFromAFile)
+        #expect(psk != other)
+        #expect(psk != Array("correct horse battery staple".utf8.prefix(32)))
         #expect(throws: RoomKeyError.tooShort) { try RoomKey("short") }
         // The config file and flags: a key, or a file holding one.
         let dir = makeTemporaryDirectory()
@@ -100,7 +97,7 @@ import TuttiTestSupport
         let parsed = try #require(try FollowerConfiguration.parse(["--leader", "127.0.0.1:1", "--room-key-file", dir + "/key"]))
         let loaded = try parsed.0.loadingRoomKey()
         let k = try #require(loaded.roomKey)
-        #expect(k.verify(p, .follower, leaderNonce: n1, followerNonce: n2, room: "den"))
+        #expect(k.stretched() == psk)
         #expect(throws: UsageError.self) { try FollowerConfiguration.parse(["--room-key", "abc"]) }
     }
 }

@@ -169,9 +169,9 @@ func silentStretches(_ path: String, ppm: Double, from: Int64, to: Int64, frames
             _ = try leader.perform(.play, group: group)
             return o.effectiveAt - o.acceptedAt
         }
-        // Raw v6 room: hello, welcome, then a report of a 212 ms stream delay.
+        // Raw v6 room (plain, on an open leader): hello, welcome, then a report of a 212 ms stream delay.
         let slow = try TCPConnection.connect(to: leader.endpoint)
-        try slow.send(Message.hello(version: WireProtocol.version, name: "slow").encoded())
+        try slow.send(Message.hello(version: WireProtocol.streamDelayVersion, name: "slow").encoded())
         let reader = MessageReader(connection: slow)
         guard case .welcome? = try reader.next() else { Issue.record("no welcome"); return }
         // It reads what it is sent, as a speaker does (one that does not is dropped).

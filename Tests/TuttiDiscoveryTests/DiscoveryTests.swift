@@ -132,4 +132,17 @@ func secondsSince(_ start: ContinuousClock.Instant) -> Double {
         #expect(DiscoveredLeader.choose(from: all, named: "zz") == nil)
         #expect(DiscoveredLeader.choose(from: [], named: nil) == nil)
     }
+
+    @Test func aPairedSpeakerChoosesOnlyItsLeadersKeyNeverTheFirstByName() {
+        func leader(_ name: String, key: String?) -> DiscoveredLeader {
+            DiscoveredLeader(name: name, hostName: "h.local", address: "10.0.0.1", port: 4953, txt: key.map { ["key": $0] } ?? [:], isLocal: false)
+        }
+        let all = [leader("!x", key: "badbadbadbadbad0"), leader("Tutti on pi", key: "0123456789abcdef"), leader("!y", key: nil)]
+        #expect(DiscoveredLeader.choose(from: all, named: nil)?.name == "!x", "unpaired: the first by name, as before")
+        #expect(DiscoveredLeader.choose(from: all, named: nil, pinned: "0123456789abcdef")?.name == "Tutti on pi")
+        #expect(DiscoveredLeader.choose(from: all, named: "!x", pinned: "0123456789abcdef")?.name == "Tutti on pi",
+                "a name never picks a leader without the key (a renamed leader with the key is still ours)")
+        #expect(DiscoveredLeader.choose(from: all, named: nil, pinned: "ffffffffffffffff") == nil)
+        #expect(TuttiService.txt(controlPort: nil, mpdPort: nil, id: "i", keyFingerprint: "0123456789abcdef")["key"] == "0123456789abcdef")
+    }
 }

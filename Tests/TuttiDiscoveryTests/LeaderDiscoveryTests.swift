@@ -1,10 +1,12 @@
 import Foundation
 import Glibc
 import Testing
+import Synchronization
 import TuttiAudio
 import TuttiCore
 @testable import TuttiDaemon
 import TuttiDiscovery
+import TuttiFollower
 import TuttiNet
 import TuttiTestSupport
 
@@ -158,4 +160,90 @@ func playedCounterFrames(_ path: String) -> (played: Int, distinct: Int) {
         #expect(busOut.contains("avahi-daemon") && !busOut.isEmpty, "\(busOut)")
         print("no bus: \(busOut)")
     }
+
+    /// A paired speaker found over mDNS connects to its own leader: a rogue
+    /// announced under a name that sorts first (`!x`), even one that copied
+    /// the real leader's key fingerprint into its TXT record, gets a goodbye
+    /// and never a proof, and the speaker then plays for its leader.
+    @Test func aPairedSpeakerIgnoresARogueAnnouncementAndGivesItNoProof() throws {
+        let daemon = try AvahiTestDaemon()
+        try daemon.start()
+        let dir = daemon.directory
+        _ = FileManager.default.createFile(atPath: dir + "/count.wav", contents: counterWAV(frames: 48_000 * 3))
+        var c = LeaderConfiguration()
+        c.listen = Endpoint(host: "127.0.0.1", port: 0)
+        c.files = [dir + "/count.wav"]
+        c.loop = true
+        c.codec = .pcm
+        c.announce = true
+        c.announceName = uniqueName("real")
+        c.pairedSpeakersOnly = true
+        c.stateDirectory = dir + "/leader-state"
+        let real = try Leader(configuration: c, log: .silent)
+        try real.start()
+        defer { real.stop() }
+        #expect(real.announcer?.waitUntilEstablished(timeout: 10) != nil)
+
+        // Paired once, by approval, at a known address.
+        let state = dir + "/speaker-state"
+        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
+        var fc = FollowerConfiguration()
+        fc.leader = real.endpoint
+        fc.name = "den"
+        fc.output = .file(path: "/dev/null", ppm: 0, delayMilliseconds: 0)
+        fc.stateDirectory = state
+        fc.realtime = false
+        let pairing = try Follower(configuration: fc, log: .silent)
+        pairing.start()
+        let deadline = ContinuousClock.now + .seconds(10)
+        while real.pairingRequests.isEmpty && ContinuousClock.now < deadline { usleep(20_000) }
+        #expect(real.decidePairing(name: "den", allow: true))
+        while !pairing.connected && ContinuousClock.now < deadline { usleep(20_000) }
+        pairing.stop()
+        #expect(real.pairedSpeakers.map(\.name) == ["den"])
+
+        // The rogue: open, its own key, announced as "!x …" with the real leader's fingerprint copied.
+        let rogueLog = CapturingLog()
+        var r = LeaderConfiguration()
+        r.listen = Endpoint(host: "127.0.0.1", port: 0)
+        r.files = [dir + "/count.wav"]
+        r.loop = true
+        let rogue = try Leader(configuration: r, log: rogueLog.logger)
+        try rogue.start()
+        defer { rogue.stop() }
+        let fake = try ServicePublisher(name: "!x \(uniqueName("rogue"))", port: rogue.endpoint.port,
+                                        txt: TuttiService.txt(controlPort: nil, mpdPort: nil, id: "0", keyFingerprint: real.speakerKeyFingerprint), log: .silent)
+        defer { fake.stop() }
+        #expect(fake.waitUntilEstablished(timeout: 10) != nil)
+
+        // The speaker process, with no --leader: it finds both.
+        let follower = Process()
+        follower.executableURL = URL(fileURLWithPath: binary("tuttid"))
+        follower.arguments = ["follower", "--name", "den", "--output", "file:\(dir)/den.raw", "--state", state, "--no-realtime"]
+        let err = Pipe()
+        follower.standardError = err
+        try follower.run()
+        let joinBy = ContinuousClock.now + .seconds(30)
+        while !real.followerNames.contains("den") && ContinuousClock.now < joinBy { usleep(50_000) }
+        #expect(real.followerNames.contains("den"), "the paired speaker did not reach its leader")
+        usleep(1_000_000)
+        stopProcess(follower)
+        let log = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(rogue.followerNames.isEmpty)
+        let rogueLines = rogueLog.lines.filter { $0.contains("den") }
+        // Whatever the rogue saw from den ended at the proof step with den's goodbye.
+        for line in rogueLines where line.contains("disconnected") {
+            #expect(line.contains("is not the one this speaker is paired with"), "\(line)")
+        }
+        print("rogue saw: \(rogueLines)")
+        #expect(log.contains("connected to leader 127.0.0.1:\(real.endpoint.port)"), "\(log)")
+    }
+}
+
+/// Keeps every log line (as TuttiDaemonTests' CapturingLog).
+final class CapturingLog: Sendable {
+    private let captured = Mutex<[String]>([])
+    var lines: [String] { captured.withLock { $0 } }
+    var logger: Logger { Logger(label: "test") { [self] level, label, message in record("\(level) \(label): \(message)") } }
+    private func record(_ line: String) { captured.withLock { $0.append(line) } }
 }

@@ -33,6 +33,10 @@ procs = []  # every process we started, in start order
 
 # ---------------------------------------------------------------- the track
 
+# Extra options for every `tuttid follower` (--follower-arg).
+FOLLOWER_ARGS = []
+
+
 def write_track(path, seconds=20):
     """Music-like and never silent: a chord that changes every 2.5 s (three
     notes with two harmonics each), a 5 Hz tremolo, a different pan per
@@ -198,7 +202,7 @@ def run_tutti(tuttid, work, track, rooms, warmup, seconds):
     for i in range(1, rooms + 1):
         out = os.path.join(d, f"room{i}.raw")
         named[f"room{i}"] = start([tuttid, "follower", "--leader", f"127.0.0.1:{port}", "--name", f"room{i}",
-                                   "--output", f"file:{out}", "--no-realtime", "--log-level", "warning"],
+                                   "--output", f"file:{out}", "--no-realtime", "--log-level", "warning"] + FOLLOWER_ARGS,
                                   os.path.join(d, f"room{i}.log"))
         outputs.append(out)
     try:
@@ -249,7 +253,11 @@ def main():
     ap.add_argument("--seconds", type=int, default=60)
     ap.add_argument("--rooms", type=int, default=3)
     ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--follower-arg", action="append", default=[],
+                    help="an extra follower option (repeat it), e.g. --follower-arg=--protocol-version --follower-arg=6 "
+                         "for speakers that do no handshake (nothing sealed: the cost of sealing is the difference)")
     a = ap.parse_args()
+    FOLLOWER_ARGS.extend(a.follower_arg)
     if a.seconds < 5 or a.rooms < 1:
         sys.exit("--seconds must be at least 5 and --rooms at least 1")
 

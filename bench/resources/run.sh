@@ -8,6 +8,7 @@
 #
 #   bench/resources/run.sh [--seconds 60] [--rooms 3]
 #   TUTTID=.build/release/tuttid bench/resources/run.sh     # skip the build
+#   FOLLOWER_ARGS="--protocol-version 6" bench/resources/run.sh   # speakers without sealing
 #
 # Needs snapserver, snapclient (0.26, Debian) and python3; installs nothing.
 # Release build in its own scratch folder (TUTTI_BENCH_SCRATCH). See README.md.
@@ -37,4 +38,8 @@ else
 fi
 [ -x "$tuttid" ] || { echo "bench/resources: no tuttid at $tuttid" >&2; exit 1; }
 echo "$(snapserver -v 2>&1 | grep -io 'v[0-9][0-9.]*' | head -1) snapserver; tuttid $tuttid" >&2
-exec python3 bench/resources/measure.py --tuttid "$tuttid" --seconds "$seconds" --rooms "$rooms"
+# FOLLOWER_ARGS="--protocol-version 6": speakers without the handshake (nothing sealed), to price sealing.
+extra=""
+for a in ${FOLLOWER_ARGS:-}; do extra="$extra --follower-arg=$a"; done
+# shellcheck disable=SC2086 # each word of $extra is one option
+exec python3 bench/resources/measure.py --tuttid "$tuttid" --seconds "$seconds" --rooms "$rooms" $extra

@@ -78,6 +78,8 @@ function refreshAll() {
     if (!groupById(S.group)) { S.group = 'main'; emit('group'); emit('groups', S.groups); }
     return refreshGroup();
   }).catch((e) => toast(errText(e)));
+  // Pairing requests: only a logged-in page may see and decide them.
+  call('speakers.list').then((sp) => set('speakers', sp), () => set('speakers', null));
   const v = views[current];
   if (v && v.refresh) v.refresh();
 }
@@ -86,6 +88,7 @@ function wire() {
   onNotify('player.changed', (p) => { if (S.group === 'main') set('status', p); });
   onNotify('queue.changed', (p) => { if (S.group === 'main') setQueue(p); });
   onNotify('rooms.changed', (p) => set('rooms', p.rooms || []));
+  onNotify('speakers.changed', (p) => set('speakers', p));
   onNotify('groups.changed', (p) => {
     if (p.party !== undefined && !!p.party !== S.party) { S.party = !!p.party; emit('party'); }
     set('groups', p.groups || []);

@@ -25,10 +25,52 @@ function health(room) {
 export function createRooms(selectGroup, go) {
   const party = h('button.party', { type: 'button', 'data-test': 'party', 'aria-pressed': 'false', onclick: toggleParty });
   const box = h('div.groups');
+  // Speakers asking to join this leader (paired by default): allow or deny, or type the code one shows.
+  const requests = h('div.pairing', { role: 'region', 'aria-label': 'Speakers asking to join', 'aria-live': 'polite', 'data-test': 'pairing' });
   const el = h('section.view', { id: 'view-rooms', 'aria-label': 'Rooms and groups' },
     h('header.bar', null, h('h1', { text: 'Rooms' }),
       h('div.acts', null, h('button.btn', { type: 'button', 'data-test': 'group-new', onclick: () => newGroup([]) }, icon('plus'), 'New group'))),
-    party, box);
+    requests, party, box);
+
+  function decide(name, allow) {
+    call(allow ? 'speakers.allow' : 'speakers.deny', { name }).then(
+      () => toast(allow ? 'The ' + name + ' speaker may join' : 'The ' + name + ' speaker was turned away', 'info'),
+      (e) => toast(errText(e)));
+  }
+
+  function pairWithCode(input, button) {
+    const code = input.value.replace(/[\s-]/g, '');
+    if (!/^[0-9]{6}$/.test(code)) { toast('The code is the six digits the speaker shows'); input.focus(); return; }
+    button.disabled = true;
+    call('speakers.pair', { code }).then((r) => { input.value = ''; toast('Paired the ' + r.paired + ' speaker', 'info'); },
+      (e) => toast(errText(e))).finally(() => { button.disabled = false; });
+  }
+
+  function renderRequests() {
+    clear(requests);
+    const sp = S.speakers;
+    const pending = sp && sp.pending ? sp.pending : [];
+    requests.hidden = !pending.length;
+    const byApproval = pending.filter((p) => p.by !== 'code');
+    for (const p of byApproval) {
+      requests.appendChild(h('div.pair-request', { 'data-test': 'pair-request', 'data-name': p.name },
+        h('p', null, h('span', null, h('b', { text: p.name }), ' wants to join'),
+          h('small', { text: 'from ' + p.address + ' · key ' + p.key })),
+        h('div.acts', null,
+          h('button.btn.sm.primary', { type: 'button', 'data-test': 'pair-allow', 'aria-label': 'Allow ' + p.name, onclick: () => decide(p.name, true) }, 'Allow'),
+          h('button.btn.sm.danger', { type: 'button', 'data-test': 'pair-deny', 'aria-label': 'Deny ' + p.name, onclick: () => decide(p.name, false) }, 'Deny'))));
+    }
+    const byCode = pending.filter((p) => p.by === 'code');
+    if (byCode.length) {
+      const input = h('input', { type: 'text', inputmode: 'numeric', autocomplete: 'one-time-code', maxlength: '7', placeholder: '123 456',
+        'aria-label': 'Pairing code', 'data-test': 'pair-code' });
+      const button = h('button.btn.sm.primary', { type: 'submit', 'data-test': 'pair-submit' }, 'Pair');
+      requests.appendChild(h('form.pair-request', { onsubmit: (ev) => { ev.preventDefault(); pairWithCode(input, button); } },
+        h('p', null, h('span', null, h('b', { text: byCode.map((p) => p.name).join(', ') }), byCode.length > 1 ? ' wait for their code' : ' waits for its code'),
+          h('small', { text: 'Type the six digits the speaker shows' })),
+        h('div.acts', null, input, button)));
+    }
+  }
 
   const cards = new Map(), sections = new Map();
   let noGroupVolume = false;
@@ -255,7 +297,9 @@ export function createRooms(selectGroup, go) {
   on('groups', render);
   on('party', renderParty);
   on('group', render);
+  on('speakers', renderRequests);
   render();
+  renderRequests();
   el.refresh = () => call('rooms.list').then((r) => { S.rooms = r.rooms || []; render(); }, (e) => toast(errText(e)));
   return el;
 }

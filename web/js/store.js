@@ -11,6 +11,7 @@ export const S = {
   rooms: [],         // rooms.list .rooms
   groups: [],        // groups.list .groups
   party: false,
+  speakers: null,    // speakers.list (paired and pending), null for a guest
   tracks: new Map(), // path -> library track (for queue rows)
   liked: new Map(),  // track id -> liked
 };

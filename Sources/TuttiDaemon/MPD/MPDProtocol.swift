@@ -596,7 +596,7 @@ public enum MPDSubsystem: String, CaseIterable, Sendable {
         case .groups: [.output] // an output is enabled while its room is in the main group
         case .library: [.database, .update]
         case .playlists: [.stored_playlist]
-        case .health: []
+        case .health, .speakers: []
         }
     }
 }

@@ -1,0 +1,48 @@
+import TuttiCore
+
+/// `speakers.*`: paired speakers and pairing requests (docs/api.md).
+extension ControlServer {
+    func speakersObject() -> [String: Any] {
+        let paired: [[String: Any]] = leader.pairedSpeakers.map {
+            ["name": $0.name, "key": $0.fingerprint, "pairedAt": Int($0.pairedAt), "connected": $0.connected]
+        }
+        let pending: [[String: Any]] = leader.pairingRequests.map {
+            ["name": $0.name, "address": $0.address, "key": $0.fingerprint, "by": $0.byCode ? "code" : "approval"]
+        }
+        return ["paired": paired, "pending": pending, "mode": leader.speakersMode, "leaderKey": leader.speakerKeyFingerprint]
+    }
+
+    func dispatchSpeakers(_ method: String, _ params: [String: JSONValue]) throws -> Any? {
+        func name() throws -> String {
+            guard let n = params["name"]?.string, !n.isEmpty, n.utf8.count <= WireProtocol.maxNameBytes else {
+                throw RPCError(code: -32602, message: "\(method) needs \"name\" (a speaker's room name, see speakers.pending)")
+            }
+            return n
+        }
+        switch method {
+        case "speakers.list", "speakers.pending":
+            return speakersObject()
+        case "speakers.allow", "speakers.deny":
+            let n = try name()
+            guard leader.decidePairing(name: n, allow: method == "speakers.allow") else {
+                throw RPCError(code: -32602, message: "no speaker named '\(n)' is waiting to be allowed (see speakers.pending)")
+            }
+            return speakersObject()
+        case "speakers.pair":
+            guard let raw = params["code"]?.string, let code = normalizedPairingCode(raw) else {
+                throw RPCError(code: -32602, message: "speakers.pair needs \"code\": the six digits `tutti-speaker pair` shows")
+            }
+            switch leader.pairByCode(code) {
+            case .paired(let n): return ["paired": n]
+            case .nobodyWaiting: throw RPCError(code: -32000, message: "no speaker is waiting for a code: run `tutti-speaker pair` on it first")
+            case .wrongCode: throw RPCError(code: -32000, message: "wrong code (a speaker allows 3 tries, then shows a new one)")
+            }
+        case "speakers.forget":
+            let n = try name()
+            guard leader.forgetSpeaker(n) else { throw RPCError(code: -32602, message: "no paired speaker named '\(n)' (see speakers.list)") }
+            return speakersObject()
+        default:
+            return nil
+        }
+    }
+}
