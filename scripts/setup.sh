@@ -15,6 +15,7 @@ packages=(
   chromium chromium-driver python3-selenium                                                 # the web app's tests drive a real browser
   snapclient procps                                                                                # Snapcast compatibility: the stock client as a room
   pulseaudio libasound2-plugins                                                             # faults: a DAC that can be unplugged (ALSA's pulse plugin)
+  iproute2                                                                                  # pairing: two hosts in network namespaces (scripts/netns-pairing-test.sh)
 )
 
 missing=()
