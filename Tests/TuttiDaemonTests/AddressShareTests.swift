@@ -133,7 +133,7 @@ func threadCount(named prefix: String? = nil) -> Int {
         try page.send(Array("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".utf8))
         #expect(SourcedReader.line(page).hasPrefix("HTTP/1.1 200"))
         let speaker = try TCPConnection.connect(to: leader.endpoint)
-        try speaker.send(Message.hello(version: WireProtocol.version, name: "kitchen").encoded())
+        try speaker.send(Message.hello(version: WireProtocol.streamDelayVersion, name: "kitchen").encoded())
         speaker.setReceiveTimeout(milliseconds: 3_000)
         let welcome = try MessageReader(connection: speaker).next()
         guard case .welcome? = welcome else { Issue.record("the speaker from 127.0.0.1 got \(String(describing: welcome))"); return }
@@ -149,7 +149,7 @@ func threadCount(named prefix: String? = nil) -> Int {
         }
         defer { leader.stop() }
         let speaker = try TCPConnection.connect(to: leader.endpoint)
-        try speaker.send(Message.hello(version: WireProtocol.version, name: "kitchen").encoded())
+        try speaker.send(Message.hello(version: WireProtocol.streamDelayVersion, name: "kitchen").encoded())
         speaker.setReceiveTimeout(milliseconds: 3_000)
         let reader = MessageReader(connection: speaker)
         guard case .welcome? = try reader.next() else { Issue.record("no welcome"); return }
