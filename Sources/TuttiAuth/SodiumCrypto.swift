@@ -186,7 +186,10 @@ public enum KeyFile {
     /// Writes 32 bytes as hex, mode 0600, through a temporary file and a rename.
     public static func write(_ path: String, _ bytes: [UInt8]) throws(KeyFileError) {
         let temporary = path + ".new"
-        let fd = Glibc.open(temporary, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        // Root writes here (`sudo tutti-follower pair`) into a folder the service's user owns:
+        // never through a link that user left, nor into a file that was there.
+        unlink(temporary)
+        let fd = Glibc.open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o600)
         guard fd >= 0 else { throw .unwritable(path, String(cString: strerror(errno))) }
         fchmod(fd, 0o600)
         // Written by root (`sudo tutti-follower pair`): the service's user, who owns the folder, must read it.

@@ -62,11 +62,11 @@ final class SpeakerSecurity: Sendable {
     func pairedSpeaker(key: [UInt8]) -> PairedSpeaker? { paired.withLock { $0.speaker(withKey: key) } }
 
     func pair(name: String, key: [UInt8]) {
-        let list = paired.withLock { l -> PairedSpeakerList in
+        // Saved under the lock: two pairings at once must not write the file in the other order.
+        paired.withLock { l in
             l.add(PairedSpeaker(name: name, publicKey: key, pairedAt: Int64(time(nil))))
-            return l
+            save(l)
         }
-        save(list)
         // Its other requests (the service asking for approval while `pair` ran) end: their sessions close.
         pending.withLock { _ = $0.remove(fingerprint: keyFingerprint(key, crypto: crypto)) }
         log.info("speaker \(name) paired (key \(keyFingerprint(key, crypto: crypto)))")
@@ -74,8 +74,12 @@ final class SpeakerSecurity: Sendable {
 
     /// Removes a paired speaker; its keys (to close its sessions).
     func forget(name: String) -> [[UInt8]] {
-        let (gone, list) = paired.withLock { l in (l.forget(name: name), l) }
-        if !gone.isEmpty { save(list); log.info("speaker \(name) forgotten: it can no longer join") }
+        let gone = paired.withLock { l in
+            let gone = l.forget(name: name)
+            if !gone.isEmpty { save(l) }
+            return gone
+        }
+        if !gone.isEmpty { log.info("speaker \(name) forgotten: it can no longer join") }
         return gone.map(\.publicKey)
     }
 
@@ -83,7 +87,8 @@ final class SpeakerSecurity: Sendable {
         guard let listPath else { return }
         let bytes = Array(list.rendered().utf8)
         let temporary = listPath + ".new"
-        let fd = Glibc.open(temporary, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        unlink(temporary) // a new file, never through a link left there
+        let fd = Glibc.open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o600)
         guard fd >= 0 else { log.error("cannot save the paired speakers to \(listPath): \(String(cString: strerror(errno)))"); return }
         let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
         fsync(fd)
