@@ -168,6 +168,8 @@ public enum GroupError: Error, Equatable, CustomStringConvertible {
     case nameTaken(String)
     case mainGroupIsPermanent
     case tooMany(Int)
+    /// The system refused the group's player its thread (`reason`): nothing was created.
+    case cannotStart(reason: String)
 
     public var description: String {
         switch self {
@@ -176,6 +178,7 @@ public enum GroupError: Error, Equatable, CustomStringConvertible {
         case .nameTaken(let n): "a group named '\(n)' already exists"
         case .mainGroupIsPermanent: "the main group cannot be deleted (rooms nobody placed play it)"
         case .tooMany(let n): "at most \(n) groups"
+        case .cannotStart(let reason): "the group's player could not start (\(reason)); nothing was changed: try again, or restart the leader if it goes on"
         }
     }
 }

@@ -49,12 +49,12 @@ extension Leader {
             let g = try t.create(name: name)
             for room in rooms { try t.move(room: room, to: g.id) }
             return g
-        } prepare: { g in
+        } prepare: { (g) throws(GroupError) in
             // A deleted group's id can come back after a restart: never with its old saved queue.
             if let stateStore { try? stateStore.forget(group: g.id) }
             let stream = makeStream(group: g.id, restoring: nil, files: [], loop: false)
+            do { try stream.start() } catch { throw .cannotStart(reason: "\(error)") }
             streams.withLock { $0[g.id] = stream }
-            stream.start()
         }
         log.info("group \(group.name) created with \(rooms.isEmpty ? "no rooms" : rooms.joined(separator: ", "))")
         return status(of: group.id)!
@@ -128,14 +128,14 @@ extension Leader {
     /// Changes the table, then moves every follower whose group changed,
     /// pauses the streams nobody hears any more, saves and announces.
     private func changeGroups<T>(_ change: (inout RoomGroups) throws(GroupError) -> T,
-                                 prepare: (T) -> Void = { _ in }) throws(GroupError) -> T {
+                                 prepare: (T) throws(GroupError) -> Void = { _ in }) throws(GroupError) -> T {
         groupChanges.lock()
         defer { groupChanges.unlock() }
         let connected = followerNames
         let before = grouping.withLock { t in Set(connected.map { t.groupID(ofRoom: $0) }) }
         var table = grouping.withLock { $0 }
         let result = try change(&table)
-        prepare(result)
+        try prepare(result) // before the table changes: a failure leaves everything as it was
         grouping.withLock { $0 = table }
         applyGrouping()
         // A group whose last room just left stops playing to nobody (it keeps its queue and position).

@@ -433,7 +433,10 @@ public final class Leader: @unchecked Sendable {
                 for stream in streams.withLock({ Array($0.values) }) { watchHeard(stream) }
             }
         }
-        for stream in streams.withLock({ Array($0.values) }) { stream.start() }
+        for stream in streams.withLock({ Array($0.values) }) {
+            // At start-up, as every other thread the leader starts then: it cannot play without it.
+            do { try stream.start() } catch { fatalError("\(error)") }
+        }
         log.info("groups: \(grouping.withLock { $0.groups.map(\.name) }.joined(separator: ", "))")
     }
 

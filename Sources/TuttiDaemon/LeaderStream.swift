@@ -30,11 +30,15 @@ final class LeaderStream: @unchecked Sendable {
 
     init(id: UInt32, group: String, commandLead: LiveCommandLead) { self.id = id; self.group = group; self.commandLead = commandLead }
 
-    /// Starts the source thread (once).
-    func start() {
+    /// Starts the source thread (once). Throws when the system refuses it
+    /// (a group made by a request fails, it never ends the leader).
+    func start() throws(ThreadError) {
         guard !started.exchange(true, ordering: .acquiringAndReleasing) else { return }
         // The decoders, the resampler, the time stretcher and the encoder run on it: a roomy stack.
-        startEssentialThread(name: "tutti-source", stackSize: 2 << 20) { [player] in player!.run() }
+        do { try startThread(name: "tutti-source", stackSize: 2 << 20) { [player] in player!.run() } } catch {
+            started.store(false, ordering: .releasing)
+            throw error
+        }
     }
 }
 
