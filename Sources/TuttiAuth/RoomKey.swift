@@ -45,19 +45,6 @@ public struct RoomKey: Sendable {
         return String((0..<20).map { _ in alphabet[Int(randombytes_uniform(UInt32(alphabet.count)))] })
     }
 
-    /// HMAC-SHA256 of `message` under `key`, hex: a session token derived from a password.
-    public static func hexMAC(key: String, message: String) -> String {
-        start()
-        var state = crypto_auth_hmacsha256_state()
-        var out = [UInt8](repeating: 0, count: Int(crypto_auth_hmacsha256_BYTES))
-        // Both are checked non-empty by the callers (a password, a fixed label); "\0" stands in otherwise.
-        let k = key.isEmpty ? [0] : Array(key.utf8), m = message.isEmpty ? [0] : Array(message.utf8)
-        k.withUnsafeBufferPointer { _ = crypto_auth_hmacsha256_init(&state, $0.baseAddress!, $0.count) }
-        m.withUnsafeBufferPointer { _ = crypto_auth_hmacsha256_update(&state, $0.baseAddress!, UInt64($0.count)) }
-        _ = crypto_auth_hmacsha256_final(&state, &out)
-        return out.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined()
-    }
-
     /// Compares two secrets in constant time (for passwords and tokens).
     public static func same(_ a: String, _ b: String) -> Bool {
         let x = Array(a.utf8), y = Array(b.utf8)
