@@ -10,7 +10,7 @@ packages=(
   libcurl4-openssl-dev dpkg-dev lintian debootstrap binutils systemd                              # packages: the leader's static link, scripts/test-packages.sh
   libstdc++-12-dev                                                                          # packages: libstdc++.a, linked in by scripts/build-static.sh
   alsa-utils lame flac id3v2 mpd mpc python3 python3-pip                                    # tests: encoders, taggers, MPD peers, test servers
-  ncmpcpp tmux openssl ca-certificates util-linux                                           # tests: ncmpcpp in tmux; https certificates, the CA bundle, unshare
+  ncmpcpp tmux openssl ca-certificates util-linux curl                                      # tests: ncmpcpp in tmux; https certificates, the CA bundle, unshare; curl as a raw HTTP client (WebServerHeaderTests)
   avahi-daemon dbus                                                                         # mDNS: discovery tests run their own daemon on loopback
   chromium chromium-driver python3-selenium                                                 # the web app's tests drive a real browser
   snapclient procps                                                                                # Snapcast compatibility: the stock client as a room
