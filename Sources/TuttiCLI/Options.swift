@@ -31,7 +31,7 @@ public enum CLIUsage {
       rooms                  rooms with volume, latency trim and sync health
       speakers               paired speakers, and speakers asking to pair
       speakers allow NAME | deny NAME   decide a speaker's request to join
-      speakers pair CODE     pair the speaker showing CODE (`tutti-speaker pair` on it)
+      speakers pair CODE     pair the speaker showing CODE (`sudo tutti-follower pair` on it)
       speakers forget NAME   unpair a speaker: it is disconnected and cannot come back
       vol ROOM 0-100         room volume (a dB-linear curve: 100 → 0 dB, 50 → −25 dB)
       vol --group GROUP 0-100   a group's volume, keeping its rooms' balance (kept until a room joins)

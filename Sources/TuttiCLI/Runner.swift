@@ -334,7 +334,7 @@ public func runTutti(_ arguments: [String], environment: [String: String] = Proc
             guard operands.count == 2 else { fail("speakers \(operands[0]) NAME", 64) }
             show(call("speakers.\(operands[0])", ["name": operands[1]]))
         case "pair":
-            guard operands.count >= 2 else { fail("speakers pair CODE (the six digits `tutti-speaker pair` shows)", 64) }
+            guard operands.count >= 2 else { fail("speakers pair CODE (the six digits `sudo tutti-follower pair` shows)", 64) }
             let r = call("speakers.pair", ["code": operands.dropFirst().joined()])
             if json { output(r) } else { print("paired \((r as? [String: Any])?["paired"] as? String ?? "")") }
         default: fail("unknown speakers command '\(operands[0])' (list, allow, deny, pair, forget)", 64)

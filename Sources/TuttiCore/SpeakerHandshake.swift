@@ -85,7 +85,7 @@ public enum PairIntent: UInt8, Sendable {
     case join = 0
     /// It has none: pair when a person allows it on the leader.
     case approval = 1
-    /// `tutti-speaker pair`: pair with the six-digit code it shows.
+    /// `sudo tutti-follower pair`: pair with the six-digit code it shows.
     case code = 2
 }
 
@@ -123,12 +123,12 @@ public enum HandshakeFailure: Error, Equatable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .notOurLeader(let f, let p): "the leader's key (\(f)) is not the one this speaker is paired with (\(p)): refusing to play for it (run `tutti-speaker pair` to pair with another leader)"
+        case .notOurLeader(let f, let p): "the leader's key (\(f)) is not the one this speaker is paired with (\(p)): refusing to play for it (run `sudo tutti-follower pair` to pair with another leader)"
         case .badConfirmation(let what): "\(what) did not prove its key"
         case .malformed(let what): "malformed handshake: \(what)"
         case .unexpected(let what): "unexpected \(what) during the handshake"
         case .roomKeyMismatch(let what): what
-        case .tooManyWrongCodes: "three wrong pairing codes: this pairing request is over (run `tutti-speaker pair` again for a new code)"
+        case .tooManyWrongCodes: "three wrong pairing codes: this pairing request is over (run `sudo tutti-follower pair` again for a new code)"
         }
     }
 }

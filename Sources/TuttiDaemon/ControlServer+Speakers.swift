@@ -30,11 +30,11 @@ extension ControlServer {
             return speakersObject()
         case "speakers.pair":
             guard let raw = params["code"]?.string, let code = normalizedPairingCode(raw) else {
-                throw RPCError(code: -32602, message: "speakers.pair needs \"code\": the six digits `tutti-speaker pair` shows")
+                throw RPCError(code: -32602, message: "speakers.pair needs \"code\": the six digits `sudo tutti-follower pair` shows")
             }
             switch leader.pairByCode(code) {
             case .paired(let n): return ["paired": n]
-            case .nobodyWaiting: throw RPCError(code: -32000, message: "no speaker is waiting for a code: run `tutti-speaker pair` on it first")
+            case .nobodyWaiting: throw RPCError(code: -32000, message: "no speaker is waiting for a code: run `sudo tutti-follower pair` on it first")
             case .wrongCode: throw RPCError(code: -32000, message: "wrong code (a speaker allows 3 tries, then shows a new one)")
             }
         case "speakers.forget":

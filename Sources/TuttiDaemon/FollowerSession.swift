@@ -271,7 +271,7 @@ final class FollowerSession: @unchecked Sendable {
             authorized.store(true, ordering: .releasing) // the operator chose an open system
         } else if hs.intent == .join || !security.pairedOnly {
             let why = security.pairedOnly
-                ? "this speaker is not paired with this leader (forgotten, or paired with another): pair it again (`tutti-speaker pair`, or allow it in the web app)"
+                ? "this speaker is not paired with this leader (forgotten, or paired with another): pair it again (`sudo tutti-follower pair`, or allow it in the web app)"
                 : "this speaker has no room key: this leader needs a room key (set room-key in tutti.conf [speaker])"
             refuse(room, why)
             return false

@@ -4,6 +4,7 @@ import Synchronization
 import TuttiAudio
 import TuttiAuth
 import TuttiCore
+import TuttiLibrary
 import TuttiSystem
 
 /// The leader's side of speaker security: its static key, the paired
@@ -85,16 +86,8 @@ final class SpeakerSecurity: Sendable {
 
     private func save(_ list: PairedSpeakerList) {
         guard let listPath else { return }
-        let bytes = Array(list.rendered().utf8)
-        let temporary = listPath + ".new"
-        unlink(temporary) // a new file, never through a link left there
-        let fd = Glibc.open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else { log.error("cannot save the paired speakers to \(listPath): \(String(cString: strerror(errno)))"); return }
-        let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-        fsync(fd)
-        Glibc.close(fd)
-        if n != bytes.count || rename(temporary, listPath) != 0 {
-            log.error("cannot save the paired speakers to \(listPath): \(String(cString: strerror(errno)))")
+        do { try Library.writeFileAtomically(listPath, Array(list.rendered().utf8), mode: 0o600) } catch {
+            log.error("cannot save the paired speakers to \(listPath): \(error)")
         }
     }
 

@@ -15,7 +15,7 @@ public struct FollowerConfiguration: Sendable {
     /// Where the speaker's key (`speaker.key`) and its paired leader's
     /// (`leader.pub`) are kept (nil: in memory, for this run only).
     public var stateDirectory: String? = nil
-    /// `tutti-speaker pair`: show a six-digit code and pair with the leader it is typed into.
+    /// `sudo tutti-follower pair`: show a six-digit code and pair with the leader it is typed into.
     public var pairByCode = false
     /// The leader's address (nil: find one over mDNS before every connection).
     public var leader: Endpoint? = nil
@@ -206,7 +206,7 @@ public final class Follower: @unchecked Sendable {
         if let code = pairingCode {
             log.info("pairing code \(code.prefix(3)) \(code.dropFirst(3)): type it in the web app (Rooms), or run `tutti speakers pair \(code)` on the leader")
         } else if pinnedLeader == nil && configuration.roomKey == nil {
-            log.warning("not paired: this speaker asks the leader it finds to let it join (allow it in the web app), and plays for any open leader; `tutti-speaker pair` pairs by code")
+            log.warning("not paired: this speaker asks the leader it finds to let it join (allow it in the web app), and plays for any open leader; `sudo tutti-follower pair` pairs by code")
         }
         engine.start(realtime: configuration.realtime)
         startEssentialThread(name: "tutti-follower") { [self] in connectLoop() }
@@ -234,7 +234,7 @@ public final class Follower: @unchecked Sendable {
                 if text != lastLogged { log.warning("leader \(configuration.leader.map { "\($0)" } ?? "(mDNS)"): \(text); retrying"); lastLogged = text }
             }
             connectedAtomic.store(false, ordering: .releasing)
-            // `tutti-speaker pair` after three wrong codes: that request is over.
+            // `sudo tutti-follower pair` after three wrong codes: that request is over.
             if pairingFailure != nil { running.store(false, ordering: .releasing) }
             guard running.load(ordering: .relaxed) else { return }
             Monotonic.sleep(nanoseconds: backoff)
@@ -359,7 +359,7 @@ public final class Follower: @unchecked Sendable {
             let joined = try handshake(conn, reader: reader, pinned: pinned, intent: intent, hs: &hs)
             (leaderVersion, stream, keys) = (joined.version, joined.stream, joined.keys)
             if configuration.pairByCode && paired {
-                // `tutti-speaker pair` is done; the service plays.
+                // `sudo tutti-follower pair` is done; the service plays.
                 running.store(false, ordering: .releasing)
                 return
             }
@@ -711,7 +711,7 @@ public enum FollowerError: Error, CustomStringConvertible {
         case .noLeaderFound(nil, _): "no leader found over mDNS (_tutti._tcp); is one running with announcing on, or give --leader HOST:PORT"
         case .discovery(let message): "cannot look for a leader: \(message)"
         case .noPairedLeaderFound(let f, let seen):
-            "the leader this speaker is paired with (key \(f)) is not announced over mDNS (found: \(seen.isEmpty ? "none" : seen.map { "'\($0)'" }.joined(separator: ", "))); others are ignored (`tutti-speaker pair` pairs with another)"
+            "the leader this speaker is paired with (key \(f)) is not announced over mDNS (found: \(seen.isEmpty ? "none" : seen.map { "'\($0)'" }.joined(separator: ", "))); others are ignored (`sudo tutti-follower pair` pairs with another)"
         }
     }
 }

@@ -287,10 +287,11 @@ extension Library {
     /// Writes to a new temporary file beside `path` (never through a link
     /// left there: O_EXCL, O_NOFOLLOW), fsyncs (when `durable`), renames
     /// (which replaces a link at `path` rather than writing where it points).
-    static func writeFileAtomically(_ path: String, _ bytes: [UInt8], durable: Bool = true) throws(LibraryError) {
+    /// Also the leader's list of paired speakers (`mode` 0600).
+    public static func writeFileAtomically(_ path: String, _ bytes: [UInt8], durable: Bool = true, mode: mode_t = 0o644) throws(LibraryError) {
         let temporary = path + ".tmp-\(getpid())"
         unlink(temporary) // a leftover of a crash, or a link someone placed
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)
         guard fd >= 0 else { throw .io(path: path, reason: String(cString: strerror(errno))) }
         var written = 0
         while written < bytes.count {
