@@ -65,6 +65,8 @@ let package = Package(
         systemLibrary("CCrypto", pkgConfig: nil, apt: "libssl-dev"),
         // No pkg-config: opened at the first transfer (dlopen), never linked; its headers are in /usr/include.
         systemLibrary("CCurl", pkgConfig: nil, apt: "libcurl4-openssl-dev"),
+        // Podcast feeds and XML station playlists (ASX, XSPF); small, so linked.
+        systemLibrary("CExpat", pkgConfig: "expat", apt: "libexpat1-dev"),
         // What TuttiNet cannot do from Swift (kernel receive timestamps); the C
         // libraries' own wrappers are static inline in their C* headers.
         .target(name: "CTuttiNet"),
@@ -88,8 +90,8 @@ let package = Package(
         .target(name: "TuttiControlClient", dependencies: ["TuttiCore", "TuttiNet"]),
         // Music library: SQLite store, tag scanner (MP3 and FLAC read through TuttiDecode), full-text search, playlists.
         .target(name: "TuttiLibrary", dependencies: ["TuttiCore", "TuttiSystem", "TuttiDecode", "CSQLite", "CCrypto"]),
-        // Network sources: HTTP(S) streams (libcurl), ICY metadata, offline cache.
-        .target(name: "TuttiStreams", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "TuttiDecode", "CCurl"]),
+        // Network sources: HTTP(S) streams (libcurl), ICY metadata, offline cache, podcast feeds and station playlists (expat).
+        .target(name: "TuttiStreams", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "TuttiDecode", "CCurl", "CExpat"]),
         // Buttons and remotes: Linux input events and GPIO lines.
         .target(name: "TuttiInput", dependencies: ["TuttiCore", "TuttiSystem", "CGPIOD"]),
         // mDNS/DNS-SD through avahi-daemon: announcing leaders, finding them.

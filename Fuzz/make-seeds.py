@@ -201,3 +201,23 @@ flac2 = os.path.join(tmp, "b.flac")
 run("flac", "--silent", "--force", "--no-seektable", "--padding=0", "-o", flac2, short)
 put("flac", "plain", open(flac2, "rb").read())
 print("seeds written under", root)
+
+# --- podcast feeds (FeedParser: expat), whole documents.
+put("feed", "rss", """<?xml version="1.0" encoding="UTF-8"?>
+<rss version="2.0" xmlns:itunes="http://www.itunes.com/dtds/podcast-1.0.dtd"><channel>
+<title>Show &amp; Tell</title><itunes:author>Kim</itunes:author><itunes:image href="https://e.com/c.jpg"/>
+<description><![CDATA[<p>About <b>music</b></p>]]></description>
+<item><title>Ep 1</title><guid>g1</guid><pubDate>Tue, 05 Mar 2024 06:00:00 +0900</pubDate>
+<enclosure url="https://e.com/1.mp3" length="123" type="audio/mpeg"/><itunes:duration>1:02:03</itunes:duration>
+<description>&lt;p&gt;Hi&lt;/p&gt;&lt;script&gt;x()&lt;/script&gt;</description></item>
+<item><title>Ep 2</title><enclosure url="http://e.com/2.m4a"/><itunes:duration>754</itunes:duration></item>
+</channel></rss>
+""")
+put("feed", "atom", """<?xml version="1.0" encoding="utf-8"?>
+<feed xmlns="http://www.w3.org/2005/Atom"><title>Atom</title><author><name>Lee</name></author><logo>https://e.org/l.png</logo>
+<entry><title>First</title><id>tag:e.org,2024:1</id><updated>2024-02-01T10:00:00Z</updated><published>2024-01-31T23:30:00.5-01:00</published>
+<link rel="enclosure" href="https://e.org/1.ogg" type="audio/ogg" length="999"/><summary type="html">&lt;b&gt;bold&lt;/b&gt;</summary></entry>
+</feed>
+""")
+put("feed", "entities", """<?xml version="1.0"?><!DOCTYPE r [<!ENTITY a "aaaa"><!ENTITY b "&a;&a;&a;&a;">]><rss><channel><title>&b;</title></channel></rss>""")
+put("feed", "not-xml", "{\"title\": \"json, not a feed\"}")

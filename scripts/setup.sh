@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   pkg-config
   libasound2-dev libmpg123-dev libopus-dev libsoxr-dev libsqlite3-dev libavahi-client-dev   # C libraries
-  libflac-dev libgpiod-dev libcivetweb-dev zlib1g-dev librubberband-dev libsodium-dev libssl-dev  # web server; speed and pitch; room key; libcrypto: the scan's SHA-256
+  libflac-dev libgpiod-dev libcivetweb-dev zlib1g-dev librubberband-dev libsodium-dev libssl-dev libexpat1-dev  # web server; speed and pitch; room key; libcrypto: the scan's SHA-256; expat: podcast feeds
   libcurl4-openssl-dev dpkg-dev lintian debootstrap binutils systemd                              # packages: the leader's static link, scripts/test-packages.sh
   libstdc++-12-dev                                                                          # packages: libstdc++.a, linked in by scripts/build-static.sh
   alsa-utils lame flac id3v2 mpd mpc python3 python3-pip                                    # tests: encoders, taggers, MPD peers, test servers
@@ -37,3 +37,6 @@ python3 -c 'import mpd' 2>/dev/null || python3 -m pip install --quiet python-mpd
   || python3 -m pip install --quiet --break-system-packages python-mpd2
 python3 -c 'import snapcast.control' 2>/dev/null || python3 -m pip install --quiet snapcast \
   || python3 -m pip install --quiet --break-system-packages snapcast
+# feedgen writes the podcast feeds (RSS with itunes:*, Atom) the podcast tests serve.
+python3 -c 'import feedgen.feed' 2>/dev/null || python3 -m pip install --quiet feedgen \
+  || python3 -m pip install --quiet --break-system-packages feedgen

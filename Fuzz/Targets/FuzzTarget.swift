@@ -19,7 +19,7 @@ import TuttiStreams
 public enum FuzzTarget: String, CaseIterable, Sendable {
     case wire, snapcast, jsonrpc, mpd
     case httpHead = "http-head", icy
-    case id3, flac, wav, m3u, buttons, config
+    case id3, flac, wav, m3u, buttons, config, feed
     /// Command execution: requests run by a playing leader (`CommandExecution`).
     case mpdExec = "mpd-exec", jsonrpcExec = "jsonrpc-exec", snapcastExec = "snapcast-exec"
 
@@ -39,6 +39,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .m3u: Self.m3u(bytes)
         case .buttons: _ = try? ButtonMapping.parse(String(decoding: bytes, as: UTF8.self))
         case .config: Self.config(bytes)
+        case .feed: Self.feed(bytes)
         case .mpdExec: CommandExecution.mpd(bytes)
         case .jsonrpcExec: CommandExecution.jsonrpc(bytes)
         case .snapcastExec: CommandExecution.snapcast(bytes)
@@ -219,6 +220,24 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
             precondition(path.hasPrefix("/") && M3U.normalize(path) == path, "'\(path)' is not normalised")
             let relative = M3U.relativePath(from: base, to: path)
             precondition(M3U.resolve(relative, baseDirectory: base) == path || path == "/", "'\(relative)' does not lead back to '\(path)'")
+        }
+    }
+
+    /// A podcast feed, whole (as `PodcastService` parses what `DocumentFetch`
+    /// read): whatever it says, what comes out is bounded.
+    static func feed(_ bytes: [UInt8]) {
+        guard let feed = try? FeedParser.parse(bytes) else { return }
+        precondition(!feed.episodes.isEmpty && feed.episodes.count <= FeedLimits.maxEpisodes)
+        precondition(feed.title.utf8.count <= FeedLimits.maxTitleBytes && !feed.title.isEmpty)
+        precondition((feed.description?.utf8.count ?? 0) <= FeedLimits.maxDescriptionBytes)
+        for e in feed.episodes {
+            let scheme = e.url.prefix(8).lowercased()
+            precondition(scheme.hasPrefix("http://") || scheme.hasPrefix("https://"), "enclosure \(e.url) is not http(s)")
+            precondition(e.url.utf8.count <= FeedLimits.maxURLBytes && e.guid.utf8.count <= FeedLimits.maxURLBytes && !e.guid.isEmpty)
+            precondition(e.title.utf8.count <= FeedLimits.maxTitleBytes && !e.title.isEmpty)
+            precondition((e.description?.utf8.count ?? 0) <= FeedLimits.maxDescriptionBytes)
+            precondition(e.durationSeconds.map { $0 >= 0 && $0.isFinite } ?? true)
+            precondition(e.length.map { $0 > 0 } ?? true)
         }
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import TuttiCore
 import TuttiDiscovery
 
 // What `tutti` prints, from the JSON-RPC results: pure, so tests check the
@@ -104,4 +105,27 @@ public func describeLeaders(_ leaders: [DiscoveredLeader]) -> String {
         if l.isLocal { line += "  (this machine)" }
         return line
     }.joined(separator: "\n")
+}
+
+/// One line per show: id, title, episodes (unplayed), author, feed URL.
+public func describePodcast(_ p: [String: Any]) -> String {
+    var line = "\(p["id"] as? Int ?? 0)\t\(p["title"] as? String ?? "")\t\(p["episodes"] as? Int ?? 0) episodes, \(p["unplayed"] as? Int ?? 0) unplayed"
+    if let author = p["author"] as? String { line += "\t\(author)" }
+    if let error = p["refreshError"] as? String { line += "\t(last refresh failed: \(error))" }
+    return line
+}
+
+/// One line per episode: id, played mark (✓ played, ▶ started, · new), date, progress, title.
+public func describeEpisode(_ e: [String: Any]) -> String {
+    let played = e["played"] as? Bool == true
+    let position = e["position"] as? Double ?? 0
+    let mark = played ? "✓" : (position >= 1 ? "▶" : "·")
+    var date = ""
+    if let ms = e["published"] as? Int {
+        let (y, m, d) = FeedDates.civil(fromDays: Int64((Double(ms) / 86_400_000).rounded(.down)))
+        date = "\(y)-\(m < 10 ? "0" : "")\(m)-\(d < 10 ? "0" : "")\(d)"
+    }
+    let duration = e["duration"] as? Double
+    let progress = duration.map { position >= 1 && !played ? "\(clock(position))/\(clock($0))" : clock($0) } ?? (position >= 1 ? clock(position) : "")
+    return "\(e["id"] as? Int ?? 0)\t\(mark)\t\(date)\t\(progress)\t\(e["title"] as? String ?? "")"
 }

@@ -28,6 +28,10 @@ public enum CLIUsage {
       playlist show ID | create NAME | delete ID | rename ID NAME | load ID | save NAME
       playlist import FILE.m3u [NAME] | export ID FILE.m3u
       cache add URL | list | size | remove URL | clear   the offline cache of network tracks
+      podcast add URL        subscribe to a podcast feed (RSS or Atom)
+      podcast list | episodes NAME | refresh [NAME] | remove NAME
+      podcast play NAME [EPISODE]   play an episode (default: the newest unplayed), resuming where it stopped
+      podcast played|unplayed NAME EPISODE | speed NAME 0.5-2.0|none | download NAME EPISODE
       rooms                  rooms with volume, latency trim and sync health
       speakers               paired speakers, and speakers asking to pair
       speakers allow NAME | deny NAME   decide a speaker's request to join

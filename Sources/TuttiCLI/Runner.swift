@@ -99,7 +99,7 @@ public func runTutti(_ arguments: [String], environment: [String: String] = Proc
 
     func call(_ method: String, _ params: [String: Any] = [:]) -> Any {
         var params = params
-        if let group, method.hasPrefix("player.") || method.hasPrefix("queue.") { params["group"] = group }
+        if let group, method.hasPrefix("player.") || method.hasPrefix("queue.") || method == "podcasts.play" { params["group"] = group }
         do { return try client.call(method, params) } catch let e as ControlClient.RemoteError {
             fail(e.message, 1)
         } catch {
@@ -314,6 +314,58 @@ public func runTutti(_ arguments: [String], environment: [String: String] = Proc
             output(call("cache.remove", ["url": operands[1]]))
         case "clear": output(call("cache.clear"))
         default: fail("unknown cache command '\(sub)'", 64)
+        }
+    case "podcast", "podcasts":
+        let sub = operands.first ?? "list"
+        let rest = Array(operands.dropFirst())
+        switch sub {
+        case "add", "subscribe":
+            guard rest.count == 1 else { fail("podcast add URL", 64) }
+            client.setReceiveTimeout(milliseconds: 60_000)
+            let r = call("podcasts.subscribe", ["url": rest[0]])
+            if json { output(r) } else { print(describePodcast(r as? [String: Any] ?? [:])) }
+        case "list":
+            let r = call("podcasts.list") as? [String: Any] ?? [:]
+            if json { output(r) } else { for p in r["podcasts"] as? [[String: Any]] ?? [] { print(describePodcast(p)) } }
+        case "episodes":
+            guard !rest.isEmpty else { fail("podcast episodes NAME", 64) }
+            let r = call("podcasts.episodes", ["podcast": rest.joined(separator: " ")]) as? [String: Any] ?? [:]
+            if json { output(r) } else { for e in r["episodes"] as? [[String: Any]] ?? [] { print(describeEpisode(e)) } }
+        case "play":
+            guard !rest.isEmpty else { fail("podcast play NAME [EPISODE]", 64) }
+            var params: [String: Any] = ["podcast": rest[0]]
+            if rest.count > 1 { params["episode"] = rest.dropFirst().joined(separator: " ") }
+            let r = call("podcasts.play", params)
+            if json { output(r) } else {
+                let o = r as? [String: Any] ?? [:]
+                let e = o["episode"] as? [String: Any] ?? [:]
+                let from = o["resumedAt"] as? Double ?? 0
+                print("playing \(e["title"] as? String ?? "")\(from >= 1 ? " from \(clock(from))" : "")")
+            }
+        case "refresh":
+            client.setReceiveTimeout(milliseconds: 0)
+            let r = call("podcasts.refresh", rest.isEmpty ? [:] : ["podcast": rest.joined(separator: " ")]) as? [String: Any] ?? [:]
+            if json { output(r) } else {
+                for p in r["podcasts"] as? [[String: Any]] ?? [] {
+                    let what = (p["error"] as? String).map { "failed: \($0)" } ?? (p["notModified"] as? Bool == true ? "not modified" : "\(p["added"] as? Int ?? 0) new")
+                    print("\(p["title"] as? String ?? ""): \(what)")
+                }
+            }
+        case "remove", "unsubscribe":
+            guard !rest.isEmpty else { fail("podcast remove NAME", 64) }
+            output(call("podcasts.unsubscribe", ["podcast": rest.joined(separator: " ")]))
+        case "played", "unplayed":
+            guard rest.count >= 2 else { fail("podcast \(sub) NAME EPISODE", 64) }
+            output(call("podcasts.setPlayed", ["podcast": rest[0], "episode": rest.dropFirst().joined(separator: " "), "played": sub == "played"]))
+        case "speed":
+            guard rest.count == 2 else { fail("podcast speed NAME 0.5-2.0|none", 64) }
+            let speed: Any = rest[1] == "none" ? NSNull() : (Double(rest[1]) ?? -1)
+            output(call("podcasts.setSpeed", ["podcast": rest[0], "speed": speed]))
+        case "download":
+            guard rest.count >= 2 else { fail("podcast download NAME EPISODE", 64) }
+            client.setReceiveTimeout(milliseconds: 0)
+            output(call("podcasts.download", ["podcast": rest[0], "episode": rest.dropFirst().joined(separator: " ")]))
+        default: fail("unknown podcast command '\(sub)' (tutti podcast --help)", 64)
         }
     case "speakers":
         func show(_ result: Any) {

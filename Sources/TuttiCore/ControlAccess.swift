@@ -39,7 +39,7 @@ public struct ControlAccess: Sendable, Equatable {
         "player.status", "queue.list", "rooms.list", "groups.list", "party.status",
         "library.search", "library.artists", "library.albums", "library.albumTracks", "library.track", "library.stats",
         "playlists.list", "playlists.entries", "favourites.list", "history.list", "searches.recent",
-        "eq.presets", "cache.list", "cache.size",
+        "eq.presets", "cache.list", "cache.size", "podcasts.list", "podcasts.episodes",
     ]
 
     /// MPD commands that change nothing: what a guest may send.

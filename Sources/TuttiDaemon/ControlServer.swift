@@ -543,6 +543,7 @@ public final class ControlServer: @unchecked Sendable {
             if let result = try dispatchSound(method, params) { return result }
             if let result = try dispatchLibrary(method, params) { return result }
             if let result = try dispatchCache(method, params) { return result }
+            if let result = try dispatchPodcasts(method, params, group: group) { return result }
             if let result = try dispatchGroups(method, params) { return result }
             if let result = try dispatchSpeakers(method, params) { return result }
             throw RPCError(code: -32601, message: "unknown method '\(method)' (see docs/api.md)")

@@ -31,7 +31,16 @@ extension Leader {
                 savePositions(to: store)
             }
             if soundDirty.exchange(false, ordering: .acquiringAndReleasing) { saveSound(to: store) }
+            recordEpisodePositions()
         }
+    }
+
+    /// Where each group is in the podcast episode it plays, into the
+    /// library (resume from any room, after a restart); near its end the
+    /// episode is marked played.
+    func recordEpisodePositions() {
+        guard let podcasts else { return }
+        for stream in streams.withLock({ Array($0.values) }) { podcasts.record(stream.player.nowPlaying()) }
     }
 
     /// Logs the first failure of a kind and the recovery, not every checkpoint.
@@ -77,5 +86,6 @@ extension Leader {
         guard let stateStore else { return }
         save(to: stateStore, onlyIfPlaying: false)
         saveSound(to: stateStore)
+        recordEpisodePositions()
     }
 }

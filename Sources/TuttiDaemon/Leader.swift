@@ -162,6 +162,8 @@ public final class Leader: @unchecked Sendable {
     public let events = LeaderEventHub()
     /// The offline cache for network tracks, when there is a place for it.
     public let cache: StreamCache?
+    /// Podcast subscriptions, their refresh schedule and episode positions (with a library).
+    public let podcasts: PodcastService?
     /// Station and title of each network stream, as its ICY metadata says.
     let streamMetadata = StreamMetadataBoard()
     /// Where the player's state is checkpointed (with a library).
@@ -266,6 +268,10 @@ public final class Leader: @unchecked Sendable {
                               autoCache: configuration.autoCache) { [streamMetadata, events] uri, metadata in
             streamMetadata.set(metadata, for: uri)
             events.emit(.player) // the stream title is part of now playing
+        }
+        podcasts = library.map { [events] library in
+            PodcastService(library: library, options: configuration.network, events: events, refreshInterval: configuration.podcastRefreshSeconds,
+                           log: log.with(label: "podcasts"))
         }
         mainStream = makeStream(group: RoomGroups.mainID, restoring: snapshot, files: configuration.files, loop: configuration.loop)
         streams.withLock { $0[RoomGroups.mainID] = mainStream }
@@ -388,6 +394,7 @@ public final class Leader: @unchecked Sendable {
             mpdServer = server
         }
         if configuration.announce { startAnnouncing() }
+        podcasts?.start()
         if let library, let folder = configuration.musicDirectory {
             // The start-up scan runs beside playback; unchanged files are not re-read.
             startEssentialThread(name: "tutti-scan", stackSize: 1 << 20) { [log, self] in
@@ -473,6 +480,7 @@ public final class Leader: @unchecked Sendable {
         roomCommands.stop()
         handshakeWake.withLock { handshakeWake.signal() }
         checkpoint()
+        podcasts?.stop()
         stateWake.signal()
         heardWake.signal()
         snapcastAnnouncer?.stop()

@@ -45,6 +45,8 @@ public struct LeaderConfiguration: Sendable {
     /// The offline cache of network tracks (nil: beside the library, or none without one).
     public var cacheDirectory: String? = nil
     public var cacheCapacityMegabytes = 2_048
+    /// Seconds between two refreshes of a podcast feed (6 hours).
+    public var podcastRefreshSeconds: Double = 6 * 3_600
     /// Keep finite network files in the cache as they play (`--no-auto-cache` turns it off).
     public var autoCache = true
     /// Timeouts, buffer and reconnection for network sources.

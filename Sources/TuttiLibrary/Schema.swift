@@ -184,6 +184,37 @@ public enum Schema {
             INSERT INTO tracks_fts(tracks_fts, rank) VALUES ('hashsize', 8388608);
             INSERT INTO tracks_fts(tracks_fts) VALUES ('rebuild');
             """),
+        Migration(version: 8, summary: "podcasts and their episodes (issue 27)", sql: """
+            CREATE TABLE podcasts (
+                id INTEGER PRIMARY KEY,
+                url TEXT NOT NULL UNIQUE,     -- the feed, as subscribed
+                title TEXT NOT NULL,
+                author TEXT, image TEXT, description TEXT, link TEXT,
+                etag TEXT, last_modified TEXT, -- the last answer's validators (If-None-Match, If-Modified-Since)
+                speed REAL,                   -- preferred speed, 0.5-2; NULL: the group's own
+                subscribed_at INTEGER NOT NULL, -- Unix ms
+                refreshed_at INTEGER,         -- last successful fetch (200 or 304), Unix ms
+                refresh_error TEXT            -- why the last refresh failed; NULL after a success
+            );
+            CREATE TABLE episodes (
+                id INTEGER PRIMARY KEY,
+                podcast_id INTEGER NOT NULL REFERENCES podcasts(id) ON DELETE CASCADE,
+                guid TEXT NOT NULL,
+                title TEXT NOT NULL,
+                url TEXT NOT NULL,            -- the enclosure: what plays
+                mime TEXT, length INTEGER,    -- as the enclosure declares
+                duration_ms INTEGER,          -- itunes:duration, then what playback measured
+                published_at INTEGER,         -- Unix ms
+                description TEXT,             -- plain text
+                image TEXT,
+                played INTEGER NOT NULL DEFAULT 0,
+                position_ms INTEGER NOT NULL DEFAULT 0, -- where to resume
+                listened_at INTEGER,          -- last position update, Unix ms
+                UNIQUE (podcast_id, guid)
+            );
+            CREATE INDEX episodes_order ON episodes(podcast_id, published_at DESC);
+            CREATE INDEX episodes_url ON episodes(url);
+            """),
     ]
 
     /// Brings `db` to `latestVersion`, or throws when it is newer or foreign.

@@ -57,11 +57,14 @@ public final class NetworkSource: AudioDecoder {
         let info = stream.info!
         self.isLive = info.isLive
         self.contentLength = info.isLive ? nil : info.contentLength
+        // A station playlist announced by its type is not probed as audio (`SourceOpener` resolves it).
+        var probe: StreamError? = StationPlaylist.kind(contentType: info.contentType).map { .isPlaylist(url: url, kind: $0) }
         // Feed until libmpg123 has found the first frame and announces its format.
         var fed = 0
-        var probe: StreamError? = nil
+        // The first bytes, kept to recognise a playlist served under another type.
+        var head: [UInt8] = []
         var nothing: [Float] = []
-        probing: while true {
+        probing: while probe == nil {
             switch decoder.decode(into: &nothing, maxFrames: 0).status {
             case .newFormat:
                 break probing
@@ -73,6 +76,7 @@ public final class NetworkSource: AudioDecoder {
                 switch input.withUnsafeMutableBytes({ stream.read(into: $0) }) {
                 case .bytes(let n):
                     fed += n
+                    if head.count < 512 { head += input[0..<min(n, 512 - head.count)] }
                     input.withUnsafeBytes { decoder.feed(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
                 case .discontinuity: continue
                 case .end:
@@ -90,6 +94,7 @@ public final class NetworkSource: AudioDecoder {
                 break probing
             }
         }
+        if case .undecodable? = probe, let kind = StationPlaylist.kind(sniffing: head[...]) { probe = .isPlaylist(url: url, kind: kind) }
         var format = (rate: 0, channels: 0)
         if probe == nil {
             switch decoder.format() {

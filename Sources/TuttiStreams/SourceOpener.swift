@@ -6,7 +6,9 @@ import TuttiDecode
 /// The player's one entry point for opening a queue entry.
 ///
 /// * `http://` and `https://` URLs: the offline cache first (works with the
-///   network gone), else a `NetworkSource`.
+///   network gone), else a `NetworkSource`; a station playlist (PLS, M3U,
+///   ASX, XSPF) found on the way is resolved to its first stream that opens
+///   (`StationPlaylists`).
 /// * `file://` URLs and plain paths: `AudioFile.open`.
 ///
 /// Thread contract: `open` may be called from any thread and blocks while
@@ -57,8 +59,11 @@ public final class SourceOpener: Sendable {
             let handler = onMetadata.map { h in { @Sendable (m: StreamMetadata) in h(uri, m) } }
             let (options, log, cache) = (self.options, self.log, self.autoCache ? self.cache : nil)
             return .background(BackgroundSource(uri: uri, startFrame: startFrame) { cancellation throws(StreamError) in
-                try NetworkSource(url: uri, options: options, log: log, onMetadata: handler, cancellation: cancellation,
-                                  cache: startFrame == 0 ? cache : nil)
+                try StationPlaylists.open(uri, options: options, log: log, openHLS: Self.openHLS) { url throws(StreamError) in
+                    // Only the URL queued is kept in the cache (a station behind a playlist is live anyway).
+                    try NetworkSource(url: url, options: options, log: log, onMetadata: handler, cancellation: cancellation,
+                                      cache: startFrame == 0 && url == uri ? cache : nil)
+                }
             })
         }
         return .ready(try open(uri))
@@ -75,7 +80,9 @@ public final class SourceOpener: Sendable {
                 }
             }
             let handler = onMetadata.map { h in { @Sendable (m: StreamMetadata) in h(uri, m) } }
-            return try NetworkSource(url: uri, options: options, log: log, onMetadata: handler)
+            return try StationPlaylists.open(uri, options: options, log: log, openHLS: Self.openHLS) { url throws(StreamError) in
+                try NetworkSource(url: url, options: options, log: log, onMetadata: handler)
+            }
         }
         var path = uri
         if uri.lowercased().hasPrefix("file://") {
@@ -86,6 +93,15 @@ public final class SourceOpener: Sendable {
             throw .unsupportedURL(uri)
         }
         do { return try AudioFile.open(path) } catch { throw .audio(error) }
+    }
+}
+
+extension SourceOpener {
+    /// Where an HLS playlist found behind a station URL (an `.m3u8` with
+    /// `#EXT-X-` tags, `StationPlaylists`) is opened: the one place for the
+    /// HLS source to plug in. Until one exists, a clear refusal.
+    static func openHLS(_ url: String) throws(StreamError) -> any AudioDecoder {
+        throw .undecodable(url: url, reason: "an HLS stream (an .m3u8 of media segments), which this build does not play yet")
     }
 }
 

@@ -24,6 +24,14 @@ public enum StreamError: Error, CustomStringConvertible, Equatable, Sendable {
     case undecodable(url: String, reason: String)
     /// `seek` on a live stream, or on a server that cannot resume.
     case notSeekable(url: String, reason: String)
+    /// A document (a feed, a playlist) larger than the `limit` bytes Tutti reads; refused before it was kept.
+    case tooLarge(url: String, limit: Int)
+    /// The URL answered with a station playlist (PLS, M3U, ASX, XSPF), not
+    /// audio: `SourceOpener` resolves it (`StationPlaylists`).
+    case isPlaylist(url: String, kind: StationPlaylistKind)
+    /// A station playlist that led to nothing playable (each entry's failure
+    /// in `reason`), or one that could not be read.
+    case playlist(url: String, reason: String)
     /// The offline cache could not do `operation` on `path`.
     case cache(operation: String, path: String, reason: String)
     /// A local file failed to open (through `AudioFile.open`).
@@ -40,6 +48,9 @@ public enum StreamError: Error, CustomStringConvertible, Equatable, Sendable {
         case .refused(let url, let why): "\(url): \(why)"
         case .undecodable(let url, let reason): "\(url): not decodable as MP3: \(reason)"
         case .notSeekable(let url, let reason): "\(url): cannot seek: \(reason)"
+        case .tooLarge(let url, let limit): "\(url): larger than the \(limit >= 1 << 20 ? "\(limit >> 20) MiB" : "\(limit) bytes") Tutti reads; refused"
+        case .isPlaylist(let url, let kind): "\(url): a station playlist (\(kind.rawValue.uppercased())), not audio"
+        case .playlist(let url, let reason): "\(url): \(reason)"
         case .cache(let op, let path, let reason): "cache: \(op) \(path): \(reason)"
         case .audio(let e): e.description
         }
@@ -51,7 +62,8 @@ public enum StreamError: Error, CustomStringConvertible, Equatable, Sendable {
         case .audio(let e): e
         case .undecodable(let url, _): .undecodable(path: url, reason: description)
         case .httpStatus(let url, _), .network(let url, _), .timedOut(let url, _, _), .truncated(let url, _, _),
-             .notSeekable(let url, _), .overran(let url, _), .refused(let url, _):
+             .notSeekable(let url, _), .overran(let url, _), .refused(let url, _), .tooLarge(let url, _),
+             .isPlaylist(let url, _), .playlist(let url, _):
             .cannotOpen(path: url, reason: description)
         case .unsupportedURL(let u): .cannotOpen(path: u, reason: description)
         case .cache(_, let path, _): .cannotOpen(path: path, reason: description)

@@ -1,6 +1,6 @@
 // Library: artists → albums → tracks, an albums grid with covers, and the
 // sections that share its sub-navigation: playlists, favourites, history,
-// radio. Routes: #/library/<section>[/…].
+// radio, podcasts. Routes: #/library/<section>[/…].
 
 import { h, clear, art, toast, errText, emptyNote, icon, iconButton, plural, fmtTime } from './ui.js';
 import { call } from './rpc.js';
@@ -8,10 +8,11 @@ import { trackList } from './tracks.js';
 import { addToQueue } from './actions.js';
 import { playlistsPage, playlistPage } from './playlists.js';
 import { radioPage } from './radio.js';
+import { podcastsPage, podcastPage } from './podcasts.js';
 
 const SECTIONS = [
   ['artists', 'Artists'], ['albums', 'Albums'], ['playlists', 'Playlists'],
-  ['favourites', 'Favourites'], ['history', 'History'], ['radio', 'Radio'],
+  ['favourites', 'Favourites'], ['history', 'History'], ['radio', 'Radio'], ['podcasts', 'Podcasts'],
 ];
 
 export function createLibrary(go) {
@@ -33,7 +34,8 @@ export function createLibrary(go) {
     const mine = ++seq;
     const sec = route[0] || 'artists';
     for (const c of chips.children) c.setAttribute('aria-current', c.dataset.sec === sec || (sec === 'artist' && c.dataset.sec === 'artists') ||
-      (sec === 'album' && c.dataset.sec === 'albums') || (sec === 'playlist' && c.dataset.sec === 'playlists') ? 'page' : 'false');
+      (sec === 'album' && c.dataset.sec === 'albums') || (sec === 'playlist' && c.dataset.sec === 'playlists') ||
+      (sec === 'podcast' && c.dataset.sec === 'podcasts') ? 'page' : 'false');
     const loader = LOADERS[sec] || LOADERS.artists;
     const ctx = { page, go, rerender: render };
     Promise.resolve(loader(route.slice(1).map(decodeURIComponent), ctx)).then((nodes) => {
@@ -134,4 +136,5 @@ function when(ms) {
 const LOADERS = {
   artists: artistsPage, artist: artistPage, albums: albumsPage, album: albumPage,
   playlists: playlistsPage, playlist: playlistPage, favourites: favouritesPage, history: historyPage, radio: radioPage,
+  podcasts: podcastsPage, podcast: podcastPage,
 };

@@ -71,6 +71,9 @@ const ICONS = {
   upload: 'M12 16V4M7 9l5-5 5 5M5 21h14',
   edit: 'M12 20h9M16.5 3.5a2.1 2.1 0 0 1 3 3L7 19l-4 1 1-4z',
   trash: 'M3 6h18M8 6V4h8v2M19 6l-1 14H6L5 6',
+  check: 'M4 12.5l5 5L20 6.5',
+  undo: 'M9 14L4 9l5-5M4 9h10a6 6 0 0 1 0 12h-3',
+  refresh: 'M21 12a9 9 0 1 1-2.6-6.4L21 8M21 3v5h-5',
   note: 'M9 18V5l12-2v13M9 18a3 3 0 1 1-6 0 3 3 0 0 1 6 0zM21 16a3 3 0 1 1-6 0 3 3 0 0 1 6 0z',
   drag: 'M5 9h14M5 15h14',
   sound: 'M4 21v-7M4 10V3M12 21v-9M12 8V3M20 21v-5M20 12V3M1 14h6M9 8h6M17 16h6',
@@ -91,7 +94,7 @@ export function iconButton(name, label, test, onclick, cls) {
   return h('button.ib' + (cls ? '.' + cls : ''), { type: 'button', 'aria-label': label, title: label, 'data-test': test, onclick }, icon(name));
 }
 
-function hue(s) {
+export function hue(s) {
   let x = 0;
   for (let i = 0; i < s.length; i++) x = (x * 31 + s.charCodeAt(i)) % 360;
   return x;

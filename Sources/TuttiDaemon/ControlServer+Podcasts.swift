@@ -1,0 +1,196 @@
+import FoundationEssentials
+import TuttiAudio
+import TuttiCore
+import TuttiLibrary
+import TuttiStreams
+
+/// JSON-RPC methods for podcasts: subscribe, list, episodes, refresh,
+/// play (resuming where the listener stopped, at the show's speed),
+/// played flags, preferred speed, download for offline play.
+extension ControlServer {
+    private func podcastService() throws -> PodcastService {
+        guard let podcasts = leader.podcasts else {
+            throw RPCError(code: -32000, message: "no library for podcasts: start the leader with --music DIR (or --db PATH)")
+        }
+        return podcasts
+    }
+
+    static func podcastObject(_ p: Podcast) -> [String: Any] {
+        var o: [String: Any] = ["id": Int(p.id.rawValue), "url": p.url, "title": p.title, "episodes": p.episodeCount,
+                                "unplayed": p.unplayedCount, "subscribedAt": Int(p.subscribedAt)]
+        if let v = p.author { o["author"] = v }
+        if let v = p.image { o["image"] = v }
+        if let v = p.description { o["description"] = v }
+        if let v = p.link { o["link"] = v }
+        if let v = p.speed { o["speed"] = v }
+        if let v = p.refreshedAt { o["refreshedAt"] = Int(v) }
+        if let v = p.refreshError { o["refreshError"] = v }
+        return o
+    }
+
+    static func episodeObject(_ e: PodcastEpisode) -> [String: Any] {
+        var o: [String: Any] = ["id": Int(e.id.rawValue), "podcast": Int(e.podcast.rawValue), "guid": e.guid, "title": e.title, "url": e.url,
+                                "played": e.played, "position": Double(e.positionMs) / 1000]
+        if let v = e.mimeType { o["type"] = v }
+        if let v = e.length { o["length"] = Int(v) }
+        if let v = e.durationMs { o["duration"] = Double(v) / 1000 }
+        if let v = e.publishedAt { o["published"] = Int(v) }
+        if let v = e.description { o["description"] = v }
+        if let v = e.image { o["image"] = v }
+        return o
+    }
+
+    /// `podcast`: its id, feed URL or title.
+    private func podcastParameter(_ params: [String: JSONValue], method: String, in service: PodcastService) throws -> Podcast {
+        let key: String
+        switch params["podcast"] {
+        case .number(let n)?: key = String(Int64(exactly: n.rounded()) ?? -1)
+        case .string(let s)? where !s.isEmpty && s.utf8.count <= 4_096: key = s
+        default: throw RPCError(code: -32602, message: "\(method) needs \"podcast\": its id, feed URL or title (see podcasts.list)")
+        }
+        do {
+            guard let p = try service.library.findPodcast(key) else { throw RPCError(code: -32602, message: "no podcast \(key) (see podcasts.list)") }
+            return p
+        } catch let e as LibraryError { throw RPCError(code: -32000, message: e.description) }
+    }
+
+    /// `episode`: its id, or text of its title; nil when not given.
+    private func episodeParameter(_ params: [String: JSONValue], of podcast: Podcast, in service: PodcastService) throws -> PodcastEpisode? {
+        guard let raw = params["episode"], raw != .null else { return nil }
+        let all = try libraryCall { try service.library.episodes(of: podcast.id) }
+        switch raw {
+        case .number(let n):
+            guard let e = all.first(where: { Double($0.id.rawValue) == n }) else {
+                throw RPCError(code: -32602, message: "no episode \(n) in '\(podcast.title)' (see podcasts.episodes)")
+            }
+            return e
+        case .string(let s) where !s.isEmpty && s.utf8.count <= 1_024:
+            let lower = s.lowercased()
+            if let e = all.first(where: { $0.title.lowercased() == lower || $0.guid == s || String($0.id.rawValue) == s }) { return e }
+            let matching = all.filter { $0.title.lowercased().contains(lower) }
+            guard let e = matching.first else { throw RPCError(code: -32602, message: "no episode of '\(podcast.title)' is called \(s)") }
+            return e // newest first: the newest that matches
+        default:
+            throw RPCError(code: -32602, message: "episode must be an episode id or words of its title")
+        }
+    }
+
+    /// Runs a library call; its `LibraryError` becomes the JSON-RPC error.
+    private func libraryCall<T>(_ body: () throws -> T) throws -> T {
+        do { return try body() } catch let error as LibraryError { throw RPCError(code: -32000, message: error.description) }
+    }
+
+    private func queue(of group: String?) throws -> PlayQueue {
+        do { return try leader.queue(group: group) } catch { throw RPCError(code: -32602, message: error.description) }
+    }
+
+    func dispatchPodcasts(_ method: String, _ params: [String: JSONValue], group: String?) throws -> Any? {
+        guard method.hasPrefix("podcasts.") else { return nil }
+        let service = try podcastService()
+        switch method {
+        case "podcasts.subscribe":
+            guard let url = params["url"]?.string, SourceOpener.isNetworkURL(url), url.utf8.count <= FeedLimits.maxURLBytes else {
+                throw RPCError(code: -32602, message: "podcasts.subscribe needs \"url\": the feed's http:// or https:// URL")
+            }
+            do { _ = try leader.confine(url) } catch { throw RPCError(code: -32602, message: error.description) }
+            do { return Self.podcastObject(try service.subscribe(url: url)) } catch {
+                throw RPCError(code: -32000, message: error.description)
+            }
+        case "podcasts.list":
+            return ["podcasts": try libraryCall { try service.library.podcasts() }.map(Self.podcastObject)]
+        case "podcasts.episodes":
+            let podcast = try podcastParameter(params, method: method, in: service)
+            let limit = params["limit"]?.number.map { Int(max(1, min(Double(FeedLimits.maxEpisodes), $0))) } ?? FeedLimits.maxEpisodes
+            let episodes = try libraryCall { try service.library.episodes(of: podcast.id, limit: limit) }
+            return ["podcast": Self.podcastObject(podcast), "episodes": episodes.map(Self.episodeObject)]
+        case "podcasts.unsubscribe":
+            let podcast = try podcastParameter(params, method: method, in: service)
+            try libraryCall { try service.unsubscribe(podcast.id) }
+            return ["podcast": Int(podcast.id.rawValue), "removed": true]
+        case "podcasts.refresh":
+            let shows: [Podcast]
+            if params["podcast"] == nil { shows = try libraryCall { try service.library.podcasts() } }
+            else { shows = [try podcastParameter(params, method: method, in: service)] }
+            let outcomes = shows.map(service.refresh)
+            return ["podcasts": outcomes.map { o -> [String: Any] in
+                var object = Self.podcastObject(o.podcast)
+                object["added"] = o.update?.added ?? 0
+                object["notModified"] = o.update == nil && o.error == nil
+                if let e = o.error { object["error"] = e }
+                return object
+            }]
+        case "podcasts.setPlayed":
+            let podcast = try podcastParameter(params, method: method, in: service)
+            guard let episode = try episodeParameter(params, of: podcast, in: service) else {
+                throw RPCError(code: -32602, message: "podcasts.setPlayed needs \"episode\"")
+            }
+            let played = params["played"]?.bool ?? true
+            try libraryCall { try service.library.setPlayed(episode.id, played) }
+            leader.events.emit(.library)
+            return Self.episodeObject(try libraryCall { try service.library.episode(episode.id) } ?? episode)
+        case "podcasts.setSpeed":
+            let podcast = try podcastParameter(params, method: method, in: service)
+            var speed: Double? = nil
+            if let raw = params["speed"], raw != .null {
+                guard let v = raw.number, v.isFinite, PlaybackTempo.speedRange.contains(v) else {
+                    throw RPCError(code: -32602, message: "speed must be \(PlaybackTempo.speedRange.lowerBound)–\(PlaybackTempo.speedRange.upperBound) (or null: none)")
+                }
+                speed = v
+            }
+            try libraryCall { try service.library.setPodcastSpeed(podcast.id, speed) }
+            leader.events.emit(.library)
+            return Self.podcastObject(try libraryCall { try service.library.podcast(podcast.id) } ?? podcast)
+        case "podcasts.download":
+            let podcast = try podcastParameter(params, method: method, in: service)
+            guard let episode = try episodeParameter(params, of: podcast, in: service) else {
+                throw RPCError(code: -32602, message: "podcasts.download needs \"episode\"")
+            }
+            guard let cache = leader.cache else { throw RPCError(code: -32000, message: "no offline cache: start the leader with --music DIR (or --db PATH)") }
+            do { _ = try leader.confine(episode.url) } catch { throw RPCError(code: -32602, message: error.description) }
+            do {
+                let entry = try cache.add(episode.url)
+                return ["episode": Int(episode.id.rawValue), "url": entry.url, "size": Int(entry.size)]
+            } catch {
+                throw RPCError(code: -32000, message: error.description)
+            }
+        case "podcasts.play":
+            let podcast = try podcastParameter(params, method: method, in: service)
+            let episodes = try libraryCall { try service.library.episodes(of: podcast.id) }
+            // No episode named: the newest not yet played (or the newest of all).
+            guard let episode = try episodeParameter(params, of: podcast, in: service) ?? episodes.first(where: { !$0.played }) ?? episodes.first else {
+                throw RPCError(code: -32000, message: "'\(podcast.title)' has no episodes")
+            }
+            return try playEpisode(episode, of: podcast, group: group)
+        default:
+            throw RPCError(code: -32601, message: "unknown method '\(method)' (see docs/api.md)")
+        }
+    }
+
+    /// Plays `episode` in `group`: its queue entry if it has one, else a
+    /// new one at the end; at the show's speed; from where the listener
+    /// stopped (unless it was played to the end).
+    private func playEpisode(_ episode: PodcastEpisode, of podcast: Podcast, group: String?) throws -> Any {
+        do { _ = try leader.confine(episode.url) } catch { throw RPCError(code: -32602, message: error.description) }
+        func perform(_ command: PlayerCommand) throws -> CommandOutcome {
+            do { return try leader.perform(command, group: group) } catch { throw RPCError(code: -32000, message: error.description) }
+        }
+        var queue = try queue(of: group)
+        var index = queue.entries.firstIndex { $0.uri == episode.url }
+        if index == nil {
+            let added = try perform(.add(uris: [episode.url], next: false)).added
+            queue = try self.queue(of: group)
+            index = added.first.flatMap(queue.index(ofID:))
+        }
+        guard let index else { throw RPCError(code: -32000, message: "the episode could not be queued") }
+        if let speed = podcast.speed { _ = try perform(.speed(speed)) }
+        var outcome = try perform(.playIndex(index))
+        let resume = episode.played ? 0 : Double(episode.positionMs) / 1000
+        if resume >= 1 { outcome = try perform(.seek(seconds: resume)) }
+        let wait = outcome.effectiveAt - Monotonic.now()
+        if wait > 0 { Monotonic.sleep(nanoseconds: min(wait, nanosecondsPerSecond) + 2 * nanosecondsPerMillisecond) }
+        var result = statusObject(group: group)
+        result["episode"] = Self.episodeObject(episode)
+        result["resumedAt"] = resume
+        return result
+    }
+}

@@ -1,0 +1,343 @@
+import Foundation
+import Glibc
+import Testing
+import TuttiAudio
+import TuttiControlClient
+import TuttiCore
+import TuttiDaemon
+import TuttiNet
+import TuttiTestSupport
+
+/// A local podcast host: feeds written by PyPI feedgen, episodes made by
+/// lame, served by Python with ETag, Last-Modified, ranges and a redirect.
+private final class PodcastHost {
+    let folder: String
+    let process = Process()
+    let port: Int
+    var base: String { "http://127.0.0.1:\(port)" }
+    static let frequencies = [1: 440.0, 2: 660.0, 3: 880.0]
+    static let seconds = 40
+
+    init(folder: String, episodes: Int) throws {
+        self.folder = folder
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        for (k, hz) in Self.frequencies {
+            writeFile(folder + "/ep\(k).wav", TestSignal.wav16(TestSignal.sine(frequency: hz, seconds: Double(Self.seconds), amplitude: 0.4)))
+            try runTool(["lame", "--quiet", "-b", "64", folder + "/ep\(k).wav", folder + "/ep\(k).mp3"])
+            unlink(folder + "/ep\(k).wav")
+        }
+        try writePNG(to: folder + "/cover.png") // the show's artwork
+        try #"{"1": 40, "2": 40, "3": 40}"#.write(toFile: folder + "/durations.json", atomically: true, encoding: .utf8)
+        try podcastFeedScript.write(toFile: folder + "/../makefeed.py", atomically: true, encoding: .utf8)
+        try podcastServerScript.write(toFile: folder + "/../server.py", atomically: true, encoding: .utf8)
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        process.arguments = ["-u", folder + "/../server.py", folder]
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        var line = Data()
+        while !line.contains(UInt8(ascii: "\n")) {
+            let more = out.fileHandleForReading.availableData
+            if more.isEmpty { throw CommandFailed(description: "the podcast server did not start") }
+            line.append(more)
+        }
+        port = Int(String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))!
+        try writeFeed(episodes: episodes)
+    }
+
+    /// Rewrites feed.xml and atom.xml with episodes 1…n.
+    func writeFeed(episodes n: Int) throws {
+        try runTool(["python3", folder + "/../makefeed.py", folder, base, String(n)])
+    }
+
+    func stats() throws -> [String: Any] {
+        let data = try Data(contentsOf: URL(string: base + "/stats")!)
+        return try JSONSerialization.jsonObject(with: data) as? [String: Any] ?? [:]
+    }
+
+    func stop() {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() }
+    }
+}
+
+/// The main frequency of the left channel over `frames` frames from `start`, by zero crossings.
+private func frequency(_ raw: [Int16], from start: Int, frames: Int) -> Double {
+    var crossings = 0
+    var previous = raw[2 * start]
+    for f in (start + 1)..<(start + frames) {
+        let v = raw[2 * f]
+        if (previous < 0) != (v < 0) { crossings += 1 }
+        previous = v
+    }
+    return Double(crossings) / 2 / (Double(frames) / 48_000)
+}
+
+/// Frames from `start` on whose left sample is loud (the episodes are sines at 0.4).
+private func firstLoud(_ raw: [Int16], from start: Int = 0) -> Int? {
+    var f = start
+    while 2 * f < raw.count {
+        if abs(Int(raw[2 * f])) > 8_000 { return f }
+        f += 1
+    }
+    return nil
+}
+
+/// A leader with a library in `dir`. Without the automatic cache: a
+/// resumed episode then comes from the server (with a Range), not from
+/// the copy its first play left in the cache.
+private func leaderFor(_ dir: String) throws -> Leader {
+    try startLeader(files: []) { c in
+        c.autoCache = false
+        c.musicDirectory = dir + "/music"
+        c.databasePath = dir + "/db/library.db"
+        c.control = Endpoint(host: "127.0.0.1", port: 0)
+        c.network.destinations = StreamDestinationPolicy(allowsLocal: true) // the feed and episodes are on 127.0.0.1
+    }
+}
+
+private func episodes(_ c: ControlClient, _ podcast: Any) throws -> [[String: Any]] {
+    try #require((try c.call("podcasts.episodes", ["podcast": podcast]) as? [String: Any])?["episodes"] as? [[String: Any]])
+}
+
+@Suite(.serialized) struct PodcastTests {
+    /// Subscribe (through a redirect), list, play an episode to a file DAC
+    /// (its tone and length), resume after a leader restart, mark played
+    /// near the end, pick up a new episode on refresh, 304 changes nothing.
+    @Test func subscribePlayResumeMarkPlayedAndRefresh() throws {
+        let dir = makeTemporaryDirectory()
+        try FileManager.default.createDirectory(atPath: dir + "/music", withIntermediateDirectories: true)
+        let host = try PodcastHost(folder: dir + "/www", episodes: 2)
+        defer { host.stop() }
+
+        var leader = try leaderFor(dir)
+        defer { leader.stop() }
+        var follower = try startFollower(leader: leader.endpoint, name: "kitchen", output: .file(path: dir + "/a.raw", ppm: 0, delayMilliseconds: 0))
+        defer { follower.stop() }
+        var c = try ControlClient(endpoint: try #require(leader.controlEndpoint))
+        c.setReceiveTimeout(milliseconds: 30_000)
+
+        // Subscribe through a 301 redirect.
+        let show = try #require(try c.call("podcasts.subscribe", ["url": host.base + "/old-feed.xml"]) as? [String: Any])
+        #expect(show["title"] as? String == "Tutti Test Show")
+        #expect(show["author"] as? String == "Ada Tester")
+        #expect(show["image"] as? String == host.base + "/cover.png")
+        #expect(show["episodes"] as? Int == 2)
+        #expect(show["unplayed"] as? Int == 2)
+        #expect((show["description"] as? String)?.contains("<") == false)
+        let id = try #require(show["id"] as? Int)
+        let listed = try #require((try c.call("podcasts.list") as? [String: Any])?["podcasts"] as? [[String: Any]])
+        #expect(listed.count == 1 && listed.first?["id"] as? Int == id)
+
+        var list = try episodes(c, id)
+        #expect(list.map { $0["title"] as? String } == ["Episode 2: 660 Hz", "Episode 1: 440 Hz"], "newest first")
+        #expect(list.map { $0["guid"] as? String } == ["urn:tutti:episode:2", "urn:tutti:episode:1"])
+        #expect(list.map { $0["duration"] as? Double } == [40, 40])
+        #expect(list.first?["url"] as? String == host.base + "/ep2.mp3")
+        #expect(list.first?["type"] as? String == "audio/mpeg")
+        #expect(list.first?["length"] as? Int == (try FileManager.default.attributesOfItem(atPath: host.folder + "/ep2.mp3")[.size] as? Int))
+        // 2024-01-03 09:30 UTC.
+        #expect(list.first?["published"] as? Int == 1_704_274_200_000)
+        let text = try #require(list.first?["description"] as? String)
+        #expect(text == "Tone number 2 & friends\nSecond paragraph", "plain text, script dropped: \(text)")
+        #expect(list.first?["image"] as? String == host.base + "/ep2.png")
+
+        // The CLI shows the same.
+        let port = try #require(leader.controlEndpoint?.port)
+        let cli = try runTutti(port: port, ["podcast", "episodes", "Tutti Test"])
+        #expect(cli.status == 0 && cli.out.contains("Episode 1: 440 Hz") && cli.out.contains("0:40"), "\(cli.out)")
+
+        // Play episode 1: its tone reaches the DAC, and the player knows its length.
+        let episode1 = try #require(list.last?["id"] as? Int)
+        let play = try #require(try c.call("podcasts.play", ["podcast": id, "episode": episode1]) as? [String: Any])
+        #expect((play["episode"] as? [String: Any])?["title"] as? String == "Episode 1: 440 Hz")
+        #expect(waitUntil(timeout: 20) { firstLoud(readRaw(dir + "/a.raw")).map { readRaw(dir + "/a.raw").count / 2 - $0 > 3 * 48_000 } ?? false })
+        let heard = readRaw(dir + "/a.raw")
+        let start = try #require(firstLoud(heard))
+        let hz = frequency(heard, from: start + 4_800, frames: 96_000)
+        #expect(abs(hz - 440) < 3, "episode 1 is a 440 Hz tone: heard \(hz) Hz")
+        let status = try #require(try c.call("player.status") as? [String: Any])
+        #expect(status["file"] as? String == host.base + "/ep1.mp3")
+        let duration = try #require(status["duration"] as? Double)
+        #expect(abs(duration - 40) < 0.1, "the episode lasts 40 s: \(duration)")
+        // Byte ranges: nothing asked for one yet; the position is being kept.
+        #expect(waitUntil(timeout: 10) { ((try? episodes(c, id))?.last?["position"] as? Double ?? 0) >= 4 })
+
+        // Restart the leader: the position comes back from the library.
+        let saved = try #require(try episodes(c, id).last?["position"] as? Double)
+        follower.stop()
+        leader.stop()
+        leader = try leaderFor(dir)
+        follower = try startFollower(leader: leader.endpoint, name: "kitchen", output: .file(path: dir + "/b.raw", ppm: 0, delayMilliseconds: 0))
+        c = try ControlClient(endpoint: try #require(leader.controlEndpoint))
+        c.setReceiveTimeout(milliseconds: 30_000)
+        let resumedList = try episodes(c, id)
+        let kept = try #require(resumedList.last?["position"] as? Double)
+        #expect(abs(kept - saved) <= 1.5, "position kept across the restart: \(saved) → \(kept)")
+        let resumed = try #require(try c.call("podcasts.play", ["podcast": "Tutti Test Show", "episode": "Episode 1"]) as? [String: Any])
+        let from = try #require(resumed["resumedAt"] as? Double)
+        #expect(abs(from - kept) < 0.01 && from >= 4, "resumed at \(from) s (kept \(kept) s)")
+        #expect(waitUntil(timeout: 20) { firstLoud(readRaw(dir + "/b.raw")).map { readRaw(dir + "/b.raw").count / 2 - $0 > 2 * 48_000 } ?? false })
+        let position = try #require((try c.call("player.status") as? [String: Any])?["position"] as? Double)
+        #expect(position >= from && position < from + 8, "playing on from \(from) s: at \(position) s")
+        let again = readRaw(dir + "/b.raw")
+        let hzAgain = frequency(again, from: try #require(firstLoud(again)) + 4_800, frames: 48_000)
+        #expect(abs(hzAgain - 440) < 3, "the resumed audio is episode 1's: \(hzAgain) Hz")
+        // The resume asked the server for a byte range.
+        let ranges = try host.stats()["ranges"] as? [String: [String]] ?? [:]
+        let offsets = (ranges["/ep1.mp3"] ?? []).compactMap { Int($0.dropFirst(6).prefix { $0 != "-" }) }
+        #expect(offsets.contains { $0 > 30_000 }, "a range from the resume point (about 8 KB a second), not the whole file again: \(ranges)")
+
+        // Near its end (within 30 s, the last tenth of a short one) it is marked played.
+        _ = try c.call("player.seek", ["position": 37.5])
+        #expect(waitUntil(timeout: 10) { (try? episodes(c, id))?.last?["played"] as? Bool == true })
+        #expect(try episodes(c, id).first?["played"] as? Bool == false)
+        _ = try c.call("player.stop")
+
+        // A new episode: refresh picks it up; the next refresh is a 304 and changes nothing.
+        try host.writeFeed(episodes: 3)
+        let refreshed = try #require((try c.call("podcasts.refresh", ["podcast": id]) as? [String: Any])?["podcasts"] as? [[String: Any]])
+        #expect(refreshed.first?["added"] as? Int == 1)
+        list = try episodes(c, id)
+        #expect(list.map { $0["title"] as? String } == ["Episode 3: 880 Hz", "Episode 2: 660 Hz", "Episode 1: 440 Hz"])
+        #expect(list.last?["played"] as? Bool == true, "played survives a refresh")
+        let before = try host.stats()["notModified"] as? Int ?? 0
+        let second = try #require((try c.call("podcasts.refresh") as? [String: Any])?["podcasts"] as? [[String: Any]])
+        #expect(second.first?["notModified"] as? Bool == true && second.first?["added"] as? Int == 0)
+        #expect(try host.stats()["notModified"] as? Int == before + 1, "the server answered 304")
+        let after = try episodes(c, id)
+        #expect(after.map { $0["id"] as? Int } == list.map { $0["id"] as? Int })
+        #expect(after.map { $0["played"] as? Bool } == list.map { $0["played"] as? Bool })
+
+        // A preferred speed applies when an episode of the show starts.
+        _ = try c.call("podcasts.setSpeed", ["podcast": id, "speed": 1.5])
+        let fast = try #require(try c.call("podcasts.play", ["podcast": id]) as? [String: Any])
+        #expect((fast["episode"] as? [String: Any])?["title"] as? String == "Episode 3: 880 Hz", "the newest unplayed")
+        #expect(fast["speed"] as? Double == 1.5)
+        _ = try c.call("player.stop")
+
+        // An episode downloads into the offline cache.
+        let downloaded = try #require(try c.call("podcasts.download", ["podcast": id, "episode": "Episode 2"]) as? [String: Any])
+        #expect(downloaded["size"] as? Int == (try FileManager.default.attributesOfItem(atPath: host.folder + "/ep2.mp3")[.size] as? Int))
+        let cached = try #require((try c.call("cache.list") as? [String: Any])?["entries"] as? [[String: Any]])
+        #expect(cached.contains { $0["url"] as? String == host.base + "/ep2.mp3" })
+
+        // Unsubscribe removes the show and its episodes.
+        _ = try c.call("podcasts.unsubscribe", ["podcast": id])
+        #expect(((try c.call("podcasts.list") as? [String: Any])?["podcasts"] as? [Any])?.count == 0)
+    }
+
+    /// Not XML, 50 MB of XML (with and without Content-Length), an entity
+    /// bomb and a feed without enclosures: each is refused with its reason
+    /// and changes nothing, neither at subscribe nor at refresh.
+    @Test func badFeedsAreRefusedAndChangeNothing() throws {
+        let dir = makeTemporaryDirectory()
+        try FileManager.default.createDirectory(atPath: dir + "/music", withIntermediateDirectories: true)
+        let host = try PodcastHost(folder: dir + "/www", episodes: 2)
+        defer { host.stop() }
+        try "hello, this is not XML at all\n".write(toFile: host.folder + "/notxml.xml", atomically: true, encoding: .utf8)
+        try """
+            <?xml version="1.0"?>
+            <!DOCTYPE lolz [
+              <!ENTITY lol "lol">
+              <!ENTITY lol1 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;">
+              <!ENTITY lol2 "&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;">
+              <!ENTITY lol3 "&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;">
+              <!ENTITY lol4 "&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;">
+              <!ENTITY lol5 "&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;">
+              <!ENTITY lol6 "&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;">
+              <!ENTITY lol7 "&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;">
+              <!ENTITY lol8 "&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;">
+              <!ENTITY lol9 "&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;">
+            ]>
+            <rss version="2.0"><channel><title>&lol9;</title>
+            <item><title>x</title><enclosure url="http://127.0.0.1/x.mp3" type="audio/mpeg" length="1"/></item></channel></rss>
+            """.write(toFile: host.folder + "/laughs.xml", atomically: true, encoding: .utf8)
+        try """
+            <?xml version="1.0"?>
+            <rss version="2.0"><channel><title>Words only</title>
+            <item><title>A post</title><description>No audio here</description></item>
+            <item><title>Another</title><link>http://example.com/2</link></item>
+            </channel></rss>
+            """.write(toFile: host.folder + "/noenclosure.xml", atomically: true, encoding: .utf8)
+
+        let leader = try leaderFor(dir)
+        defer { leader.stop() }
+        let c = try ControlClient(endpoint: try #require(leader.controlEndpoint))
+        c.setReceiveTimeout(milliseconds: 60_000)
+        func refusal(_ path: String) -> String {
+            do {
+                _ = try c.call("podcasts.subscribe", ["url": host.base + path])
+                return "accepted"
+            } catch {
+                return "\(error)"
+            }
+        }
+        let notXML = refusal("/notxml.xml")
+        #expect(notXML.contains("not an XML feed") && notXML.contains("line 1"), "\(notXML)")
+        let big = refusal("/big.xml")
+        #expect(big.contains("larger than 8 MiB"), "\(big)")
+        // Cut off while downloading: the server got to send 8 MiB and what the sockets hold, not 50 MB.
+        let sentBig = (try host.stats()["sent"] as? [String: Int])?["/big.xml"] ?? 0
+        #expect(sentBig < 24_000_000, "the download stopped near 8 MiB: the server sent \(sentBig) bytes")
+        let declared = refusal("/big-declared.xml")
+        #expect(declared.contains("larger than 8 MiB"), "\(declared)")
+        let sentDeclared = (try host.stats()["sent"] as? [String: Int])?["/big-declared.xml"] ?? 0
+        #expect(sentDeclared < 16_000_000, "refused from its Content-Length: the server sent \(sentDeclared) bytes")
+        let laughs = refusal("/laughs.xml")
+        #expect(laughs.contains("declares XML entities"), "\(laughs)")
+        let bare = refusal("/noenclosure.xml")
+        #expect(bare.contains("none of the feed's 2 items has an audio enclosure"), "\(bare)")
+        let missing = refusal("/nothing.xml")
+        #expect(missing.contains("404"), "\(missing)")
+        #expect(((try c.call("podcasts.list") as? [String: Any])?["podcasts"] as? [Any])?.count == 0, "nothing was stored")
+
+        // A show whose feed turns bad keeps what it had.
+        let show = try #require(try c.call("podcasts.subscribe", ["url": host.base + "/feed.xml"]) as? [String: Any])
+        let id = try #require(show["id"] as? Int)
+        let before = try episodes(c, id)
+        try FileManager.default.removeItem(atPath: host.folder + "/feed.xml")
+        try FileManager.default.copyItem(atPath: host.folder + "/laughs.xml", toPath: host.folder + "/feed.xml")
+        let outcome = try #require((try c.call("podcasts.refresh", ["podcast": id]) as? [String: Any])?["podcasts"] as? [[String: Any]])
+        #expect((outcome.first?["error"] as? String)?.contains("declares XML entities") == true)
+        #expect(outcome.first?["refreshError"] as? String != nil, "the show says why its last refresh failed")
+        let after = try episodes(c, id)
+        #expect(after.count == 2 && after.map { $0["id"] as? Int } == before.map { $0["id"] as? Int })
+        #expect(((try c.call("podcasts.list") as? [String: Any])?["podcasts"] as? [[String: Any]])?.first?["title"] as? String == "Tutti Test Show")
+
+        // Atom works as well as RSS.
+        let atom = try #require(try c.call("podcasts.subscribe", ["url": host.base + "/atom.xml"]) as? [String: Any])
+        #expect(atom["title"] as? String == "Tutti Test Show" && atom["episodes"] as? Int == 2)
+        let atomEpisodes = try episodes(c, try #require(atom["id"] as? Int))
+        #expect(atomEpisodes.first?["url"] as? String == host.base + "/ep2.mp3")
+        #expect(atomEpisodes.first?["published"] as? Int == 1_704_274_200_000)
+    }
+
+    /// The web app's Podcasts screen in headless Chromium (Tests/Web/podcasts_test.py):
+    /// subscribe by URL, artwork, episodes newest first, descriptions as
+    /// text only, play from a row, progress, mark played.
+    @Test func theWebAppShowsAShowAndPlaysItsEpisodes() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/chromedriver"), "chromedriver is missing: run scripts/setup.sh")
+        let dir = makeTemporaryDirectory()
+        try FileManager.default.createDirectory(atPath: dir + "/music", withIntermediateDirectories: true)
+        let host = try PodcastHost(folder: dir + "/www", episodes: 2)
+        defer { host.stop() }
+        let leader = try startLeader(files: []) { c in
+            c.musicDirectory = dir + "/music"
+            c.databasePath = dir + "/db/library.db"
+            c.control = Endpoint(host: "127.0.0.1", port: 0)
+            c.web = WebOptions(endpoint: Endpoint(host: "127.0.0.1", port: 0), root: WebAppTests.repository + "/web")
+            c.network.destinations = StreamDestinationPolicy(allowsLocal: true)
+        }
+        defer { leader.stop() }
+        let follower = try startFollower(leader: leader.endpoint, name: "kitchen", output: .file(path: dir + "/k.raw", ppm: 0, delayMilliseconds: 0))
+        defer { follower.stop() }
+        let web = try #require(leader.webEndpoint), control = try #require(leader.controlEndpoint)
+        var args = [WebAppTests.repository + "/Tests/Web/podcasts_test.py", "--url", "http://127.0.0.1:\(web.port)",
+                    "--control-port", String(control.port), "--feed", host.base + "/feed.xml"]
+        if let shots = ProcessInfo.processInfo.environment["TUTTI_SCREENSHOTS"] { args += ["--screenshots", shots] }
+        let r = try runProgram("/usr/bin/python3", args, mergeErrors: true, timeout: 180)
+        print(r.out)
+        #expect(r.status == 0 && r.out.contains("all checks passed"), "the browser test failed:\n\(r.out)")
+    }
+}
