@@ -94,6 +94,8 @@ public struct FeedBuilder: Sendable {
     private var text: [UInt8] = []
     private var gathering: Field?
     private var failure: FeedError?
+    /// The entry's enclosure came from a link not marked as one (Atom).
+    private var implicitEnclosure = false
 
     private enum Field { case showTitle, showAuthor, showDescription, showLink, showImageURL
         case title, guid, pubDate, atomDate, duration, description, summary, atomAuthorName }
@@ -161,9 +163,16 @@ public struct FeedBuilder: Sendable {
         case "entry" where path.count == 2:
             items += 1
             item = PodcastFeedEpisode()
+            implicitEnclosure = false
         case "link" where inItem && attribute("rel") == "enclosure":
-            guard let url = attribute("href").map(Self.trimmed), !url.isEmpty, item?.url.isEmpty == true else { return }
+            guard let url = attribute("href").map(Self.trimmed), !url.isEmpty, item?.url.isEmpty == true || implicitEnclosure else { return }
+            implicitEnclosure = false
             setEnclosure(url: url, type: attribute("type"), length: attribute("length"))
+        case "link" where inItem && item?.url.isEmpty == true && Self.looksLikeAudio(href: attribute("href"), type: attribute("type")):
+            // Not marked as the enclosure (feedgen writes Atom enclosures so), but audio by its type or name: taken
+            // until a link marked rel="enclosure" comes.
+            if let href = attribute("href").map(Self.trimmed) { setEnclosure(url: href, type: attribute("type"), length: attribute("length")) }
+            implicitEnclosure = true
         case "link" where !inItem && path.count == 2 && (attribute("rel") ?? "alternate") == "alternate":
             if let href = attribute("href"), href.utf8.count <= FeedLimits.maxURLBytes { feed.link = href }
         case "title": gathering = inItem ? .title : (path.count == 2 ? .showTitle : nil)
@@ -189,6 +198,18 @@ public struct FeedBuilder: Sendable {
         item?.url = url
         item?.mimeType = type
         item?.length = length.flatMap { Int64(Self.trimmed($0)) }.flatMap { $0 > 0 ? $0 : nil }
+    }
+
+    static let audioExtensions: Set<String> = ["mp3", "m4a", "mp4", "aac", "ogg", "oga", "opus", "flac", "wav", "m4b"]
+
+    /// An Atom link that is audio though not marked as the enclosure: its type says so, or its file name.
+    static func looksLikeAudio(href: String?, type: String?) -> Bool {
+        if let type = type?.lowercased() { return type.hasPrefix("audio/") }
+        guard let href else { return false }
+        var path = Substring(href)
+        if let cut = path.firstIndex(where: { $0 == "?" || $0 == "#" }) { path = path[..<cut] }
+        guard let dot = path.lastIndex(of: "."), !path[dot...].contains("/") else { return false }
+        return audioExtensions.contains(path[path.index(after: dot)...].lowercased())
     }
 
     /// Character data: gathered only for a field being read, up to `FeedLimits.maxRawTextBytes`.

@@ -141,6 +141,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
 class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    def handle_error(self, request, client_address):
+        pass  # a client that hung up mid-answer (a refused feed, a paused download)
 
 server = Server(("127.0.0.1", 0), Handler)
 print(server.server_address[1], flush=True)

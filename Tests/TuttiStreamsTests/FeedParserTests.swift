@@ -85,7 +85,8 @@ import TuttiCore
                 <link rel="enclosure" href="https://example.org/1.ogg" type="audio/ogg" length="999"/>
                 <summary type="html">&lt;b&gt;bold&lt;/b&gt; words</summary>
               </entry>
-              <entry><title>Text only</title><id>2</id><updated>2024-02-02T00:00:00Z</updated></entry>
+              <entry><title>Text only</title><id>2</id><updated>2024-02-02T00:00:00Z</updated><link href="https://example.org/post/2"/></entry>
+              <entry><title>Unmarked</title><id>3</id><link href="https://example.org/3.mp3?x=1"/></entry>
             </feed>
             """
         let feed = try FeedParser.parse(Array(atom.utf8))
@@ -93,7 +94,8 @@ import TuttiCore
         #expect(feed.author == "Lee")
         #expect(feed.image == "https://example.org/logo.png")
         #expect(feed.link == "https://example.org/")
-        #expect(feed.episodes.count == 1 && feed.itemsWithoutAudio == 1)
+        #expect(feed.episodes.count == 2 && feed.itemsWithoutAudio == 1)
+        #expect(feed.episodes.last?.url == "https://example.org/3.mp3?x=1", "a link to an audio file, not marked as the enclosure")
         let e = try #require(feed.episodes.first)
         #expect(e.guid == "tag:example.org,2024:1")
         #expect(e.url == "https://example.org/1.ogg" && e.mimeType == "audio/ogg" && e.length == 999)

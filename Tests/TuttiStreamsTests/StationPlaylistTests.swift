@@ -43,6 +43,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             pass
 class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
     daemon_threads = True
+    def handle_error(self, request, client_address):
+        pass  # a client that hung up (a playlist opened, then closed)
 server = Server(("127.0.0.1", 0), Handler)
 port = server.server_address[1]
 print(port, flush=True)
