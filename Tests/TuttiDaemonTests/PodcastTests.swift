@@ -156,6 +156,7 @@ private func episodes(_ c: ControlClient, _ podcast: Any) throws -> [[String: An
         let heard = readRaw(dir + "/a.raw")
         let start = try #require(firstLoud(heard))
         let hz = frequency(heard, from: start + 4_800, frames: 96_000)
+        print("podcasts: episode 1 heard at \(hz) Hz")
         #expect(abs(hz - 440) < 3, "episode 1 is a 440 Hz tone: heard \(hz) Hz")
         let status = try #require(try c.call("player.status") as? [String: Any])
         #expect(status["file"] as? String == host.base + "/ep1.mp3")
@@ -180,6 +181,7 @@ private func episodes(_ c: ControlClient, _ podcast: Any) throws -> [[String: An
         #expect(abs(from - kept) < 0.01 && from >= 4, "resumed at \(from) s (kept \(kept) s)")
         #expect(waitUntil(timeout: 20) { firstLoud(readRaw(dir + "/b.raw")).map { readRaw(dir + "/b.raw").count / 2 - $0 > 2 * 48_000 } ?? false })
         let position = try #require((try c.call("player.status") as? [String: Any])?["position"] as? Double)
+        print("podcasts: position \(saved) s before the restart, kept \(kept) s, resumed at \(from) s, playing at \(position) s")
         #expect(position >= from && position < from + 8, "playing on from \(from) s: at \(position) s")
         let again = readRaw(dir + "/b.raw")
         let hzAgain = frequency(again, from: try #require(firstLoud(again)) + 4_800, frames: 48_000)
@@ -280,10 +282,12 @@ private func episodes(_ c: ControlClient, _ podcast: Any) throws -> [[String: An
         #expect(big.contains("larger than the 8 MiB"), "\(big)")
         // Cut off while downloading: the server got to send 8 MiB and what the sockets hold, not 50 MB.
         let sentBig = (try host.stats()["sent"] as? [String: Int])?["/big.xml"] ?? 0
+        print("podcasts: the 50 MB feed without Content-Length was cut off after the server sent \(sentBig) bytes")
         #expect(sentBig < 24_000_000, "the download stopped near 8 MiB: the server sent \(sentBig) bytes")
         let declared = refusal("/big-declared.xml")
         #expect(declared.contains("larger than the 8 MiB"), "\(declared)")
         let sentDeclared = (try host.stats()["sent"] as? [String: Int])?["/big-declared.xml"] ?? 0
+        print("podcasts: the 50 MB feed with Content-Length was refused after the server sent \(sentDeclared) bytes")
         #expect(sentDeclared < 16_000_000, "refused from its Content-Length: the server sent \(sentDeclared) bytes")
         let laughs = refusal("/laughs.xml")
         #expect(laughs.contains("declares XML entities"), "\(laughs)")
@@ -340,5 +344,34 @@ private func episodes(_ c: ControlClient, _ podcast: Any) throws -> [[String: An
         let r = try runProgram("/usr/bin/python3", args, mergeErrors: true, timeout: 180)
         print(r.out)
         #expect(r.status == 0 && r.out.contains("all checks passed"), "the browser test failed:\n\(r.out)")
+    }
+}
+
+/// A station URL that answers with a playlist plays through the leader: a
+/// `.pls` whose first entry answers 404 plays its second in a room.
+@Suite(.serialized) struct StationPlaylistPlaybackTests {
+    @Test func aPLSWhoseFirstEntryIsDeadPlaysItsSecondInARoom() throws {
+        let dir = makeTemporaryDirectory()
+        try FileManager.default.createDirectory(atPath: dir + "/music", withIntermediateDirectories: true)
+        let host = try PodcastHost(folder: dir + "/www", episodes: 1)
+        defer { host.stop() }
+        try "[playlist]\nNumberOfEntries=2\nFile1=\(host.base)/gone.mp3\nFile2=\(host.base)/ep2.mp3\nVersion=2\n"
+            .write(toFile: host.folder + "/station.pls", atomically: true, encoding: .utf8)
+        let leader = try leaderFor(dir)
+        defer { leader.stop() }
+        let follower = try startFollower(leader: leader.endpoint, name: "hall", output: .file(path: dir + "/h.raw", ppm: 0, delayMilliseconds: 0))
+        defer { follower.stop() }
+        let c = try ControlClient(endpoint: try #require(leader.controlEndpoint))
+        _ = try c.call("queue.add", ["uris": [host.base + "/station.pls"]])
+        _ = try c.call("queue.play", ["index": 0])
+        #expect(waitUntil(timeout: 20) { firstLoud(readRaw(dir + "/h.raw")).map { readRaw(dir + "/h.raw").count / 2 - $0 > 2 * 48_000 } ?? false })
+        let heard = readRaw(dir + "/h.raw")
+        let start = try #require(firstLoud(heard))
+        let hz = frequency(heard, from: start + 4_800, frames: 48_000)
+        #expect(abs(hz - 660) < 3, "the second entry (660 Hz) plays: heard \(hz) Hz")
+        let status = try #require(try c.call("player.status") as? [String: Any])
+        #expect(status["file"] as? String == host.base + "/station.pls" && status["state"] as? String == "playing")
+        let requests = try host.stats()["requests"] as? [String: Int] ?? [:]
+        #expect(requests["/gone.mp3"] == 1 && (requests["/ep2.mp3"] ?? 0) >= 1, "the dead entry was tried once, then the next: \(requests)")
     }
 }
