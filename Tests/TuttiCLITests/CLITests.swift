@@ -141,3 +141,21 @@ struct CLIFormattingTests {
             """)
     }
 }
+
+@Suite("tutti podcast: what it prints")
+struct PodcastFormattingTests {
+    @Test("A show: id, title, counts, author, the last refresh's failure")
+    func show() {
+        #expect(describePodcast(["id": 3, "title": "Morning", "episodes": 12, "unplayed": 4, "author": "Kim"]) == "3\tMorning\t12 episodes, 4 unplayed\tKim")
+        #expect(describePodcast(["id": 1, "title": "T", "episodes": 1, "unplayed": 0, "refreshError": "HTTP 404"]).hasSuffix("\t(last refresh failed: HTTP 404)"))
+    }
+
+    @Test("An episode: its mark, date, how far in, title")
+    func episode() {
+        // 2024-01-03 09:30 UTC.
+        #expect(describeEpisode(["id": 7, "title": "New one", "published": 1_704_274_200_000, "duration": 2_400.0, "position": 0.0, "played": false])
+                == "7\t·\t2024-01-03\t40:00\tNew one")
+        #expect(describeEpisode(["id": 8, "title": "Half", "duration": 3_725.0, "position": 65.2, "played": false]) == "8\t▶\t\t1:05/62:05\tHalf")
+        #expect(describeEpisode(["id": 9, "title": "Done", "duration": 60.0, "position": 58.0, "played": true]) == "9\t✓\t\t1:00\tDone")
+    }
+}

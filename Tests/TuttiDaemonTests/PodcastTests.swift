@@ -18,8 +18,11 @@ private final class PodcastHost {
     static let frequencies = [1: 440.0, 2: 660.0, 3: 880.0]
     static let seconds = 40
 
-    init(folder: String, episodes: Int) throws {
+    /// Serves `testFolder`/www; also makes `testFolder`/music, the leader's (empty) music folder.
+    init(testFolder: String, episodes: Int) throws {
+        let folder = testFolder + "/www"
         self.folder = folder
+        try FileManager.default.createDirectory(atPath: testFolder + "/music", withIntermediateDirectories: true)
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         for (k, hz) in Self.frequencies {
             writeFile(folder + "/ep\(k).wav", TestSignal.wav16(TestSignal.sine(frequency: hz, seconds: Double(Self.seconds), amplitude: 0.4)))
@@ -107,8 +110,7 @@ private func episodes(_ c: ControlClient, _ podcast: Any) throws -> [[String: An
     /// near the end, pick up a new episode on refresh, 304 changes nothing.
     @Test func subscribePlayResumeMarkPlayedAndRefresh() throws {
         let dir = makeTemporaryDirectory()
-        try FileManager.default.createDirectory(atPath: dir + "/music", withIntermediateDirectories: true)
-        let host = try PodcastHost(folder: dir + "/www", episodes: 2)
+        let host = try PodcastHost(testFolder: dir, episodes: 2)
         defer { host.stop() }
 
         var leader = try leaderFor(dir)
@@ -235,8 +237,7 @@ private func episodes(_ c: ControlClient, _ podcast: Any) throws -> [[String: An
     /// and changes nothing, neither at subscribe nor at refresh.
     @Test func badFeedsAreRefusedAndChangeNothing() throws {
         let dir = makeTemporaryDirectory()
-        try FileManager.default.createDirectory(atPath: dir + "/music", withIntermediateDirectories: true)
-        let host = try PodcastHost(folder: dir + "/www", episodes: 2)
+        let host = try PodcastHost(testFolder: dir, episodes: 2)
         defer { host.stop() }
         try "hello, this is not XML at all\n".write(toFile: host.folder + "/notxml.xml", atomically: true, encoding: .utf8)
         try """
@@ -324,8 +325,7 @@ private func episodes(_ c: ControlClient, _ podcast: Any) throws -> [[String: An
     @Test func theWebAppShowsAShowAndPlaysItsEpisodes() throws {
         try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/chromedriver"), "chromedriver is missing: run scripts/setup.sh")
         let dir = makeTemporaryDirectory()
-        try FileManager.default.createDirectory(atPath: dir + "/music", withIntermediateDirectories: true)
-        let host = try PodcastHost(folder: dir + "/www", episodes: 2)
+        let host = try PodcastHost(testFolder: dir, episodes: 2)
         defer { host.stop() }
         let leader = try startLeader(files: []) { c in
             c.musicDirectory = dir + "/music"
@@ -352,8 +352,7 @@ private func episodes(_ c: ControlClient, _ podcast: Any) throws -> [[String: An
 @Suite(.serialized) struct StationPlaylistPlaybackTests {
     @Test func aPLSWhoseFirstEntryIsDeadPlaysItsSecondInARoom() throws {
         let dir = makeTemporaryDirectory()
-        try FileManager.default.createDirectory(atPath: dir + "/music", withIntermediateDirectories: true)
-        let host = try PodcastHost(folder: dir + "/www", episodes: 1)
+        let host = try PodcastHost(testFolder: dir, episodes: 1)
         defer { host.stop() }
         try "[playlist]\nNumberOfEntries=2\nFile1=\(host.base)/gone.mp3\nFile2=\(host.base)/ep2.mp3\nVersion=2\n"
             .write(toFile: host.folder + "/station.pls", atomically: true, encoding: .utf8)
