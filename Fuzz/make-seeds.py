@@ -221,3 +221,10 @@ put("feed", "atom", """<?xml version="1.0" encoding="utf-8"?>
 """)
 put("feed", "entities", """<?xml version="1.0"?><!DOCTYPE r [<!ENTITY a "aaaa"><!ENTITY b "&a;&a;&a;&a;">]><rss><channel><title>&b;</title></channel></rss>""")
 put("feed", "not-xml", "{\"title\": \"json, not a feed\"}")
+
+# --- station playlists (StationPlaylists): PLS, M3U, ASX, XSPF, and HLS (handed over).
+put("station-playlist", "pls", "[playlist]\nNumberOfEntries=2\nFile1=http://dead.example/s\nTitle1=A\nFile2=/relative/stream.mp3\nVersion=2\n")
+put("station-playlist", "m3u", "#EXTM3U\r\n#EXTINF:-1,Radio\r\nhttp://r.example/live\r\nother.mp3\r\n")
+put("station-playlist", "asx", '<ASX version="3.0"><Entry><Ref HREF="http://a.example/1"/></Entry><ENTRYREF href="/more.asx"/></ASX>')
+put("station-playlist", "xspf", '<?xml version="1.0"?><playlist version="1" xmlns="http://xspf.org/ns/0/"><trackList><track><location>http://a.example/1</location></track></trackList></playlist>')
+put("station-playlist", "hls", "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:6\n#EXTINF:6.0,\nseg1.ts\n")

@@ -20,6 +20,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     case wire, snapcast, jsonrpc, mpd
     case httpHead = "http-head", icy
     case id3, flac, wav, m3u, buttons, config, feed
+    case stationPlaylist = "station-playlist"
     /// Command execution: requests run by a playing leader (`CommandExecution`).
     case mpdExec = "mpd-exec", jsonrpcExec = "jsonrpc-exec", snapcastExec = "snapcast-exec"
 
@@ -40,6 +41,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .buttons: _ = try? ButtonMapping.parse(String(decoding: bytes, as: UTF8.self))
         case .config: Self.config(bytes)
         case .feed: Self.feed(bytes)
+        case .stationPlaylist: Self.stationPlaylist(bytes)
         case .mpdExec: CommandExecution.mpd(bytes)
         case .jsonrpcExec: CommandExecution.jsonrpc(bytes)
         case .snapcastExec: CommandExecution.snapcast(bytes)
@@ -238,6 +240,24 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
             precondition((e.description?.utf8.count ?? 0) <= FeedLimits.maxDescriptionBytes)
             precondition(e.durationSeconds.map { $0 >= 0 && $0.isFinite } ?? true)
             precondition(e.length.map { $0 > 0 } ?? true)
+        }
+    }
+
+    /// What a station URL answered, read as each kind of playlist (as
+    /// `StationPlaylists` reads one): at most `maxEntries` absolute http(s) URLs.
+    static func stationPlaylist(_ bytes: [UInt8]) {
+        let base = "http://radio.example/dir/station"
+        _ = StationPlaylist.kind(sniffing: bytes[...])
+        let text = String(decoding: bytes, as: UTF8.self)
+        _ = StationPlaylist.isHLS(text)
+        var lists = [StationPlaylist.parsePLS(text, base: base), StationPlaylist.parseM3U(text, base: base)]
+        for kind in [StationPlaylistKind.asx, .xspf] { if let l = try? StationPlaylistReader.entries(bytes, kind: kind, base: base) { lists.append(l) } }
+        for list in lists {
+            precondition(list.count <= StationPlaylist.maxEntries)
+            for url in list {
+                let scheme = url.prefix(8).lowercased()
+                precondition(scheme.hasPrefix("http://") || scheme.hasPrefix("https://"), "entry \(url) is not http(s)")
+            }
         }
     }
 

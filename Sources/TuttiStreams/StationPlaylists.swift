@@ -76,8 +76,8 @@ enum StationPlaylists {
 /// The streams an ASX or XSPF playlist lists, read with expat (entities
 /// refused, as for feeds): ASX `<ref href>` and `<entryref href>` (any
 /// case), XSPF `<track><location>`.
-enum StationPlaylistReader {
-    static func entries(_ bytes: [UInt8], kind: StationPlaylistKind, base: String) throws(FeedError) -> [String] {
+public enum StationPlaylistReader {
+    public static func entries(_ bytes: [UInt8], kind: StationPlaylistKind, base: String) throws(FeedError) -> [String] {
         let reader = Reader(kind: kind)
         let parser = ExpatParser(handler: reader, maxBytes: StationPlaylist.maxBytes)
         try bytes.withUnsafeBytes { raw in Result { () throws(FeedError) in try parser.feed(raw) } }.get()
