@@ -337,7 +337,12 @@ public enum PlainText {
                 // A tag: find its end and its name.
                 var j = i + 1
                 while j < scalars.count, scalars[j] != ">" { j += 1 }
-                guard j < scalars.count else { break } // an unclosed tag: the rest is markup
+                guard j < scalars.count else {
+                    // No '>' follows: not a tag but text ("a < b", "Me <3").
+                    if skippingUntil == nil { emit("<") }
+                    i += 1
+                    continue
+                }
                 let inside = String(String.UnicodeScalarView(scalars[(i + 1)..<j]))
                 let name = inside.drop { $0 == "/" }.prefix { $0.isLetter || $0.isNumber }.lowercased()
                 let closing = inside.hasPrefix("/")

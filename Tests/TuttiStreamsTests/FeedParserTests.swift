@@ -174,5 +174,6 @@ import TuttiCore
         #expect(PlainText.fromHTML("&lt;img src=x onerror=alert(1)&gt;") == "<img src=x onerror=alert(1)>", "decoded text stays text (the page shows it as text)")
         #expect(PlainText.fromHTML("caf&#233; &#x1F600;") == "café 😀")
         #expect(PlainText.truncated("ééé", maxBytes: 5) == "éé")
+        #expect(PlainText.fromHTML("Tom & Jerry <3") == "Tom & Jerry <3", "a '<' that opens no tag is text")
     }
 }
