@@ -52,7 +52,7 @@ public final class PodcastService: Sendable {
         self.library = library
         self.options = options
         self.events = events
-        self.refreshInterval = refreshInterval
+        self.refreshInterval = max(1, refreshInterval)
         self.log = log
         reloadEpisodeURLs()
     }
@@ -174,8 +174,8 @@ public final class PodcastService: Sendable {
                     next = min(next, due)
                 }
             }
-            // At least a minute between two passes: a clock set back or a failing show cannot make it spin.
-            let wait = max(60, Double(next - WallClock.unixMilliseconds()) / 1000)
+            // At least a minute between two passes (the interval, when shorter: tests): a clock set back or a failing show cannot make it spin.
+            let wait = max(min(60, refreshInterval), Double(next - WallClock.unixMilliseconds()) / 1000)
             wake.withLock { if running { wake.wait(seconds: wait) } }
         }
     }

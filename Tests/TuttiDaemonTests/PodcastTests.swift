@@ -347,6 +347,34 @@ private func episodes(_ c: ControlClient, _ podcast: Any) throws -> [[String: An
     }
 }
 
+/// The refresh schedule: with a 2-second interval (6 hours by default),
+/// a new episode shows up without anyone asking, and the unchanged feed
+/// in between is asked for conditionally (304s).
+@Suite(.serialized) struct PodcastScheduleTests {
+    @Test func feedsAreRefreshedOnTheirSchedule() throws {
+        let dir = makeTemporaryDirectory()
+        let host = try PodcastHost(testFolder: dir, episodes: 1)
+        defer { host.stop() }
+        let leader = try startLeader(files: []) { c in
+            c.musicDirectory = dir + "/music"
+            c.databasePath = dir + "/db/library.db"
+            c.control = Endpoint(host: "127.0.0.1", port: 0)
+            c.network.destinations = StreamDestinationPolicy(allowsLocal: true)
+            c.podcastRefreshSeconds = 2
+        }
+        defer { leader.stop() }
+        let c = try ControlClient(endpoint: try #require(leader.controlEndpoint))
+        let show = try #require(try c.call("podcasts.subscribe", ["url": host.base + "/feed.xml"]) as? [String: Any])
+        let id = try #require(show["id"] as? Int)
+        #expect(waitUntil(timeout: 10) { ((try? host.stats())?["notModified"] as? Int ?? 0) >= 1 }, "a scheduled refresh asked conditionally and got a 304")
+        #expect(try episodes(c, id).count == 1)
+        try host.writeFeed(episodes: 2)
+        #expect(waitUntil(timeout: 10) { (try? episodes(c, id))?.count == 2 }, "the new episode came with the next scheduled refresh")
+        let requests = (try host.stats()["requests"] as? [String: Int])?["/feed.xml"] ?? 0
+        #expect(requests >= 3 && requests <= 12, "one fetch every 2 s or so, not a tight loop: \(requests) in all")
+    }
+}
+
 /// A station URL that answers with a playlist plays through the leader: a
 /// `.pls` whose first entry answers 404 plays its second in a room.
 @Suite(.serialized) struct StationPlaylistPlaybackTests {
