@@ -87,16 +87,17 @@ private func firstLoud(_ raw: [Int16], from start: Int = 0) -> Int? {
     return nil
 }
 
-/// A leader with a library in `dir`. Without the automatic cache: a
+/// A leader with a library in `dir` (and what `configure` adds). Without the automatic cache: a
 /// resumed episode then comes from the server (with a Range), not from
 /// the copy its first play left in the cache.
-private func leaderFor(_ dir: String) throws -> Leader {
+private func leaderFor(_ dir: String, configure: (inout LeaderConfiguration) -> Void = { _ in }) throws -> Leader {
     try startLeader(files: []) { c in
         c.autoCache = false
         c.musicDirectory = dir + "/music"
         c.databasePath = dir + "/db/library.db"
         c.control = Endpoint(host: "127.0.0.1", port: 0)
         c.network.destinations = StreamDestinationPolicy(allowsLocal: true) // the feed and episodes are on 127.0.0.1
+        configure(&c)
     }
 }
 
@@ -327,12 +328,8 @@ private func episodes(_ c: ControlClient, _ podcast: Any) throws -> [[String: An
         let dir = makeTemporaryDirectory()
         let host = try PodcastHost(testFolder: dir, episodes: 2)
         defer { host.stop() }
-        let leader = try startLeader(files: []) { c in
-            c.musicDirectory = dir + "/music"
-            c.databasePath = dir + "/db/library.db"
-            c.control = Endpoint(host: "127.0.0.1", port: 0)
+        let leader = try leaderFor(dir) { c in
             c.web = WebOptions(endpoint: Endpoint(host: "127.0.0.1", port: 0), root: WebAppTests.repository + "/web")
-            c.network.destinations = StreamDestinationPolicy(allowsLocal: true)
         }
         defer { leader.stop() }
         let follower = try startFollower(leader: leader.endpoint, name: "kitchen", output: .file(path: dir + "/k.raw", ppm: 0, delayMilliseconds: 0))
@@ -355,13 +352,7 @@ private func episodes(_ c: ControlClient, _ podcast: Any) throws -> [[String: An
         let dir = makeTemporaryDirectory()
         let host = try PodcastHost(testFolder: dir, episodes: 1)
         defer { host.stop() }
-        let leader = try startLeader(files: []) { c in
-            c.musicDirectory = dir + "/music"
-            c.databasePath = dir + "/db/library.db"
-            c.control = Endpoint(host: "127.0.0.1", port: 0)
-            c.network.destinations = StreamDestinationPolicy(allowsLocal: true)
-            c.podcastRefreshSeconds = 2
-        }
+        let leader = try leaderFor(dir) { c in c.podcastRefreshSeconds = 2 }
         defer { leader.stop() }
         let c = try ControlClient(endpoint: try #require(leader.controlEndpoint))
         let show = try #require(try c.call("podcasts.subscribe", ["url": host.base + "/feed.xml"]) as? [String: Any])

@@ -14,15 +14,11 @@ plays its URL); its progress bar once the leader kept a position; mark
 another played from its row (podcasts.episodes agrees); no errors.
 """
 
-import argparse
-import json
 import os
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from webapp_test import Failure, Leader, Page, fail, ok, wait_leader  # noqa: E402
-from selenium.common.exceptions import WebDriverException  # noqa: E402
+from webapp_test import Leader, Page, fail, ok, run_checks, wait_leader  # noqa: E402
 
 
 def run(args):
@@ -110,23 +106,7 @@ def run(args):
 
 
 def main():
-    ap = argparse.ArgumentParser(description="Browser test of the web app's Podcasts screen.")
-    ap.add_argument("--url", required=True)
-    ap.add_argument("--control-port", type=int, required=True)
-    ap.add_argument("--feed", required=True)
-    ap.add_argument("--screenshots")
-    ap.add_argument("--timeout", type=float, default=10)
-    args = ap.parse_args()
-    t0 = time.monotonic()
-    try:
-        run(args)
-    except Failure as e:
-        print("FAIL %s" % e, flush=True)
-        sys.exit(1)
-    except WebDriverException as e:
-        print("FAIL browser: %s" % str(e).splitlines()[0], flush=True)
-        sys.exit(1)
-    print("all checks passed in %.1f s" % (time.monotonic() - t0), flush=True)
+    run_checks(run, "Browser test of the web app's Podcasts screen.", lambda ap: ap.add_argument("--feed", required=True))
 
 
 if __name__ == "__main__":

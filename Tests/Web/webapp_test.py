@@ -499,14 +499,22 @@ def run(args):
 
 
 def main():
-    ap = argparse.ArgumentParser(description="Browser test of Tutti's web app against a running leader.")
+    def options(ap):
+        ap.add_argument("--mpd-port", type=int, required=True)
+        ap.add_argument("--query")
+        ap.add_argument("--room", default="kitchen")
+    run_checks(run, "Browser test of Tutti's web app against a running leader.", options)
+
+
+def run_checks(run, description, options):
+    """Parses --url, --control-port, --screenshots, --timeout and what `options`
+    adds, runs `run(args)`, and exits as the module docstring says."""
+    ap = argparse.ArgumentParser(description=description)
     ap.add_argument("--url", required=True)
     ap.add_argument("--control-port", type=int, required=True)
-    ap.add_argument("--mpd-port", type=int, required=True)
     ap.add_argument("--screenshots")
-    ap.add_argument("--query")
-    ap.add_argument("--room", default="kitchen")
     ap.add_argument("--timeout", type=float, default=10)
+    options(ap)
     args = ap.parse_args()
     t0 = time.monotonic()
     try:
