@@ -569,6 +569,11 @@ public final class ControlServer: @unchecked Sendable {
             if let v = track.album { object["album"] = v }
             if let v = track.coverHash { object["coverHash"] = v }
             object["trackId"] = Int(track.id.rawValue)
+        } else if let podcasts = leader.podcasts, podcasts.isEpisode(now.path), let episode = try? podcasts.library.episodes(playing: now.path).first {
+            // A podcast episode: its title, and the show as the artist.
+            object["title"] = episode.title
+            if let show = try? podcasts.library.podcast(episode.podcast) { object["artist"] = show.title }
+            object["episodeId"] = Int(episode.id.rawValue)
         } else if let meta = leader.metadata(ofStream: now.path) {
             // A radio stream: the station, and the title it announces (usually "Artist - Title").
             if let v = meta.stationName { object["station"] = v }

@@ -200,7 +200,8 @@ public final class PodcastService: Sendable {
     /// Records where a group is in the episode it plays (from the
     /// checkpoint, every second); marks it played near its end.
     func record(_ now: NowPlaying) {
-        guard !now.path.isEmpty, now.entryID != nil, isEpisode(now.path), now.state != .error else { return }
+        // Playing or paused only: a stopped player is back at 0, which is not where the listener left off.
+        guard now.state == .playing || now.state == .paused, !now.path.isEmpty, now.entryID != nil, isEpisode(now.path) else { return }
         let position = Int64((now.positionSeconds * 1000).rounded())
         let changed = lastRecorded.withLock { last in
             guard last[now.path].map({ abs($0 - position) >= 500 }) ?? true else { return false }

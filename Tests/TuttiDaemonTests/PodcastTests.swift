@@ -163,6 +163,7 @@ private func episodes(_ c: ControlClient, _ podcast: Any) throws -> [[String: An
         #expect(abs(hz - 440) < 3, "episode 1 is a 440 Hz tone: heard \(hz) Hz")
         let status = try #require(try c.call("player.status") as? [String: Any])
         #expect(status["file"] as? String == host.base + "/ep1.mp3")
+        #expect(status["title"] as? String == "Episode 1: 440 Hz" && status["artist"] as? String == "Tutti Test Show", "now playing names the episode and the show")
         let duration = try #require(status["duration"] as? Double)
         #expect(abs(duration - 40) < 0.1, "the episode lasts 40 s: \(duration)")
         // Byte ranges: nothing asked for one yet; the position is being kept.
@@ -193,6 +194,15 @@ private func episodes(_ c: ControlClient, _ podcast: Any) throws -> [[String: An
         let ranges = try host.stats()["ranges"] as? [String: [String]] ?? [:]
         let offsets = (ranges["/ep1.mp3"] ?? []).compactMap { Int($0.dropFirst(6).prefix { $0 != "-" }) }
         #expect(offsets.contains { $0 > 0 }, "the resume asked for a byte range (the first play did not): \(ranges)")
+
+        // Stopping keeps the place (a stopped player is at 0, which is not where the listener was).
+        let playingAt = try #require((try c.call("player.status") as? [String: Any])?["position"] as? Double)
+        _ = try c.call("player.stop")
+        Thread.sleep(forTimeInterval: 2.5) // more than two checkpoints
+        let afterStop = try #require(try episodes(c, id).last?["position"] as? Double)
+        #expect(afterStop >= playingAt - 1.5, "stopped at \(playingAt) s: the episode keeps \(afterStop) s")
+        let again2 = try #require(try c.call("podcasts.play", ["podcast": id, "episode": episode1]) as? [String: Any])
+        #expect(abs((again2["resumedAt"] as? Double ?? 0) - afterStop) < 0.01)
 
         // Near its end (within 30 s, the last tenth of a short one) it is marked played.
         _ = try c.call("player.seek", ["position": 37.5])
