@@ -22,27 +22,43 @@ enum StationPlaylists {
     static func open(_ url: String, options: NetworkOptions, log: Logger, depth: Int = 0,
                      openHLS: Opener, openStream: Opener) throws(StreamError) -> any AudioDecoder {
         if let kind = StationPlaylist.kind(url: url) {
-            return try resolve(url, hint: kind, options: options, log: log, depth: depth, openHLS: openHLS, openStream: openStream)
+            if let decoder = try resolve(url, hint: kind, options: options, log: log, depth: depth, openHLS: openHLS, openStream: openStream) {
+                return decoder
+            }
+            log.info("\(url): named like a playlist, but audio; playing it as a stream")
+            return try openStream(url)
         }
         do throws(StreamError) {
             return try openStream(url)
         } catch {
             guard case .isPlaylist(_, let kind) = error else { throw error }
-            return try resolve(url, hint: kind, options: options, log: log, depth: depth, openHLS: openHLS, openStream: openStream)
+            guard let decoder = try resolve(url, hint: kind, options: options, log: log, depth: depth, openHLS: openHLS, openStream: openStream) else {
+                throw .playlist(url: url, reason: "its type says \(kind.rawValue.uppercased()) playlist, but it is not one")
+            }
+            return decoder
         }
     }
 
+    /// The first stream of the playlist at `url` that opens; nil when what
+    /// the URL answers is not a playlist after all (audio, or larger than any playlist).
     private static func resolve(_ url: String, hint: StationPlaylistKind, options: NetworkOptions, log: Logger, depth: Int,
-                                openHLS: Opener, openStream: Opener) throws(StreamError) -> any AudioDecoder {
+                                openHLS: Opener, openStream: Opener) throws(StreamError) -> (any AudioDecoder)? {
         guard depth < StationPlaylist.maxDepth else {
             throw .playlist(url: url, reason: "playlists nested more than \(StationPlaylist.maxDepth) deep; refused")
         }
         let document: FetchedDocument
-        switch try DocumentFetch.fetch(url, options: options, maxBytes: StationPlaylist.maxBytes) {
-        case .fetched(let d): document = d
-        case .notModified: throw .playlist(url: url, reason: "the server answered 304 to an unconditional request")
+        do throws(StreamError) {
+            switch try DocumentFetch.fetch(url, options: options, maxBytes: StationPlaylist.maxBytes) {
+            case .fetched(let d): document = d
+            case .notModified: throw .playlist(url: url, reason: "the server answered 304 to an unconditional request")
+            }
+        } catch {
+            guard case .tooLarge = error else { throw error }
+            return nil // larger than any playlist: a stream (a live one has no end)
         }
-        let kind = StationPlaylist.kind(sniffing: document.body[...]) ?? StationPlaylist.kind(contentType: document.contentType) ?? hint
+        let sniffed = StationPlaylist.kind(sniffing: document.body[...]), typed = StationPlaylist.kind(contentType: document.contentType)
+        if sniffed == nil, typed == nil, document.contentType?.lowercased().hasPrefix("audio/") == true { return nil }
+        let kind = sniffed ?? typed ?? hint
         let entries: [String]
         switch kind {
         case .pls: entries = StationPlaylist.parsePLS(String(decoding: document.body, as: UTF8.self), base: url)

@@ -119,6 +119,7 @@ server.serve_forever()
             "/live": ["application/vnd.apple.mpegurl", dir + "/hls.m3u8"],
             "/station.xspf": ["application/xspf+xml", dir + "/station.xspf"],
             "/station.asx": ["video/x-ms-asx", dir + "/station.asx"],
+            "/audio.m3u": ["audio/mpeg", dir + "/tone.mp3"],
         ]
         try JSONSerialization.data(withJSONObject: routes).write(to: URL(fileURLWithPath: dir + "/routes.json"))
         try playlistServerScript.write(toFile: dir + "/server.py", atomically: true, encoding: .utf8)
@@ -137,6 +138,10 @@ server.serve_forever()
             let hz = Double(crossings) / 2 / (Double(frames) / Double(decoder.sampleRate))
             #expect(abs(hz - 440) < 5, "\(path): a 440 Hz tone, heard \(hz) Hz")
         }
+        // Named like a playlist, but audio: played as the stream it is.
+        let named = try opener.open(server.url("/audio.m3u"))
+        #expect(named.path == server.url("/audio.m3u"))
+        #expect(abs(try decodeAll(named).count / 2 - 2 * named.sampleRate) < named.sampleRate / 50)
         #expect(throws: StreamError.self) { try opener.open(server.url("/loop.m3u")) }
         do {
             _ = try opener.open(server.url("/loop.m3u"))
