@@ -290,7 +290,19 @@ private func episodes(_ c: ControlClient, _ podcast: Any) throws -> [[String: An
         }
         let notXML = refusal("/notxml.xml")
         #expect(notXML.contains("not an XML feed") && notXML.contains("line 1"), "\(notXML)")
+        // The leader runs in this process: its peak resident memory while refusing 50 MB (the kernel's
+        // high-water mark, reset first through clear_refs) stays near the 8 MiB cap.
+        func residentKiB(_ field: String) -> Int {
+            let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
+            let line = status.split(separator: "\n").first { $0.hasPrefix(field + ":") } ?? ""
+            return Int(line.split(separator: " ").dropFirst().first { !$0.isEmpty } ?? "") ?? 0
+        }
+        let residentBefore = residentKiB("VmRSS")
+        let reset = (try? "5".write(toFile: "/proc/self/clear_refs", atomically: false, encoding: .utf8)) != nil
         let big = refusal("/big.xml")
+        let peak = residentKiB("VmHWM")
+        print("podcasts: resident \(residentBefore / 1024) MiB before the 50 MB feed, peak \(peak / 1024) MiB while refusing it (peak reset: \(reset))")
+        if reset { #expect(peak - residentBefore < 40 * 1024, "the 50 MB feed was not held: peak \(peak / 1024) MiB, \(residentBefore / 1024) MiB before") }
         #expect(big.contains("larger than the 8 MiB"), "\(big)")
         // Cut off while downloading: the server got to send 8 MiB and what the sockets hold, not 50 MB.
         let sentBig = (try host.stats()["sent"] as? [String: Int])?["/big.xml"] ?? 0
