@@ -109,7 +109,8 @@ public func describeLeaders(_ leaders: [DiscoveredLeader]) -> String {
 
 /// One line per show: id, title, episodes (unplayed), author, feed URL.
 public func describePodcast(_ p: [String: Any]) -> String {
-    var line = "\(p["id"] as? Int ?? 0)\t\(p["title"] as? String ?? "")\t\(p["episodes"] as? Int ?? 0) episodes, \(p["unplayed"] as? Int ?? 0) unplayed"
+    let count = p["episodes"] as? Int ?? 0
+    var line = "\(p["id"] as? Int ?? 0)\t\(p["title"] as? String ?? "")\t\(count) episode\(count == 1 ? "" : "s"), \(p["unplayed"] as? Int ?? 0) unplayed"
     if let author = p["author"] as? String { line += "\t\(author)" }
     if let error = p["refreshError"] as? String { line += "\t(last refresh failed: \(error))" }
     return line

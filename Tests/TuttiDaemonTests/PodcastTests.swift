@@ -150,6 +150,8 @@ private func episodes(_ c: ControlClient, _ podcast: Any) throws -> [[String: An
         let port = try #require(leader.controlEndpoint?.port)
         let cli = try runTutti(port: port, ["podcast", "episodes", "Tutti Test"])
         #expect(cli.status == 0 && cli.out.contains("Episode 1: 440 Hz") && cli.out.contains("0:40"), "\(cli.out)")
+        let shows = try runTutti(port: port, ["podcast", "list"])
+        #expect(shows.status == 0 && shows.out.contains("\(id)\tTutti Test Show\t2 episodes, 2 unplayed\tAda Tester"), "\(shows.out)")
 
         // Play episode 1: its tone reaches the DAC, and the player knows its length.
         let episode1 = try #require(list.last?["id"] as? Int)
@@ -377,8 +379,10 @@ private func episodes(_ c: ControlClient, _ podcast: Any) throws -> [[String: An
         let leader = try leaderFor(dir) { c in c.podcastRefreshSeconds = 2 }
         defer { leader.stop() }
         let c = try ControlClient(endpoint: try #require(leader.controlEndpoint))
-        let show = try #require(try c.call("podcasts.subscribe", ["url": host.base + "/feed.xml"]) as? [String: Any])
-        let id = try #require(show["id"] as? Int)
+        // Subscribed with the CLI.
+        let added = try runTutti(port: try #require(leader.controlEndpoint?.port), ["podcast", "add", host.base + "/feed.xml"])
+        #expect(added.status == 0 && added.out.contains("Tutti Test Show\t1 episode, 1 unplayed"), "\(added.out)")
+        let id = try #require(((try c.call("podcasts.list") as? [String: Any])?["podcasts"] as? [[String: Any]])?.first?["id"] as? Int)
         #expect(waitUntil(timeout: 10) { ((try? host.stats())?["notModified"] as? Int ?? 0) >= 1 }, "a scheduled refresh asked conditionally and got a 304")
         #expect(try episodes(c, id).count == 1)
         try host.writeFeed(episodes: 2)
