@@ -99,7 +99,11 @@ public final class SourceOpener: Sendable {
 extension SourceOpener {
     /// Where an HLS playlist found behind a station URL (an `.m3u8` with
     /// `#EXT-X-` tags, `StationPlaylists`) is opened: the one place for the
-    /// HLS source to plug in. Until one exists, a clear refusal.
+    /// HLS source to plug in (with an HLS source, pass a closure that opens
+    /// it, with the entry's cancellation and metadata handler, as `openHLS`
+    /// in the two calls above; an `.m3u8` URL then needs no test of its own
+    /// before `StationPlaylists.open`, which tells HLS from a list of
+    /// stations by its `#EXT-X-` tags). Until one exists, a clear refusal.
     static func openHLS(_ url: String) throws(StreamError) -> any AudioDecoder {
         throw .undecodable(url: url, reason: "an HLS stream (an .m3u8 of media segments), which this build does not play yet")
     }
