@@ -304,7 +304,8 @@ private func episodes(_ c: ControlClient, _ podcast: Any) throws -> [[String: An
         let big = refusal("/big.xml")
         let peak = residentKiB("VmHWM")
         print("podcasts: resident \(residentBefore / 1024) MiB before the 50 MB feed, peak \(peak / 1024) MiB while refusing it (peak reset: \(reset))")
-        if reset { #expect(peak - residentBefore < 40 * 1024, "the 50 MB feed was not held: peak \(peak / 1024) MiB, \(residentBefore / 1024) MiB before") }
+        // Holding the feed would be 50 MB and more above; the margin is for other suites running in this process meanwhile.
+        if reset { #expect(peak - residentBefore < 48 * 1024, "the 50 MB feed was not held: peak \(peak / 1024) MiB, \(residentBefore / 1024) MiB before") }
         #expect(big.contains("larger than the 8 MiB"), "\(big)")
         // Cut off while downloading: the server got to send 8 MiB and what the sockets hold, not 50 MB.
         let sentBig = (try host.stats()["sent"] as? [String: Int])?["/big.xml"] ?? 0
