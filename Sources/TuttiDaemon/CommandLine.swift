@@ -290,7 +290,7 @@ public extension DaemonCommand {
                 }
             }
             if printConfig { return (.printConfig(settings.render(file: file?.path)), level) }
-            guard !c.files.isEmpty || c.musicDirectory != nil else { throw UsageError("leader needs --play FILE [FILE...] or --music DIR") }
+            guard !c.files.isEmpty || c.musicDirectory != nil || !c.lineInputs.isEmpty else { throw UsageError("leader needs --play FILE [FILE...], --music DIR or --line-in DEVICE") }
             return (.leader(c), level)
         case "follower":
             guard let invocation = try FollowerConfiguration.parse(args.remaining, file: file, hostname: hostname) else {

@@ -20,7 +20,7 @@ tuttid="$scratch/release/tuttid"
 
 work=$(mktemp -d /tmp/tutti-bench-linein.XXXXXX)
 pids=""
-cleanup() { for p in $pids; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null; rm -rf "$work"; }
+cleanup() { for p in $pids; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null; tail -5 "$work/leader.log" >&2; rm -rf "$work"; }
 trap cleanup EXIT INT TERM
 
 HOME="$work" PULSE_RUNTIME_PATH="$work/run" pulseaudio -n --daemonize=no --exit-idle-time=-1 --use-pid-file=false \
@@ -49,6 +49,8 @@ def rpc(method, params=None):
             break
         except OSError:
             time.sleep(0.1)
+    else:
+        raise SystemExit("the leader does not answer on %d: see its log" % port)
     f = s.makefile("rwb")
     f.write((json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params or {}}) + "\n").encode()); f.flush()
     r = json.loads(f.readline()); s.close()
