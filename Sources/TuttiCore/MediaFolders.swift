@@ -37,12 +37,16 @@ public struct MediaFolders: Sendable, Equatable {
 public struct PathConfinementError: Error, CustomStringConvertible, Equatable {
     public let path: String
     public let refusal: StreamDestinationRefusal?
-    public init(path: String, refusal: StreamDestinationRefusal? = nil) {
+    /// Why, when it is not a path (a line input the settings do not name).
+    public let reason: String?
+    public init(path: String, refusal: StreamDestinationRefusal? = nil, reason: String? = nil) {
         self.path = path
         self.refusal = refusal
+        self.reason = reason
     }
     public var description: String {
         if let refusal { return "\(path): \(refusal)" }
+        if let reason { return "\(path): \(reason)" }
         return "\(path) is outside the music folder, the cache and the playlist folder: a client may only name files there"
     }
 }

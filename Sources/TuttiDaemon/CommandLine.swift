@@ -50,6 +50,8 @@ public enum DaemonUsage {
       --allow-local-streams  play streams and fetch files from this machine and the private network
                              (10/8, 172.16/12, 192.168/16, fc00::/7: a home's NAS or Icecast);
                              otherwise only from the internet (see docs/streams.md)
+      --line-in "DEVICE ..."  capture devices (ALSA names, as arecord -L lists them) that
+                             may be played as line:DEVICE?name=Turntable sources
       --db PATH              library database (default ~/.local/share/tutti/library.db,
                              /var/lib/tutti/library.db for the service)
       --play FILE [FILE...]  MP3 or WAV files, played gaplessly in order
@@ -128,6 +130,7 @@ public extension DaemonCommand {
             ConfigOption("net-timeout", "10", .value(flag: "--net-timeout")),
             ConfigOption("ca-file", "", .value(flag: "--ca-file")),
             ConfigOption("local-streams", "no", .enabledBy(flag: "--allow-local-streams")),
+            ConfigOption("line-in", "", .value(flag: "--line-in")),
             ConfigOption("codec", "opus", .value(flag: "--codec")),
             ConfigOption("bitrate", "160", .value(flag: "--bitrate")),
             ConfigOption("frame-ms", "20", .value(flag: "--frame-ms")),
@@ -236,6 +239,7 @@ public extension DaemonCommand {
                     c.network.stallTimeout = seconds
                 case "--ca-file": c.network.caFile = try args.value(flag).nonEmpty
                 case "--allow-local-streams": c.network.destinations = StreamDestinationPolicy(allowsLocal: true)
+                case "--line-in": c.lineInputs += try args.value(flag).split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)
                 case "--play":
                     while let next = args.next, !next.hasPrefix("--") { c.files.append(args.take()) }
                 case "--loop": c.loop = true
@@ -286,7 +290,7 @@ public extension DaemonCommand {
                 }
             }
             if printConfig { return (.printConfig(settings.render(file: file?.path)), level) }
-            guard !c.files.isEmpty || c.musicDirectory != nil else { throw UsageError("leader needs --play FILE [FILE...] or --music DIR") }
+            guard !c.files.isEmpty || c.musicDirectory != nil || !c.lineInputs.isEmpty else { throw UsageError("leader needs --play FILE [FILE...], --music DIR or --line-in DEVICE") }
             return (.leader(c), level)
         case "follower":
             guard let invocation = try FollowerConfiguration.parse(args.remaining, file: file, hostname: hostname) else {

@@ -580,6 +580,9 @@ public final class ControlServer: @unchecked Sendable {
             if let v = meta.title { object["title"] = v } else if let v = meta.stationName { object["title"] = v }
         } else if PipeSourceSpec.isPipe(now.path), let pipe = try? PipeSourceSpec(parsing: now.path) {
             object["title"] = pipe.name // a player feeding a pipe (AirPlay, Spotify): the name it was given
+        } else if LineInSpec.isLineIn(now.path), let line = try? LineInSpec(parsing: now.path) {
+            object["title"] = line.name // a turntable, a TV: the name it was given
+            object["live"] = true
         } else if !now.path.isEmpty {
             object["title"] = PathText.title(now.path)
         }

@@ -101,6 +101,14 @@ public final class Leader: @unchecked Sendable {
             }
             return uri
         }
+        if LineInSpec.isLineIn(uri) {
+            // A capture device is the household's to offer, not a client's to pick (a microphone is one too).
+            guard let spec = try? LineInSpec(parsing: uri) else { return uri } // refused later with its own reason
+            guard configuration.lineInputs.contains(spec.device) else {
+                throw PathConfinementError(path: uri, reason: "\(spec.device) is not a line input of this leader: name it in tutti.conf [leader] as line-in = \(spec.device) (or --line-in \(spec.device))")
+            }
+            return uri
+        }
         var path = uri
         if PipeSourceSpec.isPipe(uri) {
             guard let spec = try? PipeSourceSpec(parsing: uri) else { return uri } // refused later with its own reason
@@ -258,7 +266,7 @@ public final class Leader: @unchecked Sendable {
         }
         let roots = [configuration.musicDirectory, cacheFolder, playlists].compactMap { $0 } + configuration.allowedFolders
         // A file named on the command line is allowed alone, not its folder (which may be a home folder).
-        let files = configuration.files.filter { !MediaFolders.isRemote($0) && !PipeSourceSpec.isPipe($0) }
+        let files = configuration.files.filter { !MediaFolders.isRemote($0) && !PipeSourceSpec.isPipe($0) && !LineInSpec.isLineIn($0) }
             .map { $0.hasPrefix("file://") ? String($0.dropFirst(7)) : $0 }
             .map { $0.hasPrefix("/") ? $0 : FileManager.default.currentDirectoryPath + "/" + $0 }
         // A folder missing now (a disk not mounted yet) is still a media folder, by its name.

@@ -92,6 +92,8 @@ public struct LeaderConfiguration: Sendable {
     public var playlistDirectory: String? = nil
     /// More folders clients may name files in (besides music, cache, playlists).
     public var allowedFolders: [String] = []
+    /// Capture devices that may be played as `line:DEVICE` sources (ALSA names).
+    public var lineInputs: [String] = []
     /// librubberband's engine for speed and pitch.
     public var timeStretchEngine = TimeStretcher.Engine.faster
     /// Bytes a follower may have queued before it is dropped as too slow.

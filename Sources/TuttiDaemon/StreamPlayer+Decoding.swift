@@ -49,6 +49,11 @@ extension StreamPlayer {
                         consecutiveFailures = 0
                         published.withLock { $0.durations[track] = progress.frameCount.map { Double($0) / Double(rate) } }
                         log.info("playing \(source.uri) (\(rate) Hz)")
+                        realTimeLeadDue = source.isRealTime
+                    }
+                    if realTimeLeadDue {
+                        realTimeLeadDue = false
+                        leadRealTimeSource()
                     }
                     consumeDecoded(n)
                 }
@@ -76,6 +81,21 @@ extension StreamPlayer {
             }
             consumeDecoded(n)
         }
+    }
+
+    /// A source that delivers in real time (a pipe, a line input) never gets
+    /// ahead by itself: its first frame would be sent only a start latency
+    /// before it plays, and every room would play from a 100 ms buffer. So
+    /// silence goes first, up to a buffer's lead, and from then on its audio
+    /// is sent as it arrives, a buffer before the rooms play it: the delay
+    /// from its input to the rooms is the buffer.
+    func leadRealTimeSource() {
+        let firstFrame = streamFrame + pending.count / 2
+        let lead = ptsOf(frame: firstFrame).nanoseconds - Monotonic.now()
+        let frames = Int(StreamFormat.frames(nanoseconds: buffer - lead))
+        guard frames > 0 else { return }
+        pending += [Float](repeating: 0, count: 2 * frames)
+        pendingSegments.append(Segment(start: 0, count: frames, track: track, trackFrame: runOrigin, phase: .loading, speed: tempo.speed, runOffset: runFrames))
     }
 
     /// `decoded` holds `n` frames at the source's rate: resample and queue them.

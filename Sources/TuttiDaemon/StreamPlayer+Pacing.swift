@@ -64,6 +64,7 @@ extension StreamPlayer {
                 let frames = framesPerChunk - pending.count / 2
                 pending += [Float](repeating: 0, count: frames * 2)
                 pendingSegments.append(Segment(start: 0, count: frames, track: track, trackFrame: runOrigin, phase: phase, speed: tempo.speed, runOffset: runFrames))
+                if background?.isRealTime == true { realTimeLeadDue = true } // it comes back a buffer ahead
             }
             // Pace: send each chunk `buffer` ahead of its PTS; commands interrupt the wait.
             let sendAt = ptsOf(frame: streamFrame).nanoseconds - buffer

@@ -103,6 +103,9 @@ final class StreamPlayer: @unchecked Sendable {
     }
     /// The background source has delivered audio (before that it is loading).
     var backgroundStarted = false
+    /// The next frames of a real-time source go a buffer ahead (`leadRealTimeSource`):
+    /// at its start, and after it starved.
+    var realTimeLeadDue = false
     /// Set by `fillPending` when a network source had no audio for it.
     var starvedPhase: PlayerPhase?
     /// Failures in a row, to stop trying when every entry fails.

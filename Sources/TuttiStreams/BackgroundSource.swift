@@ -4,6 +4,14 @@ import TuttiCore
 import TuttiSystem
 import TuttiDecode
 
+/// A source that holds audio of its own before it decodes it (a network
+/// buffer, a capture device): what it holds counts as buffered.
+protocol ReportsBuffering: AnyObject {
+    var bufferedSeconds: Double { get }
+    /// Finite network file: share downloaded, 0…1.
+    var downloadedFraction: Double? { get }
+}
+
 /// Opens and decodes one source on its own thread into a bounded buffer of
 /// decoded frames, so that the thread consuming it (the leader's source
 /// thread) never waits on the network: `poll` returns at once with frames,
@@ -38,6 +46,9 @@ public final class BackgroundSource: @unchecked Sendable {
     }
 
     public let uri: String
+    /// It delivers in real time (a pipe, a line input), never ahead: the
+    /// player starts it a buffer ahead (`StreamPlayer.fillPending`).
+    public let isRealTime: Bool
     private let lock = Condition()
     private var ring: [Float] = []          // interleaved stereo, consumed from `head`
     private var head = 0
@@ -52,9 +63,10 @@ public final class BackgroundSource: @unchecked Sendable {
     /// Starts opening at once. `open` runs on the new thread and may block;
     /// a `NetworkSource` made with `cancellation` stops waiting on `close`.
     /// `startFrame` (at `frameRate` Hz) is where decoding starts.
-    public init(uri: String, startFrame: Int = 0, frameRate: Int = 48_000, ringSeconds: Double = 4,
+    public init(uri: String, startFrame: Int = 0, frameRate: Int = 48_000, ringSeconds: Double = 4, isRealTime: Bool = false,
                 open: @escaping @Sendable (NetworkCancellation) throws -> any AudioDecoder) {
         self.uri = uri
+        self.isRealTime = isRealTime
         self.ringSeconds = ringSeconds
         capacityFrames = Int(ringSeconds * 48_000)
         // The decoder runs on it: a roomier stack than startThread's default.
@@ -113,7 +125,7 @@ public final class BackgroundSource: @unchecked Sendable {
             fail(error)
             return
         }
-        let network = decoder as? NetworkSource
+        let network = decoder as? any ReportsBuffering
         var block: [Float] = []
         while true {
             // Wait for room (the consumer drains) or the end.

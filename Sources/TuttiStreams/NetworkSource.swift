@@ -19,7 +19,7 @@ import TuttiDecode
 /// Thread contract: like every `AudioDecoder`, one reader thread. `metadata`,
 /// `statistics` and `setMetadataHandler` may be used from any thread; the
 /// metadata handler is called on the network queue.
-public final class NetworkSource: AudioDecoder {
+public final class NetworkSource: AudioDecoder, ReportsBuffering {
     public let path: String
     public let sampleRate: Int
     public let channels: Int

@@ -53,7 +53,16 @@ public final class SourceOpener: Sendable {
         if PipeSourceSpec.isPipe(uri) {
             let spec: PipeSourceSpec
             do { spec = try PipeSourceSpec(parsing: uri) } catch { throw .unsupportedURL(error.description) }
-            return .background(BackgroundSource(uri: uri) { cancellation throws(AudioError) in try PipeSource(spec, cancellation: cancellation) })
+            return .background(BackgroundSource(uri: uri, isRealTime: true) { cancellation throws(AudioError) in try PipeSource(spec, cancellation: cancellation) })
+        }
+        if LineInSpec.isLineIn(uri) {
+            let spec: LineInSpec
+            do { spec = try LineInSpec(parsing: uri) } catch { throw .unsupportedURL(error.description) }
+            // A short ring: a live input is heard at once or not at all (while
+            // its group is paused, the device overruns and starts again afresh).
+            return .background(BackgroundSource(uri: uri, ringSeconds: 0.25, isRealTime: true) { cancellation throws(AudioError) in
+                try LineInSource(spec, cancellation: cancellation)
+            })
         }
         if Self.isNetworkURL(uri), cache?.cachedPath(for: uri) == nil {
             let handler = onMetadata.map { h in { @Sendable (m: StreamMetadata) in h(uri, m) } }
