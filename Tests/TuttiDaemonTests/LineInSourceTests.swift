@@ -89,12 +89,12 @@ final class PulseLineIn {
         let status = try #require(try ControlClient(endpoint: control).call("player.status") as? [String: Any])
         #expect(status["title"] as? String == "Turntable")
 
-        // A real program plays 3 s of 440 Hz into the input, in real time.
-        try Self.toneFile(dir + "/tone.wav", seconds: 3, silence: 0.2)
+        // A real program plays 5 s of 440 Hz into the input, in real time.
+        try Self.toneFile(dir + "/tone.wav", seconds: 5, silence: 0.2)
         var latencies: [Double] = []
         let player = try BackgroundProgram("/usr/bin/env", ["PULSE_SERVER=" + pulse.server, "/usr/bin/aplay", "-q", "-D", "pulse:DEVICE=line", dir + "/tone.wav"])
         defer { player.stop() }
-        for _ in 0..<30 {
+        for _ in 0..<50 {
             usleep(100_000)
             if let s = try? ControlClient(endpoint: control).call("player.status") as? [String: Any], let b = s["bufferedSeconds"] as? Double {
                 latencies.append(b)
@@ -109,7 +109,7 @@ final class PulseLineIn {
         let loud = (0..<frames).filter { abs(Int(s[2 * $0])) > 8_000 }
         let (first, last) = (loud.first ?? 0, loud.last ?? 0)
         let seconds = Double(last - first) / 48_000
-        #expect(seconds > 2.9 && seconds < 3.1, "\(seconds) s of tone, from \(Double(first) / 48_000) s to \(Double(last) / 48_000) s of \(Double(frames) / 48_000); latency \(latencies)")
+        #expect(seconds > 4.9 && seconds < 5.1, "\(seconds) s of tone, from \(Double(first) / 48_000) s to \(Double(last) / 48_000) s of \(Double(frames) / 48_000); latency \(latencies)")
         var crossings = 0
         for i in (first + 1)..<max(first + 2, last) where (s[2 * i - 2] < 0) != (s[2 * i] < 0) { crossings += 1 }
         let hz = Double(crossings) / 2 / max(seconds, 0.001)

@@ -53,7 +53,10 @@ def rpc(method, params=None):
         raise SystemExit("the leader does not answer on %d: see its log" % port)
     f = s.makefile("rwb")
     f.write((json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params or {}}) + "\n").encode()); f.flush()
-    r = json.loads(f.readline()); s.close()
+    while True: # notifications may come first
+        r = json.loads(f.readline())
+        if r.get("id") == 1: break
+    s.close()
     if "error" in r: raise SystemExit("%s: %s" % (method, r["error"]))
     return r["result"]
 rpc("queue.add", {"uris": ["line:pulse:DEVICE=line.monitor?name=Bench"]})
