@@ -628,6 +628,8 @@ public final class ControlServer: @unchecked Sendable {
             // v5 rooms: the clock's confidence and the arrival margin (the tail of the delay).
             if let sync = leader.syncHealth[name] {
                 fields["clockUncertaintyUs"] = Double(sync.clockUncertaintyNanoseconds) / 1e3
+                // Playing on a clock not yet sure to tens of µs (a link that queues): converging by steering.
+                fields["settling"] = h.bufferedNanoseconds > 0 && sync.clockUncertaintyNanoseconds > ClockEstimator.Configuration().readyUncertainty
                 fields["clockSamples"] = Int(sync.clockSamples)
                 fields["clockChannel"] = sync.clockChannel == .datagram ? "udp" : "tcp"
                 fields["arrivalLeadMinMs"] = Double(sync.arrivalLeadMinimumNanoseconds) / 1e6
