@@ -49,6 +49,8 @@ public final class Leader: @unchecked Sendable {
     var mpdServer: MPDServer?
     var webSurface: WebSurface?
     var snapcastControlServer: SnapcastControl?
+    /// The AirPlay receivers, one per group, while `airplay` is on (Leader+AirPlay.swift).
+    var airplay: AirPlayReceivers?
     /// Where clients may name files (see `confine`), and where playlists are imported and exported.
     public let mediaFolders: MediaFolders
     public let playlistFolder: String?
@@ -402,6 +404,7 @@ public final class Leader: @unchecked Sendable {
             mpdServer = server
         }
         if configuration.announce { startAnnouncing() }
+        if configuration.airplay { startAirPlay() }
         podcasts?.start()
         if let library, let folder = configuration.musicDirectory {
             // The start-up scan runs beside playback; unchanged files are not re-read.
@@ -486,6 +489,7 @@ public final class Leader: @unchecked Sendable {
     public func stop() {
         guard running.exchange(false, ordering: .acquiringAndReleasing) else { return }
         roomCommands.stop()
+        airplay?.stop() // withdrawn with the leader: no phone should find a receiver that plays nowhere
         handshakeWake.withLock { handshakeWake.signal() }
         checkpoint()
         podcasts?.stop()
