@@ -11,34 +11,29 @@ import TuttiNet
 import TuttiTestSupport
 
 /// A real AirPlay sender: PyPI's pyatv, streaming a file with its metadata
-/// to a receiver found over mDNS (unicast to 127.0.0.1: loopback has no
-/// multicast). pyatv 0.18 announces raw PCM with an `a=fmtp` line that makes
+/// to a receiver the test found over mDNS (`_raop._tcp` through Avahi; pyatv's
+/// own scan of 127.0.0.1 merges every receiver of one host into one
+/// device). pyatv 0.18 announces raw PCM with an `a=fmtp` line that makes
 /// shairport-sync 3.3.8 decode it as ALAC and crash: the sender drops that
 /// line (a real iPhone sends ALAC and is not affected). Its DACP-ID and
 /// Active-Remote are fixed (`DACP_ID`), so a stand-in remote can be announced.
 let airPlaySenderScript = #"""
-import asyncio, os, sys, time
+import asyncio, json, os, sys, time
+from ipaddress import IPv4Address
 import pyatv, pyatv.support.rtsp as rtsp
+from pyatv.conf import AppleTV, ManualService
 from pyatv.const import Protocol
 from pyatv.interface import MediaMetadata
 rtsp.ANNOUNCE_PAYLOAD = "".join(l for l in rtsp.ANNOUNCE_PAYLOAD.splitlines(keepends=True) if not l.startswith("a=fmtp"))
 if os.environ.get("DACP_ID"):
     fixed = int(os.environ["DACP_ID"], 16)
     rtsp.randrange = lambda n: fixed % n
-async def receivers(loop):
-    return [c.name for c in await pyatv.scan(loop, hosts=["127.0.0.1"], protocol=Protocol.RAOP, timeout=2)]
 async def main():
     loop = asyncio.get_event_loop()
-    if sys.argv[1] == "scan":
-        print("\n".join(sorted(await receivers(loop))), flush=True)
-        return
-    name, path, title, artist, album, art = sys.argv[1:7]
-    for _ in range(30):
-        found = [c for c in await pyatv.scan(loop, hosts=["127.0.0.1"], protocol=Protocol.RAOP, timeout=2) if c.name == name]
-        if found: break
-    else:
-        print("receiver %s not found" % name, file=sys.stderr); sys.exit(2)
-    atv = await pyatv.connect(found[0], loop)
+    port, txt, path, title, artist, album, art = sys.argv[1:8]
+    conf = AppleTV(IPv4Address("127.0.0.1"), "receiver")
+    conf.add_service(ManualService("receiver-%s" % port, Protocol.RAOP, int(port), json.loads(txt)))
+    atv = await pyatv.connect(conf, loop)
     try:
         print("start %d" % time.clock_gettime_ns(time.CLOCK_MONOTONIC), flush=True)
         await atv.stream.stream_file(path, metadata=MediaMetadata(title=title, artist=artist, album=album, artwork=open(art, "rb").read()))
@@ -102,20 +97,27 @@ http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
         return (Double(crossings) / 2 / max(seconds, 0.001), (energy / Double(max(1, last - first))).squareRoot(), seconds, first)
     }
 
-    /// The sender, streaming in the background; its log (with its start time) at `log`.
-    func sender(_ dir: String, _ args: [String], dacpID: String? = nil, log: String? = nil) throws -> BackgroundProgram {
+    /// The AirPlay receivers announced over mDNS (`_raop._tcp`, "MAC@Name"): name → service.
+    static func announced() throws -> [String: DiscoveredLeader] {
+        let browser = try ServiceBrowser(type: "_raop._tcp")
+        defer { browser.stop() }
+        waitUntil(timeout: 3) { browser.settled }
+        usleep(200_000)
+        var out: [String: DiscoveredLeader] = [:]
+        for s in browser.leaders { out[String(s.name.split(separator: "@", maxSplits: 1).last ?? "")] = s }
+        return out
+    }
+
+    /// The sender, streaming to the receiver announced as `receiver`; its log (with its start time) at `log`.
+    func sender(_ dir: String, to receiver: String, _ args: [String], dacpID: String? = nil, log: String? = nil) throws -> BackgroundProgram {
+        var service: DiscoveredLeader?
+        waitUntil(timeout: 10) { service = (try? Self.announced())?[receiver]; return service != nil }
+        guard let service else { throw CommandFailed(description: "no AirPlay receiver \(receiver) announced") }
+        let txt = String(decoding: try JSONSerialization.data(withJSONObject: service.txt), as: UTF8.self)
         let script = dir + "/sender.py"
         if !FileManager.default.fileExists(atPath: script) { try airPlaySenderScript.write(toFile: script, atomically: true, encoding: .utf8) }
         let environment = dacpID.map { ["DACP_ID=" + $0] } ?? []
-        return try BackgroundProgram("/usr/bin/env", environment + ["python3", script] + args, log: log ?? dir + "/sender.log")
-    }
-
-    /// Runs the sender's scan: the receivers' names announced over mDNS.
-    func scan(_ dir: String) throws -> [String] {
-        let script = dir + "/sender.py"
-        if !FileManager.default.fileExists(atPath: script) { try airPlaySenderScript.write(toFile: script, atomically: true, encoding: .utf8) }
-        let result = try runProgram("/usr/bin/env", ["python3", script, "scan"], timeout: 30)
-        return result.out.split(separator: "\n").map(String.init)
+        return try BackgroundProgram("/usr/bin/env", environment + ["python3", script, String(service.port), txt] + args, log: log ?? dir + "/sender.log")
     }
 
     static func startTime(_ log: String) -> Int64? {
@@ -156,14 +158,14 @@ http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
 
         // One receiver per group, announced under its name over Avahi, and following a rename.
         #expect(Set(leader.airPlayReceivers.values.map(\.name)) == ["Home", "Kitchen"])
-        #expect(waitUntil(timeout: 15) { (try? scan(dir)).map { Set($0) == ["Home", "Kitchen"] } ?? false })
+        #expect(waitUntil(timeout: 15) { (try? Self.announced()).map { Set($0.keys) == ["Home", "Kitchen"] } ?? false })
         _ = try leader.renameGroup("Kitchen", to: "Cuisine")
         leader.settleAirPlay()
-        #expect(waitUntil(timeout: 15) { (try? scan(dir)).map { Set($0) == ["Home", "Cuisine"] } ?? false })
+        #expect(waitUntil(timeout: 15) { (try? Self.announced()).map { Set($0.keys) == ["Home", "Cuisine"] } ?? false })
         _ = try leader.renameGroup("Cuisine", to: "Kitchen")
         _ = try leader.partyOn()
         leader.settleAirPlay()
-        #expect(waitUntil(timeout: 15) { (try? scan(dir)) == ["Whole house"] })
+        #expect(waitUntil(timeout: 15) { (try? Self.announced()).map { Set($0.keys) == ["Whole house"] } ?? false })
         leader.partyOff()
         leader.settleAirPlay()
         #expect(Set(leader.airPlayReceivers.values.map(\.name)) == ["Home", "Kitchen"])
@@ -174,7 +176,7 @@ http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
         usleep(1_500_000)
 
         // The phone: 4 s of 440 Hz with title, artist, album and artwork.
-        let phone = try sender(dir, ["Kitchen", dir + "/a440.wav", "Tone 440", "Tutti", "Tests", dir + "/art.jpg"], log: dir + "/phone.log")
+        let phone = try sender(dir, to: "Kitchen", [dir + "/a440.wav", "Tone 440", "Tutti", "Tests", dir + "/art.jpg"], log: dir + "/phone.log")
         defer { phone.stop() }
         let control = try #require(leader.controlEndpoint)
         var seen: [String: Any] = [:]
@@ -257,7 +259,7 @@ http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
         defer { announcement.stop() }
         _ = announcement.waitUntilEstablished(timeout: 10)
 
-        let first = try sender(dir, ["Kitchen", dir + "/long440.wav", "First", "Phone A", "Album", dir + "/art.jpg"], dacpID: "ABCDEF12")
+        let first = try sender(dir, to: "Kitchen", [dir + "/long440.wav", "First", "Phone A", "Album", dir + "/art.jpg"], dacpID: "ABCDEF12")
         defer { first.stop() }
         #expect(waitUntil(timeout: 20) { leader.airPlayNowPlaying(group: "Kitchen")?.title == "First" })
         // `tutti next` reaches the phone as DACP, with the session's Active-Remote.
@@ -269,7 +271,7 @@ http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
         }, "\((try? String(contentsOfFile: dir + "/dacp.log", encoding: .utf8)) ?? "no request")")
 
         // A second phone interrupts the first: 880 Hz, its title.
-        let second = try sender(dir, ["Kitchen", dir + "/b880.wav", "Second", "Phone B", "Album", dir + "/art.jpg"])
+        let second = try sender(dir, to: "Kitchen", [dir + "/b880.wav", "Second", "Phone B", "Album", dir + "/art.jpg"])
         defer { second.stop() }
         #expect(waitUntil(timeout: 20) { leader.airPlayNowPlaying(group: "Kitchen")?.title == "Second" })
         #expect(waitUntil(timeout: 20) { (try? leader.nowPlaying(group: "Kitchen"))?.state == .stopped }, "back to nothing (nothing played before)")
@@ -286,6 +288,6 @@ http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
         let killedAt = Monotonic.now()
         #expect(waitUntil(timeout: 5) { (leader.airPlayReceivers["main"]?.pid).map { $0 != before } ?? false })
         print("AirPlay: receiver back \(fixedPoint(Double(Monotonic.now() - killedAt) / 1e9, decimals: 2)) s after kill -9")
-        #expect(waitUntil(timeout: 15) { (try? scan(dir)).map { $0.contains("Home") } ?? false })
+        #expect(waitUntil(timeout: 15) { (try? Self.announced())?["Home"] != nil })
     }
 }
