@@ -240,6 +240,8 @@ http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
         try Data(Self.artwork(1)).write(to: URL(fileURLWithPath: dir + "/art.jpg"))
         let leader = try startLeader(files: []) { c in
             c.control = Endpoint(host: "127.0.0.1", port: 0)
+            c.mpd = Endpoint(host: "127.0.0.1", port: 0)
+            c.snapcastControl = Endpoint(host: "127.0.0.1", port: 0)
             c.airplay = true
             c.airplayDirectory = dir + "/airplay"
         }
@@ -247,7 +249,6 @@ http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
         let room = try startFollower(leader: leader.endpoint, name: "kitchen", output: .file(path: dir + "/kitchen.raw", ppm: 0, delayMilliseconds: 0), steering: false)
         defer { room.stop() }
         #expect(waitUntilInStep(leader, [room], timeout: 20))
-        _ = try leader.createGroup(name: "Kitchen", rooms: ["kitchen"])
         leader.settleAirPlay()
 
         // The stand-in remote, announced as the phone announces its own (iTunes_Ctrl_<DACP-ID>).
@@ -259,22 +260,31 @@ http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
         defer { announcement.stop() }
         _ = announcement.waitUntilEstablished(timeout: 10)
 
-        let first = try sender(dir, to: "Kitchen", [dir + "/long440.wav", "First", "Phone A", "Album", dir + "/art.jpg"], dacpID: "ABCDEF12")
+        let first = try sender(dir, to: "Home", [dir + "/long440.wav", "First", "Phone A", "Album", dir + "/art.jpg"], dacpID: "ABCDEF12")
         defer { first.stop() }
-        #expect(waitUntil(timeout: 20) { leader.airPlayNowPlaying(group: "Kitchen")?.title == "First" })
+        #expect(waitUntil(timeout: 20) { leader.airPlayNowPlaying(group: nil)?.title == "First" })
         // `tutti next` reaches the phone as DACP, with the session's Active-Remote.
-        #expect(waitUntil(timeout: 10) { leader.airPlayNowPlaying(group: "Kitchen")?.remote != nil }, "no DACP port from shairport-sync")
-        let (status, out) = try runTutti(port: try #require(leader.controlEndpoint).port, ["--group", "Kitchen", "next"])
+        #expect(waitUntil(timeout: 10) { leader.airPlayNowPlaying(group: nil)?.remote != nil }, "no DACP port from shairport-sync")
+        let (status, out) = try runTutti(port: try #require(leader.controlEndpoint).port, ["next"])
         #expect(status == 0, "\(out)")
         #expect(waitUntil(timeout: 5) {
             ((try? String(contentsOfFile: dir + "/dacp.log", encoding: .utf8)) ?? "").contains("/ctrl-int/1/nextitem \(0xABCD_EF12)")
         }, "\((try? String(contentsOfFile: dir + "/dacp.log", encoding: .utf8)) ?? "no request")")
 
+        // Now playing on every surface: tutti status, MPD currentsong, Snapcast's stream properties.
+        let shown = try runTutti(port: try #require(leader.controlEndpoint).port, ["status"]).out
+        #expect(shown.contains("Phone A — First [Album]") && shown.contains("AirPlay from "), "\(shown)")
+        let song = exchange(port: try #require(leader.mpdEndpoint).port, Array("currentsong\n".utf8), until: "OK\n")
+        #expect(song.contains("Title: First\n") && song.contains("Artist: Phone A\n") && song.contains("Name: AirPlay from "), "\(song)")
+        let snap = exchange(port: try #require(leader.snapcastControlEndpoint).port,
+                            Array("{\"id\":1,\"jsonrpc\":\"2.0\",\"method\":\"Server.GetStatus\"}\n".utf8), untilLine: true)
+        #expect(snap.contains("\"title\":\"First\"") && (snap.contains("\"artUrl\":\"\\/art\\/a1a1a1a1") || snap.contains("\"artUrl\":\"/art/a1a1a1a1")), "\(snap.prefix(2_000))")
+
         // A second phone interrupts the first: 880 Hz, its title.
-        let second = try sender(dir, to: "Kitchen", [dir + "/b880.wav", "Second", "Phone B", "Album", dir + "/art.jpg"])
+        let second = try sender(dir, to: "Home", [dir + "/b880.wav", "Second", "Phone B", "Album", dir + "/art.jpg"])
         defer { second.stop() }
-        #expect(waitUntil(timeout: 20) { leader.airPlayNowPlaying(group: "Kitchen")?.title == "Second" })
-        #expect(waitUntil(timeout: 20) { (try? leader.nowPlaying(group: "Kitchen"))?.state == .stopped }, "back to nothing (nothing played before)")
+        #expect(waitUntil(timeout: 20) { leader.airPlayNowPlaying(group: nil)?.title == "Second" })
+        #expect(waitUntil(timeout: 20) { leader.nowPlaying.state == .stopped }, "back to nothing (nothing played before)")
         usleep(1_500_000)
         let k = readRaw(dir + "/kitchen.raw")
         var from = 0, spans: [(hz: Double, rms: Double, seconds: Double, first: Int)] = []
