@@ -25,8 +25,11 @@ extension Leader {
         receivers.update()
     }
 
-    /// A folder of this process's own: /run/tutti/airplay for the service, else under XDG_RUNTIME_DIR or /tmp.
+    /// A folder of this process's own: under the service's RuntimeDirectory (/run/tutti), else XDG_RUNTIME_DIR or /tmp.
     static func defaultAirPlayDirectory() -> String {
+        if let run = getenv("RUNTIME_DIRECTORY").map({ String(cString: $0) }), !run.isEmpty {
+            return "\(run.split(separator: ":").first.map(String.init) ?? run)/airplay"
+        }
         if getuid() == 0, access("/run", W_OK) == 0 { return "/run/tutti/airplay-\(getpid())" }
         let base = getenv("XDG_RUNTIME_DIR").map { String(cString: $0) } ?? "/tmp"
         return "\(base)/tutti-airplay-\(getuid())-\(getpid())"
