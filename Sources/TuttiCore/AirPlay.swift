@@ -195,6 +195,8 @@ public struct AirPlayNowPlaying: Equatable, Sendable {
     /// Monotonic ns when `positionSeconds` was true.
     public var progressAt: Int64?
     public var remote: DACPRemote?
+    /// Monotonic ns when the session's first audio reached the pipe (`ssnc pffr`): where the take-over's latency is counted from.
+    public var firstAudioAt: Int64?
     /// The sender's address, for a sender that gives no name.
     public var address: String?
     public init() {}
@@ -244,6 +246,7 @@ public struct AirPlaySession: Sendable {
         case ("ssnc", "pbeg"), ("ssnc", "prsm"):
             active = true
             releaseDue = nil
+            if item.code == "pbeg" { nowPlaying.firstAudioAt = nil }
             // Every begin takes over (again): a phone that starts after the group moved on gets it back.
             holding = true
             return [.takeOver, .nowPlaying]
@@ -277,6 +280,10 @@ public struct AirPlaySession: Sendable {
             let text = item.text
             activeRemote = !text.isEmpty && text.utf8.count <= 20 && text.utf8.allSatisfy({ (48...57).contains($0) }) ? text : nil
             updateRemote()
+            return []
+        case ("ssnc", "pffr"):
+            // shairport-sync writes the session's first audio to the pipe as it says so.
+            if nowPlaying.firstAudioAt == nil { nowPlaying.firstAudioAt = now }
             return []
         case ("ssnc", "mdst"):
             // A new track's fields follow: none of the last one's stays.
