@@ -29,11 +29,12 @@ final class AirPlayReceivers: Sendable {
         let plan: Mutex<AirPlayReceiverPlan.Receiver>
         let directory: String
         let program: Mutex<ChildProcess?> = Mutex(nil)
-        let session = Mutex(AirPlaySession())
+        let session: Mutex<AirPlaySession>
         let running = Atomic<Bool>(true)
-        init(plan: AirPlayReceiverPlan.Receiver, directory: String) {
+        init(plan: AirPlayReceiverPlan.Receiver, directory: String, releaseGrace: Int64) {
             self.plan = Mutex(plan)
             self.directory = directory
+            session = Mutex(AirPlaySession(releaseGrace: releaseGrace))
         }
         var groupID: String { plan.withLock { $0.groupID } }
         var audioPipe: String { directory + "/audio.fifo" }
@@ -136,7 +137,10 @@ final class AirPlayReceivers: Sendable {
         for action in actions {
             switch action {
             case .start(let plan):
-                let r = Receiver(plan: plan, directory: directory + "/\(plan.slot)")
+                // The release waits a second, and the buffer the pipe's last audio may still be in on its way to the rooms
+                // (a release within it cut the session's last 70 ms).
+                let grace = Int64(leader.configuration.bufferMilliseconds + 1_000) * 1_000_000
+                let r = Receiver(plan: plan, directory: directory + "/\(plan.slot)", releaseGrace: grace)
                 do {
                     try prepare(r)
                     try launch(r)
