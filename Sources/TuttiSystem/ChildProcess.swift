@@ -11,7 +11,7 @@ import TuttiCore
 ///
 /// Thread contract: any method from any thread. `onStart` and `onExit` run
 /// on the supervising thread and must not block for long.
-// Sendable because `pid`, `stopping`, `starts` and `backoff` are touched only under `lock`.
+// Sendable because `pid`, `stopping`, `finished`, `startCount`, `startTime` and `backoff` are touched only under `lock`.
 public final class ChildProcess: @unchecked Sendable {
     public let path: String
     public let arguments: [String]
@@ -23,6 +23,7 @@ public final class ChildProcess: @unchecked Sendable {
     private var stopping = false
     private var finished = false
     private var startCount = 0
+    private var startTime: Int64 = 0
     private var backoff: RestartBackoff
     private let onStart: @Sendable (pid_t) -> Void
     private let onExit: @Sendable (_ status: Int32) -> Void
@@ -50,7 +51,9 @@ public final class ChildProcess: @unchecked Sendable {
         do {
             try startThread(name: "tutti-child", stackSize: 128 << 10) { [self] in supervise() }
         } catch {
-            stop()
+            // No thread to wait on it: ended here.
+            let child: pid_t = lock.withLock { stopping = true; finished = true; defer { pid = 0 }; return pid }
+            if child > 0 { kill(-child, SIGKILL); var status: Int32 = 0; _ = waitpid(child, &status, 0) }
             throw .cannotStart(program: path, reason: error.description)
         }
     }
@@ -85,48 +88,36 @@ public final class ChildProcess: @unchecked Sendable {
         guard rc == 0 else { throw .cannotStart(program: path, reason: String(cString: strerror(rc))) }
         lock.withLock {
             pid = child
+            startTime = Condition.now()
             startCount += 1
         }
         onStart(child)
     }
 
     private func supervise() {
+        var ranFor: Int64 = 0
         while true {
-            let (child, startedAt) = lock.withLock { (pid, Condition.now()) }
-            var status: Int32 = 0
-            while waitpid(child, &status, 0) < 0 && errno == EINTR {}
-            let ranFor = Condition.now() - startedAt
-            let exit = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
-            let (done, delay): (Bool, Int64) = lock.withLock {
-                pid = 0
-                return (stopping, stopping ? 0 : backoff.delay(afterRunning: ranFor))
+            let (child, startedAt) = lock.withLock { (pid, startTime) }
+            if child > 0 {
+                var status: Int32 = 0
+                while waitpid(child, &status, 0) < 0 && errno == EINTR {}
+                ranFor = Condition.now() - startedAt
+                let exit = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+                let stopped = lock.withLock { pid = 0; lock.broadcast(); return stopping }
+                onExit(exit)
+                if !stopped { log.warning("\(path) exited (\(exit)) after \(fixedPoint(Double(ranFor) / 1e9, decimals: 1)) s") }
             }
-            onExit(exit)
-            if done { break }
-            log.warning("\(path) exited (\(exit)) after \(fixedPoint(Double(ranFor) / 1e9, decimals: 1)) s; starting it again in \(fixedPoint(Double(delay) / 1e9, decimals: 2)) s")
+            // Started again after the backoff's delay, unless stopped meanwhile.
             let go: Bool = lock.withLock {
-                let deadline = Condition.now() + delay
+                guard !stopping else { return false }
+                let deadline = Condition.now() + backoff.delay(afterRunning: ranFor)
                 while !stopping && Condition.now() < deadline { lock.wait(untilNanoseconds: deadline) }
                 return !stopping
             }
             guard go else { break }
             do { try spawnOnce() } catch {
-                log.error("\(error)")
-                // Missing now (uninstalled?): try again later rather than never.
-                let again: Bool = lock.withLock {
-                    let deadline = Condition.now() + backoff.delay(afterRunning: 0)
-                    while !stopping && Condition.now() < deadline { lock.wait(untilNanoseconds: deadline) }
-                    return !stopping
-                }
-                if !again { break }
-                // Loop around to waitpid would wait on pid 0: spawn again first.
-                while lock.withLock({ !stopping && pid == 0 }) {
-                    do { try spawnOnce() } catch {
-                        let deadline = Condition.now() + 5_000_000_000
-                        _ = lock.withLock { lock.wait(untilNanoseconds: deadline) }
-                    }
-                }
-                if lock.withLock({ stopping && pid == 0 }) { break }
+                log.error("\(error)") // missing now (uninstalled?): tried again after a longer delay
+                ranFor = 0
             }
         }
         lock.withLock {
