@@ -95,8 +95,8 @@ extension StreamPlayer {
     /// A source that runs `ahead` seconds ahead of real time already (a
     /// pipe whose writer pre-rolled) is led only by the rest: shairport-sync
     /// writes a second of silence before an AirPlay session's audio, and a
-    /// buffer of lead on top of it put the phone's audio 1.8 s after it
-    /// reached the pipe (0.9–1.0 s without).
+    /// buffer of lead on top of it put the phone's audio 1.83 s after it
+    /// reached the pipe (1.04–1.06 s led by the rest; AirPlayTests).
     func leadRealTimeSource(ahead: Double = 0) {
         let firstFrame = streamFrame + pending.count / 2
         let lead = ptsOf(frame: firstFrame).nanoseconds - Monotonic.now()
