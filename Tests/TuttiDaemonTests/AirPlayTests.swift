@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import Synchronization
 import Testing
 import TuttiAudio
 import TuttiControlClient
@@ -305,5 +306,27 @@ http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
         #expect(waitUntil(timeout: 5) { (leader.airPlayReceivers["main"]?.pid).map { $0 != before } ?? false })
         print("AirPlay: receiver back \(fixedPoint(Double(Monotonic.now() - killedAt) / 1e9, decimals: 2)) s after kill -9")
         #expect(waitUntil(timeout: 15) { (try? Self.announced())?["Home"] != nil })
+    }
+}
+
+/// The daemon's own children (a shairport-sync per group): started, started
+/// again when killed, ended for good by `stop`; a missing program is an error.
+@Suite struct ChildProcessTests {
+    @Test func aKilledChildComesBackAndStopEndsIt() throws {
+        let exits = Mutex<[Int32]>([])
+        let child = ChildProcess(path: "/bin/sleep", arguments: ["30"], log: .silent,
+                                 backoff: RestartBackoff(first: 50_000_000, ceiling: 1_000_000_000, stableAfter: 60_000_000_000),
+                                 onExit: { status in exits.withLock { $0.append(status) } })
+        try child.start()
+        let first = try #require(child.processID)
+        kill(first, SIGKILL)
+        #expect(waitUntil(timeout: 2) { (child.processID.map { $0 != first } ?? false) && child.starts == 2 })
+        #expect(exits.withLock { $0 } == [128 + SIGKILL])
+        let second = try #require(child.processID)
+        child.stop()
+        #expect(child.processID == nil && kill(second, 0) != 0, "stopped and reaped")
+        usleep(200_000)
+        #expect(child.starts == 2, "not started again after stop")
+        #expect(throws: ChildProcessError.self) { try ChildProcess(path: "/nonexistent/shairport-sync", arguments: [], log: .silent).start() }
     }
 }
