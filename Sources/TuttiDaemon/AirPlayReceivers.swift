@@ -86,7 +86,8 @@ final class AirPlayReceivers: Sendable {
                 defer { s.receivers.removeAll(); _ = s.plan.update(groups: [], partyGroup: nil, enabled: false) }
                 return Array(s.receivers.values)
             }
-            for r in all { withdraw(r, releasing: false) }
+            // A phone playing now gives its group back, so the saved queue holds no pipe that nobody writes.
+            for r in all { withdraw(r, releasing: true) }
         }
     }
 

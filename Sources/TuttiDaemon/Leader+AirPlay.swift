@@ -6,11 +6,17 @@ import TuttiCore
 /// following every change of groups, and what now playing shows of them.
 extension Leader {
     func startAirPlay() {
+        let directory = configuration.airplayDirectory ?? Self.defaultAirPlayDirectory()
+        // A leader that ended without giving a group back (a crash, a power cut) saved a receiver's pipe in its queue: no phone plays now.
+        for group in groups {
+            for entry in ((try? queue(group: group.id))?.entries ?? []) where entry.uri.hasPrefix("pipe:\(directory)/") {
+                _ = try? perform(.removeEntry(id: entry.id), group: group.id)
+            }
+        }
         guard let program = AirPlayReceivers.locate(configuration.airplayProgram) else {
             log.warning("airplay is on but \(configuration.airplayProgram) is not installed (apt install shairport-sync): no AirPlay receivers")
             return
         }
-        let directory = configuration.airplayDirectory ?? Self.defaultAirPlayDirectory()
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         } catch {

@@ -404,7 +404,6 @@ public final class Leader: @unchecked Sendable {
             mpdServer = server
         }
         if configuration.announce { startAnnouncing() }
-        if configuration.airplay { startAirPlay() }
         podcasts?.start()
         if let library, let folder = configuration.musicDirectory {
             // The start-up scan runs beside playback; unchanged files are not re-read.
@@ -456,6 +455,7 @@ public final class Leader: @unchecked Sendable {
             do { try stream.start() } catch { fatalError("\(error)") }
         }
         log.info("groups: \(grouping.withLock { $0.groups.map(\.name) }.joined(separator: ", "))")
+        if configuration.airplay { startAirPlay() } // once the players run: it may clean their queues
     }
 
     /// Announces what a stream's listeners hear change, and records finished plays.

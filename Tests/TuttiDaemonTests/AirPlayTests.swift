@@ -330,3 +330,28 @@ http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
         #expect(throws: ChildProcessError.self) { try ChildProcess(path: "/nonexistent/shairport-sync", arguments: [], log: .silent).start() }
     }
 }
+
+/// A leader that ended while a phone held a group (a crash, a power cut)
+/// saved the receiver's pipe in the queue: the next start drops it, and
+/// says so when shairport-sync is missing rather than failing.
+@Suite struct AirPlayRecoveryTests {
+    @Test func aStalePipeLeavesTheSavedQueueAndAMissingProgramIsOnlyAWarning() throws {
+        let dir = makeTemporaryDirectory()
+        try Data(wavImage(counterFrames(count: 4_800))).write(to: URL(fileURLWithPath: dir + "/a.wav"))
+        let pipe = "pipe:\(dir)/airplay/0/audio.fifo?rate=44100&format=s16le&channels=2&name=AirPlay"
+        let first = try startLeader(files: []) { c in c.databasePath = dir + "/library.db"; c.allowedFolders = [dir] }
+        _ = try first.perform(.add(uris: [dir + "/a.wav", pipe], next: false))
+        first.stop()
+        let log = CapturingLog()
+        let second = try startLeader(files: [], log: log.logger) { c in
+            c.databasePath = dir + "/library.db"
+            c.airplay = true
+            c.airplayDirectory = dir + "/airplay"
+            c.airplayProgram = dir + "/no-shairport-sync"
+        }
+        defer { second.stop() }
+        #expect(second.queue.entries.map(\.uri) == [dir + "/a.wav"])
+        #expect(log.lines.contains { $0.contains("is not installed (apt install shairport-sync)") }, "\(log.lines)")
+        #expect(second.airPlayReceivers.isEmpty)
+    }
+}
