@@ -122,11 +122,24 @@ final class AirPlayReceivers: Sendable {
             log.warning("\(command) for the AirPlay sender in \(r.plan.withLock { $0.name }): it gave no remote-control address; playing on")
             return true
         }
-        do { try DocumentFetch.remoteControl(remote, path: path) } catch {
-            log.warning("remote control of the AirPlay sender (\(remote.address):\(remote.port)\(path)): \(error)")
+        // Sent from a queue of its own: a phone that does not answer holds no control client for the
+        // request's 3 s, and at most a few requests wait (a button held on an unreachable phone).
+        guard remoteRequests.add(1, ordering: .relaxed).oldValue < 4 else {
+            remoteRequests.subtract(1, ordering: .relaxed)
+            log.warning("\(command) for the AirPlay sender dropped: it has not answered the ones before")
+            return true
+        }
+        remoteQueue.async { [self] in
+            defer { remoteRequests.subtract(1, ordering: .relaxed) }
+            do { try DocumentFetch.remoteControl(remote, path: path) } catch {
+                log.warning("remote control of the AirPlay sender (\(remote.address):\(remote.port)\(path)): \(error)")
+            }
         }
         return true
     }
+
+    private let remoteQueue = DispatchQueue(label: "tutti-dacp")
+    private let remoteRequests = Atomic<Int>(0)
 
     // MARK: On the queue
 
