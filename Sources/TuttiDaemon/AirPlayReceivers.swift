@@ -113,9 +113,10 @@ final class AirPlayReceivers: Sendable {
     }
 
     /// A transport command for the phone holding `groupID`, sent back to it
-    /// over DACP; false when no phone holds the group (the command is Tutti's).
-    func forward(_ command: PlayerCommand, group groupID: String) -> Bool {
-        guard let path = DACPRemote.path(for: command), let r = state.withLock({ $0.receivers[groupID] }) else { return false }
+    /// over DACP; false when no phone holds the group, or the group plays
+    /// something else now (`playing`: what it plays): the command is Tutti's.
+    func forward(_ command: PlayerCommand, group groupID: String, playing: String) -> Bool {
+        guard let path = DACPRemote.path(for: command), let r = state.withLock({ $0.receivers[groupID] }), r.uri == playing else { return false }
         let (holding, remote) = r.session.withLock { ($0.holding, $0.nowPlaying.remote) }
         guard holding else { return false }
         guard let remote else {

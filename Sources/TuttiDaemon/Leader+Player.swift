@@ -21,8 +21,7 @@ extension Leader {
     public func perform(_ command: PlayerCommand, group: String? = nil) throws(PlayerError) -> CommandOutcome {
         let stream = try self.stream(forGroup: group)
         // A phone holds the group: pause, play, skip go back to it (DACP).
-        if let airplay, airplay.forward(command, group: stream.group) {
-            let now = stream.player.nowPlaying()
+        if let airplay, case let now = stream.player.nowPlaying(), airplay.forward(command, group: stream.group, playing: now.path) {
             let at = Monotonic.now()
             return CommandOutcome(acceptedAt: at, effectiveAt: at, state: now.state, track: now.track)
         }
