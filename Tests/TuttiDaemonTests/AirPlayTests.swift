@@ -145,6 +145,7 @@ http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
         let leader = try startLeader(files: []) { c in
             c.control = Endpoint(host: "127.0.0.1", port: 0)
             c.allowedFolders = [dir]
+            c.web = WebOptions(endpoint: Endpoint(host: "127.0.0.1", port: 0), root: ControlPlaneTests.webRoot())
             c.airplay = true
             c.airplayDirectory = dir + "/airplay"
         }
@@ -193,6 +194,10 @@ http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
         #expect((seen["source"] as? String)?.hasPrefix("AirPlay from ") == true, "\(seen)")
         let cover = try #require(seen["coverHash"] as? String)
         #expect(leader.airPlayArtwork(id: cover) == art, "the artwork's bytes are the sender's")
+        // The web app shows it as a library cover: /art/ID.
+        let served = httpRequest(port: try #require(leader.webEndpoint).port, "GET", "/art/" + cover)
+        #expect(served.hasPrefix("HTTP/1.1 200") && headerValue(served, "Content-Type") == "image/jpeg"
+                && headerValue(served, "Content-Length") == String(art.count), "\(served.prefix(300))")
         // Progress from the phone (prgr): the track's length.
         #expect(abs((seen["duration"] as? Double ?? 0) - 4) < 0.1, "\(seen)")
 
