@@ -152,8 +152,8 @@ final class AirPlayReceivers: Sendable {
         for action in actions {
             switch action {
             case .start(let plan):
-                // The release waits a second, and the buffer the pipe's last audio may still be in on its way to the rooms
-                // (a release within it cut the session's last 70 ms).
+                // The release waits a second (a second phone that interrupts the first begins within it) and a buffer:
+                // the pipe's last audio is heard about a second after it arrives, and a release cuts what is not heard yet.
                 let grace = Int64(leader.configuration.bufferMilliseconds + 1_000) * 1_000_000
                 let r = Receiver(plan: plan, directory: directory + "/\(plan.slot)", releaseGrace: grace)
                 do {
