@@ -296,6 +296,18 @@ public final class FFmpegDecoder: AudioDecoder {
         return n
     }
 
+    /// Decodes the rest and counts the frames (for formats whose headers do not say the length exactly).
+    public func decodedLength() throws(AudioError) -> Int {
+        var scratch: [Float] = []
+        var total = 0
+        while true {
+            scratch.removeAll(keepingCapacity: true)
+            let n = try read(into: &scratch, maxFrames: 16_384)
+            if n == 0 { return total }
+            total += n
+        }
+    }
+
     public func seek(toFrame target: Int) throws(AudioError) {
         guard input.isFile else { throw .undecodable(path: path, reason: "a stream cannot seek") }
         let frame = max(0, min(target, frameCount ?? Int.max))
