@@ -1,0 +1,144 @@
+import Foundation
+import Testing
+import TuttiAudio
+import TuttiCore
+import TuttiDecode
+@testable import TuttiStreams
+import TuttiTestSupport
+
+/// Serves a folder of HLS output; `/live.m3u8` is a live sliding window over
+/// its `index.m3u8`'s segments: two listed at start, one more each target
+/// duration, at most three at a time, ENDLIST once all are out.
+private let hlsServerScript = #"""
+import http.server, os, re, socketserver, sys, threading, time
+root = sys.argv[1]
+start = time.time()
+text = open(os.path.join(root, "index.m3u8")).read()
+segs = re.findall(r"#EXTINF:([0-9.]+),\n(\S+)", text)
+target = int(re.search(r"#EXT-X-TARGETDURATION:(\d+)", text).group(1))
+head = "".join(l + "\n" for l in text.splitlines() if l.startswith("#EXT-X-MAP"))
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def log_message(self, *args):
+        pass
+    def reply(self, ctype, body):
+        self.send_response(200)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def do_GET(self):
+        path = self.path.split("?")[0]
+        if path == "/live.m3u8":
+            elapsed = time.time() - start
+            out = 0.0
+            available = 0
+            for d, _ in segs:
+                if available >= 2 and out > elapsed:
+                    break
+                out += float(d)
+                available += 1
+            first = max(0, available - 3)
+            body = "#EXTM3U\n#EXT-X-VERSION:6\n#EXT-X-TARGETDURATION:%d\n#EXT-X-MEDIA-SEQUENCE:%d\n%s" % (target, first, head)
+            for d, name in segs[first:available]:
+                body += "#EXTINF:%s,Live %s\n%s\n" % (d, name, name)
+            if available == len(segs):
+                body += "#EXT-X-ENDLIST\n"
+            return self.reply("application/vnd.apple.mpegurl", body.encode())
+        file = os.path.join(root, os.path.basename(path))
+        if not os.path.isfile(file):
+            self.send_response(404)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        ctype = "application/vnd.apple.mpegurl" if file.endswith(".m3u8") else "video/mp2t"
+        self.reply(ctype, open(file, "rb").read())
+class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+    def handle_error(self, request, client_address):
+        pass
+server = Server(("127.0.0.1", 0), Handler)
+print(server.server_address[1], flush=True)
+threading.Thread(target=lambda: (sys.stdin.read(), os._exit(0)), daemon=True).start()
+server.serve_forever()
+"""#
+
+/// HLS radio from a local server: VOD in MPEG-TS and fMP4 segments, and a
+/// live sliding window played as it grows; a tone's frequency and length
+/// come out right and no segment is lost.
+@Suite struct HLSSourceTests {
+    /// `seconds` of a 1 kHz tone cut by ffmpeg into HLS segments of one second in `dir`.
+    static func makeHLS(_ dir: String, seconds: Double, fmp4: Bool) throws {
+        var args = ["ffmpeg", "-v", "error", "-y", "-f", "lavfi", "-i", "sine=frequency=1000:sample_rate=44100:duration=\(seconds)", "-ac", "2",
+                    "-c:a", "aac", "-b:a", "96k", "-f", "hls", "-hls_time", "1", "-hls_list_size", "0", "-hls_playlist_type", "vod"]
+        if fmp4 { args += ["-hls_segment_type", "fmp4", "-hls_fmp4_init_filename", "init.mp4"] }
+        try runTool(args + [dir + "/index.m3u8"])
+    }
+
+    static func serve(_ dir: String) throws -> TestServer {
+        try hlsServerScript.write(toFile: dir + "/server.py", atomically: true, encoding: .utf8)
+        return try TestServer(script: dir + "/server.py", arguments: [dir])
+    }
+
+    /// Seconds of audio and the tone's frequency (zero crossings of the left channel).
+    static func measure(_ samples: [Float], rate: Int) -> (seconds: Double, hertz: Double) {
+        let frames = samples.count / 2
+        var crossings = 0
+        for f in 1..<frames where (samples[2 * f] < 0) != (samples[2 * f - 2] < 0) { crossings += 1 }
+        let seconds = Double(frames) / Double(rate)
+        return (seconds, Double(crossings) / 2 / seconds)
+    }
+
+    @Test(arguments: [false, true])
+    func aVODStreamPlaysWhole(fmp4: Bool) throws {
+        let dir = makeTemporaryDirectory("hls-vod-\(fmp4)")
+        try Self.makeHLS(dir, seconds: 5, fmp4: fmp4)
+        let server = try Self.serve(dir)
+        defer { server.stop() }
+        // Through the opener: an .m3u8 URL resolves to an HLS source.
+        let decoder = try SourceOpener(options: testOptions()).open(server.url("/index.m3u8"))
+        let hls = try #require(decoder as? HLSSource)
+        #expect(hls.codec == "aac")
+        #expect(hls.sampleRate == 44_100)
+        let (seconds, hertz) = Self.measure(try decodeAll(hls), rate: hls.sampleRate)
+        print("HLS VOD (\(fmp4 ? "fMP4" : "TS")): \(seconds) s of a \(hertz) Hz tone for 5 s of 1000 Hz")
+        #expect(abs(seconds - 5) < 0.1)
+        #expect(abs(hertz - 1_000) < 2)
+        #expect(hls.skippedSegments == 0)
+    }
+
+    @Test func aLiveSlidingWindowPlaysAsItGrows() throws {
+        let dir = makeTemporaryDirectory("hls-live")
+        try Self.makeHLS(dir, seconds: 3, fmp4: false)
+        let server = try Self.serve(dir)
+        defer { server.stop() }
+        let titles = Collector<String>()
+        let started = Date()
+        let hls = try HLSSource(url: server.url("/live.m3u8"), options: testOptions(), onMetadata: { m in
+            if let t = m.title { titles.append(t) }
+        })
+        let (seconds, hertz) = Self.measure(try decodeAll(hls), rate: hls.sampleRate)
+        let took = Date().timeIntervalSince(started)
+        print("HLS live: \(seconds) s of a \(hertz) Hz tone for 3 s of 1000 Hz, in \(took) s, \(hls.skippedSegments) segments skipped")
+        #expect(abs(seconds - 3) < 0.1)
+        #expect(abs(hertz - 1_000) < 2)
+        #expect(hls.skippedSegments == 0)
+        // It waited for the segments to appear (two at start, one a second after).
+        #expect(took > 0.9)
+        #expect(titles.all.first == "Live index0.ts")
+    }
+
+    @Test func aMissingSegmentOrAnEncryptedStreamIsAClearError() throws {
+        let dir = makeTemporaryDirectory("hls-bad")
+        try "#EXTM3U\n#EXT-X-TARGETDURATION:1\n#EXTINF:1,\ngone.ts\n".write(toFile: dir + "/index.m3u8", atomically: true, encoding: .utf8)
+        try "#EXTM3U\n#EXT-X-TARGETDURATION:1\n#EXT-X-KEY:METHOD=AES-128,URI=\"k\"\n#EXTINF:1,\na.ts\n".write(toFile: dir + "/secret.m3u8", atomically: true, encoding: .utf8)
+        let server = try Self.serve(dir)
+        defer { server.stop() }
+        do { _ = try HLSSource(url: server.url("/index.m3u8"), options: testOptions()); Issue.record("opened") } catch {
+            #expect(error.description.contains("HLS segment"), "\(error)")
+        }
+        do { _ = try HLSSource(url: server.url("/secret.m3u8"), options: testOptions()); Issue.record("opened") } catch {
+            #expect(error.description.contains("AES-128"), "\(error)")
+        }
+    }
+}
