@@ -68,3 +68,63 @@ public struct FFmpegCorpus {
         return be32(3) + be32(mime.count) + mime + be32(0) + be32(8) + be32(8) + be32(24) + be32(0) + be32(png.count) + png
     }
 }
+
+/// Serves a folder of HLS output; `/live.m3u8` is a live sliding window over
+/// its `index.m3u8`'s segments: two listed at start, one more each target
+/// duration, at most three at a time, ENDLIST once all are out; other
+/// files with a type by extension (`.aac` as an AAC station). Usage:
+/// `python3 server.py DIR`; prints its port, exits when stdin closes.
+public let hlsTestServerScript = #"""
+import http.server, os, re, socketserver, sys, threading, time
+root = sys.argv[1]
+start = time.time()
+text = open(os.path.join(root, "index.m3u8")).read()
+segs = re.findall(r"#EXTINF:([0-9.]+),\n(\S+)", text)
+target = int(re.search(r"#EXT-X-TARGETDURATION:(\d+)", text).group(1))
+head = "".join(l + "\n" for l in text.splitlines() if l.startswith("#EXT-X-MAP"))
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def log_message(self, *args):
+        pass
+    def reply(self, ctype, body):
+        self.send_response(200)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def do_GET(self):
+        path = self.path.split("?")[0]
+        if path == "/live.m3u8":
+            elapsed = time.time() - start
+            out = 0.0
+            available = 0
+            for d, _ in segs:
+                if available >= 2 and out > elapsed:
+                    break
+                out += float(d)
+                available += 1
+            first = max(0, available - 3)
+            body = "#EXTM3U\n#EXT-X-VERSION:6\n#EXT-X-TARGETDURATION:%d\n#EXT-X-MEDIA-SEQUENCE:%d\n%s" % (target, first, head)
+            for d, name in segs[first:available]:
+                body += "#EXTINF:%s,Live %s\n%s\n" % (d, name, name)
+            if available == len(segs):
+                body += "#EXT-X-ENDLIST\n"
+            return self.reply("application/vnd.apple.mpegurl", body.encode())
+        file = os.path.join(root, os.path.basename(path))
+        if not os.path.isfile(file):
+            self.send_response(404)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        types = {".m3u8": "application/vnd.apple.mpegurl", ".aac": "audio/aacp", ".ogg": "audio/ogg", ".m4s": "video/mp4", ".mp4": "video/mp4"}
+        ctype = types.get(os.path.splitext(file)[1], "video/mp2t")
+        self.reply(ctype, open(file, "rb").read())
+class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+    def handle_error(self, request, client_address):
+        pass
+server = Server(("127.0.0.1", 0), Handler)
+print(server.server_address[1], flush=True)
+threading.Thread(target=lambda: (sys.stdin.read(), os._exit(0)), daemon=True).start()
+server.serve_forever()
+"""#
