@@ -458,6 +458,9 @@ public enum FFmpegGapless {
         if name == "aac", let url = input.context.pointee.url, let frames = adtsFrames(path: String(cString: url)) {
             return frames * 1_024
         }
+        if name == "dsf", let url = input.context.pointee.url, let samples = dsfSamples(path: String(cString: url)) {
+            return samples / 8 // libavformat's duration counts the last block's padding; it decodes the samples the header gives
+        }
         if s.duration > 0, s.duration != FFmpeg.noTimestamp {
             var frames = Int((Double(s.duration) * Double(s.time_base.num) * Double(rate) / Double(s.time_base.den)).rounded())
             if let par = s.codecpar, par.pointee.codec_id == AV_CODEC_ID_OPUS, name == "ogg" {
@@ -468,6 +471,16 @@ public enum FFmpegGapless {
         let d = input.context.pointee.duration
         if d > 0, d != FFmpeg.noTimestamp { return Int((Double(d) * Double(rate) / Double(AV_TIME_BASE)).rounded()) }
         return nil
+    }
+
+    /// A DSF file's sample count per channel (its `fmt ` chunk, at byte 64).
+    static func dsfSamples(path: String) -> Int? {
+        guard let file = fopen(path, "rb") else { return nil }
+        defer { fclose(file) }
+        var bytes = [UInt8](repeating: 0, count: 72)
+        guard fread(&bytes, 1, 72, file) == 72, bytes[0..<4] == [0x44, 0x53, 0x44, 0x20], bytes[28..<32] == [0x66, 0x6D, 0x74, 0x20] else { return nil }
+        let count = (0..<8).reduce(0) { $0 | Int(bytes[64 + $1]) << (8 * $1) }
+        return count > 0 ? count : nil
     }
 
     /// The ADTS frames of a raw AAC file (after any ID3v2 tag), each 1,024

@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 
 /// One short file per format FFmpeg decodes for Tutti, made at test time by
 /// Debian's `ffmpeg` (no binary fixtures): a 440 Hz tone, tagged with
@@ -59,6 +60,34 @@ public struct FFmpegCorpus {
             }
             try runTool(args + [out])
         }
+    }
+
+    /// A stereo DSF file of a sine through a first-order sigma-delta modulator at 2.8224 MHz (DSD64).
+    public static func dsf(seconds: Double, frequency: Double, amplitude: Double) -> (bytes: [UInt8], samples: Int) {
+        let rate = 2_822_400, samples = Int(seconds * Double(rate))
+        let block = 4_096, bytesPerChannel = (samples + 7) / 8
+        let blocks = (bytesPerChannel + block - 1) / block
+        var bits = [UInt8](repeating: 0, count: blocks * block)
+        // The sine by rotation (one multiply-add per sample), the modulator's integrator, LSB-first bits.
+        let step = 2 * Double.pi * frequency / Double(rate)
+        var (s, c) = (0.0, 1.0)
+        let (ss, cs) = (sin(step), cos(step))
+        var integrator = 0.0
+        for i in 0..<samples {
+            let x = amplitude * s
+            (s, c) = (s * cs + c * ss, c * cs - s * ss)
+            let y = integrator >= 0 ? 1.0 : -1.0
+            integrator += x - y
+            if y > 0 { bits[i / 8] |= 1 << UInt8(i % 8) }
+        }
+        func le(_ v: Int, _ n: Int) -> [UInt8] { (0..<n).map { UInt8(truncatingIfNeeded: v >> (8 * $0)) } }
+        var data: [UInt8] = []
+        data.reserveCapacity(2 * bits.count)
+        for b in 0..<blocks { for _ in 0..<2 { data += bits[(b * block)..<((b + 1) * block)] } }
+        let fmt = Array("fmt ".utf8) + le(52, 8) + le(1, 4) + le(0, 4) + le(2, 4) + le(2, 4) + le(rate, 4) + le(1, 4)
+            + le(samples, 8) + le(block, 4) + le(0, 4)
+        let total = 28 + fmt.count + 12 + data.count
+        return (Array("DSD ".utf8) + le(28, 8) + le(total, 8) + le(0, 8) + fmt + Array("data".utf8) + le(12 + data.count, 8) + data, samples)
     }
 
     /// A FLAC PICTURE block (front cover, PNG): what Ogg comments carry base64-encoded.

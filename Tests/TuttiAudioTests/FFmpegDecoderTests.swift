@@ -141,3 +141,29 @@ import TuttiTestSupport
         #expect(throws: AudioError.self) { try AudioFile.open(dir + "/empty.m4a") }
     }
 }
+
+/// DSD (a DSF file written here: ffmpeg has no DSD encoder) decodes to PCM
+/// at an eighth of the bit rate, with the tone it carries and the length its header gives.
+@Suite struct DSDDecoderTests {
+    @Test func aDSFFileDecodesToItsToneAtAnEighthOfItsRate() throws {
+        let dir = makeTemporaryDirectory()
+        let (bytes, samples) = FFmpegCorpus.dsf(seconds: 0.5, frequency: 1_000, amplitude: 0.5)
+        _ = FileManager.default.createFile(atPath: dir + "/tone.dsf", contents: Data(bytes))
+        let decoder = try AudioFile.open(dir + "/tone.dsf")
+        #expect(decoder.sampleRate == 352_800)
+        let out = try FFmpegDecoderTests.decodeAll(decoder)
+        print("DSF: \(samples) DSD samples → \(out.count / 2) frames at \(decoder.sampleRate) Hz, declared \(decoder.frameCount ?? -1)")
+        #expect(decoder.frameCount == out.count / 2)
+        #expect(abs(out.count / 2 - samples / 8) <= 4_096 / 8 * 8, "about \(samples / 8) frames")
+        // The 1 kHz component's amplitude (least squares over the middle): the modulator's input, 0.5.
+        var sn = 0.0, cs = 0.0
+        let range = (out.count / 8)..<(3 * out.count / 8)
+        for i in range {
+            let a = 2 * Double.pi * 1_000 * Double(i) / 352_800
+            sn += Double(out[2 * i]) * sin(a); cs += Double(out[2 * i]) * cos(a)
+        }
+        let amplitude = 2 * (sn * sn + cs * cs).squareRoot() / Double(range.count)
+        print("DSF: 1 kHz at amplitude \(amplitude)")
+        #expect(abs(amplitude - 0.5) < 0.1)
+    }
+}

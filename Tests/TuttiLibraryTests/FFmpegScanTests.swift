@@ -12,10 +12,18 @@ import TuttiTestSupport
     @Test func scansTagsCoversAndExactLengthsOfEveryFormat() throws {
         let dir = makeTemporaryDirectory()
         let corpus = try FFmpegCorpus(dir: dir + "/music")
+        // DSD: ffmpeg cannot encode it; a DSF file written here, untagged.
+        write(dir + "/music/DSD/04 - One Bit.dsf", FFmpegCorpus.dsf(seconds: 0.25, frequency: 1_000, amplitude: 0.5).bytes)
         let library = try Library(path: dir + "/library.db")
         let summary = try library.scan(folder: dir + "/music")
         #expect(summary.skipped.isEmpty, "\(summary.skipped)")
-        #expect(summary.added == FFmpegCorpus.entries.count)
+        #expect(summary.added == FFmpegCorpus.entries.count + 1)
+        let dsd = try #require(try library.track(atPath: corpus.dir + "/DSD/04 - One Bit.dsf"))
+        #expect(dsd.format == .dsd)
+        #expect(dsd.title == "One Bit")
+        #expect(dsd.trackNumber == 4)
+        #expect(dsd.sampleRate == 352_800)
+        #expect(dsd.durationFrames == 2_822_400 / 4 / 8)
 
         for entry in FFmpegCorpus.entries {
             let track = try #require(try library.track(atPath: corpus.dir + "/" + entry.file), "\(entry.file) not scanned")
