@@ -19,6 +19,16 @@ public enum FFmpegRead {
 public protocol FFmpegByteSource: AnyObject {
     /// Blocks until bytes arrive, the end, or a failure.
     func read(into buffer: UnsafeMutableRawBufferPointer) -> FFmpegRead
+    /// The whole length when the bytes are a finite resource that can be
+    /// read from any offset (a file over HTTP with Range); nil for a stream.
+    var seekableSize: Int64? { get }
+    /// Continues from `offset` (only when `seekableSize` is set); false when it cannot.
+    func seek(to offset: Int64) -> Bool
+}
+
+extension FFmpegByteSource {
+    public var seekableSize: Int64? { nil }
+    public func seek(to offset: Int64) -> Bool { false }
 }
 
 /// One opened libavformat input (an `AVFormatContext`): a file by path, or
@@ -40,6 +50,8 @@ final class FFmpegInput {
     /// The failure the byte source reported, if any (the I/O error FFmpeg saw instead).
     var sourceFailure: AudioError? { reader?.failure }
     var isFile: Bool { reader == nil }
+    /// A file, or bytes that can be read from any offset: seeking and lengths work.
+    var isSeekable: Bool { reader == nil || reader?.source.seekableSize != nil }
 
     /// Opens and probes the file at `path`. With `analyse`, FFmpeg reads
     /// ahead to fill in what the headers lack (the decoder does; the tag
@@ -76,13 +88,15 @@ final class FFmpegInput {
         }
         let reader = ByteReader(source)
         let opaque = Unmanaged.passUnretained(reader).toOpaque()
-        guard let io = ff.avio_alloc_context(buffer.assumingMemoryBound(to: UInt8.self), Int32(size), 0, opaque, ffmpegRead, nil, nil) else {
+        let seekable = source.seekableSize != nil
+        guard let io = ff.avio_alloc_context(buffer.assumingMemoryBound(to: UInt8.self), Int32(size), 0, opaque, ffmpegRead, nil,
+                                             seekable ? ffmpegSeek : nil) else {
             ff.free(buffer)
             var c: UnsafeMutablePointer<AVFormatContext>? = ctx
             ff.close_input(&c)
             throw .codec(operation: "avio_alloc_context", reason: "out of memory")
         }
-        io.pointee.seekable = 0
+        io.pointee.seekable = seekable ? AVIO_SEEKABLE_NORMAL : 0
         ctx.pointee.pb = io
         ctx.pointee.flags |= AVFMT_FLAG_CUSTOM_IO
         ctx.pointee.probesize = Int64(probeBytes)
@@ -162,6 +176,23 @@ private let ffmpegRead: tutti_avio_read = { opaque, buffer, size in
         reader.failure = e
         return -EIO
     }
+}
+
+/// The AVIO seek callback: the size (`AVSEEK_SIZE`) or a move to an absolute offset.
+private let ffmpegSeek: tutti_avio_seek = { opaque, offset, whence in
+    guard let opaque else { return -Int64(EINVAL) }
+    let reader = Unmanaged<FFmpegInput.ByteReader>.fromOpaque(opaque).takeUnretainedValue()
+    guard let size = reader.source.seekableSize else { return -Int64(ESPIPE) }
+    let how = whence & ~Int32(AVSEEK_FORCE)
+    if how == tutti_avseek_size() { return size }
+    let target: Int64
+    switch how {
+    case SEEK_SET: target = offset
+    case SEEK_END: target = size + offset
+    default: return -Int64(EINVAL)
+    }
+    guard target >= 0, target <= size, reader.source.seek(to: target) else { return -Int64(EIO) }
+    return target
 }
 
 /// Everything but MP3, FLAC and WAV, through FFmpeg: AAC and ALAC (MP4),
@@ -266,14 +297,14 @@ public final class FFmpegDecoder: AudioDecoder {
         let containerName = input.context.pointee.iformat?.pointee.name.map { String(cString: $0) } ?? ""
         let isMP4 = containerName.hasPrefix("mov")
         declaredEnd = FFmpegGapless.iTunesEnd(input.tag(["iTunSMPB"], audioStream: Int(index)))
-            ?? (isMP4 && input.isFile ? FFmpegGapless.length(input: input, stream: stream, rate: Int(par.pointee.sample_rate)) : nil)
+            ?? (isMP4 && input.isSeekable ? FFmpegGapless.length(input: input, stream: stream, rate: Int(par.pointee.sample_rate)) : nil)
 
         // The first frame: its rate is the rate, its timestamp position 0.
         while pending.count == 0 && !finished { try decodeFrame() }
         guard sampleRate > 0 else {
             throw input.sourceFailure ?? .undecodable(path: name, reason: "no decodable \(codecName) audio")
         }
-        frameCount = input.isFile ? FFmpegGapless.length(input: input, stream: stream, rate: sampleRate, end: declaredEnd) : nil
+        frameCount = input.isSeekable ? FFmpegGapless.length(input: input, stream: stream, rate: sampleRate, end: declaredEnd) : nil
     }
 
     deinit {
@@ -309,7 +340,7 @@ public final class FFmpegDecoder: AudioDecoder {
     }
 
     public func seek(toFrame target: Int) throws(AudioError) {
-        guard input.isFile else { throw .undecodable(path: path, reason: "a stream cannot seek") }
+        guard input.isSeekable else { throw .undecodable(path: path, reason: "a stream cannot seek") }
         let frame = max(0, min(target, frameCount ?? Int.max))
         let start = seeksByTimestamp ? max(0, frame - seekPreroll) : 0
         let ts = !seeksByTimestamp ? (firstPacketPTS ?? 0) : (originPTS ?? 0) + Int64((Double(start) * Double(timeBase.den) / (Double(timeBase.num) * Double(sampleRate))).rounded(.down))

@@ -205,11 +205,16 @@ public final class NetworkSource: AudioDecoder, ReportsBuffering {
 
     /// Exact length (gapless) when the file has a LAME/Xing header, else
     /// libmpg123's estimate; nil for live streams.
-    public var frameCount: Int? { isLive || ffmpeg != nil ? nil : decoder.frameCount }
+    public var frameCount: Int? { isLive ? nil : ffmpeg.map(\.frameCount) ?? decoder.frameCount }
 
     public func seek(toFrame frame: Int) throws(AudioError) {
         guard !isLive else { throw StreamError.notSeekable(url: path, reason: "it is a live stream").audioError }
-        guard ffmpeg == nil else { throw StreamError.notSeekable(url: path, reason: "\(codec) over HTTP plays from the start only").audioError }
+        if let ffmpeg {
+            // A finite file: FFmpeg seeks through `StreamBytes`, which asks for a Range.
+            do { try ffmpeg.seek(toFrame: frame) } catch { throw ffmpegBytes?.failure?.audioError ?? error }
+            finished = false
+            return
+        }
         switch decoder.seek(toFrame: frame) {
         case .failure(let e): throw StreamError.notSeekable(url: path, reason: Self.reason(e)).audioError
         case .success(let inputOffset):
@@ -307,6 +312,20 @@ final class StreamBytes: FFmpegByteSource {
     init(_ stream: HTTPStream, replay: [UInt8]) {
         self.stream = stream
         self.replay = replay
+        // A finite file with a length seeks with Range requests (an MP4 whose index is at its end needs it).
+        if let info = stream.info, !info.isLive, let length = info.contentLength, length > 0 { seekableSize = length } else { seekableSize = nil }
+    }
+
+    let seekableSize: Int64?
+
+    func seek(to offset: Int64) -> Bool {
+        replay = []
+        replayed = 0
+        do { try stream.restart(at: offset) } catch {
+            failure = error
+            return false
+        }
+        return true
     }
 
     func read(into buffer: UnsafeMutableRawBufferPointer) -> FFmpegRead {

@@ -57,6 +57,30 @@ import TuttiTestSupport
         #expect(maxAbsDifference(decoded, local) < 1e-6)
     }
 
+    /// A podcast-style M4A over HTTP whose index (moov) is at its end: FFmpeg reads
+    /// it through Range requests, so the length is exact and seeking lands where a
+    /// local file's does.
+    @Test func anM4AFileOverHTTPSeeksAndKnowsItsLength() throws {
+        let m4a = try Self.make("episode.m4a", ["-c:a", "aac", "-b:a", "128k", "-movie_timescale", "44100"], seconds: 4)
+        let server = try TestServer(file: m4a)
+        let source = try NetworkSource(url: server.url("/file.mp3?type=audio%2Fmp4"), options: testOptions())
+        let local = try AudioFile.open(m4a)
+        #expect(source.codec == "aac")
+        #expect(!source.isLive)
+        #expect(source.frameCount == local.frameCount)
+        #expect(source.frameCount == 4 * 44_100)
+        try source.seek(toFrame: 100_000)
+        try local.seek(toFrame: 100_000)
+        var a: [Float] = [], b: [Float] = []
+        while a.count < 9_600, try source.read(into: &a, maxFrames: 4_800 - a.count / 2) > 0 {}
+        while b.count < 9_600, try local.read(into: &b, maxFrames: 4_800 - b.count / 2) > 0 {}
+        #expect(a.count == 9_600)
+        #expect(maxAbsDifference(a, b) < 1e-6, "after a seek, the same samples as the local file")
+        let rest = try decodeAll(source)
+        #expect((a.count + rest.count) / 2 == 4 * 44_100 - 100_000)
+        #expect(try server.connections("/file.mp3") >= 2, "a Range request for the index or the seek")
+    }
+
     @Test func garbageUnderAnAudioTypeIsAClearError() throws {
         let dir = makeTemporaryDirectory()
         _ = FileManager.default.createFile(atPath: dir + "/junk", contents: Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 7_919) }))
