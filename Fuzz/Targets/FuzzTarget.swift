@@ -264,9 +264,15 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
 
     /// An HLS playlist as `HLSSource` reads one, then the session run over
     /// it twice (a reload): bounded, absolute http(s) URLs only, and each
-    /// segment fetched at most once, in media-sequence order.
+    /// segment fetched at most once, in media-sequence order. The bytes are
+    /// also read as a packed-audio segment's ID3 tag.
     static func hls(_ bytes: [UInt8]) {
         let base = "http://radio.example/live/index.m3u8"
+        // The same bytes as a packed-audio segment's ID3 tag: never longer than what it claims, text bounded.
+        if let tag = HLSTimedMetadata.read(bytes[...]) {
+            precondition(tag.length >= 10)
+            precondition((tag.title?.utf8.count ?? 0) <= 3 * 4_096 && (tag.artist?.utf8.count ?? 0) <= 3 * 4_096)
+        }
         guard let playlist = try? HLSPlaylist.parse(String(decoding: bytes, as: UTF8.self), url: base) else { return }
         func isHTTP(_ url: String) -> Bool { let s = url.prefix(8).lowercased(); return s.hasPrefix("http://") || s.hasPrefix("https://") }
         switch playlist {

@@ -121,10 +121,17 @@ final class HLSSegmentBytes: FFmpegByteSource {
                 do throws(StreamError) {
                     var data: [UInt8] = []
                     if let initSection { data = try fetch(initSection) }
-                    data += try fetch(segment.url)
-                    current = data
+                    var body = try fetch(segment.url)
+                    // Packed audio starts with an ID3 tag (timestamp, often the song): read, then left out,
+                    // so the demuxer sees one continuous ADTS (or MP3) stream.
+                    var title = segment.title
+                    if let tag = HLSTimedMetadata.read(body[...]) {
+                        title = tag.streamTitle ?? title
+                        body.removeFirst(min(tag.length, body.count))
+                    }
+                    current = data + body
                     offset = 0
-                    if let title = segment.title, title != lastTitle {
+                    if let title, title != lastTitle {
                         lastTitle = title
                         onMetadata?(StreamMetadata(title: title))
                     }

@@ -142,3 +142,38 @@ import TuttiCore
         #expect(second == nil)
     }
 }
+
+/// The ID3 tag that starts a packed-audio segment: the song, and the bytes to leave out.
+@Suite struct HLSTimedMetadataTests {
+    static func synchsafe(_ n: Int) -> [UInt8] { [UInt8(n >> 21 & 0x7F), UInt8(n >> 14 & 0x7F), UInt8(n >> 7 & 0x7F), UInt8(n & 0x7F)] }
+
+    /// An ID3v2.4 tag of UTF-8 text frames (and a PRIV frame, as HLS' timestamp).
+    static func id3v24(_ frames: [(String, String)]) -> [UInt8] {
+        var body: [UInt8] = Array("PRIV".utf8) + synchsafe(8) + [0, 0] + Array("com.app\0".utf8)
+        for (id, text) in frames {
+            let payload: [UInt8] = [3] + Array(text.utf8)
+            body += Array(id.utf8) + synchsafe(payload.count) + [0, 0] + payload
+        }
+        return Array("ID3".utf8) + [4, 0, 0] + synchsafe(body.count) + body
+    }
+
+    @Test func titleAndArtistAreReadAndTheTagsLengthGiven() {
+        let tag = Self.id3v24([("TIT2", "Hoppípolla"), ("TPE1", "Sigur Rós")])
+        let segment = tag + [0xFF, 0xF1, 0x50, 0x80]
+        let read = HLSTimedMetadata.read(segment[...])
+        #expect(read?.length == tag.count)
+        #expect(read?.streamTitle == "Sigur Rós - Hoppípolla")
+        #expect(HLSTimedMetadata.read([0xFF, 0xF1, 0x50, 0x80][...]) == nil)
+    }
+
+    @Test func utf16AndABrokenTagAreHandled() {
+        // ID3v2.3, UTF-16 with a little-endian BOM.
+        let text: [UInt8] = [1, 0xFF, 0xFE] + Array("서울".utf16).flatMap { [UInt8($0 & 0xFF), UInt8($0 >> 8)] }
+        let frame = Array("TIT2".utf8) + [0, 0, 0, UInt8(text.count), 0, 0] + text
+        let tag = Array("ID3".utf8) + [3, 0, 0] + Self.synchsafe(frame.count) + frame
+        #expect(HLSTimedMetadata.read(tag[...])?.title == "서울")
+        // A tag that claims more than the segment holds: its length, nothing read.
+        let broken = Array("ID3".utf8) + [4, 0, 0] + Self.synchsafe(100_000) + [1, 2, 3]
+        #expect(HLSTimedMetadata.read(broken[...]) == .init(length: 100_010, title: nil, artist: nil))
+    }
+}

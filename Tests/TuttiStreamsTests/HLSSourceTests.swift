@@ -72,6 +72,45 @@ import TuttiTestSupport
         #expect(titles.all.first == "Live index0.ts")
     }
 
+    /// Packed audio: ADTS segments, each after an ID3 tag naming its song,
+    /// as stations serve them: the songs are reported in order and the audio
+    /// plays whole (the tags left out of what FFmpeg reads).
+    @Test func packedAudioSegmentsReportTheirSongs() throws {
+        let dir = makeTemporaryDirectory("hls-packed")
+        try runTool(["ffmpeg", "-v", "error", "-y", "-f", "lavfi", "-i", "sine=frequency=1000:sample_rate=44100:duration=2", "-ac", "2",
+                     "-c:a", "aac", "-b:a", "96k", dir + "/all.aac"])
+        let adts = [UInt8](try Data(contentsOf: URL(fileURLWithPath: dir + "/all.aac")))
+        // ADTS frames, cut into two segments at a frame boundary.
+        var starts: [Int] = [], at = 0
+        while at + 7 <= adts.count {
+            starts.append(at)
+            at += Int(adts[at + 3] & 0x03) << 11 | Int(adts[at + 4]) << 3 | Int(adts[at + 5]) >> 5
+        }
+        let cut = starts[starts.count / 2]
+        func id3(_ title: String, _ artist: String) -> [UInt8] {
+            func synchsafe(_ n: Int) -> [UInt8] { [UInt8(n >> 21 & 0x7F), UInt8(n >> 14 & 0x7F), UInt8(n >> 7 & 0x7F), UInt8(n & 0x7F)] }
+            var body: [UInt8] = []
+            for (id, text) in [("TIT2", title), ("TPE1", artist)] {
+                let payload: [UInt8] = [3] + Array(text.utf8)
+                body += Array(id.utf8) + synchsafe(payload.count) + [0, 0] + payload
+            }
+            return Array("ID3".utf8) + [4, 0, 0] + synchsafe(body.count) + body
+        }
+        try Data(id3("Jóga", "Björk") + adts[..<cut]).write(to: URL(fileURLWithPath: dir + "/s0.aac"))
+        try Data(id3("서울의 밤", "김민준") + adts[cut...]).write(to: URL(fileURLWithPath: dir + "/s1.aac"))
+        try "#EXTM3U\n#EXT-X-TARGETDURATION:1\n#EXTINF:1,\ns0.aac\n#EXTINF:1,\ns1.aac\n#EXT-X-ENDLIST\n"
+            .write(toFile: dir + "/index.m3u8", atomically: true, encoding: .utf8)
+        let server = try Self.serve(dir)
+        defer { server.stop() }
+        let titles = Collector<String>()
+        let hls = try HLSSource(url: server.url("/index.m3u8"), options: testOptions(), onMetadata: { m in
+            if let t = m.title { titles.append(t) }
+        })
+        let decoded = try decodeAll(hls)
+        #expect(decoded.count / 2 == starts.count * 1_024, "every ADTS frame decoded: \(decoded.count / 2) frames")
+        #expect(titles.all == ["Björk - Jóga", "김민준 - 서울의 밤"])
+    }
+
     @Test func aMissingSegmentOrAnEncryptedStreamIsAClearError() throws {
         let dir = makeTemporaryDirectory("hls-bad")
         try "#EXTM3U\n#EXT-X-TARGETDURATION:1\n#EXTINF:1,\ngone.ts\n".write(toFile: dir + "/index.m3u8", atomically: true, encoding: .utf8)
