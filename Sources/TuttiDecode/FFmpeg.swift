@@ -83,13 +83,15 @@ public enum FFmpegFormats {
 
     /// Whether a file's first bytes are a container only FFmpeg reads here:
     /// Ogg, MP4 ("ftyp"), AIFF ("FORM"), APE ("MAC "), WavPack ("wvpk"),
-    /// DSF ("DSD "), DFF ("FRM8"), ASF (WMA).
+    /// DSF ("DSD "), DFF ("FRM8"), ASF (WMA), ADTS.
     public static func isContainer(magic: ArraySlice<UInt8>) -> Bool {
         let m = Array(magic)
         guard m.count >= 4 else { return false }
         let head = String(decoding: m[0..<4], as: UTF8.self)
         if ["OggS", "FORM", "MAC ", "wvpk", "DSD ", "FRM8"].contains(head) { return true }
         if m.count >= 8, String(decoding: m[4..<8], as: UTF8.self) == "ftyp" { return true }
+        // ADTS (raw AAC): MPEG audio's sync with layer 00, which MP3 never uses.
+        if m[0] == 0xFF, m[1] & 0xF6 == 0xF0 { return true }
         return m.starts(with: [0x30, 0x26, 0xB2, 0x75, 0x8E, 0x66, 0xCF, 0x11]) // the ASF header object's GUID
     }
 }

@@ -55,6 +55,9 @@ import TuttiTestSupport
         let path = try Self.encode(format, source, dir: dir)
         let decoder = try AudioFile.open(path)
         #expect(decoder is FFmpegDecoder)
+        // Recognised by content too (a cached copy named without its extension).
+        try FileManager.default.copyItem(atPath: path, toPath: dir + "/noname")
+        #expect(try AudioFile.open(dir + "/noname") is FFmpegDecoder, "\(format) by its first bytes")
         #expect(decoder.sampleRate == format.rate)
         let decoded = try Self.decodeAll(decoder)
         let decodedFrames = decoded.count / 2
