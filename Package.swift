@@ -78,7 +78,7 @@ let package = Package(
         // Pure logic: no I/O, no C, runs on injected time.
         .target(name: "TuttiCore"),
         // OS services without Foundation: named threads, the stderr log.
-        .target(name: "TuttiSystem", dependencies: ["TuttiCore", "CTuttiThread"]),
+        .target(name: "TuttiSystem", dependencies: ["TuttiCore", "CTuttiThread", "CTuttiSpawn"]),
         // Audio edge, a speaker's half: the Opus codec, sinks (ALSA), the playout engine.
         .target(name: "TuttiAudio", dependencies: ["TuttiCore", "TuttiSystem", "CALSA", "COpus"]),
         // Audio edge, the leader's half: file and stream decoders (libmpg123, libFLAC, WAV; FFmpeg for every other format), the tags and exact length they read for the library, the resampler (libsoxr).
@@ -129,7 +129,7 @@ let package = Package(
         .testTarget(name: "TuttiCLITests", dependencies: ["TuttiCLI", "TuttiDiscovery", "TuttiCore"]),
         .testTarget(name: "TuttiDiscoveryTests", dependencies: ["TuttiTestSupport", "TuttiDiscovery", "TuttiDaemon", "TuttiFollower", "TuttiControlClient", "TuttiAudio", "TuttiNet", "TuttiCore"]),
         .testTarget(name: "TuttiFuzzTests", dependencies: ["TuttiFuzzTargets"]),
-        .testTarget(name: "TuttiDaemonTests", dependencies: ["TuttiTestSupport", "TuttiDaemon", "TuttiFollower", "TuttiControlClient", "TuttiAudio", "TuttiNet", "TuttiCore"]),
+        .testTarget(name: "TuttiDaemonTests", dependencies: ["TuttiTestSupport", "TuttiDaemon", "TuttiDiscovery", "TuttiFollower", "TuttiControlClient", "TuttiAudio", "TuttiNet", "TuttiCore"]),
     ],
     swiftLanguageModes: [.v6]
 )

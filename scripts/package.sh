@@ -127,7 +127,7 @@ build_deb "$root" tutti
 root=$(stage tutti-speaker)
 program "$root" tutti-follower
 install -D -m 0644 deploy/tutti-speaker.service "$root/lib/systemd/system/tutti-speaker.service"
-control "$root" tutti-speaker "tutti (= $version), $(shlibs "$root"), init-system-helpers (>= 1.54~)" avahi-daemon \
+control "$root" tutti-speaker "tutti (= $version), $(shlibs "$root"), init-system-helpers (>= 1.54~)" "avahi-daemon, shairport-sync" \
     "synchronised multi-room audio: speaker" \
     "The speaker daemon (tutti-follower) and its service: it finds the leader" \
     "over mDNS, keeps a model of its clock and plays the stream through ALSA," \
@@ -143,6 +143,7 @@ find "$root/usr/share/tutti/web" -type d -exec chmod 0755 {} + && find "$root/us
 install -D -m 0644 deploy/tutti-leader.service "$root/lib/systemd/system/tutti-leader.service"
 # libcurl (network streams) and librubberband (speed and pitch) are opened when
 # first used, not linked, so dpkg-shlibdeps cannot see them: named here.
+# shairport-sync: the AirPlay receivers (airplay = yes in tutti.conf); without it the leader says so and goes on.
 # FFmpeg (libavformat59 and the libraries it pulls in, about 30 MiB) is opened
 # at the first AAC, ALAC, Ogg, Opus, WMA… file or HLS stream: recommended, so a
 # leader that plays MP3 and FLAC only can do without it.

@@ -14,6 +14,7 @@ packages=(
   ffmpeg                                                                                    # tests: the AAC, ALAC, Ogg, Opus, WMA, WavPack, AIFF corpus and HLS streams
   ncmpcpp tmux openssl ca-certificates util-linux curl                                      # tests: ncmpcpp in tmux; https certificates, the CA bundle, unshare; curl as a raw HTTP client (WebServerHeaderTests)
   avahi-daemon dbus                                                                         # mDNS: discovery tests run their own daemon on loopback
+  shairport-sync                                                                            # AirPlay: the leader's managed receivers (AirPlayTests)
   chromium chromium-driver python3-selenium                                                 # the web app's tests drive a real browser
   snapclient procps                                                                                # Snapcast compatibility: the stock client as a room
   pulseaudio libasound2-plugins                                                             # faults: a DAC that can be unplugged (ALSA's pulse plugin)
@@ -42,3 +43,6 @@ python3 -c 'import snapcast.control' 2>/dev/null || python3 -m pip install --qui
 # feedgen writes the podcast feeds (RSS with itunes:*, Atom) the podcast tests serve.
 python3 -c 'import feedgen.feed' 2>/dev/null || python3 -m pip install --quiet feedgen \
   || python3 -m pip install --quiet --break-system-packages feedgen
+# pyatv: a real AirPlay sender, the phone in AirPlayTests.
+python3 -c 'import pyatv' 2>/dev/null || python3 -m pip install --quiet pyatv \
+  || python3 -m pip install --quiet --break-system-packages pyatv

@@ -21,6 +21,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     case httpHead = "http-head", icy
     case id3, flac, wav, m3u, buttons, config, feed
     case stationPlaylist = "station-playlist", hls
+    /// shairport-sync's metadata pipe, as the leader reads it from each AirPlay receiver.
+    case airplayMetadata = "airplay-metadata"
     /// Command execution: requests run by a playing leader (`CommandExecution`).
     case mpdExec = "mpd-exec", jsonrpcExec = "jsonrpc-exec", snapcastExec = "snapcast-exec"
 
@@ -43,6 +45,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .feed: Self.feed(bytes)
         case .stationPlaylist: Self.stationPlaylist(bytes)
         case .hls: Self.hls(bytes)
+        case .airplayMetadata: Self.airplayMetadata(bytes)
         case .mpdExec: CommandExecution.mpd(bytes)
         case .jsonrpcExec: CommandExecution.jsonrpc(bytes)
         case .snapcastExec: CommandExecution.snapcast(bytes)
@@ -162,6 +165,27 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
             }
         }
         precondition(accounted <= bytes.count)
+    }
+
+    /// AirPlay metadata items, in pieces, into a session: data within its
+    /// bound, what the reader holds bounded, the session's actions sane.
+    static func airplayMetadata(_ bytes: [UInt8]) {
+        var reader = AirPlayMetadataReader(maximumDataBytes: 64 << 10)
+        var session = AirPlaySession(releaseGrace: 1_000)
+        var now: Int64 = 0
+        for piece in pieces(bytes) {
+            for item in reader.feed(piece) {
+                precondition(item.data.count <= 64 << 10 && item.type.utf8.count == 4 && item.code.utf8.count == 4)
+                for action in session.handle(item, now: now) where action == .takeOver { precondition(session.holding) }
+            }
+            now += 500
+            _ = session.tick(now: now)
+            if let remote = session.nowPlaying.remote {
+                precondition(remote.activeRemote.utf8.allSatisfy { (48...57).contains($0) } && (1...65_535).contains(remote.port))
+                precondition(!remote.address.contains("/") && !remote.address.contains(" "))
+            }
+        }
+        _ = session.receiverGone()
     }
 
     // MARK: - Files

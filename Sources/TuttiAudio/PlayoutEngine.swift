@@ -189,7 +189,7 @@ public final class PlayoutEngine: @unchecked Sendable {
                 continue
             case .discard(let upTo, let frames):
                 timeline.release(upTo: upTo)
-                if !writeSilence(frames, to: sink) { return }
+                if frames > 0 && !writeSilence(frames, to: sink) { return }
                 continue
             case .wait(let frames):
                 Monotonic.sleep(nanoseconds: StreamFormat.nanoseconds(frames: frames))

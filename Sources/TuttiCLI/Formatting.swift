@@ -49,6 +49,7 @@ public func describeStatus(_ s: [String: Any]) -> String {
     if let pitch = s["pitch"] as? Double, pitch != 0 { options.append(String(format: "pitch %+.1f", pitch)) }
     if s["shuffle"] != nil { line += "\n  " + options.joined(separator: ", ") }
     if let e = s["error"] as? String { line += "\n  last error: \(e)" }
+    if let source = s["source"] as? String { line += "\n  \(source)" } // "AirPlay from Anna's iPhone"
     return line
 }
 

@@ -84,9 +84,28 @@ public struct ClockModel: Equatable, Sendable {
 /// lowest point then sits about `1/ρ` above the true floor. `uncertainty`
 /// estimates that as the k-th smallest residual over k, per direction,
 /// averaged. `ready` turns true once it is below `readyUncertainty` (or
-/// below `lateReadyUncertainty` once the samples span `lateReadyAfter`): a
-/// follower starts playing only then (a late joiner never plays out of step
-/// first), and stays true until `reset`.
+/// below `lateReadyUncertainty` once the samples span `lateReadyAfter`, or
+/// below `startUncertainty`, about a millisecond, once they span
+/// `startAfter`): a follower starts playing only then, and stays true until
+/// `reset`. Between rooms a millisecond is inaudible (a person walking from
+/// one to the next hears more than that from the distance alone), and a
+/// speaker that waits for microseconds on a link that queues waits for
+/// tens of seconds: it starts, `settling`, and the output follows the model
+/// by rate steering as better samples come.
+///
+/// A link that queues in order (Wi-Fi: each end sends from a FIFO) makes
+/// samples close in time share their delay: a packet waits behind the ones
+/// before it. There the floor turns up once the queue drains, whatever the
+/// pace, and more samples add nothing but load. `inOrderExcess` says when
+/// the samples look like that (no packet has overtaken another for
+/// `inOrderRun` samples, while the path queues milliseconds): the typical
+/// delay above the floor, which sets the pace (`ClockExchangeSchedule`).
+///
+/// The skew fitted from a young or smeared window is pulled towards 0 by its
+/// own uncertainty, the disagreement of the two directions' slopes (a 2 s
+/// window whose floor is 1 ms rough says nothing about ppm, and a fitted
+/// ±500 ppm carried the model off by milliseconds): weighed against
+/// `skewPrior`, which is how far real crystals are from each other.
 public struct ClockEstimator: Sendable {
     public struct Configuration: Sendable {
         /// Most samples kept (at 200 a second: 60 s).
@@ -113,6 +132,17 @@ public struct ClockEstimator: Sendable {
         /// converging while it plays.
         public var lateReadyAfter: Int64 = 1_500 * nanosecondsPerMillisecond
         public var lateReadyUncertainty: Int64 = 75_000
+        /// On a link that queues (20 ± 15 ms, in order), the floor is found
+        /// in tens of seconds: after this much, a model good to about
+        /// `startUncertainty` plays, and converges while it does.
+        public var startAfter: Int64 = 1_800 * nanosecondsPerMillisecond
+        public var startUncertainty: Int64 = 1_000_000
+        /// How far apart real crystals are (the skew fit is weighed against it).
+        public var skewPrior = 100e-6
+        /// Samples with no overtaking before the path counts as in order.
+        public var inOrderRun = 100
+        /// … and the median delay above the floor at least this.
+        public var inOrderMinimumExcess: Int64 = 1_000_000
         /// The k of the residual that estimates how far the envelope is above the floor.
         public var residualRank = 9
         /// A sample that cannot move an envelope refits only once this long
@@ -145,6 +175,18 @@ public struct ClockEstimator: Sendable {
     private(set) public var queueing: Int64?
     /// Good enough to play by (see the type's comment).
     private(set) public var ready = false
+    /// Ready, and not yet as sure as `readyUncertainty`: the output converges by steering.
+    public var settling: Bool { ready && (uncertainty ?? .max) > configuration.readyUncertainty }
+    /// The median one-way delay above the envelopes, ns (newer half of the window).
+    private(set) public var medianExcess: Int64?
+    /// Datagram samples since one overtook another (`add(_:overStream:)`).
+    private(set) public var samplesInOrder = 0
+    /// On a path that queues in order (see the type's comment), its median
+    /// delay above the floor, ns; nil otherwise.
+    public var inOrderExcess: Int64? {
+        guard samplesInOrder >= configuration.inOrderRun, let m = medianExcess, m >= configuration.inOrderMinimumExcess else { return nil }
+        return m
+    }
 
     public init(configuration: Configuration = Configuration()) {
         self.configuration = configuration
@@ -159,11 +201,34 @@ public struct ClockEstimator: Sendable {
         model = nil
         lastRefit = nil
         addedSinceRefit = 0
+        medianExcess = nil
+        samplesInOrder = 0
+        lastDatagram = nil
         bestRoundTrip = 0 // else health reports show the previous session's round trip
         uncertainty = nil
         queueing = nil
         ready = false
     }
+
+    /// Adds an exchange and refits (see `add(_:)`); `overStream`: it went
+    /// over the TCP stream, behind the audio, and says nothing about the
+    /// order datagrams keep.
+    @discardableResult
+    public mutating func add(_ sample: ClockSample, overStream: Bool) -> Bool {
+        guard add(sample) else { return false }
+        if !overStream {
+            // Replies come in arrival order: one sent earlier than the last
+            // one's was overtaken on the way back; one that reached the leader
+            // earlier than the last one's overtook it on the way there.
+            if let last = lastDatagram {
+                samplesInOrder = sample.t1 < last.t1 || sample.t2 < last.t2 ? 0 : samplesInOrder + 1
+            }
+            lastDatagram = sample
+        }
+        return true
+    }
+
+    private var lastDatagram: ClockSample?
 
     /// Adds an exchange and refits. Returns false if the sample was discarded
     /// as impossible (negative round trip, received before sent, overflowing)
@@ -234,6 +299,12 @@ public struct ClockEstimator: Sendable {
         Self.insertionSort(&backward)
         var skew = model?.skew ?? 0
         let span = newest.t1 - stored[head].t1
+        // With the common slope, each envelope rests on its lowest point in
+        // the newer half of the window: near now, so an error in the skew
+        // is carried over half the window at most, yet over enough points.
+        // (x is taken from t1 forward, t4 backward; the newest exchange is always in.)
+        let from = -Double(span) / 2 - Double(newest.t4 - newest.t1)
+        let k = min(configuration.residualRank, max(1, count / 2))
         // Fitted as soon as the window spans minimumSkewSpan, even on a
         // jittery path where the chord is still rough: a crystal 50 ppm off
         // held at 0 costs more (50 µs a second of window) than a rough fit,
@@ -243,37 +314,48 @@ public struct ClockEstimator: Sendable {
         if count >= 3 && span >= configuration.minimumSkewSpan {
             let sf = Self.hullSlope(forward, hull: &hull)
             let sb = -Self.hullSlope(backward, hull: &hull) // the backward envelope was negated
-            skew = min(max((sf + sb) / 2, -configuration.maximumSkew), configuration.maximumSkew)
+            let fitted = (sf + sb) / 2
+            // Weighed against the prior by how far the two directions'
+            // slopes disagree: each is a measure of the same skew, so their
+            // difference is what the window can tell (0 on a clean path;
+            // hundreds of ppm on a 2 s window of a queued link).
+            let sigma = abs(sf - sb) / 2
+            let prior = configuration.skewPrior
+            let weight = prior > 0 ? prior * prior / (prior * prior + sigma * sigma) : 1
+            skew = min(max(fitted * (weight.isFinite ? weight : 0), -configuration.maximumSkew), configuration.maximumSkew)
         }
-        // With the common slope, each envelope rests on its lowest point in
-        // the newer half of the window: near now, so an error in the skew
-        // is carried over half the window at most, yet over enough points.
-        // (x is taken from t1 forward, t4 backward; the newest exchange is always in.)
-        let from = -Double(span) / 2 - Double(newest.t4 - newest.t1)
-        var af = Double.infinity, ab = Double.infinity
-        for p in forward where p.x >= from { af = min(af, p.y - skew * p.x) }
-        for p in backward where p.x >= from { ab = min(ab, p.y + skew * p.x) }
+        let (af, ab, mean) = envelopes(skew: skew, from: from, k: k)
         // θ(reference) = (lower forward envelope + upper backward envelope) / 2.
         let theta = (af - ab) / 2
         guard theta.isFinite, skew.isFinite, abs(theta) < 9e18 else { return } // absurd timestamps: keep the last model
         model = ClockModel(reference: reference, offset: base &+ Int64(theta.rounded()), skew: skew)
         envelopeFloor = (af + ab) / 2
-
-        let k = min(configuration.residualRank, max(1, count / 2))
-        let ef = Self.kthSmallest(forward.lazy.filter { $0.x >= from }.map { $0.y - skew * $0.x - af }, k, scratch: &smallest) / Double(max(1, k - 1))
-        let eb = Self.kthSmallest(backward.lazy.filter { $0.x >= from }.map { $0.y + skew * $0.x - ab }, k, scratch: &smallest) / Double(max(1, k - 1))
-        let mean = (ef + eb) / 2
         let u = mean.isFinite ? Int64(min(max(mean.rounded(), 0), 9e18)) : Int64.max
         uncertainty = u
         var excess = 0.0, n = 0
-        for p in forward where p.x >= from { excess += p.y - skew * p.x - af; n += 1 }
-        for p in backward where p.x >= from { excess += p.y + skew * p.x - ab; n += 1 }
+        smallest.removeAll(keepingCapacity: true)
+        for p in forward where p.x >= from { let e = p.y - skew * p.x - af; excess += e; n += 1; smallest.append(e) }
+        for p in backward where p.x >= from { let e = p.y + skew * p.x - ab; excess += e; n += 1; smallest.append(e) }
         let q = excess / Double(max(1, n))
         queueing = q.isFinite ? Int64(min(max(q.rounded(), 0), 9e18)) : Int64.max
+        let median = Self.select(&smallest, rank: smallest.count / 2)
+        medianExcess = median.isFinite ? Int64(min(max(median.rounded(), 0), 9e18)) : nil
         if !ready && count >= configuration.minimumSamples
-            && (u <= configuration.readyUncertainty || (span >= configuration.lateReadyAfter && u <= configuration.lateReadyUncertainty)) {
+            && (u <= configuration.readyUncertainty || (span >= configuration.lateReadyAfter && u <= configuration.lateReadyUncertainty)
+                || (span >= configuration.startAfter && u <= configuration.startUncertainty)) {
             ready = true
         }
+    }
+
+    /// Each envelope's lowest point from `from` on, with slope `skew`, and
+    /// how far it may be above the floor (see the type's comment), ns.
+    private mutating func envelopes(skew: Double, from: Double, k: Int) -> (forward: Double, backward: Double, uncertainty: Double) {
+        var af = Double.infinity, ab = Double.infinity
+        for p in forward where p.x >= from { af = min(af, p.y - skew * p.x) }
+        for p in backward where p.x >= from { ab = min(ab, p.y + skew * p.x) }
+        let ef = Self.kthSmallest(forward.lazy.filter { $0.x >= from }.map { $0.y - skew * $0.x - af }, k, scratch: &smallest) / Double(max(1, k - 1))
+        let eb = Self.kthSmallest(backward.lazy.filter { $0.x >= from }.map { $0.y + skew * $0.x - ab }, k, scratch: &smallest) / Double(max(1, k - 1))
+        return (af, ab, (ef + eb) / 2)
     }
 
     /// The mean slope of the points' lower convex hull over the middle half
@@ -300,6 +382,25 @@ public struct ClockEstimator: Sendable {
             return b.x > a.x ? a.y + (b.y - a.y) * (x - a.x) / (b.x - a.x) : min(a.y, b.y)
         }
         return (envelope(at: q3) - envelope(at: q1)) / (q3 - q1)
+    }
+
+    /// The value of the given rank (0-based) in `values`, which it reorders
+    /// (Hoare's selection: linear on average); infinity when empty.
+    private static func select(_ values: inout [Double], rank: Int) -> Double {
+        guard !values.isEmpty else { return .infinity }
+        var lo = 0, hi = values.count - 1
+        let k = min(max(rank, 0), hi)
+        while lo < hi {
+            let pivot = values[(lo + hi) / 2]
+            var i = lo, j = hi
+            while i <= j {
+                while values[i] < pivot { i += 1 }
+                while values[j] > pivot { j -= 1 }
+                if i <= j { values.swapAt(i, j); i += 1; j -= 1 }
+            }
+            if k <= j { hi = j } else if k >= i { lo = i } else { break }
+        }
+        return values[k]
     }
 
     private static func insertionSort(_ points: inout [Point]) {

@@ -24,6 +24,14 @@ public enum PlayerCommand: Sendable, Equatable {
     case speed(Double)
     /// Pitch in semitones, ±12, speed kept.
     case pitch(semitones: Double)
+    /// An outside source takes over (an AirPlay receiver's pipe): it plays
+    /// at once as an entry after the current one, and what was heard
+    /// before is remembered for `uncue`. A second cue while one holds
+    /// replaces it and keeps the first one's memory.
+    case cue(uri: String)
+    /// The outside source `uri` is done: its entry leaves the queue and,
+    /// when it was heard, the group goes back to what played before, paused.
+    case uncue(uri: String)
 }
 
 extension PlayerCommand {
@@ -73,6 +81,8 @@ extension PlayerCommand {
             guard PlaybackTempo.validPitch(value) != nil else {
                 return .failure(.invalid("pitch must be \(Int(PlaybackTempo.pitchRange.lowerBound)) to +\(Int(PlaybackTempo.pitchRange.upperBound)) semitones (not \(value))"))
             }
+        case .cue(let uri), .uncue(let uri):
+            guard !uri.isEmpty, uri.utf8.count <= 4_096 else { return .failure(.invalid("a source of 1…4096 bytes")) }
         case .play, .pause, .toggle, .stop, .next, .previous, .clear, .shuffle, .repeatMode, .single, .consume, .removeEntry:
             break
         }

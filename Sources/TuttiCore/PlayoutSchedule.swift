@@ -3,7 +3,9 @@
 /// `PlayoutEngine` performs each step, and tests drive it on made-up
 /// timelines and clocks).
 ///
-/// Not playing, it waits for the first frame: silence up to it exactly, or
+/// Without a clock model it writes nothing to a DAC that is not running
+/// (the DAC stays stopped, never started and starved). Not playing, it
+/// waits for the first frame: silence up to it exactly, or
 /// starts at once when that moment has come (late: from where the clock
 /// is, never out of step). Playing, it steers through `DriftController`: a
 /// ratio, or a hard resync that skips frames or holds with silence. A new
@@ -25,7 +27,7 @@ public struct PlayoutSchedule: Sendable {
         /// Write this much silence, then decide again.
         case silence(frames: Int)
         /// Everything the timeline holds is already in the past: release it
-        /// up to `upTo`, write `silence` frames, decide again.
+        /// up to `upTo`, write `silence` frames (none: write nothing), decide again.
         case discard(upTo: Int, silence: Int)
         /// Produce a period from `position`, advancing by `ratio` a frame.
         case play
@@ -118,8 +120,13 @@ public struct PlayoutSchedule: Sendable {
         guard let target = m.target else {
             // No clock yet: keep the newest frames, so the writer has room and drops none of them.
             let held = m.writeEnd - max(m.validStart, m.readStart)
-            if held > m.keptWaiting { return .discard(upTo: m.writeEnd - m.keptWaiting, silence: period) }
-            return silenceWhenDue(m, period)
+            // A DAC that holds nothing stays stopped until the clock is good:
+            // silence written on a timer here started it and let it run dry
+            // again and again (on a queued Wi-Fi link, 734 underruns before
+            // the first sound). One that is running is fed silence as before.
+            let stopped = m.queued == 0
+            if held > m.keptWaiting { return .discard(upTo: m.writeEnd - m.keptWaiting, silence: stopped ? 0 : period) }
+            return stopped ? .wait(frames: period) : silenceWhenDue(m, period)
         }
 
         if !playing {

@@ -19,6 +19,12 @@ public struct Transport: Sendable {
     public var pausedAt = TrackPosition(track: 0, frame: 0)
     /// After the list ended: the grid frame up to which its tail is still heard.
     public var tailUntil: Int?
+    /// An outside source that took over (`PlayerCommand.cue`): its entry, and what was heard before it.
+    public struct Cue: Equatable, Sendable {
+        public var entry: UInt32
+        public var previous: TrackPosition?
+    }
+    public var cued: Cue?
 
     public init(queue: PlayQueue, state: PlayerState = .playing) {
         self.queue = queue
@@ -179,6 +185,39 @@ public struct Transport: Sendable {
             }
             out.actions = retune(PlaybackTempo(speed: tempo.speed, pitchSemitones: pitch), at: at,
                                  heard: heardIndex == nil ? nil : heard, durations: durations)
+        case .cue(let uri):
+            if let c = cued, let i = queue.index(ofID: c.entry), queue.entries[i].uri == uri {
+                // Already in: a new session on the same source plays it if it is not heard.
+                if state != .playing || heard.track != c.entry {
+                    out.actions = restart(at: at, from: TrackPosition(track: c.entry, frame: 0), durations: durations)
+                }
+                break
+            }
+            let previous = cued != nil ? cued!.previous : (heardIndex != nil ? heard : nil)
+            if let c = cued, let i = queue.index(ofID: c.entry) { queue.remove(at: i) }
+            guard queue.count < PlayerCommand.maximumQueueEntries else {
+                return .failure(.invalid("the queue is full: it holds at most \(PlayerCommand.maximumQueueEntries) entries"))
+            }
+            if let p = previous, let i = queue.index(ofID: p.track) { queue.select(i) }
+            out.added = queue.insertNext([uri])
+            cued = Cue(entry: out.added[0], previous: previous)
+            out.actions = restart(at: at, from: TrackPosition(track: out.added[0], frame: 0), durations: durations)
+        case .uncue(let uri):
+            guard let c = cued, let i = queue.index(ofID: c.entry), queue.entries[i].uri == uri else { break }
+            // Heard, or about to be (sent a moment ago, nothing of it played yet).
+            let wasHeard = heard.track == c.entry || (state == .playing && timeline.decoding.track == c.entry)
+            queue.remove(at: i)
+            cued = nil
+            guard wasHeard else { out.actions = revalidateUpcoming(from: at); break }
+            if let p = c.previous, let j = queue.index(ofID: p.track) {
+                if state == .playing { out.actions = cut(at: at) + [.releaseSource] }
+                state = .paused
+                pausedAt = p
+                queue.select(j)
+            } else {
+                out.actions = stop(at: at)
+                pausedAt = TrackPosition(track: queue.order.first.map { queue.entries[$0].id } ?? 0, frame: 0)
+            }
         case .toggle:
             break
         }

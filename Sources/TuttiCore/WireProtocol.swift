@@ -574,20 +574,26 @@ public enum ClockAuth {
 
 /// The clock requests a follower sent and has not yet seen answered: a
 /// reply counts only if it echoes one of them (id and t1), once.
+///
+/// Ids are consecutive, so request `id` keeps slot `id % capacity`: the last
+/// `capacity` requests are remembered and a reply is found at once. The
+/// capacity covers a round trip of half a second at the join pace (one a
+/// millisecond). It used to be the last 16: on a link that queues 50 ms
+/// each way, every reply came back more than 16 requests later and was
+/// refused, and the speaker never had a clock (issue 30).
 public struct OutstandingClockRequests: Sendable {
-    private var slots: [(id: UInt32, t1: Int64)?] = Array(repeating: nil, count: 16)
-    private var next = 0
+    public static let capacity = 512
+    private var slots: [(id: UInt32, t1: Int64)?] = Array(repeating: nil, count: OutstandingClockRequests.capacity)
     public init() {}
     public mutating func sent(id: UInt32, t1: LocalTime) {
-        slots[next] = (id, t1.nanoseconds)
-        next = (next + 1) % slots.count
+        slots[Int(id % UInt32(Self.capacity))] = (id, t1.nanoseconds)
     }
     /// True (and forgotten) if `id` and `t1` are a request still outstanding.
     public mutating func match(id: UInt32, t1: LocalTime) -> Bool {
-        for i in slots.indices {
-            if let s = slots[i], s.id == id, s.t1 == t1.nanoseconds { slots[i] = nil; return true }
-        }
-        return false
+        let i = Int(id % UInt32(Self.capacity))
+        guard let s = slots[i], s.id == id, s.t1 == t1.nanoseconds else { return false }
+        slots[i] = nil
+        return true
     }
     public mutating func reset() { for i in slots.indices { slots[i] = nil } }
 }

@@ -50,6 +50,8 @@ public enum DaemonUsage {
       --allow-local-streams  play streams and fetch files from this machine and the private network
                              (10/8, 172.16/12, 192.168/16, fc00::/7: a home's NAS or Icecast);
                              otherwise only from the internet (see docs/streams.md)
+      --airplay, --no-airplay  an AirPlay receiver per group, named after it (shairport-sync;
+                             on in the package's tutti.conf; see docs/sources.md)
       --line-in "DEVICE ..."  capture devices (ALSA names, as arecord -L lists them) that
                              may be played as line:DEVICE?name=Turntable sources
       --db PATH              library database (default ~/.local/share/tutti/library.db,
@@ -131,6 +133,7 @@ public extension DaemonCommand {
             ConfigOption("ca-file", "", .value(flag: "--ca-file")),
             ConfigOption("local-streams", "no", .enabledBy(flag: "--allow-local-streams")),
             ConfigOption("line-in", "", .value(flag: "--line-in")),
+            ConfigOption("airplay", "no", .enabledBy(flag: "--airplay")),
             ConfigOption("codec", "opus", .value(flag: "--codec")),
             ConfigOption("bitrate", "160", .value(flag: "--bitrate")),
             ConfigOption("frame-ms", "20", .value(flag: "--frame-ms")),
@@ -239,6 +242,8 @@ public extension DaemonCommand {
                     c.network.stallTimeout = seconds
                 case "--ca-file": c.network.caFile = try args.value(flag).nonEmpty
                 case "--allow-local-streams": c.network.destinations = StreamDestinationPolicy(allowsLocal: true)
+                case "--airplay": c.airplay = true
+                case "--no-airplay": c.airplay = false
                 case "--line-in": c.lineInputs += try args.value(flag).split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)
                 case "--play":
                     while let next = args.next, !next.hasPrefix("--") { c.files.append(args.take()) }

@@ -563,7 +563,17 @@ public final class ControlServer: @unchecked Sendable {
         if let id = now.entryID { object["id"] = Int(id) }
         if let failure = leader.saveFailure { object["warning"] = "the player state is not being saved: \(failure)" }
         // Title, artist, album and artwork from the library when the file is in it.
-        if let library = leader.library, !now.path.isEmpty, let track = try? library.track(atPath: now.path) {
+        if let phone = leader.airPlayNowPlaying(group: group) {
+            // A phone plays through the group's AirPlay receiver: what it says it plays.
+            object["source"] = phone.source
+            object["title"] = phone.title ?? phone.source
+            if let v = phone.artist { object["artist"] = v }
+            if let v = phone.album { object["album"] = v }
+            if let art = phone.artwork { object["coverHash"] = AirPlayArtwork.id(group: group, bytes: art) }
+            if let p = phone.position(at: Monotonic.now()) { object["position"] = (p * 1000).rounded() / 1000 }
+            if let d = phone.durationSeconds { object["duration"] = (d * 1000).rounded() / 1000 }
+            object["live"] = true
+        } else if let library = leader.library, !now.path.isEmpty, let track = try? library.track(atPath: now.path) {
             object["title"] = track.title
             if let v = track.artist { object["artist"] = v }
             if let v = track.album { object["album"] = v }
@@ -586,7 +596,7 @@ public final class ControlServer: @unchecked Sendable {
         } else if !now.path.isEmpty {
             object["title"] = PathText.title(now.path)
         }
-        if let d = now.durationSeconds {
+        if let d = now.durationSeconds, object["live"] == nil {
             object["duration"] = (d * 1000).rounded() / 1000
             // Positions are track time; at another speed the track ends sooner or later than that says.
             object["remaining"] = (max(0, d - now.positionSeconds) / now.speed * 1000).rounded() / 1000
@@ -628,6 +638,8 @@ public final class ControlServer: @unchecked Sendable {
             // v5 rooms: the clock's confidence and the arrival margin (the tail of the delay).
             if let sync = leader.syncHealth[name] {
                 fields["clockUncertaintyUs"] = Double(sync.clockUncertaintyNanoseconds) / 1e3
+                // Playing on a clock not yet sure to tens of µs (a link that queues): converging by steering.
+                fields["settling"] = h.bufferedNanoseconds > 0 && sync.clockUncertaintyNanoseconds > ClockEstimator.Configuration().readyUncertainty
                 fields["clockSamples"] = Int(sync.clockSamples)
                 fields["clockChannel"] = sync.clockChannel == .datagram ? "udp" : "tcp"
                 fields["arrivalLeadMinMs"] = Double(sync.arrivalLeadMinimumNanoseconds) / 1e6

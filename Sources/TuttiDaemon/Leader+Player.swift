@@ -20,10 +20,15 @@ extension Leader {
     /// the main group); see `StreamPlayer`.
     public func perform(_ command: PlayerCommand, group: String? = nil) throws(PlayerError) -> CommandOutcome {
         let stream = try self.stream(forGroup: group)
+        // A phone holds the group: pause, play, skip go back to it (DACP).
+        if let airplay, case let now = stream.player.nowPlaying(), airplay.forward(command, group: stream.group, playing: now.path) {
+            let at = Monotonic.now()
+            return CommandOutcome(acceptedAt: at, effectiveAt: at, state: now.state, track: now.track)
+        }
         let outcome = try stream.player.submit(command)
         guard stream.group == RoomGroups.mainID else { events.emit(.groups); return outcome }
         switch command {
-        case .add, .remove, .move, .clear: events.emit(.queue); events.emit(.player)
+        case .add, .remove, .move, .clear, .cue, .uncue: events.emit(.queue); events.emit(.player)
         case .shuffle: events.emit(.options); events.emit(.queue)
         case .repeatMode, .single, .consume: events.emit(.options)
         case .removeEntry: events.emit(.queue); events.emit(.player)

@@ -49,6 +49,8 @@ public final class Leader: @unchecked Sendable {
     var mpdServer: MPDServer?
     var webSurface: WebSurface?
     var snapcastControlServer: SnapcastControl?
+    /// The AirPlay receivers, one per group, while `airplay` is on (Leader+AirPlay.swift).
+    var airplay: AirPlayReceivers?
     /// Where clients may name files (see `confine`), and where playlists are imported and exported.
     public let mediaFolders: MediaFolders
     public let playlistFolder: String?
@@ -453,6 +455,7 @@ public final class Leader: @unchecked Sendable {
             do { try stream.start() } catch { fatalError("\(error)") }
         }
         log.info("groups: \(grouping.withLock { $0.groups.map(\.name) }.joined(separator: ", "))")
+        if configuration.airplay { startAirPlay() } // once the players run: it may clean their queues
     }
 
     /// Announces what a stream's listeners hear change, and records finished plays.
@@ -486,6 +489,7 @@ public final class Leader: @unchecked Sendable {
     public func stop() {
         guard running.exchange(false, ordering: .acquiringAndReleasing) else { return }
         roomCommands.stop()
+        airplay?.stop() // withdrawn with the leader: no phone should find a receiver that plays nowhere
         handshakeWake.withLock { handshakeWake.signal() }
         checkpoint()
         podcasts?.stop()

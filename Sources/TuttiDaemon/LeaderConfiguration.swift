@@ -125,6 +125,15 @@ public struct LeaderConfiguration: Sendable {
     /// Snapcast's control API over TCP (Home Assistant, python-snapcast), and over HTTP/WebSocket at /jsonrpc (snapweb).
     public var snapcastControl: Endpoint? = nil
     public var snapcastHTTP: Endpoint? = nil
+    /// AirPlay receivers, one per group, run by the leader (shairport-sync;
+    /// `airplay = yes` in the package's tutti.conf). Off unless asked for,
+    /// like `announce`: tests that build leaders directly stay off the network.
+    public var airplay = false
+    /// shairport-sync: a path, or a name looked up in PATH.
+    public var airplayProgram = "shairport-sync"
+    /// Where each receiver's config, pipes and log are kept (nil: a folder
+    /// under XDG_RUNTIME_DIR, /run/tutti for the service, or /tmp).
+    public var airplayDirectory: String? = nil
     /// The announced service name (nil: "Tutti on HOSTNAME").
     public var announceName: String? = nil
 

@@ -469,7 +469,14 @@ final class SnapcastControl: @unchecked Sendable {
             let now = g.nowPlaying
             let playback = now.state.isActive ? "playing" : (now.state == .paused ? "paused" : "stopped")
             var metadata: [String: Any] = [:]
-            if let library = leader.library, !now.path.isEmpty, let t = try? library.track(atPath: now.path) {
+            if let phone = leader.airPlayNowPlaying(group: g.id) {
+                // A phone plays through AirPlay (MPRIS-style keys, as Snapcast's own metadata).
+                metadata["title"] = phone.title ?? phone.source
+                if let a = phone.artist { metadata["artist"] = [a] }
+                if let a = phone.album { metadata["album"] = a }
+                if let d = phone.durationSeconds { metadata["duration"] = d }
+                if let art = phone.artwork { metadata["artUrl"] = "/art/" + AirPlayArtwork.id(group: g.id, bytes: art) }
+            } else if let library = leader.library, !now.path.isEmpty, let t = try? library.track(atPath: now.path) {
                 metadata["title"] = t.title
                 if let a = t.artist { metadata["artist"] = [a] }
                 if let a = t.album { metadata["album"] = a }

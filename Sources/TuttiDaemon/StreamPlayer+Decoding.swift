@@ -53,7 +53,9 @@ extension StreamPlayer {
                     }
                     if realTimeLeadDue {
                         realTimeLeadDue = false
-                        leadRealTimeSource()
+                        // What a pre-rolling source already holds ahead counts towards the lead.
+                        let rate = Double(source.progress.sampleRate ?? StreamFormat.sampleRate)
+                        leadRealTimeSource(ahead: source.settleSeconds > 0 ? source.progress.bufferedSeconds + Double(n) / rate : 0)
                     }
                     consumeDecoded(n)
                 }
@@ -89,10 +91,16 @@ extension StreamPlayer {
     /// silence goes first, up to a buffer's lead, and from then on its audio
     /// is sent as it arrives, a buffer before the rooms play it: the delay
     /// from its input to the rooms is the buffer.
-    func leadRealTimeSource() {
+    ///
+    /// A source that runs `ahead` seconds ahead of real time already (a
+    /// pipe whose writer pre-rolled) is led only by the rest: shairport-sync
+    /// writes a second of silence before an AirPlay session's audio, and a
+    /// buffer of lead on top of it put the phone's audio 1.83 s after it
+    /// reached the pipe (1.04–1.06 s led by the rest; AirPlayTests).
+    func leadRealTimeSource(ahead: Double = 0) {
         let firstFrame = streamFrame + pending.count / 2
         let lead = ptsOf(frame: firstFrame).nanoseconds - Monotonic.now()
-        let frames = Int(StreamFormat.frames(nanoseconds: buffer - lead))
+        let frames = Int(StreamFormat.frames(nanoseconds: buffer - lead - Int64(max(0, ahead) * 1e9)))
         guard frames > 0 else { return }
         pending += [Float](repeating: 0, count: 2 * frames)
         pendingSegments.append(Segment(start: 0, count: frames, track: track, trackFrame: runOrigin, phase: .loading, speed: tempo.speed, runOffset: runFrames))

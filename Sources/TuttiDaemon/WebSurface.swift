@@ -89,6 +89,11 @@ final class WebSurface: @unchecked Sendable {
         let tag = "\"\(hash)\""
         let headers = [("Cache-Control", "public, max-age=31536000, immutable"), ("ETag", tag),
                        ("Content-Security-Policy", WebResponse.sandboxPolicy)]
+        if AirPlayArtwork.isID(hash) {
+            // A phone's artwork (AirPlay): only while it plays.
+            guard let bytes = leader.airPlayArtwork(id: hash), let type = ImageType.sniff(bytes) else { return .text(404, "no cover \(hash)") }
+            return WebResponse(status: 200, headers: headers + [("Content-Type", type.mime)], body: bytes)
+        }
         guard let library = leader.library else { return .text(404, "no library") }
         guard let cover = try? library.cover(hash: hash) else { return .text(404, "no cover \(hash)") }
         guard let type = ImageType.sniff(cover.bytes) else {

@@ -457,7 +457,7 @@ public final class Follower: @unchecked Sendable {
                 }
                 // A reply that shared its read with other data has no exact arrival time: skip it.
                 guard let arrival else { continue }
-                accept(ClockSample(t1: t1, t2: t2, t3: t3, t4: localClock.local(fromReal: arrival)))
+                accept(ClockSample(t1: t1, t2: t2, t3: t3, t4: localClock.local(fromReal: arrival)), overStream: true)
             case .chunk(let chunk):
                 releaseStartUpCodeWhenDue()
                 if chunk.streamID == intake.stream.streamID, let model = clockModel.current() {
@@ -553,9 +553,9 @@ public final class Follower: @unchecked Sendable {
 
     /// An exchange's result: into the estimator, and out to the audio
     /// thread once the estimator is ready (so nothing plays on a guess).
-    private func accept(_ sample: ClockSample) {
+    private func accept(_ sample: ClockSample, overStream: Bool) {
         let model: ClockModel? = estimator.withLock { e in
-            e.add(sample) && e.ready ? e.model : nil
+            e.add(sample, overStream: overStream) && e.ready ? e.model : nil
         }
         if let model { clockModel.publish(model) }
     }
@@ -585,7 +585,7 @@ public final class Follower: @unchecked Sendable {
             // Only the answer to a request this session sent, once.
             guard outstanding.withLock({ $0.match(id: id, t1: t1) }) else { continue }
             lastDatagramReply.store(received.arrival, ordering: .relaxed)
-            accept(ClockSample(t1: t1, t2: t2, t3: t3, t4: localClock.local(fromReal: received.arrival)))
+            accept(ClockSample(t1: t1, t2: t2, t3: t3, t4: localClock.local(fromReal: received.arrival)), overStream: false)
         }
     }
 
@@ -601,9 +601,9 @@ public final class Follower: @unchecked Sendable {
             let real = Monotonic.now()
             let replied = lastDatagramReply.load(ordering: .relaxed)
             if replied != 0 { schedule.datagramReplied(at: replied) }
-            let (ready, uncertainty, queueing) = estimator.withLock { ($0.ready, $0.uncertainty, $0.queueing) }
+            let (ready, uncertainty, queueing, inOrder) = estimator.withLock { ($0.ready, $0.uncertainty, $0.queueing, $0.inOrderExcess) }
             if ready { schedule.estimatorReady(at: real) }
-            schedule.clockPath(uncertainty: uncertainty, queueing: queueing)
+            schedule.clockPath(uncertainty: uncertainty, queueing: queueing, inOrderExcess: inOrder)
             let (actions, next) = schedule.poll(now: real)
             clockOverStream.store(schedule.usingStream(at: real), ordering: .relaxed)
             do {

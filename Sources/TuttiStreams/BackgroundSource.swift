@@ -49,6 +49,13 @@ public final class BackgroundSource: @unchecked Sendable {
     /// It delivers in real time (a pipe, a line input), never ahead: the
     /// player starts it a buffer ahead (`StreamPlayer.fillPending`).
     public let isRealTime: Bool
+    /// A real-time source that may deliver ahead of real time (a pipe whose
+    /// writer pre-rolls, as shairport-sync writes a second of silence at
+    /// once): its first audio is held this long, so the player sees how far
+    /// ahead it is (`Progress.bufferedSeconds`) and leads it only by the rest
+    /// of a buffer. 0: led by a whole buffer (a line input).
+    public let settleSeconds: Double
+    private var firstArrival: Int64?
     private let lock = Condition()
     private var ring: [Float] = []          // interleaved stereo, consumed from `head`
     private var head = 0
@@ -63,10 +70,11 @@ public final class BackgroundSource: @unchecked Sendable {
     /// Starts opening at once. `open` runs on the new thread and may block;
     /// a `NetworkSource` made with `cancellation` stops waiting on `close`.
     /// `startFrame` (at `frameRate` Hz) is where decoding starts.
-    public init(uri: String, startFrame: Int = 0, frameRate: Int = 48_000, ringSeconds: Double = 4, isRealTime: Bool = false,
+    public init(uri: String, startFrame: Int = 0, frameRate: Int = 48_000, ringSeconds: Double = 4, isRealTime: Bool = false, settleSeconds: Double = 0,
                 open: @escaping @Sendable (NetworkCancellation) throws -> any AudioDecoder) {
         self.uri = uri
         self.isRealTime = isRealTime
+        self.settleSeconds = settleSeconds
         self.ringSeconds = ringSeconds
         capacityFrames = Int(ringSeconds * 48_000)
         // The decoder runs on it: a roomier stack than startThread's default.
@@ -85,6 +93,9 @@ public final class BackgroundSource: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         let available = (ring.count - head) / 2
+        if available > 0, settleSeconds > 0, let first = firstArrival, Condition.now() - first < Int64(settleSeconds * 1e9), progressValue.deliveredFrames == 0 {
+            return .waiting // settling: how far ahead it runs shows in a moment
+        }
         if available > 0 {
             let n = min(available, maxFrames)
             output.append(contentsOf: ring[head..<(head + 2 * n)])
@@ -147,6 +158,7 @@ public final class BackgroundSource: @unchecked Sendable {
                 if n == 0 { finished = true }
                 if head > 0 && head * 2 > ring.count { ring.removeSubrange(0..<head); head = 0 }
                 ring.append(contentsOf: block)
+                if firstArrival == nil && !block.isEmpty { firstArrival = Condition.now() }
                 progressValue.bufferedSeconds = buffered
                 progressValue.downloadedFraction = fraction
             }

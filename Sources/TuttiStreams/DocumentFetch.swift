@@ -43,6 +43,21 @@ public enum DocumentFetch {
     }
 }
 
+extension DocumentFetch {
+    /// A DACP remote-control request back to an AirPlay sender (`GET
+    /// /ctrl-int/1/nextitem` with its `Active-Remote`): the phone is on the
+    /// home's network, where shairport-sync saw it, so a local address is allowed.
+    public static func remoteControl(_ remote: DACPRemote, path: String, timeout: Double = 3) throws(StreamError) {
+        let host = remote.address.contains(":") ? "[\(remote.address)]" : remote.address
+        let url = "http://\(host):\(remote.port)\(path)"
+        let request = HTTPRequest(url: url, headers: [("Active-Remote", remote.activeRemote), ("User-Agent", "Tutti"), ("Accept-Encoding", "identity")],
+                                  connectTimeout: timeout, stallTimeout: timeout, destinations: StreamDestinationPolicy(allowsLocal: true))
+        let receiver = DocumentReceiver(url: url, maxBytes: 64 << 10)
+        CurlTransfer(request, delegate: receiver).start()
+        _ = try receiver.wait()
+    }
+}
+
 /// Gathers one transfer's answer for `DocumentFetch`.
 // @unchecked Sendable: every field is read and written under `condition`'s lock.
 private final class DocumentReceiver: TransferDelegate, @unchecked Sendable {
@@ -79,7 +94,7 @@ private final class DocumentReceiver: TransferDelegate, @unchecked Sendable {
                 settle(.success(.notModified))
                 return false
             }
-            guard status == 200 else {
+            guard status == 200 || status == 204 else { // 204: a DACP command done
                 settle(.failure(.httpStatus(url: url, status: status)))
                 return false
             }

@@ -54,7 +54,10 @@ public final class SourceOpener: Sendable {
         if PipeSourceSpec.isPipe(uri) {
             let spec: PipeSourceSpec
             do { spec = try PipeSourceSpec(parsing: uri) } catch { throw .unsupportedURL(error.description) }
-            return .background(BackgroundSource(uri: uri, isRealTime: true) { cancellation throws(AudioError) in try PipeSource(spec, cancellation: cancellation) })
+            // A pipe's writer may pre-roll (shairport-sync writes a second of silence at once): settle, and lead by the rest.
+            return .background(BackgroundSource(uri: uri, isRealTime: true, settleSeconds: 0.12) { cancellation throws(AudioError) in
+                try PipeSource(spec, cancellation: cancellation)
+            })
         }
         if LineInSpec.isLineIn(uri) {
             let spec: LineInSpec

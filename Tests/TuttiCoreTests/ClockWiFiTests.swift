@@ -78,7 +78,7 @@ struct WiFiRun {
             // Deliver every reply that has arrived by now, in arrival order.
             replies.sort { $0.t4 < $1.t4 }
             while let first = replies.first, first.t4.nanoseconds <= t1 {
-                estimator.add(first)
+                estimator.add(first, overStream: overStream)
                 observe(first.t4.nanoseconds, estimator)
                 replies.removeFirst()
             }
@@ -138,5 +138,111 @@ struct WiFiRun {
               "skew error \((e.model!.skew - truth.skew) * 1e6) ppm")
         #expect(e.ready)
         #expect(worst <= 150_000)
+    }
+}
+
+/// A link that queues in order (Wi-Fi: each end sends from a FIFO): every
+/// packet leaves after the ones sent before it in its direction, the audio
+/// stream's chunks (50 a second, leader to follower) included. Requests go
+/// at the pace `ClockExchangeSchedule` asks for, seeing the estimator as a
+/// follower does.
+struct QueuedLinkRun {
+    var truth: TrueLeaderClock
+    var halfSpread: Double
+    var mean: Double
+    var rng: SplitMix64
+    var loss = 0.01
+
+    init(truth: TrueLeaderClock, mean: Double = 20e6, halfSpread: Double = 15e6, seed: UInt64) {
+        self.truth = truth; self.mean = mean; self.halfSpread = halfSpread
+        rng = SplitMix64(seed: seed)
+    }
+
+    private mutating func draw() -> Int64 { Int64(max(0, mean + (rng.unit() * 2 - 1) * halfSpread)) }
+
+    /// Runs `seconds`; `observe(local time, estimator, interval asked)` after each sample.
+    mutating func run(_ estimator: inout ClockEstimator, seconds: Double, from start: Int64 = 1_000 * nanosecondsPerSecond,
+                      observe: (Int64, ClockEstimator) -> Void) -> [Int64] {
+        var schedule = ClockExchangeSchedule(datagramsOffered: true, start: start)
+        var upLast: Int64 = 0, downLast: Int64 = 0
+        var nextChunk = start
+        var pending: [ClockSample] = []
+        var sentTimes: [Int64] = []
+        var now = start
+        let end = start + Int64(seconds * 1e9)
+        while now < end {
+            // Chunks sent down before now queue ahead of any reply sent later.
+            let (actions, next) = schedule.poll(now: now)
+            for case .request(.datagram) in actions {
+                sentTimes.append(now)
+                let atLeader = max(now + draw(), upLast + 5_000); upLast = atLeader
+                let t2 = truth.leader(atLocal: atLeader)
+                let replySent = atLeader + 20_000
+                while nextChunk <= replySent { downLast = max(nextChunk + draw(), downLast + 5_000); nextChunk += 20 * nanosecondsPerMillisecond }
+                let t4 = max(replySent + draw(), downLast + 5_000); downLast = t4
+                if rng.unit() >= loss {
+                    pending.append(ClockSample(t1: LocalTime(nanoseconds: now), t2: LeaderTime(nanoseconds: t2),
+                                               t3: LeaderTime(nanoseconds: t2 + 20_000), t4: LocalTime(nanoseconds: t4)))
+                }
+            }
+            let step = min(next, now + 100 * nanosecondsPerMillisecond)
+            now = max(step, now + 100_000)
+            pending.sort { $0.t4 < $1.t4 }
+            while let first = pending.first, first.t4.nanoseconds <= now {
+                estimator.add(first, overStream: false)
+                pending.removeFirst()
+                observe(first.t4.nanoseconds, estimator)
+                schedule.clockPath(uncertainty: estimator.uncertainty, queueing: estimator.queueing, inOrderExcess: estimator.inOrderExcess)
+                if estimator.ready { schedule.estimatorReady(at: first.t4.nanoseconds) }
+            }
+        }
+        return sentTimes
+    }
+}
+
+@Suite("Clock estimator on a link that queues in order") struct ClockQueuedLinkTests {
+    @Test("20 ± 15 ms in order, a stream beside it: ready within 3 s to about 1 ms, converging, requests paced by the queue",
+          arguments: [1, 2, 3, 4, 5, 6] as [UInt64])
+    func queuedInOrder(seed: UInt64) {
+        let truth = TrueLeaderClock(offset: 3_000_000_000, skew: seed % 2 == 0 ? 60e-6 : -60e-6)
+        var run = QueuedLinkRun(truth: truth, seed: seed)
+        var e = ClockEstimator()
+        var readyAt: Int64?, atReady: Int64 = 0, worst: Int64 = 0
+        var late: [Int64] = []
+        var settlingAt20 = true
+        let start: Int64 = 1_000 * nanosecondsPerSecond
+        let sent = run.run(&e, seconds: 40, from: start) { t, e in
+            if e.ready && readyAt == nil { readyAt = t; atReady = abs(ClockWiFiTests.error(e, at: t, truth)) }
+            guard readyAt != nil else { return }
+            let error = abs(ClockWiFiTests.error(e, at: t, truth))
+            worst = max(worst, error)
+            if t - start >= 20 * nanosecondsPerSecond { late.append(error) }
+            if t - start < 20 * nanosecondsPerSecond { settlingAt20 = e.settling }
+        }
+        late.sort()
+        let ready = Double((readyAt ?? .max) - start) / 1e9
+        let requestsAfter5s = sent.filter { $0 - start >= 5 * nanosecondsPerSecond && $0 - start < 15 * nanosecondsPerSecond }.count
+        print("queued 20±15 ms seed \(seed): ready after \(ready) s, \(atReady / 1000) µs off then, worst since \(worst / 1000) µs; " +
+              "from 20 s median \(late[late.count / 2] / 1000) µs, max \(late.last! / 1000) µs; settling at 20 s \(settlingAt20); " +
+              "\(requestsAfter5s / 10) requests a second from 5 s, in order for \(e.samplesInOrder) samples, median excess \((e.medianExcess ?? -1) / 1000) µs")
+        // Heard within 3 s, in step to about a millisecond (it waited 35 s for 45 µs before).
+        #expect(ready <= 3.0)
+        #expect(atReady <= 1_500_000)
+        #expect(worst <= 2_000_000)
+        // Then converging as the queue lets the floor through now and then.
+        #expect(late[late.count / 2] <= 400_000 && late.last! <= 1_000_000)
+        // Paced by the queue: at most one every 5 ms (it was one every 2 ms, and each waited behind the last).
+        #expect(e.inOrderExcess != nil)
+        #expect(requestsAfter5s <= 2_000)
+    }
+
+    @Test("Over a path that overtakes (20 ± 15 ms, independent), the pace is the usual one")
+    func independentPathKeepsThePace() {
+        let truth = TrueLeaderClock(offset: 1_000_000_000, skew: 20e-6)
+        var run = WiFiRun(truth: truth, down: .uniform(mean: 20e6, half: 15e6), up: .uniform(mean: 20e6, half: 15e6), seed: 9)
+        var e = ClockEstimator()
+        run.run(&e, seconds: 5)
+        #expect(e.inOrderExcess == nil)
+        #expect(e.samplesInOrder < 100)
     }
 }

@@ -12,8 +12,8 @@ struct PlayoutScheduleTests {
 
     @Test func silenceUntilTheFirstFrameExactlyThenPlayFromIt() {
         var s = PlayoutSchedule(steering: true, releaseMargin: 64)
-        // No stream, or no clock model yet: a period of silence.
-        #expect(s.decide(moment(nil), period: 480) == .silence(frames: 480))
+        // No clock model yet: nothing written, the DAC stays stopped; no stream: a period of silence.
+        #expect(s.decide(moment(nil), period: 480) == .wait(frames: 480))
         #expect(s.decide(moment(900, stream: 0), period: 480) == .silence(frames: 480))
         // Nothing written yet.
         #expect(s.decide(moment(900, end: 1_000), period: 480) == .silence(frames: 480))
@@ -32,16 +32,30 @@ struct PlayoutScheduleTests {
             PlayoutSchedule.Moment(streamGeneration: 1, sinkGeneration: 0, validStart: 1_000, writeEnd: end, readStart: read,
                                    target: nil, now: 0, keptWaiting: 98_880)
         }
-        // Up to what the ring keeps: silence, nothing released.
-        #expect(s.decide(waiting(end: 1_000 + 98_880, read: 1_000), period: 480) == .silence(frames: 480))
+        // Up to what the ring keeps: nothing written (the DAC stays stopped), nothing released.
+        #expect(s.decide(waiting(end: 1_000 + 98_880, read: 1_000), period: 480) == .wait(frames: 480))
         // 3 s of chunks and still no clock: the oldest go, the newest 98 880 stay for the writer's sake.
-        #expect(s.decide(waiting(end: 1_000 + 144_000, read: 1_000), period: 480) == .discard(upTo: 1_000 + 144_000 - 98_880, silence: 480))
-        #expect(s.decide(waiting(end: 1_000 + 144_480, read: 1_000 + 45_120), period: 480) == .discard(upTo: 1_000 + 144_480 - 98_880, silence: 480))
+        #expect(s.decide(waiting(end: 1_000 + 144_000, read: 1_000), period: 480) == .discard(upTo: 1_000 + 144_000 - 98_880, silence: 0))
+        #expect(s.decide(waiting(end: 1_000 + 144_480, read: 1_000 + 45_120), period: 480) == .discard(upTo: 1_000 + 144_480 - 98_880, silence: 0))
         // The clock arrives: the frame due now (1 s behind the newest) is still there, and plays in step.
         let m = PlayoutSchedule.Moment(streamGeneration: 1, sinkGeneration: 0, validStart: 1_000, writeEnd: 1_000 + 144_480,
                                        readStart: 1_000 + 45_600, target: Double(1_000 + 144_480 - 48_000), now: 0, keptWaiting: 98_880)
         #expect(s.decide(m, period: 480) == .play)
         #expect(s.position == Double(1_000 + 144_480 - 48_000))
+    }
+
+    @Test func aRunningDACThatLosesItsClockIsFedSilenceAStoppedOneIsNotStarted() {
+        var s = PlayoutSchedule(steering: true, releaseMargin: 64)
+        func noClock(queued: Int, end: Int = 50_000) -> PlayoutSchedule.Moment {
+            PlayoutSchedule.Moment(streamGeneration: 1, sinkGeneration: 0, validStart: 1_000, writeEnd: end, readStart: 1_000,
+                                   target: nil, now: 0, keptWaiting: 98_880, queued: queued, writeDue: 1_440)
+        }
+        // Stopped (nothing queued): a thousand periods of waiting write nothing.
+        for _ in 0..<1_000 { #expect(s.decide(noClock(queued: 0), period: 480) == .wait(frames: 480)) }
+        #expect(s.decide(noClock(queued: 0, end: 1_000 + 200_000), period: 480) == .discard(upTo: 1_000 + 200_000 - 98_880, silence: 0))
+        // Running: silence when due, so it never runs dry.
+        #expect(s.decide(noClock(queued: 1_440), period: 480) == .silence(frames: 480))
+        #expect(s.decide(noClock(queued: 2_400), period: 480) == .wait(frames: 960))
     }
 
     @Test func aLateStartBeginsWhereTheClockIsAndStaleAudioIsDiscarded() {

@@ -278,6 +278,13 @@ struct FakeFrameCipher: FrameCipher {
         #expect(!neverSent, "a reply to a request never sent matched")
         #expect(right)
         #expect(!replayed, "a replayed reply matched twice")
+        // A reply that comes back 300 requests later (a queued link: 1 ms
+        // apart, 300 ms round trip) still counts; one older than the last 512 does not.
+        for id in 100..<700 as Range<UInt32> { o.sent(id: id, t1: LocalTime(nanoseconds: Int64(id))) }
+        let late = o.match(id: 400, t1: LocalTime(nanoseconds: 400))
+        let forgotten = o.match(id: 150, t1: LocalTime(nanoseconds: 150))
+        #expect(late)
+        #expect(!forgotten)
 
         let key = Array(repeating: UInt8(8), count: 32)
         let zero = [UInt8](repeating: 0, count: ClockAuth.macBytes)

@@ -48,6 +48,7 @@ import TuttiTestSupport
     start-ms = 150
     name = Living room
     announce = no
+    airplay = yes
     buttons = /etc/tutti/leader-buttons.conf
     log-level = debug
     """
@@ -77,6 +78,7 @@ import TuttiTestSupport
         #expect(c.codec == .pcm && c.bitrateKbps == 96 && c.frameMilliseconds == 10)
         #expect(c.bufferMilliseconds == 1500 && c.startLatencyMilliseconds == 150)
         #expect(c.announceName == "Living room" && !c.announce && c.buttons == "/etc/tutti/leader-buttons.conf")
+        #expect(c.airplay)
         #expect(level == .debug)
     }
 
@@ -84,7 +86,7 @@ import TuttiTestSupport
         let text = Self.everySpeakerKey + "\n" + Self.everyLeaderKey
         guard case .follower(let f) = try DaemonCommand.parse(["follower", "--name", "den", "--latency-ms", "3", "--leader", "auto"],
                                                               file: try file(text), hostname: "pi").0,
-              case .leader(let l) = try DaemonCommand.parse(["leader", "--codec", "opus", "--buffer-ms", "800", "--control", "127.0.0.1:4954"],
+              case .leader(let l) = try DaemonCommand.parse(["leader", "--codec", "opus", "--buffer-ms", "800", "--control", "127.0.0.1:4954", "--no-airplay"],
                                                             file: try file(text), hostname: "pi").0 else {
             Issue.record("wrong commands"); return
         }
@@ -92,6 +94,12 @@ import TuttiTestSupport
         #expect(f.mixer == "Digital", "what the command line leaves alone comes from the file")
         #expect(l.codec == .opus && l.bufferMilliseconds == 800 && l.control == Endpoint(host: "127.0.0.1", port: 4954))
         #expect(l.bitrateKbps == 96)
+        #expect(!l.airplay, "--no-airplay turns off the file's airplay = yes")
+        guard case .leader(let plain) = try DaemonCommand.parse(["leader", "--music", "/m"], file: nil, hostname: "pi").0,
+              case .leader(let asked) = try DaemonCommand.parse(["leader", "--music", "/m", "--airplay"], file: nil, hostname: "pi").0 else {
+            Issue.record("not leaders"); return
+        }
+        #expect(!plain.airplay && asked.airplay, "off unless the file or --airplay asks (the package's tutti.conf does)")
 
         let printed = try DaemonCommand.parse(["follower", "--latency-ms", "3"], file: try file(text), hostname: "pi", printConfig: true).0
         guard case .printConfig(let listing) = printed else { Issue.record("not printed"); return }

@@ -1,3 +1,4 @@
+import TuttiTestSupport
 import Foundation
 import Glibc
 import Testing

@@ -9,14 +9,19 @@
 #
 #   bench/linein/run.sh             # 600 s
 #   SECONDS_TO_RUN=60 bench/linein/run.sh
+#   TUTTID=.build/release/tuttid bench/linein/run.sh   # a given build
 #
 # Needs pulseaudio, libasound2-plugins, python3 (scripts/setup.sh).
 set -eu
 cd "$(dirname "$0")/../.."
 secs=${SECONDS_TO_RUN:-600}
-scratch=${TUTTI_BENCH_SCRATCH:-/tmp/linein-build}
-swift build -c release --product tuttid --scratch-path "$scratch" >&2
-tuttid="$scratch/release/tuttid"
+if [ -n "${TUTTID:-}" ]; then
+    tuttid=$TUTTID # a given build (bench/sync's TUTTID likewise)
+else
+    scratch=${TUTTI_BENCH_SCRATCH:-/tmp/linein-build}
+    swift build -c release --product tuttid --scratch-path "$scratch" >&2
+    tuttid="$scratch/release/tuttid"
+fi
 
 work=$(mktemp -d /tmp/tutti-bench-linein.XXXXXX)
 pids=""

@@ -463,6 +463,40 @@ def main():
                   f"signed mean={s['mean']:+.1f} µs slope={slope_us_per_s(pairs):+.3f} µs/s; "
                   f"max at +{(worst[0] - t0) / 1e9:.1f} s")
 
+    # Issue 30's figures: how soon every room is heard (late joiner too),
+    # how far each room's first click is from the others' (a room must not
+    # start out of step), and the pairs from 20 s on.
+    heard_all = None
+    for d in dacs:
+        start = d.launch
+        heard = d.first_audible()
+        if start is None or heard is None:
+            heard_all = float("inf")
+            break
+        heard_all = max(heard_all or 0.0, (heard - start) / 1e9)
+    first_click_us = None
+    for d in main_dacs + late:
+        if not d.clicks:
+            continue
+        for o in main_dacs:
+            if o is d:
+                continue
+            pairs = pair_clicks(d.clicks[:1], o.clicks)
+            if pairs:
+                first_click_us = max(first_click_us or 0.0, abs(pairs[0][1] - pairs[0][0]) / 1e3)
+    after20 = []
+    for i in range(len(main_dacs)):
+        for j in range(i + 1, len(main_dacs)):
+            ca = [c for c in main_dacs[i].clicks if t0 + 20e9 <= c <= hi]
+            cb = [c for c in main_dacs[j].clicks if t0 + 20e9 - PAIR_WINDOW_NS <= c <= hi + PAIR_WINDOW_NS]
+            after20 += [abs(b - a) for a, b in pair_clicks(ca, cb)]
+    after20.sort()
+    p99_20 = percentile(after20, 99) / 1e3 if after20 else None
+    med_20 = percentile(after20, 50) / 1e3 if after20 else None
+    heard_text = "never" if heard_all == float("inf") else fmt(heard_all, 2)
+    print(f"rooms: every room heard {heard_text} s after it started; first clicks within {fmt(first_click_us)} µs of the others; "
+          f"from 20 s median={fmt(med_20)} p99={fmt(p99_20)} µs")
+
     # Per-click signed differences from the first follower, whole run, for plotting (clicks.csv).
     if dacs:
         ref = main_dacs[0] if main_dacs else dacs[0]
@@ -660,7 +694,8 @@ def main():
     print(f"case {case}: median={fmt(med)} p99={fmt(p99)} max={fmt(mx)} µs join_s={fmt(join_s, 2)}{joined} late_p99={fmt(late_p99)} "
           f"pause_ms={fmt(command_summary.get('pause'))} next_ms={fmt(command_summary.get('next'))} "
           f"gaps={gaps_text} hardResyncs={resyncs if resyncs is not None else 'n/a'} "
-          f"underruns={underruns if underruns is not None else 'n/a'}")
+          f"underruns={underruns if underruns is not None else 'n/a'} "
+          f"heard_all_s={heard_text} first_click_us={fmt(first_click_us)} p99_20s={fmt(p99_20)}")
     return 0 if pair_stats else 1
 
 

@@ -5,7 +5,7 @@
  *
  * The same options, models and output as relay.py (see its comment): delay
  * per direction (uniform:M,H | normal:M,SD | burst:LO,HI,EVERY,SLO,SHI |
- * none, or --impair D,J), --loss (UDP dropped, TCP held one RTO longer,
+ * queue:BASE,MEAN,SD,TAU | none, or --impair D,J), --order independent|fifo, --loss (UDP dropped, TCP held one RTO longer,
  * doubled for each loss in a row), --reorder for UDP, --rate-kbps, --seed,
  * --stats FILE (JSON on SIGTERM), "relay ready" once listening.
  *
@@ -65,12 +65,13 @@ static double rng_gauss(rng_t *r, double mean, double sd) {
 static double rng_exponential(rng_t *r, double mean) { return -mean * log(1 - rng_unit(r)); }
 
 /* --- options --- */
-enum kind { NONE, UNIFORM, NORMAL, BURST };
+enum kind { NONE, UNIFORM, NORMAL, BURST, QUEUE };
 typedef struct { enum kind kind; double a[5]; } model_t;
 static struct {
     model_t down, up;
     double loss, rto_ms, reorder, reorder_ms, rate_kbps;
     long seed;
+    int fifo; /* --order fifo: one queue per direction, TCP and UDP (see relay.py) */
     const char *stats;
 } opt = { .rto_ms = 200, .reorder_ms = 10, .seed = 1 };
 
@@ -83,6 +84,7 @@ static model_t parse_model(const char *spec) {
     else if (len == 7 && !strncmp(spec, "uniform", 7)) { m.kind = UNIFORM; want = 2; }
     else if (len == 6 && !strncmp(spec, "normal", 6)) { m.kind = NORMAL; want = 2; }
     else if (len == 5 && !strncmp(spec, "burst", 5)) { m.kind = BURST; want = 5; }
+    else if (len == 5 && !strncmp(spec, "queue", 5)) { m.kind = QUEUE; want = 4; }
     else want = -1;
     int got = 0;
     if (args) {
@@ -96,7 +98,7 @@ static model_t parse_model(const char *spec) {
         }
     }
     if (want < 0 || got != want) {
-        fprintf(stderr, "relay: bad delay '%s' (uniform:M,H | normal:M,SD | burst:LO,HI,EVERY,SLO,SHI | none)\n", spec);
+        fprintf(stderr, "relay: bad delay '%s' (uniform:M,H | normal:M,SD | burst:LO,HI,EVERY,SLO,SHI | queue:BASE,MEAN,SD,TAU | none)\n", spec);
         exit(64);
     }
     return m;
@@ -135,6 +137,34 @@ static int64_t stall_end(stalls_t *s, int64_t t) {
     return result;
 }
 
+/* --- one direction of one link: its FIFO and its queue (see relay.py) --- */
+typedef struct {
+    pthread_mutex_t lock;
+    int64_t last_release;
+    double q; int64_t t; int started; /* the queue's delay (ms) at t */
+    rng_t rng;
+} direction_t;
+
+static double queue_delay_ms(direction_t *d, int64_t now, double mean, double sd, double tau) {
+    pthread_mutex_lock(&d->lock);
+    if (!d->started) { d->q = mean; d->t = now; d->started = 1; }
+    double dt = now > d->t ? (now - d->t) / 1e6 : 0;
+    if (now > d->t) d->t = now;
+    double k = tau > 0 ? exp(-dt / tau) : 0;
+    d->q = fabs(mean + (d->q - mean) * k + sd * sqrt(fmax(0, 1 - k * k)) * rng_gauss(&d->rng, 0, 1));
+    double q = d->q;
+    pthread_mutex_unlock(&d->lock);
+    return q;
+}
+
+static int64_t in_order(direction_t *d, int64_t release) {
+    pthread_mutex_lock(&d->lock);
+    if (release < d->last_release) release = d->last_release;
+    d->last_release = release;
+    pthread_mutex_unlock(&d->lock);
+    return release;
+}
+
 /* --- one direction: impairments, then a thread that delivers on time --- */
 typedef struct packet { int64_t release; uint64_t n; size_t len; struct packet *next; unsigned char data[]; } packet_t;
 typedef struct line {
@@ -142,6 +172,7 @@ typedef struct line {
     int mapping;
     model_t model;
     stalls_t *stalls;
+    direction_t *dir;
     int ordered;
     int fd;                      /* where it delivers */
     struct sockaddr_in peer;     /* for a datagram to the client (sendto) */
@@ -197,13 +228,18 @@ static int64_t model_release(line_t *l, int64_t now) {
         int64_t end = stall_end(l->stalls, now);
         return (end ? end : now) + base;
     }
+    case QUEUE: return now + (int64_t)((a[0] + queue_delay_ms(l->dir, now, a[1], a[2], a[3])) * 1e6);
     }
     return now;
 }
 
 /* Called by the one thread that reads for this line. */
 static void offer(line_t *l, const unsigned char *data, size_t len, int64_t now) {
+    /* The link's own queue first: a TCP segment lost end to end waits its
+     * retransmission timeout in the sender's stack, not in the radio's
+     * queue, so it holds TCP only (its order below). */
     int64_t release = model_release(l, now);
+    if (opt.fifo) release = in_order(l->dir, release);
     pthread_mutex_lock(&l->lock);
     l->packets++; l->bytes += (long)len;
     int is_lost = opt.loss > 0 && rng_unit(&l->rng) < opt.loss;
@@ -294,6 +330,7 @@ typedef struct mapping {
     pthread_mutex_t lock; /* the rng: lines start from two threads */
     struct sockaddr_in target;
     stalls_t stalls;
+    direction_t down, up;
     rng_t rng;
     int tcp, udp;
 } mapping_t;
@@ -304,6 +341,7 @@ static line_t *new_line(mapping_t *m, const char *proto, const char *direction, 
     l->proto = proto; l->direction = direction; l->mapping = m->index;
     l->model = strcmp(direction, "down") == 0 ? opt.down : opt.up;
     l->stalls = &m->stalls; l->ordered = ordered; l->fd = fd;
+    l->dir = strcmp(direction, "down") == 0 ? &m->down : &m->up;
     pthread_mutex_lock(&m->lock);
     l->rng.s = rng_next(&m->rng);
     pthread_mutex_unlock(&m->lock);
@@ -467,6 +505,11 @@ int main(int argc, char **argv) {
         else if (TAKE("--rate-kbps")) opt.rate_kbps = number(v, "--rate-kbps");
         else if (TAKE("--seed")) opt.seed = (long)number(v, "--seed");
         else if (TAKE("--stats")) opt.stats = v;
+        else if (TAKE("--order")) {
+            if (!strcmp(v, "fifo")) opt.fifo = 1;
+            else if (!strcmp(v, "independent")) opt.fifo = 0;
+            else die("--order is independent or fifo");
+        }
         else if (a[0] == '-') { fprintf(stderr, "relay: unknown option %s (see relay.py's comment)\n", a); return 64; }
         else {
             if (count == 16) die("at most 16 mappings");
@@ -492,6 +535,10 @@ int main(int argc, char **argv) {
         m->rng.s = (uint64_t)(opt.seed * 1000 + i);
         pthread_mutex_init(&m->stalls.lock, NULL);
         pthread_mutex_init(&m->lock, NULL);
+        pthread_mutex_init(&m->down.lock, NULL);
+        pthread_mutex_init(&m->up.lock, NULL);
+        m->down.rng.s = rng_next(&m->rng);
+        m->up.rng.s = rng_next(&m->rng);
         const model_t *burst = opt.down.kind == BURST ? &opt.down : opt.up.kind == BURST ? &opt.up : NULL;
         if (burst) {
             m->stalls.enabled = 1;

@@ -17,7 +17,20 @@ Delay, per direction ("down" = target -> client, "up" = client -> target):
                            intervals of mean EVERY ms and last SLO..SHI ms;
                            what is sent during a stall leaves when it ends.
                            A stall holds both directions (the radio is one).
+  queue:BASE,MEAN,SD,TAU   a loaded link's queue: BASE ms plus a queueing
+                           delay that wanders (Ornstein-Uhlenbeck, reflected
+                           at 0) around MEAN ms with a spread of SD ms and a
+                           memory of TAU ms: bursts of load fill the queue
+                           and it drains; one process per direction, shared
+                           by TCP and UDP.
   --impair D,J is uniform:D,J both ways.
+
+Order (--order):
+  independent (the default, issue 11's model): every datagram has its own
+       delay and may overtake the ones before it; TCP keeps its own order.
+  fifo: each direction is one queue, as a Wi-Fi station or access point
+       sends from a FIFO per access category: nothing, TCP or UDP, leaves
+       before what was sent ahead of it in that direction.
 
 Loss (--loss P, per packet or TCP read, 0..1):
   UDP: the datagram is dropped.
@@ -47,14 +60,15 @@ import time
 class Distribution:
     """One direction's delay model (seconds)."""
 
-    def __init__(self, spec, rng, stalls):
+    def __init__(self, spec, rng, stalls, queue=None):
         self.kind, _, args = spec.partition(":")
         self.args = [float(x) for x in args.split(",")] if args else []
         self.rng = rng
         self.stalls = stalls
-        want = {"uniform": 2, "normal": 2, "burst": 5, "none": 0}
+        self.queue = queue
+        want = {"uniform": 2, "normal": 2, "burst": 5, "queue": 4, "none": 0}
         if self.kind not in want or len(self.args) != want[self.kind]:
-            raise SystemExit(f"relay.py: bad delay '{spec}' (uniform:M,H | normal:M,SD | burst:LO,HI,EVERY,SLO,SHI | none)")
+            raise SystemExit(f"relay.py: bad delay '{spec}' (uniform:M,H | normal:M,SD | burst:LO,HI,EVERY,SLO,SHI | queue:BASE,MEAN,SD,TAU | none)")
 
     def release(self, now):
         """When a packet sent at `now` arrives (before loss/order/rate rules)."""
@@ -65,6 +79,8 @@ class Distribution:
             return now + max(0.0, a[0] + r.uniform(-a[1], a[1])) / 1000
         if self.kind == "normal":
             return now + max(0.0, r.gauss(a[0], a[1])) / 1000
+        if self.kind == "queue":
+            return now + (a[0] + self.queue.delay_ms(now, a[1], a[2], a[3])) / 1000
         base = r.uniform(a[0], a[1]) / 1000
         end = self.stalls.end_of_stall(now)
         return (end if end is not None else now) + base
@@ -100,11 +116,40 @@ class Stalls:
         return None
 
 
+class Direction:
+    """One direction of one link: its FIFO (--order fifo) and its queue's state."""
+
+    def __init__(self, rng):
+        self.lock = threading.Lock()
+        self.last_release = 0.0
+        self.rng = rng
+        self.q = None
+        self.t = 0.0
+
+    def delay_ms(self, now, mean, sd, tau):
+        with self.lock:
+            if self.q is None:
+                self.q, self.t = mean, now
+            dt = max(0.0, now - self.t) * 1000
+            self.t = max(self.t, now)
+            k = pow(2.718281828459045, -dt / tau) if tau > 0 else 0.0
+            self.q = mean + (self.q - mean) * k + sd * (max(0.0, 1 - k * k) ** 0.5) * self.rng.gauss(0, 1)
+            self.q = abs(self.q)
+            return self.q
+
+    def in_order(self, release):
+        with self.lock:
+            release = max(release, self.last_release)
+            self.last_release = release
+            return release
+
+
 class Line:
     """One direction: impairments, then a scheduler thread that delivers."""
 
-    def __init__(self, dist, opts, rng, ordered, deliver):
+    def __init__(self, dist, opts, rng, ordered, deliver, fifo=None):
         self.dist, self.opts, self.rng, self.ordered, self.deliver = dist, opts, rng, ordered, deliver
+        self.fifo = fifo
         self.heap, self.n = [], 0
         self.cond = threading.Condition()
         self.last_release = 0.0
@@ -120,6 +165,10 @@ class Line:
         self.stats["packets"] += 1
         self.stats["bytes"] += len(data)
         release = self.dist.release(now)
+        if self.fifo is not None:
+            # The link's queue first: a TCP segment lost end to end waits its
+            # RTO in the sender's stack, holding TCP only (its order below).
+            release = self.fifo.in_order(release)
         lost = o.loss > 0 and r.random() < o.loss
         if lost:
             self.stats["lost"] += 1
@@ -184,6 +233,7 @@ class Mapping:
                 a = [float(x) for x in spec.split(":", 1)[1].split(",")]
                 stall_spec = (a[2], a[3], a[4])
         self.stalls = Stalls(stall_spec, random.Random(self.rng.random()))
+        self.directions = {"down": Direction(random.Random(self.rng.random())), "up": Direction(random.Random(self.rng.random()))}
         self.lines = []
         tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         tcp.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -199,7 +249,9 @@ class Mapping:
     def line(self, direction, ordered, deliver):
         spec = self.opts.down if direction == "down" else self.opts.up
         rng = random.Random(self.rng.random())
-        ln = Line(Distribution(spec, rng, self.stalls), self.opts, random.Random(self.rng.random()), ordered, deliver)
+        d = self.directions[direction]
+        ln = Line(Distribution(spec, rng, self.stalls, d), self.opts, random.Random(self.rng.random()), ordered, deliver,
+                  d if self.opts.order == "fifo" else None)
         ln.direction, ln.proto = direction, "tcp" if ordered else "udp"
         self.lines.append(ln)
         return ln
@@ -282,6 +334,8 @@ def main():
     p.add_argument("--reorder-ms", type=float, default=10.0)
     p.add_argument("--rate-kbps", type=float, default=0.0)
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--order", choices=["independent", "fifo"], default="independent",
+                   help="independent: datagrams overtake; fifo: one queue per direction (see above)")
     p.add_argument("--stats", help="write per-line counts (JSON) here on exit")
     p.add_argument("mappings", nargs="+", help="LISTEN_PORT:TARGET_HOST:TARGET_PORT")
     a = p.parse_args()

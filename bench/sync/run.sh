@@ -37,6 +37,8 @@ usage: bench/sync/run.sh [OPTIONS]
   --up SPEC            delay follower -> leader (same forms)
   --loss P             loss 0..1 (UDP: dropped; TCP: held one RTO, 200 ms, doubled in a row)
   --reorder P          UDP datagrams held 10 ms longer with probability P
+  --order independent|fifo   independent (default): datagrams have their own delays and overtake;
+                       fifo: one queue per direction for TCP and UDP, as Wi-Fi sends (issue 30)
   --rate-kbps K        bandwidth cap per direction
   --seed N             relay seed (default 1)
   --relay c|python     which relay carries the impairments (default c: relay.c, built
@@ -56,11 +58,11 @@ EOF
 
 SECONDS_RUN=60 WARMUP=3 NFOLLOWERS=3 PPMS="" OFFSETS="" SKEWS="" LATE="" REPS="auto"
 CODEC=opus BUFFER_MS="" IMPAIR="" SINK=file REALTIME=1 KEEP=0 CLOCK_LOG=0
-DOWN="" UP="" LOSS=0 REORDER=0 RATE=0 SEED=1 CASE="" RELAY_KIND=c
+DOWN="" UP="" LOSS=0 REORDER=0 RATE=0 SEED=1 CASE="" RELAY_KIND=c ORDER=independent
 die() { echo "run.sh: $*" >&2; exit 64; }
 while [ $# -gt 0 ]; do
     case "$1" in
-        --seconds|--warmup|--followers|--ppm|--offsets-ms|--skews-ppm|--late-join|--reps|--codec|--buffer-ms|--impair|--sink|--down|--up|--loss|--reorder|--rate-kbps|--seed|--case|--relay)
+        --seconds|--warmup|--followers|--ppm|--offsets-ms|--skews-ppm|--late-join|--reps|--codec|--buffer-ms|--impair|--sink|--down|--up|--loss|--reorder|--rate-kbps|--seed|--case|--relay|--order)
             [ $# -ge 2 ] || die "$1 needs a value (see --help)" ;;
     esac
     case "$1" in
@@ -84,6 +86,7 @@ while [ $# -gt 0 ]; do
         --seed) SEED=$2; shift 2 ;;
         --case) CASE=$2; shift 2 ;;
         --relay) RELAY_KIND=$2; shift 2 ;;
+        --order) ORDER=$2; shift 2 ;;
         --no-realtime) REALTIME=0; shift ;;
         --clock-log) CLOCK_LOG=1; shift ;;
         --keep) KEEP=1; shift ;;
@@ -99,6 +102,7 @@ isnum "$WARMUP" || die "--warmup: a number"
 case "$CODEC" in opus|pcm) ;; *) die "--codec: opus or pcm" ;; esac
 case "$SINK" in file|alsa) ;; *) die "--sink: file or alsa" ;; esac
 case "$RELAY_KIND" in c|python) ;; *) die "--relay: c or python" ;; esac
+case "$ORDER" in independent|fifo) ;; *) die "--order: independent or fifo" ;; esac
 [ "$REPS" = auto ] || [[ $REPS =~ ^[0-9]+$ ]] || die "--reps: a whole number"
 if [ -z "$LATE" ]; then
     if [ "$SECONDS_RUN" -ge 40 ]; then LATE=20; else LATE=0; fi
@@ -111,14 +115,14 @@ if [ -n "$IMPAIR" ]; then
 fi
 [ "$REPS" = auto ] && REPS=10
 RELAY=0
-RELAY_ARGS=(--seed "$SEED" --loss "$LOSS" --reorder "$REORDER" --rate-kbps "$RATE")
+RELAY_ARGS=(--seed "$SEED" --loss "$LOSS" --reorder "$REORDER" --rate-kbps "$RATE" --order "$ORDER")
 [ -n "$IMPAIR" ] && { RELAY=1; RELAY_ARGS+=(--impair "$IMPAIR"); }
 [ -n "$DOWN" ] && { RELAY=1; RELAY_ARGS+=(--down "$DOWN"); }
 [ -n "$UP" ] && { RELAY=1; RELAY_ARGS+=(--up "$UP"); }
 awk -v l="$LOSS" -v r="$REORDER" -v k="$RATE" 'BEGIN { exit !(l > 0 || r > 0 || k > 0) }' && RELAY=1
 if [ -z "$CASE" ]; then
     CASE=clean
-    [ "$RELAY" = 1 ] && CASE="impair=${IMPAIR:--} down=${DOWN:--} up=${UP:--} loss=$LOSS reorder=$REORDER rate=$RATE"
+    [ "$RELAY" = 1 ] && CASE="impair=${IMPAIR:--} down=${DOWN:--} up=${UP:--} loss=$LOSS reorder=$REORDER rate=$RATE order=$ORDER"
 fi
 for list in "$PPMS" "$OFFSETS" "$SKEWS"; do
     [ -z "$list" ] || [ "$(tr -cd , <<<"$list" | wc -c)" -eq $((NFOLLOWERS - 1)) ] \

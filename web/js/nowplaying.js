@@ -54,6 +54,7 @@ export function createNowPlaying(selectGroup) {
     artist.textContent = s.station ? s.station : (s.artist || '');
     album.textContent = s.station ? 'Radio stream' : (s.album || '');
     let words = STATE_WORDS[s.state] || s.state;
+    if (s.source) words = s.source + ' · ' + words; // "AirPlay from Anna's iPhone · Playing"
     if (s.error) words = s.state === 'error' ? 'Stopped: ' + s.error : words + ' · last error: ' + s.error;
     if (s.warning) words += ' · ' + s.warning; // the leader cannot save its state (a full disk)
     stateEl.textContent = words;

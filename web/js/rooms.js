@@ -16,10 +16,12 @@ function health(room) {
   if (!hl) return { text: 'connected', bad: false };
   if (!(hl.bufferMs > 0)) return { text: 'ready · clock ±' + Math.round(Math.abs(hl.clockOffsetUs || 0)) + ' µs · round trip ' + Math.round(hl.rttUs || 0) + ' µs', bad: false };
   const err = Math.abs(hl.outputErrorUs || 0);
-  let text = err < 1000 ? 'in sync ±' + Math.round(err) + ' µs' : 'off by ' + (err / 1000).toFixed(1) + ' ms';
+  // Settling: playing on a clock still being learnt (a link that queues); the output follows it by steering.
+  let text = hl.settling ? 'settling ±' + Math.round(hl.clockUncertaintyUs || 0) + ' µs'
+    : err < 1000 ? 'in sync ±' + Math.round(err) + ' µs' : 'off by ' + (err / 1000).toFixed(1) + ' ms';
   text += ' · buffer ' + Math.round(hl.bufferMs) + ' ms';
   if (hl.underruns) text += ' · ' + plural(hl.underruns, 'underrun');
-  return { text, bad: err >= 1000 };
+  return { text, bad: err >= 1000 && !hl.settling };
 }
 
 export function createRooms(selectGroup, go) {

@@ -15,7 +15,16 @@ extension MPDServer {
         MPDCommandSpec("currentsong", 0...0) { s, c, r throws(MPDError) in
             let now = s.leader.nowPlaying
             if now.track >= 0, let id = now.entryID {
-                s.write(s.catalog.song(forQueueURI: now.path), position: now.track, id: id, client: c.client, into: &r)
+                var song = s.catalog.song(forQueueURI: now.path)
+                if let phone = s.leader.airPlayNowPlaying(group: nil) {
+                    // A phone plays through AirPlay: what it says it plays, and who it is (as a stream's Name).
+                    song.tags["Title"] = phone.title ?? phone.source
+                    song.tags["Artist"] = phone.artist
+                    song.tags["Album"] = phone.album
+                    song.durationSeconds = phone.durationSeconds
+                    r.add("Name", phone.source)
+                }
+                s.write(song, position: now.track, id: id, client: c.client, into: &r)
             }
         },
         accepted("clearerror", 0...0),

@@ -1,5 +1,4 @@
 import Foundation
-import TuttiTestSupport
 import Glibc
 
 /// A real avahi-daemon for one test, on the loopback interface only, IPv4,
@@ -9,16 +8,16 @@ import Glibc
 ///
 /// Throws (the test fails) when avahi-daemon or dbus-daemon is missing:
 /// CI installs them through scripts/setup.sh.
-final class AvahiTestDaemon {
-    struct Failure: Error, CustomStringConvertible { let description: String }
+public final class AvahiTestDaemon {
+    public struct Failure: Error, CustomStringConvertible { public let description: String }
 
-    static let binary = "/usr/sbin/avahi-daemon"
-    let directory: String
+    public static let binary = "/usr/sbin/avahi-daemon"
+    public let directory: String
     private let lockFD: Int32
-    private(set) var running = false
+    public private(set) var running = false
 
     /// Takes the lock and makes sure no avahi-daemon runs; `start()` starts ours.
-    init() throws {
+    public init() throws {
         for tool in [Self.binary, "/usr/bin/dbus-daemon", "/usr/bin/dbus-send"] where !FileManager.default.isExecutableFile(atPath: tool) {
             throw Failure(description: "\(tool) is missing: install avahi-daemon and dbus (scripts/setup.sh does)")
         }
@@ -54,7 +53,7 @@ final class AvahiTestDaemon {
     /// Starts the daemon and waits until it is running (server state 2).
     /// - Returns: seconds it took.
     @discardableResult
-    func start(timeout: Double = 15) throws -> Double {
+    public func start(timeout: Double = 15) throws -> Double {
         let began = Date()
         // A pid file left by a daemon that died makes the next one refuse to start.
         try? FileManager.default.removeItem(atPath: "/run/avahi-daemon/pid")
@@ -71,7 +70,7 @@ final class AvahiTestDaemon {
     }
 
     /// Stops the daemon (`avahi-daemon -k`) and waits until it has exited.
-    func stop() throws {
+    public func stop() throws {
         guard running else { return }
         running = false
         try killAnyDaemon()

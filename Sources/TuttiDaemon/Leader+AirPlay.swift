@@ -1,0 +1,78 @@
+import FoundationEssentials
+import Glibc
+import TuttiCore
+
+/// AirPlay receivers (AirPlayReceivers.swift): started with the leader,
+/// following every change of groups, and what now playing shows of them.
+extension Leader {
+    func startAirPlay() {
+        let directory = configuration.airplayDirectory ?? Self.defaultAirPlayDirectory()
+        // A leader that ended without giving a group back (a crash, a power cut) saved a receiver's pipe in its queue: no phone plays now.
+        for group in groups {
+            for entry in ((try? queue(group: group.id))?.entries ?? []) where entry.uri.hasPrefix("pipe:\(directory)/") {
+                _ = try? perform(.removeEntry(id: entry.id), group: group.id)
+            }
+        }
+        guard let program = AirPlayReceivers.locate(configuration.airplayProgram) else {
+            log.warning("airplay is on but \(configuration.airplayProgram) is not installed (apt install shairport-sync): no AirPlay receivers")
+            return
+        }
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        } catch {
+            log.error("AirPlay: cannot make \(directory): \(error); no AirPlay receivers")
+            return
+        }
+        let receivers = AirPlayReceivers(leader: self, program: program, directory: directory, log: log.with(label: "airplay"))
+        airplay = receivers
+        events.subscribe { [weak receivers] event in
+            if event == .groups { receivers?.update() }
+        }
+        receivers.update()
+    }
+
+    /// A folder of this process's own: under the service's RuntimeDirectory (/run/tutti), else XDG_RUNTIME_DIR or /tmp.
+    static func defaultAirPlayDirectory() -> String {
+        if let run = getenv("RUNTIME_DIRECTORY").map({ String(cString: $0) }), !run.isEmpty {
+            return "\(run.split(separator: ":").first.map(String.init) ?? run)/airplay"
+        }
+        if getuid() == 0, access("/run", W_OK) == 0 { return "/run/tutti/airplay-\(getpid())" }
+        let base = getenv("XDG_RUNTIME_DIR").map { String(cString: $0) } ?? "/tmp"
+        return "\(base)/tutti-airplay-\(getuid())-\(getpid())"
+    }
+
+    /// What a phone plays to the group (nil: the group plays nothing of a phone's).
+    public func airPlayNowPlaying(group: String?) -> AirPlayNowPlaying? {
+        guard let airplay, let stream = try? stream(forGroup: group) else { return nil }
+        guard let now = airplay.nowPlaying(group: stream.group), airplay.receiver(playing: stream.player.nowPlaying().path) != nil else { return nil }
+        return now
+    }
+
+    /// The receivers running: group id → (name, RTSP port, pid); empty with AirPlay off.
+    public var airPlayReceivers: [String: (name: String, port: Int, pid: Int32?)] { airplay?.running ?? [:] }
+
+    /// Waits until the receivers have followed the last change of groups (tests).
+    public func settleAirPlay() { airplay?.settle() }
+}
+
+/// A phone's artwork as a cover id the web app asks `/art/ID` for, like a
+/// library cover's: 24 hex digits (a library's are 64), from its bytes.
+enum AirPlayArtwork {
+    static func id(group: String?, bytes: [UInt8]) -> String {
+        var h: UInt64 = 0xcbf2_9ce4_8422_2325 // FNV-1a
+        for b in bytes { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 }
+        let hex = String(h, radix: 16)
+        return "a1a1a1a1" + String(repeating: "0", count: 16 - hex.count) + hex
+    }
+    static func isID(_ s: String) -> Bool { s.utf8.count == 24 && s.hasPrefix("a1a1a1a1") }
+}
+
+extension Leader {
+    /// The artwork of a phone playing to any group, by its id (`AirPlayArtwork`).
+    public func airPlayArtwork(id: String) -> [UInt8]? {
+        for group in groups.map(\.id) {
+            if let art = airPlayNowPlaying(group: group)?.artwork, AirPlayArtwork.id(group: group, bytes: art) == id { return art }
+        }
+        return nil
+    }
+}
