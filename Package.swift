@@ -67,6 +67,9 @@ let package = Package(
         systemLibrary("CCurl", pkgConfig: nil, apt: "libcurl4-openssl-dev"),
         // Podcast feeds and XML station playlists (ASX, XSPF); small, so linked.
         systemLibrary("CExpat", pkgConfig: "expat", apt: "libexpat1-dev"),
+        // No pkg-config: opened at the first file or stream that needs it (dlopen), never linked;
+        // the headers of libavformat-dev, libavcodec-dev, libswresample-dev and libavutil-dev.
+        systemLibrary("CFFmpeg", pkgConfig: nil, apt: "libavformat-dev"),
         // What TuttiNet cannot do from Swift (kernel receive timestamps); the C
         // libraries' own wrappers are static inline in their C* headers.
         .target(name: "CTuttiNet"),
@@ -78,8 +81,8 @@ let package = Package(
         .target(name: "TuttiSystem", dependencies: ["TuttiCore", "CTuttiThread", "CTuttiSpawn"]),
         // Audio edge, a speaker's half: the Opus codec, sinks (ALSA), the playout engine.
         .target(name: "TuttiAudio", dependencies: ["TuttiCore", "TuttiSystem", "CALSA", "COpus"]),
-        // Audio edge, the leader's half: file and stream decoders (libmpg123, libFLAC, WAV), the tags and exact length they read for the library, the resampler (libsoxr).
-        .target(name: "TuttiDecode", dependencies: ["TuttiCore", "TuttiAudio", "CMPG123", "CFLAC", "CSoxr"]),
+        // Audio edge, the leader's half: file and stream decoders (libmpg123, libFLAC, WAV; FFmpeg for every other format), the tags and exact length they read for the library, the resampler (libsoxr).
+        .target(name: "TuttiDecode", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "CMPG123", "CFLAC", "CSoxr", "CFFmpeg"]),
         // Speed and pitch at the leader (librubberband); its own module, so speakers do not load it.
         .target(name: "TuttiTimeStretch", dependencies: ["TuttiCore", "TuttiSystem", "CRubberBand"]),
         // The room key: HMAC-SHA256 proofs between speakers and leader, control passwords (libsodium).

@@ -228,3 +228,11 @@ put("station-playlist", "m3u", "#EXTM3U\r\n#EXTINF:-1,Radio\r\nhttp://r.example/
 put("station-playlist", "asx", '<ASX version="3.0"><Entry><Ref HREF="http://a.example/1"/></Entry><ENTRYREF href="/more.asx"/></ASX>')
 put("station-playlist", "xspf", '<?xml version="1.0"?><playlist version="1" xmlns="http://xspf.org/ns/0/"><trackList><track><location>http://a.example/1</location></track></trackList></playlist>')
 put("station-playlist", "hls", "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:6\n#EXTINF:6.0,\nseg1.ts\n")
+put("hls", "live", "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:6\n#EXT-X-MEDIA-SEQUENCE:41\n#EXTINF:6.0,Artist - Title\nseg41.ts\n#EXT-X-DISCONTINUITY\n#EXTINF:5.97,\n/abs/seg42.ts?t=1\n")
+put("hls", "fmp4-vod", "#EXTM3U\n#EXT-X-VERSION:7\n#EXT-X-TARGETDURATION:4\n#EXT-X-PLAYLIST-TYPE:VOD\n#EXT-X-MAP:URI=\"init.mp4\"\n#EXT-X-PROGRAM-DATE-TIME:2026-12-06T05:00:00Z\n#EXTINF:4,\na.m4s\n#EXTINF:4,\nhttps://cdn.example/b.m4s\n#EXT-X-ENDLIST\n")
+put("hls", "multivariant", "#EXTM3U\n#EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID=\"aud\",NAME=\"en\",DEFAULT=YES,URI=\"audio/en.m3u8\"\n#EXT-X-STREAM-INF:BANDWIDTH=64000,CODECS=\"mp4a.40.5\"\nlow.m3u8\n#EXT-X-STREAM-INF:BANDWIDTH=2000000,CODECS=\"avc1.4d401f,mp4a.40.2\",RESOLUTION=1280x720,AUDIO=\"aud\"\nvideo.m3u8\n")
+put("hls", "encrypted", "#EXTM3U\n#EXT-X-TARGETDURATION:6\n#EXT-X-KEY:METHOD=AES-128,URI=\"k\"\n#EXTINF:6,\ns.ts\n")
+def synchsafe(n):
+    return bytes([n >> 21 & 0x7F, n >> 14 & 0x7F, n >> 7 & 0x7F, n & 0x7F])
+_id3 = b"".join(f + synchsafe(len(b"\x03" + t.encode())) + b"\0\0" + b"\x03" + t.encode() for f, t in [(b"TIT2", "Jóga"), (b"TPE1", "Björk")])
+put("hls", "id3-segment", b"ID3\x04\x00\x00" + synchsafe(len(_id3)) + _id3 + b"\xff\xf1\x50\x80")

@@ -144,7 +144,10 @@ install -D -m 0644 deploy/tutti-leader.service "$root/lib/systemd/system/tutti-l
 # libcurl (network streams) and librubberband (speed and pitch) are opened when
 # first used, not linked, so dpkg-shlibdeps cannot see them: named here.
 # shairport-sync: the AirPlay receivers (airplay = yes in tutti.conf); without it the leader says so and goes on.
-control "$root" tutti-leader "tutti (= $version), $(shlibs "$root"), libcurl4 (>= 7.85.0), librubberband2, init-system-helpers (>= 1.54~)" avahi-daemon \
+# FFmpeg (libavformat59 and the libraries it pulls in, about 30 MiB) is opened
+# at the first AAC, ALAC, Ogg, Opus, WMA… file or HLS stream: recommended, so a
+# leader that plays MP3 and FLAC only can do without it.
+control "$root" tutti-leader "tutti (= $version), $(shlibs "$root"), libcurl4 (>= 7.85.0), librubberband2, init-system-helpers (>= 1.54~)" "avahi-daemon, libavformat59" \
     "synchronised multi-room audio: leader and web app" \
     "The leader daemon (tuttid): a music library, queues and groups, Opus" \
     "streams to every speaker, JSON-RPC and MPD control, and the phone web app" \

@@ -20,7 +20,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     case wire, snapcast, jsonrpc, mpd
     case httpHead = "http-head", icy
     case id3, flac, wav, m3u, buttons, config, feed
-    case stationPlaylist = "station-playlist"
+    case stationPlaylist = "station-playlist", hls
     /// shairport-sync's metadata pipe, as the leader reads it from each AirPlay receiver.
     case airplayMetadata = "airplay-metadata"
     /// Command execution: requests run by a playing leader (`CommandExecution`).
@@ -44,6 +44,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .config: Self.config(bytes)
         case .feed: Self.feed(bytes)
         case .stationPlaylist: Self.stationPlaylist(bytes)
+        case .hls: Self.hls(bytes)
         case .airplayMetadata: Self.airplayMetadata(bytes)
         case .mpdExec: CommandExecution.mpd(bytes)
         case .jsonrpcExec: CommandExecution.jsonrpc(bytes)
@@ -281,6 +282,40 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
             for url in list {
                 let scheme = url.prefix(8).lowercased()
                 precondition(scheme.hasPrefix("http://") || scheme.hasPrefix("https://"), "entry \(url) is not http(s)")
+            }
+        }
+    }
+
+    /// An HLS playlist as `HLSSource` reads one, then the session run over
+    /// it twice (a reload): bounded, absolute http(s) URLs only, and each
+    /// segment fetched at most once, in media-sequence order. The bytes are
+    /// also read as a packed-audio segment's ID3 tag.
+    static func hls(_ bytes: [UInt8]) {
+        let base = "http://radio.example/live/index.m3u8"
+        // The same bytes as a packed-audio segment's ID3 tag: never longer than what it claims, text bounded.
+        if let tag = HLSTimedMetadata.read(bytes[...]) {
+            precondition(tag.length >= 10)
+            precondition((tag.title?.utf8.count ?? 0) <= 3 * 4_096 && (tag.artist?.utf8.count ?? 0) <= 3 * 4_096)
+        }
+        guard let playlist = try? HLSPlaylist.parse(String(decoding: bytes, as: UTF8.self), url: base) else { return }
+        func isHTTP(_ url: String) -> Bool { let s = url.prefix(8).lowercased(); return s.hasPrefix("http://") || s.hasPrefix("https://") }
+        switch playlist {
+        case .multivariant(let variants):
+            precondition(!variants.isEmpty && variants.count <= HLSPlaylist.maxVariants)
+            if let chosen = HLSVariant.choose(variants) { precondition(isHTTP(chosen)) }
+        case .media(let media):
+            precondition(media.segments.count <= HLSPlaylist.maxSegments)
+            precondition(media.segments.allSatisfy { isHTTP($0.url) } && (media.initSection.map(isHTTP) ?? true))
+            var session = HLSSession()
+            var last = Int.min, steps = 0
+            for now in [0.0, 1_000.0] {
+                session.update(media, now: now)
+                while case .fetch(let segment, _) = session.step(now: now) {
+                    precondition(segment.sequence > last, "segment \(segment.sequence) after \(last)")
+                    last = segment.sequence
+                    steps += 1
+                    precondition(steps <= media.segments.count)
+                }
             }
         }
     }

@@ -56,7 +56,7 @@ public enum DaemonUsage {
                              may be played as line:DEVICE?name=Turntable sources
       --db PATH              library database (default ~/.local/share/tutti/library.db,
                              /var/lib/tutti/library.db for the service)
-      --play FILE [FILE...]  MP3 or WAV files, played gaplessly in order
+      --play FILE [FILE...]  audio files (MP3, FLAC, WAV, AAC, Ogg, Opus…), played gaplessly in order
       --loop                 start again after the last file
       --codec opus|pcm       wire codec (default opus; pcm is bit-exact)
       --bitrate KBPS         Opus bitrate, 6–510 (default 160)

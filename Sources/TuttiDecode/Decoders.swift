@@ -18,8 +18,10 @@ public protocol AudioDecoder: AnyObject {
 }
 
 public enum AudioFile {
-    /// Opens a decoder for `path`, chosen by content (RIFF header) then by
-    /// extension; everything else is tried as MPEG audio.
+    /// Opens a decoder for `path`, chosen by content (RIFF header, "fLaC",
+    /// the signatures of the containers FFmpeg reads) then by extension
+    /// (`FFmpegFormats`); everything else is tried as MPEG audio. FFmpeg is
+    /// opened only for a file that needs it.
     public static func open(_ path: String) throws(AudioError) -> any AudioDecoder {
         guard let file = fopen(path, "rb") else { throw .cannotOpen(path: path, reason: String(cString: strerror(errno))) }
         var magic = [UInt8](repeating: 0, count: 12)
@@ -28,6 +30,9 @@ public enum AudioFile {
         if n == 12 && magic[0..<4] == [0x52, 0x49, 0x46, 0x46] { return try WAVDecoder(path: path) }
         if n >= 4 && magic[0..<4] == [0x66, 0x4C, 0x61, 0x43] { return try FLACDecoder(path: path) } // "fLaC"
         if n == 0 { throw .undecodable(path: path, reason: "file is empty") }
+        if FFmpegFormats.isContainer(magic: magic[0..<n]) || FFmpegFormats.handles(pathExtension: FFmpegFormats.pathExtension(path)) {
+            return try FFmpegDecoder(path: path)
+        }
         return try MP3Decoder(path: path)
     }
 }

@@ -22,6 +22,13 @@ public struct PlaylistEntryID: Hashable, Sendable, CustomStringConvertible {
 
 public enum AudioFormatKind: String, Sendable, CaseIterable {
     case mp3, flac, wav
+    /// Read through FFmpeg: MP4 (.m4a, .m4b, .mp4: AAC or ALAC), raw AAC
+    /// (ADTS), Ogg (Vorbis, or another codec in Ogg), Opus, WMA, WavPack,
+    /// Monkey's Audio, AIFF, DSD (.dsf, .dff).
+    case mp4, aac, ogg, opus, wma, wavpack, ape, aiff, dsd
+
+    /// Whether FFmpeg reads and decodes it (opened at the first such file).
+    public var usesFFmpeg: Bool { ![.mp3, .flac, .wav].contains(self) }
 
     /// The kind a file name's extension stands for, or nil for files the scanner ignores.
     /// The format a file name's extension names (any case), from the name's bytes.
@@ -35,6 +42,15 @@ public enum AudioFormatKind: String, Sendable, CaseIterable {
         case "mp3": self = .mp3
         case "flac": self = .flac
         case "wav", "wave": self = .wav
+        case "m4a", "m4b", "mp4": self = .mp4
+        case "aac": self = .aac
+        case "ogg", "oga": self = .ogg
+        case "opus": self = .opus
+        case "wma": self = .wma
+        case "wv": self = .wavpack
+        case "ape": self = .ape
+        case "aif", "aiff", "aifc": self = .aiff
+        case "dsf", "dff": self = .dsd
         default: return nil
         }
     }

@@ -287,6 +287,7 @@ enum FileReader {
         case .mp3: result = MP3Tags.read(path: found.path, fileSize: file.size)
         case .flac: result = FLACTags.read(path: found.path)
         case .wav: result = WAVTags.read(fd: fd, fileSize: file.size)
+        case .mp4, .aac, .ogg, .opus, .wma, .wavpack, .ape, .aiff, .dsd: result = FFmpegTags.read(path: found.path, format: found.format)
         }
         return result.map { metadata in
             var metadata = metadata

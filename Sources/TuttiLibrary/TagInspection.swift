@@ -32,6 +32,8 @@ public struct AudioFileTags: Equatable, Sendable {
             var st = stat()
             guard fstat(fd, &st) == 0 else { return .failure(.unreadable(String(cString: strerror(errno)))) }
             result = WAVTags.read(fd: fd, fileSize: Int(st.st_size))
+        case .mp4, .aac, .ogg, .opus, .wma, .wavpack, .ape, .aiff, .dsd:
+            result = FFmpegTags.read(path: path, format: format)
         }
         return result.map { m in
             AudioFileTags(title: m.tags.title, artist: m.tags.artist, album: m.tags.album, albumArtist: m.tags.albumArtist,

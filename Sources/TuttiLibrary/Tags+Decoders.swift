@@ -40,7 +40,21 @@ enum FLACTags {
     }
 }
 
-/// What MP3 and FLAC share once read.
+/// Every other format, through FFmpeg (TuttiDecode's FFmpegFileTags: an
+/// alias table over container and stream metadata).
+enum FFmpegTags {
+    static func read(path: String, format: AudioFormatKind) -> Result<FileMetadata, SkipReason> {
+        switch FFmpegFileTags.read(path: path, limits: DecodedTags.limits) {
+        case .failure(let error): return .failure(DecodedTags.skipReason(error))
+        case .success(let file):
+            var tags = DecodedTags.common(file)
+            tags.genre = TagText.genre(TagText.clean(file.genre)) // MP4 and WMA may carry ID3-style "(17)"
+            return .success(FileMetadata(format: format, tags: tags, durationFrames: file.frames, sampleRate: file.sampleRate))
+        }
+    }
+}
+
+/// What MP3, FLAC and the FFmpeg formats share once read.
 private enum DecodedTags {
     static let limits = FileTags.Limits(pictureBytes: TagLimits.maxPictureBytes, textBytes: TagLimits.maxTagBlockBytes)
 

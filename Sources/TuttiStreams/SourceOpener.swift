@@ -8,7 +8,8 @@ import TuttiDecode
 /// * `http://` and `https://` URLs: the offline cache first (works with the
 ///   network gone), else a `NetworkSource`; a station playlist (PLS, M3U,
 ///   ASX, XSPF) found on the way is resolved to its first stream that opens
-///   (`StationPlaylists`).
+///   (`StationPlaylists`), an HLS playlist (`.m3u8` with `#EXT-X-` tags) is
+///   played by an `HLSSource`.
 /// * `file://` URLs and plain paths: `AudioFile.open`.
 ///
 /// Thread contract: `open` may be called from any thread and blocks while
@@ -71,7 +72,9 @@ public final class SourceOpener: Sendable {
             let handler = onMetadata.map { h in { @Sendable (m: StreamMetadata) in h(uri, m) } }
             let (options, log, cache) = (self.options, self.log, self.autoCache ? self.cache : nil)
             return .background(BackgroundSource(uri: uri, startFrame: startFrame) { cancellation throws(StreamError) in
-                try StationPlaylists.open(uri, options: options, log: log, openHLS: Self.openHLS) { url throws(StreamError) in
+                try StationPlaylists.open(uri, options: options, log: log, openHLS: { url throws(StreamError) in
+                    try HLSSource(url: url, options: options, log: log, cancellation: cancellation, onMetadata: handler)
+                }) { url throws(StreamError) in
                     // Only the URL queued is kept in the cache (a station behind a playlist is live anyway).
                     try NetworkSource(url: url, options: options, log: log, onMetadata: handler, cancellation: cancellation,
                                       cache: startFrame == 0 && url == uri ? cache : nil)
@@ -92,7 +95,10 @@ public final class SourceOpener: Sendable {
                 }
             }
             let handler = onMetadata.map { h in { @Sendable (m: StreamMetadata) in h(uri, m) } }
-            return try StationPlaylists.open(uri, options: options, log: log, openHLS: Self.openHLS) { url throws(StreamError) in
+            let (options, log) = (self.options, self.log)
+            return try StationPlaylists.open(uri, options: options, log: log, openHLS: { url throws(StreamError) in
+                try HLSSource(url: url, options: options, log: log, onMetadata: handler)
+            }) { url throws(StreamError) in
                 try NetworkSource(url: url, options: options, log: log, onMetadata: handler)
             }
         }
@@ -105,19 +111,6 @@ public final class SourceOpener: Sendable {
             throw .unsupportedURL(uri)
         }
         do { return try AudioFile.open(path) } catch { throw .audio(error) }
-    }
-}
-
-extension SourceOpener {
-    /// Where an HLS playlist found behind a station URL (an `.m3u8` with
-    /// `#EXT-X-` tags, `StationPlaylists`) is opened: the one place for the
-    /// HLS source to plug in (with an HLS source, pass a closure that opens
-    /// it, with the entry's cancellation and metadata handler, as `openHLS`
-    /// in the two calls above; an `.m3u8` URL then needs no test of its own
-    /// before `StationPlaylists.open`, which tells HLS from a list of
-    /// stations by its `#EXT-X-` tags). Until one exists, a clear refusal.
-    static func openHLS(_ url: String) throws(StreamError) -> any AudioDecoder {
-        throw .undecodable(url: url, reason: "an HLS stream (an .m3u8 of media segments), which this build does not play yet")
     }
 }
 

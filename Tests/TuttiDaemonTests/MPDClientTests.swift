@@ -389,7 +389,7 @@ import TuttiTestSupport
         #expect(out["commands"] as? [String] == ["status", "idle", "albumart", "readpicture", "plchanges", "outputs"])
         #expect((out["notcommands"] as? [Any])?.isEmpty == true)
         #expect(out["urlhandlers"] as? [String] == ["file://"])
-        #expect(out["decoders"] as? [String] == ["mpg123", "wave"])
+        #expect(out["decoders"] as? [String] == ["mpg123", "wave", "flac", "ffmpeg"])
         #expect(out["outputs"] as? [[String: String]] == [["outputid": "0", "outputname": "den", "plugin": "tutti", "outputenabled": "1"]])
         #expect(out["disabled"] as? String == "0")
         #expect(out["getvol"] as? String == "30")

@@ -4,7 +4,7 @@
 let testServerScript = #"""
 # HTTP test server for TuttiStreamsTests: python3 test_server.py FILE.mp3
 # Prints its port, then serves until killed. Routes (query strings are
-# ignored unless named below):
+# ignored unless named below; ?type=audio%2Faac sets the audio routes' Content-Type):
 #   /file.mp3        the file, Content-Length, Range requests (206)
 #   /norange.mp3     the file, always 200 in full (ignores Range)
 #   /slow.mp3        Content-Length of the file; 4 KiB every 0.2 s up to 40 KiB, then silence
@@ -76,7 +76,7 @@ class Handler(socketserver.StreamRequestHandler):
             pass
 
     def route(self, path, params, headers):
-        audio = [("Content-Type", "audio/mpeg")]
+        audio = [("Content-Type", params.get("type", "audio/mpeg").replace("%2F", "/"))]
         if path == "/file.mp3":
             rng = headers.get("range", "")
             if rng.startswith("bytes=") and rng[6:].endswith("-"):

@@ -5,6 +5,8 @@
 #   bench/library/run.sh                      # 100,000 generated MP3s (made once, kept in /var/tmp)
 #   bench/library/run.sh --files 10000        # a smaller generated corpus
 #   bench/library/run.sh --music ~/Music      # someone else's collection
+#   bench/library/run.sh --music DIR --out bench/library/last-run-mixed.txt
+#                                             # a mixed library (MP3, FLAC, AAC, Ogg, Opus; docs/library.md)
 #
 # Needs lame, mpd and mpc (scripts/setup.sh installs them). Release build;
 # the table goes to stdout and bench/library/last-run.txt.

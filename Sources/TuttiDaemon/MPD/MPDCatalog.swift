@@ -2,6 +2,7 @@ import FoundationEssentials
 import Glibc
 import Synchronization
 import TuttiCore
+import TuttiDecode
 import TuttiLibrary
 
 /// The library as MPD clients see it: songs addressed by URIs relative to
@@ -25,7 +26,7 @@ final class MPDCatalog: Sendable {
     private let cachedStats = Mutex<(stats: CatalogStats, loadedAt: Int64, version: Int)?>(nil)
     private let log: Logger
 
-    static let audioExtensions: Set<String> = ["mp3", "wav", "wave", "flac"]
+    static let audioExtensions = Set(["mp3", "wav", "wave", "flac"]).union(FFmpegFormats.extensions)
 
     init(library: Library?, musicDirectory: String?, log: Logger) {
         self.library = library

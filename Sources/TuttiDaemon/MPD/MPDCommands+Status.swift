@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Glibc
 import TuttiCore
+import TuttiDecode
 import TuttiSystem
 import TuttiLibrary
 
@@ -38,6 +39,12 @@ extension MPDServer {
         MPDCommandSpec("decoders", 0...0) { _, _, r throws(MPDError) in
             r.add("plugin", "mpg123"); r.add("suffix", "mp3"); r.add("mime_type", "audio/mpeg")
             r.add("plugin", "wave"); r.add("suffix", "wav"); r.add("mime_type", "audio/wav"); r.add("mime_type", "audio/x-wav")
+            r.add("plugin", "flac"); r.add("suffix", "flac"); r.add("mime_type", "audio/flac")
+            r.add("plugin", "ffmpeg")
+            for suffix in FFmpegFormats.extensions.sorted() { r.add("suffix", suffix) }
+            for mime in ["audio/mp4", "audio/aac", "audio/ogg", "audio/opus", "audio/x-ms-wma", "audio/x-wavpack", "audio/ape", "audio/aiff", "audio/x-dsf"] {
+                r.add("mime_type", mime)
+            }
         },
         MPDCommandSpec("binarylimit", 1...1) { _, c, _ throws(MPDError) in
             let limit = try MPDArguments.unsigned(c.args[0])
