@@ -158,5 +158,5 @@ server.serve_forever()
 }
 
 private func writeFileBytes(_ path: String, _ bytes: [UInt8]) {
-    FileManager.default.createFile(atPath: path, contents: Data(bytes))
+    _ = FileManager.default.createFile(atPath: path, contents: Data(bytes))
 }
