@@ -272,9 +272,24 @@ http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
         defer { announcement.stop() }
         _ = announcement.waitUntilEstablished(timeout: 10)
 
+        // A Snapcast control client (Home Assistant's integration) listening before the phone plays.
+        let listener = try TCPConnection.connect(to: try #require(leader.snapcastControlEndpoint))
+        defer { listener.close() }
+        listener.setReceiveTimeout(milliseconds: 200)
+
         let first = try sender(dir, to: "Home", [dir + "/long440.wav", "First", "Phone A", "Album", dir + "/art.jpg"], dacpID: "ABCDEF12")
         defer { first.stop() }
         #expect(waitUntil(timeout: 20) { leader.airPlayNowPlaying(group: nil)?.title == "First" })
+        // It is told: Stream.OnProperties with the phone's title.
+        var heard: [UInt8] = []
+        let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 65_536, alignment: 1)
+        defer { chunk.deallocate() }
+        let notified = waitUntil(timeout: 5) {
+            if let (n, _) = try? listener.receive(into: chunk), n > 0 { heard += chunk[0..<n] }
+            return String(decoding: heard, as: UTF8.self).split(separator: "\n")
+                .contains { $0.contains("\"Stream.OnProperties\"") && $0.contains("\"title\":\"First\"") }
+        }
+        #expect(notified, "\(String(decoding: heard.suffix(2_000), as: UTF8.self))")
         // `tutti next` reaches the phone as DACP, with the session's Active-Remote.
         #expect(waitUntil(timeout: 10) { leader.airPlayNowPlaying(group: nil)?.remote != nil }, "no DACP port from shairport-sync")
         let (status, out) = try runTutti(port: try #require(leader.controlEndpoint).port, ["next"])
