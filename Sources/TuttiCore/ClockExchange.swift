@@ -22,8 +22,8 @@
 /// queue: there one goes every median-delay-above-the-floor (at least
 /// `joinInterval`, at most `inOrderMaximumInterval`), join burst included.
 /// (Simulated 20 ± 15 ms in order with a 50-chunk-a-second stream beside
-/// it: the model's median error after 20 s was 200–570 µs at the usual
-/// pace, 17–100 µs at one every 20 ms.) With `streamProbes`
+/// it, 8 seeds: the model's median error after 20 s was 200–570 µs at the
+/// usual pace, 17–101 µs at one every 20 ms but for one seed's 461 µs.) With `streamProbes`
 /// (a v6 leader) a request also goes over the stream every
 /// `streamProbeInterval` (`quietStreamProbeInterval` on a quiet path)
 /// while datagrams carry the clock: its reply queues
@@ -44,6 +44,7 @@ public struct ClockExchangeSchedule: Sendable {
         public var youngSpan: Int64 = 20 * nanosecondsPerSecond
         public var youngInterval: Int64 = 2 * nanosecondsPerMillisecond
         public var steadyInterval: Int64 = 5 * nanosecondsPerMillisecond
+        /// The slowest pace on a path that queues in order (see the type's comment).
         public var inOrderMaximumInterval: Int64 = 20 * nanosecondsPerMillisecond
         public var quietInterval: Int64 = 100 * nanosecondsPerMillisecond
         /// Quiet from this uncertainty down, until it rises above `noisyUncertainty`
