@@ -302,9 +302,7 @@ public struct AirPlaySession: Sendable {
     public mutating func tick(now: Int64) -> [Action] {
         guard let due = releaseDue, now >= due, !active else { return [] }
         releaseDue = nil
-        holding = false
-        nowPlaying = AirPlayNowPlaying()
-        (clientAddress, dacpPort, activeRemote) = (nil, nil, nil)
+        endSession()
         return [.release]
     }
 
@@ -312,14 +310,26 @@ public struct AirPlaySession: Sendable {
     public mutating func receiverGone() -> [Action] {
         active = false
         releaseDue = nil
-        guard holding else { return [] }
+        let held = holding
+        endSession()
+        return held ? [.release] : []
+    }
+
+    /// Nothing of the session stays: the next phone's remote is its own,
+    /// never this one's port or Active-Remote with its address.
+    private mutating func endSession() {
         holding = false
         nowPlaying = AirPlayNowPlaying()
-        return [.release]
+        (clientAddress, dacpPort, activeRemote) = (nil, nil, nil)
     }
 
     private mutating func updateRemote() {
-        if let a = clientAddress, let p = dacpPort, let r = activeRemote { nowPlaying.remote = DACPRemote(address: a, port: p, activeRemote: r) }
+        // Only a remote whose every part this session gave (a rejected part clears it).
+        if let a = clientAddress, let p = dacpPort, let r = activeRemote {
+            nowPlaying.remote = DACPRemote(address: a, port: p, activeRemote: r)
+        } else {
+            nowPlaying.remote = nil
+        }
     }
 
     static func bounded(_ text: String) -> String { text.utf8.count <= 1_024 ? text : String(decoding: text.utf8.prefix(1_024), as: UTF8.self) }
@@ -384,6 +394,12 @@ public struct AirPlayReceiverPlan: Equatable, Sendable {
         }
         receivers = next
         return actions
+    }
+
+    /// A receiver that could not be started is forgotten, so that the next
+    /// `update` starts it again rather than counting it as running.
+    public mutating func forget(groupID: String) {
+        receivers.removeAll { $0.groupID == groupID }
     }
 
     /// shairport-sync's configuration for a receiver (libconfig syntax).

@@ -12,6 +12,10 @@ public enum HLSPlaylist: Equatable, Sendable {
     public static let maxSegments = 10_000
     public static let maxVariants = 64
     public static let maxLineBytes = 8_192
+    /// A segment lasts at most this (s): beyond, reloads would wait forever.
+    public static let maximumTargetDuration = 300.0
+    /// Sequence numbers from the playlist are at most this: counting on from it cannot overflow.
+    public static let maximumMediaSequence = 1 << 62
 
     public static func parse(_ text: String, url: String) throws(HLSPlaylistError) -> HLSPlaylist {
         let lines = text.split(whereSeparator: \.isNewline).map { FeedBuilder.trimmed(String($0)) }
@@ -58,9 +62,17 @@ public enum HLSPlaylist: Equatable, Sendable {
         var programDate: String?
         for line in lines where line.utf8.count <= maxLineBytes {
             if line.hasPrefix("#EXT-X-TARGETDURATION:") {
-                playlist.targetDuration = Double(line.dropFirst("#EXT-X-TARGETDURATION:".count)) ?? playlist.targetDuration
+                // Bounded: an infinite or absurd target duration would make the reader wait forever between reloads.
+                if let d = Double(line.dropFirst("#EXT-X-TARGETDURATION:".count)), d.isFinite, d > 0, d <= maximumTargetDuration {
+                    playlist.targetDuration = d
+                }
             } else if line.hasPrefix("#EXT-X-MEDIA-SEQUENCE:") {
-                playlist.mediaSequence = Int(line.dropFirst("#EXT-X-MEDIA-SEQUENCE:".count)) ?? 0
+                // Bounded where it enters: sequence numbers are counted on (one a segment) and
+                // subtracted between reloads, and Int.max + 1 traps.
+                guard let n = Int(line.dropFirst("#EXT-X-MEDIA-SEQUENCE:".count)), (0...maximumMediaSequence).contains(n) else {
+                    throw .unsupported("its #EXT-X-MEDIA-SEQUENCE is not a number from 0 to 2^62")
+                }
+                playlist.mediaSequence = n
                 sequence = playlist.mediaSequence
             } else if line.hasPrefix("#EXTINF:") {
                 let value = line.dropFirst("#EXTINF:".count)

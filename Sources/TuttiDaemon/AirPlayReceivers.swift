@@ -120,8 +120,9 @@ final class AirPlayReceivers: Sendable {
         let (holding, remote) = r.session.withLock { ($0.holding, $0.nowPlaying.remote) }
         guard holding else { return false }
         guard let remote else {
-            log.warning("\(command) for the AirPlay sender in \(r.plan.withLock { $0.name }): it gave no remote-control address; playing on")
-            return true
+            // No way to ask the phone: the command is Tutti's, so the room can at least be paused or stopped here.
+            log.info("\(command) for the AirPlay sender in \(r.plan.withLock { $0.name }): it gave no remote-control address; done here")
+            return false
         }
         // Sent from a queue of its own: a phone that does not answer holds no control client for the
         // request's 3 s, and at most a few requests wait (a button held on an unreachable phone).
@@ -163,7 +164,8 @@ final class AirPlayReceivers: Sendable {
                     startMetadataReader(r)
                     log.info("AirPlay receiver \"\(plan.name)\" on port \(plan.port) for group \(plan.groupID)")
                 } catch {
-                    log.error("AirPlay receiver \"\(plan.name)\": \(error)")
+                    log.error("AirPlay receiver \"\(plan.name)\": \(error); tried again at the next change of groups")
+                    state.withLock { $0.plan.forget(groupID: plan.groupID) }
                 }
             case .restart(let plan):
                 guard let r = state.withLock({ $0.receivers[plan.groupID] }) else { continue }

@@ -50,7 +50,13 @@ public final class Leader: @unchecked Sendable {
     var webSurface: WebSurface?
     var snapcastControlServer: SnapcastControl?
     /// The AirPlay receivers, one per group, while `airplay` is on (Leader+AirPlay.swift).
-    var airplay: AirPlayReceivers?
+    /// Set once they run, after the control surfaces started, whose threads
+    /// read it: hence the Mutex.
+    var airplay: AirPlayReceivers? {
+        get { airplayCell.withLock { $0 } }
+        set { airplayCell.withLock { $0 = newValue } }
+    }
+    private let airplayCell = Mutex<AirPlayReceivers?>(nil)
     /// Where clients may name files (see `confine`), and where playlists are imported and exported.
     public let mediaFolders: MediaFolders
     public let playlistFolder: String?

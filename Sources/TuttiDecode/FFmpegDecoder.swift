@@ -343,7 +343,14 @@ public final class FFmpegDecoder: AudioDecoder {
         guard input.isSeekable else { throw .undecodable(path: path, reason: "a stream cannot seek") }
         let frame = max(0, min(target, frameCount ?? Int.max))
         let start = seeksByTimestamp ? max(0, frame - seekPreroll) : 0
-        let ts = !seeksByTimestamp ? (firstPacketPTS ?? 0) : (originPTS ?? 0) + Int64((Double(start) * Double(timeBase.den) / (Double(timeBase.num) * Double(sampleRate))).rounded(.down))
+        var ts = firstPacketPTS ?? 0
+        if seeksByTimestamp {
+            // The file's time base and origin, checked before they make a timestamp.
+            let offset = (Double(start) * Double(timeBase.den) / (Double(timeBase.num) * Double(sampleRate))).rounded(.down)
+            let sum = FFmpegGapless.frames(offset).map { (originPTS ?? 0).addingReportingOverflow(Int64($0)) }
+            guard let sum, !sum.overflow else { throw .undecodable(path: path, reason: "seek to frame \(frame): a timestamp out of range") }
+            ts = sum.partialValue
+        }
         let rc = ff.seek_file(input.context, streamIndex, Int64.min, ts, ts, 0)
         guard rc >= 0 else { throw .undecodable(path: path, reason: "seek to frame \(frame) failed (\(FFmpeg.describe(rc, ff)))") }
         ff.flush_buffers(codec)
@@ -405,6 +412,11 @@ public final class FFmpegDecoder: AudioDecoder {
     private func deliver(_ frame: UnsafeMutablePointer<AVFrame>) throws(AudioError) {
         let f = frame.pointee
         guard f.nb_samples > 0, f.sample_rate > 0 else { return }
+        // Checked where it enters: a stream's rate sizes the conversion buffer (a chained Ogg or an
+        // HLS discontinuity may change it mid-stream). DSD comes decoded at up to 705.6 kHz.
+        guard f.sample_rate <= FFmpegGapless.maximumSampleRate else {
+            throw .undecodable(path: path, reason: "a sample rate of \(f.sample_rate) Hz")
+        }
         if sampleRate == 0 { sampleRate = Int(f.sample_rate) }
         let count = try convert(frame)
         guard count > 0 else { return }
@@ -413,7 +425,10 @@ public final class FFmpegDecoder: AudioDecoder {
         if originPTS == nil { originPTS = pts == FFmpeg.noTimestamp ? 0 : pts }
         if let target = discardUntil {
             if pts != FFmpeg.noTimestamp, let origin = originPTS {
-                let start = Int((Double(pts - origin) * Double(timeBase.num) * Double(sampleRate) / Double(timeBase.den)).rounded())
+                // Timestamps come from the file: in Double, and checked before they become frames.
+                guard let start = FFmpegGapless.frames((Double(pts) - Double(origin)) * Double(timeBase.num) * Double(sampleRate) / Double(timeBase.den)) else {
+                    throw .undecodable(path: path, reason: "a timestamp out of range")
+                }
                 if start + count <= target { return } // wholly before the target
                 skip = max(0, target - start)
                 position = max(start, target)
@@ -459,7 +474,7 @@ public final class FFmpegDecoder: AudioDecoder {
         let n = converted.withUnsafeMutableBytes { raw -> Int32 in
             var out: UnsafeMutablePointer<UInt8>? = raw.baseAddress!.assumingMemoryBound(to: UInt8.self)
             let inputs = UnsafeMutableRawPointer(f.extended_data!).assumingMemoryBound(to: UnsafePointer<UInt8>?.self)
-            return ff.swr_convert(resampler, &out, Int32(capacity), inputs, f.nb_samples)
+            return ff.swr_convert(resampler, &out, Int32(clamping: capacity), inputs, f.nb_samples)
         }
         guard n >= 0 else { throw .undecodable(path: path, reason: "sample conversion failed (\(FFmpeg.describe(n, ff)))") }
         return Int(n)
@@ -486,22 +501,33 @@ public enum FFmpegGapless {
         if let end { return end }
         let s = stream.pointee
         let name = input.context.pointee.iformat?.pointee.name.map { String(cString: $0) } ?? ""
-        if name == "aac", let url = input.context.pointee.url, let frames = adtsFrames(path: String(cString: url)) {
+        // Counted from the file itself: a stream's url is its address, not a path.
+        if name == "aac", input.isFile, let url = input.context.pointee.url, let frames = adtsFrames(path: String(cString: url)) {
             return frames * 1_024
         }
-        if name == "dsf", let url = input.context.pointee.url, let samples = dsfSamples(path: String(cString: url)) {
+        if name == "dsf", input.isFile, let url = input.context.pointee.url, let samples = dsfSamples(path: String(cString: url)) {
             return samples / 8 // libavformat's duration counts the last block's padding; it decodes the samples the header gives
         }
         if s.duration > 0, s.duration != FFmpeg.noTimestamp {
-            var frames = Int((Double(s.duration) * Double(s.time_base.num) * Double(rate) / Double(s.time_base.den)).rounded())
+            // The container's numbers: any duration and time base a file declares, checked before they become frames.
+            guard var frames = Self.frames((Double(s.duration) * Double(s.time_base.num) * Double(rate) / Double(s.time_base.den)).rounded()) else { return nil }
             if let par = s.codecpar, par.pointee.codec_id == AV_CODEC_ID_OPUS, name == "ogg" {
                 frames -= Int(par.pointee.initial_padding) * rate / 48_000
             }
-            return frames
+            return frames > 0 ? frames : nil
         }
         let d = input.context.pointee.duration
-        if d > 0, d != FFmpeg.noTimestamp { return Int((Double(d) * Double(rate) / Double(AV_TIME_BASE)).rounded()) }
+        if d > 0, d != FFmpeg.noTimestamp, let frames = Self.frames((Double(d) * Double(rate) / Double(AV_TIME_BASE)).rounded()), frames > 0 { return frames }
         return nil
+    }
+
+    /// The highest sample rate a decoder may give (DSD256 decoded at one eighth).
+    static let maximumSampleRate: Int32 = 1_411_200
+
+    /// `x` frames as an Int, nil when a file's numbers made it infinite, NaN or
+    /// beyond 2^53 (`Int(x)` traps on those).
+    static func frames(_ x: Double) -> Int? {
+        x.isFinite && abs(x) < 0x1p53 ? Int(x) : nil
     }
 
     /// A DSF file's sample count per channel (its `fmt ` chunk, at byte 64).

@@ -1,4 +1,5 @@
 import CFFmpeg
+import TuttiCore
 
 /// What a file FFmpeg reads says about itself (AAC/ALAC in MP4, Ogg
 /// Vorbis, Opus, WMA, WavPack, APE, AIFF, DSF/DFF): its length and rate as
@@ -57,7 +58,7 @@ public enum FFmpegFileTags {
             tags.frames = counted
         }
         for (field, keys) in aliases {
-            let value = input.tag(keys, audioStream: audio).map { String($0.utf8.prefix(limits.textBytes)) ?? $0 }
+            let value = input.tag(keys, audioStream: audio).map { PlainText.truncated($0, maxBytes: limits.textBytes) }
             switch field {
             case .title: tags.title = value
             case .artist: tags.artist = value

@@ -99,6 +99,7 @@ final class HLSSegmentBytes: FFmpegByteSource {
     private let start = Monotonic.now()
     private(set) var failure: StreamError?
     private(set) var skipped = 0
+    private var failedInARow = 0
 
     init(url: String, first: HLSMediaPlaylist, options: NetworkOptions, log: Logger, cancellation: NetworkCancellation?,
          onMetadata: (@Sendable (StreamMetadata) -> Void)?) {
@@ -136,12 +137,15 @@ final class HLSSegmentBytes: FFmpegByteSource {
                         onMetadata?(StreamMetadata(title: title))
                     }
                     fetchedAny = true
+                    failedInARow = 0
                 } catch {
                     // A live stream goes on past a segment it could not get, as players do;
                     // one whose first segment fails, or many, is broken.
                     skipped += 1
+                    failedInARow += 1
                     log.warning("\(url): HLS segment \(segment.sequence) failed (\(error)); skipping it")
-                    if !fetchedAny || skipped > 32 {
+                    // Many in a row (not in all: a station that runs for days loses one now and then).
+                    if !fetchedAny || failedInARow > 32 {
                         failure = .playlist(url: url, reason: "its HLS segment \(segment.sequence) could not be fetched (\(error))")
                     }
                 }

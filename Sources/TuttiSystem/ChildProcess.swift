@@ -77,7 +77,7 @@ public final class ChildProcess: @unchecked Sendable {
     }
 
     private func spawnOnce() throws(ChildProcessError) {
-        let output = outputPath.map { open($0, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644) } ?? open("/dev/null", O_WRONLY | O_CLOEXEC)
+        let output = outputPath.map { open($0, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644) } ?? open("/dev/null", O_WRONLY | O_CLOEXEC)
         let input = open("/dev/null", O_RDONLY | O_CLOEXEC)
         defer { if output >= 0 { close(output) }; if input >= 0 { close(input) } }
         guard output >= 0, input >= 0 else { throw .cannotStart(program: path, reason: String(cString: strerror(errno))) }
@@ -86,12 +86,16 @@ public final class ChildProcess: @unchecked Sendable {
         var child: pid_t = 0
         let rc = tutti_spawn(&child, path, &argv, environ, input, output, output)
         guard rc == 0 else { throw .cannotStart(program: path, reason: String(cString: strerror(rc))) }
-        lock.withLock {
+        let stoppedMeanwhile: Bool = lock.withLock {
             pid = child
             startTime = Condition.now()
             startCount += 1
+            // `stop` ran between the supervisor's decision and this spawn: it
+            // saw no child to signal. Ended here; the supervisor reaps it and stops.
+            if stopping { kill(-child, SIGKILL) }
+            return stopping
         }
-        onStart(child)
+        if !stoppedMeanwhile { onStart(child) }
     }
 
     private func supervise() {

@@ -83,6 +83,36 @@ import TuttiCore
         #expect(s.receiverGone() == [.release])
     }
 
+    @Test func aPhoneWhoseRemoteIsIncompleteIsNotGivenTheLastPhonesRemote() {
+        var s = AirPlaySession(releaseGrace: 1_000)
+        func feed(_ type: String, _ code: String, _ text: String = "", at now: Int64 = 0) -> [AirPlaySession.Action] {
+            s.handle(AirPlayMetadataItem(type: type, code: code, data: Array(text.utf8)), now: now)
+        }
+        _ = feed("ssnc", "clip", "192.168.1.20"); _ = feed("ssnc", "dapo", "3689"); _ = feed("ssnc", "acre", "1234567890")
+        _ = feed("ssnc", "pbeg")
+        #expect(s.nowPlaying.remote != nil)
+        // The receiver dies; a second phone gives an address the filter refuses: no remote at all,
+        // never the first phone's port and Active-Remote.
+        #expect(s.receiverGone() == [.release])
+        _ = feed("ssnc", "clip", "fe80::1%wlan0 bad")
+        _ = feed("ssnc", "pbeg")
+        #expect(s.nowPlaying.remote == nil)
+        // Within a session, a refused part clears the remote too.
+        _ = feed("ssnc", "clip", "192.168.1.30"); _ = feed("ssnc", "dapo", "3690"); _ = feed("ssnc", "acre", "42")
+        #expect(s.nowPlaying.remote == DACPRemote(address: "192.168.1.30", port: 3690, activeRemote: "42"))
+        _ = feed("ssnc", "dapo", "70000")
+        #expect(s.nowPlaying.remote == nil)
+    }
+
+    @Test func aReceiverThatCouldNotStartIsStartedAtTheNextUpdate() {
+        var plan = AirPlayReceiverPlan()
+        let groups = [(id: "main", name: "Home")]
+        #expect(plan.update(groups: groups, partyGroup: nil, enabled: true).count == 1)
+        #expect(plan.update(groups: groups, partyGroup: nil, enabled: true).isEmpty, "running: nothing to do")
+        plan.forget(groupID: "main")
+        #expect(plan.update(groups: groups, partyGroup: nil, enabled: true).count == 1, "forgotten after a failed start: started again")
+    }
+
     @Test func receiversFollowGroupsNamesAndPartyMode() {
         var plan = AirPlayReceiverPlan()
         var actions = plan.update(groups: [("main", "Home"), ("g1", "Kitchen")], partyGroup: nil, enabled: true)

@@ -75,6 +75,13 @@ import TuttiCore
             #expect(error.description.contains("AES-128"))
         }
         #expect(throws: HLSPlaylistError.self) { try HLSPlaylist.parse("#EXTM3U\n#EXTINF:6,\ns.ts\n", url: Self.base) } // no target duration
+        // Numbers that would trap or hang further on are refused where they enter.
+        for bad in ["#EXT-X-MEDIA-SEQUENCE:9223372036854775807", "#EXT-X-MEDIA-SEQUENCE:-5"] {
+            #expect(throws: HLSPlaylistError.self) { try HLSPlaylist.parse("#EXTM3U\n#EXT-X-TARGETDURATION:6\n\(bad)\n#EXTINF:6,\ns.ts\n", url: Self.base) }
+        }
+        for bad in ["inf", "nan", "1e12"] {
+            #expect(throws: HLSPlaylistError.self) { try HLSPlaylist.parse("#EXTM3U\n#EXT-X-TARGETDURATION:\(bad)\n#EXTINF:6,\ns.ts\n", url: Self.base) }
+        }
         var huge = "#EXTM3U\n#EXT-X-TARGETDURATION:1\n"
         for i in 0..<20_000 { huge += "#EXTINF:1,\ns\(i).ts\n" }
         guard case .media(let m) = try HLSPlaylist.parse(huge, url: Self.base) else { return }
