@@ -18,7 +18,7 @@ extension Leader {
             return
         }
         do {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            try Self.makePrivateDirectory(directory)
         } catch {
             log.error("AirPlay: cannot make \(directory): \(error); no AirPlay receivers")
             return
@@ -31,14 +31,32 @@ extension Leader {
         receivers.update()
     }
 
-    /// A folder of this process's own: under the service's RuntimeDirectory (/run/tutti), else XDG_RUNTIME_DIR or /tmp.
+    /// A folder of this user's own: under the service's RuntimeDirectory
+    /// (/run/tutti), else XDG_RUNTIME_DIR or /tmp. The same each run, so a
+    /// crashed run's pipes are found in the queues at the next start.
     static func defaultAirPlayDirectory() -> String {
         if let run = getenv("RUNTIME_DIRECTORY").map({ String(cString: $0) }), !run.isEmpty {
             return "\(run.split(separator: ":").first.map(String.init) ?? run)/airplay"
         }
-        if getuid() == 0, access("/run", W_OK) == 0 { return "/run/tutti/airplay-\(getpid())" }
+        if getuid() == 0, access("/run", W_OK) == 0 { return "/run/tutti/airplay" }
         let base = getenv("XDG_RUNTIME_DIR").map { String(cString: $0) } ?? "/tmp"
-        return "\(base)/tutti-airplay-\(getuid())-\(getpid())"
+        return "\(base)/tutti-airplay-\(getuid())"
+    }
+
+    /// Makes `path` (mode 0700), or accepts it only if it is a real
+    /// directory of this user's that nobody else can write: the receivers'
+    /// config and pipes live there, and shairport-sync runs what its config
+    /// says (a directory another user made first in /tmp would be theirs).
+    static func makePrivateDirectory(_ path: String) throws {
+        let parent = String(path[..<(path.lastIndex(of: "/") ?? path.endIndex)])
+        if !parent.isEmpty { try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true) }
+        if mkdir(path, 0o700) == 0 { return }
+        let made = errno
+        var info = stat()
+        guard made == EEXIST, lstat(path, &info) == 0 else { throw AirPlayDirectoryError(path: path, reason: String(cString: strerror(made))) }
+        guard info.st_mode & S_IFMT == S_IFDIR, info.st_uid == getuid(), info.st_mode & 0o022 == 0 else {
+            throw AirPlayDirectoryError(path: path, reason: "it exists and is not a directory of this user's that only it can write")
+        }
     }
 
     /// What a phone plays to the group (nil: the group plays nothing of a phone's).
@@ -75,4 +93,10 @@ extension Leader {
         }
         return nil
     }
+}
+
+struct AirPlayDirectoryError: Error, CustomStringConvertible {
+    var path: String
+    var reason: String
+    var description: String { "\(path): \(reason)" }
 }

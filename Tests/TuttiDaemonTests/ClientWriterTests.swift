@@ -3,6 +3,7 @@ import Synchronization
 import Testing
 import TuttiCore
 import TuttiNet
+import TuttiTestSupport
 @testable import TuttiDaemon
 
 /// A client's writer: replies written on the requester's thread when the
@@ -119,5 +120,21 @@ struct ClientWriterTests {
         #expect(socket.written.withLock { $0 }.map(\.count) == [1, 1, 1, ClientWriter.directBytes + 1, 1])
         #expect(socket.written.withLock { $0 }.last == [4])
         writer.close(reason: "connection closed")
+    }
+}
+
+/// The AirPlay receivers' folder holds shairport-sync's config, which it obeys:
+/// only a real directory of this user's that nobody else can write is used.
+@Suite struct AirPlayDirectoryTests {
+    @Test func onlyAPrivateDirectoryOfThisUsersIsUsed() throws {
+        let dir = makeTemporaryDirectory()
+        try Leader.makePrivateDirectory(dir + "/a/airplay")
+        var info = stat()
+        #expect(stat(dir + "/a/airplay", &info) == 0 && info.st_mode & 0o777 == 0o700)
+        try Leader.makePrivateDirectory(dir + "/a/airplay") // its own, again: accepted
+        mkdir(dir + "/open", 0o777); chmod(dir + "/open", 0o777)
+        #expect(throws: AirPlayDirectoryError.self) { try Leader.makePrivateDirectory(dir + "/open") }
+        mkdir(dir + "/target", 0o700); symlink(dir + "/target", dir + "/link")
+        #expect(throws: AirPlayDirectoryError.self) { try Leader.makePrivateDirectory(dir + "/link") }
     }
 }
