@@ -264,7 +264,8 @@ public struct AirPlaySession: Sendable {
             // "start/current/end" RTP times at 44.1 kHz (32-bit, they wrap).
             let parts = item.text.split(separator: "/").compactMap { UInt32($0) }
             guard parts.count == 3 else { return [] }
-            nowPlaying.positionSeconds = Double(parts[1] &- parts[0]) / 44_100
+            // Current before start (a seek back, a late packet): 0, not the 27 hours the unsigned wrap says.
+            nowPlaying.positionSeconds = max(0, Double(Int32(bitPattern: parts[1] &- parts[0]))) / 44_100
             nowPlaying.durationSeconds = Double(parts[2] &- parts[0]) / 44_100
             nowPlaying.progressAt = now
         case ("ssnc", "clip"):

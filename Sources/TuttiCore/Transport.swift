@@ -193,8 +193,10 @@ public struct Transport: Sendable {
                 }
                 break
             }
-            let previous = cued != nil ? cued!.previous : (heardIndex != nil ? heard : nil)
-            if let c = cued, let i = queue.index(ofID: c.entry) { queue.remove(at: i) }
+            // A cue whose entry is gone (cleared, removed by hand) is no cue: what plays now is what to go back to.
+            let live = cued.flatMap { c in queue.index(ofID: c.entry).map { (c, $0) } }
+            let previous = live.map { $0.0.previous } ?? (heardIndex != nil ? heard : nil)
+            if let (_, i) = live { queue.remove(at: i) }
             guard queue.count < PlayerCommand.maximumQueueEntries else {
                 return .failure(.invalid("the queue is full: it holds at most \(PlayerCommand.maximumQueueEntries) entries"))
             }

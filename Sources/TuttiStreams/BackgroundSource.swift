@@ -93,7 +93,7 @@ public final class BackgroundSource: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         let available = (ring.count - head) / 2
-        if available > 0, settleSeconds > 0, let first = firstArrival, Condition.now() - first < Int64(settleSeconds * 1e9), progressValue.deliveredFrames == 0 {
+        if available > 0, settleSeconds > 0, progressValue.deliveredFrames == 0, let first = firstArrival, Condition.now() - first < Int64(settleSeconds * 1e9) {
             return .waiting // settling: how far ahead it runs shows in a moment
         }
         if available > 0 {
