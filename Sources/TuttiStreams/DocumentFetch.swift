@@ -52,7 +52,7 @@ extension DocumentFetch {
         let url = "http://\(host):\(remote.port)\(path)"
         let request = HTTPRequest(url: url, headers: [("Active-Remote", remote.activeRemote), ("User-Agent", "Tutti"), ("Accept-Encoding", "identity")],
                                   connectTimeout: timeout, stallTimeout: timeout, destinations: StreamDestinationPolicy(allowsLocal: true))
-        let receiver = DocumentReceiver(url: url, maxBytes: 64 << 10)
+        let receiver = DocumentReceiver(url: url, maxBytes: 64 << 10, noContentIsAnswer: true)
         CurlTransfer(request, delegate: receiver).start()
         _ = try receiver.wait()
     }
@@ -63,14 +63,17 @@ extension DocumentFetch {
 private final class DocumentReceiver: TransferDelegate, @unchecked Sendable {
     private let url: String
     private let maxBytes: Int
+    private let noContentIsAnswer: Bool
     private let condition = Condition()
     private var body: [UInt8] = []
     private var head: (status: Int, headers: [String: String])?
     private var outcome: Result<DocumentFetchResult, StreamError>?
 
-    init(url: String, maxBytes: Int) {
+    /// `noContentIsAnswer`: a 204 is the answer (a DACP command done); for a document it is an error.
+    init(url: String, maxBytes: Int, noContentIsAnswer: Bool = false) {
         self.url = url
         self.maxBytes = maxBytes
+        self.noContentIsAnswer = noContentIsAnswer
     }
 
     func wait() throws(StreamError) -> DocumentFetchResult {
@@ -94,7 +97,7 @@ private final class DocumentReceiver: TransferDelegate, @unchecked Sendable {
                 settle(.success(.notModified))
                 return false
             }
-            guard status == 200 || status == 204 else { // 204: a DACP command done
+            guard status == 200 || (status == 204 && noContentIsAnswer) else {
                 settle(.failure(.httpStatus(url: url, status: status)))
                 return false
             }
