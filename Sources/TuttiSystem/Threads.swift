@@ -69,3 +69,15 @@ public func startEssentialThread(name: String, stackSize: Int = 512 << 10, _ bod
         fatalError("\(error)")
     }
 }
+
+/// The threads this process runs now (/proc/self/task): after a clean
+/// stop, only the one that stopped it.
+public func runningThreadCount() -> Int {
+    guard let directory = opendir("/proc/self/task") else { return 0 }
+    defer { closedir(directory) }
+    var count = 0
+    while let entry = readdir(directory) {
+        if entry.pointee.d_name.0 != CChar(UInt8(ascii: ".")) { count += 1 }
+    }
+    return count
+}

@@ -589,8 +589,10 @@ extension WebServer {
     /// share a host's connection is answered 503 and closed at once.
     static func shareLimits(threads: Int) -> ConnectionShares.Limits {
         let reserve = threads >= 24 ? 4 : min(2, max(0, threads - 1))
-        // A browser opens six connections to load a page, and the app's WebSocket beside them: a host gets eight where the port has room.
-        let share = threads >= 24 ? max(8, threads / 4) : max(2, threads / 4)
+        // A browser opens six connections to load a page, and keeps them
+        // 5 s beside the app's WebSocket: a reload holds a dozen for a
+        // moment. A host gets 12 where the port has room (the rest stay for others).
+        let share = threads >= 24 ? max(12, threads / 4) : max(2, threads / 4)
         return ConnectionShares.Limits(port: max(1, threads - reserve), perAddress: min(ConnectionShares.Limits.mostPerAddress, share), loopbackReserve: reserve)
     }
 

@@ -116,7 +116,8 @@ case .leader(var config):
         let stopping = Condition.now()
         buttons?.stop()
         leader.stop()
-        StandardErrorLog.logger("leader").info("stopped in \((Condition.now() - stopping) / 1_000_000) ms")
+        // Every service joined what it started: what runs besides this thread is a leak.
+        StandardErrorLog.logger("leader").info("stopped in \((Condition.now() - stopping) / 1_000_000) ms, \(runningThreadCount() - 1) other threads left")
     } catch {
         fail("\(error)", code: 1)
     }
