@@ -212,8 +212,11 @@ public final class ControlServer: Service, @unchecked Sendable {
         var discarding = false
         let noLogin = "not logged in within \(LineDiscipline.loginMilliseconds / 1000) s of connecting"
         let loginDeadline = connectedAt + Int64(LineDiscipline.loginMilliseconds) * nanosecondsPerMillisecond
-        connection.setReceiveTimeout(milliseconds: 2_000)
+        // Asleep until bytes come or a deadline falls due; a stopping server closes the connection, which wakes it.
+        var armed: Int64? = -1
         while true {
+            LineDiscipline.arm(connection, until: LineDiscipline.nextDeadline(connectedAt: connectedAt, requests: lines, loggedIn: loggedIn(), partial: partial),
+                               now: Monotonic.now(), armed: &armed)
             let n: Int
             do { (n, _) = try buffer.receive(from: connection) } catch NetError.timedOut {
                 if stop() { return nil }

@@ -133,8 +133,11 @@ public final class MPDServer: Service, @unchecked Sendable {
         var commands = 0
         var partial = LineDiscipline.PartialLineClock()
         let hanging = { [log] in log.info("MPD client \(client.connection.peer): half a line left hanging for \(LineDiscipline.partialLineMilliseconds / 1000) s, closing") }
-        client.connection.setReceiveTimeout(milliseconds: 2_000)
+        // Asleep until bytes come or a deadline falls due; a stopping server closes the connection, which wakes it.
+        var armed: Int64? = -1
         while running.load(ordering: .relaxed) {
+            LineDiscipline.arm(client.connection, until: LineDiscipline.nextDeadline(connectedAt: connectedAt, requests: commands, loggedIn: client.level != .none,
+                                                                                     partial: partial), now: Monotonic.now(), armed: &armed)
             let n: Int
             do { (n, _) = try buffer.receive(from: client.connection) } catch NetError.timedOut {
                 // Every real client asks something at once (an idling one has asked `idle`).
