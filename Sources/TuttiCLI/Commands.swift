@@ -115,11 +115,11 @@ extension CLICommand {
 }
 
 /// A command's word and what follows it, for its entry's `parse`.
-public struct CommandWords: Sendable {
-    public let word: String
-    public let operands: [String]
+struct CommandWords: Sendable {
+    let word: String
+    let operands: [String]
     /// `--group GROUP`: `vol`, `mute` and `unmute` then act on a group.
-    public let group: String?
+    let group: String?
     let workingDirectory: String
 
     var first: String? { operands.first }
@@ -151,11 +151,11 @@ public struct CommandWords: Sendable {
 /// One row of the command table: the words that name a command, its lines
 /// in the help, and how its operands are read. The help text and the
 /// parser both come from here (`CLICommandTable.rows`).
-public struct CLICommandEntry: Sendable {
+struct CLICommandEntry: Sendable {
     /// The words that run it (the first is the one the help shows).
-    public let names: [String]
+    let names: [String]
     /// Usage and summary, a help line each (a summary may run on, `\n`-separated).
-    public let help: [(usage: String, summary: String)]
+    let help: [(usage: String, summary: String)]
     /// nil: a line of the help that is no command (`--version`).
     let parse: (@Sendable (CommandWords) throws(UsageError) -> CLICommand)?
 }
