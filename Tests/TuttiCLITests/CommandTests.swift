@@ -136,6 +136,14 @@ struct CLICommandTests {
         #expect(usage("party", "sideways") == "party [on [GROUP]|off|status]")
     }
 
+    @Test("runTutti returns the exit code (main exits): 64 usage, 2 no leader, 0 help")
+    func exitCodes() {
+        #expect(runTutti(["frobnicate", "--port", "1"], environment: [:]) == 64)
+        #expect(runTutti(["seek", "later", "--port", "1"], environment: [:]) == 64)
+        #expect(runTutti(["--port", "1", "status"], environment: [:]) == 2)
+        #expect(runTutti(["--version"], environment: [:]) == 0)
+    }
+
     @Test("The help lists each command's usage lines, the summaries in one column")
     func helpFromTheTable() {
         let lines = CLIUsage.text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
