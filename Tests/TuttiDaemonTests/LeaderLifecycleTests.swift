@@ -27,7 +27,7 @@ import TuttiTestSupport
                             "--snapcast-control", "127.0.0.1:\(base + 5)", "--snapcast-http", "127.0.0.1:\(base + 6)",
                             "--no-announce", "--no-airplay", "--db", dir + "/library.db", "--codec", "pcm",
                             "--play", dir + "/tone.wav", "--loop", "--log-level", "debug"]
-        FileManager.default.createFile(atPath: dir + "/leader.log", contents: nil)
+        _ = FileManager.default.createFile(atPath: dir + "/leader.log", contents: nil)
         leader.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: dir + "/leader.log"))
         try leader.run()
         defer { if leader.isRunning { kill(leader.processIdentifier, SIGKILL); leader.waitUntilExit() } }
@@ -38,7 +38,7 @@ import TuttiTestSupport
             let s = Process()
             s.executableURL = Self.binaries.appendingPathComponent("tutti-follower")
             s.arguments = ["--leader", "127.0.0.1:\(base)", "--name", room, "--no-realtime", "--output", "file:\(dir)/\(room).raw"]
-            FileManager.default.createFile(atPath: "\(dir)/\(room).log", contents: nil)
+            _ = FileManager.default.createFile(atPath: "\(dir)/\(room).log", contents: nil)
             s.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: "\(dir)/\(room).log"))
             try s.run()
             speakers.append(s)
