@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Glibc
 import TuttiCore
+import TuttiControlKit
 
 /// AirPlay receivers (AirPlayReceivers.swift): started with the leader,
 /// following every change of groups, and what now playing shows of them.

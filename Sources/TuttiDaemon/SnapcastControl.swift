@@ -7,6 +7,7 @@ import TuttiCore
 import TuttiNet
 import TuttiSystem
 import TuttiWeb
+import TuttiControlKit
 
 /// Snapcast's control API (JSON-RPC 2.0, control protocol 2 as snapserver
 /// 0.26 has it) for Home Assistant's integration, python-snapcast and
