@@ -1,4 +1,3 @@
-import CMPG123
 import TuttiAudio
 import Glibc
 import TuttiCore
@@ -153,19 +152,19 @@ public final class MP3Decoder: AudioDecoder {
         if bytes.count < want { bytes = [UInt8](repeating: 0, count: want) }
         var total = 0
         while total == 0 {
-            let (rc, done) = bytes.withUnsafeMutableBytes { handle.read(into: $0, count: want) }
+            let (done, status) = bytes.withUnsafeMutableBytes { handle.read(into: $0, count: want) }
             let frames = done / bytesPerFrame
             if frames > 0 {
                 bytes.withUnsafeBytes { appendStereo(decodedFloats: $0, frames: frames, channels: channels, to: &output) }
                 total += frames
             }
-            if rc == MPG123_DONE.rawValue { finished = true; break }
-            if rc == MPG123_NEW_FORMAT.rawValue { continue }
-            if rc != MPG123_OK.rawValue {
+            switch status {
+            case .done: finished = true; return total
+            case .newFormat, .ok: continue
+            case .needMore, .failed:
                 finished = true
                 throw .undecodable(path: path, reason: handle.lastError)
             }
-            if frames == 0 && done == 0 { continue }
         }
         return total
     }
@@ -177,17 +176,8 @@ public final class MP3Decoder: AudioDecoder {
 ///
 /// Thread contract: one thread at a time, like every decoder.
 public final class MP3FeedDecoder {
-    /// What `decode` stopped at.
-    public enum Status: Equatable {
-        /// Frames were decoded (and more may be ready).
-        case ok
-        /// It wants more bytes (`feed`).
-        case needMore
-        /// The stream's format is known or changed (`format`).
-        case newFormat
-        case done
-        case failed(String)
-    }
+    /// What `decode` stopped at: `.needMore` wants `feed`, `.newFormat` a look at `format`.
+    public typealias Status = MPG123ReadStatus
 
     private let handle: MPG123Handle
     private var bytes: [UInt8] = []
@@ -214,19 +204,13 @@ public final class MP3FeedDecoder {
         let bytesPerFrame = 4 * channels
         let want = maxFrames * bytesPerFrame
         if bytes.count < max(want, 1) { bytes = [UInt8](repeating: 0, count: max(want, 1)) }
-        let (rc, done) = bytes.withUnsafeMutableBytes { handle.read(into: $0, count: want) }
+        let (done, status) = bytes.withUnsafeMutableBytes { handle.read(into: $0, count: want) }
         let frames = done / bytesPerFrame
         if frames > 0 {
             let channels = channels
             bytes.withUnsafeBytes { appendStereo(decodedFloats: $0, frames: frames, channels: channels, to: &output) }
         }
-        switch rc {
-        case MPG123_OK.rawValue: return (frames, .ok)
-        case MPG123_NEED_MORE.rawValue: return (frames, .needMore)
-        case MPG123_NEW_FORMAT.rawValue: return (frames, .newFormat)
-        case MPG123_DONE.rawValue: return (frames, .done)
-        default: return (frames, .failed(handle.lastError))
-        }
+        return (frames, status)
     }
 
     /// The format libmpg123 announced: rate and channels, or why there is

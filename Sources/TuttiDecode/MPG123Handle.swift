@@ -22,6 +22,19 @@ public enum MPG123Error: Error, Equatable, CustomStringConvertible {
     }
 }
 
+/// What a libmpg123 read stopped at.
+public enum MPG123ReadStatus: Equatable, Sendable {
+    /// Frames were decoded (and more may be ready).
+    case ok
+    /// A feed wants more bytes.
+    case needMore
+    /// The stream's format is known or changed.
+    case newFormat
+    case done
+    /// libmpg123's text for what went wrong.
+    case failed(String)
+}
+
 /// One libmpg123 decoder (`mpg123_handle`), the only place that creates,
 /// opens, closes and deletes one: gapless, float output, quiet from the
 /// start. Every call into the handle goes through a method, so the handle
@@ -88,11 +101,17 @@ final class MPG123Handle {
         _ = mpg123_feed(handle, base.assumingMemoryBound(to: UInt8.self), input.count)
     }
 
-    /// Decodes into `bytes` (up to `count` bytes); libmpg123's return code and the bytes written.
-    func read(into bytes: UnsafeMutableRawBufferPointer, count: Int) -> (code: Int32, bytes: Int) {
+    /// Decodes into `bytes` (up to `count` bytes): the bytes written and why it stopped.
+    func read(into bytes: UnsafeMutableRawBufferPointer, count: Int) -> (bytes: Int, status: MPG123ReadStatus) {
         var done = 0
-        let rc = mpg123_read(handle, bytes.baseAddress, count, &done)
-        return (rc, done)
+        let status: MPG123ReadStatus = switch mpg123_read(handle, bytes.baseAddress, count, &done) {
+        case MPG123_OK.rawValue: .ok
+        case MPG123_NEED_MORE.rawValue: .needMore
+        case MPG123_NEW_FORMAT.rawValue: .newFormat
+        case MPG123_DONE.rawValue: .done
+        default: .failed(lastError)
+        }
+        return (done, status)
     }
 
     /// Length in frames (exact, gapless, after `scan` or with a LAME/Xing
