@@ -10,7 +10,7 @@ import TuttiSystem
 /// Real-time discipline: every buffer is allocated in `init`; the loop talks
 /// to the rest of the process only through atomics and seqlocks; its only
 /// I/O is the sink.
-// Sendable because the buffers belong to the playout thread, `startedThread` to the thread that calls start()/stop(), and everything shared is an atomic or a seqlock.
+// Sendable because the buffers belong to the playout thread, `thread` to the thread that calls start()/stop(), and everything shared is an atomic or a seqlock.
 public final class PlayoutEngine: @unchecked Sendable {
     public struct Statistics: Sendable, Equatable {
         public var underruns = 0
@@ -36,7 +36,6 @@ public final class PlayoutEngine: @unchecked Sendable {
     private let log: Logger
 
     private let running = Atomic<Bool>(false)
-    private let finished = Atomic<Bool>(false)
     private let latencyTrim = Atomic<Int64>(0)
     /// Target gain (low 32 bits, a Float) and the frames to ramp to it (high 32).
     private let volumeTarget = Atomic<UInt64>(UInt64(Float(1).bitPattern))
@@ -46,7 +45,7 @@ public final class PlayoutEngine: @unchecked Sendable {
     private let counters = SeqLockedValues()   // underruns, resyncs, starved, playing
     private let figures = SeqLockedValues()    // error, ratio ppb, buffered ns, 0
     private let lastBlock = SeqLockedValues()  // pts (leader ns), leave (monotonic ns), 0, 0
-    private var startedThread = false
+    private var thread: JoinableThread?
 
     private let period: Int
     private let output: UnsafeMutablePointer<Int16>
@@ -123,21 +122,22 @@ public final class PlayoutEngine: @unchecked Sendable {
 
     public func start(realtime: Bool = true) {
         guard !running.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        startedThread = true
         // Tools (top, the rt bench) look for this name.
-        startEssentialThread(name: "tutti-playout", stackSize: 1 << 20) { [self] in
-            if realtime { requestRealtime() }
-            run(sink)
-            finished.store(true, ordering: .releasing)
+        do {
+            thread = try JoinableThread(name: "tutti-playout", stackSize: 1 << 20) { [self] in
+                if realtime { requestRealtime() }
+                run(sink)
+            }
+        } catch {
+            fatalError("\(error)") // a speaker without its audio thread cannot play
         }
     }
 
     /// Stops the thread and waits for it; the sink stays open.
     public func stop() {
         running.store(false, ordering: .releasing)
-        guard startedThread else { return }
-        while !finished.load(ordering: .acquiring) { usleep(1_000) }
-        startedThread = false
+        thread?.join()
+        thread = nil
     }
 
     private func requestRealtime() {

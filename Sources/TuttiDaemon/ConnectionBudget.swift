@@ -110,4 +110,25 @@ struct LineDiscipline {
 
         func expired(now: Int64) -> Bool { since.map { now - $0 > limitNanoseconds } ?? false }
     }
+
+    /// When a reader must look at its connection again although nothing
+    /// came: the soonest of its deadlines that still applies (a half line,
+    /// the login, the first request); nil: none, it may wait for bytes as
+    /// long as they take. Readers block until then, not in fixed ticks.
+    static func nextDeadline(connectedAt: Int64, requests: Int, loggedIn: Bool, partial: PartialLineClock) -> Int64? {
+        var soonest: Int64?
+        func consider(_ at: Int64) { soonest = min(soonest ?? at, at) }
+        if let since = partial.since { consider(since + partial.limitNanoseconds + 1) }
+        if !loggedIn { consider(connectedAt + Int64(loginMilliseconds) * 1_000_000 + 1) }
+        if requests == 0 { consider(connectedAt + Int64(firstRequestMilliseconds) * 1_000_000 + 1) }
+        return soonest
+    }
+
+    /// Sets `connection`'s receive timeout to end at `deadline` (none: no
+    /// timeout), when it differs from the one set (`armed`).
+    static func arm(_ connection: TCPConnection, until deadline: Int64?, now: Int64, armed: inout Int64?) {
+        guard deadline != armed else { return }
+        armed = deadline
+        connection.setReceiveTimeout(milliseconds: deadline.map { max(1, Int(($0 - now + 999_999) / 1_000_000)) } ?? 0)
+    }
 }

@@ -22,7 +22,8 @@ import TuttiSystem
 /// and bad parameters get JSON-RPC error objects; a line longer than 64 KiB
 /// is discarded with a parse error.
 // Sendable because its mutable state is in Mutexes and Atomics, and `subscription` is written once in start(), before the threads that read it.
-public final class ControlServer: @unchecked Sendable {
+public final class ControlServer: Service, @unchecked Sendable {
+    public var serviceName: String { "JSON-RPC" }
     public static let maxLineBytes = 64 * 1024
 
     let leader: Leader
@@ -36,6 +37,9 @@ public final class ControlServer: @unchecked Sendable {
     /// `contentVersion` they were made at: they change only with a scan.
     let browseCache = Mutex<[String: (version: Int, json: EncodedJSON)]>([:])
     private let notifierWake = DispatchSemaphore(value: 0)
+    private let notifier = Mutex<JoinableThread?>(nil)
+    /// The TCP port's accept loop and connections (none without a port).
+    private let tcp = Mutex<TCPService?>(nil)
 
     private var subscription = 0
 
@@ -120,34 +124,26 @@ public final class ControlServer: @unchecked Sendable {
     /// A result already encoded as JSON (cached lists), spliced into the reply as it is.
     struct EncodedJSON: Sendable { var bytes: [UInt8] }
 
-    public func start() {
+    public func start() throws {
         subscription = leader.events.subscribe { [weak self] event in self?.announce(event) }
-        startEssentialThread(name: "tutti-notify") { [self] in notifierLoop() }
+        let notifier = try JoinableThread(name: "tutti-notify") { [self] in notifierLoop() }
+        self.notifier.withLock { $0 = notifier }
         guard let listener else { return }
         log.info("control (JSON-RPC) on \(listener.endpoint)")
-        startEssentialThread(name: "tutti-ctl-accept") { [self] in
-            while running.load(ordering: .relaxed) {
-                guard let connection = try? listener.accept() else { return }
-                guard let ticket = budget.admit(peer: connection.peer, log: log, now: Monotonic.now()) else { connection.close(); continue }
-                do {
-                    try startThread(name: "tutti-ctl-client") { [self] in
-                        defer { budget.release(ticket) }
-                        serve(connection)
-                    }
-                } catch {
-                    budget.release(ticket)
-                    connection.close()
-                    log.warning("JSON-RPC \(connection.peer) refused: \(error)")
-                }
-            }
-        }
+        let tcp = TCPService("JSON-RPC", listener: listener, loop: leader.acceptLoop, budget: budget, log: log, threadName: "tutti-ctl-client",
+                             closeConnections: { [self] in
+                                 for c in clients.withLock({ Array($0.values) }) where c.newlineFramed { c.writer.close(reason: "leader stopping") }
+                             }, serve: { [self] connection, _ in serve(connection) })
+        try tcp.start()
+        self.tcp.withLock { $0 = tcp }
     }
 
     public func stop() {
+        guard running.exchange(false, ordering: .acquiringAndReleasing) else { return }
         leader.events.unsubscribe(subscription)
-        running.store(false, ordering: .releasing)
         notifierWake.signal()
-        listener?.close()
+        notifier.withLock { $0 }?.join()
+        tcp.withLock { $0 }?.stop()
         for c in clients.withLock({ Array($0.values) }) { c.writer.close(reason: "leader stopping") }
     }
 
@@ -216,8 +212,11 @@ public final class ControlServer: @unchecked Sendable {
         var discarding = false
         let noLogin = "not logged in within \(LineDiscipline.loginMilliseconds / 1000) s of connecting"
         let loginDeadline = connectedAt + Int64(LineDiscipline.loginMilliseconds) * nanosecondsPerMillisecond
-        connection.setReceiveTimeout(milliseconds: 2_000)
+        // Asleep until bytes come or a deadline falls due; a stopping server closes the connection, which wakes it.
+        var armed: Int64? = -1
         while true {
+            LineDiscipline.arm(connection, until: LineDiscipline.nextDeadline(connectedAt: connectedAt, requests: lines, loggedIn: loggedIn(), partial: partial),
+                               now: Monotonic.now(), armed: &armed)
             let n: Int
             do { (n, _) = try buffer.receive(from: connection) } catch NetError.timedOut {
                 if stop() { return nil }

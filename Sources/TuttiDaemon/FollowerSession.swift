@@ -27,6 +27,8 @@ final class FollowerSession: @unchecked Sendable {
     /// is done, `enqueue` must queue behind it rather than send.
     private var writing = false
     private var writerStarted = false
+    /// `sayGoodbye` queued the goodbye: `close` does not send another.
+    private var goodbyeQueued = false
     /// The room, from the hello: written by the reader thread, read by
     /// control threads and `close` on any thread, hence the Mutex.
     var name: String? {
@@ -77,20 +79,16 @@ final class FollowerSession: @unchecked Sendable {
         self.ticket = ticket
     }
 
-    func start() {
+    /// Serves the connection on the calling thread (one of the port's
+    /// `TCPService` threads) until it closes.
+    func run() {
         // Before the reader's first reply: every send is bounded in time.
         connection.setSendTimeout(milliseconds: 2_000)
         // A bounded kernel buffer, so a stalled follower shows up in our queue.
         connection.setSendBuffer(bytes: 128 * 1024)
-        do {
-            try startThread(name: "tutti-session-r") { [self] in
-                switch dialect {
-                case .tutti: readLoop()
-                case .snapcast: snapcastReadLoop()
-                }
-            }
-        } catch {
-            close(reason: "\(error)") // the system refused a thread: this speaker is refused, the leader goes on
+        switch dialect {
+        case .tutti: readLoop()
+        case .snapcast: snapcastReadLoop()
         }
     }
 
@@ -181,10 +179,10 @@ final class FollowerSession: @unchecked Sendable {
         // connection that never says hello costs one thread, not two.
         let start = !writerStarted
         writerStarted = true
-        queue.signal()
+        queue.broadcast() // the writer, and `waitUntilSent`, wait on it
         queue.unlock()
         if start {
-            do { try startThread(name: "tutti-session-w", stackSize: 256 << 10) { [self] in writeLoop() } } catch {
+            do { try leader.sessionWriters.start(name: "tutti-session-w", stackSize: 256 << 10) { [self] in writeLoop() } } catch {
                 close(reason: "\(error)")
             }
         }
@@ -193,6 +191,7 @@ final class FollowerSession: @unchecked Sendable {
     func close(reason: String) {
         queue.lock()
         let wasOpen = !closed
+        let saidGoodbye = goodbyeQueued
         closed = true
         queued.removeAll()
         queuedBytes = 0
@@ -206,28 +205,72 @@ final class FollowerSession: @unchecked Sendable {
         // peer that stopped reading is never done on the caller's thread,
         // nor on a thread per closing connection (a peer that connects and
         // closes in a loop would make them). A snapclient knows no goodbye.
-        if dialect == .tutti { _ = try? connection.sendIfFree(Message.bye(reason: reason).encoded()) }
+        if dialect == .tutti && !saidGoodbye { _ = try? connection.sendIfFree(Message.bye(reason: reason).encoded()) }
         connection.close()
+    }
+
+    /// The leader is stopping: audio still waiting is dropped (the speaker
+    /// could not play it), and the goodbye goes after the message being
+    /// written, through the writer, so it arrives whole even when the link
+    /// is full. `waitUntilSent` then bounds how long it may take.
+    func sayGoodbye(reason: String) {
+        queue.lock()
+        guard !closed, dialect == .tutti else { queue.unlock(); return }
+        queued.removeAll()
+        queuedBytes = 0
+        goodbyeQueued = true
+        queue.unlock()
+        enqueue(Message.bye(reason: reason).encoded())
+    }
+
+    /// Waits until nothing is waiting or being written, or the session is
+    /// closed, or `deadline` (CLOCK_MONOTONIC ns) passes; true when it all went.
+    @discardableResult
+    func waitUntilSent(deadline: Int64) -> Bool {
+        queue.lock()
+        defer { queue.unlock() }
+        while (!queued.isEmpty || writing) && !closed {
+            if !queue.wait(untilNanoseconds: deadline) { break }
+        }
+        return queued.isEmpty && !writing
     }
 
     private func writeLoop() {
         while true {
             queue.lock()
-            while queued.isEmpty && !closed { queue.wait() }
-            if closed { queue.unlock(); return }
+            // A writer with nothing to write for a while ends: a speaker that
+            // keeps up costs its reader only, and the next message that has
+            // to wait starts a writer again.
+            var idle = false
+            while queued.isEmpty && !closed && !idle {
+                idle = !queue.wait(untilNanoseconds: Condition.deadline(afterSeconds: Self.writerLingerSeconds)) && queued.isEmpty
+            }
+            if closed || idle {
+                writerStarted = false
+                queue.unlock()
+                return
+            }
             let bytes = queued.removeFirst().bytes
             queuedBytes -= bytes.count
             writing = true
             queue.unlock()
             do { try connection.send(bytes) } catch {
+                queue.lock()
+                writing = false
+                queue.broadcast()
+                queue.unlock()
                 close(reason: "\(error)")
                 return
             }
             queue.lock()
             writing = false
+            queue.broadcast() // `waitUntilSent` waits for an idle writer
             queue.unlock()
         }
     }
+
+    /// How long a writer with nothing to write waits before it ends.
+    static let writerLingerSeconds = 2.0
 
     /// Refuses in the clear or sealed (whichever the connection is at), and closes.
     private func refuse(_ room: String, _ reason: String, tell: String? = nil) {

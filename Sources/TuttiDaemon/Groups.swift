@@ -53,7 +53,7 @@ extension Leader {
             // A deleted group's id can come back after a restart: never with its old saved queue.
             if let stateStore { try? stateStore.forget(group: g.id) }
             let stream = makeStream(group: g.id, restoring: nil, files: [], loop: false)
-            do { try stream.start() } catch { throw .cannotStart(reason: "\(error)") }
+            do { try stream.start(in: sourceThreads) } catch { throw .cannotStart(reason: "\(error)") }
             streams.withLock { $0[g.id] = stream }
         }
         log.info("group \(group.name) created with \(rooms.isEmpty ? "no rooms" : rooms.joined(separator: ", "))")

@@ -25,74 +25,88 @@ extension Leader {
     /// requests are answered on an open system only. A request is as long
     /// as its answer, so nobody can amplify through it.
     /// Without the port (taken), v5 followers fall back to the TCP stream.
-    func startClockServer() {
+    func clockService() -> LoopService? {
         let socket: UDPSocket
         do { socket = try UDPSocket.bind(listener.endpoint) } catch {
             log.warning("clock exchanges over UDP are off (\(error)): followers use the TCP stream for them")
-            return
+            return nil
         }
         clockServer = socket
-        startEssentialThread(name: "tutti-clock") { [self] in
-            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 512, alignment: 8)
-            defer { buffer.deallocate() }
-            while running.load(ordering: .relaxed) {
-                let received: (count: Int, arrival: Int64, from: UDPSocket.Peer)
-                do { received = try socket.receive(into: buffer) } catch {
-                    if socket.closed || !running.load(ordering: .relaxed) { return }
-                    continue
-                }
-                let datagram = UnsafeRawBufferPointer(rebasing: buffer[0..<received.count])
-                let t2 = LeaderTime(nanoseconds: received.arrival != 0 ? received.arrival : Monotonic.now())
-                switch ClockDatagram.decode(datagram) {
-                case .clockRequest(let tag, let id, let t1, _)?:
-                    // v7: only a joined session's tag, with its MAC; anything else gets no answer.
-                    let security = speakerSecurity
-                    guard let key = security.clockKey(tag: tag), ClockAuth.verify(datagram, key: key, crypto: security.crypto) else { continue }
-                    let reply = ClockAuth.sealed(.clockResponse(id: id, t1: t1, t2: t2, t3: LeaderTime(nanoseconds: Monotonic.now()),
-                                                                mac: [UInt8](repeating: 0, count: ClockAuth.macBytes)), key: key, crypto: security.crypto)
-                    try? socket.send(reply, to: received.from)
-                case .timeRequest(let id, let t1)? where speakerSecurity.open:
-                    // v5 and v6 speakers, on an open system only.
-                    let reply = Message.timeResponse(id: id, t1: t1, t2: t2, t3: LeaderTime(nanoseconds: Monotonic.now())).encoded()
-                    try? socket.send(reply, to: received.from)
-                default:
-                    continue
-                }
+        return LoopService("clock", threadName: "tutti-clock", wake: { socket.close() }) { [self] in
+            serveClock(socket)
+        }
+    }
+
+    private func serveClock(_ socket: UDPSocket) {
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 512, alignment: 8)
+        defer { buffer.deallocate() }
+        while running.load(ordering: .relaxed) {
+            let received: (count: Int, arrival: Int64, from: UDPSocket.Peer)
+            do { received = try socket.receive(into: buffer) } catch {
+                if socket.closed || !running.load(ordering: .relaxed) { return }
+                continue
+            }
+            let datagram = UnsafeRawBufferPointer(rebasing: buffer[0..<received.count])
+            let t2 = LeaderTime(nanoseconds: received.arrival != 0 ? received.arrival : Monotonic.now())
+            switch ClockDatagram.decode(datagram) {
+            case .clockRequest(let tag, let id, let t1, _)?:
+                // v7: only a joined session's tag, with its MAC; anything else gets no answer.
+                let security = speakerSecurity
+                guard let key = security.clockKey(tag: tag), ClockAuth.verify(datagram, key: key, crypto: security.crypto) else { continue }
+                let reply = ClockAuth.sealed(.clockResponse(id: id, t1: t1, t2: t2, t3: LeaderTime(nanoseconds: Monotonic.now()),
+                                                            mac: [UInt8](repeating: 0, count: ClockAuth.macBytes)), key: key, crypto: security.crypto)
+                try? socket.send(reply, to: received.from)
+            case .timeRequest(let id, let t1)? where speakerSecurity.open:
+                // v5 and v6 speakers, on an open system only.
+                let reply = Message.timeResponse(id: id, t1: t1, t2: t2, t3: LeaderTime(nanoseconds: Monotonic.now())).encoded()
+                try? socket.send(reply, to: received.from)
+            default:
+                continue
             }
         }
     }
 
     // MARK: Followers
 
-    func acceptLoop(_ listener: TCPListener, dialect: FollowerSession.Dialect) {
-        while running.load(ordering: .relaxed) {
-            let connection: TCPConnection
-            do { connection = try listener.accept() } catch {
-                if running.load(ordering: .relaxed) { log.error("accept failed: \(error)") }
-                return
-            }
-            // Speakers and would-be speakers at once: a flood of connections gets the rest closed.
-            // On a closed system, a few places beyond the limit are lent to Tutti speakers for 2 s to prove they are paired.
-            let provision = dialect == .tutti && !speakerSecurity.open
-            guard let ticket = sessionBudget.admit(peer: connection.peer, mayProvision: provision, log: log, now: Monotonic.now()) else {
-                connection.close()
-                continue
-            }
-            let session = FollowerSession(connection: connection, leader: self, log: log, dialect: dialect, ticket: ticket)
-            sessions.withLock { $0[ObjectIdentifier(session)] = session }
-            handshakeWake.withLock { handshakeWake.signal() }
-            session.start()
-        }
+    /// A speaker port (Tutti's, or Snapcast's stream port): each connection
+    /// is a `FollowerSession` served on the port's thread for it. Stopping
+    /// says goodbye to every speaker on it.
+    func speakerPort(_ listener: TCPListener, dialect: FollowerSession.Dialect) -> TCPService {
+        TCPService(dialect == .tutti ? "speaker port" : "Snapcast stream port", listener: listener, loop: acceptLoop, budget: sessionBudget, log: log,
+                   threadName: "tutti-session-r",
+                   // On a closed system, a few places beyond the limit are lent to Tutti speakers for 2 s to prove they are paired.
+                   mayProvision: { [self] in dialect == .tutti && !speakerSecurity.open },
+                   closeConnections: { [self] in sayGoodbye(dialect: dialect, reason: "leader stopping") },
+                   serve: { [self] connection, ticket in
+                       let session = FollowerSession(connection: connection, leader: self, log: log, dialect: dialect, ticket: ticket)
+                       sessions.withLock { $0[ObjectIdentifier(session)] = session }
+                       handshakeWake.withLock { handshakeWake.signal() }
+                       session.run()
+                   })
     }
 
-    /// Starts what guards the speaker ports: the desk for room commands, and
+    /// Tells every speaker of `dialect` goodbye, all at once, and closes
+    /// them once it went (or after half a second for those that do not read).
+    func sayGoodbye(dialect: FollowerSession.Dialect, reason: String) {
+        let leaving = sessions.withLock { Array($0.values) }.filter { $0.dialect == dialect }
+        for s in leaving { s.sayGoodbye(reason: reason) }
+        let deadline = Condition.deadline(afterSeconds: 0.5)
+        for s in leaving { s.waitUntilSent(deadline: deadline) }
+        for s in leaving { s.close(reason: reason) }
+        _ = sessionWriters.waitForAll(untilNanoseconds: Condition.deadline(afterSeconds: 0.2))
+    }
+
+    /// What guards the speaker ports: the desk for room commands, and
     /// the watch that closes connections that have not finished their
     /// handshake by their deadline (`FollowerSession.handshakeDeadline`).
     /// A per-read timeout cannot do it: a byte every few seconds never lets
     /// one expire. One thread, asleep until the next deadline.
-    func startSpeakerGuards() {
+    func speakerGuards() -> LoopService {
         roomCommands.attach(log: log.with(label: "buttons")) { [weak self] action, room in self?.perform(action, room: room) }
-        startEssentialThread(name: "tutti-handshakes", stackSize: 256 << 10) { [self] in
+        return LoopService("speaker guards", threadName: "tutti-handshakes", stackSize: 256 << 10, wake: { [self] in
+            roomCommands.stop()
+            handshakeWake.withLock { handshakeWake.signal() }
+        }) { [self] in
             handshakeWake.lock()
             defer { handshakeWake.unlock() }
             while running.load(ordering: .relaxed) {
@@ -184,7 +198,6 @@ extension Leader {
 
     func remove(_ session: FollowerSession) {
         let removed = sessions.withLock { $0.removeValue(forKey: ObjectIdentifier(session)) != nil }
-        if removed, let ticket = session.ticket { sessionBudget.release(ticket) } // once per session, however often it is called
         if removed { roomCommands.forget(ObjectIdentifier(session)) }
         if let name = session.name {
             healthReports.withLock { _ = $0.removeValue(forKey: name) }

@@ -22,6 +22,14 @@ public final class Leader: @unchecked Sendable {
     /// Snapcast's stream port, when `snapcastStream` is set.
     let snapcastListener: TCPListener?
     let sessions = Mutex<[ObjectIdentifier: FollowerSession]>([:])
+    /// Everything the leader runs, in the order it started (`start`, `stop`).
+    let services = ServiceGroup()
+    /// The one thread that waits on every TCP port (`TCPService`).
+    let acceptLoop: AcceptLoop
+    /// The groups' source threads (a group made later adds one).
+    let sourceThreads = ThreadGroup(name: "tutti-source")
+    /// Speakers' writer threads, each while its speaker has something waiting.
+    let sessionWriters = ThreadGroup(name: "tutti-session-w")
     let running = Atomic<Bool>(true)
     let roomSettings = Mutex<[String: RoomSettings]>([:])
     /// Each room's equaliser and the preset it came from (Leader+Sound.swift).
@@ -221,6 +229,7 @@ public final class Leader: @unchecked Sendable {
     public init(configuration: LeaderConfiguration, log: Logger) throws {
         self.configuration = configuration
         self.log = log
+        acceptLoop = AcceptLoop(log: log)
         listener = try TCPListener(endpoint: configuration.listen)
         do {
             snapcastListener = try configuration.snapcastStream.map { e throws(NetError) in try TCPListener(endpoint: e) }
@@ -357,6 +366,11 @@ public final class Leader: @unchecked Sendable {
     /// ACK lines the MPD server has sent (count, latest ones); nil without one.
     public var mpdErrorsSent: (count: Int, recent: [String])? { mpdServer?.errorsSent }
 
+    /// Starts the leader's services in order (`ServiceGroup`); `stop` ends
+    /// them in reverse. Control surfaces first, then the speaker ports (so
+    /// that, stopping, speakers hear the goodbye once nobody can command any
+    /// more), the players, what watches them, and last what tells the
+    /// network the leader is here (mDNS, AirPlay), withdrawn first.
     public func start() throws {
         // Fail early on an impossible encoder configuration.
         _ = try makeEncoder(configuration.codec, bitrateKbps: configuration.bitrateKbps, frameSize: configuration.framesPerChunk)
@@ -366,21 +380,28 @@ public final class Leader: @unchecked Sendable {
         } else {
             log.info("speakers: \(configuration.pairedSpeakersOnly ? "paired ones only" : "those proving the room key") (leader key \(speakerSecurity.fingerprint))")
         }
-        startSpeakerGuards()
-        startEssentialThread(name: "tutti-accept") { [self] in acceptLoop(listener, dialect: .tutti) }
-        startClockServer()
-        if let snapcastListener {
-            log.info("Snapcast clients on \(snapcastListener.endpoint)")
-            startEssentialThread(name: "tutti-snap-accept") { [self] in acceptLoop(snapcastListener, dialect: .snapcast) }
+        do { try startServices() } catch {
+            running.store(false, ordering: .releasing)
+            services.stop()
+            throw error
         }
+        log.info("groups: \(grouping.withLock { $0.groups.map(\.name) }.joined(separator: ", "))")
+    }
+
+    private func startServices() throws {
+        try services.start(acceptLoop)
+        try services.start(speakerGuards())
+        if let clock = clockService() { try services.start(clock) }
         if configuration.control != nil || configuration.web != nil {
             // The web app speaks the same JSON-RPC, so it needs the server even without its TCP port.
             let server = try ControlServer(leader: self, endpoint: configuration.control, log: log.with(label: "control"))
-            server.start()
+            try services.start(server)
             controlServer = server
             if let web = configuration.web {
                 do {
-                    webSurface = try WebSurface(leader: self, control: server, options: web, log: log.with(label: "web"))
+                    let surface = try WebSurface(leader: self, control: server, options: web, log: log.with(label: "web"))
+                    webSurface = surface
+                    try services.start(CallbackService("web app", stop: { surface.stop() }))
                 } catch {
                     guard !web.required else { throw error }
                     log.warning("\(error); the web app is off (give --web HOST:PORT to choose another port)")
@@ -390,48 +411,66 @@ public final class Leader: @unchecked Sendable {
         if configuration.snapcastControl != nil || configuration.snapcastHTTP != nil {
             do {
                 let server = try SnapcastControl(leader: self, control: configuration.snapcastControl, http: configuration.snapcastHTTP, log: log.with(label: "snapcast"))
-                server.start()
+                try services.start(server)
                 snapcastControlServer = server
             } catch {
                 guard configuration.snapcastStreamRequired else {
                     log.warning("\(error); Snapcast's control API is off (give --snapcast-control and --snapcast-http to choose other ports)")
-                    return try startRest()
+                    return try startPlaying()
                 }
                 throw error
             }
         }
-        try startRest()
+        try startPlaying()
     }
 
-    func startRest() throws {
+    /// The MPD port, the speaker ports, the players and what watches them, then the announcements.
+    private func startPlaying() throws {
         if let mpd = configuration.mpd {
             let server = try MPDServer(leader: self, endpoint: mpd, log: log.with(label: "mpd"))
-            server.start()
+            try services.start(server)
             mpdServer = server
         }
-        if configuration.announce { startAnnouncing() }
-        podcasts?.start()
+        try services.start(speakerPort(listener, dialect: .tutti))
+        if let snapcastListener {
+            log.info("Snapcast clients on \(snapcastListener.endpoint)")
+            try services.start(speakerPort(snapcastListener, dialect: .snapcast))
+        }
         if let library, let folder = configuration.musicDirectory {
-            // The start-up scan runs beside playback; unchanged files are not re-read.
-            startEssentialThread(name: "tutti-scan", stackSize: 1 << 20) { [log, self] in
+            // The start-up scan runs beside playback; unchanged files are not re-read. A stopping leader ends it between two files.
+            var options = ScanOptions()
+            options.shouldStop = { [weak self] in self?.running.load(ordering: .relaxed) != true }
+            try services.start(LoopService("library scan", threadName: "tutti-scan", stackSize: 1 << 20, wake: {}) { [log, self, options] in
                 do {
-                    _ = try library.scan(folder: folder) // the library logs its own summary
+                    let summary = try library.scan(folder: folder, options: options) // the library logs its own summary
+                    guard !summary.stopped else { return }
                     self.events.emit(.library)
                     self.dropMissingFilesFromQueue()
                 } catch {
                     log.error("library scan of \(folder) failed: \(error)")
                 }
-            }
+            })
         }
+        try services.start(CallbackService("players", start: { [self] in
+            for stream in streams.withLock({ Array($0.values) }) { try stream.start(in: sourceThreads) }
+        }, stop: { [self] in
+            for stream in streams.withLock({ Array($0.values) }) { stream.player.stop() }
+            if !sourceThreads.waitForAll(untilNanoseconds: Condition.deadline(afterSeconds: 0.5)) {
+                log.warning("\(sourceThreads.running) players still finishing a read after 0.5 s")
+            }
+        }))
         if let stateStore {
             events.subscribe { [weak self] event in
                 guard let self, event == .player || event == .queue || event == .options || event == .groups || event == .mixer else { return }
                 self.stateDirty.store(true, ordering: .releasing)
                 self.stateWake.signal()
             }
-            startEssentialThread(name: "tutti-state") { [self] in
+            // Stopped before the players: the last checkpoint reads them.
+            try services.start(LoopService("state", threadName: "tutti-state", wake: { [self] in checkpoint(); stateWake.signal() }) { [self] in
                 checkpointLoop(stateStore)
-            }
+            })
+        } else {
+            try services.start(CallbackService("state", stop: { [self] in checkpoint() }))
         }
         // Track changes that no command caused (a track ended, the list ran out)
         // are announced when they are heard: the thread sleeps until the next
@@ -439,29 +478,39 @@ public final class Leader: @unchecked Sendable {
         events.subscribe { [heardWake] event in
             if event == .player || event == .groups || event == .queue { heardWake.signal() }
         }
-        startEssentialThread(name: "tutti-heard") { [self] in
-            while running.load(ordering: .relaxed) {
-                let players = streams.withLock { $0.values.map(\.player!) }
-                // "Deciding" first: a change published while this looks wakes it at once.
-                for p in players { p.heardWatchDeadline.store(.max, ordering: .releasing) }
-                let now = Monotonic.now()
-                let next = players.compactMap { $0.nextHeardChange(after: now) }.min()
-                for p in players { p.heardWatchDeadline.store(next ?? .max, ordering: .releasing) }
-                if let next {
-                    // A millisecond late, so the frame that changes is already heard.
-                    _ = heardWake.wait(timeout: .now() + .nanoseconds(Int(next - now + nanosecondsPerMillisecond)))
-                } else {
-                    heardWake.wait()
-                }
-                for stream in streams.withLock({ Array($0.values) }) { watchHeard(stream) }
+        try services.start(LoopService("heard watch", threadName: "tutti-heard", wake: { [heardWake] in heardWake.signal() }) { [self] in
+            heardLoop()
+        })
+        if let podcasts { try services.start(CallbackService("podcasts", start: { podcasts.start() }, stop: { podcasts.stop() })) }
+        if configuration.announce {
+            try services.start(CallbackService("mDNS", start: { [self] in startAnnouncing() }, stop: { [self] in
+                snapcastAnnouncer?.stop()
+                announcer?.stop() // withdrawn first: nobody should find a leader that is going
+            }))
+        }
+        if configuration.airplay {
+            // Once the players run: it may clean their queues. Withdrawn first: no phone should find a receiver that plays nowhere.
+            try services.start(CallbackService("AirPlay", start: { [self] in startAirPlay() }, stop: { [self] in airplay?.stop() }))
+        }
+    }
+
+    private func heardLoop() {
+        while running.load(ordering: .relaxed) {
+            let players = streams.withLock { $0.values.map(\.player!) }
+            // "Deciding" first: a change published while this looks wakes it at once.
+            for p in players { p.heardWatchDeadline.store(.max, ordering: .releasing) }
+            let now = Monotonic.now()
+            let next = players.compactMap { $0.nextHeardChange(after: now) }.min()
+            for p in players { p.heardWatchDeadline.store(next ?? .max, ordering: .releasing) }
+            if let next {
+                // A millisecond late, so the frame that changes is already heard.
+                _ = heardWake.wait(timeout: .now() + .nanoseconds(Int(next - now + nanosecondsPerMillisecond)))
+            } else {
+                heardWake.wait()
             }
+            guard running.load(ordering: .relaxed) else { return }
+            for stream in streams.withLock({ Array($0.values) }) { watchHeard(stream) }
         }
-        for stream in streams.withLock({ Array($0.values) }) {
-            // At start-up, as every other thread the leader starts then: it cannot play without it.
-            do { try stream.start() } catch { fatalError("\(error)") }
-        }
-        log.info("groups: \(grouping.withLock { $0.groups.map(\.name) }.joined(separator: ", "))")
-        if configuration.airplay { startAirPlay() } // once the players run: it may clean their queues
     }
 
     /// Announces what a stream's listeners hear change, and records finished plays.
@@ -492,26 +541,11 @@ public final class Leader: @unchecked Sendable {
         }
     }
 
+    /// Stops every service in reverse order, joining what each started:
+    /// announcements withdrawn, players and watchers ended, speakers told
+    /// goodbye, control clients closed.
     public func stop() {
         guard running.exchange(false, ordering: .acquiringAndReleasing) else { return }
-        roomCommands.stop()
-        airplay?.stop() // withdrawn with the leader: no phone should find a receiver that plays nowhere
-        handshakeWake.withLock { handshakeWake.signal() }
-        checkpoint()
-        podcasts?.stop()
-        stateWake.signal()
-        heardWake.signal()
-        snapcastAnnouncer?.stop()
-        announcer?.stop() // withdrawn first: nobody should find a leader that is going
-        listener.close()
-        clockServer?.close()
-        snapcastListener?.close()
-        for stream in streams.withLock({ Array($0.values) }) { stream.player.stop() }
-        webSurface?.stop()
-        snapcastControlServer?.stop()
-        controlServer?.stop()
-        mpdServer?.stop()
-        let all = sessions.withLock { Array($0.values) }
-        for s in all { s.close(reason: "leader stopping") }
+        services.stop(log: log)
     }
 }

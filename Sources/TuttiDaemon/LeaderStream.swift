@@ -32,10 +32,10 @@ final class LeaderStream: @unchecked Sendable {
 
     /// Starts the source thread (once). Throws when the system refuses it
     /// (a group made by a request fails, it never ends the leader).
-    func start() throws(ThreadError) {
+    func start(in threads: ThreadGroup) throws(ThreadError) {
         guard !started.exchange(true, ordering: .acquiringAndReleasing) else { return }
         // The decoders, the resampler, the time stretcher and the encoder run on it: a roomy stack.
-        do { try startThread(name: "tutti-source", stackSize: 2 << 20) { [player] in player!.run() } } catch {
+        do { try threads.start(name: "tutti-source", stackSize: 2 << 20) { [player] in player!.run() } } catch {
             started.store(false, ordering: .releasing)
             throw error
         }

@@ -27,7 +27,8 @@ import TuttiWeb
 /// Notifications are worked out by comparing the whole status before and
 /// after each change, so they say exactly what changed.
 // Sendable because its mutable state is under Mutexes; `web` is set once in init and `subscription` once in start(), before other threads use them.
-final class SnapcastControl: @unchecked Sendable {
+final class SnapcastControl: Service, @unchecked Sendable {
+    var serviceName: String { "Snapcast control" }
     static let snapserverVersion = "0.26.0"
 
     private let leader: Leader
@@ -41,6 +42,8 @@ final class SnapcastControl: @unchecked Sendable {
     private let running = Atomic<Bool>(true)
     private var subscription = 0
     private let wake = DispatchSemaphore(value: 0)
+    private let notifier = Mutex<JoinableThread?>(nil)
+    private let tcp = Mutex<TCPService?>(nil)
     /// Client.SetName: a display name per room (the room keeps its name as its id).
     private let names = Mutex<[String: String]>([:])
     /// Rooms moved by Group.SetStream: their Snapcast group, and the Tutti group whose stream they were sent to.
@@ -58,7 +61,8 @@ final class SnapcastControl: @unchecked Sendable {
         if let http {
             let pages = SnapcastPages()
             // Snapweb pages and scripts; Home Assistant uses the TCP port.
-            let web = WebServer(endpoint: http.description, threads: 8, timeoutMilliseconds: leader.configuration.clientStallMilliseconds,
+            // Four: Snapweb pages and a Home Assistant socket or two; each is a thread.
+            let web = WebServer(endpoint: http.description, threads: 4, timeoutMilliseconds: leader.configuration.clientStallMilliseconds,
                                 webSocketPath: "/jsonrpc", socketHandler: pages, log: log) { [weak self] request in
                 self?.respond(request) ?? .text(503, "the leader is stopping")
             }
@@ -72,45 +76,37 @@ final class SnapcastControl: @unchecked Sendable {
     var controlEndpoint: Endpoint? { listener?.endpoint }
     var httpEndpoint: Endpoint? { web.flatMap { try? Endpoint(parsing: $0.endpoint) } }
 
-    func start() {
+    func start() throws {
         let initial = JSONTree(value: status())
         last.withLock { $0 = initial }
         subscription = leader.events.subscribe { [weak self] event in
             guard event != .health, event != .library, event != .playlists else { return }
             self?.wake.signal()
         }
-        startEssentialThread(name: "tutti-snap-notify") { [self] in
+        let notifier = try JoinableThread(name: "tutti-snap-notify") { [self] in
             while running.load(ordering: .relaxed) {
                 wake.wait()
                 guard running.load(ordering: .relaxed) else { return }
                 announceChanges()
             }
         }
+        self.notifier.withLock { $0 = notifier }
         guard let listener else { return }
         log.info("Snapcast control (JSON-RPC) on \(listener.endpoint)")
-        startEssentialThread(name: "tutti-snap-ctl") { [self] in
-            while running.load(ordering: .relaxed) {
-                guard let connection = try? listener.accept() else { return }
-                guard let ticket = budget.admit(peer: connection.peer, log: log, now: Monotonic.now()) else { connection.close(); continue }
-                do {
-                    try startThread(name: "tutti-snap-client") { [self] in
-                        defer { budget.release(ticket) }
-                        serve(connection)
-                    }
-                } catch {
-                    budget.release(ticket)
-                    connection.close()
-                    log.warning("Snapcast JSON-RPC \(connection.peer) refused: \(error)")
-                }
-            }
-        }
+        let tcp = TCPService("Snapcast control", listener: listener, loop: leader.acceptLoop, budget: budget, log: log, threadName: "tutti-snap-client",
+                             closeConnections: { [self] in
+                                 for c in clients.withLock({ Array($0.values) }) where c.newlineFramed { c.writer.close(reason: "leader stopping") }
+                             }, serve: { [self] connection, _ in serve(connection) })
+        try tcp.start()
+        self.tcp.withLock { $0 = tcp }
     }
 
     func stop() {
         guard running.exchange(false, ordering: .acquiringAndReleasing) else { return }
         leader.events.unsubscribe(subscription)
         wake.signal()
-        listener?.close()
+        notifier.withLock { $0 }?.join()
+        tcp.withLock { $0 }?.stop()
         web?.stop()
         pages?.loginWatch.stop()
         for c in clients.withLock({ Array($0.values) }) { c.writer.close(reason: "leader stopping") }

@@ -43,7 +43,10 @@ extension StreamPlayer {
             handleCommands()
             guard state == .playing else {
                 if resumeIfFolderIsBack() { continue } // audio is due a start latency from now: no waiting
-                _ = wake.wait(timeout: .now() + .milliseconds(200))
+                // Paused or stopped: asleep until a command comes. Only while
+                // a music folder is missing (a disk unplugged) it looks again
+                // each second, to play on when it is back.
+                if awaitingFolder != nil { _ = wake.wait(timeout: .now() + .seconds(1)) } else { wake.wait() }
                 continue
             }
             fillPending()

@@ -148,20 +148,26 @@ public final class Library: Sendable {
             try self.locked { db throws(LibraryError) in try body(db) }
         }, didWrite: { self.version.add(1, ordering: .releasing) },
         bulkLoading: { self.bulkLoading.store($0, ordering: .releasing) }, progress: progress)
+        var stopped = false
         defer {
             // The music folder's own listing (`lsinfo` of the root, what an
-            // MPD client asks first), ready before anyone asks.
-            try? catalogFolder(root) { _ in }
-            // And the artist lists MPD clients open with (`list artist`, `list albumartist`).
-            _ = try? catalogValues(.artist)
-            _ = try? catalogValues(.albumArtistOrArtist)
+            // MPD client asks first), ready before anyone asks; not for a
+            // scan stopped because the leader is stopping.
+            if !stopped {
+                try? catalogFolder(root) { _ in }
+                // And the artist lists MPD clients open with (`list artist`, `list albumartist`).
+                _ = try? catalogValues(.artist)
+                _ = try? catalogValues(.albumArtistOrArtist)
+            }
             // The writer's page cache (full after the batches and the index
             // builds) and the reader's, refilled by the next queries; then a
             // scan's lists and dictionaries (100,000 paths), freed in the
             // arenas of the threads that made them: give the pages back.
             releaseMemory()
         }
-        return try scan.run()
+        let summary = try scan.run()
+        stopped = summary.stopped
+        return summary
     }
 
     /// Whether folder `path` can be read and holds nothing (an unmounted mount point).

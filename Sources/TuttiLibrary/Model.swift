@@ -145,6 +145,9 @@ public struct ScanSummary: Sendable, Equatable, CustomStringConvertible {
     public var removed = 0
     public var moved = 0
     public var filesRead = 0
+    /// The scan was asked to stop (`ScanOptions.shouldStop`) before it read
+    /// every file: what it read is kept, and no track was removed.
+    public var stopped = false
     public var skipped: [Skipped] = []
     /// Tracks that left the library, so queues can drop them.
     public var removedTrackIDs: [TrackID] = []

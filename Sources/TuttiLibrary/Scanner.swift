@@ -25,6 +25,10 @@ public struct ScanOptions: Sendable {
     /// instead of row by row. Nil: never.
     public var bulkLoadMinimum: Int?
 
+    /// Asked before each file: true ends the scan there, keeping what was
+    /// read (a stopping leader does not wait for a long scan).
+    public var shouldStop: (@Sendable () -> Bool)?
+
     public init(batchSize: Int = 1_000, removeTracksWhenFolderIsEmpty: Bool = false, readers: Int? = nil,
                 bulkLoadMinimum: Int? = 2_000) {
         self.batchSize = max(1, batchSize)
@@ -520,6 +524,10 @@ struct Scan {
         defer { readAhead.cancel() }
         do throws(LibraryError) {
             for (n, index) in toRead.enumerated() {
+                if options.shouldStop?() == true {
+                    summary.stopped = true
+                    break
+                }
                 let file = walk.files[index]
                 progress?(ScanProgress(done: index, total: walk.files.count, currentPath: file.path))
                 let old = known[index]
@@ -553,6 +561,8 @@ struct Scan {
         }
         readAhead.cancel()
         try resumeIndexes()
+        // Stopped: files not read yet are not gone, so nothing is removed.
+        if summary.stopped { return summary }
         progress?(ScanProgress(done: walk.files.count, total: walk.files.count, currentPath: ""))
 
         let gone = missingPaths.sorted { $0.value < $1.value }

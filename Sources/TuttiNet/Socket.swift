@@ -307,6 +307,51 @@ public final class TCPListener: Sendable {
     public func close() {
         if !isClosed.exchange(true, ordering: .acquiringAndReleasing) { shutdown(fd, Int32(SHUT_RDWR)) }
     }
+
+    public var closed: Bool { isClosed.load(ordering: .acquiring) }
+
+    /// For a thread that waits on many ports at once (poll): the socket to
+    /// wait on. Its accepts then never block (`acceptIfReady`).
+    public var pollDescriptor: Int32 {
+        let flags = fcntl(fd, F_GETFL)
+        if flags & O_NONBLOCK == 0 { _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK) }
+        return fd
+    }
+
+    /// What `acceptIfReady` found.
+    public enum Arrival {
+        case connection(TCPConnection)
+        /// Nobody waits (the peer gave up between poll and accept).
+        case none
+        /// This process or the system has no descriptor left: try again later.
+        case outOfDescriptors
+    }
+
+    /// Takes a waiting connection without blocking (after `pollDescriptor`).
+    /// The connection itself blocks, as `accept`'s do. Throws `.closed` after `close()`.
+    public func acceptIfReady() throws(NetError) -> Arrival {
+        while true {
+            var peer = sockaddr_in()
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            let client = withUnsafeMutablePointer(to: &peer) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.accept(fd, $0, &length) }
+            }
+            if client >= 0 {
+                var text = [CChar](repeating: 0, count: Int(INET_ADDRSTRLEN))
+                inet_ntop(AF_INET, &peer.sin_addr, &text, socklen_t(text.count))
+                let host = String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+                return .connection(TCPConnection(fd: client, peer: "\(host):\(UInt16(bigEndian: peer.sin_port))"))
+            }
+            let e = errno
+            if isClosed.load(ordering: .relaxed) { throw .closed }
+            switch e {
+            case EINTR: continue
+            case EAGAIN, EWOULDBLOCK, ECONNABORTED: return .none
+            case EMFILE, ENFILE: return .outOfDescriptors
+            default: throw .system(operation: "accept on", address: endpoint.description, errno: e)
+            }
+        }
+    }
 }
 
 /// A connection's receive buffer: 512 bytes until a read fills it, then

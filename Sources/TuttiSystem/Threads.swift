@@ -36,11 +36,16 @@ public struct ThreadError: Error, CustomStringConvertible, Equatable {
 /// decides what that means, which for work a peer asked for is refusing
 /// that peer, never stopping the daemon.
 public func startThread(name: String, stackSize: Int = 512 << 10, _ body: @escaping @Sendable () -> Void) throws(ThreadError) {
+    _ = try spawnThread(name: name, stackSize: stackSize, detached: true, body)
+}
+
+/// Creates an OS thread running `body`, detached or to be joined (`JoinableThread`).
+func spawnThread(name: String, stackSize: Int, detached: Bool, _ body: @escaping @Sendable () -> Void) throws(ThreadError) -> pthread_t {
     var attributes = pthread_attr_t()
     pthread_attr_init(&attributes)
     defer { pthread_attr_destroy(&attributes) }
     pthread_attr_setstacksize(&attributes, max(stackSize, Int(PTHREAD_STACK_MIN)))
-    pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
+    pthread_attr_setdetachstate(&attributes, Int32(detached ? PTHREAD_CREATE_DETACHED : PTHREAD_CREATE_JOINABLE))
     let context = Unmanaged.passRetained(ThreadBody(name: name, body: body)).toOpaque()
     var thread = pthread_t()
     let rc = pthread_create(&thread, &attributes, { raw in
@@ -53,6 +58,7 @@ public func startThread(name: String, stackSize: Int = 512 << 10, _ body: @escap
         Unmanaged<ThreadBody>.fromOpaque(context).release()
         throw ThreadError(name: name, errno: rc)
     }
+    return thread
 }
 
 /// Starts a thread the process cannot run without (a signal handler, an
@@ -62,4 +68,16 @@ public func startEssentialThread(name: String, stackSize: Int = 512 << 10, _ bod
     do { try startThread(name: name, stackSize: stackSize, body) } catch {
         fatalError("\(error)")
     }
+}
+
+/// The threads this process runs now (/proc/self/task): after a clean
+/// stop, only the one that stopped it.
+public func runningThreadCount() -> Int {
+    guard let directory = opendir("/proc/self/task") else { return 0 }
+    defer { closedir(directory) }
+    var count = 0
+    while let entry = readdir(directory) {
+        if entry.pointee.d_name.0 != CChar(UInt8(ascii: ".")) { count += 1 }
+    }
+    return count
 }

@@ -188,6 +188,8 @@ public final class WebServer: @unchecked Sendable {
     /// the info out (`mg_get_request_info`) only once a request was read.
     let requestInfoOffset = Atomic<Int>(-1)
     private let lastRefusalLog = Atomic<Int64>(0)
+    /// civetweb's listening sockets (found by `deferAccept`): `stop` wakes its master thread through them.
+    private let listeningSockets = Mutex<[Int32]>([])
 
     /// `endpoint` is `HOST:PORT` (port 0: any free one). `timeoutMilliseconds`
     /// bounds a read or write on one connection; a WebSocket page that
@@ -196,10 +198,11 @@ public final class WebServer: @unchecked Sendable {
     /// its own worker for as long as it is open (an open page's WebSocket, a
     /// page load's keep-alive), and starts every worker up front, each about
     /// 20 KiB resident (its stack's touched pages, its connection record).
-    /// 48 serve a household's phones and tablets with page loads beside them;
-    /// 160 (this server's 128 and the Snapcast port's 32) were 3 of a
-    /// leader's 15 MiB (bench/resources).
-    public init(endpoint: String, threads: Int = 48, timeoutMilliseconds: Int = 10_000,
+    /// 24 serve a household's phones and tablets (an open app holds one,
+    /// a page load six for a few seconds); each is also a thread, and 48 were
+    /// over half of an idle leader's 89 threads. 160 (this server's 128 and
+    /// the Snapcast port's 32) were 3 of a leader's 15 MiB (bench/resources).
+    public init(endpoint: String, threads: Int = 24, timeoutMilliseconds: Int = 10_000,
                 webSocketPath: String = "/ws", socketHandler: (any WebSocketHandler)?, log: Logger, handler: @escaping Handler) {
         requestedEndpoint = endpoint
         self.threads = threads
@@ -271,7 +274,7 @@ public final class WebServer: @unchecked Sendable {
     /// civetweb gives a connection a worker from its accept until its first
     /// request comes or `request_timeout_ms` passes, and that timeout (the
     /// stall limit) also bounds every write, so it cannot be short: 200
-    /// connections that said nothing held all 48 workers and the page did
+    /// connections that said nothing held all the workers (48 then) and the page did
     /// not load until they were gone (bench/hostile). With TCP_DEFER_ACCEPT
     /// the kernel hands civetweb a connection only once its first bytes came
     /// (a browser sends its request at once), or after about `seconds`.
@@ -300,6 +303,7 @@ public final class WebServer: @unchecked Sendable {
                 }
             }
             guard Int(bound) == port else { continue }
+            listeningSockets.withLock { $0.append(fd) }
             var wait = seconds
             if setsockopt(fd, Int32(IPPROTO_TCP), TCP_DEFER_ACCEPT, &wait, socklen_t(MemoryLayout<Int32>.size)) == 0 { done = true }
         }
@@ -321,6 +325,10 @@ public final class WebServer: @unchecked Sendable {
     public func stop() {
         guard let context else { return }
         self.context = nil
+        // civetweb's master thread polls its port in 2 s quanta and looks at
+        // its stop flag only between them: a port shut down wakes it at once
+        // (it turns round until mg_stop sets the flag, a few µs later).
+        for fd in listeningSockets.withLock({ $0 }) { shutdown(fd, Int32(SHUT_RDWR)) }
         mg_stop(context)
         lane?.stop()
         lane = nil
@@ -581,7 +589,11 @@ extension WebServer {
     /// share a host's connection is answered 503 and closed at once.
     static func shareLimits(threads: Int) -> ConnectionShares.Limits {
         let reserve = threads >= 24 ? 4 : min(2, max(0, threads - 1))
-        return ConnectionShares.Limits(port: max(1, threads - reserve), perAddress: max(2, min(ConnectionShares.Limits.mostPerAddress, threads / 4)), loopbackReserve: reserve)
+        // A browser opens six connections to load a page, and keeps them
+        // 5 s beside the app's WebSocket: a reload holds a dozen for a
+        // moment. A host gets 12 where the port has room (the rest stay for others).
+        let share = threads >= 24 ? max(12, threads / 4) : max(2, threads / 4)
+        return ConnectionShares.Limits(port: max(1, threads - reserve), perAddress: min(ConnectionShares.Limits.mostPerAddress, share), loopbackReserve: reserve)
     }
 
     /// Connections open now from `host` (an address, as a peer's `HOST:PORT` starts).

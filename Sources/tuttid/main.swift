@@ -1,22 +1,25 @@
-import Dispatch
 import Glibc
 import TuttiCore
 import TuttiDaemon
 import TuttiSystem
 
+/// SIGINT and SIGTERM are blocked in every thread (a thread inherits the
+/// mask of the one that starts it, and this runs first) and taken by
+/// `waitForTermination` with sigwait: no handler, no thread of its own.
+func blockTermination() {
+    var termination = sigset_t()
+    sigemptyset(&termination)
+    for sig in [SIGINT, SIGTERM] { sigaddset(&termination, sig) }
+    pthread_sigmask(SIG_BLOCK, &termination, nil)
+}
+
 /// Blocks until SIGINT or SIGTERM.
 func waitForTermination() {
-    let done = DispatchSemaphore(value: 0)
-    var sources: [any DispatchSourceSignal] = []
-    for sig in [SIGINT, SIGTERM] {
-        signal(sig, SIG_IGN)
-        let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-        source.setEventHandler { done.signal() }
-        source.resume()
-        sources.append(source)
-    }
-    done.wait()
-    _ = sources
+    var termination = sigset_t()
+    sigemptyset(&termination)
+    for sig in [SIGINT, SIGTERM] { sigaddset(&termination, sig) }
+    var received: Int32 = 0
+    while sigwait(&termination, &received) != 0 {}
 }
 
 func fail(_ message: String, code: Int32) -> Never {
@@ -50,13 +53,10 @@ func hostname() -> String {
 }
 
 signal(SIGPIPE, SIG_IGN)
-// A parent's thread may have started us with these blocked (a Swift
-// program's worker threads block most signals, and children inherit the
-// mask): SIGTERM must still stop the daemon.
-var termination = sigset_t()
-sigemptyset(&termination)
-for sig in [SIGINT, SIGTERM] { sigaddset(&termination, sig) }
-pthread_sigmask(SIG_UNBLOCK, &termination, nil)
+// Blocked whatever the parent left (a Swift program's worker threads
+// block most signals, and children inherit the mask): `waitForTermination`
+// takes them with sigwait, which works on blocked signals only.
+blockTermination()
 if CommandLine.arguments.dropFirst().first == "doctor" { runSpeakerDoctor(Array(CommandLine.arguments.dropFirst(2)), hostname: hostname()) }
 let command: DaemonCommand
 let level: Logger.Level
@@ -101,16 +101,23 @@ case .leader(var config):
         // Playing files given on the command line (no library, no --loop), the
         // leader exits once they have played out; with a library it stays up.
         if !config.loop && config.musicDirectory == nil && config.databasePath == nil {
+            // Once the list has played out in the rooms (the buffer after
+            // the last chunk), the leader stops as if told to.
+            let finished = Condition()
+            _ = leader.events.subscribe { _ in if leader.finished { finished.withLock { finished.signal() } } }
             startEssentialThread(name: "tutti-finish") {
-                while !leader.finished { usleep(50_000) }
-                usleep(useconds_t(config.bufferMilliseconds * 1000 + 200_000))
-                leader.stop()
-                exit(0)
+                finished.withLock { while !leader.finished { finished.wait() } }
+                let heard = Condition.deadline(afterSeconds: Double(config.bufferMilliseconds) / 1000 + 0.2)
+                finished.withLock { while Condition.now() < heard { _ = finished.wait(untilNanoseconds: heard) } }
+                kill(getpid(), SIGTERM)
             }
         }
         waitForTermination()
+        let stopping = Condition.now()
         buttons?.stop()
         leader.stop()
+        // Every service joined what it started: what runs besides this thread is a leak.
+        StandardErrorLog.logger("leader").info("stopped in \((Condition.now() - stopping) / 1_000_000) ms, \(runningThreadCount() - 1) other threads left")
     } catch {
         fail("\(error)", code: 1)
     }

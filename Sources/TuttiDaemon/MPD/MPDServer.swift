@@ -22,7 +22,8 @@ import TuttiSystem
 /// get ACK lines; a line longer than 64 KiB or a command list longer than
 /// 4096 commands closes that client's connection, as MPD does.
 // Sendable because its mutable state is in Mutexes and Atomics, and `subscription` is written once in start(), before the threads that read it.
-public final class MPDServer: @unchecked Sendable {
+public final class MPDServer: Service, @unchecked Sendable {
+    public var serviceName: String { "MPD" }
     public static let protocolVersion = "0.23.5"
     public static let maxLineBytes = 64 * 1024
     public static let maxListCommands = 4_096
@@ -36,6 +37,7 @@ public final class MPDServer: @unchecked Sendable {
     private let budget = ConnectionBudget(name: "MPD", limit: 256)
     private let running = Atomic<Bool>(true)
     private var subscription = 0
+    private let tcp = Mutex<TCPService?>(nil)
     let startedAt = Date()
 
     /// The queue's version (`playlist:` in status), bumped on every queue change.
@@ -80,35 +82,24 @@ public final class MPDServer: @unchecked Sendable {
         log.debug("\(client.connection.peer): \(line)")
     }
 
-    public func start() {
+    public func start() throws {
         log.info("MPD protocol on \(listener.endpoint)")
         subscription = leader.events.subscribe { [weak self] event in self?.handle(event) }
-        startEssentialThread(name: "tutti-mpd-accept") { [self] in
-            while running.load(ordering: .relaxed) {
-                guard let connection = try? listener.accept() else { return }
-                guard let ticket = budget.admit(peer: connection.peer, log: log, now: Monotonic.now()) else { connection.close(); continue }
-                let client = MPDClient(connection: connection, configuration: leader.configuration, access: leader.controlAccess, log: log)
-                clients.withLock { $0[ObjectIdentifier(client)] = client }
-                do {
-                    try startThread(name: "tutti-mpd-client") { [self] in
-                        defer { budget.release(ticket) }
-                        serve(client)
-                    }
-                } catch {
-                    clients.withLock { _ = $0.removeValue(forKey: ObjectIdentifier(client)) }
-                    budget.release(ticket)
-                    connection.close()
-                    log.warning("MPD client \(connection.peer) refused: \(error)")
-                }
-            }
-        }
+        let tcp = TCPService("MPD", listener: listener, loop: leader.acceptLoop, budget: budget, log: log, threadName: "tutti-mpd-client",
+                             closeConnections: { [self] in for c in clients.withLock({ Array($0.values) }) { c.connection.close() } },
+                             serve: { [self] connection, _ in
+                                 let client = MPDClient(connection: connection, configuration: leader.configuration, access: leader.controlAccess, log: log)
+                                 clients.withLock { $0[ObjectIdentifier(client)] = client }
+                                 serve(client)
+                             })
+        try tcp.start()
+        self.tcp.withLock { $0 = tcp }
     }
 
     public func stop() {
         guard running.exchange(false, ordering: .acquiringAndReleasing) else { return }
         leader.events.unsubscribe(subscription)
-        listener.close()
-        for c in clients.withLock({ Array($0.values) }) { c.connection.close() }
+        tcp.withLock { $0 }?.stop()
     }
 
     // MARK: Events
@@ -142,8 +133,11 @@ public final class MPDServer: @unchecked Sendable {
         var commands = 0
         var partial = LineDiscipline.PartialLineClock()
         let hanging = { [log] in log.info("MPD client \(client.connection.peer): half a line left hanging for \(LineDiscipline.partialLineMilliseconds / 1000) s, closing") }
-        client.connection.setReceiveTimeout(milliseconds: 2_000)
+        // Asleep until bytes come or a deadline falls due; a stopping server closes the connection, which wakes it.
+        var armed: Int64? = -1
         while running.load(ordering: .relaxed) {
+            LineDiscipline.arm(client.connection, until: LineDiscipline.nextDeadline(connectedAt: connectedAt, requests: commands, loggedIn: client.level != .none,
+                                                                                     partial: partial), now: Monotonic.now(), armed: &armed)
             let n: Int
             do { (n, _) = try buffer.receive(from: client.connection) } catch NetError.timedOut {
                 // Every real client asks something at once (an idling one has asked `idle`).
