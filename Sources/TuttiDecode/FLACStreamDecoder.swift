@@ -2,7 +2,7 @@ import CFLAC
 
 /// Why libFLAC could not start on a file; converted from its status codes
 /// here, once. Each user turns it into its own module's error.
-public enum FLACError: Error, Equatable, CustomStringConvertible {
+enum FLACError: Error, Equatable, CustomStringConvertible {
     /// `FLAC__stream_decoder_new` failed.
     case outOfMemory
     /// `FLAC__stream_decoder_init_file` failed: the file could not be opened.
@@ -10,7 +10,7 @@ public enum FLACError: Error, Equatable, CustomStringConvertible {
     /// `FLAC__stream_decoder_init_file` failed otherwise (its status).
     case initFailed(status: UInt32)
 
-    public var description: String {
+    var description: String {
         switch self {
         case .outOfMemory: "libFLAC: out of memory"
         case .cannotOpenFile: "cannot open the file"
@@ -19,7 +19,7 @@ public enum FLACError: Error, Equatable, CustomStringConvertible {
     }
 
     /// The init status libFLAC gave (`FLAC__StreamDecoderInitStatus`), for messages that show it.
-    public var status: UInt32? {
+    var status: UInt32? {
         switch self {
         case .outOfMemory: nil
         case .cannotOpenFile: FLAC__STREAM_DECODER_INIT_STATUS_ERROR_OPENING_FILE.rawValue

@@ -2,7 +2,7 @@ import CMPG123
 
 /// Why libmpg123 could not start on something; converted from its return
 /// codes here, once. Each user turns it into its own module's error.
-public enum MPG123Error: Error, Equatable, CustomStringConvertible {
+enum MPG123Error: Error, Equatable, CustomStringConvertible {
     /// `mpg123_new` failed (out of memory).
     case cannotCreate(reason: String)
     /// `mpg123_open` (a file) or `mpg123_open_feed` failed.
@@ -12,7 +12,7 @@ public enum MPG123Error: Error, Equatable, CustomStringConvertible {
     /// This libmpg123 cannot give 32-bit float output.
     case notFloat
 
-    public var description: String {
+    var description: String {
         switch self {
         case .cannotCreate(let reason): "libmpg123: \(reason)"
         case .cannotOpen(let reason): reason
