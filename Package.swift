@@ -87,7 +87,7 @@ let package = Package(
         .target(name: "TuttiAuth", dependencies: ["TuttiCore", "CSodium"]),
         // Network edge: sockets, framing over TCP.
         .target(name: "TuttiNet", dependencies: ["TuttiCore", "CTuttiNet"]),
-        // The JSON-RPC client (`tutti`, tests); Foundation, so not in TuttiNet.
+        // The JSON-RPC client (`tutti`, tests), in JSONValue; no Foundation.
         .target(name: "TuttiControlClient", dependencies: ["TuttiCore", "TuttiNet"]),
         // Music library: SQLite store, tag scanner (MP3 and FLAC read through TuttiDecode), full-text search, playlists.
         .target(name: "TuttiLibrary", dependencies: ["TuttiCore", "TuttiSystem", "TuttiDecode", "TuttiAuth", "CSQLite"]),

@@ -5,56 +5,7 @@ public enum CLIUsage {
     public static let text = """
     usage: tutti [--host HOST] [--port PORT] [--leader NAME] [--group GROUP] [--password P] [--json] COMMAND [ARGS]
 
-      status                 what is playing, and every room with its sync health
-      play | pause | toggle | stop
-      next | prev            skip (prev restarts the track when more than 3 s in)
-      seek SECONDS | +S | -S absolute or relative seek in the current track
-      speed [0.5-2.0]        the group's playback speed, pitch kept (1 is normal; positions stay in track time)
-      pitch [-12..+12]       the group's pitch in semitones, speed kept (0 is normal)
-      shuffle [on|off]       toggle or set shuffle
-      repeat [off|all|one]   cycle or set repeat
-      single [on|off|oneshot]   stop after the current track (toggle, every time, or once)
-      consume [on|off]       played tracks leave the queue
-      queue                  list the queue
-      queue add URI...       add files or URLs (queue add --next URI... inserts after the current)
-      queue add-search TEXT  add every track a search finds (also: add-album ALBUM, add-playlist ID)
-      queue del N | move FROM TO | clear | play N
-      search TEXT            search the library (artist:… album:… title:… genre: filters)
-      searches [clear]       recent searches
-      like [ID] | unlike [ID] | favorites
-      history                recently played
-      library scan [DIR]     scan the music folder (default: the leader's --music)
-      playlist [list]        stored playlists
-      playlist show ID | create NAME | delete ID | rename ID NAME | load ID | save NAME
-      playlist import FILE.m3u [NAME] | export ID FILE.m3u
-      cache add URL | list | size | remove URL | clear   the offline cache of network tracks
-      podcast add URL        subscribe to a podcast feed (RSS or Atom)
-      podcast list | episodes NAME | refresh [NAME] | remove NAME
-      podcast play NAME [EPISODE]   play an episode (default: the newest unplayed), resuming where it stopped
-      podcast played|unplayed NAME EPISODE | speed NAME 0.5-2.0|none | download NAME EPISODE
-      rooms                  rooms with volume, latency trim and sync health
-      speakers               paired speakers, and speakers asking to pair
-      speakers allow NAME | deny NAME   decide a speaker's request to join
-      speakers pair CODE     pair the speaker showing CODE (`sudo tutti-follower pair` on it)
-      speakers forget NAME   unpair a speaker: it is disconnected and cannot come back
-      vol ROOM 0-100         room volume (a dB-linear curve: 100 → 0 dB, 50 → −25 dB)
-      vol --group GROUP 0-100   a group's volume, keeping its rooms' balance (kept until a room joins)
-      mute ROOM | unmute ROOM   (mute --group GROUP | unmute --group GROUP: every room of the group)
-      eq ROOM                the room's equaliser: preset, ten bands, preamp
-      eq ROOM PRESET         Flat, Bass, Treble, Vocal, Electronic, Rock, Pop, Jazz, Classical, Loudness or a saved one
-      eq ROOM g1,g2,…,g10    ten gains in dB (32 Hz … 16 kHz, −12…+12, 0.5 dB steps)
-      eq ROOM bass DB | treble DB | preamp auto|DB   shelves (100 Hz, 8 kHz) and the preamp
-      eq presets             every preset with its gains
-      eq save NAME ROOM|g1,…,g10 | eq delete NAME   your presets, saved at the leader
-      latency ROOM MS        compensate a speaker's delay after its DAC
-      group [list]           groups of rooms, each with its own queue, and what they play
-      group new NAME [ROOM...] | add GROUP ROOM... | leave ROOM | rename GROUP NAME | delete GROUP
-      party [on [GROUP]|off|status]   every room plays one group (default: the main group); off: back
-      watch                  follow changes as they happen
-      leaders [SECONDS]      leaders announced on the network (mDNS): name, address, ports (browses 2 s)
-      doctor [--config FILE] check this speaker's setup (ALSA device, mixer, real-time, avahi-daemon,
-                             leader, clock, buttons) with the settings tutti-follower uses; says how to fix each fault
-      --version              print the version
+    \(CLICommandTable.rows.flatMap(\.help).map(line).joined(separator: "\n"))
 
     Player and queue commands act on the main group, or on --group GROUP (id or name).
 
@@ -68,6 +19,16 @@ public enum CLIUsage {
     from its announcement), else 127.0.0.1:4954.
     Exit codes: 0 done, 1 the leader refused (message on stderr), 2 cannot reach the leader, 64 usage.
     """
+
+    /// A command's help line: the usage in a column of 23, then the summary;
+    /// a longer usage gets three spaces, a summary's further lines the column.
+    static func line(_ help: (usage: String, summary: String)) -> String {
+        let column = 23
+        guard !help.summary.isEmpty else { return "  " + help.usage }
+        let gap = help.usage.count < column ? String(repeating: " ", count: column - help.usage.count) : "   "
+        let summary = help.summary.split(separator: "\n").joined(separator: "\n" + String(repeating: " ", count: column + 2))
+        return "  " + help.usage + gap + summary
+    }
 
     /// `tutti COMMAND --help`: the usage lines that start with COMMAND (nil: none do).
     public static func lines(for command: String) -> [String]? {

@@ -24,10 +24,16 @@ public struct ClientOutbox: Sendable {
         /// client that stopped reading never catches up, even while its
         /// kernel trickles a few bytes into a full receive buffer.
         public var maximumBusyNanoseconds: Int64?
-        public init(maximumBytes: Int = 4 << 20, maximumMessages: Int = 1_024, maximumBusyNanoseconds: Int64? = nil) {
+        /// How long the oldest waiting message may have waited; nil: no
+        /// limit. For audio: a speaker that falls this far behind could no
+        /// longer play what waits in time, though it may keep reading.
+        public var maximumAgeNanoseconds: Int64?
+        public init(maximumBytes: Int = 4 << 20, maximumMessages: Int = 1_024, maximumBusyNanoseconds: Int64? = nil,
+                    maximumAgeNanoseconds: Int64? = nil) {
             self.maximumBytes = maximumBytes
             self.maximumMessages = maximumMessages
             self.maximumBusyNanoseconds = maximumBusyNanoseconds
+            self.maximumAgeNanoseconds = maximumAgeNanoseconds
         }
     }
 
@@ -47,6 +53,7 @@ public struct ClientOutbox: Sendable {
     private struct Entry: Sendable {
         var bytes: [UInt8]
         var key: String?
+        var at: Int64 = 0
     }
 
     public let limits: Limits
@@ -73,6 +80,10 @@ public struct ClientOutbox: Sendable {
         if let since = busySince, let limit = limits.maximumBusyNanoseconds, now - since > limit {
             return .stalled(reason: "did not read for \((now - since) / 1_000_000_000) s (\(count) messages, \(queuedBytes) bytes waiting)")
         }
+        if let limit = limits.maximumAgeNanoseconds, head < entries.count, now - entries[head].at > limit {
+            let waited = now - entries[head].at
+            return .stalled(reason: "too slow: \(queuedBytes) bytes waiting to be sent, oldest for \(waited / 1_000_000) ms")
+        }
         if isEmpty && !writing { busySince = now }
         var replaced = false
         if let key, let i = entries[head...].firstIndex(where: { $0.key == key }) {
@@ -84,7 +95,7 @@ public struct ClientOutbox: Sendable {
         if !isEmpty && (queuedBytes + bytes.count > limits.maximumBytes || count + 1 > limits.maximumMessages) {
             return .overflow(reason: "\(count) messages (\(queuedBytes) bytes) still waiting to be read, limit \(limits.maximumMessages) messages or \(limits.maximumBytes) bytes")
         }
-        entries.append(Entry(bytes: bytes, key: key))
+        entries.append(Entry(bytes: bytes, key: key, at: now))
         queuedBytes += bytes.count
         return replaced ? .replaced : .queued
     }
@@ -110,6 +121,15 @@ public struct ClientOutbox: Sendable {
     public mutating func finishedWriting() {
         writing = false
         if isEmpty { busySince = nil }
+    }
+
+    /// Drops everything waiting, and lets later messages in again (a
+    /// speaker's goodbye: the audio that waits will not be played).
+    public mutating func dropWaiting() {
+        entries.removeAll()
+        head = 0
+        queuedBytes = 0
+        if !writing { busySince = nil }
     }
 
     /// Drops everything waiting; later messages are refused.

@@ -31,6 +31,8 @@ final class ClientWriter: @unchecked Sendable {
     private let write: Write
     private let writeIfFree: WriteIfFree?
     private let disconnect: @Sendable () -> Void
+    private let threads: ThreadGroup?
+    private let logsDisconnect: Bool
     private let condition = Condition()
     private var outbox: ClientOutbox
     private var reason: String?
@@ -40,15 +42,26 @@ final class ClientWriter: @unchecked Sendable {
     /// reader so its connection ends (called once, from the thread that
     /// found the fault). `writeIfFree`, where the transport has it, lets a
     /// message to a client that has caught up go on the sender's thread.
+    /// `threads`: where the writer thread is started, so its owner can wait
+    /// for it; `logsDisconnect` false: the owner logs the reason (`closeReason`).
     init(peer: String, limits: ClientOutbox.Limits, log: Logger, write: @escaping Write, writeIfFree: WriteIfFree? = nil,
-         disconnect: @escaping @Sendable () -> Void) {
+         threads: ThreadGroup? = nil, logsDisconnect: Bool = true, disconnect: @escaping @Sendable () -> Void) {
         self.peer = peer
         self.log = log
         self.write = write
         self.writeIfFree = writeIfFree
+        self.threads = threads
+        self.logsDisconnect = logsDisconnect
         self.disconnect = disconnect
         outbox = ClientOutbox(limits: limits)
     }
+
+    /// Why the client was closed (nil while open).
+    var closeReason: String? { condition.withLock { reason } }
+
+    /// A writer thread with nothing to write for this long ends; the next
+    /// message that has to wait starts one again.
+    static let lingerSeconds = 2.0
 
     /// Queues a message. `key` marks a state notification: it replaces a
     /// waiting one with the same key.
@@ -71,10 +84,16 @@ final class ClientWriter: @unchecked Sendable {
         let admission = outbox.enqueue(bytes, key: key, at: Monotonic.now())
         let start = !started && !outbox.isEmpty
         if start { started = true }
-        condition.signal()
+        condition.broadcast() // the writer, and any flush or waiting sender
         condition.unlock()
         if start {
-            do { try startThread(name: "tutti-client-w", stackSize: 256 << 10) { [self] in run() } } catch {
+            do {
+                if let threads {
+                    try threads.start(stackSize: 256 << 10) { [self] in run() }
+                } else {
+                    try startThread(name: "tutti-client-w", stackSize: 256 << 10) { [self] in run() }
+                }
+            } catch {
                 close(reason: "\(error)") // the system refused a thread: this client goes, the leader stays
                 return
             }
@@ -128,12 +147,27 @@ final class ClientWriter: @unchecked Sendable {
 
     /// Waits until everything queued so far is written (or the client is gone), at most `timeoutMilliseconds`.
     func flush(timeoutMilliseconds: Int = 2_000) {
-        let deadline = Condition.deadline(afterSeconds: Double(timeoutMilliseconds) / 1000)
+        flush(untilNanoseconds: Condition.deadline(afterSeconds: Double(timeoutMilliseconds) / 1000))
+    }
+
+    /// Waits until everything queued so far is written, or the client is
+    /// gone, or `deadline` (CLOCK_MONOTONIC ns); true when it all went.
+    @discardableResult
+    func flush(untilNanoseconds deadline: Int64) -> Bool {
         condition.lock()
+        defer { condition.unlock() }
         while (!outbox.isEmpty || outbox.writing) && reason == nil {
             if !condition.wait(untilNanoseconds: deadline) { break }
         }
-        condition.unlock()
+        return outbox.isEmpty && !outbox.writing && reason == nil
+    }
+
+    /// A last message: what waits is dropped (a stopping leader's audio
+    /// that will never be played) and `bytes` goes after the message being
+    /// written, so it arrives whole. `flush(untilNanoseconds:)` bounds the wait.
+    func sendLast(_ bytes: [UInt8]) {
+        condition.withLock { outbox.dropWaiting() }
+        send(bytes)
     }
 
     var isClosed: Bool { condition.withLock { reason != nil } }
@@ -147,7 +181,7 @@ final class ClientWriter: @unchecked Sendable {
         condition.broadcast()
         condition.unlock()
         guard first else { return }
-        if why != "connection closed" { log.info("client \(peer) disconnected: \(why)") }
+        if logsDisconnect && why != "connection closed" { log.info("client \(peer) disconnected: \(why)") }
         disconnect()
     }
 
@@ -155,7 +189,15 @@ final class ClientWriter: @unchecked Sendable {
         while true {
             condition.lock()
             // `writing` here is a `reply` being written on its own thread: the socket is its until it ends.
-            while (outbox.isEmpty || outbox.writing) && reason == nil { condition.wait() }
+            var idle = false
+            while (outbox.isEmpty || outbox.writing) && reason == nil && !idle {
+                idle = !condition.wait(untilNanoseconds: Condition.deadline(afterSeconds: Self.lingerSeconds)) && outbox.isEmpty && !outbox.writing
+            }
+            if idle && reason == nil {
+                started = false // the next message that has to wait starts a writer again
+                condition.unlock()
+                return
+            }
             guard reason == nil, let bytes = outbox.next() else { condition.unlock(); return }
             condition.unlock()
             var failure: String?

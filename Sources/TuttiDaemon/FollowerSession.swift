@@ -13,22 +13,21 @@ import TuttiStreams
 import TuttiSystem
 
 /// One connected follower, seen from the leader.
-// Sendable because the queue, `closed`, `writing` and `writerStarted` are touched only under `queue`, `name` and `version` are in a Mutex and an Atomic, and the rest is immutable.
+// Sendable because `closed` and `saidGoodbye` are touched only under `state`, `name` and `version` are in a Mutex and an Atomic, the writer is Sendable, and the rest is immutable.
 final class FollowerSession: @unchecked Sendable {
     let connection: TCPConnection
     /// Strong: a session's threads may finish after the leader stopped; it is released when the session is removed.
     let leader: Leader
     let log: Logger
-    private let queue = Condition()
-    private var queued: [(bytes: [UInt8], at: Int64)] = []
-    private var queuedBytes = 0
+    /// What waits to be sent to the speaker, written as the control
+    /// clients' messages are (`ClientWriter`, `ClientOutbox`): bounded in
+    /// bytes and in how long the oldest waits, beyond which the speaker
+    /// could no longer play it in time and is dropped as too slow.
+    private let writer: ClientWriter
+    private let state = Condition()
     private var closed = false
-    /// The writer thread is sending a message it took from `queued`: until it
-    /// is done, `enqueue` must queue behind it rather than send.
-    private var writing = false
-    private var writerStarted = false
     /// `sayGoodbye` queued the goodbye: `close` does not send another.
-    private var goodbyeQueued = false
+    private var saidGoodbye = false
     /// The room, from the hello: written by the reader thread, read by
     /// control threads and `close` on any thread, hence the Mutex.
     var name: String? {
@@ -77,6 +76,16 @@ final class FollowerSession: @unchecked Sendable {
         self.log = log
         self.dialect = dialect
         self.ticket = ticket
+        let c = leader.configuration
+        let limits = ClientOutbox.Limits(maximumBytes: c.maximumQueuedBytes, maximumMessages: 1 << 16,
+                                         maximumAgeNanoseconds: Int64(c.maximumQueueDelayMilliseconds) * nanosecondsPerMillisecond)
+        // The writer starts with the first message that has to wait (nearly
+        // always the socket has room and a chunk goes on the fan-out's
+        // thread: a wake-up per room per chunk was most of the leader's cost
+        // per room); a connection that never says hello costs one thread.
+        writer = ClientWriter(peer: "speaker \(connection.peer)", limits: limits, log: log,
+                              write: { bytes in try connection.send(bytes) }, writeIfFree: { bytes in try connection.sendIfFree(bytes) },
+                              threads: leader.sessionWriters, logsDisconnect: false, disconnect: { connection.close() })
     }
 
     /// Serves the connection on the calling thread (one of the port's
@@ -145,58 +154,18 @@ final class FollowerSession: @unchecked Sendable {
     /// Queues bytes for this follower without ever blocking the caller; a
     /// follower that falls too far behind is disconnected.
     private func enqueue(_ bytes: [UInt8]) {
-        var bytes = bytes
-        queue.lock()
-        if closed { queue.unlock(); return }
-        if queued.isEmpty && !writing {
-            // Nearly always the socket has room: the message goes from the
-            // caller's thread without waking the writer (a wake-up per room
-            // per chunk was most of the leader's cost per room).
-            do {
-                switch try connection.sendIfFree(bytes) {
-                case .sent: queue.unlock(); return
-                case .started: bytes = [] // the connection keeps the rest; the writer's next send finishes it
-                case .notSent: break
-                }
-            } catch {
-                queue.unlock()
-                close(reason: "\(error)")
-                return
-            }
-        }
-        let now = Monotonic.now()
-        let waited = queued.first.map { now - $0.at } ?? 0
-        if queuedBytes + bytes.count > leader.configuration.maximumQueuedBytes
-            || waited > Int64(leader.configuration.maximumQueueDelayMilliseconds) * nanosecondsPerMillisecond {
-            let reason = "too slow: \(queuedBytes) bytes waiting to be sent, oldest for \(waited / nanosecondsPerMillisecond) ms"
-            queue.unlock()
-            close(reason: reason)
-            return
-        }
-        queued.append((bytes, now))
-        queuedBytes += bytes.count
-        // The writer starts with the first message that has to wait: a
-        // connection that never says hello costs one thread, not two.
-        let start = !writerStarted
-        writerStarted = true
-        queue.broadcast() // the writer, and `waitUntilSent`, wait on it
-        queue.unlock()
-        if start {
-            do { try leader.sessionWriters.start(name: "tutti-session-w", stackSize: 256 << 10) { [self] in writeLoop() } } catch {
-                close(reason: "\(error)")
-            }
-        }
+        writer.send(bytes)
+        // The writer closed it (too slow, or a write failed): the session ends with its reason.
+        if let reason = writer.closeReason { close(reason: reason) }
     }
 
     func close(reason: String) {
-        queue.lock()
-        let wasOpen = !closed
-        let saidGoodbye = goodbyeQueued
-        closed = true
-        queued.removeAll()
-        queuedBytes = 0
-        queue.broadcast()
-        queue.unlock()
+        // The writer's reason first: a write that failed or a speaker too slow closes the connection, which its reader then sees.
+        let reason = writer.closeReason ?? reason
+        let (wasOpen, goodbyeSent) = state.withLock { () -> (Bool, Bool) in
+            defer { closed = true }
+            return (!closed, saidGoodbye)
+        }
         guard wasOpen else { return }
         if let tag = clockTag.withLock({ t in defer { t = nil }; return t }) { leader.speakerSecurity.unregisterClock(tag: tag) }
         log.info("follower \(name ?? connection.peer) disconnected: \(reason)")
@@ -205,7 +174,10 @@ final class FollowerSession: @unchecked Sendable {
         // peer that stopped reading is never done on the caller's thread,
         // nor on a thread per closing connection (a peer that connects and
         // closes in a loop would make them). A snapclient knows no goodbye.
-        if dialect == .tutti && !saidGoodbye { _ = try? connection.sendIfFree(Message.bye(reason: reason).encoded()) }
+        if dialect == .tutti && !goodbyeSent && writer.closeReason == nil {
+            _ = try? connection.sendIfFree(Message.bye(reason: reason).encoded())
+        }
+        writer.close(reason: reason) // closes the connection
         connection.close()
     }
 
@@ -214,63 +186,18 @@ final class FollowerSession: @unchecked Sendable {
     /// written, through the writer, so it arrives whole even when the link
     /// is full. `waitUntilSent` then bounds how long it may take.
     func sayGoodbye(reason: String) {
-        queue.lock()
-        guard !closed, dialect == .tutti else { queue.unlock(); return }
-        queued.removeAll()
-        queuedBytes = 0
-        goodbyeQueued = true
-        queue.unlock()
-        enqueue(Message.bye(reason: reason).encoded())
+        guard dialect == .tutti, state.withLock({ () -> Bool in
+            guard !closed else { return false }
+            saidGoodbye = true
+            return true
+        }) else { return }
+        writer.sendLast(Message.bye(reason: reason).encoded())
     }
 
     /// Waits until nothing is waiting or being written, or the session is
     /// closed, or `deadline` (CLOCK_MONOTONIC ns) passes; true when it all went.
     @discardableResult
-    func waitUntilSent(deadline: Int64) -> Bool {
-        queue.lock()
-        defer { queue.unlock() }
-        while (!queued.isEmpty || writing) && !closed {
-            if !queue.wait(untilNanoseconds: deadline) { break }
-        }
-        return queued.isEmpty && !writing
-    }
-
-    private func writeLoop() {
-        while true {
-            queue.lock()
-            // A writer with nothing to write for a while ends: a speaker that
-            // keeps up costs its reader only, and the next message that has
-            // to wait starts a writer again.
-            var idle = false
-            while queued.isEmpty && !closed && !idle {
-                idle = !queue.wait(untilNanoseconds: Condition.deadline(afterSeconds: Self.writerLingerSeconds)) && queued.isEmpty
-            }
-            if closed || idle {
-                writerStarted = false
-                queue.unlock()
-                return
-            }
-            let bytes = queued.removeFirst().bytes
-            queuedBytes -= bytes.count
-            writing = true
-            queue.unlock()
-            do { try connection.send(bytes) } catch {
-                queue.lock()
-                writing = false
-                queue.broadcast()
-                queue.unlock()
-                close(reason: "\(error)")
-                return
-            }
-            queue.lock()
-            writing = false
-            queue.broadcast() // `waitUntilSent` waits for an idle writer
-            queue.unlock()
-        }
-    }
-
-    /// How long a writer with nothing to write waits before it ends.
-    static let writerLingerSeconds = 2.0
+    func waitUntilSent(deadline: Int64) -> Bool { writer.flush(untilNanoseconds: deadline) }
 
     /// Refuses in the clear or sealed (whichever the connection is at), and closes.
     private func refuse(_ room: String, _ reason: String, tell: String? = nil) {

@@ -1,5 +1,6 @@
+import Glibc
 import TuttiCLI
 
-// The client; everything it does is in TuttiCLI (Runner.swift), so its
-// parsing and printing are tested there.
-runTutti(Array(CommandLine.arguments.dropFirst()))
+// The client; everything it does is in TuttiCLI, so its parsing and
+// printing are tested there. It returns the exit code; only here is exit.
+exit(runTutti(Array(CommandLine.arguments.dropFirst())))

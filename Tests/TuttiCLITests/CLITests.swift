@@ -73,7 +73,7 @@ struct CLIFormattingTests {
 
     @Test("A playing track: artist, title, album, position bar, buffering, then the play options")
     func statusLine() {
-        let status: [String: Any] = [
+        let status: JSONValue = [
             "state": "play", "file": "/music/a/01 song.flac", "title": "Song", "artist": "Band", "album": "Record",
             "track": 2, "trackCount": 10, "position": 45.0, "duration": 180.0,
             "bufferedSeconds": 12.34, "shuffle": true, "repeat": "all", "single": "oneshot", "consume": true,
@@ -94,9 +94,9 @@ struct CLIFormattingTests {
 
     @Test("A room: group, volume, mute, trim and sync health")
     func room() {
-        let room: [String: Any] = [
+        let room: JSONValue = [
             "name": "kitchen", "group": "g2", "groupName": "Upstairs", "volume": 40, "muted": true, "latencyMs": -12.5,
-            "health": ["outputErrorUs": 3.25, "bufferMs": 998.0, "ratioPpm": -1.5, "rttUs": 420.0, "underruns": 1, "hardResyncs": 0] as [String: Any],
+            "health": ["outputErrorUs": 3.25, "bufferMs": 998.0, "ratioPpm": -1.5, "rttUs": 420.0, "underruns": 1, "hardResyncs": 0],
         ]
         #expect(describeRoom(room) == "kitchen [Upstairs]: volume 40 (muted), latency -12.5 ms, sync +3.2 µs, buffer 998 ms, ratio -1.5 ppm, rtt 420 µs, underruns 1, resyncs 0")
         #expect(describeRoom(["name": "hall", "group": "main", "volume": 100]) == "hall: volume 100")
@@ -106,21 +106,21 @@ struct CLIFormattingTests {
 
     @Test("An equaliser: bands, shelves and the preamp")
     func equalizer() {
-        let eq: [String: Any] = ["preset": "Bass", "gains": [6.0, 5, 4, 2, 0, 0, 0, 0, 0, -1], "bass": 3.0, "treble": 0.0,
+        let eq: JSONValue = ["preset": "Bass", "gains": [6.0, 5, 4, 2, 0, 0, 0, 0, 0, -1], "bass": 3.0, "treble": 0.0,
                                  "preamp": "auto", "preampDb": -6.5]
         #expect(describeEqualizer("kitchen", eq) == """
             kitchen: EQ Bass
               32 +6  64 +5  125 +4  250 +2  500 +0  1k +0  2k +0  4k +0  8k +0  16k -1
               bass +3, treble +0, preamp auto (-6.5 dB)
             """)
-        #expect(describeEqualizer("hall", ["flat": true, "gains": [Double](repeating: 0, count: 10)]).hasPrefix("hall: EQ custom (flat: bypassed)\n"))
+        #expect(describeEqualizer("hall", ["flat": true, "gains": JSONValue([Double](repeating: 0, count: 10))]).hasPrefix("hall: EQ custom (flat: bypassed)\n"))
     }
 
     @Test("A group: rooms and what it plays")
     func group() {
         #expect(describeGroup(["id": "g2", "name": "Upstairs", "rooms": ["bed", "bath"], "state": "play", "artist": "Band", "title": "Song"])
                 == "Upstairs (g2): bed, bath — play: Band — Song")
-        #expect(describeGroup(["id": "g3", "name": "Empty", "rooms": [String](), "state": "stop"]) == "Empty (g3): no rooms — stop")
+        #expect(describeGroup(["id": "g3", "name": "Empty", "rooms": [], "state": "stop"]) == "Empty (g3): no rooms — stop")
     }
 
     @Test("Leaders found over mDNS: a line each, and their JSON")

@@ -121,7 +121,7 @@ func threadCount(named prefix: String? = nil) -> Int {
         #expect(answers.suffix(2).allSatisfy { $0 == "HTTP/1.1 503" || $0.isEmpty }, "\(answers)")
 
         // Meanwhile, from 127.0.0.1: a control client, an MPD client, Snapcast's control, the web page, a speaker.
-        #expect((try ControlClient(endpoint: leader.controlEndpoint!).call("player.status") as? [String: Any]) != nil)
+        #expect((try ControlClient(endpoint: leader.controlEndpoint!).call("player.status").object) != nil)
         let mpd = try TCPConnection.connect(to: leader.mpdEndpoint!)
         let greeting = SourcedReader.line(mpd)
         #expect(greeting.hasPrefix("OK MPD"), "MPD greeting: \(greeting)")
@@ -184,7 +184,7 @@ func threadCount(named prefix: String? = nil) -> Int {
         #expect(forCommands <= 2, "\(forCommands) threads doing room commands at once (one desk per leader)")
         #expect(peak - before <= 100, "threads grew from \(before) to \(peak)")
         // Still answering, and still the speaker's leader.
-        #expect((try ControlClient(endpoint: leader.controlEndpoint!).call("player.status") as? [String: Any]) != nil)
+        #expect((try ControlClient(endpoint: leader.controlEndpoint!).call("player.status").object) != nil)
         #expect(leader.followerNames.contains("kitchen"))
         speaker.close()
     }

@@ -181,25 +181,25 @@ http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
         let phone = try sender(dir, to: "Kitchen", [dir + "/a440.wav", "Tone 440", "Tutti", "Tests", dir + "/art.jpg"], log: dir + "/phone.log")
         defer { phone.stop() }
         let control = try #require(leader.controlEndpoint)
-        var seen: [String: Any] = [:]
+        var seen: [String: JSONValue] = [:]
         var firstAudio: Int64?
         #expect(waitUntil(timeout: 20) {
-            guard let s = try? ControlClient(endpoint: control).call("player.status", ["group": "Kitchen"]) as? [String: Any] else { return false }
+            guard let s = try? ControlClient(endpoint: control).call("player.status", ["group": "Kitchen"]).object else { return false }
             seen = s
             firstAudio = firstAudio ?? leader.airPlayNowPlaying(group: "Kitchen")?.firstAudioAt
-            return s["artist"] as? String == "Tutti" && s["coverHash"] != nil
+            return s["artist"]?.string == "Tutti" && s["coverHash"] != nil
         }, "\(seen)")
         waitUntil(timeout: 5) { firstAudio = firstAudio ?? leader.airPlayNowPlaying(group: "Kitchen")?.firstAudioAt; return firstAudio != nil }
-        #expect(seen["title"] as? String == "Tone 440" && seen["album"] as? String == "Tests")
-        #expect((seen["source"] as? String)?.hasPrefix("AirPlay from ") == true, "\(seen)")
-        let cover = try #require(seen["coverHash"] as? String)
+        #expect(seen["title"]?.string == "Tone 440" && seen["album"]?.string == "Tests")
+        #expect((seen["source"]?.string)?.hasPrefix("AirPlay from ") == true, "\(seen)")
+        let cover = try #require(seen["coverHash"]?.string)
         #expect(leader.airPlayArtwork(id: cover) == art, "the artwork's bytes are the sender's")
         // The web app shows it as a library cover: /art/ID.
         let served = httpRequest(port: try #require(leader.webEndpoint).port, "GET", "/art/" + cover)
         #expect(served.hasPrefix("HTTP/1.1 200") && headerValue(served, "Content-Type") == "image/jpeg"
                 && headerValue(served, "Content-Length") == String(art.count), "\(served.prefix(300))")
         // Progress from the phone (prgr): the track's length.
-        #expect(abs((seen["duration"] as? Double ?? 0) - 4) < 0.1, "\(seen)")
+        #expect(abs((seen["duration"]?.number ?? 0) - 4) < 0.1, "\(seen)")
 
         // The session ends (pend, then a second's grace): back to the 220 Hz file, paused.
         #expect(waitUntil(timeout: 20) { (try? leader.nowPlaying(group: "Kitchen"))?.state == .paused }, "\((try? leader.nowPlaying(group: "Kitchen")).map { "\($0)" } ?? "")")

@@ -40,7 +40,7 @@ func thisMachinesAddress() -> String? {
         }
     }
 
-    func remoteError(_ body: () throws -> Any) -> ControlClient.RemoteError? {
+    func remoteError(_ body: () throws -> JSONValue) -> ControlClient.RemoteError? {
         do { _ = try body(); return nil } catch let e as ControlClient.RemoteError { return e } catch { return nil }
     }
 
@@ -51,8 +51,8 @@ func thisMachinesAddress() -> String? {
         let refused = remoteError { try c.call("player.status") }
         #expect(refused?.code == -32001 && refused?.message.contains("needs a password") == true, "\(String(describing: refused))")
         #expect(remoteError { try c.call("player.play") }?.code == -32001)
-        let status = try #require(try c.call("auth.status") as? [String: Any])
-        #expect(status["access"] as? String == "none" && status["password"] as? Bool == true)
+        let status = try #require(try c.call("auth.status").object)
+        #expect(status["access"]?.string == "none" && status["password"]?.bool == true)
         // Not logged in, it hears nothing of what plays.
         c.setReceiveTimeout(milliseconds: 400)
         _ = try l.perform(.play)
@@ -60,15 +60,15 @@ func thisMachinesAddress() -> String? {
         c.setReceiveTimeout(milliseconds: 5_000)
         let wrong = remoteError { try c.call("auth.login", ["password": "kitchen-secret-43"]) }
         #expect(wrong?.message == "wrong password")
-        let ok = try #require(try c.call("auth.login", ["password": Self.password]) as? [String: Any])
-        #expect(ok["access"] as? String == "full")
-        let token = try #require(ok["token"] as? String)
+        let ok = try #require(try c.call("auth.login", ["password": JSONValue(Self.password)]).object)
+        #expect(ok["access"]?.string == "full")
+        let token = try #require(ok["token"]?.string)
         #expect(token.count == 64 && !token.contains(Self.password))
-        #expect((try c.call("player.status") as? [String: Any])?["state"] != nil)
+        #expect((try c.call("player.status").object)?["state"] != nil)
         _ = try c.call("player.pause")
         // The token opens a new connection as the password does.
         let c2 = try ControlClient(endpoint: Endpoint(host: "127.0.0.1", port: l.controlEndpoint!.port))
-        _ = try c2.call("auth.login", ["token": token])
+        _ = try c2.call("auth.login", ["token": JSONValue(token)])
         _ = try c2.call("player.play")
         #expect(l.nowPlaying.state == .playing)
     }
@@ -77,8 +77,8 @@ func thisMachinesAddress() -> String? {
         let l = try leader(guest: true)
         defer { l.stop() }
         let c = try ControlClient(endpoint: Endpoint(host: "127.0.0.1", port: l.controlEndpoint!.port))
-        #expect((try c.call("player.status") as? [String: Any])?["state"] != nil)
-        #expect((try c.call("rooms.list") as? [String: Any]) != nil)
+        #expect((try c.call("player.status").object)?["state"] != nil)
+        #expect((try c.call("rooms.list").object) != nil)
         let refused = remoteError { try c.call("player.play") }
         #expect(refused?.code == -32001 && refused?.message.contains("guests can only look") == true, "\(String(describing: refused))")
         #expect(remoteError { try c.call("queue.clear") }?.code == -32001)
@@ -117,11 +117,11 @@ func thisMachinesAddress() -> String? {
         defer { l.stop() }
         let port = l.controlEndpoint!.port
         let local = try ControlClient(endpoint: Endpoint(host: "127.0.0.1", port: port))
-        #expect((try local.call("player.status") as? [String: Any]) != nil, "a client on this machine is trusted")
+        #expect((try local.call("player.status").object) != nil, "a client on this machine is trusted")
         let remote = try ControlClient(endpoint: Endpoint(host: address, port: port))
         #expect(remoteError { try remote.call("player.status") }?.code == -32001, "a client from \(address) must log in")
-        _ = try remote.call("auth.login", ["password": Self.password])
-        #expect((try remote.call("player.status") as? [String: Any]) != nil)
+        _ = try remote.call("auth.login", ["password": JSONValue(Self.password)])
+        #expect((try remote.call("player.status").object) != nil)
     }
 
     @Test func aSurfaceBeyondLoopbackGetsAGeneratedPasswordKeptAcrossRestarts() throws {
@@ -143,7 +143,7 @@ func thisMachinesAddress() -> String? {
         #expect(log.lines.contains { $0.contains(dir + "/db/control-password") && $0.contains("sudo cat") }, "\(log.lines)")
         let c = try ControlClient(endpoint: Endpoint(host: "127.0.0.1", port: first.controlEndpoint!.port))
         #expect(remoteError { try c.call("player.status") }?.code == -32001)
-        _ = try c.call("auth.login", ["password": saved])
+        _ = try c.call("auth.login", ["password": JSONValue(saved)])
         first.stop()
         let second = try start()
         defer { second.stop() }
@@ -193,30 +193,30 @@ func thisMachinesAddress() -> String? {
         defer { leader.stop() }
         #expect(waitUntil(timeout: 10) { ((try? leader.library?.trackCount()) ?? 0) >= 1 })
         let c = try ControlClient(endpoint: Endpoint(host: "127.0.0.1", port: leader.controlEndpoint!.port))
-        func refused(_ method: String, _ params: [String: Any]) -> Bool {
+        func refused(_ method: String, _ params: [String: JSONValue]) -> Bool {
             do { _ = try c.call(method, params); return false } catch let e as ControlClient.RemoteError { return e.message.contains("outside the music folder") } catch { return false }
         }
         let bad = [outside + "/secret.wav", music + "/../private/secret.wav", music + "/escape/secret.wav", music + "/album/link.wav",
                    "file://" + outside + "/secret.wav", "/etc/passwd", "pipe:" + outside + "/fifo", "relative/secret.wav"]
         for path in bad {
-            #expect(refused("queue.add", ["uris": [path]]), "queue.add \(path)")
+            #expect(refused("queue.add", ["uris": [JSONValue(path)]]), "queue.add \(path)")
         }
         #expect(leader.queue.count == 0, "nothing outside was queued")
-        #expect(refused("playlists.import", ["path": outside + "/list.m3u", "name": "x"]))
-        #expect(refused("playlists.import", ["path": music + "/escape/list.m3u", "name": "x"]))
-        #expect(refused("library.scan", ["folder": outside]))
-        #expect(refused("library.scan", ["folder": music + "/escape"]))
-        let pid = try #require((try c.call("playlists.create", ["name": "P"]) as? [String: Any])?["id"] as? Int)
+        #expect(refused("playlists.import", ["path": JSONValue(outside + "/list.m3u"), "name": "x"]))
+        #expect(refused("playlists.import", ["path": JSONValue(music + "/escape/list.m3u"), "name": "x"]))
+        #expect(refused("library.scan", ["folder": JSONValue(outside)]))
+        #expect(refused("library.scan", ["folder": JSONValue(music + "/escape")]))
+        let pid = try #require((try c.call("playlists.create", ["name": "P"]).object)?["id"]?.integer)
         // Export writes only into the playlist folder (FetchPolicyTests has the rest).
         func refusedExport(_ path: String) -> Bool {
-            do { _ = try c.call("playlists.export", ["id": pid, "path": path]); return false } catch let e as ControlClient.RemoteError { return e.message.contains("only into the playlist folder") } catch { return false }
+            do { _ = try c.call("playlists.export", ["id": JSONValue(pid), "path": JSONValue(path)]); return false } catch let e as ControlClient.RemoteError { return e.message.contains("only into the playlist folder") } catch { return false }
         }
         #expect(refusedExport(outside + "/out.m3u"))
         #expect(refusedExport(dir + "/db/playlists/../../private/out.m3u"))
         #expect(!FileManager.default.fileExists(atPath: outside + "/out.m3u"))
         // What lies inside is fine.
-        _ = try c.call("queue.add", ["uris": [music + "/album/in.wav"]])
-        _ = try c.call("playlists.export", ["id": pid, "path": dir + "/db/playlists/out.m3u"])
+        _ = try c.call("queue.add", ["uris": [JSONValue(music + "/album/in.wav")]])
+        _ = try c.call("playlists.export", ["id": JSONValue(pid), "path": JSONValue(dir + "/db/playlists/out.m3u")])
         #expect(leader.queue.count == 1)
 
         // MPD: relative paths that climb out, absolute ones, and the link.
@@ -329,8 +329,8 @@ func thisMachinesAddress() -> String? {
         for secret in [a, b, Self.password] { #expect(state.range(of: Data(secret.utf8)) == nil, "\(secret) in state.db") }
         // auth.logout revokes the one it names; a connection that logged in with it loses its access.
         let holder = try ControlClient(endpoint: Endpoint(host: "127.0.0.1", port: control))
-        _ = try holder.call("auth.login", ["token": a])
-        #expect((try holder.call("player.status") as? [String: Any]) != nil)
+        _ = try holder.call("auth.login", ["token": JSONValue(a)])
+        #expect((try holder.call("player.status").object) != nil)
         let out = rpc(control, from: "127.0.0.1", "auth.logout", ["token": a])
         #expect((out["result"] as? [String: Any])?["revoked"] as? Bool == true, "\(out)")
         #expect(!works(a) && works(b))
@@ -343,9 +343,9 @@ func thisMachinesAddress() -> String? {
         // auth.revokeAll needs a login, then revokes every token.
         #expect(message(rpc(control, from: "127.0.0.1", "auth.revokeAll")).contains("log in first"))
         let admin = try ControlClient(endpoint: Endpoint(host: "127.0.0.1", port: control))
-        _ = try admin.call("auth.login", ["password": Self.password])
-        let all = try #require(try admin.call("auth.revokeAll") as? [String: Any])
-        #expect(all["revoked"] as? Int == 3, "\(all)") // b, c and admin's own
+        _ = try admin.call("auth.login", ["password": JSONValue(Self.password)])
+        let all = try #require(try admin.call("auth.revokeAll").object)
+        #expect(all["revoked"]?.integer == 3, "\(all)") // b, c and admin's own
         #expect(!works(b) && !works(c))
         l.stop()
         // A new password voids every token issued under the old one.

@@ -60,7 +60,7 @@ import TuttiTestSupport
         let active = try ControlClient(endpoint: control)
         var notified = 0
         active.onNotification = { method, _ in if method == "rooms.changed" { notified += 1 } }
-        for i in 0..<3_000 { _ = try active.call("rooms.set", ["room": "den", "volume": i % 101]) }
+        for i in 0..<3_000 { _ = try active.call("rooms.set", ["room": "den", "volume": JSONValue(i % 101)]) }
         #expect(notified > 0, "the active client hears its own changes")
         // Its notifications outran the sleepers' sockets: they are dropped within the stall limit.
         #expect(waitUntil(timeout: 8) { leader.controlClientCount == 1 }, "\(leader.controlClientCount) clients still connected")
@@ -69,8 +69,8 @@ import TuttiTestSupport
         #expect(reasons.contains { $0.contains("JSON-RPC") && $0.contains("did not read for 1 s") }, "\(reasons)")
         #expect(reasons.contains { $0.contains("web page") }, "\(reasons)")
         // And the active client carries on.
-        let room = try #require(try active.call("rooms.set", ["room": "den", "volume": 33]) as? [String: Any])
-        #expect(room["volume"] as? Int == 33)
+        let room = try #require(try active.call("rooms.set", ["room": "den", "volume": 33]).object)
+        #expect(room["volume"]?.integer == 33)
         withExtendedLifetime(sleepers) {}
     }
 

@@ -81,51 +81,51 @@ import TuttiTestSupport
         let client = try ControlClient(endpoint: endpoint)
         usleep(1_500_000)
 
-        let paused = try #require(try client.call("player.pause") as? [String: Any])
-        #expect(paused["state"] as? String == "paused")
-        let accepted = try #require(paused["acceptedAt"] as? Int), effective = try #require(paused["effectiveAt"] as? Int)
+        let paused = try #require(try client.call("player.pause").object)
+        #expect(paused["state"]?.string == "paused")
+        let accepted = try #require(paused["acceptedAt"]?.integer), effective = try #require(paused["effectiveAt"]?.integer)
         #expect(effective - accepted > 0 && effective - accepted < 150_000_000)
         // The other client hears about it without asking.
-        var seen: [String: Any]?
+        var seen: [String: JSONValue]?
         for _ in 0..<10 {
             let (method, params) = try watcher.nextNotification()
-            if method == "player.changed" { seen = params; break }
+            if method == "player.changed" { seen = params.object; break }
         }
-        #expect(seen?["state"] as? String == "paused")
+        #expect(seen?["state"]?.string == "paused")
 
-        let position = try #require((try client.call("player.status") as? [String: Any])?["position"] as? Double)
+        let position = try #require((try client.call("player.status").object)?["position"]?.number)
         usleep(300_000)
-        let still = try #require((try client.call("player.status") as? [String: Any])?["position"] as? Double)
+        let still = try #require((try client.call("player.status").object)?["position"]?.number)
         #expect(position == still && position > 1, "paused position holds: \(position) → \(still)")
 
-        let next = try #require(try client.call("player.next") as? [String: Any])
-        #expect(next["state"] as? String == "playing")
+        let next = try #require(try client.call("player.next").object)
+        #expect(next["state"]?.string == "playing")
         usleep(300_000)
-        let afterNext = try #require(try client.call("player.status") as? [String: Any])
-        #expect(afterNext["track"] as? Int == 1)
-        #expect((afterNext["position"] as? Double ?? 9) < 1)
+        let afterNext = try #require(try client.call("player.status").object)
+        #expect(afterNext["track"]?.integer == 1)
+        #expect((afterNext["position"]?.number ?? 9) < 1)
 
         _ = try client.call("player.seek", ["position": 5.0])
         usleep(300_000)
-        let seeked = try #require((try client.call("player.status") as? [String: Any])?["position"] as? Double)
+        let seeked = try #require((try client.call("player.status").object)?["position"]?.number)
         #expect(seeked > 5 && seeked < 6, "\(seeked)")
 
         // previous within 3 s of a track's start goes back a track; later it restarts the track.
         _ = try client.call("player.previous")
         usleep(200_000)
-        #expect((try client.call("player.status") as? [String: Any])?["track"] as? Int == 1)
+        #expect((try client.call("player.status").object)?["track"]?.integer == 1)
         _ = try client.call("player.previous")
         usleep(200_000)
-        #expect((try client.call("player.status") as? [String: Any])?["track"] as? Int == 0)
+        #expect((try client.call("player.status").object)?["track"]?.integer == 0)
         do { _ = try client.call("player.next"); _ = try client.call("player.next"); Issue.record("next past the last track") } catch let e as ControlClient.RemoteError {
             #expect(e.code == -32000 && e.message.contains("last track"))
         }
 
-        let room = try #require(try client.call("rooms.set", ["room": "den", "volume": 40, "latencyMs": 12.5]) as? [String: Any])
-        #expect(room["volume"] as? Int == 40 && room["latencyMs"] as? Double == 12.5)
+        let room = try #require(try client.call("rooms.set", ["room": "den", "volume": 40, "latencyMs": 12.5]).object)
+        #expect(room["volume"]?.integer == 40 && room["latencyMs"]?.number == 12.5)
         #expect(waitUntil(timeout: 2) { follower.settings.volume == 40 && follower.settings.latencyTrimNanoseconds == 12_500_000 })
         #expect(waitUntil(timeout: 4) {
-            let rooms = ((try? client.call("rooms.list")) as? [String: Any])?["rooms"] as? [[String: Any]] ?? []
+            let rooms = ((try? client.call("rooms.list"))?.object)?["rooms"]?.objectArray ?? []
             return rooms.first?["health"] != nil
         })
     }

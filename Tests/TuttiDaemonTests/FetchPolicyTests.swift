@@ -51,7 +51,7 @@ import TuttiTestSupport
         deinit { if process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() } }
     }
 
-    private func remoteError(_ body: () throws -> Any?) -> String? {
+    private func remoteError(_ body: () throws -> JSONValue?) -> String? {
         do { _ = try body(); return nil } catch let e as ControlClient.RemoteError { return e.message } catch { return "\(error)" }
     }
 
@@ -77,9 +77,9 @@ import TuttiTestSupport
         let port = server.port
         for url in ["http://127.0.0.1:\(port)/secret", "http://localhost:\(port)/secret", "http://[::1]:\(port)/secret",
                     "http://[::ffff:127.0.0.1]:\(port)/secret", "http://169.254.169.254/latest/meta-data/"] {
-            let queued = remoteError { try c.call("queue.add", ["uris": [url]]) }
+            let queued = remoteError { try c.call("queue.add", ["uris": [JSONValue(url)]]) }
             #expect(queued?.contains("refused to fetch") == true, "queue.add \(url): \(queued ?? "accepted")")
-            let cached = remoteError { try c.call("cache.add", ["url": url]) }
+            let cached = remoteError { try c.call("cache.add", ["url": JSONValue(url)]) }
             #expect(cached?.contains("refused to fetch") == true, "cache.add \(url): \(cached ?? "accepted")")
         }
         #expect(remoteError { try c.call("queue.add", ["uris": ["http://127.0.0.1:\(port)/secret"]]) }?.contains("local-streams = yes") == true)
@@ -93,14 +93,14 @@ import TuttiTestSupport
 
         // Spellings the text check does not know reach libcurl, which resolves them to 127.0.0.1 and is refused there.
         for url in ["http://0x7f000001:\(port)/secret", "http://127.1:\(port)/secret"] {
-            let cached = remoteError { try c.call("cache.add", ["url": url]) }
+            let cached = remoteError { try c.call("cache.add", ["url": JSONValue(url)]) }
             #expect(cached?.contains("refused to fetch from 127.0.0.1") == true, "cache.add \(url): \(cached ?? "accepted")")
         }
         _ = try c.call("queue.add", ["uris": ["http://0x7f000001:\(port)/secret"]])
         _ = try c.call("queue.play", ["index": 0])
-        let status = { (try? c.call("player.status")) as? [String: Any] ?? [:] }
-        #expect(waitUntil(timeout: 10) { status()["state"] as? String == "error" }, "\(status())")
-        #expect((status()["error"] as? String ?? "").contains("refused to fetch from 127.0.0.1"), "\(status())")
+        let status = { (try? c.call("player.status"))?.object ?? [:] }
+        #expect(waitUntil(timeout: 10) { status()["state"]?.string == "error" }, "\(status())")
+        #expect((status()["error"]?.string ?? "").contains("refused to fetch from 127.0.0.1"), "\(status())")
         #expect(server.requests.isEmpty, "the server was asked for \(server.requests)")
     }
 
@@ -123,8 +123,8 @@ import TuttiTestSupport
         }
         defer { leader.stop() }
         let c = try ControlClient(endpoint: try #require(leader.controlEndpoint))
-        let cached = try #require(try c.call("cache.add", ["url": "http://127.0.0.1:\(server.port)/tone.mp3"]) as? [String: Any])
-        #expect(cached["size"] as? Int == (try FileManager.default.attributesOfItem(atPath: dir + "/www/tone.mp3")[.size] as? Int))
+        let cached = try #require(try c.call("cache.add", ["url": "http://127.0.0.1:\(server.port)/tone.mp3"]).object)
+        #expect(cached["size"]?.integer == (try FileManager.default.attributesOfItem(atPath: dir + "/www/tone.mp3")[.size] as? Int))
         for target in ["http://169.254.169.254/latest/meta-data/", "http://0.0.0.0:\(server.port)/tone.mp3"] {
             let redirected = remoteError { try c.call("cache.add", ["url": "http://127.0.0.1:\(server.port)/to?\(target)"]) }
             #expect(redirected?.contains("refused to fetch from") == true, "\(target): \(redirected ?? "accepted")")
@@ -148,11 +148,11 @@ import TuttiTestSupport
         defer { leader.stop() }
         let c = try ControlClient(endpoint: try #require(leader.controlEndpoint))
         for path in [dir + "/music/notes.m3u", dir + "/db/cache/page.m3u"] {
-            let message = remoteError { try c.call("playlists.import", ["path": path, "name": "x"]) }
+            let message = remoteError { try c.call("playlists.import", ["path": JSONValue(path), "name": "x"]) }
             #expect(message?.contains("is not a playlist") == true, "\(message ?? "accepted")")
             #expect(message?.contains("hunter2") == false)
         }
-        #expect(((try c.call("playlists.list") as? [String: Any])?["playlists"] as? [Any])?.isEmpty == true)
+        #expect(((try c.call("playlists.list").object)?["playlists"]?.array)?.isEmpty == true)
     }
 
     /// playlists.export writes only `NAME.m3u`/`.m3u8` into the playlist
@@ -177,7 +177,7 @@ import TuttiTestSupport
         defer { leader.stop() }
         #expect(waitUntil(timeout: 10) { ((try? leader.library?.trackCount()) ?? 0) >= 1 })
         let c = try ControlClient(endpoint: try #require(leader.controlEndpoint))
-        let pid = try #require((try c.call("playlists.create", ["name": "P"]) as? [String: Any])?["id"] as? Int)
+        let pid = try #require((try c.call("playlists.create", ["name": "P"]).object)?["id"]?.integer)
         func bytes(_ path: String) -> [UInt8]? { FileManager.default.contents(atPath: path).map { [UInt8]($0) } }
         let before = [music + "/in.wav", outside + "/target.m3u", outside + "/authorized_keys", playlists + "/notes.m3u"].map { ($0, bytes($0)) }
         let refusals: [(String, String)] = [
@@ -191,16 +191,16 @@ import TuttiTestSupport
             (".hidden.m3u", "not a playlist file name"),
         ]
         for (path, why) in refusals {
-            let message = remoteError { try c.call("playlists.export", ["id": pid, "path": path]) }
+            let message = remoteError { try c.call("playlists.export", ["id": JSONValue(pid), "path": JSONValue(path)]) }
             #expect(message?.contains(why) == true, "export to \(path): \(message ?? "accepted")")
         }
         for (path, was) in before { #expect(bytes(path) == was, "\(path) changed") }
         #expect(try FileManager.default.destinationOfSymbolicLink(atPath: playlists + "/link.m3u") == outside + "/target.m3u")
         #expect(!FileManager.default.fileExists(atPath: outside + "/out.m3u"))
         // A plain name, and a path in the playlist folder, are written; the second export replaces the first.
-        let written = try #require(try c.call("playlists.export", ["id": pid, "path": "Road Trip.m3u8"]) as? [String: Any])
-        #expect((written["path"] as? String)?.hasSuffix("/playlists/Road Trip.m3u8") == true)
-        _ = try c.call("playlists.export", ["id": pid, "path": playlists + "/Road Trip.m3u8"])
+        let written = try #require(try c.call("playlists.export", ["id": JSONValue(pid), "path": "Road Trip.m3u8"]).object)
+        #expect((written["path"]?.string)?.hasSuffix("/playlists/Road Trip.m3u8") == true)
+        _ = try c.call("playlists.export", ["id": JSONValue(pid), "path": JSONValue(playlists + "/Road Trip.m3u8")])
         #expect(bytes(playlists + "/Road Trip.m3u8").map { $0.starts(with: Array("#EXTM3U".utf8)) } == true)
         #expect(try FileManager.default.contentsOfDirectory(atPath: playlists).sorted() == ["Road Trip.m3u8", "keys.m3u", "link.m3u", "notes.m3u"])
     }
@@ -221,13 +221,13 @@ import TuttiTestSupport
         defer { leader.stop() }
         let c = try ControlClient(endpoint: try #require(leader.controlEndpoint))
         for path in [home + "/other.wav", home + "/.ssh/id_ed25519", "file://" + home + "/other.wav"] {
-            let message = remoteError { try c.call("queue.add", ["uris": [path]]) }
+            let message = remoteError { try c.call("queue.add", ["uris": [JSONValue(path)]]) }
             #expect(message?.contains("outside the music folder") == true, "queue.add \(path): \(message ?? "accepted")")
         }
         #expect(leader.queue.count == 1)
-        _ = try c.call("queue.add", ["uris": [home + "/song.wav"]])
+        _ = try c.call("queue.add", ["uris": [JSONValue(home + "/song.wav")]])
         #expect(leader.queue.count == 2)
-        let status = { (try? c.call("player.status")) as? [String: Any] ?? [:] }
-        #expect(waitUntil(timeout: 10) { status()["state"] as? String == "playing" }, "\(status())")
+        let status = { (try? c.call("player.status"))?.object ?? [:] }
+        #expect(waitUntil(timeout: 10) { status()["state"]?.string == "playing" }, "\(status())")
     }
 }

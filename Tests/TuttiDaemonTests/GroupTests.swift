@@ -42,13 +42,13 @@ import TuttiTestSupport
         #expect(waitUntil(timeout: 5) { leader.followerNames == ["kitchen", "living"] })
 
         // The kitchen gets its own group and plays something else there.
-        let created = try #require(try rpc.call("groups.create", ["name": "Kitchen", "rooms": ["kitchen"]]) as? [String: Any])
-        #expect(created["rooms"] as? [String] == ["kitchen"] && created["state"] as? String == "idle", "\(created)")
-        let kitchenID = try #require(created["id"] as? String)
-        _ = try rpc.call("queue.add", ["group": "Kitchen", "uris": [dir + "/quiet.wav"]])
-        let play = try #require(try rpc.call("player.play", ["group": kitchenID]) as? [String: Any])
-        #expect(play["state"] as? String == "playing" && (play["file"] as? String)?.hasSuffix("quiet.wav") == true)
-        #expect((try rpc.call("player.status") as? [String: Any])?["file"] as? String == dir + "/clicks.wav", "the main group is untouched")
+        let created = try #require(try rpc.call("groups.create", ["name": "Kitchen", "rooms": ["kitchen"]]).object)
+        #expect(created["rooms"]?.strings == ["kitchen"] && created["state"]?.string == "idle", "\(created)")
+        let kitchenID = try #require(created["id"]?.string)
+        _ = try rpc.call("queue.add", ["group": "Kitchen", "uris": [JSONValue(dir + "/quiet.wav")]])
+        let play = try #require(try rpc.call("player.play", ["group": JSONValue(kitchenID)]).object)
+        #expect(play["state"]?.string == "playing" && (play["file"]?.string)?.hasSuffix("quiet.wav") == true)
+        #expect((try rpc.call("player.status").object)?["file"]?.string == dir + "/clicks.wav", "the main group is untouched")
         let split = Monotonic.now()
         usleep(3_000_000)
         // Living room: clicks; kitchen: the 880 Hz tone and no click.
@@ -61,13 +61,13 @@ import TuttiTestSupport
         #expect(kitchenTone.total > 80_000 && Double(kitchenTone.loud) / Double(kitchenTone.total) > 0.6)
 
         // Party: every room plays the main group, in sync; the kitchen's own stream pauses.
-        let party = try #require(try rpc.call("party.on") as? [String: Any])
-        #expect(party["rooms"] as? [String] == ["kitchen", "living"])
+        let party = try #require(try rpc.call("party.on").object)
+        #expect(party["rooms"]?.strings == ["kitchen", "living"])
         let partyAt = Monotonic.now()
-        let groups = try #require((try rpc.call("groups.list") as? [String: Any]))
-        #expect(groups["party"] as? Bool == true)
-        let kitchenGroup = (groups["groups"] as? [[String: Any]])?.first { $0["id"] as? String == kitchenID }
-        #expect(kitchenGroup?["state"] as? String == "paused" && kitchenGroup?["rooms"] as? [String] == [])
+        let groups = try #require((try rpc.call("groups.list").object))
+        #expect(groups["party"]?.bool == true)
+        let kitchenGroup = (groups["groups"]?.objectArray)?.first { $0["id"]?.string == kitchenID }
+        #expect(kitchenGroup?["state"]?.string == "paused" && kitchenGroup?["rooms"]?.strings == [])
         usleep(5_000_000)
         let ta = clickTimes(dir + "/a.raw", ppm: -120), tb = clickTimes(dir + "/b.raw", ppm: 130)
         let diffs = pairedDifferences(tb.filter { $0 > partyAt + 300_000_000 }, ta, from: partyAt + 300_000_000).sorted()
@@ -77,8 +77,8 @@ import TuttiTestSupport
         #expect(b.engine.statistics.hardResyncs == 0)
 
         // Party off: the kitchen goes back to its group (paused: silence there).
-        let off = try #require(try rpc.call("party.off") as? [String: Any])
-        #expect(off["moved"] as? [String] == ["kitchen"])
+        let off = try #require(try rpc.call("party.off").object)
+        #expect(off["moved"]?.strings == ["kitchen"])
         let offAt = Monotonic.now()
         usleep(2_500_000)
         #expect(leader.group(ofRoom: "kitchen").id == kitchenID && leader.group(ofRoom: "living").id == "main")
@@ -96,13 +96,13 @@ import TuttiTestSupport
         defer { f.stop() }
         #expect(waitUntil(timeout: 5) { leader.followerNames == ["den"] })
         let rpc = try ControlClient(endpoint: try #require(leader.controlEndpoint))
-        func refusal(_ method: String, _ params: [String: Any]) -> String? {
+        func refusal(_ method: String, _ params: [String: JSONValue]) -> String? {
             do { _ = try rpc.call(method, params); return nil } catch let e as ControlClient.RemoteError { return e.message } catch { return "\(error)" }
         }
         #expect(refusal("player.play", ["group": "Nowhere"])?.contains("no group 'Nowhere'") == true)
         #expect(refusal("player.play", ["group": 7])?.contains("group must be") == true)
         #expect(refusal("groups.create", ["name": ""])?.contains("needs \"name\"") == true)
-        #expect(refusal("groups.create", ["name": String(repeating: "x", count: 65)])?.contains("1–64 bytes") == true)
+        #expect(refusal("groups.create", ["name": JSONValue(String(repeating: "x", count: 65))])?.contains("1–64 bytes") == true)
         #expect(refusal("groups.create", ["name": "Attic", "rooms": ["nosuchroom"]])?.contains("no room 'nosuchroom'") == true)
         _ = try rpc.call("groups.create", ["name": "Attic"])
         #expect(refusal("groups.create", ["name": "attic"])?.contains("already exists") == true)
@@ -113,14 +113,14 @@ import TuttiTestSupport
         #expect(refusal("party.on", ["group": "Cellar"])?.contains("no group 'Cellar'") == true)
         // Nothing moved by the refusals; the connection is still usable.
         #expect(leader.group(ofRoom: "den").id == "main")
-        let renamed = try #require(try rpc.call("groups.rename", ["group": "attic", "name": "Loft"]) as? [String: Any])
-        #expect(renamed["name"] as? String == "Loft")
+        let renamed = try #require(try rpc.call("groups.rename", ["group": "attic", "name": "Loft"]).object)
+        #expect(renamed["name"]?.string == "Loft")
         _ = try rpc.call("groups.add", ["group": "Loft", "rooms": ["den"]])
         #expect(leader.group(ofRoom: "den").name == "Loft")
-        let deleted = try #require(try rpc.call("groups.delete", ["group": "Loft"]) as? [String: Any])
-        #expect(deleted["movedToMain"] as? [String] == ["den"])
+        let deleted = try #require(try rpc.call("groups.delete", ["group": "Loft"]).object)
+        #expect(deleted["movedToMain"]?.strings == ["den"])
         #expect(leader.group(ofRoom: "den").id == "main")
-        #expect(((try rpc.call("groups.list") as? [String: Any])?["groups"] as? [[String: Any]])?.count == 1)
+        #expect(((try rpc.call("groups.list").object)?["groups"]?.objectArray)?.count == 1)
     }
 
     @Test func tuttiGroupAndPartyCommands() throws {

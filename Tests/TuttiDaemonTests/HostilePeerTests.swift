@@ -66,7 +66,7 @@ import TuttiTestSupport
         #expect(waited >= 9, "closed after \(waited) s, before the 10 s a client is given")
 
         // The real client was answered all along.
-        #expect((try real.call("player.status") as? [String: Any]) != nil)
+        #expect((try real.call("player.status").object) != nil)
     }
 
     /// Whether the leader has closed `c` (reads what is waiting, 1 ms at most).
@@ -139,7 +139,7 @@ import TuttiTestSupport
         // Both still serve.
         let ok = try http(web.port, Array("POST /api HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 50\r\nConnection: close\r\n\r\n".utf8) + Array(#"{"jsonrpc":"2.0","id":1,"method":"player.status"} "#.utf8))
         #expect(ok.contains("\"state\""), "\(ok.prefix(300))")
-        #expect((try ControlClient(endpoint: control).call("player.status") as? [String: Any]) != nil)
+        #expect((try ControlClient(endpoint: control).call("player.status").object) != nil)
     }
 
     @Test func connectionsThatSayNothingDoNotKeepTheWebAppFromABrowser() throws {
@@ -157,8 +157,8 @@ import TuttiTestSupport
         #expect(page.hasPrefix("HTTP/1.1 200"), "answered within 5 s beside 96 silent connections: \(page.prefix(200))")
     }
 
-    func nestedArray(_ depth: Int) -> Any {
-        var value: Any = [Any]()
+    func nestedArray(_ depth: Int) -> JSONValue {
+        var value: JSONValue = []
         for _ in 0..<min(depth, 200) { value = [value] }
         return value
     }
@@ -183,7 +183,7 @@ import TuttiTestSupport
         print("400 connections at once: \(stillOpen) held, \(flood.count - stillOpen) closed at once")
         // All from 127.0.0.1, which holds the real client's place too: its share is 16 of the port's 256.
         #expect(stillOpen == 15, "\(stillOpen) held")
-        #expect((try real.call("player.status") as? [String: Any]) != nil, "the client already there is answered")
+        #expect((try real.call("player.status").object) != nil, "the client already there is answered")
         for c in flood { c.close() }
     }
 }

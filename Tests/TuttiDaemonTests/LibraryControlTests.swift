@@ -39,72 +39,72 @@ import TuttiTestSupport
         let leader = try musicLeader(dir)
         defer { leader.stop() }
         let c = try ControlClient(endpoint: try #require(leader.controlEndpoint))
-        func obj(_ method: String, _ params: [String: Any] = [:]) throws -> [String: Any] { try #require(try c.call(method, params) as? [String: Any]) }
+        func obj(_ method: String, _ params: [String: JSONValue] = [:]) throws -> [String: JSONValue] { try #require(try c.call(method, params).object) }
 
-        #expect(try obj("library.stats")["tracks"] as? Int == 3)
-        let found = try obj("library.search", ["query": "beyonce", "record": true])["tracks"] as? [[String: Any]] ?? []
-        #expect(Set(found.compactMap { $0["title"] as? String }) == ["Morning Light", "Noon Heat"])
-        let prefix = try obj("library.search", ["query": "nig"])["tracks"] as? [[String: Any]] ?? []
-        #expect(prefix.first?["title"] as? String == "Night Drive")
-        let filtered = try obj("library.search", ["query": "album:dawn noon"])["tracks"] as? [[String: Any]] ?? []
-        #expect(filtered.map { $0["title"] as? String } == ["Noon Heat"])
-        #expect(try obj("searches.recent")["searches"] as? [String] == ["beyonce"])
+        #expect(try obj("library.stats")["tracks"]?.integer == 3)
+        let found = try obj("library.search", ["query": "beyonce", "record": true])["tracks"]?.objectArray ?? []
+        #expect(Set(found.compactMap { $0["title"]?.string }) == ["Morning Light", "Noon Heat"])
+        let prefix = try obj("library.search", ["query": "nig"])["tracks"]?.objectArray ?? []
+        #expect(prefix.first?["title"]?.string == "Night Drive")
+        let filtered = try obj("library.search", ["query": "album:dawn noon"])["tracks"]?.objectArray ?? []
+        #expect(filtered.map { $0["title"]?.string } == ["Noon Heat"])
+        #expect(try obj("searches.recent")["searches"]?.strings == ["beyonce"])
         _ = try obj("searches.clear")
-        #expect((try obj("searches.recent")["searches"] as? [String])?.isEmpty == true)
+        #expect((try obj("searches.recent")["searches"]?.strings)?.isEmpty == true)
 
         // Queue from the library: an album, then a search result, then track ids.
         _ = try obj("queue.add", ["album": "Dawn"])
         _ = try obj("queue.add", ["search": "kraftwerk"])
-        let kraftwerkID = try #require(prefix.first?["id"] as? Int)
-        _ = try obj("queue.add", ["trackIds": [kraftwerkID]])
-        #expect((try obj("queue.list")["entries"] as? [[String: Any]])?.count == 4)
+        let kraftwerkID = try #require(prefix.first?["id"]?.integer)
+        _ = try obj("queue.add", ["trackIds": [JSONValue(kraftwerkID)]])
+        #expect((try obj("queue.list")["entries"]?.objectArray)?.count == 4)
         _ = try obj("queue.play", ["index": 0])
         usleep(1_600_000)
         let status = try obj("player.status")
-        #expect(status["title"] as? String == "Morning Light" && status["artist"] as? String == "Beyoncé" && status["album"] as? String == "Dawn")
+        #expect(status["title"]?.string == "Morning Light" && status["artist"]?.string == "Beyoncé" && status["album"]?.string == "Dawn")
 
         // Like what is playing, list, unlike.
-        #expect(try obj("favourites.like")["title"] as? String == "Morning Light")
-        #expect((try obj("favourites.list")["favourites"] as? [[String: Any]])?.map { $0["title"] as? String } == ["Morning Light"])
-        _ = try obj("favourites.unlike", ["id": try #require(status["trackId"] as? Int)])
-        #expect((try obj("favourites.list")["favourites"] as? [[String: Any]])?.isEmpty == true)
+        #expect(try obj("favourites.like")["title"]?.string == "Morning Light")
+        #expect((try obj("favourites.list")["favourites"]?.objectArray)?.map { $0["title"]?.string } == ["Morning Light"])
+        _ = try obj("favourites.unlike", ["id": JSONValue(try #require(status["trackId"]?.integer))])
+        #expect((try obj("favourites.list")["favourites"]?.objectArray)?.isEmpty == true)
 
         // Heard for over a second, then skipped: it is in the history with how long it played.
         _ = try obj("player.next")
-        #expect(waitUntil(timeout: 3) { ((try? obj("history.list")["plays"] as? [[String: Any]]) ?? []).count == 1 })
-        let play = try #require((try obj("history.list")["plays"] as? [[String: Any]])?.first)
-        #expect(play["title"] as? String == "Morning Light")
-        #expect((play["playedMs"] as? Int ?? 0) >= 1_000)
+        #expect(waitUntil(timeout: 3) { ((try? obj("history.list")["plays"]?.objectArray) ?? []).count == 1 })
+        let play = try #require((try obj("history.list")["plays"]?.objectArray)?.first)
+        #expect(play["title"]?.string == "Morning Light")
+        #expect((play["playedMs"]?.integer ?? 0) >= 1_000)
 
         // Playlists: save the queue, edit, export, import, load, delete.
         let saved = try obj("playlists.saveQueue", ["name": "Evening"])
-        let pid = try #require(saved["id"] as? Int)
-        #expect(saved["entries"] as? Int == 4)
-        _ = try obj("playlists.move", ["id": pid, "from": 2, "to": 0])
-        _ = try obj("playlists.remove", ["id": pid, "index": 1])
-        _ = try obj("playlists.rename", ["id": pid, "name": "Late"])
-        let entries = try obj("playlists.entries", ["id": pid])["entries"] as? [[String: Any]] ?? []
-        #expect(entries.map { $0["title"] as? String } == ["Night Drive", "Noon Heat", "Night Drive"])
+        let pid = try #require(saved["id"]?.integer)
+        #expect(saved["entries"]?.integer == 4)
+        _ = try obj("playlists.move", ["id": JSONValue(pid), "from": 2, "to": 0])
+        _ = try obj("playlists.remove", ["id": JSONValue(pid), "index": 1])
+        _ = try obj("playlists.rename", ["id": JSONValue(pid), "name": "Late"])
+        let entries = try obj("playlists.entries", ["id": JSONValue(pid)])["entries"]?.objectArray ?? []
+        #expect(entries.map { $0["title"]?.string } == ["Night Drive", "Noon Heat", "Night Drive"])
         // In the playlist folder (beside the library); anywhere else is refused.
         let m3u = dir + "/db/playlists/late.m3u"
-        _ = try obj("playlists.export", ["id": pid, "path": m3u])
-        let imported = try obj("playlists.import", ["path": m3u, "name": "Again"])
-        #expect(imported["added"] as? Int == 3 && (imported["unresolved"] as? [Any])?.isEmpty == true)
+        _ = try obj("playlists.export", ["id": JSONValue(pid), "path": JSONValue(m3u)])
+        let imported = try obj("playlists.import", ["path": JSONValue(m3u), "name": "Again"])
+        #expect(imported["added"]?.integer == 3 && (imported["unresolved"]?.array)?.isEmpty == true)
         _ = try obj("queue.clear")
-        _ = try obj("queue.add", ["playlist": pid])
-        #expect((try obj("queue.list")["entries"] as? [[String: Any]])?.count == 3)
-        _ = try obj("playlists.delete", ["id": pid])
-        #expect((try obj("playlists.list")["playlists"] as? [[String: Any]])?.map { $0["name"] as? String } == ["Again"])
+        _ = try obj("queue.add", ["playlist": JSONValue(pid)])
+        #expect((try obj("queue.list")["entries"]?.objectArray)?.count == 3)
+        _ = try obj("playlists.delete", ["id": JSONValue(pid)])
+        #expect((try obj("playlists.list")["playlists"]?.objectArray)?.map { $0["name"]?.string } == ["Again"])
 
         // A file deleted from the music folder leaves the library and the queue on the next scan.
         try FileManager.default.removeItem(atPath: dir + "/music/b1.mp3")
         let scan = try obj("library.scan")
-        #expect(scan["removed"] as? Int == 1)
+        #expect(scan["removed"]?.integer == 1)
         #expect(waitUntil(timeout: 3) { leader.queue.entries.allSatisfy { !$0.uri.hasSuffix("b1.mp3") } })
 
         // Errors name what is wrong.
         for (method, params) in [("library.search", [:]), ("playlists.delete", ["id": "x"]), ("favourites.like", ["id": 99_999]),
-                                 ("playlists.entries", ["id": -1]), ("queue.add", ["trackIds": [123_456]])] as [(String, [String: Any])] {
+                                 ("playlists.entries", ["id": -1]), ("queue.add", ["trackIds": [123_456]])] as [(String, [String: JSONValue])] {
             do { _ = try c.call(method, params); Issue.record("\(method) accepted \(params)") } catch let e as ControlClient.RemoteError {
                 #expect(!e.message.isEmpty && (e.code == -32602 || e.code == -32000), "\(method): \(e.code) \(e.message)")
             }
@@ -120,47 +120,47 @@ import TuttiTestSupport
         defer { den.stop() }
         #expect(waitUntil(timeout: 5) { leader.followerNames == ["den"] })
         let c = try ControlClient(endpoint: try #require(leader.controlEndpoint))
-        func obj(_ method: String, _ params: [String: Any] = [:]) throws -> [String: Any] { try #require(try c.call(method, params) as? [String: Any]) }
+        func obj(_ method: String, _ params: [String: JSONValue] = [:]) throws -> [String: JSONValue] { try #require(try c.call(method, params).object) }
 
         // Library: one track by path and by id; a search recorded without searching.
-        let night = try obj("library.track", ["path": dir + "/music/" + songs[2].file])
-        #expect(night["title"] as? String == "Night Drive")
-        #expect(try obj("library.track", ["id": try #require(night["id"] as? Int)])["artist"] as? String == "Kraftwerk")
-        #expect(try obj("searches.record", ["query": "neon"])["searches"] as? [String] == ["neon"])
+        let night = try obj("library.track", ["path": JSONValue(dir + "/music/" + songs[2].file)])
+        #expect(night["title"]?.string == "Night Drive")
+        #expect(try obj("library.track", ["id": JSONValue(try #require(night["id"]?.integer))])["artist"]?.string == "Kraftwerk")
+        #expect(try obj("searches.record", ["query": "neon"])["searches"]?.strings == ["neon"])
         // Playlists: create, add tracks by id.
-        let pid = try #require(try obj("playlists.create", ["name": "Drive"])["id"] as? Int)
-        _ = try obj("playlists.add", ["id": pid, "trackIds": [try #require(night["id"] as? Int)]])
-        #expect((try obj("playlists.entries", ["id": pid])["entries"] as? [[String: Any]])?.map { $0["title"] as? String } == ["Night Drive"])
+        let pid = try #require(try obj("playlists.create", ["name": "Drive"])["id"]?.integer)
+        _ = try obj("playlists.add", ["id": JSONValue(pid), "trackIds": [JSONValue(try #require(night["id"]?.integer))]])
+        #expect((try obj("playlists.entries", ["id": JSONValue(pid)])["entries"]?.objectArray)?.map { $0["title"]?.string } == ["Night Drive"])
 
         // Queue and transport: move, remove, toggle, stop, shuffle, single, consume.
         _ = try obj("queue.add", ["album": "Dawn"])
-        _ = try obj("queue.add", ["trackIds": [try #require(night["id"] as? Int)]])
+        _ = try obj("queue.add", ["trackIds": [JSONValue(try #require(night["id"]?.integer))]])
         let moved = try obj("queue.move", ["from": 2, "to": 0])
-        #expect(moved["trackCount"] as? Int == 3)
+        #expect(moved["trackCount"]?.integer == 3)
         #expect(leader.queue.entries.first?.uri.hasSuffix(songs[2].file) == true)
         _ = try obj("queue.remove", ["index": 2])
         #expect(leader.queue.count == 2)
         _ = try obj("queue.play", ["index": 0])
-        #expect(try obj("player.toggle")["state"] as? String == "paused")
-        #expect(try obj("player.toggle")["state"] as? String == "playing")
-        #expect(try obj("player.shuffle", ["on": true])["shuffle"] as? Bool == true)
-        #expect(try obj("player.single", ["mode": "on"])["single"] as? String == "on")
-        #expect(try obj("player.single")["single"] as? String == "off", "no mode: toggles")
-        #expect(try obj("player.consume", ["on": true])["consume"] as? Bool == true)
-        #expect(try obj("player.stop")["state"] as? String == "stopped")
+        #expect(try obj("player.toggle")["state"]?.string == "paused")
+        #expect(try obj("player.toggle")["state"]?.string == "playing")
+        #expect(try obj("player.shuffle", ["on": true])["shuffle"]?.bool == true)
+        #expect(try obj("player.single", ["mode": "on"])["single"]?.string == "on")
+        #expect(try obj("player.single")["single"]?.string == "off", "no mode: toggles")
+        #expect(try obj("player.consume", ["on": true])["consume"]?.bool == true)
+        #expect(try obj("player.stop")["state"]?.string == "stopped")
         #expect(leader.queue.count == 2, "a stopped track is not consumed")
 
         // Groups: a room taken out into a group of its own; party status.
         let own = try obj("groups.separate", ["room": "den"])
-        #expect(own["name"] as? String == "den" && own["rooms"] as? [String] == ["den"])
-        #expect(try obj("party.status")["party"] as? Bool == false)
+        #expect(own["name"]?.string == "den" && own["rooms"]?.strings == ["den"])
+        #expect(try obj("party.status")["party"]?.bool == false)
 
         // Cache: removing what is not there says so.
-        #expect(try obj("cache.remove", ["url": "http://127.0.0.1:9/none.mp3"])["removed"] as? Bool == false)
+        #expect(try obj("cache.remove", ["url": "http://127.0.0.1:9/none.mp3"])["removed"]?.bool == false)
 
         // Bad values for the new methods are refused and name the parameter.
         for (method, params) in [("player.single", ["mode": "twice"]), ("player.consume", ["on": "yes"]),
-                                 ("groups.separate", ["room": "attic"]), ("queue.move", ["from": 0, "to": 9])] as [(String, [String: Any])] {
+                                 ("groups.separate", ["room": "attic"]), ("queue.move", ["from": 0, "to": 9])] as [(String, [String: JSONValue])] {
             do { _ = try c.call(method, params); Issue.record("\(method) accepted \(params)") } catch let e as ControlClient.RemoteError {
                 #expect(e.code == -32602 || e.code == -32000, "\(method): \(e.code) \(e.message)")
             }

@@ -86,8 +86,8 @@ final class PulseLineIn {
         _ = try ControlClient(endpoint: control).call("queue.add", ["uris": ["line:\(PulseLineIn.device)?name=Turntable"]])
         _ = try leader.perform(.playIndex(0))
         #expect(waitUntil(timeout: 5) { leader.nowPlaying.state == .playing })
-        let status = try #require(try ControlClient(endpoint: control).call("player.status") as? [String: Any])
-        #expect(status["title"] as? String == "Turntable")
+        let status = try #require(try ControlClient(endpoint: control).call("player.status").object)
+        #expect(status["title"]?.string == "Turntable")
 
         // A real program plays 5 s of 440 Hz into the input, in real time.
         try Self.toneFile(dir + "/tone.wav", seconds: 5, silence: 0.2)
@@ -96,7 +96,7 @@ final class PulseLineIn {
         defer { player.stop() }
         for _ in 0..<50 {
             usleep(100_000)
-            if let s = try? ControlClient(endpoint: control).call("player.status") as? [String: Any], let b = s["bufferedSeconds"] as? Double {
+            if let s = try? ControlClient(endpoint: control).call("player.status").object, let b = s["bufferedSeconds"]?.number {
                 latencies.append(b)
             }
         }

@@ -232,8 +232,8 @@ import TuttiTestSupport
         #expect(lines(try mpc(f, "outputs")) == ["Output 1 (den) is enabled", "Output 2 (kitchen) is disabled"])
         // The JSON-RPC surface sees the same rooms.
         let client = try ControlClient(endpoint: f.leader.controlEndpoint!)
-        let rooms = (try client.call("rooms.list") as? [String: Any])?["rooms"] as? [[String: Any]] ?? []
-        #expect(rooms.map { "\($0["name"] as? String ?? "?") \($0["volume"] as? Int ?? -1) \($0["group"] as? String ?? "?")" }
+        let rooms = (try client.call("rooms.list").object)?["rooms"]?.objectArray ?? []
+        #expect(rooms.map { "\($0["name"]?.string ?? "?") \($0["volume"]?.integer ?? -1) \($0["group"]?.string ?? "?")" }
                 == ["den 55 main", "kitchen 55 g2"])
         try mpc(f, "enable", "2")
         #expect(f.leader.group(ofRoom: "kitchen").id == "main")
@@ -271,15 +271,15 @@ import TuttiTestSupport
         try mpc(f, "volume", "50") // no rooms: kept for the rooms that join
         try mpc(f, "play")
         watcher.setReceiveTimeout(milliseconds: 3_000)
-        var seen: [(String, [String: Any])] = []
+        var seen: [(String, JSONValue)] = []
         while let n = try? watcher.nextNotification() {
             seen.append(n)
-            if n.0 == "player.changed", n.1["state"] as? String == "playing" { break }
+            if n.0 == "player.changed", n.1["state"]?.string == "playing" { break }
         }
-        #expect(seen.contains { $0.0 == "player.changed" && $0.1["state"] as? String == "playing" }, "\(seen.map(\.0))")
+        #expect(seen.contains { $0.0 == "player.changed" && $0.1["state"]?.string == "playing" }, "\(seen.map(\.0))")
         try mpc(f, "random", "on")
         var options = false
-        while let n = try? watcher.nextNotification() { if n.0 == "player.changed", n.1["shuffle"] as? Bool == true { options = true; break } }
+        while let n = try? watcher.nextNotification() { if n.0 == "player.changed", n.1["shuffle"]?.bool == true { options = true; break } }
         #expect(options)
     }
 

@@ -40,7 +40,7 @@ import TuttiTestSupport
         let follower = try startFollower(leader: leader.endpoint, name: "r", output: .file(path: dir + "/r.raw", ppm: 0, delayMilliseconds: 0))
         defer { follower.stop() } // also when an expectation throws; stopping twice is harmless
         let c = try ControlClient(endpoint: try #require(leader.controlEndpoint))
-        _ = try c.call("queue.add", ["uris": [url]])
+        _ = try c.call("queue.add", ["uris": [JSONValue(url)]])
         func loudFrames(_ x: ArraySlice<Int16>) -> Int { stride(from: x.startIndex, to: x.endIndex, by: 2).filter { abs(Int(x[$0])) > 3_000 }.count }
         _ = try c.call("queue.play", ["index": 0])
         // Wait for the sound rather than a fixed time: a slow machine takes longer to fetch and start.
@@ -48,10 +48,10 @@ import TuttiTestSupport
         _ = waitUntil(timeout: 15) { loudFrames(readRaw(dir + "/r.raw")[...]) > 70_000 }
 
         // Cache it, stop the server, and play it again from the cache.
-        let cached = try #require(try c.call("cache.add", ["url": url]) as? [String: Any])
+        let cached = try #require(try c.call("cache.add", ["url": JSONValue(url)]).object)
         let size = try FileManager.default.attributesOfItem(atPath: dir + "/www/tone.mp3")[.size] as? Int
-        #expect(cached["size"] as? Int == size)
-        #expect(((try c.call("cache.list") as? [String: Any])?["entries"] as? [[String: Any]])?.first?["url"] as? String == url)
+        #expect(cached["size"]?.integer == size)
+        #expect(((try c.call("cache.list").object)?["entries"]?.objectArray)?.first?["url"]?.string == url)
         kill(server.processIdentifier, SIGKILL); server.waitUntilExit()
         let before = readRaw(dir + "/r.raw").count
         _ = try c.call("queue.play", ["index": 0])
@@ -63,7 +63,7 @@ import TuttiTestSupport
         #expect(loudFrames(firstPlay) > 48_000, "the stream played: \(loudFrames(firstPlay)) loud frames")
         #expect(loudFrames(secondPlay) > 48_000, "the cached copy played with the server gone: \(loudFrames(secondPlay)) loud frames")
         _ = try c.call("cache.clear")
-        #expect((try c.call("cache.size") as? [String: Any])?["entries"] as? Int == 0)
+        #expect((try c.call("cache.size").object)?["entries"]?.integer == 0)
     }
 }
 
@@ -173,13 +173,13 @@ private func makeMP3(_ dir: String, seconds: Double) throws -> String {
 }
 
 /// Calls `method` and returns (result object, seconds it took).
-private func timedCall(_ c: ControlClient, _ method: String, _ params: [String: Any] = [:]) throws -> ([String: Any], Double) {
+private func timedCall(_ c: ControlClient, _ method: String, _ params: [String: JSONValue] = [:]) throws -> ([String: JSONValue], Double) {
     let start = Monotonic.now()
-    let result = try c.call(method, params) as? [String: Any] ?? [:]
+    let result = try c.call(method, params).object ?? [:]
     return (result, Double(Monotonic.now() - start) / 1e9)
 }
 
-private func status(_ c: ControlClient) -> [String: Any] { (try? c.call("player.status")) as? [String: Any] ?? [:] }
+private func status(_ c: ControlClient) -> [String: JSONValue] { (try? c.call("player.status"))?.object ?? [:] }
 
 @Suite(.serialized) struct NetworkStreamStateTests {
     /// A server that accepts and sends nothing: commands still answer at once,
@@ -195,35 +195,35 @@ private func status(_ c: ControlClient) -> [String: Any] { (try? c.call("player.
         }
         defer { leader.stop() }
         let c = try ControlClient(endpoint: try #require(leader.controlEndpoint))
-        _ = try c.call("queue.add", ["uris": [server.url("/stall/a.mp3"), server.url("/stall/b.mp3")]])
+        _ = try c.call("queue.add", ["uris": JSONValue([server.url("/stall/a.mp3"), server.url("/stall/b.mp3")])])
         let (played, playTime) = try timedCall(c, "queue.play", ["index": 0])
         #expect(playTime < 1, "queue.play took \(playTime) s")
-        #expect(waitUntil(timeout: 2) { status(c)["state"] as? String == "loading" }, "\(played)")
+        #expect(waitUntil(timeout: 2) { status(c)["state"]?.string == "loading" }, "\(played)")
 
         let (afterNext, nextTime) = try timedCall(c, "player.next")
         #expect(nextTime < 1, "player.next took \(nextTime) s while the server stalls")
-        #expect(afterNext["state"] as? String != "error")
-        #expect(waitUntil(timeout: 2) { status(c)["state"] as? String == "loading" && status(c)["track"] as? Int == 1 })
+        #expect(afterNext["state"]?.string != "error")
+        #expect(waitUntil(timeout: 2) { status(c)["state"]?.string == "loading" && status(c)["track"]?.integer == 1 })
 
         let (afterPause, pauseTime) = try timedCall(c, "player.pause")
         #expect(pauseTime < 1, "player.pause took \(pauseTime) s")
-        #expect(afterPause["state"] as? String == "paused")
+        #expect(afterPause["state"]?.string == "paused")
         let (_, resumeTime) = try timedCall(c, "player.play")
         #expect(resumeTime < 1)
-        #expect(waitUntil(timeout: 2) { status(c)["state"] as? String == "loading" })
+        #expect(waitUntil(timeout: 2) { status(c)["state"]?.string == "loading" })
 
         // 3 s without headers: the player gives up on b.mp3, the end of the list, state error with the reason.
         let start = Monotonic.now()
-        #expect(waitUntil(timeout: 10) { status(c)["state"] as? String == "error" })
+        #expect(waitUntil(timeout: 10) { status(c)["state"]?.string == "error" })
         let gaveUpAfter = Double(Monotonic.now() - start) / 1e9
         let s = status(c)
-        let reason = s["error"] as? String ?? ""
+        let reason = s["error"]?.string ?? ""
         #expect(reason.contains(server.url("/stall/b.mp3")) && reason.contains("nothing received for 3 s"), "\(reason)")
         #expect(gaveUpAfter > 2 && gaveUpAfter < 6, "gave up after \(gaveUpAfter) s")
         print("stalled server: queue.play \(playTime) s, next \(nextTime) s, pause \(pauseTime) s, play \(resumeTime) s; error after \(gaveUpAfter) s: \(reason)")
         // A play command clears the error and tries again.
         _ = try c.call("queue.play", ["index": 1])
-        #expect(waitUntil(timeout: 2) { status(c)["state"] as? String == "loading" && status(c)["error"] == nil })
+        #expect(waitUntil(timeout: 2) { status(c)["state"]?.string == "loading" && status(c)["error"] == nil })
     }
 
     /// A finite file that stops arriving after about 1.5 s of audio: the
@@ -244,28 +244,28 @@ private func status(_ c: ControlClient) -> [String: Any] { (try? c.call("player.
         let follower = try startFollower(leader: leader.endpoint, name: "r", output: .file(path: dir + "/r.raw", ppm: 0, delayMilliseconds: 0))
         defer { follower.stop() }
         let c = try ControlClient(endpoint: try #require(leader.controlEndpoint))
-        _ = try c.call("queue.add", ["uris": [server.url("/trickle.mp3"), server.url("/stall/next.mp3")]])
+        _ = try c.call("queue.add", ["uris": JSONValue([server.url("/trickle.mp3"), server.url("/stall/next.mp3")])])
         _ = try c.call("queue.play", ["index": 0])
-        var sawPlaying = false, progress: [String: Any] = [:]
+        var sawPlaying = false, progress: [String: JSONValue] = [:]
         #expect(waitUntil(timeout: 8) {
             let s = status(c)
-            if s["state"] as? String == "playing" { sawPlaying = true; progress = s }
-            return s["state"] as? String == "buffering"
+            if s["state"]?.string == "playing" { sawPlaying = true; progress = s }
+            return s["state"]?.string == "buffering"
         })
         #expect(sawPlaying)
-        let fraction = progress["bufferedFraction"] as? Double ?? -1
+        let fraction = progress["bufferedFraction"]?.number ?? -1
         #expect(abs(fraction - 24_000.0 / Double(size)) < 0.02, "bufferedFraction \(fraction) of \(size) bytes, 24000 sent")
-        #expect((progress["bufferedSeconds"] as? Double ?? -1) >= 0)
-        let p1 = status(c)["position"] as? Double ?? 0
+        #expect((progress["bufferedSeconds"]?.number ?? -1) >= 0)
+        let p1 = status(c)["position"]?.number ?? 0
         usleep(500_000)
         let buffering = status(c)
-        #expect(buffering["state"] as? String == "buffering")
-        #expect(buffering["position"] as? Double == p1, "the position stands still while buffering")
+        #expect(buffering["state"]?.string == "buffering")
+        #expect(buffering["position"]?.number == p1, "the position stands still while buffering")
         #expect(p1 > 1.0 && p1 < 1.8, "heard up to \(p1) s of the 1.5 s that arrived")
         let (after, nextTime) = try timedCall(c, "player.next")
         #expect(nextTime < 1, "player.next took \(nextTime) s while buffering")
-        #expect(after["state"] as? String != "error")
-        #expect(waitUntil(timeout: 2) { status(c)["track"] as? Int == 1 && status(c)["state"] as? String == "loading" })
+        #expect(after["state"]?.string != "error")
+        #expect(waitUntil(timeout: 2) { status(c)["track"]?.integer == 1 && status(c)["state"]?.string == "loading" })
         print("starved file: played until \(p1) s, bufferedFraction \(fraction), next \(nextTime) s")
     }
 
@@ -281,16 +281,16 @@ private func status(_ c: ControlClient) -> [String: Any] { (try? c.call("player.
         }
         defer { leader.stop() }
         let c = try ControlClient(endpoint: try #require(leader.controlEndpoint))
-        _ = try c.call("queue.add", ["uris": [server.url("/icy")]])
+        _ = try c.call("queue.add", ["uris": [JSONValue(server.url("/icy"))]])
         _ = try c.call("queue.play", ["index": 0])
         var titles: [String] = []
         #expect(waitUntil(timeout: 10) {
             let s = status(c)
-            if let t = s["title"] as? String, titles.last != t { titles.append(t) }
-            return titles.last == "Tutti Radio - Second" && s["state"] as? String == "playing"
+            if let t = s["title"]?.string, titles.last != t { titles.append(t) }
+            return titles.last == "Tutti Radio - Second" && s["state"]?.string == "playing"
         }, "titles seen: \(titles)")
         #expect(titles.contains("Tutti Radio - First"))
-        #expect(status(c)["station"] as? String == "Tutti Radio")
+        #expect(status(c)["station"]?.string == "Tutti Radio")
     }
 
     /// Auto-cache: a finite file played once is kept (teed as it arrived, one
@@ -310,11 +310,11 @@ private func status(_ c: ControlClient) -> [String: Any] { (try? c.call("player.
         let follower = try startFollower(leader: leader.endpoint, name: "r", output: .file(path: dir + "/r.raw", ppm: 0, delayMilliseconds: 0))
         defer { follower.stop() }
         let c = try ControlClient(endpoint: try #require(leader.controlEndpoint))
-        _ = try c.call("queue.add", ["uris": [url]])
+        _ = try c.call("queue.add", ["uris": [JSONValue(url)]])
         _ = try c.call("queue.play", ["index": 0])
-        func entries() -> [[String: Any]] { ((try? c.call("cache.list")) as? [String: Any])?["entries"] as? [[String: Any]] ?? [] }
-        #expect(waitUntil(timeout: 10) { entries().first?["url"] as? String == url })
-        #expect(entries().first?["size"] as? Int == size)
+        func entries() -> [[String: JSONValue]] { ((try? c.call("cache.list"))?.object)?["entries"]?.objectArray ?? [] }
+        #expect(waitUntil(timeout: 10) { entries().first?["url"]?.string == url })
+        #expect(entries().first?["size"]?.integer == size)
         func loudFrames(_ x: ArraySlice<Int16>) -> Int { stride(from: x.startIndex, to: x.endIndex, by: 2).filter { abs(Int(x[$0])) > 3_000 }.count }
         _ = waitUntil(timeout: 15) { loudFrames(readRaw(dir + "/r.raw")[...]) > 70_000 }
         let requests = (try? String(contentsOfFile: mp3 + ".requests", encoding: .utf8)) ?? ""
@@ -364,11 +364,11 @@ private final class HTTPSServer {
         defer { follower.stop() }
         let c = try ControlClient(endpoint: try #require(leader.controlEndpoint))
         let url = server.url("/tone.mp3")
-        _ = try c.call("queue.add", ["uris": [url]])
+        _ = try c.call("queue.add", ["uris": [JSONValue(url)]])
         let (_, playTime) = try timedCall(c, "queue.play", ["index": 0])
         #expect(playTime < 1, "queue.play took \(playTime) s")
-        #expect(waitUntil(timeout: 10) { status(c)["state"] as? String == "error" }, "\(status(c))")
-        let reason = status(c)["error"] as? String ?? ""
+        #expect(waitUntil(timeout: 10) { status(c)["state"]?.string == "error" }, "\(status(c))")
+        let reason = status(c)["error"]?.string ?? ""
         #expect(reason.contains(url) && reason.lowercased().contains("certificate"), "\(reason)")
         // The leader still answers, and nothing of the refused stream was played.
         let (_, statusTime) = try timedCall(c, "player.status")

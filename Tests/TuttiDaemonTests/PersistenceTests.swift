@@ -82,11 +82,11 @@ import TuttiTestSupport
             first = try launch()
         }
         _ = try #require(client, "the leader never answered on its control port")
-        _ = try client!.call("queue.add", ["uris": files])
+        _ = try client!.call("queue.add", ["uris": JSONValue(files)])
         _ = try client!.call("player.repeat", ["mode": "one"])
         _ = try client!.call("queue.play", ["index": 3])
         usleep(6_500_000) // a checkpoint happens every 5 s while playing
-        let status = try #require(try client!.call("player.status") as? [String: Any])
+        let status = try #require(try client!.call("player.status").object)
         kill(first.processIdentifier, SIGKILL)
         first.waitUntilExit()
         client = nil
@@ -95,12 +95,12 @@ import TuttiTestSupport
         defer { stopProcess(second) }
         #expect(waitUntil(timeout: 15) { client = try? ControlClient(endpoint: Endpoint(host: "127.0.0.1", port: port + 1)); return client != nil })
         _ = try #require(client, "the restarted leader never answered")
-        let restored = try #require(try client!.call("player.status") as? [String: Any])
-        #expect(restored["track"] as? Int == 3)
-        #expect(restored["repeat"] as? String == "one")
-        #expect(restored["state"] as? String == "paused")
-        #expect(restored["trackCount"] as? Int == 5)
-        let lost = (status["position"] as? Double ?? 0) - (restored["position"] as? Double ?? 0)
+        let restored = try #require(try client!.call("player.status").object)
+        #expect(restored["track"]?.integer == 3)
+        #expect(restored["repeat"]?.string == "one")
+        #expect(restored["state"]?.string == "paused")
+        #expect(restored["trackCount"]?.integer == 5)
+        let lost = (status["position"]?.number ?? 0) - (restored["position"]?.number ?? 0)
         #expect(lost >= 0 && lost < 5.5, "position \(status["position"] ?? "?") → \(restored["position"] ?? "?")")
     }
 }

@@ -101,8 +101,8 @@ private func leaderFor(_ dir: String, configure: (inout LeaderConfiguration) -> 
     }
 }
 
-private func episodes(_ c: ControlClient, _ podcast: Any) throws -> [[String: Any]] {
-    try #require((try c.call("podcasts.episodes", ["podcast": podcast]) as? [String: Any])?["episodes"] as? [[String: Any]])
+private func episodes(_ c: ControlClient, _ podcast: Int) throws -> [[String: JSONValue]] {
+    try #require((try c.call("podcasts.episodes", ["podcast": JSONValue(podcast)]).object)?["episodes"]?.objectArray)
 }
 
 @Suite(.serialized) struct PodcastTests {
@@ -122,29 +122,29 @@ private func episodes(_ c: ControlClient, _ podcast: Any) throws -> [[String: An
         c.setReceiveTimeout(milliseconds: 30_000)
 
         // Subscribe through a 301 redirect.
-        let show = try #require(try c.call("podcasts.subscribe", ["url": host.base + "/old-feed.xml"]) as? [String: Any])
-        #expect(show["title"] as? String == "Tutti Test Show")
-        #expect(show["author"] as? String == "Ada Tester")
-        #expect(show["image"] as? String == host.base + "/cover.png")
-        #expect(show["episodes"] as? Int == 2)
-        #expect(show["unplayed"] as? Int == 2)
-        #expect((show["description"] as? String)?.contains("<") == false)
-        let id = try #require(show["id"] as? Int)
-        let listed = try #require((try c.call("podcasts.list") as? [String: Any])?["podcasts"] as? [[String: Any]])
-        #expect(listed.count == 1 && listed.first?["id"] as? Int == id)
+        let show = try #require(try c.call("podcasts.subscribe", ["url": JSONValue(host.base + "/old-feed.xml")]).object)
+        #expect(show["title"]?.string == "Tutti Test Show")
+        #expect(show["author"]?.string == "Ada Tester")
+        #expect(show["image"]?.string == host.base + "/cover.png")
+        #expect(show["episodes"]?.integer == 2)
+        #expect(show["unplayed"]?.integer == 2)
+        #expect((show["description"]?.string)?.contains("<") == false)
+        let id = try #require(show["id"]?.integer)
+        let listed = try #require((try c.call("podcasts.list").object)?["podcasts"]?.objectArray)
+        #expect(listed.count == 1 && listed.first?["id"]?.integer == id)
 
         var list = try episodes(c, id)
-        #expect(list.map { $0["title"] as? String } == ["Episode 2: 660 Hz", "Episode 1: 440 Hz"], "newest first")
-        #expect(list.map { $0["guid"] as? String } == ["urn:tutti:episode:2", "urn:tutti:episode:1"])
-        #expect(list.map { $0["duration"] as? Double } == [40, 40])
-        #expect(list.first?["url"] as? String == host.base + "/ep2.mp3")
-        #expect(list.first?["type"] as? String == "audio/mpeg")
-        #expect(list.first?["length"] as? Int == (try FileManager.default.attributesOfItem(atPath: host.folder + "/ep2.mp3")[.size] as? Int))
+        #expect(list.map { $0["title"]?.string } == ["Episode 2: 660 Hz", "Episode 1: 440 Hz"], "newest first")
+        #expect(list.map { $0["guid"]?.string } == ["urn:tutti:episode:2", "urn:tutti:episode:1"])
+        #expect(list.map { $0["duration"]?.number } == [40, 40])
+        #expect(list.first?["url"]?.string == host.base + "/ep2.mp3")
+        #expect(list.first?["type"]?.string == "audio/mpeg")
+        #expect(list.first?["length"]?.integer == (try FileManager.default.attributesOfItem(atPath: host.folder + "/ep2.mp3")[.size] as? Int))
         // 2024-01-03 09:30 UTC.
-        #expect(list.first?["published"] as? Int == 1_704_274_200_000)
-        let text = try #require(list.first?["description"] as? String)
+        #expect(list.first?["published"]?.integer == 1_704_274_200_000)
+        let text = try #require(list.first?["description"]?.string)
         #expect(text == "Tone number 2 & friends\nSecond paragraph", "plain text, script dropped: \(text)")
-        #expect(list.first?["image"] as? String == host.base + "/ep2.png")
+        #expect(list.first?["image"]?.string == host.base + "/ep2.png")
 
         // The CLI shows the same.
         let port = try #require(leader.controlEndpoint?.port)
@@ -154,25 +154,25 @@ private func episodes(_ c: ControlClient, _ podcast: Any) throws -> [[String: An
         #expect(shows.status == 0 && shows.out.contains("\(id)\tTutti Test Show\t2 episodes, 2 unplayed\tAda Tester"), "\(shows.out)")
 
         // Play episode 1: its tone reaches the DAC, and the player knows its length.
-        let episode1 = try #require(list.last?["id"] as? Int)
-        let play = try #require(try c.call("podcasts.play", ["podcast": id, "episode": episode1]) as? [String: Any])
-        #expect((play["episode"] as? [String: Any])?["title"] as? String == "Episode 1: 440 Hz")
+        let episode1 = try #require(list.last?["id"]?.integer)
+        let play = try #require(try c.call("podcasts.play", ["podcast": JSONValue(id), "episode": JSONValue(episode1)]).object)
+        #expect((play["episode"]?.object)?["title"]?.string == "Episode 1: 440 Hz")
         #expect(waitUntil(timeout: 20) { firstLoud(readRaw(dir + "/a.raw")).map { readRaw(dir + "/a.raw").count / 2 - $0 > 3 * 48_000 } ?? false })
         let heard = readRaw(dir + "/a.raw")
         let start = try #require(firstLoud(heard))
         let hz = frequency(heard, from: start + 4_800, frames: 96_000)
         print("podcasts: episode 1 heard at \(hz) Hz")
         #expect(abs(hz - 440) < 3, "episode 1 is a 440 Hz tone: heard \(hz) Hz")
-        let status = try #require(try c.call("player.status") as? [String: Any])
-        #expect(status["file"] as? String == host.base + "/ep1.mp3")
-        #expect(status["title"] as? String == "Episode 1: 440 Hz" && status["artist"] as? String == "Tutti Test Show", "now playing names the episode and the show")
-        let duration = try #require(status["duration"] as? Double)
+        let status = try #require(try c.call("player.status").object)
+        #expect(status["file"]?.string == host.base + "/ep1.mp3")
+        #expect(status["title"]?.string == "Episode 1: 440 Hz" && status["artist"]?.string == "Tutti Test Show", "now playing names the episode and the show")
+        let duration = try #require(status["duration"]?.number)
         #expect(abs(duration - 40) < 0.1, "the episode lasts 40 s: \(duration)")
         // Byte ranges: nothing asked for one yet; the position is being kept.
-        #expect(waitUntil(timeout: 10) { ((try? episodes(c, id))?.last?["position"] as? Double ?? 0) >= 4 })
+        #expect(waitUntil(timeout: 10) { ((try? episodes(c, id))?.last?["position"]?.number ?? 0) >= 4 })
 
         // Restart the leader: the position comes back from the library.
-        let saved = try #require(try episodes(c, id).last?["position"] as? Double)
+        let saved = try #require(try episodes(c, id).last?["position"]?.number)
         follower.stop()
         leader.stop()
         leader = try leaderFor(dir)
@@ -180,13 +180,13 @@ private func episodes(_ c: ControlClient, _ podcast: Any) throws -> [[String: An
         c = try ControlClient(endpoint: try #require(leader.controlEndpoint))
         c.setReceiveTimeout(milliseconds: 30_000)
         let resumedList = try episodes(c, id)
-        let kept = try #require(resumedList.last?["position"] as? Double)
+        let kept = try #require(resumedList.last?["position"]?.number)
         #expect(abs(kept - saved) <= 1.5, "position kept across the restart: \(saved) → \(kept)")
-        let resumed = try #require(try c.call("podcasts.play", ["podcast": "Tutti Test Show", "episode": "Episode 1"]) as? [String: Any])
-        let from = try #require(resumed["resumedAt"] as? Double)
+        let resumed = try #require(try c.call("podcasts.play", ["podcast": "Tutti Test Show", "episode": "Episode 1"]).object)
+        let from = try #require(resumed["resumedAt"]?.number)
         #expect(abs(from - kept) < 0.01 && from >= 4, "resumed at \(from) s (kept \(kept) s)")
         #expect(waitUntil(timeout: 20) { firstLoud(readRaw(dir + "/b.raw")).map { readRaw(dir + "/b.raw").count / 2 - $0 > 2 * 48_000 } ?? false })
-        let position = try #require((try c.call("player.status") as? [String: Any])?["position"] as? Double)
+        let position = try #require((try c.call("player.status").object)?["position"]?.number)
         print("podcasts: position \(saved) s before the restart, kept \(kept) s, resumed at \(from) s, playing at \(position) s")
         #expect(position >= from && position < from + 8, "playing on from \(from) s: at \(position) s")
         let again = readRaw(dir + "/b.raw")
@@ -198,51 +198,51 @@ private func episodes(_ c: ControlClient, _ podcast: Any) throws -> [[String: An
         #expect(offsets.contains { $0 > 0 }, "the resume asked for a byte range (the first play did not): \(ranges)")
 
         // Stopping keeps the place (a stopped player is at 0, which is not where the listener was).
-        let playingAt = try #require((try c.call("player.status") as? [String: Any])?["position"] as? Double)
+        let playingAt = try #require((try c.call("player.status").object)?["position"]?.number)
         _ = try c.call("player.stop")
         Thread.sleep(forTimeInterval: 2.5) // more than two checkpoints
-        let afterStop = try #require(try episodes(c, id).last?["position"] as? Double)
+        let afterStop = try #require(try episodes(c, id).last?["position"]?.number)
         #expect(afterStop >= playingAt - 1.5, "stopped at \(playingAt) s: the episode keeps \(afterStop) s")
-        let again2 = try #require(try c.call("podcasts.play", ["podcast": id, "episode": episode1]) as? [String: Any])
-        #expect(abs((again2["resumedAt"] as? Double ?? 0) - afterStop) < 0.01)
+        let again2 = try #require(try c.call("podcasts.play", ["podcast": JSONValue(id), "episode": JSONValue(episode1)]).object)
+        #expect(abs((again2["resumedAt"]?.number ?? 0) - afterStop) < 0.01)
 
         // Near its end (within 30 s, the last tenth of a short one) it is marked played.
         _ = try c.call("player.seek", ["position": 37.5])
-        #expect(waitUntil(timeout: 10) { (try? episodes(c, id))?.last?["played"] as? Bool == true })
-        #expect(try episodes(c, id).first?["played"] as? Bool == false)
+        #expect(waitUntil(timeout: 10) { (try? episodes(c, id))?.last?["played"]?.bool == true })
+        #expect(try episodes(c, id).first?["played"]?.bool == false)
         _ = try c.call("player.stop")
 
         // A new episode: refresh picks it up; the next refresh is a 304 and changes nothing.
         try host.writeFeed(episodes: 3)
-        let refreshed = try #require((try c.call("podcasts.refresh", ["podcast": id]) as? [String: Any])?["podcasts"] as? [[String: Any]])
-        #expect(refreshed.first?["added"] as? Int == 1)
+        let refreshed = try #require((try c.call("podcasts.refresh", ["podcast": JSONValue(id)]).object)?["podcasts"]?.objectArray)
+        #expect(refreshed.first?["added"]?.integer == 1)
         list = try episodes(c, id)
-        #expect(list.map { $0["title"] as? String } == ["Episode 3: 880 Hz", "Episode 2: 660 Hz", "Episode 1: 440 Hz"])
-        #expect(list.last?["played"] as? Bool == true, "played survives a refresh")
+        #expect(list.map { $0["title"]?.string } == ["Episode 3: 880 Hz", "Episode 2: 660 Hz", "Episode 1: 440 Hz"])
+        #expect(list.last?["played"]?.bool == true, "played survives a refresh")
         let before = try host.stats()["notModified"] as? Int ?? 0
-        let second = try #require((try c.call("podcasts.refresh") as? [String: Any])?["podcasts"] as? [[String: Any]])
-        #expect(second.first?["notModified"] as? Bool == true && second.first?["added"] as? Int == 0)
+        let second = try #require((try c.call("podcasts.refresh").object)?["podcasts"]?.objectArray)
+        #expect(second.first?["notModified"]?.bool == true && second.first?["added"]?.integer == 0)
         #expect(try host.stats()["notModified"] as? Int == before + 1, "the server answered 304")
         let after = try episodes(c, id)
-        #expect(after.map { $0["id"] as? Int } == list.map { $0["id"] as? Int })
-        #expect(after.map { $0["played"] as? Bool } == list.map { $0["played"] as? Bool })
+        #expect(after.map { $0["id"]?.integer } == list.map { $0["id"]?.integer })
+        #expect(after.map { $0["played"]?.bool } == list.map { $0["played"]?.bool })
 
         // A preferred speed applies when an episode of the show starts.
-        _ = try c.call("podcasts.setSpeed", ["podcast": id, "speed": 1.5])
-        let fast = try #require(try c.call("podcasts.play", ["podcast": id]) as? [String: Any])
-        #expect((fast["episode"] as? [String: Any])?["title"] as? String == "Episode 3: 880 Hz", "the newest unplayed")
-        #expect(fast["speed"] as? Double == 1.5)
+        _ = try c.call("podcasts.setSpeed", ["podcast": JSONValue(id), "speed": 1.5])
+        let fast = try #require(try c.call("podcasts.play", ["podcast": JSONValue(id)]).object)
+        #expect((fast["episode"]?.object)?["title"]?.string == "Episode 3: 880 Hz", "the newest unplayed")
+        #expect(fast["speed"]?.number == 1.5)
         _ = try c.call("player.stop")
 
         // An episode downloads into the offline cache.
-        let downloaded = try #require(try c.call("podcasts.download", ["podcast": id, "episode": "Episode 2"]) as? [String: Any])
-        #expect(downloaded["size"] as? Int == (try FileManager.default.attributesOfItem(atPath: host.folder + "/ep2.mp3")[.size] as? Int))
-        let cached = try #require((try c.call("cache.list") as? [String: Any])?["entries"] as? [[String: Any]])
-        #expect(cached.contains { $0["url"] as? String == host.base + "/ep2.mp3" })
+        let downloaded = try #require(try c.call("podcasts.download", ["podcast": JSONValue(id), "episode": "Episode 2"]).object)
+        #expect(downloaded["size"]?.integer == (try FileManager.default.attributesOfItem(atPath: host.folder + "/ep2.mp3")[.size] as? Int))
+        let cached = try #require((try c.call("cache.list").object)?["entries"]?.objectArray)
+        #expect(cached.contains { $0["url"]?.string == host.base + "/ep2.mp3" })
 
         // Unsubscribe removes the show and its episodes.
-        _ = try c.call("podcasts.unsubscribe", ["podcast": id])
-        #expect(((try c.call("podcasts.list") as? [String: Any])?["podcasts"] as? [Any])?.count == 0)
+        _ = try c.call("podcasts.unsubscribe", ["podcast": JSONValue(id)])
+        #expect(((try c.call("podcasts.list").object)?["podcasts"]?.array)?.count == 0)
     }
 
     /// Not XML, 50 MB of XML (with and without Content-Length), an entity
@@ -284,7 +284,7 @@ private func episodes(_ c: ControlClient, _ podcast: Any) throws -> [[String: An
         c.setReceiveTimeout(milliseconds: 60_000)
         func refusal(_ path: String) -> String {
             do {
-                _ = try c.call("podcasts.subscribe", ["url": host.base + path])
+                _ = try c.call("podcasts.subscribe", ["url": JSONValue(host.base + path)])
                 return "accepted"
             } catch {
                 return "\(error)"
@@ -322,27 +322,27 @@ private func episodes(_ c: ControlClient, _ podcast: Any) throws -> [[String: An
         #expect(bare.contains("none of the feed's 2 items has an audio enclosure"), "\(bare)")
         let missing = refusal("/nothing.xml")
         #expect(missing.contains("404"), "\(missing)")
-        #expect(((try c.call("podcasts.list") as? [String: Any])?["podcasts"] as? [Any])?.count == 0, "nothing was stored")
+        #expect(((try c.call("podcasts.list").object)?["podcasts"]?.array)?.count == 0, "nothing was stored")
 
         // A show whose feed turns bad keeps what it had.
-        let show = try #require(try c.call("podcasts.subscribe", ["url": host.base + "/feed.xml"]) as? [String: Any])
-        let id = try #require(show["id"] as? Int)
+        let show = try #require(try c.call("podcasts.subscribe", ["url": JSONValue(host.base + "/feed.xml")]).object)
+        let id = try #require(show["id"]?.integer)
         let before = try episodes(c, id)
         try FileManager.default.removeItem(atPath: host.folder + "/feed.xml")
         try FileManager.default.copyItem(atPath: host.folder + "/laughs.xml", toPath: host.folder + "/feed.xml")
-        let outcome = try #require((try c.call("podcasts.refresh", ["podcast": id]) as? [String: Any])?["podcasts"] as? [[String: Any]])
-        #expect((outcome.first?["error"] as? String)?.contains("declares XML entities") == true)
-        #expect(outcome.first?["refreshError"] as? String != nil, "the show says why its last refresh failed")
+        let outcome = try #require((try c.call("podcasts.refresh", ["podcast": JSONValue(id)]).object)?["podcasts"]?.objectArray)
+        #expect((outcome.first?["error"]?.string)?.contains("declares XML entities") == true)
+        #expect(outcome.first?["refreshError"]?.string != nil, "the show says why its last refresh failed")
         let after = try episodes(c, id)
-        #expect(after.count == 2 && after.map { $0["id"] as? Int } == before.map { $0["id"] as? Int })
-        #expect(((try c.call("podcasts.list") as? [String: Any])?["podcasts"] as? [[String: Any]])?.first?["title"] as? String == "Tutti Test Show")
+        #expect(after.count == 2 && after.map { $0["id"]?.integer } == before.map { $0["id"]?.integer })
+        #expect(((try c.call("podcasts.list").object)?["podcasts"]?.objectArray)?.first?["title"]?.string == "Tutti Test Show")
 
         // Atom works as well as RSS.
-        let atom = try #require(try c.call("podcasts.subscribe", ["url": host.base + "/atom.xml"]) as? [String: Any])
-        #expect(atom["title"] as? String == "Tutti Test Show" && atom["episodes"] as? Int == 2)
-        let atomEpisodes = try episodes(c, try #require(atom["id"] as? Int))
-        #expect(atomEpisodes.first?["url"] as? String == host.base + "/ep2.mp3")
-        #expect(atomEpisodes.first?["published"] as? Int == 1_704_274_200_000)
+        let atom = try #require(try c.call("podcasts.subscribe", ["url": JSONValue(host.base + "/atom.xml")]).object)
+        #expect(atom["title"]?.string == "Tutti Test Show" && atom["episodes"]?.integer == 2)
+        let atomEpisodes = try episodes(c, try #require(atom["id"]?.integer))
+        #expect(atomEpisodes.first?["url"]?.string == host.base + "/ep2.mp3")
+        #expect(atomEpisodes.first?["published"]?.integer == 1_704_274_200_000)
     }
 
     /// The web app's Podcasts screen in headless Chromium (Tests/Web/podcasts_test.py):
@@ -383,7 +383,7 @@ private func episodes(_ c: ControlClient, _ podcast: Any) throws -> [[String: An
         // Subscribed with the CLI.
         let added = try runTutti(port: try #require(leader.controlEndpoint?.port), ["podcast", "add", host.base + "/feed.xml"])
         #expect(added.status == 0 && added.out.contains("Tutti Test Show\t1 episode, 1 unplayed"), "\(added.out)")
-        let id = try #require(((try c.call("podcasts.list") as? [String: Any])?["podcasts"] as? [[String: Any]])?.first?["id"] as? Int)
+        let id = try #require(((try c.call("podcasts.list").object)?["podcasts"]?.objectArray)?.first?["id"]?.integer)
         #expect(waitUntil(timeout: 10) { ((try? host.stats())?["notModified"] as? Int ?? 0) >= 1 }, "a scheduled refresh asked conditionally and got a 304")
         #expect(try episodes(c, id).count == 1)
         try host.writeFeed(episodes: 2)
@@ -407,15 +407,15 @@ private func episodes(_ c: ControlClient, _ podcast: Any) throws -> [[String: An
         let follower = try startFollower(leader: leader.endpoint, name: "hall", output: .file(path: dir + "/h.raw", ppm: 0, delayMilliseconds: 0))
         defer { follower.stop() }
         let c = try ControlClient(endpoint: try #require(leader.controlEndpoint))
-        _ = try c.call("queue.add", ["uris": [host.base + "/station.pls"]])
+        _ = try c.call("queue.add", ["uris": [JSONValue(host.base + "/station.pls")]])
         _ = try c.call("queue.play", ["index": 0])
         #expect(waitUntil(timeout: 20) { firstLoud(readRaw(dir + "/h.raw")).map { readRaw(dir + "/h.raw").count / 2 - $0 > 2 * 48_000 } ?? false })
         let heard = readRaw(dir + "/h.raw")
         let start = try #require(firstLoud(heard))
         let hz = frequency(heard, from: start + 4_800, frames: 48_000)
         #expect(abs(hz - 660) < 3, "the second entry (660 Hz) plays: heard \(hz) Hz")
-        let status = try #require(try c.call("player.status") as? [String: Any])
-        #expect(status["file"] as? String == host.base + "/station.pls" && status["state"] as? String == "playing")
+        let status = try #require(try c.call("player.status").object)
+        #expect(status["file"]?.string == host.base + "/station.pls" && status["state"]?.string == "playing")
         let requests = try host.stats()["requests"] as? [String: Int] ?? [:]
         #expect(requests["/gone.mp3"] == 1 && (requests["/ep2.mp3"] ?? 0) >= 1, "the dead entry was tried once, then the next: \(requests)")
     }

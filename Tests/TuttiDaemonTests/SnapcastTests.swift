@@ -70,9 +70,9 @@ import TuttiTestSupport
         defer { Self.stopSnapclients(id: "kitchen-snap") }
         #expect(waitUntil(timeout: 5) { leader.followerNames.contains("kitchen-snap") }, "\(leader.followerNames)")
         let control = try #require(leader.controlEndpoint)
-        let rooms = try #require(try ControlClient(endpoint: control).call("rooms.list") as? [String: Any])
-        let room = (rooms["rooms"] as? [[String: Any]] ?? []).first { $0["name"] as? String == "kitchen-snap" }
-        #expect(room?["connected"] as? Bool == true, "\(rooms)")
+        let rooms = try #require(try ControlClient(endpoint: control).call("rooms.list").object)
+        let room = (rooms["rooms"]?.objectArray ?? []).first { $0["name"]?.string == "kitchen-snap" }
+        #expect(room?["connected"]?.bool == true, "\(rooms)")
         usleep(2_500_000)
         let full = Self.level(output, lastSeconds: 1)
         // The tone, through Opus and snapclient: its pitch exactly, its level within a dB.
@@ -204,8 +204,8 @@ import TuttiTestSupport
         let waiting = leader.nowPlaying
         #expect(waiting.state != .error && waiting.error == nil, "\(waiting)")
         let control = try #require(leader.controlEndpoint)
-        let status = try #require(try ControlClient(endpoint: control).call("player.status") as? [String: Any])
-        #expect(status["title"] as? String == "AirPlay")
+        let status = try #require(try ControlClient(endpoint: control).call("player.status").object)
+        #expect(status["title"]?.string == "AirPlay")
         // A real process writes 3 s of a 441 Hz tone at 44.1 kHz, in real time, then goes away.
         let writer = try runProgram("/usr/bin/env", ["python3", "-c", """
             import math, struct, sys, time

@@ -149,8 +149,8 @@ func largestStep(_ samples: [Int16], in range: Range<Int>) -> (step: Int, peak: 
         #expect(waitUntil(timeout: 5) { first.followerNames == ["bathroom"] })
         let rpc = try ControlClient(endpoint: first.controlEndpoint!)
         _ = try rpc.call("eq.save", ["name": "Tiles", "gains": [0, 0, 0, 0, 0, 0, -2, -3, -4, -4]])
-        let set = try rpc.call("rooms.setEq", ["room": "bathroom", "preset": "tiles", "bass": 3]) as? [String: Any]
-        #expect((set?["eq"] as? [String: Any])?["preset"] as? String == "Tiles")
+        let set = try rpc.call("rooms.setEq", ["room": "bathroom", "preset": "tiles", "bass": 3]).object
+        #expect((set?["eq"]?.object)?["preset"]?.string == "Tiles")
         _ = try rpc.call("rooms.set", ["room": "bathroom", "volume": 35])
         let expected = try EqualizerSettings(gains: [0, 0, 0, 0, 0, 0, -2, -3, -4, -4], bass: 3)
         #expect(waitUntil(timeout: 5) { a.equalizer == expected && a.settings.volume == 35 })
@@ -169,10 +169,10 @@ func largestStep(_ samples: [Int16], in range: Range<Int>) -> (step: Int, peak: 
         defer { c.stop() }
         #expect(waitUntil(timeout: 5) { c.equalizer == expected && c.settings.volume == 35 }, "reapplied after a restart")
         let rpc2 = try ControlClient(endpoint: second.controlEndpoint!)
-        let presets = (try rpc2.call("eq.presets") as? [String: Any])?["presets"] as? [[String: Any]] ?? []
-        #expect(presets.contains { $0["name"] as? String == "Tiles" && $0["builtIn"] as? Bool == false })
-        let rooms = (try rpc2.call("rooms.list") as? [String: Any])?["rooms"] as? [[String: Any]] ?? []
-        #expect((rooms.first?["eq"] as? [String: Any])?["preset"] as? String == "Tiles")
+        let presets = (try rpc2.call("eq.presets").object)?["presets"]?.objectArray ?? []
+        #expect(presets.contains { $0["name"]?.string == "Tiles" && $0["builtIn"]?.bool == false })
+        let rooms = (try rpc2.call("rooms.list").object)?["rooms"]?.objectArray ?? []
+        #expect((rooms.first?["eq"]?.object)?["preset"]?.string == "Tiles")
         // Errors say what to do.
         #expect(throws: (any Error).self) { try rpc2.call("rooms.setEq", ["room": "bathroom", "preset": "Disco"]) }
         do { _ = try rpc2.call("rooms.setEq", ["room": "bathroom", "gains": [13, 0, 0, 0, 0, 0, 0, 0, 0, 0]]) } catch {
@@ -180,8 +180,8 @@ func largestStep(_ samples: [Int16], in range: Range<Int>) -> (step: Int, peak: 
         }
         do { _ = try rpc2.call("eq.delete", ["name": "Bass"]) } catch { #expect("\(error)".contains("built-in"), "\(error)") }
         _ = try rpc2.call("eq.delete", ["name": "Tiles"])
-        let after = (try rpc2.call("rooms.list") as? [String: Any])?["rooms"] as? [[String: Any]] ?? []
-        #expect((after.first?["eq"] as? [String: Any])?["preset"] is NSNull, "its gains stay, as custom")
+        let after = (try rpc2.call("rooms.list").object)?["rooms"]?.objectArray ?? []
+        #expect((after.first?["eq"]?.object)?["preset"] == .null, "its gains stay, as custom")
     }
 
     @Test func clicksLineUpInARoomWithEQ() throws {
@@ -218,8 +218,8 @@ func largestStep(_ samples: [Int16], in range: Range<Int>) -> (step: Int, peak: 
         defer { leader.stop() }
         let rpc = try ControlClient(endpoint: leader.controlEndpoint!)
         // No room yet: the volume is kept, and the rooms that join get it.
-        let kept = try rpc.call("groups.setVolume", ["group": "main", "volume": 30]) as? [String: Any]
-        #expect(kept?["kept"] as? Bool == true && kept?["volume"] as? Int == 30)
+        let kept = try rpc.call("groups.setVolume", ["group": "main", "volume": 30]).object
+        #expect(kept?["kept"]?.bool == true && kept?["volume"]?.integer == 30)
         let a = try startFollower(leader: leader.endpoint, name: "a", output: .file(path: dir + "/a.raw", ppm: 0, delayMilliseconds: 0), steering: false)
         let b = try startFollower(leader: leader.endpoint, name: "b", output: .file(path: dir + "/b.raw", ppm: 0, delayMilliseconds: 0), steering: false)
         #expect(waitUntil(timeout: 5) { a.settings.volume == 30 && b.settings.volume == 30 })
@@ -229,15 +229,15 @@ func largestStep(_ samples: [Int16], in range: Range<Int>) -> (step: Int, peak: 
         _ = try leader.perform(.playIndex(0))
         usleep(1_500_000)
         let changedAt = Monotonic.now()
-        let r = try rpc.call("groups.setVolume", ["group": "main", "volume": 50]) as? [String: Any]
-        #expect(r?["volume"] as? Int == 50)
+        let r = try rpc.call("groups.setVolume", ["group": "main", "volume": 50]).object
+        #expect(r?["volume"]?.integer == 50)
         #expect(leader.settings(of: "a").volume == 50 && leader.settings(of: "b").volume == 25)
         usleep(1_000_000)
         // Group mute: both fade out.
         _ = try rpc.call("groups.setMute", ["group": "main", "muted": true])
         #expect(leader.settings(of: "a").muted && leader.settings(of: "b").muted)
-        let groups = (try rpc.call("groups.list") as? [String: Any])?["groups"] as? [[String: Any]] ?? []
-        #expect(groups.first?["muted"] as? Bool == true && groups.first?["volume"] as? Int == 50)
+        let groups = (try rpc.call("groups.list").object)?["groups"]?.objectArray ?? []
+        #expect(groups.first?["muted"]?.bool == true && groups.first?["volume"]?.integer == 50)
         usleep(500_000)
         a.stop(); b.stop()
         func level(_ path: String) -> Double {
