@@ -61,8 +61,6 @@ let package = Package(
         // No pkg-config: opened at the first stretcher (dlopen), never linked.
         systemLibrary("CRubberBand", pkgConfig: nil, apt: "librubberband-dev"),
         systemLibrary("CSodium", pkgConfig: "libsodium", apt: "libsodium-dev"),
-        // No pkg-config: opened at the first hash (dlopen), never linked.
-        systemLibrary("CCrypto", pkgConfig: nil, apt: "libssl-dev"),
         // No pkg-config: opened at the first transfer (dlopen), never linked; its headers are in /usr/include.
         systemLibrary("CCurl", pkgConfig: nil, apt: "libcurl4-openssl-dev"),
         // Podcast feeds and XML station playlists (ASX, XSPF); small, so linked.
@@ -85,14 +83,14 @@ let package = Package(
         .target(name: "TuttiDecode", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "CMPG123", "CFLAC", "CSoxr", "CFFmpeg"]),
         // Speed and pitch at the leader (librubberband); its own module, so speakers do not load it.
         .target(name: "TuttiTimeStretch", dependencies: ["TuttiCore", "TuttiSystem", "CRubberBand"]),
-        // The room key: HMAC-SHA256 proofs between speakers and leader, control passwords (libsodium).
+        // The room key: HMAC-SHA256 proofs between speakers and leader, control passwords; the one SHA-256 (libsodium).
         .target(name: "TuttiAuth", dependencies: ["TuttiCore", "CSodium"]),
         // Network edge: sockets, framing over TCP.
         .target(name: "TuttiNet", dependencies: ["TuttiCore", "CTuttiNet"]),
         // The JSON-RPC client (`tutti`, tests), in JSONValue; no Foundation.
         .target(name: "TuttiControlClient", dependencies: ["TuttiCore", "TuttiNet"]),
         // Music library: SQLite store, tag scanner (MP3 and FLAC read through TuttiDecode), full-text search, playlists.
-        .target(name: "TuttiLibrary", dependencies: ["TuttiCore", "TuttiSystem", "TuttiDecode", "CSQLite", "CCrypto"]),
+        .target(name: "TuttiLibrary", dependencies: ["TuttiCore", "TuttiSystem", "TuttiDecode", "TuttiAuth", "CSQLite"]),
         // Network sources: HTTP(S) streams (libcurl), ICY metadata, offline cache, podcast feeds and station playlists (expat).
         .target(name: "TuttiStreams", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "TuttiDecode", "CCurl", "CExpat"]),
         // Buttons and remotes: Linux input events and GPIO lines.
@@ -128,7 +126,7 @@ let package = Package(
 
         .testTarget(name: "TuttiCoreTests", dependencies: ["TuttiCore"]),
         .testTarget(name: "TuttiAudioTests", dependencies: ["TuttiTestSupport", "TuttiAudio", "TuttiDecode", "TuttiTimeStretch", "TuttiCore"]),
-        .testTarget(name: "TuttiLibraryTests", dependencies: ["TuttiTestSupport", "TuttiLibrary", "TuttiCore"]),
+        .testTarget(name: "TuttiLibraryTests", dependencies: ["TuttiTestSupport", "TuttiLibrary", "TuttiAuth", "TuttiCore"]),
         .testTarget(name: "TuttiStreamsTests", dependencies: ["TuttiTestSupport", "TuttiStreams", "TuttiDecode", "TuttiAudio", "TuttiCore"]),
         .testTarget(name: "TuttiWebTests", dependencies: ["TuttiTestSupport", "TuttiWeb"]),
         .testTarget(name: "TuttiInputTests", dependencies: ["TuttiInput", "TuttiCore"]),

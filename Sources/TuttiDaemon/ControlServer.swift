@@ -566,7 +566,7 @@ public final class ControlServer: Service, @unchecked Sendable {
             object["title"] = phone.title ?? phone.source
             if let v = phone.artist { object["artist"] = v }
             if let v = phone.album { object["album"] = v }
-            if let art = phone.artwork { object["coverHash"] = AirPlayArtwork.id(group: group, bytes: art) }
+            if let id = phone.artworkID { object["coverHash"] = id }
             if let p = phone.position(at: Monotonic.now()) { object["position"] = (p * 1000).rounded() / 1000 }
             if let d = phone.durationSeconds { object["duration"] = (d * 1000).rounded() / 1000 }
             object["live"] = true
