@@ -61,6 +61,8 @@ let package = Package(
         // No pkg-config: opened at the first stretcher (dlopen), never linked.
         systemLibrary("CRubberBand", pkgConfig: nil, apt: "librubberband-dev"),
         systemLibrary("CSodium", pkgConfig: "libsodium", apt: "libsodium-dev"),
+        // No pkg-config: opened at the first content hash (dlopen), never linked.
+        systemLibrary("CCrypto", pkgConfig: nil, apt: "libssl-dev"),
         // No pkg-config: opened at the first transfer (dlopen), never linked; its headers are in /usr/include.
         systemLibrary("CCurl", pkgConfig: nil, apt: "libcurl4-openssl-dev"),
         // Podcast feeds and XML station playlists (ASX, XSPF); small, so linked.
@@ -83,8 +85,8 @@ let package = Package(
         .target(name: "TuttiDecode", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "CMPG123", "CFLAC", "CSoxr", "CFFmpeg"]),
         // Speed and pitch at the leader (librubberband); its own module, so speakers do not load it.
         .target(name: "TuttiTimeStretch", dependencies: ["TuttiCore", "TuttiSystem", "CRubberBand"]),
-        // The room key: HMAC-SHA256 proofs between speakers and leader, control passwords; the one SHA-256 (libsodium).
-        .target(name: "TuttiAuth", dependencies: ["TuttiCore", "CSodium"]),
+        // The room key: HMAC-SHA256 proofs between speakers and leader, control passwords (libsodium); the one SHA-256 type (libcrypto's code where it loads, libsodium's otherwise).
+        .target(name: "TuttiAuth", dependencies: ["TuttiCore", "TuttiSystem", "CSodium", "CCrypto"]),
         // Network edge: sockets, framing over TCP.
         .target(name: "TuttiNet", dependencies: ["TuttiCore", "CTuttiNet"]),
         // The JSON-RPC client (`tutti`, tests), in JSONValue; no Foundation.

@@ -181,7 +181,24 @@ import TuttiTestSupport
 }
 
 @Suite struct HelperTests {
-    /// The one SHA-256 (libsodium's, TuttiAuth) on FIPS 180-2's vectors.
+    /// Both libraries behind the one SHA-256 type give the same digests, on
+    /// FIPS 180-2's vectors (libcrypto is installed wherever the tests run).
+    @Test func bothImplementationsMatchTheStandardVectors() throws {
+        #expect(SHA256.implementation == .libcrypto, "libcrypto 3 loads (scripts/setup.sh installs libssl-dev)")
+        let vectors: [(String, String)] = [
+            ("", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"),
+            ("abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"),
+            ("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq", "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"),
+        ]
+        for implementation in SHA256.Implementation.allCases {
+            for (text, hex) in vectors {
+                let digest = try #require(Array(text.utf8).withUnsafeBytes { SHA256.digest($0, by: implementation) })
+                #expect(SHA256.hex(digest) == hex, "\(implementation) on \(text)")
+            }
+        }
+    }
+
+    /// The one SHA-256 on FIPS 180-2's vectors, as the library calls it.
     @Test func sha256MatchesTheStandardVectors() {
         #expect(SHA256.hash([UInt8]()) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
         #expect(SHA256.hash(Array("abc".utf8)) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
