@@ -32,14 +32,14 @@ public protocol LeaderControl: AnyObject, Sendable {
     var playedNanoseconds: Int64 { get }
 
     /// Does `command` on a group's player (nil: the main group).
-    func perform(_ command: PlayerCommand, group: String?) throws(PlayerError) -> CommandOutcome
+    @discardableResult func perform(_ command: PlayerCommand, group: String?) throws(PlayerError) -> CommandOutcome
     func group(ofRoom room: String) -> RoomGroups.Group
     func settings(of room: String) -> RoomSettings
     func volume(ofGroup id: String) -> UInt8?
     /// Sets a group's volume; the rooms whose volume changed.
-    func setVolume(group id: String, _ volume: UInt8) -> [String]
-    func moveRooms(_ rooms: [String], to idOrName: String) throws(GroupError) -> GroupStatus
-    func separate(room: String) throws(GroupError) -> GroupStatus
+    @discardableResult func setVolume(group id: String, _ volume: UInt8) -> [String]
+    @discardableResult func moveRooms(_ rooms: [String], to idOrName: String) throws(GroupError) -> GroupStatus
+    @discardableResult func separate(room: String) throws(GroupError) -> GroupStatus
     /// What a phone plays into a group over AirPlay, while one does.
     func airPlayNowPlaying(group: String?) -> AirPlayNowPlaying?
     /// A file URI a client named, checked against the folders it may name (see `MediaFolders`).
@@ -48,7 +48,7 @@ public protocol LeaderControl: AnyObject, Sendable {
 
 extension LeaderControl {
     /// On the main group.
-    public func perform(_ command: PlayerCommand) throws(PlayerError) -> CommandOutcome { try perform(command, group: nil) }
+    @discardableResult public func perform(_ command: PlayerCommand) throws(PlayerError) -> CommandOutcome { try perform(command, group: nil) }
 }
 
 /// The leader's settings that shape how a surface serves its clients.
