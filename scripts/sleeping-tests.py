@@ -6,11 +6,19 @@ fixed time instead of for what they wait for (issue 33).
     scripts/sleeping-tests.py          # prints "SLEEPING of TOTAL"
     scripts/sleeping-tests.py --list   # and each sleeping test, with its file
 
+It also prints the fixed sleep time those calls name (each call once, a
+call in a loop too; calls whose argument is not a literal count nothing).
+
 Helpers a test calls are not followed (`waitUntil` polls a condition; it is
 not a fixed sleep)."""
 import os, re, sys
 
+LITERAL = [(re.compile(r'(?<![\w.])usleep\(\s*([\d_]+)\s*\)'), 1e-6), (re.compile(r'(?<![\w.])sleep\(\s*([\d_]+)\s*\)'), 1.0),
+           (re.compile(r'\bThread\.sleep\(forTimeInterval:\s*([\d_.]+)\s*\)'), 1.0)]
 SLEEP = re.compile(r'(?<![\w.])(usleep|sleep|nanosleep)\s*\(|\bThread\.sleep\b|\bTask\.sleep\b')
+
+def seconds(body):
+    return sum(float(m.group(1).replace('_', '')) * unit for pattern, unit in LITERAL for m in pattern.finditer(body))
 
 def strip(text):
     """The text with comments and string literals blanked (newlines kept),
@@ -63,7 +71,7 @@ def tests(path):
 
 def main():
     root = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'Tests')
-    total, sleeping = 0, []
+    total, sleeping, slept = 0, [], 0.0
     for dirpath, _, files in sorted(os.walk(root)):
         for name in sorted(files):
             if not name.endswith('.swift'): continue
@@ -71,10 +79,11 @@ def main():
             for test, body in tests(path):
                 total += 1
                 if SLEEP.search(body):
+                    slept += seconds(body)
                     sleeping.append((os.path.relpath(path, os.path.join(root, '..')), test, len(SLEEP.findall(body))))
     if '--list' in sys.argv:
         for path, test, calls in sleeping:
             print(f'{path} {test} ({calls})')
-    print(f'{len(sleeping)} of {total}')
+    print(f'{len(sleeping)} of {total} test functions sleep; {slept:.1f} s of fixed sleeps named in them')
 
 main()
