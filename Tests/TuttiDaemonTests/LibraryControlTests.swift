@@ -59,8 +59,11 @@ import TuttiTestSupport
         _ = try obj("queue.add", ["trackIds": [JSONValue(kraftwerkID)]])
         #expect((try obj("queue.list")["entries"]?.objectArray)?.count == 4)
         _ = try obj("queue.play", ["index": 0])
-        // Until the first track is heard.
-        waitUntil(timeout: 10) { (try? obj("player.status"))?["title"]?.string == "Morning Light" }
+        // Until the first track has been heard for 1.5 s (the history below needs over a second of it).
+        waitUntil(timeout: 10) {
+            let s = try? obj("player.status")
+            return s?["title"]?.string == "Morning Light" && (s?["position"]?.number ?? 0) >= 1.5
+        }
         let status = try obj("player.status")
         #expect(status["title"]?.string == "Morning Light" && status["artist"]?.string == "Beyoncé" && status["album"]?.string == "Dawn")
 
