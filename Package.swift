@@ -61,7 +61,7 @@ let package = Package(
         // No pkg-config: opened at the first stretcher (dlopen), never linked.
         systemLibrary("CRubberBand", pkgConfig: nil, apt: "librubberband-dev"),
         systemLibrary("CSodium", pkgConfig: "libsodium", apt: "libsodium-dev"),
-        // No pkg-config: opened at the first hash (dlopen), never linked.
+        // No pkg-config: opened at the first content hash (dlopen), never linked.
         systemLibrary("CCrypto", pkgConfig: nil, apt: "libssl-dev"),
         // No pkg-config: opened at the first transfer (dlopen), never linked; its headers are in /usr/include.
         systemLibrary("CCurl", pkgConfig: nil, apt: "libcurl4-openssl-dev"),
@@ -85,14 +85,14 @@ let package = Package(
         .target(name: "TuttiDecode", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "CMPG123", "CFLAC", "CSoxr", "CFFmpeg"]),
         // Speed and pitch at the leader (librubberband); its own module, so speakers do not load it.
         .target(name: "TuttiTimeStretch", dependencies: ["TuttiCore", "TuttiSystem", "CRubberBand"]),
-        // The room key: HMAC-SHA256 proofs between speakers and leader, control passwords (libsodium).
-        .target(name: "TuttiAuth", dependencies: ["TuttiCore", "CSodium"]),
+        // The room key: HMAC-SHA256 proofs between speakers and leader, control passwords (libsodium); the one SHA-256 type (libcrypto's code where it loads, libsodium's otherwise).
+        .target(name: "TuttiAuth", dependencies: ["TuttiCore", "TuttiSystem", "CSodium", "CCrypto"]),
         // Network edge: sockets, framing over TCP.
         .target(name: "TuttiNet", dependencies: ["TuttiCore", "CTuttiNet"]),
         // The JSON-RPC client (`tutti`, tests), in JSONValue; no Foundation.
         .target(name: "TuttiControlClient", dependencies: ["TuttiCore", "TuttiNet"]),
         // Music library: SQLite store, tag scanner (MP3 and FLAC read through TuttiDecode), full-text search, playlists.
-        .target(name: "TuttiLibrary", dependencies: ["TuttiCore", "TuttiSystem", "TuttiDecode", "CSQLite", "CCrypto"]),
+        .target(name: "TuttiLibrary", dependencies: ["TuttiCore", "TuttiSystem", "TuttiDecode", "TuttiAuth", "CSQLite"]),
         // Network sources: HTTP(S) streams (libcurl), ICY metadata, offline cache, podcast feeds and station playlists (expat).
         .target(name: "TuttiStreams", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "TuttiDecode", "CCurl", "CExpat"]),
         // Buttons and remotes: Linux input events and GPIO lines.
@@ -104,8 +104,14 @@ let package = Package(
         // A speaker: clock model, jitter buffer, DAC. No Foundation, so a
         // speaker's process stays small (tutti-follower).
         .target(name: "TuttiFollower", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "TuttiNet", "TuttiDiscovery", "TuttiInput", "TuttiAuth"]),
+        // What every control surface needs of the leader, and nothing of its insides: the
+        // `LeaderControl` protocol, its events and types, and the way clients are served
+        // (TCPService and the accept loop, connection budgets, ClientWriter, logins).
+        .target(name: "TuttiControlKit", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "TuttiNet", "TuttiLibrary", "TuttiAuth"]),
+        // The MPD protocol surface (mpc, ncmpcpp, phone apps), against `LeaderControl` only.
+        .target(name: "TuttiMPD", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "TuttiNet", "TuttiLibrary", "TuttiAuth", "TuttiControlKit"]),
         // Composition root: leader, demo, and the follower in the same binary.
-        .target(name: "TuttiDaemon", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "TuttiDecode", "TuttiNet", "TuttiLibrary", "TuttiInput", "TuttiStreams", "TuttiDiscovery", "TuttiFollower", "TuttiWeb", "TuttiTimeStretch", "TuttiAuth"]),
+        .target(name: "TuttiDaemon", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "TuttiDecode", "TuttiNet", "TuttiLibrary", "TuttiInput", "TuttiStreams", "TuttiDiscovery", "TuttiFollower", "TuttiWeb", "TuttiTimeStretch", "TuttiAuth", "TuttiControlKit", "TuttiMPD"]),
         .executableTarget(name: "tuttid", dependencies: ["TuttiDaemon"], linkerSettings: leanLink),
         .executableTarget(name: "tutti-follower", dependencies: ["TuttiFollower", "TuttiSystem", "TuttiCore"], linkerSettings: leanLink),
         // Helpers shared by the test targets (temporary folders, running real programs to their end).
@@ -117,19 +123,19 @@ let package = Package(
         .executableTarget(name: "tutti", dependencies: ["TuttiCLI"], linkerSettings: leanLink),
 
         // Fuzz targets: each parser that reads outside input, fed the way the daemons feed it (Fuzz/).
-        .target(name: "TuttiFuzzTargets", dependencies: ["TuttiCore", "TuttiDaemon", "TuttiFollower", "TuttiLibrary", "TuttiStreams", "TuttiNet"],
+        .target(name: "TuttiFuzzTargets", dependencies: ["TuttiCore", "TuttiDaemon", "TuttiMPD", "TuttiFollower", "TuttiLibrary", "TuttiStreams", "TuttiNet"],
                 path: "Fuzz/Targets"),
 
         .testTarget(name: "TuttiCoreTests", dependencies: ["TuttiCore"]),
         .testTarget(name: "TuttiAudioTests", dependencies: ["TuttiTestSupport", "TuttiAudio", "TuttiDecode", "TuttiTimeStretch", "TuttiCore"]),
-        .testTarget(name: "TuttiLibraryTests", dependencies: ["TuttiTestSupport", "TuttiLibrary", "TuttiCore"]),
+        .testTarget(name: "TuttiLibraryTests", dependencies: ["TuttiTestSupport", "TuttiLibrary", "TuttiAuth", "TuttiCore"]),
         .testTarget(name: "TuttiStreamsTests", dependencies: ["TuttiTestSupport", "TuttiStreams", "TuttiDecode", "TuttiAudio", "TuttiCore"]),
         .testTarget(name: "TuttiWebTests", dependencies: ["TuttiTestSupport", "TuttiWeb"]),
         .testTarget(name: "TuttiInputTests", dependencies: ["TuttiInput", "TuttiCore"]),
         .testTarget(name: "TuttiCLITests", dependencies: ["TuttiCLI", "TuttiDiscovery", "TuttiCore"]),
         .testTarget(name: "TuttiDiscoveryTests", dependencies: ["TuttiTestSupport", "TuttiDiscovery", "TuttiDaemon", "TuttiFollower", "TuttiControlClient", "TuttiAudio", "TuttiNet", "TuttiCore"]),
         .testTarget(name: "TuttiFuzzTests", dependencies: ["TuttiFuzzTargets"]),
-        .testTarget(name: "TuttiDaemonTests", dependencies: ["TuttiTestSupport", "TuttiDaemon", "TuttiDiscovery", "TuttiFollower", "TuttiControlClient", "TuttiAudio", "TuttiNet", "TuttiCore"]),
+        .testTarget(name: "TuttiDaemonTests", dependencies: ["TuttiTestSupport", "TuttiDaemon", "TuttiControlKit", "TuttiMPD", "TuttiDiscovery", "TuttiFollower", "TuttiControlClient", "TuttiAudio", "TuttiNet", "TuttiCore"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -2,7 +2,7 @@
 // instructions (the library scan hashes up to 128 KiB of every new file).
 // Opened at the first hash (dlopen, TuttiSystem's FunctionTable), not at
 // start: loading it costs a leader about 1.4 MiB resident, and a leader that
-// scans nothing new never needs it. Owned by TuttiLibrary.
+// scans nothing new never needs it. Owned by TuttiAuth (SHA256.swift).
 //
 // Its SHA256_* functions, not EVP_Digest: EVP fetches SHA-256 from OpenSSL
 // 3's default provider, whose set-up keeps 1.8 MiB more of the library

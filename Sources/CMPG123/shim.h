@@ -1,6 +1,6 @@
 // libmpg123, and wrappers for the calls it maps through large-file macros
-// that Swift cannot see. Owned by TuttiDecode (and, for now, the library's
-// tag reader).
+// that Swift cannot see. Owned by TuttiDecode, whose MPG123Handle alone
+// calls it.
 #ifndef TUTTI_CMPG123_H
 #define TUTTI_CMPG123_H
 #include <stdio.h>
@@ -20,9 +20,8 @@ static inline int tutti_mpg123_configure(mpg123_handle *mh) {
 static inline long long tutti_mpg123_seek(mpg123_handle *mh, long long sample) {
     return (long long)mpg123_seek(mh, (off_t)sample, SEEK_SET);
 }
-/// Opens `mh` for feeding and applies tutti_mpg123_configure; returns MPG123_OK or an error code.
+/// Opens `mh` for feeding (tutti_mpg123_configure was applied when it was made); returns MPG123_OK or an error code.
 static inline int tutti_mpg123_open_feed(mpg123_handle *mh) {
-    tutti_mpg123_configure(mh);
     return mpg123_open_feed(mh);
 }
 /// mpg123_feedseek to a sample offset from the start (gapless); *input_offset is the

@@ -181,6 +181,13 @@ public struct DACPRemote: Equatable, Sendable {
     }
 }
 
+/// A phone's artwork as a cover id the web app asks `/art/ID` for, like a
+/// library cover's: 24 hex digits (a library's are 64), from its bytes.
+public enum AirPlayArtwork {
+    public static func id(of bytes: [UInt8]) -> String { "a1a1a1a1" + FNV1a.hex(bytes) }
+    public static func isID(_ s: String) -> Bool { s.utf8.count == 24 && s.hasPrefix("a1a1a1a1") }
+}
+
 /// What an AirPlay sender plays, as now playing shows it.
 public struct AirPlayNowPlaying: Equatable, Sendable {
     /// The phone's name ("Anna's iPhone"): now playing shows "AirPlay from <sender>".
@@ -188,7 +195,10 @@ public struct AirPlayNowPlaying: Equatable, Sendable {
     public var title: String?
     public var artist: String?
     public var album: String?
-    public var artwork: [UInt8]?
+    public var artwork: [UInt8]? { didSet { artworkID = artwork.map(AirPlayArtwork.id(of:)) } }
+    /// `artwork`'s cover id, worked out once when the picture arrives, not
+    /// at every request that shows it (a picture can be 4 MB).
+    public private(set) var artworkID: String?
     /// From `prgr` (RTP frames at 44.1 kHz): seconds played and the track's length when `progressAt` was read.
     public var positionSeconds: Double?
     public var durationSeconds: Double?

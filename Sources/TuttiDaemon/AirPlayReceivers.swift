@@ -6,6 +6,7 @@ import TuttiAudio
 import TuttiCore
 import TuttiStreams
 import TuttiSystem
+import TuttiControlKit
 
 /// The leader's AirPlay receivers: one shairport-sync per group, each a
 /// child process it owns (`ChildProcess`: restarted when it dies, stopped

@@ -2,6 +2,7 @@ import FoundationEssentials
 import TuttiCore
 import TuttiInput
 import TuttiLibrary
+import TuttiControlKit
 
 extension Leader {
     /// What a button does, on the leader's own buttons (`room` nil: the main

@@ -3,6 +3,7 @@ import TuttiCore
 import TuttiTimeStretch
 import TuttiAuth
 import TuttiNet
+import TuttiControlKit
 
 /// What `tuttid` was asked to do. Parsing is pure; `tuttid/main.swift` runs it.
 public enum DaemonCommand: Sendable {

@@ -1,6 +1,7 @@
 import FoundationEssentials
 import TuttiCore
 import TuttiStreams
+import TuttiControlKit
 
 /// JSON-RPC methods for the offline cache of network tracks.
 extension ControlServer {

@@ -1,4 +1,5 @@
 import TuttiCore
+import TuttiControlKit
 
 /// JSON-RPC methods for groups of rooms and party mode.
 extension ControlServer {

@@ -1,4 +1,5 @@
 import TuttiCore
+import TuttiControlKit
 
 /// Encodes the JSON the leader writes (JSON-RPC replies and notifications,
 /// Snapcast's control API, saved state) without Foundation, whose

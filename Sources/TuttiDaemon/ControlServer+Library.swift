@@ -1,6 +1,7 @@
 import FoundationEssentials
 import TuttiCore
 import TuttiLibrary
+import TuttiControlKit
 
 /// JSON-RPC methods for the library: scan, search, recent searches,
 /// favourites, history, playlists; and what `queue.add` can take from it.

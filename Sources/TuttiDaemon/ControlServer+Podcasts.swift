@@ -3,6 +3,7 @@ import TuttiAudio
 import TuttiCore
 import TuttiLibrary
 import TuttiStreams
+import TuttiControlKit
 
 /// JSON-RPC methods for podcasts: subscribe, list, episodes, refresh,
 /// play (resuming where the listener stopped, at the show's speed),

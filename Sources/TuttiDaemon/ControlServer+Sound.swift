@@ -1,4 +1,5 @@
 import TuttiCore
+import TuttiControlKit
 
 /// JSON-RPC methods for each room's sound: the equaliser and its presets,
 /// group volume and mute (see docs/sound.md).

@@ -1,4 +1,5 @@
 import TuttiCore
+import TuttiControlKit
 
 /// `speakers.*`: paired speakers and pairing requests (docs/api.md).
 extension ControlServer {

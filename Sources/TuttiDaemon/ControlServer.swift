@@ -5,6 +5,7 @@ import TuttiCore
 import TuttiAuth
 import TuttiNet
 import TuttiSystem
+import TuttiControlKit
 
 /// JSON-RPC 2.0 for the `tutti` client, programs and the web app (see
 /// docs/api.md): over TCP, one JSON object per line, and over the web
@@ -64,10 +65,7 @@ public final class ControlServer: Service, @unchecked Sendable {
     }
 
     /// The host part of "HOST:PORT".
-    static func host(of address: String) -> String {
-        guard let colon = address.lastIndex(of: ":") else { return address }
-        return String(address[..<colon])
-    }
+    static func host(of address: String) -> String { ControlLogin.host(of: address) }
 
     /// Where a client from `address` ("HOST:PORT") starts.
     func initialLevel(address: String) -> ControlAccess.Level {
@@ -568,7 +566,7 @@ public final class ControlServer: Service, @unchecked Sendable {
             object["title"] = phone.title ?? phone.source
             if let v = phone.artist { object["artist"] = v }
             if let v = phone.album { object["album"] = v }
-            if let art = phone.artwork { object["coverHash"] = AirPlayArtwork.id(group: group, bytes: art) }
+            if let id = phone.artworkID { object["coverHash"] = id }
             if let p = phone.position(at: Monotonic.now()) { object["position"] = (p * 1000).rounded() / 1000 }
             if let d = phone.durationSeconds { object["duration"] = (d * 1000).rounded() / 1000 }
             object["live"] = true

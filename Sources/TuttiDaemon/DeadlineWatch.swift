@@ -1,6 +1,7 @@
 import TuttiAudio
 import TuttiCore
 import TuttiSystem
+import TuttiControlKit
 
 /// Runs checks at deadlines, on one thread for all of them (started with
 /// the first): "has this page logged in 10 s after it opened?". A check

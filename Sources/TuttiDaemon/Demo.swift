@@ -3,6 +3,7 @@ import Glibc
 import TuttiAudio
 import TuttiCore
 import TuttiNet
+import TuttiControlKit
 
 /// `tuttid demo`: a leader and two virtual speakers in one process, playing
 /// a generated track, printing once a second how far apart the speakers are.

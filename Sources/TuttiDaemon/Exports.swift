@@ -1,2 +1,3 @@
+import TuttiControlKit
 @_exported import TuttiFollower
 @_exported import TuttiSystem

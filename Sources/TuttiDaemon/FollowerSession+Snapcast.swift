@@ -1,6 +1,7 @@
 import TuttiCore
 import TuttiAudio
 import TuttiNet
+import TuttiControlKit
 
 /// A stock Snapcast client (snapclient, Snapdroid, an ESP32 speaker) as a
 /// room: it gets the group's chunks, encoded once for every room, framed

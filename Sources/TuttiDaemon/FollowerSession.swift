@@ -11,6 +11,7 @@ import TuttiLibrary
 import TuttiNet
 import TuttiStreams
 import TuttiSystem
+import TuttiControlKit
 
 /// One connected follower, seen from the leader.
 // Sendable because `closed` and `saidGoodbye` are touched only under `state`, `name` and `version` are in a Mutex and an Atomic, the writer is Sendable, and the rest is immutable.

@@ -1,17 +1,9 @@
 import FoundationEssentials
 import Synchronization
 import TuttiCore
+import TuttiControlKit
 
 /// A group as the control surfaces show it.
-public struct GroupStatus: Sendable, Equatable {
-    public var id: String
-    public var name: String
-    /// Rooms in the group (connected or not), sorted.
-    public var rooms: [String]
-    public var streamID: UInt32
-    public var nowPlaying: NowPlaying
-}
-
 /// Grouping rooms: each group has its own stream (queue and player), every
 /// room plays its group's stream, and a room moved to another group switches
 /// to it a start latency ahead, on the same grid as the rooms already there.

@@ -3,6 +3,8 @@ import Synchronization
 import TuttiCore
 import TuttiNet
 import TuttiSystem
+import TuttiControlKit
+import TuttiMPD
 
 /// A running leader's command surfaces (MPD, JSON-RPC, Snapcast's control
 /// API) driven in process, without their listening sockets: each request
@@ -19,14 +21,9 @@ import TuttiSystem
 /// Thread contract: any thread; calls are taken one at a time (one client).
 public final class InProcessControl: Sendable {
     public let leader: Leader
-    private let mpdServer: MPDServer
+    private let mpdSession: MPDInProcessSession
     private let controlServer: ControlServer
     private let snapcastServer: SnapcastControl
-    /// MPD's client object writes idle answers and long replies to a
-    /// connection: one end of a loopback pair, whose other end a thread
-    /// reads and drops.
-    private let mpdClient: MPDClient
-    private let farEnd: TCPConnection
     private let serial = Mutex(())
 
     public enum SetupError: Error, CustomStringConvertible {
@@ -47,34 +44,15 @@ public final class InProcessControl: Sendable {
         guard let control = leader.controlServer else { throw .surfaceMissing("JSON-RPC port (configuration.control)") }
         guard let snapcast = leader.snapcastControlServer else { throw .surfaceMissing("Snapcast control (configuration.snapcastControl)") }
         self.leader = leader
-        mpdServer = mpd
         controlServer = control
         snapcastServer = snapcast
-        let near: TCPConnection
-        do {
-            let listener = try TCPListener(endpoint: Endpoint(host: "127.0.0.1", port: 0))
-            defer { listener.close() }
-            farEnd = try TCPConnection.connect(to: listener.endpoint)
-            near = try listener.accept()
-        } catch {
+        do { mpdSession = try MPDInProcessSession(server: mpd) } catch let error as NetError {
             throw .loopback(error)
-        }
-        mpdClient = MPDClient(connection: near, configuration: leader.configuration, access: leader.controlAccess, log: mpd.log)
-        do {
-            try startThread(name: "tutti-inproc-drain") { [farEnd] in
-                let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 65_536, alignment: 1)
-                defer { buffer.deallocate() }
-                while let (n, _) = try? farEnd.receive(into: buffer), n > 0 {}
-            }
-        } catch {
+        } catch let error as ThreadError {
             throw .thread(error)
+        } catch {
+            throw .loopback(.closed)
         }
-    }
-
-    deinit {
-        mpdClient.finish()
-        mpdClient.connection.close()
-        farEnd.close()
     }
 
     /// One MPD session: the bytes a client sends (lines), the replies it
@@ -82,35 +60,7 @@ public final class InProcessControl: Sendable {
     /// is not run (a wrong one sleeps, by design). Idle answers and long
     /// replies go to the drained connection, not into the result.
     public func mpd(_ bytes: [UInt8]) -> [UInt8] {
-        serial.withLock { _ in
-            let client = mpdClient
-            client.binaryLimit = 8_192
-            client.tagTypes = Set(MPDTags.all)
-            defer { client.endIdle() }
-            var splitter = MPDLineSplitter(maxLineBytes: MPDServer.maxLineBytes)
-            var state = MPDSessionState(maxListCommands: MPDServer.maxListCommands)
-            var out: [UInt8] = []
-            for line in splitter.feed(bytes) {
-                if state.idling && !client.isWaiting { state.idling = false }
-                switch state.receive(line: line) {
-                case .none:
-                    break
-                case .reply(let reply):
-                    out += reply
-                case .close(let reply):
-                    return out + reply
-                case .idle(let command):
-                    if let error = client.beginIdle(command.arguments) { state.idling = false; out += error }
-                case .noidle:
-                    client.endIdle()
-                    state.idling = false
-                case .run(let commands, let isList, let listOK):
-                    let runnable = commands.filter { $0.name != "password" }
-                    out += mpdServer.run(runnable, isList: isList, listOK: listOK, client: client)
-                }
-            }
-            return out
-        }
+        serial.withLock { _ in mpdSession.run(bytes) }
     }
 
     /// One JSON-RPC request line, as ControlServer answers it: the reply's

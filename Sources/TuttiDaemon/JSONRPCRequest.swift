@@ -1,4 +1,5 @@
 import TuttiCore
+import TuttiControlKit
 
 /// One JSON-RPC 2.0 request as it arrives (a TCP line or a WebSocket
 /// message), checked before anything acts on it. Pure, so the fuzz target

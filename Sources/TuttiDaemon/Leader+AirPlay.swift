@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Glibc
 import TuttiCore
+import TuttiControlKit
 
 /// AirPlay receivers (AirPlayReceivers.swift): started with the leader,
 /// following every change of groups, and what now playing shows of them.
@@ -73,23 +74,11 @@ extension Leader {
     public func settleAirPlay() { airplay?.settle() }
 }
 
-/// A phone's artwork as a cover id the web app asks `/art/ID` for, like a
-/// library cover's: 24 hex digits (a library's are 64), from its bytes.
-enum AirPlayArtwork {
-    static func id(group: String?, bytes: [UInt8]) -> String {
-        var h: UInt64 = 0xcbf2_9ce4_8422_2325 // FNV-1a
-        for b in bytes { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 }
-        let hex = String(h, radix: 16)
-        return "a1a1a1a1" + String(repeating: "0", count: 16 - hex.count) + hex
-    }
-    static func isID(_ s: String) -> Bool { s.utf8.count == 24 && s.hasPrefix("a1a1a1a1") }
-}
-
 extension Leader {
     /// The artwork of a phone playing to any group, by its id (`AirPlayArtwork`).
     public func airPlayArtwork(id: String) -> [UInt8]? {
         for group in groups.map(\.id) {
-            if let art = airPlayNowPlaying(group: group)?.artwork, AirPlayArtwork.id(group: group, bytes: art) == id { return art }
+            if let now = airPlayNowPlaying(group: group), now.artworkID == id { return now.artwork }
         }
         return nil
     }

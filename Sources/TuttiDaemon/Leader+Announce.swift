@@ -1,5 +1,6 @@
 import TuttiCore
 import TuttiDiscovery
+import TuttiControlKit
 
 extension Leader {
     /// Announces this leader over mDNS: its follower port, and in TXT the

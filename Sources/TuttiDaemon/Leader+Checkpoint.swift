@@ -11,6 +11,7 @@ import TuttiLibrary
 import TuttiNet
 import TuttiStreams
 import TuttiSystem
+import TuttiControlKit
 
 /// The player state saved to `state.db`: at once after a change, and the
 /// position once a second while playing.

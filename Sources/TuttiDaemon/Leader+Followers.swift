@@ -11,6 +11,7 @@ import TuttiLibrary
 import TuttiNet
 import TuttiStreams
 import TuttiSystem
+import TuttiControlKit
 
 /// Speakers: the clock service, accepting followers (Tutti and Snapcast),
 /// attaching each to its group's stream, fanning chunks out to them.

@@ -11,6 +11,7 @@ import TuttiLibrary
 import TuttiNet
 import TuttiStreams
 import TuttiSystem
+import TuttiControlKit
 
 /// Transport and queue commands, routed to a group's stream; now playing.
 extension Leader {

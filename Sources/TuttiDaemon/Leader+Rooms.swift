@@ -11,6 +11,7 @@ import TuttiLibrary
 import TuttiNet
 import TuttiStreams
 import TuttiSystem
+import TuttiControlKit
 
 /// Rooms: their settings, balance within a group, and sessions.
 extension Leader {

@@ -2,6 +2,7 @@ import FoundationEssentials
 import Synchronization
 import TuttiCore
 import TuttiLibrary
+import TuttiControlKit
 
 /// A room's equaliser at the leader, with the preset it was set from (nil: custom gains).
 public struct RoomEqualizer: Equatable, Sendable {

@@ -11,6 +11,8 @@ import TuttiLibrary
 import TuttiNet
 import TuttiStreams
 import TuttiSystem
+import TuttiControlKit
+import TuttiMPD
 
 // Sendable because shared state is in Mutexes and Atomics; the `var`s (main stream, servers, announcers) are set during init and start(), before the threads that read them, and never again.
 public final class Leader: @unchecked Sendable {
@@ -25,7 +27,7 @@ public final class Leader: @unchecked Sendable {
     /// Everything the leader runs, in the order it started (`start`, `stop`).
     let services = ServiceGroup()
     /// The one thread that waits on every TCP port (`TCPService`).
-    let acceptLoop: AcceptLoop
+    public let acceptLoop: AcceptLoop
     /// The groups' source threads (a group made later adds one).
     let sourceThreads = ThreadGroup(name: "tutti-source")
     /// Speakers' writer threads, each while its speaker has something waiting.
@@ -145,7 +147,7 @@ public final class Leader: @unchecked Sendable {
     /// Who may do what on the control surfaces.
     public let controlAccess: ControlAccess
     /// Logging in: the password, tokens, failures per address (every control surface).
-    let login: ControlLogin
+    public let login: ControlLogin
 
     /// The control password: given, or (a surface beyond loopback, none
     /// given) read from or generated into `control-password` beside the library.
@@ -547,5 +549,14 @@ public final class Leader: @unchecked Sendable {
     public func stop() {
         guard running.exchange(false, ordering: .acquiringAndReleasing) else { return }
         services.stop(log: log)
+    }
+}
+
+/// The door the control surfaces use (TuttiControlKit): the engine's
+/// members they need, and no more.
+extension Leader: LeaderControl {
+    public var surfaceSettings: SurfaceSettings {
+        SurfaceSettings(outboxLimits: configuration.outboxLimits, clientStallMilliseconds: configuration.clientStallMilliseconds,
+                        musicDirectory: configuration.musicDirectory)
     }
 }

@@ -11,6 +11,7 @@ import TuttiLibrary
 import TuttiNet
 import TuttiStreams
 import TuttiSystem
+import TuttiControlKit
 
 /// Where the web app is served, and from which files.
 public struct WebOptions: Sendable, Equatable {

@@ -11,6 +11,7 @@ import TuttiLibrary
 import TuttiNet
 import TuttiStreams
 import TuttiSystem
+import TuttiControlKit
 
 /// One group's stream: its player, and its chunks still ahead for rooms that join.
 // Sendable because `player` is set once before the stream is shared, `lastHeard` and `heard` belong to the heard-watcher thread, and the backlog is under a Mutex.

@@ -4,6 +4,7 @@ import TuttiCore
 import TuttiLibrary
 import TuttiStreams
 import TuttiSystem
+import TuttiControlKit
 
 /// Why a podcast could not be subscribed or refreshed.
 public enum PodcastError: Error, CustomStringConvertible, Sendable {

@@ -2,6 +2,7 @@ import Synchronization
 import TuttiAudio
 import TuttiCore
 import TuttiSystem
+import TuttiControlKit
 
 /// Where speakers' room commands (a button's `roomCommand`, a snapclient's
 /// own mixer) wait and are done: one bounded inbox per speaker connection

@@ -7,6 +7,7 @@ import TuttiCore
 import TuttiNet
 import TuttiSystem
 import TuttiWeb
+import TuttiControlKit
 
 /// Snapcast's control API (JSON-RPC 2.0, control protocol 2 as snapserver
 /// 0.26 has it) for Home Assistant's integration, python-snapcast and
@@ -471,7 +472,7 @@ final class SnapcastControl: Service, @unchecked Sendable {
                 if let a = phone.artist { metadata["artist"] = [a] }
                 if let a = phone.album { metadata["album"] = a }
                 if let d = phone.durationSeconds { metadata["duration"] = d }
-                if let art = phone.artwork { metadata["artUrl"] = "/art/" + AirPlayArtwork.id(group: g.id, bytes: art) }
+                if let id = phone.artworkID { metadata["artUrl"] = "/art/" + id }
             } else if let library = leader.library, !now.path.isEmpty, let t = try? library.track(atPath: now.path) {
                 metadata["title"] = t.title
                 if let a = t.artist { metadata["artist"] = [a] }

@@ -6,6 +6,7 @@ import TuttiAuth
 import TuttiCore
 import TuttiLibrary
 import TuttiSystem
+import TuttiControlKit
 
 /// The leader's side of speaker security: its static key, the paired
 /// speakers, the pairing requests waiting, and each joined session's clock

@@ -5,6 +5,7 @@ import TuttiCore
 import TuttiDecode
 import TuttiTimeStretch
 import TuttiStreams
+import TuttiControlKit
 
 /// Decoding on the source thread: opening queue entries (files, network
 /// sources on their own thread), resampling to 48 kHz, stretching for speed

@@ -5,6 +5,7 @@ import TuttiCore
 import TuttiDecode
 import TuttiTimeStretch
 import TuttiStreams
+import TuttiControlKit
 
 /// The source thread's loop: decode, wait until a chunk is due (`buffer`
 /// ahead of its PTS), encode it once and hand it to every room; silence

@@ -5,6 +5,7 @@ import TuttiCore
 import TuttiDecode
 import TuttiTimeStretch
 import TuttiStreams
+import TuttiControlKit
 
 /// What rooms hear, for status on any thread: the source thread publishes
 /// its segments (which stream frames are which track's), and readers work

@@ -5,6 +5,7 @@ import TuttiCore
 import TuttiDecode
 import TuttiTimeStretch
 import TuttiStreams
+import TuttiControlKit
 
 /// Commands on the source thread: the rules (`Transport`, in TuttiCore)
 /// decide what a command does at the change point, a start latency ahead;

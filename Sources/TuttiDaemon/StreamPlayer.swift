@@ -5,6 +5,7 @@ import TuttiCore
 import TuttiDecode
 import TuttiTimeStretch
 import TuttiStreams
+import TuttiControlKit
 
 /// Decodes the play list and turns it into stamped, encoded chunks on one
 /// 48 kHz grid, reacting to transport commands.

@@ -4,6 +4,7 @@ import TuttiCore
 import TuttiAuth
 import TuttiNet
 import TuttiWeb
+import TuttiControlKit
 
 /// The web app (`--web HOST:PORT`): its files, album art, and the control
 /// API, over civetweb.

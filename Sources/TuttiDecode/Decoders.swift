@@ -1,4 +1,3 @@
-import CMPG123
 import TuttiAudio
 import Glibc
 import TuttiCore
@@ -109,43 +108,24 @@ public final class MP3Decoder: AudioDecoder {
     public let path: String
     public let sampleRate: Int
     public let channels: Int
-    private let handle: OpaquePointer
+    private let handle: MPG123Handle
     private var bytes: [UInt8] = []
     private var finished = false
 
     public init(path: String) throws(AudioError) {
-        var err: Int32 = 0
-        guard let mh = mpg123_new(nil, &err) else {
-            throw .undecodable(path: path, reason: String(cString: mpg123_plain_strerror(err)))
+        do {
+            handle = try MPG123Handle()
+            try handle.open(path: path)
+            (sampleRate, channels) = try handle.format()
+        } catch {
+            switch error {
+            case .cannotCreate(let reason): throw .undecodable(path: path, reason: reason)
+            case .cannotOpen(let reason): throw .cannotOpen(path: path, reason: reason)
+            case .noFormat, .notFloat: throw .undecodable(path: path, reason: error.description)
+            }
         }
-        tutti_mpg123_configure(mh)
-        guard tutti_mpg123_open(mh, path) == MPG123_OK.rawValue else {
-            let reason = String(cString: mpg123_strerror(mh))
-            mpg123_delete(mh)
-            throw .cannotOpen(path: path, reason: reason)
-        }
-        var rate = 0, ch: Int32 = 0, encoding: Int32 = 0
-        guard mpg123_getformat(mh, &rate, &ch, &encoding) == MPG123_OK.rawValue, rate > 0 else {
-            let reason = String(cString: mpg123_strerror(mh))
-            mpg123_close(mh); mpg123_delete(mh)
-            throw .undecodable(path: path, reason: "no MPEG audio found (\(reason))")
-        }
-        guard encoding == Int32(MPG123_ENC_FLOAT_32.rawValue) else {
-            mpg123_close(mh); mpg123_delete(mh)
-            throw .undecodable(path: path, reason: "libmpg123 cannot produce 32-bit float output")
-        }
-        // Lock the format so a mid-file change is decoded at the same rate.
-        mpg123_format_none(mh)
-        mpg123_format(mh, rate, ch, encoding)
+        handle.fixFormat(rate: sampleRate, channels: channels)
         self.path = path
-        self.handle = mh
-        self.sampleRate = rate
-        self.channels = Int(ch)
-    }
-
-    deinit {
-        mpg123_close(handle)
-        mpg123_delete(handle)
     }
 
     private var scanned: Int??
@@ -153,16 +133,15 @@ public final class MP3Decoder: AudioDecoder {
     /// Exact decoded length in frames (gapless), scanning the file once.
     public var frameCount: Int? {
         if let scanned { return scanned }
-        mpg123_scan(handle)
-        let n = tutti_mpg123_length(handle)
-        scanned = .some(n >= 0 ? Int(n) : nil)
+        handle.scan()
+        let n = handle.length
+        scanned = .some(n >= 0 ? n : nil)
         return scanned!
     }
 
     public func seek(toFrame frame: Int) throws(AudioError) {
         _ = frameCount // a scanned file seeks sample-accurately
-        let rc = tutti_mpg123_seek(handle, Int64(max(0, frame)))
-        guard rc >= 0 else { throw .undecodable(path: path, reason: "seek failed: \(String(cString: mpg123_strerror(handle)))") }
+        guard handle.seek(toFrame: frame) else { throw .undecodable(path: path, reason: "seek failed: \(handle.lastError)") }
         finished = false
     }
 
@@ -173,20 +152,19 @@ public final class MP3Decoder: AudioDecoder {
         if bytes.count < want { bytes = [UInt8](repeating: 0, count: want) }
         var total = 0
         while total == 0 {
-            var done = 0
-            let rc = bytes.withUnsafeMutableBytes { mpg123_read(handle, $0.baseAddress, want, &done) }
+            let (done, status) = bytes.withUnsafeMutableBytes { handle.read(into: $0, count: want) }
             let frames = done / bytesPerFrame
             if frames > 0 {
                 bytes.withUnsafeBytes { appendStereo(decodedFloats: $0, frames: frames, channels: channels, to: &output) }
                 total += frames
             }
-            if rc == MPG123_DONE.rawValue { finished = true; break }
-            if rc == MPG123_NEW_FORMAT.rawValue { continue }
-            if rc != MPG123_OK.rawValue {
+            switch status {
+            case .done: finished = true; return total
+            case .newFormat, .ok: continue
+            case .needMore, .failed:
                 finished = true
-                throw .undecodable(path: path, reason: String(cString: mpg123_strerror(handle)))
+                throw .undecodable(path: path, reason: handle.lastError)
             }
-            if frames == 0 && done == 0 { continue }
         }
         return total
     }
@@ -198,42 +176,27 @@ public final class MP3Decoder: AudioDecoder {
 ///
 /// Thread contract: one thread at a time, like every decoder.
 public final class MP3FeedDecoder {
-    /// What `decode` stopped at.
-    public enum Status: Equatable {
-        /// Frames were decoded (and more may be ready).
-        case ok
-        /// It wants more bytes (`feed`).
-        case needMore
-        /// The stream's format is known or changed (`format`).
-        case newFormat
-        case done
-        case failed(String)
-    }
+    /// What `decode` stopped at: `.needMore` wants `feed`, `.newFormat` a look at `format`.
+    public typealias Status = MPG123ReadStatus
 
-    private let handle: OpaquePointer
+    private let handle: MPG123Handle
     private var bytes: [UInt8] = []
     /// Channels of the decoded frames, once the format is known.
     public private(set) var channels = 2
 
     public init() throws(AudioError) {
-        var err: Int32 = 0
-        guard let mh = mpg123_new(nil, &err) else {
-            throw .codec(operation: "mpg123_new", reason: String(cString: mpg123_plain_strerror(err)))
+        do {
+            handle = try MPG123Handle()
+            try handle.openFeed()
+        } catch {
+            switch error {
+            case .cannotCreate(let reason): throw .codec(operation: "mpg123_new", reason: reason)
+            default: throw .codec(operation: "mpg123_open_feed", reason: error.description)
+            }
         }
-        guard tutti_mpg123_open_feed(mh) == MPG123_OK.rawValue else {
-            let reason = String(cString: mpg123_strerror(mh))
-            mpg123_delete(mh)
-            throw .codec(operation: "mpg123_open_feed", reason: reason)
-        }
-        handle = mh
     }
 
-    deinit { mpg123_delete(handle) }
-
-    public func feed(_ input: UnsafeRawBufferPointer) {
-        guard let base = input.baseAddress, input.count > 0 else { return }
-        _ = mpg123_feed(handle, base.assumingMemoryBound(to: UInt8.self), input.count)
-    }
+    public func feed(_ input: UnsafeRawBufferPointer) { handle.feed(input) }
 
     /// Decodes up to `maxFrames` (0: only look for the format) and appends
     /// them to `output` as interleaved stereo; returns how many and why it stopped.
@@ -241,59 +204,48 @@ public final class MP3FeedDecoder {
         let bytesPerFrame = 4 * channels
         let want = maxFrames * bytesPerFrame
         if bytes.count < max(want, 1) { bytes = [UInt8](repeating: 0, count: max(want, 1)) }
-        var done = 0
-        let rc = bytes.withUnsafeMutableBytes { mpg123_read(handle, $0.baseAddress, want, &done) }
+        let (done, status) = bytes.withUnsafeMutableBytes { handle.read(into: $0, count: want) }
         let frames = done / bytesPerFrame
         if frames > 0 {
             let channels = channels
             bytes.withUnsafeBytes { appendStereo(decodedFloats: $0, frames: frames, channels: channels, to: &output) }
         }
-        switch rc {
-        case MPG123_OK.rawValue: return (frames, .ok)
-        case MPG123_NEED_MORE.rawValue: return (frames, .needMore)
-        case MPG123_NEW_FORMAT.rawValue: return (frames, .newFormat)
-        case MPG123_DONE.rawValue: return (frames, .done)
-        default: return (frames, .failed(String(cString: mpg123_strerror(handle))))
-        }
+        return (frames, status)
     }
 
     /// The format libmpg123 announced: rate and channels, or why there is
     /// none usable (not yet known, or not 32-bit float).
     public func format() -> Result<(rate: Int, channels: Int), AudioError> {
-        var rate = 0, ch: Int32 = 0, encoding: Int32 = 0
-        guard mpg123_getformat(handle, &rate, &ch, &encoding) == MPG123_OK.rawValue, rate > 0 else {
-            return .failure(.undecodable(path: "", reason: String(cString: mpg123_strerror(handle))))
+        do { return .success(try handle.format()) } catch {
+            switch error {
+            case .noFormat(let reason): return .failure(.undecodable(path: "", reason: reason))
+            default: return .failure(.undecodable(path: "", reason: error.description))
+            }
         }
-        guard encoding == Int32(MPG123_ENC_FLOAT_32.rawValue) else {
-            return .failure(.undecodable(path: "", reason: "libmpg123 cannot produce 32-bit float output"))
-        }
-        return .success((rate, Int(ch)))
     }
 
     /// Keeps the output at this format from now on (after `format`).
     public func fixFormat(rate: Int, channels: Int) {
         self.channels = channels
-        mpg123_format_none(handle)
-        mpg123_format(handle, rate, Int32(channels), Int32(MPG123_ENC_FLOAT_32.rawValue))
+        handle.fixFormat(rate: rate, channels: channels)
     }
 
     /// Starts afresh on bytes that do not continue the ones before (a
     /// reconnect), keeping the fixed format.
     public func restart(rate: Int) {
-        if tutti_mpg123_open_feed(handle) == MPG123_OK.rawValue { fixFormat(rate: rate, channels: channels) }
+        if (try? handle.openFeed()) != nil { fixFormat(rate: rate, channels: channels) }
     }
 
     /// Exact length (gapless) with a LAME/Xing header, else libmpg123's estimate.
     public var frameCount: Int? {
-        let n = tutti_mpg123_length(handle)
-        return n > 0 ? Int(n) : nil
+        let n = handle.length
+        return n > 0 ? n : nil
     }
 
     /// Prepares to continue at `frame`: the byte offset in the stream to feed from.
     public func seek(toFrame frame: Int) -> Result<Int64, AudioError> {
-        var inputOffset: Int64 = 0
-        guard tutti_mpg123_feedseek(handle, Int64(max(0, frame)), &inputOffset) >= 0 else {
-            return .failure(.undecodable(path: "", reason: String(cString: mpg123_strerror(handle))))
+        guard let inputOffset = handle.feedSeek(toFrame: frame) else {
+            return .failure(.undecodable(path: "", reason: handle.lastError))
         }
         return .success(inputOffset)
     }

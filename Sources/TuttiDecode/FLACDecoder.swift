@@ -11,36 +11,26 @@ public final class FLACDecoder: AudioDecoder {
     public private(set) var frameCount: Int?
     private var channels = 0
     private var bitsPerSample = 0
-    private let decoder: UnsafeMutablePointer<FLAC__StreamDecoder>
+    private let decoder: FLACStreamDecoder
     /// Decoded frames not yet handed out (interleaved stereo).
     fileprivate var pending: [Float] = []
     fileprivate var pendingStart = 0
     fileprivate var failure: String?
 
     public init(path: String) throws(AudioError) {
-        guard let d = FLAC__stream_decoder_new() else { throw .undecodable(path: path, reason: "libFLAC: out of memory") }
-        decoder = d
+        do { decoder = try FLACStreamDecoder() } catch { throw .undecodable(path: path, reason: error.description) }
         self.path = path
-        let status = FLAC__stream_decoder_init_file(d, path, flacWrite, flacMetadata, flacError, Unmanaged.passUnretained(self).toOpaque())
-        guard status == FLAC__STREAM_DECODER_INIT_STATUS_OK else {
-            FLAC__stream_decoder_delete(d)
-            throw .cannotOpen(path: path, reason: "libFLAC could not open it (init status \(status.rawValue))")
+        do {
+            try decoder.open(path: path, write: flacWrite, metadata: flacMetadata, error: flacError, client: Unmanaged.passUnretained(self).toOpaque())
+        } catch {
+            throw .cannotOpen(path: path, reason: "libFLAC could not open it (init status \(error.status ?? 0))")
         }
-        guard FLAC__stream_decoder_process_until_end_of_metadata(d) != 0, sampleRate > 0 else {
-            FLAC__stream_decoder_finish(d)
-            FLAC__stream_decoder_delete(d)
+        guard decoder.processMetadata(), sampleRate > 0 else {
             throw .undecodable(path: path, reason: failure ?? "no FLAC stream information")
         }
         guard channels == 1 || channels == 2 else {
-            FLAC__stream_decoder_finish(d)
-            FLAC__stream_decoder_delete(d)
             throw .undecodable(path: path, reason: "\(channels) channels (mono or stereo only)")
         }
-    }
-
-    deinit {
-        FLAC__stream_decoder_finish(decoder)
-        FLAC__stream_decoder_delete(decoder)
     }
 
     fileprivate func streamInfo(rate: Int, channels: Int, bits: Int, total: Int) {
@@ -61,10 +51,10 @@ public final class FLACDecoder: AudioDecoder {
 
     public func read(into output: inout [Float], maxFrames: Int) throws(AudioError) -> Int {
         while pending.count - pendingStart < maxFrames * 2 {
-            let state = FLAC__stream_decoder_get_state(decoder)
+            let state = decoder.state
             if state == FLAC__STREAM_DECODER_END_OF_STREAM { break }
-            if state.rawValue > FLAC__STREAM_DECODER_END_OF_STREAM.rawValue || FLAC__stream_decoder_process_single(decoder) == 0 {
-                throw .undecodable(path: path, reason: failure ?? "libFLAC stopped (state \(FLAC__stream_decoder_get_state(decoder).rawValue))")
+            if state.rawValue > FLAC__STREAM_DECODER_END_OF_STREAM.rawValue || !decoder.processFrame() {
+                throw .undecodable(path: path, reason: failure ?? "libFLAC stopped (state \(decoder.state.rawValue))")
             }
             if let failure { self.failure = nil; throw .undecodable(path: path, reason: failure) }
         }
@@ -83,9 +73,9 @@ public final class FLACDecoder: AudioDecoder {
         pending.removeAll(keepingCapacity: true)
         pendingStart = 0
         let target = UInt64(max(0, min(frame, (frameCount ?? Int.max) - 1)))
-        if FLAC__stream_decoder_seek_absolute(decoder, target) == 0 {
+        if !decoder.seek(toSample: target) {
             // A failed seek leaves the decoder needing a flush before it can go on.
-            FLAC__stream_decoder_flush(decoder)
+            decoder.flush()
             throw .undecodable(path: path, reason: "seek to frame \(frame) failed")
         }
     }

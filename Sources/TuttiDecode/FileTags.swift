@@ -58,24 +58,22 @@ public enum FileTagsError: Error, Equatable, Sendable {
 /// by counting frames.
 public enum MP3FileTags {
     public static func read(path: String, fileSize: Int, limits: FileTags.Limits) -> Result<FileTags, FileTagsError> {
-        var err: Int32 = 0
-        guard let mh = mpg123_new(nil, &err) else {
-            return .failure(.unreadable("libmpg123: \(String(cString: mpg123_plain_strerror(err)))"))
-        }
-        defer { mpg123_delete(mh) }
-        tutti_mpg123_configure(mh) // gapless, quiet
-        mpg123_param2(mh, Int32(MPG123_ADD_FLAGS.rawValue), Int(MPG123_PICTURE.rawValue), 0)
-        guard tutti_mpg123_open(mh, path) == MPG123_OK.rawValue else {
-            return .failure(.unreadable(String(cString: mpg123_strerror(mh))))
-        }
-        defer { mpg123_close(mh) }
-        // Reading the first frame also parses the ID3v2 tag in front of it.
-        var rate = 0, channels: Int32 = 0, encoding: Int32 = 0
-        guard mpg123_getformat(mh, &rate, &channels, &encoding) == MPG123_OK.rawValue, rate > 0 else {
-            return .failure(.corrupt("no MPEG audio frames found"))
+        let mh: MPG123Handle
+        let rate: Int
+        do {
+            mh = try MPG123Handle()
+            mh.keepPictures()
+            try mh.open(path: path)
+            // Reading the first frame also parses the ID3v2 tag in front of it.
+            rate = try mh.format().rate
+        } catch {
+            switch error {
+            case .cannotCreate, .cannotOpen: return .failure(.unreadable(error.description))
+            case .noFormat, .notFloat: return .failure(.corrupt("no MPEG audio frames found"))
+            }
         }
 
-        var frames = Int(tutti_mpg123_length(mh))
+        var frames = mh.length
         switch lengthSource(mh, frames: frames, rate: rate, fileSize: fileSize) {
         case .header:
             break
@@ -83,19 +81,17 @@ public enum MP3FileTags {
             return .failure(.corrupt("audio ends before the length its LAME header promises (truncated?)"))
         case .scan:
             // No LAME/Info tag: count every frame. Reads the file, decodes nothing.
-            guard mpg123_scan(mh) == MPG123_OK.rawValue else {
-                return .failure(.corrupt("cannot walk MPEG frames: \(String(cString: mpg123_strerror(mh)))"))
+            guard mh.scan() else {
+                return .failure(.corrupt("cannot walk MPEG frames: \(mh.lastError)"))
             }
-            frames = Int(tutti_mpg123_length(mh))
+            frames = mh.length
         }
         guard frames > 0 else { return .failure(.corrupt("no decodable audio")) }
 
         var tags = FileTags()
         tags.sampleRate = rate
         tags.frames = frames
-        var v1: UnsafeMutablePointer<mpg123_id3v1>?
-        var v2: UnsafeMutablePointer<mpg123_id3v2>?
-        if mpg123_meta_check(mh) & MPG123_ID3 != 0, mpg123_id3(mh, &v1, &v2) == MPG123_OK.rawValue {
+        mh.withID3 { v1, v2 in
             if let v2 { id3v2(v2.pointee, into: &tags, limits: limits) }
             if let v1 { tags.id3v1 = id3v1(v1.pointee) }
         }
@@ -107,15 +103,11 @@ public enum MP3FileTags {
     /// The LAME/Info tag gives the exact gapless length without reading
     /// the file. Without one, the frames must be counted. A constant-bitrate
     /// file clearly shorter than the length its tag claims was cut off.
-    private static func lengthSource(_ mh: OpaquePointer, frames: Int, rate: Int, fileSize: Int) -> LengthSource {
-        var delay = -1
-        var ignored = 0.0
-        mpg123_getstate2(mh, Int32(MPG123_ENC_DELAY.rawValue), &delay, &ignored)
-        guard delay >= 0, frames > 0 else { return .scan }
-        var info = mpg123_frameinfo2()
-        guard mpg123_info2(mh, &info) == MPG123_OK.rawValue else { return .scan }
-        if info.vbr == Int32(MPG123_CBR.rawValue), info.bitrate > 0 {
-            let expectedBytes = Double(frames) / Double(rate) * Double(info.bitrate) * 125
+    private static func lengthSource(_ mh: MPG123Handle, frames: Int, rate: Int, fileSize: Int) -> LengthSource {
+        guard mh.encoderDelay != nil, frames > 0 else { return .scan }
+        guard let info = mh.frameInfo else { return .scan }
+        if info.isConstant, info.bitrateKbps > 0 {
+            let expectedBytes = Double(frames) / Double(rate) * Double(info.bitrateKbps) * 125
             if Double(fileSize) < expectedBytes * 0.9 { return .truncated }
         }
         return .header
@@ -206,45 +198,45 @@ public enum FLACFileTags {
     }
 
     public static func read(path: String, limits: FileTags.Limits) -> Result<FileTags, FileTagsError> {
-        guard let decoder = FLAC__stream_decoder_new() else { return .failure(.unreadable("libFLAC: out of memory")) }
-        defer { FLAC__stream_decoder_delete(decoder) }
-        FLAC__stream_decoder_set_md5_checking(decoder, 0)
-        FLAC__stream_decoder_set_metadata_respond(decoder, FLAC__METADATA_TYPE_VORBIS_COMMENT)
-        FLAC__stream_decoder_set_metadata_respond(decoder, FLAC__METADATA_TYPE_PICTURE)
+        let decoder: FLACStreamDecoder
+        do { decoder = try FLACStreamDecoder() } catch { return .failure(.unreadable(error.description)) }
+        decoder.skipMD5Check()
+        decoder.respond(to: FLAC__METADATA_TYPE_VORBIS_COMMENT)
+        decoder.respond(to: FLAC__METADATA_TYPE_PICTURE)
 
         let context = Context(limits: limits)
         let client = Unmanaged.passUnretained(context).toOpaque()
-        let status = FLAC__stream_decoder_init_file(decoder, path, { _, frame, _, client in
-            guard let frame, let client else { return FLAC__STREAM_DECODER_WRITE_STATUS_ABORT }
-            Unmanaged<Context>.fromOpaque(client).takeUnretainedValue().counted += UInt64(frame.pointee.header.blocksize)
-            return FLAC__STREAM_DECODER_WRITE_STATUS_CONTINUE
-        }, { _, block, client in
-            guard let block, let client else { return }
-            FLACFileTags.metadata(block.pointee, into: Unmanaged<Context>.fromOpaque(client).takeUnretainedValue())
-        }, { _, status, client in
-            guard let client else { return }
-            let context = Unmanaged<Context>.fromOpaque(client).takeUnretainedValue()
-            if context.streamError == nil { context.streamError = FLACFileTags.describe(status) }
-        }, client)
-        guard status == FLAC__STREAM_DECODER_INIT_STATUS_OK else {
-            return .failure(.unreadable(status == FLAC__STREAM_DECODER_INIT_STATUS_ERROR_OPENING_FILE ? "cannot open the file" : "libFLAC init status \(status.rawValue)"))
+        do {
+            try decoder.open(path: path, write: { _, frame, _, client in
+                guard let frame, let client else { return FLAC__STREAM_DECODER_WRITE_STATUS_ABORT }
+                Unmanaged<Context>.fromOpaque(client).takeUnretainedValue().counted += UInt64(frame.pointee.header.blocksize)
+                return FLAC__STREAM_DECODER_WRITE_STATUS_CONTINUE
+            }, metadata: { _, block, client in
+                guard let block, let client else { return }
+                FLACFileTags.metadata(block.pointee, into: Unmanaged<Context>.fromOpaque(client).takeUnretainedValue())
+            }, error: { _, status, client in
+                guard let client else { return }
+                let context = Unmanaged<Context>.fromOpaque(client).takeUnretainedValue()
+                if context.streamError == nil { context.streamError = FLACFileTags.describe(status) }
+            }, client: client)
+        } catch {
+            return .failure(.unreadable(error.description))
         }
-        defer { FLAC__stream_decoder_finish(decoder) }
 
-        // The metadata callback runs inside this call (and the context stays alive across it).
-        let metadataOK = withExtendedLifetime(context) { FLAC__stream_decoder_process_until_end_of_metadata(decoder) != 0 }
+        // The metadata callback runs inside these calls (and the context stays alive across them).
+        let metadataOK = withExtendedLifetime(context) { decoder.processMetadata() }
         guard context.tags.sampleRate > 0 else {
             return .failure(.corrupt(context.streamError.map { "no FLAC stream: \($0)" } ?? "no FLAC STREAMINFO block"))
         }
         guard metadataOK else { return .failure(.corrupt("metadata ends early (truncated?)")) }
         if context.totalSamples > 0 {
-            let found = withExtendedLifetime(context) { FLAC__stream_decoder_seek_absolute(decoder, context.totalSamples - 1) != 0 }
+            let found = withExtendedLifetime(context) { decoder.seek(toSample: context.totalSamples - 1) }
             guard found else {
                 return .failure(.corrupt("audio ends before the \(context.totalSamples) samples STREAMINFO promises (truncated?)"))
             }
             context.tags.frames = Int(context.totalSamples)
         } else {
-            let ok = withExtendedLifetime(context) { FLAC__stream_decoder_process_until_end_of_stream(decoder) != 0 }
+            let ok = withExtendedLifetime(context) { decoder.processToEnd() }
             guard ok, context.counted > 0 else {
                 return .failure(.corrupt(context.streamError ?? "no decodable audio frames"))
             }

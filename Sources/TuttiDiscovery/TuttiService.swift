@@ -58,13 +58,7 @@ public enum TuttiService {
             }
             fclose(fd)
         }
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in "\(seed):\(port)".utf8 {
-            hash ^= UInt64(byte)
-            hash &*= 0x0000_0100_0000_01b3
-        }
-        let hex = String(hash, radix: 16)
-        return String(repeating: "0", count: 16 - hex.count) + hex
+        return FNV1a.hex("\(seed):\(port)".utf8)
     }
 
     /// The TXT record of a leader.

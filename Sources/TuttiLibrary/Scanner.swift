@@ -1,6 +1,7 @@
 import Glibc
 import TuttiCore
 import TuttiSystem
+import TuttiAuth
 
 /// How a scan behaves.
 public struct ScanOptions: Sendable {

@@ -93,7 +93,9 @@ final class HLSSegmentBytes: FFmpegByteSource {
     private var session = HLSSession()
     private var current: [UInt8] = []
     private var offset = 0
-    private var reloadFailures = 0
+    /// After a failed reload, the next waits (TuttiCore's pure `ReconnectBackoff`); the fifth failure in a row ends the source.
+    private var reloadBackoff = ReconnectBackoff(policy: HLSSegmentBytes.reloadPolicy)
+    private var jitter = SystemRandomNumberGenerator()
     private var lastTitle: String?
     private var fetchedAny = false
     private let start = Monotonic.now()
@@ -110,6 +112,8 @@ final class HLSSegmentBytes: FFmpegByteSource {
         self.onMetadata = onMetadata
         session.update(first, now: 0)
     }
+
+    static let reloadPolicy = ReconnectPolicy(initialDelay: 0.5, maxDelay: 8, maxAttempts: 4)
 
     private var now: Double { Double(Monotonic.now() - start) / 1e9 }
 
@@ -149,7 +153,9 @@ final class HLSSegmentBytes: FFmpegByteSource {
                         failure = .playlist(url: url, reason: "its HLS segment \(segment.sequence) could not be fetched (\(error))")
                     }
                 }
-            case .reload(let at):
+            case .reload(let planned):
+                // After a failure, not before the back-off says (the session alone would reload at once).
+                let at = max(planned, reloadBackoff.retryAt.map { Double($0 - start) / 1e9 } ?? 0)
                 while now < at {
                     if cancellation?.isCancelled == true { return .end }
                     Monotonic.sleep(nanoseconds: Int64(min(0.05, at - now) * 1e9))
@@ -159,11 +165,15 @@ final class HLSSegmentBytes: FFmpegByteSource {
                         throw .playlist(url: url, reason: "it became a multivariant playlist")
                     }
                     session.update(media, now: now)
-                    reloadFailures = 0
+                    reloadBackoff.succeeded()
                 } catch {
-                    reloadFailures += 1
-                    log.warning("\(url): HLS playlist reload failed (\(error))")
-                    if reloadFailures >= 5 { failure = error }
+                    switch reloadBackoff.failed(now: Monotonic.now(), using: &jitter) {
+                    case .retry(let attempt, _, let delay):
+                        log.warning("\(url): HLS playlist reload failed (\(error)); retry \(attempt) in \(fixedPoint(Double(delay) / 1e9, decimals: 3)) s")
+                    case .giveUp(let attempts):
+                        log.warning("\(url): HLS playlist reload failed (\(error)); giving up after \(attempts) retries")
+                        failure = error
+                    }
                 }
             case .finished:
                 return .end

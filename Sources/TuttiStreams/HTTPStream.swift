@@ -50,7 +50,8 @@ final class HTTPStream: TransferDelegate, @unchecked Sendable {
     private enum Action {
         case start(generation: Int, offset: Int64)
         case cancel(any Transfer)
-        case reconnect(generation: Int, after: Double)
+        /// Start the next attempt at `at` (monotonic ns), if nothing has happened since.
+        case reconnect(generation: Int, at: Int64)
         case notify(StreamMetadata, @Sendable (StreamMetadata) -> Void)
         /// The whole file arrived: commit the copy to the offline cache.
         case commit(CacheTee)
@@ -78,8 +79,9 @@ final class HTTPStream: TransferDelegate, @unchecked Sendable {
     private var skipUntil: Int64 = 0
     private var demuxer: ICYDemuxer?
     private var discontinuities: [Int64] = []
-    private var failures = 0
-    private var bytesThisConnection: Int64 = 0
+    /// When a live stream tries again (TuttiCore's pure `ReconnectBackoff`, on the monotonic clock).
+    private var backoff: ReconnectBackoff
+    private var jitter = SystemRandomNumberGenerator()
     private var dropping = false
     private var droppedThisEpisode: Int64 = 0
     private var metadataValue = StreamMetadata()
@@ -97,6 +99,7 @@ final class HTTPStream: TransferDelegate, @unchecked Sendable {
         self.options = options
         self.log = log
         self.cache = cache
+        self.backoff = ReconnectBackoff(policy: options.reconnect)
     }
 
     // MARK: Consumer side
@@ -261,8 +264,9 @@ final class HTTPStream: TransferDelegate, @unchecked Sendable {
                 handler(value)
             case .commit(let tee):
                 if tee.finish() { log.info("\(urlString): kept in the offline cache (\(tee.expected) bytes)") }
-            case .reconnect(let gen, let delay):
-                DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [weak self] in
+            case .reconnect(let gen, let at):
+                // Dispatch's clock is the monotonic one on Linux, like `Condition.now()`.
+                queue.asyncAfter(deadline: .now() + .nanoseconds(Int(max(0, at - Condition.now())))) { [weak self] in
                     guard let self else { return }
                     let go: Bool = self.lock.withLock {
                         guard gen == self.generation, case .reconnecting = self.state else { return false }
@@ -337,7 +341,7 @@ final class HTTPStream: TransferDelegate, @unchecked Sendable {
                     demuxer = metaint.map(ICYDemuxer.init)
                     discontinuities.append(appended)
                     stats.reconnects += 1
-                    bytesThisConnection = 0
+                    backoff.connected()
                     state = .streaming
                     log.info("\(urlString): reconnected (HTTP \(status))")
                 } else {
@@ -406,7 +410,6 @@ final class HTTPStream: TransferDelegate, @unchecked Sendable {
                 append(body, live: info.isLive)
             }
         }
-        if info.isLive && failures > 0 && bytesThisConnection >= 32_768 { failures = 0 }
         if !info.isLive, buffer.count >= options.bufferCapacity, let task {
             // Back-pressure: stop this transfer; `read` resumes it with a Range request.
             state = .paused
@@ -424,7 +427,7 @@ final class HTTPStream: TransferDelegate, @unchecked Sendable {
     private func append(_ bytes: UnsafeRawBufferPointer, live: Bool) {
         guard !bytes.isEmpty else { return }
         stats.receivedBytes += Int64(bytes.count)
-        bytesThisConnection += Int64(bytes.count)
+        if live { backoff.received(bytes: bytes.count) }
         if live && buffer.count + bytes.count > options.bufferCapacity {
             if !dropping {
                 dropping = true
@@ -494,22 +497,22 @@ final class HTTPStream: TransferDelegate, @unchecked Sendable {
 
     /// Under the lock: a live connection dropped or an attempt failed.
     private func scheduleReconnect(reason: String) -> [Action] {
-        guard options.reconnect.allows(attempt: failures) else {
+        switch backoff.failed(now: Condition.now(), using: &jitter) {
+        case .giveUp(let attempts):
             if options.reconnect.maxAttempts == 0 {
                 log.info("\(urlString): stream ended (\(reason))")
                 state = .ended
             } else {
-                log.error("\(urlString): giving up after \(failures) reconnect attempts (\(reason))")
-                state = .failed(.network(url: urlString, reason: "\(reason); gave up after \(failures) reconnect attempts"))
+                log.error("\(urlString): giving up after \(attempts) reconnect attempts (\(reason))")
+                state = .failed(.network(url: urlString, reason: "\(reason); gave up after \(attempts) reconnect attempts"))
             }
             return []
+        case .retry(let attempt, let at, let delay):
+            stats.reconnectAttempts += 1
+            state = .reconnecting
+            generation += 1
+            log.warning("\(urlString): connection lost (\(reason)); reconnect attempt \(attempt) in \(fixedPoint(Double(delay) / 1e9, decimals: 3)) s")
+            return [.reconnect(generation: generation, at: at)]
         }
-        let delay = options.reconnect.delay(beforeAttempt: failures)
-        failures += 1
-        stats.reconnectAttempts += 1
-        state = .reconnecting
-        generation += 1
-        log.warning("\(urlString): connection lost (\(reason)); reconnect attempt \(failures) in \(delay) s")
-        return [.reconnect(generation: generation, after: delay)]
     }
 }

@@ -11,7 +11,7 @@ public struct NetworkOptions: Sendable {
     /// file pauses the transfer above this (and resumes it with a Range
     /// request); a live stream drops what does not fit, with a log line.
     public var bufferCapacity: Int = 2 << 20
-    /// What to do when a live stream drops.
+    /// What to do when a live stream drops (TuttiCore's `ReconnectPolicy`).
     public var reconnect: ReconnectPolicy = ReconnectPolicy()
     /// Ask for in-band ICY metadata (`Icy-MetaData: 1`).
     public var requestMetadata = true
@@ -27,31 +27,6 @@ public struct NetworkOptions: Sendable {
     public var destinations = StreamDestinationPolicy()
 
     public init() {}
-}
-
-/// Backoff for reconnecting a live stream: `initialDelay`, doubling, capped
-/// at `maxDelay`; `maxAttempts` consecutive failures (nil: forever, until
-/// the reader's stall timeout gives up on the source).
-public struct ReconnectPolicy: Sendable, Equatable {
-    public var initialDelay: Double
-    public var maxDelay: Double
-    public var maxAttempts: Int?
-
-    public init(initialDelay: Double = 0.5, maxDelay: Double = 30, maxAttempts: Int? = nil) {
-        self.initialDelay = initialDelay
-        self.maxDelay = maxDelay
-        self.maxAttempts = maxAttempts
-    }
-
-    /// No reconnection: a live stream that closes cleanly has ended.
-    public static let never = ReconnectPolicy(maxAttempts: 0)
-
-    /// Delay before attempt `n` (0-based) of a run of consecutive failures.
-    public func delay(beforeAttempt n: Int) -> Double {
-        min(maxDelay, initialDelay * Double(1 << min(n, 30)))
-    }
-
-    public func allows(attempt n: Int) -> Bool { maxAttempts.map { n < $0 } ?? true }
 }
 
 /// Counters of one network source, for status pages and tests.

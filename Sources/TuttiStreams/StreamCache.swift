@@ -293,10 +293,7 @@ public final class StreamCache: Sendable {
 
     /// `<16 hex digits of FNV-1a(url)>.<extension of the URL's path, if short>`.
     static func fileName(for url: String) -> String {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for b in url.utf8 { hash = (hash ^ UInt64(b)) &* 0x100_0000_01b3 }
-        let hex = String(hash, radix: 16)
-        let name = String(repeating: "0", count: 16 - hex.count) + hex
+        let name = FNV1a.hex(url.utf8)
         let ext = URL(string: url).map { $0.pathExtension.lowercased() } ?? ""
         let ok = !ext.isEmpty && ext.count <= 5 && ext.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) }
         return ok ? name + "." + ext : name

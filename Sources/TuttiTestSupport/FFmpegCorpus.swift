@@ -123,8 +123,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.wfile.write(body)
     def do_GET(self):
         path = self.path.split("?")[0]
-        if path == "/live.m3u8":
+        if path in ("/live.m3u8", "/outage.m3u8"):
             elapsed = time.time() - start
+            if path == "/outage.m3u8" and 0.9 <= elapsed < 2.1:
+                # The same live playlist, but the server is down from 0.9 s to 2.1 s.
+                self.send_response(503)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
             out = 0.0
             available = 0
             for d, _ in segs:

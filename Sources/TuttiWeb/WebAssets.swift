@@ -62,7 +62,7 @@ public struct WebAssets: Sendable {
         let compressible = type.hasPrefix("text/") || type.contains("javascript") || type.contains("json") || type.contains("svg")
         let gz = compressible ? gzip(bytes) : nil
         return Asset(contentType: type, bytes: bytes, gzipped: gz.flatMap { $0.count < bytes.count ? $0 : nil },
-                     etag: "\"" + String(fnv1a(bytes), radix: 16) + "\"")
+                     etag: "\"" + String(FNV1a.hash(bytes), radix: 16) + "\"")
     }
 
     private static func read(_ path: String) -> [UInt8]? {
@@ -133,11 +133,4 @@ public struct WebAssets: Sendable {
         if asset.gzipped != nil { headers.append(("Vary", "Accept-Encoding")) }
         return WebResponse(status: 200, headers: headers, body: asset.bytes)
     }
-}
-
-/// 64-bit FNV-1a: a content hash for entity tags (not security).
-func fnv1a(_ bytes: [UInt8]) -> UInt64 {
-    var h: UInt64 = 0xcbf2_9ce4_8422_2325
-    for b in bytes { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 }
-    return h
 }

@@ -5,6 +5,8 @@ import TuttiCore
 import TuttiNet
 import TuttiTestSupport
 @testable import TuttiDaemon
+@testable import TuttiControlKit
+@testable import TuttiMPD
 
 /// A client's writer: replies written on the requester's thread when the
 /// socket is free, and in order behind whatever is being written.

@@ -153,7 +153,7 @@ import TuttiTestSupport
         ("tutti", ["libasound", "libopus", "libmpg123", "libFLAC", "libsoxr", "librubberband", "libsqlite3", "libcurl"]),
         ("tutti-follower", ["libmpg123", "libFLAC", "libsoxr", "librubberband", "libsqlite3", "libcurl", "libFoundation"]),
         // The leader: FoundationEssentials only, none of Foundation, its ICU or URLSession;
-        // libcurl, librubberband and libcrypto are opened when first needed (dlopen).
+        // libcurl and librubberband are opened when first needed (dlopen); libcrypto not at all (SHA-256 is libsodium's).
         ("tuttid", ["libFoundation.so", "libFoundationInternationalization", "lib_FoundationICU", "libFoundationNetworking", "libFoundationXML",
                     "libcurl", "librubberband", "libcrypto"]),
     ])

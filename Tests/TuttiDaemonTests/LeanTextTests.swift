@@ -2,6 +2,8 @@ import Testing
 import TuttiCore
 @testable import TuttiLibrary
 @testable import TuttiDaemon
+@testable import TuttiControlKit
+@testable import TuttiMPD
 
 /// What replaced Foundation in the leader: path arithmetic as NSString did
 /// it, and JSON written the way clients have always read it.

@@ -1,5 +1,7 @@
 import Testing
 @testable import TuttiDaemon
+@testable import TuttiControlKit
+@testable import TuttiMPD
 
 /// When a control reader wakes with nothing received: at its next deadline
 /// only, never in fixed ticks (a connected, logged-in client costs no wake-ups).

@@ -5,6 +5,7 @@ import TuttiAudio
 import TuttiControlClient
 import TuttiCore
 import TuttiDaemon
+import TuttiMPD
 import TuttiNet
 import TuttiTestSupport
 

@@ -1,5 +1,7 @@
 import Testing
 @testable import TuttiDaemon
+@testable import TuttiControlKit
+@testable import TuttiMPD
 
 /// The MPD text layer, with no sockets: tokenizer, line bounds, command
 /// lists, idle, filters and response formatting.

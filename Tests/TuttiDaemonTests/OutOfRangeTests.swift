@@ -3,6 +3,7 @@ import Glibc
 import Testing
 import TuttiCore
 import TuttiDaemon
+import TuttiMPD
 import TuttiNet
 import TuttiTestSupport
 

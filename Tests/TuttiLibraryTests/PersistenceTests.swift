@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TuttiAuth
 import TuttiCore
 @testable import TuttiLibrary
 import TuttiTestSupport
@@ -180,18 +181,41 @@ import TuttiTestSupport
 }
 
 @Suite struct HelperTests {
+    /// Both libraries behind the one SHA-256 type give the same digests, on
+    /// FIPS 180-2's vectors (libcrypto is installed wherever the tests run).
+    @Test func bothImplementationsMatchTheStandardVectors() throws {
+        #expect(SHA256.implementation == .libcrypto, "libcrypto 3 loads (scripts/setup.sh installs libssl-dev)")
+        let vectors: [(String, String)] = [
+            ("", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"),
+            ("abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"),
+            ("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq", "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"),
+        ]
+        for implementation in SHA256.Implementation.allCases {
+            for (text, hex) in vectors {
+                let digest = try #require(Array(text.utf8).withUnsafeBytes { SHA256.digest($0, by: implementation) })
+                #expect(SHA256.hex(digest) == hex, "\(implementation) on \(text)")
+            }
+        }
+    }
+
+    /// The one SHA-256 on FIPS 180-2's vectors, as the library calls it.
     @Test func sha256MatchesTheStandardVectors() {
         #expect(SHA256.hash([UInt8]()) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
         #expect(SHA256.hash(Array("abc".utf8)) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
         #expect(SHA256.hash(Array("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq".utf8))
                 == "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1")
-        // Fed in pieces that straddle block boundaries.
-        let million = [UInt8](repeating: UInt8(ascii: "a"), count: 1_000_000)
-        var h = SHA256()
-        var i = 0
-        for size in [1, 63, 64, 65, 127, 1_000, 100_000] { h.update(million[i..<(i + size)]); i += size }
-        h.update(million[i...])
-        #expect(h.finishHex() == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
+        let twoBlocks = "abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklmnopqklmnopqrlmnopqrsmnopqrstnopqrstu"
+        #expect(SHA256.hash(Array(twoBlocks.utf8)) == "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1")
+        // A million "a": from contiguous storage, from a slice of it, and from a collection with none.
+        let million = [UInt8](repeating: UInt8(ascii: "a"), count: 1_000_001)
+        let expected = "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0"
+        #expect(SHA256.hash(million.dropLast()) == expected)
+        #expect(SHA256.hash(million[1...]) == expected)
+        #expect(SHA256.hash(repeatElement(UInt8(ascii: "a"), count: 1_000_000)) == expected)
+        #expect(SHA256.digest(UnsafeRawBufferPointer(start: nil, count: 0)) == [
+            0xe3, 0xb0, 0xc4, 0x42, 0x98, 0xfc, 0x1c, 0x14, 0x9a, 0xfb, 0xf4, 0xc8, 0x99, 0x6f, 0xb9, 0x24,
+            0x27, 0xae, 0x41, 0xe4, 0x64, 0x9b, 0x93, 0x4c, 0xa4, 0x95, 0x99, 0x1b, 0x78, 0x52, 0xb8, 0x55,
+        ])
     }
 
     @Test func titlesFromFileNames() {

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TuttiAuth
 import TuttiCore
 @testable import TuttiLibrary
 import TuttiTestSupport

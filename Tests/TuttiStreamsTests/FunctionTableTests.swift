@@ -3,7 +3,7 @@ import Testing
 import TuttiSystem
 
 /// Libraries opened when first needed (libcurl here, librubberband and
-/// libcrypto elsewhere): the table is filled in its struct's order, and a
+/// FFmpeg elsewhere): the table is filled in its struct's order, and a
 /// missing library or function is an error that names it.
 struct FunctionTableTests {
     struct LibC { var getpid: @convention(c) () -> Int32; var abs: @convention(c) (Int32) -> Int32 }

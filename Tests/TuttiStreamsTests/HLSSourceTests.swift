@@ -72,6 +72,27 @@ import TuttiTestSupport
         #expect(titles.all.first == "Live index0.ts")
     }
 
+    /// The server is down for 1.2 s while a live playlist plays: its
+    /// reloads fail and are tried again after a back-off (not at once, five
+    /// times in a few milliseconds, which ended the stream), and the stream
+    /// plays on whole.
+    @Test func aLivePlaylistOutlivesAShortOutage() throws {
+        let dir = makeTemporaryDirectory("hls-outage")
+        try Self.makeHLS(dir, seconds: 3, fmp4: false)
+        let server = try Self.serve(dir)
+        defer { server.stop() }
+        let warnings = Collector<String>()
+        let log = Logger(label: "test") { level, _, message in if level >= .warning { warnings.append(message) } }
+        let hls = try HLSSource(url: server.url("/outage.m3u8"), options: testOptions(), log: log)
+        let (seconds, _) = Self.measure(try decodeAll(hls), rate: hls.sampleRate)
+        let retries = warnings.all.filter { $0.contains("HLS playlist reload failed") }
+        print("HLS outage: \(seconds) s of 3 s; \(retries)")
+        #expect(abs(seconds - 3) < 0.1)
+        #expect(hls.skippedSegments == 0)
+        #expect(!retries.isEmpty && retries.count < 5, "\(warnings.all)")
+        #expect(retries.first?.contains("retry 1 in 0.4") == true || retries.first?.contains("retry 1 in 0.5") == true, "\(retries)")
+    }
+
     /// Packed audio: ADTS segments, each after an ID3 tag naming its song,
     /// as stations serve them: the songs are reported in order and the audio
     /// plays whole (the tags left out of what FFmpeg reads).

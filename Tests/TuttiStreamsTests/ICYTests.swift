@@ -77,15 +77,6 @@ import Testing
         #expect(m == StreamMetadata(stationName: "Radio X", genre: "Jazz", stationURL: "http://x", bitrateKbps: 128))
     }
 
-    @Test func backoffDoublesUpToTheCap() {
-        let p = ReconnectPolicy()
-        #expect((0..<9).map { p.delay(beforeAttempt: $0) } == [0.5, 1, 2, 4, 8, 16, 30, 30, 30])
-        #expect(p.allows(attempt: 1_000))
-        #expect(!ReconnectPolicy.never.allows(attempt: 0))
-        #expect(ReconnectPolicy(maxAttempts: 3).allows(attempt: 2))
-        #expect(!ReconnectPolicy(maxAttempts: 3).allows(attempt: 3))
-    }
-
     @Test func contentRange() {
         #expect(HTTPStream.rangeStart("bytes 100-199/1000") == 100)
         #expect(HTTPStream.rangeStart("bytes */1000") == nil)

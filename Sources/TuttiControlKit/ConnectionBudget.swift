@@ -18,31 +18,31 @@ import TuttiSystem
 /// threads is given back: glibc keeps it in its arenas otherwise, and a
 /// leader stayed 14 MiB larger after a thousand connections had come and
 /// gone (bench/hostile).
-final class ConnectionBudget: Sendable {
-    let name: String
-    let limits: ConnectionShares.Limits
+public final class ConnectionBudget: Sendable {
+    public let name: String
+    public let limits: ConnectionShares.Limits
     private let shares: Mutex<ConnectionShares>
     private let mostSinceTrim = Atomic<Int>(0)
     private let refused = Atomic<Int>(0)
     private let lastLog = Atomic<Int64>(0)
 
     /// A connection's places, given back with `release` (once).
-    struct Ticket: Sendable, Equatable {
+    public struct Ticket: Sendable, Equatable {
         let address: SourceAddress
-        let place: ConnectionShares.Place
+        public let place: ConnectionShares.Place
     }
 
-    init(name: String, limit: Int, provisionalReserve: Int = 0) {
+    public init(name: String, limit: Int, provisionalReserve: Int = 0) {
         self.name = name
         limits = ConnectionShares.Limits(port: limit, provisionalReserve: provisionalReserve)
         shares = Mutex(ConnectionShares(limits: limits))
     }
 
-    var limit: Int { limits.port }
+    public var limit: Int { limits.port }
 
     /// Takes a place for a connection from `peer` (`HOST:PORT`); nil: refused (close it).
     /// `mayProvision`: a place beyond the limit may be lent until the room key is proved.
-    func admit(peer: String, mayProvision: Bool = false, log: Logger, now: Int64) -> Ticket? {
+    public func admit(peer: String, mayProvision: Bool = false, log: Logger, now: Int64) -> Ticket? {
         let address = SourceAddress.parse(peer) ?? .unknown
         let outcome = shares.withLock { s in s.admit(address, mayProvision: mayProvision).map { ($0, s.total) } }
         switch outcome {
@@ -64,7 +64,7 @@ final class ConnectionBudget: Sendable {
         }
     }
 
-    func release(_ ticket: Ticket) {
+    public func release(_ ticket: Ticket) {
         let n = shares.withLock { s in
             s.release(ticket.address, place: ticket.place)
             return s.total
@@ -78,9 +78,9 @@ final class ConnectionBudget: Sendable {
         }
     }
 
-    var current: Int { shares.withLock { $0.total } }
+    public var current: Int { shares.withLock { $0.total } }
     /// Connections open from `peer`'s address.
-    func held(byPeer peer: String) -> Int { shares.withLock { $0.held(by: SourceAddress.parse(peer) ?? .unknown) } }
+    public func held(byPeer peer: String) -> Int { shares.withLock { $0.held(by: SourceAddress.parse(peer) ?? .unknown) } }
 }
 
 /// What a line-based control client may get wrong before it is closed:
@@ -88,34 +88,36 @@ final class ConnectionBudget: Sendable {
 /// parse each, so it ends after a few; a half line left hanging (one byte a
 /// second, slowloris) ends after a while, as does a connection that asks
 /// nothing at all in its first seconds (it only holds a place).
-struct LineDiscipline {
-    static let maxConsecutiveMalformed = 8
+public struct LineDiscipline {
+    public static let maxConsecutiveMalformed = 8
     /// A client that may do nothing until it logs in (a password is set
     /// and it is not on this machine) and has not within this: closed.
-    static let loginMilliseconds = 10_000
-    static let partialLineMilliseconds = 10_000
-    static let firstRequestMilliseconds = 10_000
+    public static let loginMilliseconds = 10_000
+    public static let partialLineMilliseconds = 10_000
+    public static let firstRequestMilliseconds = 10_000
 
     /// How long the line being read has been unfinished. Checked after every
     /// read as well as when reads time out: one byte a second never lets a
     /// read time out, and would hold its half line for hours.
-    struct PartialLineClock {
-        private(set) var since: Int64?
-        var limitNanoseconds = Int64(LineDiscipline.partialLineMilliseconds) * 1_000_000
+    public struct PartialLineClock {
+        public private(set) var since: Int64?
+        public var limitNanoseconds = Int64(LineDiscipline.partialLineMilliseconds) * 1_000_000
+
+        public init() {}
 
         /// After a read: whether a line is left unfinished, and whether one ended in it.
-        mutating func update(unfinished: Bool, lineEnded: Bool, now: Int64) {
+        public mutating func update(unfinished: Bool, lineEnded: Bool, now: Int64) {
             if !unfinished { since = nil } else if since == nil || lineEnded { since = now }
         }
 
-        func expired(now: Int64) -> Bool { since.map { now - $0 > limitNanoseconds } ?? false }
+        public func expired(now: Int64) -> Bool { since.map { now - $0 > limitNanoseconds } ?? false }
     }
 
     /// When a reader must look at its connection again although nothing
     /// came: the soonest of its deadlines that still applies (a half line,
     /// the login, the first request); nil: none, it may wait for bytes as
     /// long as they take. Readers block until then, not in fixed ticks.
-    static func nextDeadline(connectedAt: Int64, requests: Int, loggedIn: Bool, partial: PartialLineClock) -> Int64? {
+    public static func nextDeadline(connectedAt: Int64, requests: Int, loggedIn: Bool, partial: PartialLineClock) -> Int64? {
         var soonest: Int64?
         func consider(_ at: Int64) { soonest = min(soonest ?? at, at) }
         if let since = partial.since { consider(since + partial.limitNanoseconds + 1) }
@@ -126,7 +128,7 @@ struct LineDiscipline {
 
     /// Sets `connection`'s receive timeout to end at `deadline` (none: no
     /// timeout), when it differs from the one set (`armed`).
-    static func arm(_ connection: TCPConnection, until deadline: Int64?, now: Int64, armed: inout Int64?) {
+    public static func arm(_ connection: TCPConnection, until deadline: Int64?, now: Int64, armed: inout Int64?) {
         guard deadline != armed else { return }
         armed = deadline
         connection.setReceiveTimeout(milliseconds: deadline.map { max(1, Int(($0 - now + 999_999) / 1_000_000)) } ?? 0)

@@ -3,6 +3,7 @@ import Glibc
 import TuttiCore
 import TuttiSystem
 import TuttiLibrary
+import TuttiControlKit
 
 /// MPD commands: Playback and outputs (an output is a room), and the player commands they run.
 extension MPDServer {

@@ -3,6 +3,7 @@ import Glibc
 import TuttiCore
 import TuttiSystem
 import TuttiLibrary
+import TuttiControlKit
 
 /// MPD commands: Stored playlists.
 extension MPDServer {

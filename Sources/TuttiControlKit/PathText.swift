@@ -1,7 +1,7 @@
 /// File path arithmetic on strings, as NSString's path methods did it
 /// (the leader does not load Foundation): "/music/a/b.mp3" has the parent
 /// "/music/a", the last component "b.mp3" and the title "b".
-enum PathText {
+public enum PathText {
     /// Without trailing slashes ("/" stays "/").
     private static func trimmed(_ path: String) -> Substring {
         var p = Substring(path)
@@ -10,14 +10,14 @@ enum PathText {
     }
 
     /// The last component: "/a/b/" → "b", "/" → "/", "" → "".
-    static func lastComponent(_ path: String) -> String {
+    public static func lastComponent(_ path: String) -> String {
         let p = trimmed(path)
         guard p != "/", let slash = p.lastIndex(of: "/") else { return String(p) }
         return String(p[p.index(after: slash)...])
     }
 
     /// The folder holding it: "/a/b" → "/a", "/a" → "/", "b" → "", "/" → "/".
-    static func parent(_ path: String) -> String {
+    public static func parent(_ path: String) -> String {
         let p = trimmed(path)
         guard p != "/", let slash = p.lastIndex(of: "/") else { return p == "/" ? "/" : "" }
         if slash == p.startIndex { return "/" }
@@ -27,14 +27,14 @@ enum PathText {
     }
 
     /// The last component without its extension: "/m/Song.mp3" → "Song", "/m/.hidden" → ".hidden".
-    static func title(_ path: String) -> String {
+    public static func title(_ path: String) -> String {
         let name = lastComponent(path)
         guard let dot = name.lastIndex(of: "."), dot != name.startIndex else { return name }
         return String(name[..<dot])
     }
 
     /// The extension without its dot: "a/b.flac" → "flac"; "" for none, "/m/.hidden" and "a.d/b".
-    static func fileExtension(_ path: String) -> String {
+    public static func fileExtension(_ path: String) -> String {
         let name = lastComponent(path)
         guard let dot = name.lastIndex(of: "."), dot != name.startIndex else { return "" }
         return String(name[name.index(after: dot)...])
@@ -42,7 +42,7 @@ enum PathText {
 
     /// `.` and `..` folded in and doubled slashes removed, without looking
     /// at the disk: "/a/./b/../c//" → "/a/c".
-    static func standardized(_ path: String) -> String {
+    public static func standardized(_ path: String) -> String {
         let absolute = path.hasPrefix("/")
         var parts: [Substring] = []
         for part in path.split(separator: "/") {

@@ -8,6 +8,7 @@ import TuttiAuth
 import TuttiLibrary
 import TuttiNet
 import TuttiSystem
+import TuttiControlKit
 
 /// The MPD protocol server (`--mpd HOST:PORT`), so MPD clients (mpc,
 /// ncmpcpp, python-mpd2, phone apps) control the leader. See docs/mpd.md.
@@ -28,7 +29,7 @@ public final class MPDServer: Service, @unchecked Sendable {
     public static let maxLineBytes = 64 * 1024
     public static let maxListCommands = 4_096
 
-    let leader: Leader
+    let leader: any LeaderControl
     let log: Logger
     let catalog: MPDCatalog
     private let listener: TCPListener
@@ -51,10 +52,10 @@ public final class MPDServer: Service, @unchecked Sendable {
     private let acks = Mutex<(count: Int, recent: [String])>((0, []))
     static let recentAckLimit = 64
 
-    public init(leader: Leader, endpoint: Endpoint, log: Logger) throws(NetError) {
+    public init(leader: any LeaderControl, endpoint: Endpoint, log: Logger) throws(NetError) {
         self.leader = leader
         self.log = log
-        catalog = MPDCatalog(library: leader.library, musicDirectory: leader.configuration.musicDirectory, log: log)
+        catalog = MPDCatalog(library: leader.library, musicDirectory: leader.surfaceSettings.musicDirectory, log: log)
         listener = try TCPListener(endpoint: endpoint)
     }
 
@@ -88,7 +89,7 @@ public final class MPDServer: Service, @unchecked Sendable {
         let tcp = TCPService("MPD", listener: listener, loop: leader.acceptLoop, budget: budget, log: log, threadName: "tutti-mpd-client",
                              closeConnections: { [self] in for c in clients.withLock({ Array($0.values) }) { c.connection.close() } },
                              serve: { [self] connection, _ in
-                                 let client = MPDClient(connection: connection, configuration: leader.configuration, access: leader.controlAccess, log: log)
+                                 let client = MPDClient(connection: connection, settings: leader.surfaceSettings, access: leader.controlAccess, log: log)
                                  clients.withLock { $0[ObjectIdentifier(client)] = client }
                                  serve(client)
                              })
@@ -293,9 +294,9 @@ final class MPDClient: @unchecked Sendable {
     /// `tagTypes` as flags in `MPDTags.all` order: a song block asks eight times per song.
     private(set) var shownTags = MPDTags.all.map { _ in true }
 
-    init(connection: TCPConnection, configuration: LeaderConfiguration, access: ControlAccess, log: Logger) {
+    init(connection: TCPConnection, settings configuration: SurfaceSettings, access: ControlAccess, log: Logger) {
         self.connection = connection
-        level = access.initialLevel(peerIsLoopback: ControlAccess.isLoopback(ControlServer.host(of: connection.peer)))
+        level = access.initialLevel(peerIsLoopback: ControlAccess.isLoopback(ControlLogin.host(of: connection.peer)))
         let stall = configuration.clientStallMilliseconds
         connection.setSendTimeout(milliseconds: stall)
         connection.setSendBuffer(bytes: 64 * 1024)

@@ -3,6 +3,7 @@ import Glibc
 import TuttiCore
 import TuttiSystem
 import TuttiLibrary
+import TuttiControlKit
 
 /// MPD commands: The library: search, find, list, lsinfo and the song blocks they answer with.
 extension MPDServer {
@@ -398,7 +399,7 @@ extension MPDServer {
     }
 
     func update(into r: inout MPDResponse) throws(MPDError) {
-        guard let library = catalog.library, let folder = leader.configuration.musicDirectory else {
+        guard let library = catalog.library, let folder = leader.surfaceSettings.musicDirectory else {
             throw .system("No music folder configured")
         }
         let running = updateJob.load(ordering: .relaxed)

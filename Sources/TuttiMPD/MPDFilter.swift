@@ -1,4 +1,5 @@
 import TuttiCore
+import TuttiControlKit
 
 // MPD song filters, with no I/O: the old `TAG VALUE …` pairs and the
 // filter expressions of MPD 0.21 (`(artist == 'x')`, `((a) AND (b))`, `(!…)`).

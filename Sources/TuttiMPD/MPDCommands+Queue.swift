@@ -3,6 +3,7 @@ import Glibc
 import TuttiCore
 import TuttiSystem
 import TuttiLibrary
+import TuttiControlKit
 
 /// MPD commands: The queue: adding, moving, finding, priorities, changes since a version.
 extension MPDServer {

@@ -16,10 +16,10 @@ import TuttiSystem
 /// `drainSeconds`: a connection thread blocked in a write to a peer that
 /// stopped reading ends with its send timeout, which is longer, so the wait
 /// is bounded here and what is left is logged.
-final class TCPService: Service {
-    let serviceName: String
-    let listener: TCPListener
-    let budget: ConnectionBudget
+public final class TCPService: Service {
+    public let serviceName: String
+    public let listener: TCPListener
+    public let budget: ConnectionBudget
     private let loop: AcceptLoop
     private let log: Logger
     private let threadName: String
@@ -33,12 +33,12 @@ final class TCPService: Service {
     /// round in progress, so none is served after it closed the others.
     private let accepting = Condition()
     private let running = Atomic<Bool>(false)
-    let descriptor: Int32
-    let drainSeconds = 1.0
+    public let descriptor: Int32
+    public let drainSeconds = 1.0
 
     /// `serve` runs on a thread of its own for each admitted connection
     /// and returns when that connection is done; its place is given back then.
-    init(_ name: String, listener: TCPListener, loop: AcceptLoop, budget: ConnectionBudget, log: Logger, threadName: String, stackSize: Int = 512 << 10,
+    public init(_ name: String, listener: TCPListener, loop: AcceptLoop, budget: ConnectionBudget, log: Logger, threadName: String, stackSize: Int = 512 << 10,
          mayProvision: @escaping @Sendable () -> Bool = { false },
          closeConnections: @escaping @Sendable () -> Void,
          serve: @escaping @Sendable (TCPConnection, ConnectionBudget.Ticket) -> Void) {
@@ -56,16 +56,16 @@ final class TCPService: Service {
         descriptor = listener.pollDescriptor
     }
 
-    var endpoint: Endpoint { listener.endpoint }
+    public var endpoint: Endpoint { listener.endpoint }
     /// Connections being served now.
-    var serving: Int { connections.running }
+    public var serving: Int { connections.running }
 
-    func start() throws {
+    public func start() throws {
         running.store(true, ordering: .releasing)
         loop.add(self)
     }
 
-    func stop() {
+    public func stop() {
         guard running.exchange(false, ordering: .acquiringAndReleasing) else { return }
         loop.remove(self)
         listener.close()
@@ -78,7 +78,7 @@ final class TCPService: Service {
 
     /// The accept loop saw the port readable: takes what waits (at most 64,
     /// so that a flood on one port does not keep the loop from the others).
-    func acceptWaiting() {
+    public func acceptWaiting() {
         accepting.lock()
         defer { accepting.unlock() }
         for _ in 0..<64 where running.load(ordering: .acquiring) {
@@ -119,8 +119,8 @@ final class TCPService: Service {
 /// The one thread that waits for connections on every TCP port of the
 /// leader (poll), and hands each to its port's `TCPService`. Ports come and
 /// go through a pipe that wakes it (eventfd is not in Swift's Glibc).
-final class AcceptLoop: Service {
-    let serviceName = "accept loop"
+public final class AcceptLoop: Service {
+    public let serviceName = "accept loop"
     private let ports = Mutex<[TCPService]>([])
     /// The pipe's ends: read by the loop (non-blocking), written by `wake`.
     private let wakeDescriptor: Int32
@@ -129,7 +129,7 @@ final class AcceptLoop: Service {
     private let running = Atomic<Bool>(false)
     private let log: Logger
 
-    init(log: Logger) {
+    public init(log: Logger) {
         self.log = log
         var ends: [Int32] = [-1, -1]
         if pipe(&ends) != 0 { fatalError("cannot make a pipe: \(String(cString: strerror(errno)))") } // at start-up: no descriptor at all
@@ -146,24 +146,24 @@ final class AcceptLoop: Service {
         close(wakeWriter)
     }
 
-    func start() throws {
+    public func start() throws {
         running.store(true, ordering: .releasing)
         let t = try JoinableThread(name: "tutti-accept", stackSize: 256 << 10) { [self] in run() }
         thread.withLock { $0 = t }
     }
 
-    func stop() {
+    public func stop() {
         guard running.exchange(false, ordering: .acquiringAndReleasing) else { return }
         wake()
         thread.withLock { $0 }?.join()
     }
 
-    func add(_ port: TCPService) {
+    public func add(_ port: TCPService) {
         ports.withLock { $0.append(port) }
         wake()
     }
 
-    func remove(_ port: TCPService) {
+    public func remove(_ port: TCPService) {
         ports.withLock { $0.removeAll { $0 === port } }
         wake()
     }

@@ -4,6 +4,7 @@ import TuttiCore
 import TuttiDecode
 import TuttiSystem
 import TuttiLibrary
+import TuttiControlKit
 
 /// MPD commands: Status and connection: `status`, `stats`, `currentsong`, the repeat, single and volume flags.
 extension MPDServer {

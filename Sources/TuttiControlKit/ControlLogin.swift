@@ -18,14 +18,14 @@ import TuttiLibrary
 /// digests are keyed by it).
 ///
 /// Thread contract: any thread; state is under Mutexes.
-final class ControlLogin: Sendable {
+public final class ControlLogin: Sendable {
     /// Why a login was refused, as the client is told.
-    enum Failure: Error, CustomStringConvertible, Equatable {
+    public enum Failure: Error, CustomStringConvertible, Equatable {
         /// The address failed too often; it may try again later.
         case limited(LoginLimiter.Refusal)
         case wrongPassword
         case unknownToken
-        var description: String {
+        public var description: String {
             switch self {
             case .limited(let r): r.description
             case .wrongPassword: "wrong password"
@@ -42,7 +42,7 @@ final class ControlLogin: Sendable {
     private let log: Logger
     private let clock: @Sendable () -> Int64
 
-    init(password: String?, store: PlayerStateStore?, log: Logger, policy: LoginLimiter.Policy = .init(),
+    public init(password: String?, store: PlayerStateStore?, log: Logger, policy: LoginLimiter.Policy = .init(),
          clock: @escaping @Sendable () -> Int64 = { Monotonic.now() }) {
         self.password = password
         self.store = store
@@ -58,14 +58,20 @@ final class ControlLogin: Sendable {
     }
 
     /// Live tokens (tests, status).
-    var tokenCount: Int { tokens.withLock { $0.entries.count } }
+    public var tokenCount: Int { tokens.withLock { $0.entries.count } }
+
+    /// The host part of "HOST:PORT".
+    public static func host(of address: String) -> String {
+        guard let colon = address.lastIndex(of: ":") else { return address }
+        return String(address[..<colon])
+    }
 
     /// What a peer's ("HOST:PORT") failures are counted by: its host (an IPv6 host by its /64).
-    static func address(of peer: String) -> String { LoginLimiter.key(host: ControlServer.host(of: peer)) }
+    public static func address(of peer: String) -> String { LoginLimiter.key(host: host(of: peer)) }
 
     /// `auth.login {password}` (and MPD `password`, which also takes a
     /// token): a fresh token on success. No password set: nil token, full access.
-    func login(password secret: String, peer: String) -> Result<String?, Failure> {
+    public func login(password secret: String, peer: String) -> Result<String?, Failure> {
         guard let password else { return .success(nil) }
         let address = Self.address(of: peer)
         if let refusal = limiter.withLock({ $0.check(address: address, now: clock()) }) { return .failure(.limited(refusal)) }
@@ -75,7 +81,7 @@ final class ControlLogin: Sendable {
     }
 
     /// `auth.login {token}`, `Authorization: Bearer`: only a token, never the password.
-    func login(token: String, peer: String) -> Result<Void, Failure> {
+    public func login(token: String, peer: String) -> Result<Void, Failure> {
         guard password != nil else { return .success(()) }
         let address = Self.address(of: peer)
         if let refusal = limiter.withLock({ $0.check(address: address, now: clock()) }) { return .failure(.limited(refusal)) }
@@ -85,7 +91,7 @@ final class ControlLogin: Sendable {
     }
 
     /// MPD's `password`: the password or a token (both count failures alike).
-    func loginMPD(secret: String, peer: String) -> Result<Void, Failure> {
+    public func loginMPD(secret: String, peer: String) -> Result<Void, Failure> {
         guard password != nil else { return .success(()) }
         if ControlToken.wellFormed(secret), isLive(secret) { return login(token: secret, peer: peer) }
         switch login(password: secret, peer: peer) {
@@ -96,7 +102,7 @@ final class ControlLogin: Sendable {
 
     /// Revokes `token`; whether it was live. Only its holder knows it, so anyone may.
     @discardableResult
-    func logout(token: String) -> Bool {
+    public func logout(token: String) -> Bool {
         guard password != nil, ControlToken.wellFormed(token) else { return false }
         let digest = ControlToken.digest(token: token, key: key)
         let removed = tokens.withLock { $0.remove(digest, same: ControlToken.same) }
@@ -108,7 +114,7 @@ final class ControlLogin: Sendable {
 
     /// Revokes every token: each phone and script logs in again. How many there were.
     @discardableResult
-    func revokeAll() -> Int {
+    public func revokeAll() -> Int {
         let n = tokens.withLock { t -> Int in defer { t.removeAll() }; return t.entries.count }
         if let store {
             do { try store.removeTokens(nil) } catch { log.warning("revoked login tokens could not be removed from the state database: \(error)") }

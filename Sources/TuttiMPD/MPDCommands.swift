@@ -3,6 +3,7 @@ import Glibc
 import TuttiCore
 import TuttiSystem
 import TuttiLibrary
+import TuttiControlKit
 
 /// One MPD command, defined once: its name, how many arguments it takes
 /// and what it does. `MPDServer.commandTable` lists them all; a name not

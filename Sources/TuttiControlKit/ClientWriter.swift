@@ -21,12 +21,12 @@ import TuttiSystem
 /// fit its socket at once: `writeIfFree`), or never speaks at all (hundreds
 /// of idle connections), costs no thread for writing.
 // Sendable because `outbox`, `reason` and `started` are touched only under `condition`; the rest is immutable.
-final class ClientWriter: @unchecked Sendable {
-    typealias Write = @Sendable ([UInt8]) throws -> Void
+public final class ClientWriter: @unchecked Sendable {
+    public typealias Write = @Sendable ([UInt8]) throws -> Void
     /// Sends without waiting, as far as the socket takes (`TCPConnection.sendIfFree`).
-    typealias WriteIfFree = @Sendable ([UInt8]) throws -> TCPConnection.QuickSend
+    public typealias WriteIfFree = @Sendable ([UInt8]) throws -> TCPConnection.QuickSend
 
-    let peer: String
+    public let peer: String
     private let log: Logger
     private let write: Write
     private let writeIfFree: WriteIfFree?
@@ -44,7 +44,7 @@ final class ClientWriter: @unchecked Sendable {
     /// message to a client that has caught up go on the sender's thread.
     /// `threads`: where the writer thread is started, so its owner can wait
     /// for it; `logsDisconnect` false: the owner logs the reason (`closeReason`).
-    init(peer: String, limits: ClientOutbox.Limits, log: Logger, write: @escaping Write, writeIfFree: WriteIfFree? = nil,
+    public init(peer: String, limits: ClientOutbox.Limits, log: Logger, write: @escaping Write, writeIfFree: WriteIfFree? = nil,
          threads: ThreadGroup? = nil, logsDisconnect: Bool = true, disconnect: @escaping @Sendable () -> Void) {
         self.peer = peer
         self.log = log
@@ -57,15 +57,15 @@ final class ClientWriter: @unchecked Sendable {
     }
 
     /// Why the client was closed (nil while open).
-    var closeReason: String? { condition.withLock { reason } }
+    public var closeReason: String? { condition.withLock { reason } }
 
     /// A writer thread with nothing to write for this long ends; the next
     /// message that has to wait starts one again.
-    static let lingerSeconds = 2.0
+    public static let lingerSeconds = 2.0
 
     /// Queues a message. `key` marks a state notification: it replaces a
     /// waiting one with the same key.
-    func send(_ bytes: [UInt8], key: String? = nil) {
+    public func send(_ bytes: [UInt8], key: String? = nil) {
         condition.lock()
         var bytes = bytes
         if let writeIfFree, reason == nil, outbox.isEmpty, !outbox.writing {
@@ -113,7 +113,7 @@ final class ClientWriter: @unchecked Sendable {
     /// a niced leader can wait milliseconds for a core. A client that stops
     /// reading makes this write time out as the writer's would (the send
     /// timeout), which disconnects it.
-    func reply(_ bytes: [UInt8]) {
+    public func reply(_ bytes: [UInt8]) {
         condition.lock()
         guard reason == nil, bytes.count <= Self.directBytes, outbox.isEmpty, !outbox.writing,
               outbox.enqueue(bytes, at: Monotonic.now()) == .queued, let taken = outbox.next() else {
@@ -132,13 +132,13 @@ final class ClientWriter: @unchecked Sendable {
     }
 
     /// What `reply` writes on the caller's thread: well below any socket's send buffer.
-    static let directBytes = 32 * 1024
+    public static let directBytes = 32 * 1024
 
     /// Queues a message once fewer than `limit` bytes wait to be written:
     /// for a producer that can wait (a long answer made on the client's own
     /// thread). A client that stops reading is disconnected by the writer's
     /// send timeout, which ends this wait too.
-    func send(_ bytes: [UInt8], waitingBelow limit: Int) {
+    public func send(_ bytes: [UInt8], waitingBelow limit: Int) {
         condition.lock()
         while outbox.queuedBytes >= limit && reason == nil { condition.wait() }
         condition.unlock()
@@ -146,14 +146,14 @@ final class ClientWriter: @unchecked Sendable {
     }
 
     /// Waits until everything queued so far is written (or the client is gone), at most `timeoutMilliseconds`.
-    func flush(timeoutMilliseconds: Int = 2_000) {
+    public func flush(timeoutMilliseconds: Int = 2_000) {
         flush(untilNanoseconds: Condition.deadline(afterSeconds: Double(timeoutMilliseconds) / 1000))
     }
 
     /// Waits until everything queued so far is written, or the client is
     /// gone, or `deadline` (CLOCK_MONOTONIC ns); true when it all went.
     @discardableResult
-    func flush(untilNanoseconds deadline: Int64) -> Bool {
+    public func flush(untilNanoseconds deadline: Int64) -> Bool {
         condition.lock()
         defer { condition.unlock() }
         while (!outbox.isEmpty || outbox.writing) && reason == nil {
@@ -165,15 +165,15 @@ final class ClientWriter: @unchecked Sendable {
     /// A last message: what waits is dropped (a stopping leader's audio
     /// that will never be played) and `bytes` goes after the message being
     /// written, so it arrives whole. `flush(untilNanoseconds:)` bounds the wait.
-    func sendLast(_ bytes: [UInt8]) {
+    public func sendLast(_ bytes: [UInt8]) {
         condition.withLock { outbox.dropWaiting() }
         send(bytes)
     }
 
-    var isClosed: Bool { condition.withLock { reason != nil } }
+    public var isClosed: Bool { condition.withLock { reason != nil } }
 
     /// Ends the client: drops what waits and disconnects it. The first reason is logged.
-    func close(reason why: String) {
+    public func close(reason why: String) {
         condition.lock()
         let first = reason == nil
         if first { reason = why }

@@ -1,3 +1,4 @@
+import TuttiControlKit
 // The MPD protocol's text layer, with no I/O: splitting the byte stream
 // into bounded lines, tokenizing a command line, grouping command lists,
 // and formatting responses and ACK lines. See docs/mpd.md.

@@ -4,6 +4,7 @@ import Synchronization
 import TuttiCore
 import TuttiDecode
 import TuttiLibrary
+import TuttiControlKit
 
 /// The library as MPD clients see it: songs addressed by URIs relative to
 /// the music folder, and a folder tree derived from their paths.
