@@ -2,8 +2,10 @@
 /// side (`JoinDeadlines`) says by when a connection must have joined and
 /// which connections the handshake watch closes; the speaker's side
 /// (`SpeakerJoinTimer`) how long it listens for the leader's next word and
-/// when it gives up waiting for a person. No I/O: the shells
-/// (`Leader.speakerGuards`, `Follower.handshake`) give the time and act.
+/// when it gives up waiting for a person, and `ReconnectPolicy.speaker` how
+/// it connects again (through `ReconnectBackoff`). No I/O: the shells
+/// (`Leader.speakerGuards`, `Follower.handshake`, `Follower.connectLoop`)
+/// give the time and act.
 
 /// The leader's handshake deadlines: a speaker connection that has not
 /// joined by then is closed.
@@ -89,21 +91,9 @@ public struct SpeakerJoinTimer: Sendable, Equatable {
     }
 }
 
-/// How long a speaker waits before it connects again: 100 ms after a
-/// session that ended cleanly, then doubling while attempts keep failing,
-/// to at most 2 s (a leader restarting is found again within 2 s).
-public struct ReconnectBackoff: Sendable, Equatable {
-    public let first: Int64, ceiling: Int64
-    private var current: Int64
-
-    public init(first: Int64 = 100 * nanosecondsPerMillisecond, ceiling: Int64 = 2 * nanosecondsPerSecond) {
-        self.first = first; self.ceiling = ceiling; current = first
-    }
-
-    /// A session ended (`cleanly`: it returned rather than failed): how long to wait before the next attempt.
-    public mutating func delay(afterCleanEnd cleanly: Bool) -> Int64 {
-        if cleanly { current = first }
-        defer { current = min(current * 2, ceiling) }
-        return current
-    }
+extension ReconnectPolicy {
+    /// A speaker's reconnects to its leader: 100 ms after a session that
+    /// ended, doubling while attempts keep failing, to at most 2 s (a leader
+    /// restarting is found again within 2 s); never giving up, no jitter.
+    public static let speaker = ReconnectPolicy(initialDelay: 0.1, maxDelay: 2, maxAttempts: nil, jitter: 0)
 }

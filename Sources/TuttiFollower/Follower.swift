@@ -222,13 +222,13 @@ public final class Follower: @unchecked Sendable {
     private func now() -> LocalTime { localClock.local(fromReal: Monotonic.now()) }
 
     private func connectLoop() {
-        var backoff = ReconnectBackoff()
+        var backoff = ReconnectBackoff(policy: .speaker)
+        var noJitter = SplitMix64(seed: 0) // the speaker's policy takes none off
         var lastLogged = ""
         while running.load(ordering: .relaxed) {
-            var cleanly = false
             do {
                 try session()
-                cleanly = true
+                backoff.succeeded() // ended cleanly: the next attempt comes soon
             } catch {
                 let text = "\(error)"
                 lastError.withLock { $0 = text }
@@ -238,7 +238,8 @@ public final class Follower: @unchecked Sendable {
             // `sudo tutti-follower pair` after three wrong codes: that request is over.
             if pairingFailure != nil { running.store(false, ordering: .releasing) }
             guard running.load(ordering: .relaxed) else { return }
-            Monotonic.sleep(nanoseconds: backoff.delay(afterCleanEnd: cleanly))
+            guard case .retry(_, _, let delay) = backoff.failed(now: Monotonic.now(), using: &noJitter) else { return }
+            Monotonic.sleep(nanoseconds: delay)
         }
     }
 

@@ -79,21 +79,31 @@ struct JoinTimingTests {
         #expect(timer.silence(now: 430 * s + 1) == .giveUp)
     }
 
-    @Test func reconnectsDoubleFrom100MillisecondsTo2SecondsAndAfterACleanEndStartAgain() {
-        var b = ReconnectBackoff()
+    /// The wait a speaker's back-off gives after a failure at `now` (it never gives up).
+    func delay(_ b: inout ReconnectBackoff, now: Int64 = 0) -> Int64 {
+        var random = SplitMix64(seed: 1)
+        guard case .retry(_, _, let delay) = b.failed(now: now, using: &random) else { Issue.record("gave up"); return .max }
+        return delay
+    }
+
+    @Test func aSpeakerReconnectsAfter100MillisecondsDoublingTo2SecondsAndAfterACleanEndSoonAgain() {
+        var b = ReconnectBackoff(policy: .speaker)
         let ms = nanosecondsPerMillisecond
-        #expect((0..<7).map { _ in b.delay(afterCleanEnd: false) / ms } == [100, 200, 400, 800, 1_600, 2_000, 2_000])
-        #expect(b.delay(afterCleanEnd: true) == 100 * ms)
-        #expect(b.delay(afterCleanEnd: false) == 200 * ms)
+        #expect((0..<7).map { _ in delay(&b) / ms } == [100, 200, 400, 800, 1_600, 2_000, 2_000])
+        // A thousand failures on: still 2 s, and it never gives up.
+        #expect((0..<1_000).map { _ in delay(&b) }.allSatisfy { $0 == 2_000 * ms })
+        b.succeeded()
+        #expect(delay(&b) == 100 * ms)
+        #expect(delay(&b) == 200 * ms)
     }
 
     @Test func aLeaderBackAfterTenSecondsIsFoundWithinTwoSeconds() {
         // Attempts fail at once while the leader is away (0 to 10 s), on simulated time.
-        var b = ReconnectBackoff()
+        var b = ReconnectBackoff(policy: .speaker)
         var now: Int64 = 0, attempts = 0
         while now < 10 * s {
             attempts += 1
-            now += b.delay(afterCleanEnd: false)
+            now += delay(&b, now: now)
         }
         // 0, 0.1, 0.3, 0.7, 1.5, 3.1, 5.1, 7.1, 9.1 s fail; 11.1 s finds it.
         #expect(attempts == 9)
