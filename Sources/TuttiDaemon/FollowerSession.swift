@@ -111,8 +111,8 @@ final class FollowerSession: @unchecked Sendable {
     /// person for as long as the request lives (`PairingRequests`, 5 min),
     /// but never on a lent place.
     var handshakeDeadline: Int64 {
-        let seconds: Int64 = ticket?.place == .provisional ? 2 : awaitingPairing.load(ordering: .acquiring) ? 330 : 10
-        return connectedAt + seconds * nanosecondsPerSecond
+        JoinDeadlines.deadline(connectedAt: connectedAt, lentPlace: ticket?.place == .provisional,
+                               awaitingPerson: awaitingPairing.load(ordering: .acquiring))
     }
 
     /// Whether this speaker may act on the leader (room commands, a

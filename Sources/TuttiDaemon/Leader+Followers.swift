@@ -111,18 +111,13 @@ extension Leader {
             handshakeWake.lock()
             defer { handshakeWake.unlock() }
             while running.load(ordering: .relaxed) {
-                let now = Monotonic.now()
-                var soonest: Int64?
-                for session in sessions.withLock({ Array($0.values) }) where session.streamID.load(ordering: .acquiring) == 0 {
-                    let deadline = session.handshakeDeadline
-                    if deadline <= now {
-                        let seconds = (deadline - session.connectedAt) / nanosecondsPerSecond
-                        session.close(reason: "no handshake within \(seconds) s of connecting")
-                    } else {
-                        soonest = min(soonest ?? deadline, deadline)
-                    }
+                let waiting = sessions.withLock { $0.values.filter { $0.streamID.load(ordering: .acquiring) == 0 } }
+                let look = JoinDeadlines.sweep(waiting.map { s in let d = s.handshakeDeadline; return (id: (s, d), deadline: d) }, now: Monotonic.now())
+                for (session, deadline) in look.close {
+                    let seconds = (deadline - session.connectedAt) / nanosecondsPerSecond
+                    session.close(reason: "no handshake within \(seconds) s of connecting")
                 }
-                if let soonest { handshakeWake.wait(untilNanoseconds: soonest) } else { handshakeWake.wait() }
+                if let next = look.nextLook { handshakeWake.wait(untilNanoseconds: next) } else { handshakeWake.wait() }
             }
         }
     }

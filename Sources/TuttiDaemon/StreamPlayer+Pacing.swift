@@ -51,41 +51,32 @@ extension StreamPlayer {
                 continue
             }
             fillPending()
-            if pending.isEmpty && endOfList {
-                finishList()
-                continue
-            }
-            if let phase = starvedPhase, pending.count < framesPerChunk * 2 {
-                // The network is late. Followers play from their buffer until this
-                // chunk is due; then silence goes out so they keep time, marked so
-                // that now playing reads loading/buffering, and the position stands still.
-                let due = ptsOf(frame: streamFrame).nanoseconds - startLatency
-                let wait = due - Monotonic.now()
-                if wait > 0 {
-                    _ = wake.wait(timeout: .now() + .nanoseconds(Int(min(wait, 20 * nanosecondsPerMillisecond))))
-                    continue
+            // When to send what: `SourcePacing` (TuttiCore) decides; commands interrupt its waits.
+            let pacing = SourcePacing(buffer: buffer, startLatency: startLatency, framesPerChunk: framesPerChunk)
+            let actions = pacing.next(now: Monotonic.now(), nextPTS: ptsOf(frame: streamFrame).nanoseconds, pendingFrames: pending.count / 2,
+                                      starved: starvedPhase != nil, endOfList: endOfList)
+            for action in actions {
+                switch action {
+                case .finish:
+                    finishList()
+                case .appendSilence(let frames):
+                    // The network is late: silence goes out so rooms keep time, marked so
+                    // that now playing reads loading/buffering, and the position stands still.
+                    guard let phase = starvedPhase else { break } // asked for only while starved
+                    pending += [Float](repeating: 0, count: frames * 2)
+                    pendingSegments.append(Segment(start: 0, count: frames, track: track, trackFrame: runOrigin, phase: phase,
+                                                   speed: tempo.speed, runOffset: runFrames))
+                    if background?.isRealTime == true { realTimeLeadDue = true } // it comes back a buffer ahead
+                case .wait(let nanoseconds):
+                    _ = wake.wait(timeout: .now() + .nanoseconds(Int(nanoseconds)))
+                case .send(let chunks):
+                    // Two chunks a wake-up go in one write per room.
+                    var outgoing: [(Message, LeaderTime)] = []
+                    outgoing.reserveCapacity(chunks)
+                    for _ in 0..<chunks { if let chunk = makeChunk() { outgoing.append(chunk) } }
+                    if !outgoing.isEmpty { broadcast(outgoing) }
                 }
-                let frames = framesPerChunk - pending.count / 2
-                pending += [Float](repeating: 0, count: frames * 2)
-                pendingSegments.append(Segment(start: 0, count: frames, track: track, trackFrame: runOrigin, phase: phase, speed: tempo.speed, runOffset: runFrames))
-                if background?.isRealTime == true { realTimeLeadDue = true } // it comes back a buffer ahead
             }
-            // Pace: send each chunk `buffer` ahead of its PTS; commands interrupt the wait.
-            let sendAt = ptsOf(frame: streamFrame).nanoseconds - buffer
-            let wait = sendAt - Monotonic.now()
-            if wait > 0 {
-                _ = wake.wait(timeout: .now() + .nanoseconds(Int(min(wait, 100 * nanosecondsPerMillisecond))))
-                continue // re-check commands and the clock
-            }
-            // Two chunks a wake-up, in one write per room: the second goes a
-            // chunk early (the buffer is a second), so this thread and every
-            // room's connection wake 25 times a second, not 50. Not while
-            // the source starves: then silence is made only as it falls due.
-            var outgoing: [(Message, LeaderTime)] = []
-            outgoing.reserveCapacity(2)
-            if let chunk = makeChunk() { outgoing.append(chunk) }
-            if starvedPhase == nil && pending.count >= framesPerChunk * 2, let chunk = makeChunk() { outgoing.append(chunk) }
-            if !outgoing.isEmpty { broadcast(outgoing) }
         }
     }
 

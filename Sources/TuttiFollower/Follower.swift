@@ -222,12 +222,13 @@ public final class Follower: @unchecked Sendable {
     private func now() -> LocalTime { localClock.local(fromReal: Monotonic.now()) }
 
     private func connectLoop() {
-        var backoff: Int64 = 100 * nanosecondsPerMillisecond
+        var backoff = ReconnectBackoff(policy: .speaker)
+        var noJitter = SplitMix64(seed: 0) // the speaker's policy takes none off
         var lastLogged = ""
         while running.load(ordering: .relaxed) {
             do {
                 try session()
-                backoff = 100 * nanosecondsPerMillisecond
+                backoff.succeeded() // ended cleanly: the next attempt comes soon
             } catch {
                 let text = "\(error)"
                 lastError.withLock { $0 = text }
@@ -237,8 +238,8 @@ public final class Follower: @unchecked Sendable {
             // `sudo tutti-follower pair` after three wrong codes: that request is over.
             if pairingFailure != nil { running.store(false, ordering: .releasing) }
             guard running.load(ordering: .relaxed) else { return }
-            Monotonic.sleep(nanoseconds: backoff)
-            backoff = min(backoff * 2, 2 * nanosecondsPerSecond)
+            guard case .retry(_, _, let delay) = backoff.failed(now: Monotonic.now(), using: &noJitter) else { return }
+            Monotonic.sleep(nanoseconds: delay)
         }
     }
 
@@ -250,7 +251,7 @@ public final class Follower: @unchecked Sendable {
         var keys: SessionKeys?
         var leaderKey: [UInt8] = []
         var askedToPair = false
-        var waitingSince: Int64 = 0
+        var timer = SpeakerJoinTimer()
         var message = try reader.next()
         if case .reject(let version, let reason)? = message, version < WireProtocol.handshakeVersion {
             try refusedByOlderLeader(version: version, reason: reason, pinned: pinned)
@@ -289,8 +290,8 @@ public final class Follower: @unchecked Sendable {
                 case .waiting(let status, let left):
                     askedToPair = true
                     // Held on the leader until a person decides (5 minutes at most); looked at every 5 s (below).
-                    conn.setReceiveTimeout(milliseconds: 5_000)
-                    if waitingSince == 0 { waitingSince = Monotonic.now() }
+                    timer.waitingForPerson(now: Monotonic.now())
+                    conn.setReceiveTimeout(milliseconds: Int(timer.receiveTimeout / nanosecondsPerMillisecond))
                     switch status {
                     case .waitingForApproval: log.info("waiting for the leader to allow this speaker (web app: Rooms; or `tutti speakers allow \(configuration.name)`)")
                     case .waitingForCode: log.info("waiting for the code \(pairingCode ?? "") to be typed on the leader")
@@ -303,7 +304,7 @@ public final class Follower: @unchecked Sendable {
                     pairedAtomic.store(true, ordering: .releasing)
                 }
             }
-            message = try nextWhileWaiting(reader, since: waitingSince, intent: intent)
+            message = try nextWhileWaiting(reader, timer: timer, intent: intent)
         }
     }
 
@@ -311,12 +312,12 @@ public final class Follower: @unchecked Sendable {
     /// the leader (which sends nothing meanwhile), every 5 s: if this
     /// speaker got paired some other way (`tutti-follower pair` beside the
     /// service wrote `leader.pub`), it ends this request and reconnects.
-    private func nextWhileWaiting(_ reader: MessageReader, since: Int64, intent: PairIntent) throws -> Message? {
+    private func nextWhileWaiting(_ reader: MessageReader, timer: SpeakerJoinTimer, intent: PairIntent) throws -> Message? {
         while true {
             let result: Result<Message?, NetError> = Result { () throws(NetError) in try reader.next() }
-            guard case .failure(let error) = result, case .timedOut = error, since != 0 else { return try result.get() }
+            guard case .failure(let error) = result, case .timedOut = error, case .waitingForPerson = timer.phase else { return try result.get() }
             if intent == .approval, pinnedLeader != nil { throw FollowerError.pairedMeanwhile }
-            if Monotonic.now() - since > 330 * nanosecondsPerSecond || !running.load(ordering: .relaxed) { throw error }
+            if timer.silence(now: Monotonic.now()) == .giveUp || !running.load(ordering: .relaxed) { throw error }
         }
     }
 
@@ -351,7 +352,7 @@ public final class Follower: @unchecked Sendable {
         try conn.send(Message.hello(version: announced, name: configuration.name).encoded() +
                       (announced >= WireProtocol.handshakeVersion ? hs.offer().encoded() : []))
         let reader = MessageReader(connection: conn)
-        conn.setReceiveTimeout(milliseconds: 5_000)
+        conn.setReceiveTimeout(milliseconds: Int(SpeakerJoinTimer.replyTimeout / nanosecondsPerMillisecond))
         var stream: StreamDescription
         let leaderVersion: UInt16
         var keys: SessionKeys? = nil
@@ -395,7 +396,7 @@ public final class Follower: @unchecked Sendable {
         let scratch = UnsafeMutablePointer<Float>.allocate(capacity: WireProtocol.maxChunkFrames * 2)
         defer { scratch.deallocate() }
         var nextIndex: Int?     // grid index after the last frame written
-        conn.setReceiveTimeout(milliseconds: 10_000)
+        conn.setReceiveTimeout(milliseconds: Int(SpeakerJoinTimer.sessionSilence / nanosecondsPerMillisecond))
 
         /// Does what the intake decided, on the timeline and the decoder.
         func perform(_ actions: [StreamIntake.Action]) throws {

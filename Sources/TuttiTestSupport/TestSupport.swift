@@ -189,3 +189,15 @@ threading.Thread(target=exit_with_parent, daemon=True).start()
 print(httpd.server_address[1], flush=True)
 httpd.serve_forever()
 """#
+
+/// Waits up to `timeout` seconds for `condition`, looking every 20 ms; true
+/// once it holds. What a test waits for, instead of a fixed sleep.
+@discardableResult
+public func waitUntil(timeout: Double, _ condition: () -> Bool) -> Bool {
+    let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1_000))
+    while ContinuousClock.now < deadline {
+        if condition() { return true }
+        usleep(20_000)
+    }
+    return condition()
+}

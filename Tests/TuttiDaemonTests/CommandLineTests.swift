@@ -241,8 +241,12 @@ import TuttiTestSupport
         let leader = try startBlocked(Self.binary, ["leader", "--listen", "127.0.0.1:0", "--control", "off", "--mpd", "off",
                                                     "--no-announce", "--play", dir + "/tone.wav", "--loop"])
         defer { if leader.isRunning { kill(leader.processIdentifier, SIGKILL); leader.waitUntilExit() } }
-        usleep(500_000)
-        let status = try runProgram("/bin/cat", ["/proc/\(leader.processIdentifier)/status"]).out
+        // It starts blocked (inherited) and unblocks SIGTERM once running.
+        var status = ""
+        waitUntil(timeout: 10) {
+            status = (try? runProgram("/bin/cat", ["/proc/\(leader.processIdentifier)/status"]).out) ?? ""
+            return !termBlocked(status)
+        }
         #expect(!termBlocked(status), "tuttid unblocks SIGTERM")
         kill(leader.processIdentifier, SIGTERM)
         #expect(waitUntil(timeout: 10) { !leader.isRunning }, "SIGTERM stopped the leader")

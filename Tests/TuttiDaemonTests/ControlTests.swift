@@ -79,7 +79,9 @@ import TuttiTestSupport
         let watcher = try ControlClient(endpoint: endpoint)
         _ = try watcher.call("player.status")
         let client = try ControlClient(endpoint: endpoint)
-        usleep(1_500_000)
+        func status() -> [String: JSONValue] { ((try? client.call("player.status"))?.object) ?? [:] }
+        // 1.5 s into the first track, as the room hears it.
+        #expect(waitUntil(timeout: 10) { (status()["position"]?.number ?? 0) >= 1.5 })
 
         let paused = try #require(try client.call("player.pause").object)
         #expect(paused["state"]?.string == "paused")
@@ -94,28 +96,30 @@ import TuttiTestSupport
         #expect(seen?["state"]?.string == "paused")
 
         let position = try #require((try client.call("player.status").object)?["position"]?.number)
-        usleep(300_000)
+        // The room plays on 300 ms past the pause's instant: the position holds.
+        #expect(waitUntilPlayed([dir + "/den.raw"], through: Int64(effective) + 300_000_000))
         let still = try #require((try client.call("player.status").object)?["position"]?.number)
         #expect(position == still && position > 1, "paused position holds: \(position) → \(still)")
 
         let next = try #require(try client.call("player.next").object)
         #expect(next["state"]?.string == "playing")
-        usleep(300_000)
+        #expect(waitUntil(timeout: 5) { status()["track"]?.integer == 1 })
         let afterNext = try #require(try client.call("player.status").object)
         #expect(afterNext["track"]?.integer == 1)
         #expect((afterNext["position"]?.number ?? 9) < 1)
 
         _ = try client.call("player.seek", ["position": 5.0])
-        usleep(300_000)
+        #expect(waitUntil(timeout: 5) { (status()["position"]?.number ?? 0) > 5 })
         let seeked = try #require((try client.call("player.status").object)?["position"]?.number)
         #expect(seeked > 5 && seeked < 6, "\(seeked)")
 
         // previous within 3 s of a track's start goes back a track; later it restarts the track.
         _ = try client.call("player.previous")
-        usleep(200_000)
+        // Heard from the track's start again, within 3 s of it.
+        #expect(waitUntil(timeout: 5) { (status()["position"]?.number ?? 9) < 1 })
         #expect((try client.call("player.status").object)?["track"]?.integer == 1)
         _ = try client.call("player.previous")
-        usleep(200_000)
+        #expect(waitUntil(timeout: 5) { status()["track"]?.integer == 0 })
         #expect((try client.call("player.status").object)?["track"]?.integer == 0)
         do { _ = try client.call("player.next"); _ = try client.call("player.next"); Issue.record("next past the last track") } catch let e as ControlClient.RemoteError {
             #expect(e.code == -32000 && e.message.contains("last track"))

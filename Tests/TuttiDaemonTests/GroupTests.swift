@@ -50,7 +50,7 @@ import TuttiTestSupport
         #expect(play["state"]?.string == "playing" && (play["file"]?.string)?.hasSuffix("quiet.wav") == true)
         #expect((try rpc.call("player.status").object)?["file"]?.string == dir + "/clicks.wav", "the main group is untouched")
         let split = Monotonic.now()
-        usleep(3_000_000)
+        #expect(waitUntilPlayed([dir + "/a.raw", dir + "/b.raw"], through: split + 3_000_000_000))
         // Living room: clicks; kitchen: the 880 Hz tone and no click.
         let livingClicks = clickTimes(dir + "/a.raw", ppm: -120).filter { $0 > split + 500_000_000 }
         let kitchenClicks = clickTimes(dir + "/b.raw", ppm: 130).filter { $0 > split + 500_000_000 && $0 < split + 3_000_000_000 }
@@ -68,7 +68,7 @@ import TuttiTestSupport
         #expect(groups["party"]?.bool == true)
         let kitchenGroup = (groups["groups"]?.objectArray)?.first { $0["id"]?.string == kitchenID }
         #expect(kitchenGroup?["state"]?.string == "paused" && kitchenGroup?["rooms"]?.strings == [])
-        usleep(5_000_000)
+        #expect(waitUntilPlayed([dir + "/a.raw", dir + "/b.raw"], through: partyAt + 5_000_000_000))
         let ta = clickTimes(dir + "/a.raw", ppm: -120), tb = clickTimes(dir + "/b.raw", ppm: 130)
         let diffs = pairedDifferences(tb.filter { $0 > partyAt + 300_000_000 }, ta, from: partyAt + 300_000_000).sorted()
         print("party: kitchen joined; click difference to the living room µs:", diffs.map { $0 / 1000 })
@@ -80,7 +80,7 @@ import TuttiTestSupport
         let off = try #require(try rpc.call("party.off").object)
         #expect(off["moved"]?.strings == ["kitchen"])
         let offAt = Monotonic.now()
-        usleep(2_500_000)
+        #expect(waitUntilPlayed([dir + "/a.raw", dir + "/b.raw"], through: offAt + 2_500_000_000))
         #expect(leader.group(ofRoom: "kitchen").id == kitchenID && leader.group(ofRoom: "living").id == "main")
         let afterOff = loudFrames(dir + "/b.raw", ppm: 130, from: offAt + 400_000_000, to: offAt + 1_800_000_000)
         #expect(afterOff.total > 50_000 && afterOff.loud == 0, "kitchen after party off: \(afterOff)")
@@ -188,7 +188,7 @@ import TuttiTestSupport
         _ = try leader!.perform(.add(uris: [dir + "/one.wav", dir + "/two.wav", dir + "/one.wav"], next: false), group: "Outside")
         _ = try leader!.perform(.repeatMode(.all), group: "Outside")
         _ = try leader!.perform(.playIndex(1), group: "Outside")
-        usleep(1_200_000)
+        #expect(waitUntil(timeout: 10) { ((try? leader!.nowPlaying(group: "Outside"))?.positionSeconds ?? 0) >= 1.2 })
         leader!.stop()
         leader = nil
         let again = try startLeader(files: []) { c in c.databasePath = dir + "/db/library.db" }

@@ -59,7 +59,11 @@ import TuttiTestSupport
         _ = try obj("queue.add", ["trackIds": [JSONValue(kraftwerkID)]])
         #expect((try obj("queue.list")["entries"]?.objectArray)?.count == 4)
         _ = try obj("queue.play", ["index": 0])
-        usleep(1_600_000)
+        // Until the first track has been heard for 1.5 s (the history below needs over a second of it).
+        waitUntil(timeout: 10) {
+            let s = try? obj("player.status")
+            return s?["title"]?.string == "Morning Light" && (s?["position"]?.number ?? 0) >= 1.5
+        }
         let status = try obj("player.status")
         #expect(status["title"]?.string == "Morning Light" && status["artist"]?.string == "Beyoncé" && status["album"]?.string == "Dawn")
 
@@ -223,7 +227,7 @@ import TuttiTestSupport
         try ok("queue", contains: "a1.mp3")
         try ok("queue", "move", "3", "1")
         try ok("queue", "play", "1", contains: "playing")
-        usleep(300_000)
+        waitUntil(timeout: 5) { (try? run(["status"]))?.1.contains("Night Drive") == true }
         try ok("status", contains: "Night Drive")
         try ok("like", contains: "Night Drive")
         try ok("favorites", contains: "Night Drive")

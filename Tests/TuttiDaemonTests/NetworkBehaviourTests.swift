@@ -15,7 +15,8 @@ import TuttiTestSupport
         writeFile(dir + "/count.wav", wavImage(counterFrames(count: 48_000 * 6)))
         let leader = try startLeader(files: [dir + "/count.wav"])
         let early = try startFollower(leader: leader.endpoint, name: "early", output: .file(path: dir + "/early.raw", ppm: 80, delayMilliseconds: 0))
-        usleep(2_000_000)
+        // Two seconds into the stream, as the rooms hear it.
+        #expect(waitUntil(timeout: 10) { leader.nowPlaying.positionSeconds >= 2 })
         let joinedAt = Monotonic.now()
         let late = try startFollower(leader: leader.endpoint, name: "late", output: .file(path: dir + "/late.raw", ppm: -80, delayMilliseconds: 0))
         waitForPlayout(leader)
@@ -139,7 +140,8 @@ import TuttiTestSupport
         #expect(waitUntil(timeout: 5) { follower.engine.statistics.playing })
         first.stop()
         #expect(waitUntil(timeout: 5) { !follower.connected })
-        usleep(300_000)
+        // At least one attempt fails while no leader listens; when the next
+        // comes is ReconnectBackoff's (JoinTimingTests, on simulated time).
         let second = try startLeader(files: [dir + "/count.wav"], loop: true) { c in c.listen = Endpoint(host: "127.0.0.1", port: port) }
         defer { second.stop() }
         #expect(waitUntil(timeout: 10) { follower.connectionCount == 2 && follower.connected })
@@ -155,7 +157,9 @@ import TuttiTestSupport
         let follower = try startFollower(leader: leader.endpoint, name: "null", output: .alsa(device: "null"))
         defer { follower.stop() }
         #expect(waitUntil(timeout: 5) { follower.engine.statistics.playing })
-        usleep(1_000_000)
+        // It plays on: a second of the stream leaves the device.
+        let first = try #require(follower.engine.lastBlockTiming?.pts)
+        #expect(waitUntil(timeout: 5) { (follower.engine.lastBlockTiming?.pts).map { $0 - first >= nanosecondsPerSecond } ?? false })
         #expect(follower.engine.statistics.playing)
         #expect(leader.followerNames == ["null"])
     }

@@ -33,9 +33,9 @@ import TuttiTestSupport
         _ = try first.perform(.speed(1.25))
         _ = try first.perform(.pitch(semitones: -1))
         _ = try first.perform(.playIndex(2))
-        usleep(300_000)
+        #expect(waitUntil(timeout: 5) { first.nowPlaying.state == .playing && first.nowPlaying.track == 2 && first.nowPlaying.positionSeconds > 0.1 })
         _ = try first.perform(.seek(seconds: 2.5))
-        usleep(300_000)
+        #expect(waitUntil(timeout: 5) { first.nowPlaying.positionSeconds > 2.5 })
         _ = try first.perform(.pause)
         let before = first.nowPlaying
         let queueBefore = first.queue
@@ -54,7 +54,7 @@ import TuttiTestSupport
         #expect(abs(after.positionSeconds - before.positionSeconds) < 0.05, "\(before.positionSeconds) → \(after.positionSeconds)")
         // And it plays on from there.
         _ = try second.perform(.play)
-        usleep(400_000)
+        #expect(waitUntil(timeout: 5) { second.nowPlaying.state == .playing && second.nowPlaying.positionSeconds > before.positionSeconds })
         #expect(second.nowPlaying.state == .playing && second.nowPlaying.track == 2)
         #expect(second.nowPlaying.positionSeconds > 2.5)
     }

@@ -35,7 +35,7 @@ import TuttiTestSupport
         _ = try leader.perform(.add(uris: [dir + "/a.wav", dir + "/b.wav", dir + "/c.wav"], next: false))
         _ = try leader.perform(.playIndex(0))
         // A lasts 1.25 s; at 0.7 s the leader has already sent B's first ~0.45 s.
-        usleep(700_000)
+        #expect(waitUntil(timeout: 5) { leader.nowPlaying.positionSeconds >= 0.7 })
         _ = try leader.perform(.move(from: 2, to: 1))
         #expect(leader.queue.entries.map { URL(fileURLWithPath: $0.uri).lastPathComponent } == ["a.wav", "c.wav", "b.wav"])
         waitForPlayout(leader)
@@ -55,7 +55,7 @@ import TuttiTestSupport
         #expect(waitUntilInStep(leader, [f]))
         _ = try leader.perform(.add(uris: [dir + "/a.wav", dir + "/b.wav"], next: false))
         _ = try leader.perform(.playIndex(0))
-        usleep(1_000_000)
+        #expect(waitUntil(timeout: 5) { leader.nowPlaying.positionSeconds >= 1 })
         let outcome = try leader.perform(.remove(index: 0))
         #expect(outcome.track == 0 && leader.queue.count == 1)
         waitForPlayout(leader)
@@ -72,16 +72,18 @@ import TuttiTestSupport
         defer { leader.stop() }
         _ = try leader.perform(.repeatMode(.one))
         let f = try startFollower(leader: leader.endpoint, name: "q", output: .file(path: dir + "/q.raw", ppm: 0, delayMilliseconds: 0), steering: false)
-        usleep(2_600_000) // a 0.5 s track: heard in full three times or more (the first may be joined mid-way)
+        // A 0.5 s track: heard in full three times (the first may be joined mid-way).
+        func repeats() -> Int { runs(readRaw(dir + "/q.raw")).filter { $0.start == 0 && $0.count == 24_000 }.count }
+        #expect(waitUntil(timeout: 15) { repeats() >= 3 })
         _ = try leader.perform(.repeatMode(.off))
         #expect(waitUntil(timeout: 5) { leader.finished })
         _ = try leader.perform(.add(uris: [dir + "/b.wav"], next: false))
         _ = try leader.perform(.playIndex(1))
-        usleep(1_800_000)
+        // Until b has been heard whole.
+        waitUntil(timeout: 10) { runs(readRaw(dir + "/q.raw")).last.map { $0.start == 100_000 && $0.count == 24_000 } == true }
         f.stop()
         let r = runs(readRaw(dir + "/q.raw"))
-        let repeats = r.filter { $0.start == 0 && $0.count == 24_000 }.count
-        #expect(repeats >= 3, "\(r)")
+        #expect(repeats() >= 3, "\(r)")
         #expect(r.last.map { $0.start == 100_000 && $0.count == 24_000 } == true, "\(r)")
     }
 

@@ -29,7 +29,8 @@ import TuttiTestSupport
         #expect(waitUntil(timeout: 5) { l.followerNames == ["den"] && f.connected })
         _ = try l.perform(.add(uris: [dir + "/t.wav"], next: false))
         _ = try l.perform(.playIndex(0))
-        usleep(2_400_000)
+        // Played until the room has heard 40,000 non-zero samples (or 10 s).
+        waitUntil(timeout: 10) { readRaw(dir + "/den.raw").filter { $0 != 0 }.count > 40_000 }
         f.stop()
         let played = readRaw(dir + "/den.raw")
         #expect(played.filter { $0 != 0 }.count > 40_000, "the keyed room played \(played.filter { $0 != 0 }.count) non-zero samples")

@@ -69,8 +69,8 @@ func largestStep(_ samples: [Int16], in range: Range<Int>) -> (step: Int, peak: 
             #expect(waitUntil(timeout: 5) { followers.allSatisfy { f in EqualizerPreset.find(f.configuration.name, custom: []).map { f.equalizer == $0.settings } ?? true } })
             _ = try leader.perform(.add(uris: [dir + "/probes.wav"], next: false))
             _ = try leader.perform(.playIndex(0))
-            // The track (5 s), the buffer (1 s), and a margin.
-            usleep(6_600_000)
+            // The track (5 s), heard whole in every room.
+            #expect(waitUntilHeardOut(leader, rooms.map { "\(dir)/\($0).raw" }))
             for f in followers { f.stop() }
         }
 
@@ -196,7 +196,7 @@ func largestStep(_ samples: [Int16], in range: Range<Int>) -> (step: Int, peak: 
         let started = Monotonic.now()
         _ = try leader.perform(.add(uris: [dir + "/a.wav"], next: false))
         _ = try leader.perform(.playIndex(0))
-        usleep(13_000_000)
+        #expect(waitUntilPlayed([dir + "/a.raw", dir + "/b.raw"], through: started + 13_000_000_000))
         a.stop(); b.stop()
         let ta = clickTimes(dir + "/a.raw", ppm: -100, threshold: 12_000), tb = clickTimes(dir + "/b.raw", ppm: 120, threshold: 12_000)
         let diffs = pairedDifferences(ta, tb, from: started + 3_000_000_000).sorted()
@@ -311,7 +311,7 @@ func largestStep(_ samples: [Int16], in range: Range<Int>) -> (step: Int, peak: 
         leader.configure(room: "amp", RoomSettings(volume: 20))
         _ = try leader.perform(.add(uris: [dir + "/s.wav"], next: false))
         _ = try leader.perform(.playIndex(0))
-        usleep(3_600_000)
+        #expect(waitUntilHeardOut(leader, [dir + "/amp.raw"]))
         f.stop()
         let played = readRaw(dir + "/amp.raw")
         let first = try #require(firstSoundingFrame(played))

@@ -137,16 +137,6 @@ func waitUntilInStep(_ leader: Leader, _ followers: [Follower], timeout: Double 
     waitUntil(timeout: timeout) { followers.allSatisfy { $0.clock != nil && leader.followerNames.contains($0.configuration.name) } }
 }
 
-/// Waits (polling) up to `timeout` seconds for `condition`.
-@discardableResult
-func waitUntil(timeout: Double, _ condition: () -> Bool) -> Bool {
-    let deadline = Monotonic.now() + Int64(timeout * 1e9)
-    while Monotonic.now() < deadline {
-        if condition() { return true }
-        usleep(20_000)
-    }
-    return condition()
-}
 
 /// Waits for a non-looping leader to finish and its last chunk to play.
 func waitForPlayout(_ leader: Leader, timeout: Double = 30) {
@@ -228,4 +218,23 @@ func headerValue(_ answer: String, _ name: String) -> String? {
 func httpBody(_ answer: String) -> String {
     guard let r = answer.range(of: "\r\n\r\n") else { return "" }
     return String(answer[r.upperBound...])
+}
+
+/// Waits until every virtual DAC output in `paths` has played through
+/// `instant` (monotonic ns, read from its timing log), and `timeout` seconds
+/// past it at most: what a test that reads the outputs afterwards needs,
+/// where a fixed sleep guessed how long that takes on a loaded machine.
+@discardableResult
+func waitUntilPlayed(_ paths: [String], through instant: Int64, timeout: Double = 10) -> Bool {
+    waitUntil(timeout: max(0, Double(instant - Monotonic.now()) / 1e9) + timeout) {
+        paths.allSatisfy { (readTiming($0).last?.time ?? .min) >= instant }
+    }
+}
+
+/// Waits until a leader's list has played out as its rooms hear it, and the
+/// virtual DACs in `paths` have played past that moment.
+@discardableResult
+func waitUntilHeardOut(_ leader: Leader, _ paths: [String], timeout: Double = 20) -> Bool {
+    waitUntil(timeout: timeout) { leader.finished && leader.nowPlaying.state == .stopped }
+        && waitUntilPlayed(paths, through: Monotonic.now() + 100_000_000)
 }

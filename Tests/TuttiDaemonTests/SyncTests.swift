@@ -70,9 +70,10 @@ func toneWithClicks(seconds: Double, frequency: Double) -> [Int16] {
             c.clockOffsetMilliseconds = -2_000; c.clockSkewPPM = -50
         }
         let started = Monotonic.now()
-        usleep(20_000_000)
+        // 20 s of the track as the rooms hear it, then the pause, and 0.6 s of it played at both DACs.
+        #expect(waitUntil(timeout: 40) { leader.nowPlaying.positionSeconds >= 20 })
         let pause = try leader.perform(.pause)
-        usleep(600_000)
+        #expect(waitUntilPlayed([dir + "/a.raw", dir + "/b.raw"], through: pause.acceptedAt + 600_000_000))
         a.stop(); b.stop()
 
         let ta = clickTimes(dir + "/a.raw", ppm: -150), tb = clickTimes(dir + "/b.raw", ppm: 150)
@@ -105,9 +106,9 @@ func toneWithClicks(seconds: Double, frequency: Double) -> [Int16] {
         let leader = try startLeader(files: [dir + "/a.wav"], codec: .opus)
         defer { leader.stop() }
         let f = try startFollower(leader: leader.endpoint, name: "o", output: .file(path: dir + "/o.raw", ppm: 50, delayMilliseconds: 0))
-        usleep(2_500_000)
+        #expect(waitUntil(timeout: 10) { leader.nowPlaying.positionSeconds >= 2.5 })
         let pause = try leader.perform(.pause)
-        usleep(500_000)
+        #expect(waitUntilPlayed([dir + "/o.raw"], through: pause.acceptedAt + 500_000_000))
         f.stop()
         let silent = try #require(silenceStart(dir + "/o.raw", ppm: 50, after: pause.acceptedAt, level: 300, frames: 480))
         print("opus pause: silent \(Double(silent - pause.effectiveAt) / 1e6) ms from the announced instant")
@@ -122,10 +123,10 @@ func toneWithClicks(seconds: Double, frequency: Double) -> [Int16] {
         defer { leader.stop() }
         let a = try startFollower(leader: leader.endpoint, name: "a", output: .file(path: dir + "/a.raw", ppm: 100, delayMilliseconds: 0))
         let b = try startFollower(leader: leader.endpoint, name: "b", output: .file(path: dir + "/b.raw", ppm: -100, delayMilliseconds: 0))
-        usleep(3_000_000)
+        #expect(waitUntil(timeout: 10) { leader.nowPlaying.positionSeconds >= 3 })
         let next = try leader.perform(.next)
         #expect(next.track == 1)
-        usleep(1_500_000)
+        #expect(waitUntilPlayed([dir + "/a.raw", dir + "/b.raw"], through: next.acceptedAt + 1_500_000_000))
         a.stop(); b.stop()
         // Track two begins with a click half a second in: both hear it half a second after the change.
         let ca = try #require(clickTimes(dir + "/a.raw", ppm: 100).first)
@@ -173,11 +174,11 @@ func toneWithClicks(seconds: Double, frequency: Double) -> [Int16] {
         // Room b's amplifier adds 20 ms after its DAC: trimming 20 ms puts it back in step.
         let a = try startFollower(leader: leader.endpoint, name: "a", output: .file(path: dir + "/a.raw", ppm: 0, delayMilliseconds: 0))
         let b = try startFollower(leader: leader.endpoint, name: "b", output: .file(path: dir + "/b.raw", ppm: 0, delayMilliseconds: 20))
-        usleep(2_500_000)
+        #expect(waitUntil(timeout: 10) { leader.nowPlaying.positionSeconds >= 2.5 })
         leader.configure(room: "b", RoomSettings(volume: 100, muted: false, latencyTrimNanoseconds: 20_000_000))
         let volumeAt = Monotonic.now()
         leader.configure(room: "a", RoomSettings(volume: 50, muted: false, latencyTrimNanoseconds: 0))
-        usleep(4_000_000)
+        #expect(waitUntilPlayed([dir + "/a.raw", dir + "/b.raw"], through: volumeAt + 4_000_000_000))
         a.stop(); b.stop()
         #expect(b.settings.latencyTrimNanoseconds == 20_000_000)
         // Room a plays at volume 50 (−25 dB, gain 0.056): its clicks are about 0.05 of full scale.

@@ -62,15 +62,15 @@ func zeroCrossingFrequency(_ samples: [Int16], frames: Range<Int>) -> Double {
         _ = try leader.perform(.add(uris: [dir + "/six.wav"], next: false))
         _ = try leader.perform(.playIndex(0))
         // Now playing runs in track time, 1.5 s of it per second.
-        usleep(1_100_000)
-        let p1 = leader.nowPlaying
-        usleep(2_000_000)
-        let p2 = leader.nowPlaying
+        #expect(waitUntil(timeout: 10) { leader.nowPlaying.positionSeconds >= 1.5 })
+        let p1 = leader.nowPlaying, t1 = Monotonic.now()
+        #expect(waitUntil(timeout: 10) { leader.nowPlaying.positionSeconds >= p1.positionSeconds + 3 })
+        let p2 = leader.nowPlaying, t2 = Monotonic.now()
         #expect(p1.speed == 1.5 && p2.state == .playing)
-        let rate = (p2.positionSeconds - p1.positionSeconds) / 2
+        let rate = (p2.positionSeconds - p1.positionSeconds) / (Double(t2 - t1) / 1e9)
         #expect(abs(rate - 1.5) < 0.1, "position moved \(rate) s per second")
         #expect(p2.durationSeconds.map { abs($0 - 6) < 0.01 } == true, "duration stays the track's: \(String(describing: p2.durationSeconds))")
-        usleep(2_500_000)
+        #expect(waitUntilHeardOut(leader, rooms.map { "\(dir)/\($0.0).raw" }))
         for f in followers { f.stop() }
 
         var spans: [(start: Int64, end: Int64)] = []
@@ -100,7 +100,7 @@ func zeroCrossingFrequency(_ samples: [Int16], frames: Range<Int>) -> Double {
         _ = try leader.perform(.pitch(semitones: 3))
         _ = try leader.perform(.add(uris: [dir + "/a440.wav"], next: false))
         _ = try leader.perform(.playIndex(0))
-        usleep(4_600_000)
+        #expect(waitUntilHeardOut(leader, [dir + "/den.raw"]))
         room.stop()
         let span = try heardSpan(dir + "/den.raw", ppm: 0)
         let f = zeroCrossingFrequency(span.samples, frames: (span.first + 12_000)..<(span.last - 12_000))
@@ -119,19 +119,20 @@ func zeroCrossingFrequency(_ samples: [Int16], frames: Range<Int>) -> Double {
         #expect(waitUntilInStep(leader, [room]))
         _ = try leader.perform(.add(uris: [dir + "/ten.wav"], next: false))
         _ = try leader.perform(.playIndex(0))
-        usleep(2_000_000)
+        #expect(waitUntil(timeout: 10) { leader.nowPlaying.positionSeconds >= 2 })
         let tBefore = Monotonic.now()
         let before = leader.nowPlaying.positionSeconds
         let outcome = try leader.perform(.speed(2))
         let heardAt = outcome.effectiveAt
         // The track position heard when the change is, in every room.
         let atChange = before + Double(heardAt - tBefore) / 1e9
-        usleep(1_000_000)
+        // A second at 2× heard (position and time read together, as before).
+        #expect(waitUntil(timeout: 10) { leader.nowPlaying.positionSeconds >= atChange + 2 })
         let tAfter = Monotonic.now()
         let after = leader.nowPlaying.positionSeconds
         let predicted = atChange + 2 * Double(tAfter - heardAt) / 1e9
         #expect(abs(after - predicted) < 0.1, "after the change now playing says \(after) s, expected \(predicted)")
-        usleep(4_500_000)
+        #expect(waitUntilHeardOut(leader, [dir + "/den.raw"]))
         room.stop()
         let span = try heardSpan(dir + "/den.raw", ppm: 0)
         // 10 s of track: the part before the change at 1×, the rest at 2×.

@@ -255,7 +255,7 @@ func silentStretches(_ path: String, ppm: Double, from: Int64, to: Int64, frames
         let new = try startFollower(leader: leader.endpoint, name: "new", output: .file(path: dir + "/new.raw", ppm: -100, delayMilliseconds: 0)) { c in
             c.clockOffsetMilliseconds = -1_500; c.clockSkewPPM = -30
         }
-        usleep(14_000_000)
+        #expect(waitUntilPlayed([dir + "/old.raw", dir + "/new.raw"], through: started + 14_000_000_000))
         let sync = leader.syncHealth
         old.stop(); new.stop()
         #expect(sync["old"] == nil, "a v3 follower sends no syncReport")

@@ -44,13 +44,13 @@ func secondsSince(_ start: ContinuousClock.Instant) -> Double {
         // Withdrawn: a continuous browser sees it go.
         let browser = try ServiceBrowser()
         defer { browser.stop() }
-        let deadline = ContinuousClock.now + .seconds(10)
-        while !browser.leaders.contains(where: { $0.name == name }) && ContinuousClock.now < deadline { usleep(20_000) }
-        #expect(browser.leaders.contains { $0.name == name })
+        let started = ContinuousClock.now
+        #expect(waitUntil(timeout: 10) { browser.leaders.contains { $0.name == name } })
         let stopped = ContinuousClock.now
         publisher.stop()
-        while browser.leaders.contains(where: { $0.name == name }) && ContinuousClock.now < deadline { usleep(20_000) }
-        #expect(!browser.leaders.contains { $0.name == name }, "still listed after stop()")
+        // Within the same 10 s as before.
+        let left = 10 - secondsSince(started)
+        #expect(waitUntil(timeout: left) { !browser.leaders.contains { $0.name == name } }, "still listed after stop()")
         print("withdrawal seen in \(String(format: "%.2f", secondsSince(stopped))) s")
     }
 
@@ -92,17 +92,14 @@ func secondsSince(_ start: ContinuousClock.Instant) -> Double {
         let name = uniqueName("waits")
         let publisher = try ServicePublisher(name: name, port: 3333, log: .silent)
         defer { publisher.stop() }
-        usleep(200_000)
-        #expect(publisher.status == .waitingForDaemon)
+        #expect(waitUntil(timeout: 5) { publisher.status == .waitingForDaemon }, "\(publisher.status)")
         try daemon.start()
         let first = try #require(publisher.waitUntilEstablished(timeout: 15), "after the daemon started: \(publisher.status)")
         #expect(first == name)
 
         // The daemon goes away and comes back: announced again.
         try daemon.stop()
-        let gone = ContinuousClock.now + .seconds(5)
-        while publisher.status != .waitingForDaemon && ContinuousClock.now < gone { usleep(20_000) }
-        #expect(publisher.status == .waitingForDaemon)
+        #expect(waitUntil(timeout: 5) { publisher.status == .waitingForDaemon })
         let restarted = ContinuousClock.now
         try daemon.start()
         #expect(publisher.waitUntilEstablished(timeout: 15) == name, "after a restart: \(publisher.status)")

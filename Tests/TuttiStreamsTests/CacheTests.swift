@@ -111,8 +111,7 @@ import TuttiTestSupport
         let decoder = try opener.open(url)
         #expect(decoder is NetworkSource)
         _ = try decodeAll(decoder)
-        let deadline = Date(timeIntervalSinceNow: 2)
-        while !seen.all.contains("\(url) Björk - Jóga") && Date() < deadline { usleep(10_000) }
+        waitUntil(timeout: 2) { seen.all.contains("\(url) Björk - Jóga") }
         #expect(seen.all.contains("\(url) Artist 0 - Song 0"))
         #expect(seen.all.contains("\(url) Björk - Jóga"))
     }

@@ -37,8 +37,7 @@ import TuttiTestSupport
         #expect(decoded.count == local.count)
         #expect(maxAbsDifference(decoded, local) < 1e-6)
         let expected = ["Artist 0 - Song 0", "Guns N' Roses - Don't Cry", "Sigur Rós – Hoppípolla", "Björk - Jóga"]
-        let deadline = Date(timeIntervalSinceNow: 2)
-        while titles.all.count < expected.count && Date() < deadline { usleep(10_000) }
+        waitUntil(timeout: 2) { titles.all.count >= expected.count }
         #expect(titles.all == expected)
     }
 
