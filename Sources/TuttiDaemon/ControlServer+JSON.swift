@@ -22,23 +22,12 @@ struct EncodedJSON: Sendable {
         return EncodedJSON(bytes: out)
     }
 
-    /// One object of `fields` and `encoded` together, its keys in byte order
-    /// as in every object the leader writes (a key in both: `encoded`'s).
+    /// One object of `fields` and `encoded` together (see `RPCResult.object`).
     init(object fields: [String: JSONValue], encoded: [String: EncodedJSON]) {
-        var parts: [(key: String, value: RPCResult)] = encoded.map { ($0.key, .encoded($0.value)) }
-        for (key, value) in fields where encoded[key] == nil { parts.append((key, .value(value))) }
-        parts.sort { JSONValue.keyPrecedes($0.key, $1.key) }
-        var out: [UInt8] = []
-        out.reserveCapacity(64 + encoded.values.reduce(0) { $0 + $1.bytes.count })
-        out.append(UInt8(ascii: "{"))
-        for (i, part) in parts.enumerated() {
-            if i > 0 { out.append(UInt8(ascii: ",")) }
-            JSONValue.appendString(part.key, to: &out)
-            out.append(UInt8(ascii: ":"))
-            part.value.append(to: &out)
-        }
-        out.append(UInt8(ascii: "}"))
-        bytes = out
+        let object = RPCResult.object(fields, encoded: encoded)
+        bytes = []
+        bytes.reserveCapacity(object.sizeHint)
+        object.append(to: &bytes)
     }
 }
 
@@ -46,11 +35,38 @@ struct EncodedJSON: Sendable {
 enum RPCResult: Sendable {
     case value(JSONValue)
     case encoded(EncodedJSON)
+    /// One object of `fields` and parts encoded ahead, written when the reply
+    /// is (a search's page of tracks is copied once, into the reply), its
+    /// keys in byte order as in every object the leader writes (a key in
+    /// both: `encoded`'s).
+    case object([String: JSONValue], encoded: [String: EncodedJSON])
 
     func append(to out: inout [UInt8]) {
         switch self {
         case .value(let v): v.append(to: &out)
         case .encoded(let e): out.append(contentsOf: e.bytes)
+        case .object(let fields, let encoded):
+            var parts: [(key: String, value: RPCResult)] = encoded.map { ($0.key, .encoded($0.value)) }
+            for (key, value) in fields where encoded[key] == nil { parts.append((key, .value(value))) }
+            parts.sort { JSONValue.keyPrecedes($0.key, $1.key) }
+            out.append(UInt8(ascii: "{"))
+            for (i, part) in parts.enumerated() {
+                if i > 0 { out.append(UInt8(ascii: ",")) }
+                JSONValue.appendString(part.key, to: &out)
+                out.append(UInt8(ascii: ":"))
+                part.value.append(to: &out)
+            }
+            out.append(UInt8(ascii: "}"))
+        }
+    }
+
+    /// Room enough for the parts encoded ahead and some more, so that the
+    /// buffer is not grown through every size up to theirs.
+    var sizeHint: Int {
+        switch self {
+        case .value: 256
+        case .encoded(let e): 128 + e.bytes.count
+        case .object(_, let encoded): 256 + encoded.values.reduce(0) { $0 + $1.bytes.count }
         }
     }
 }
@@ -96,9 +112,10 @@ struct RPCReply: Sendable {
         }
     }
 
+    /// The reply as JSON, with room for the line end a TCP client gets.
     var bytes: [UInt8] {
         var out: [UInt8] = []
-        out.reserveCapacity(256)
+        if case .result(let result) = outcome { out.reserveCapacity(result.sizeHint) } else { out.reserveCapacity(256) }
         append(to: &out)
         return out
     }

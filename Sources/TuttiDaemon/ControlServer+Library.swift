@@ -223,8 +223,8 @@ extension ControlServer {
             if params["record"]?.bool ?? params["record"]?.number.map({ $0 != 0 }) ?? false {
                 try wrap { () throws(LibraryError) in try library.recordSearch(query) }
             }
-            return .encoded(EncodedJSON(object: ["query": .string(query), "offset": .int(offset), "hasMore": .bool(results.hasMore)],
-                                        encoded: ["tracks": Self.encodeTracks(results.tracks)]))
+            return .object(["query": .string(query), "offset": .int(offset), "hasMore": .bool(results.hasMore)],
+                           encoded: ["tracks": Self.encodeTracks(results.tracks)])
         case "library.track":
             let library = lib
             let track: Track?
@@ -372,7 +372,7 @@ extension ControlServer {
         case "library.albumTracks":
             let album = try string(params, "album", method: method, max: 1_024)
             let artist = params["artist"] == nil ? nil : try string(params, "artist", method: method, max: 1_024)
-            return .encoded(EncodedJSON(object: [:], encoded: ["tracks": Self.encodeTracks(try wrap { () throws(LibraryError) in try lib.albumTracks(album: album, albumArtist: artist) })]))
+            return .object([:], encoded: ["tracks": Self.encodeTracks(try wrap { () throws(LibraryError) in try lib.albumTracks(album: album, albumArtist: artist) })])
         case "playlists.export":
             let id = PlaylistID(Int64(try integer(params, "id", method: method)))
             let given = try string(params, "path", method: method, max: 4_096)

@@ -423,7 +423,7 @@ public final class ControlServer: @unchecked Sendable {
                 var result = statusObject(group: group)
                 if !outcome.added.isEmpty { result["added"] = .array(outcome.added.map { .int($0) }) }
                 // Monotonic nanoseconds: past 10^15 (11.6 days up) a Double would write them in exponent form, past 2^53 inexactly.
-                return .encoded(EncodedJSON(object: result, encoded: ["acceptedAt": .integer(outcome.acceptedAt), "effectiveAt": .integer(outcome.effectiveAt)]))
+                return .object(result, encoded: ["acceptedAt": .integer(outcome.acceptedAt), "effectiveAt": .integer(outcome.effectiveAt)])
             } catch {
                 throw RPCError(code: -32000, message: error.description)
             }
