@@ -9,10 +9,9 @@ import TuttiCore
 /// list encoded once per library version, a search's page of tracks written
 /// without a dictionary per track (`ControlServer.encodeTracks`), a
 /// monotonic time in nanoseconds (more digits than a Double holds exactly).
-struct EncodedJSON: Sendable {
-    var bytes: [UInt8]
+typealias EncodedJSON = ControlServer.EncodedJSON
 
-    init(bytes: [UInt8]) { self.bytes = bytes }
+extension ControlServer.EncodedJSON {
     init(_ value: JSONValue) { bytes = value.encoded() }
 
     /// An integer's exact digits.

@@ -122,6 +122,9 @@ public final class ControlServer: @unchecked Sendable {
     /// `warmBrowseCache`: 0 idle, else a thread is making the lists (and more changes came).
     let browseWarming = Atomic<Int>(0)
 
+    /// A result already encoded as JSON (cached lists), spliced into the reply as it is.
+    struct EncodedJSON: Sendable { var bytes: [UInt8] }
+
     public func start() {
         subscription = leader.events.subscribe { [weak self] event in self?.announce(event) }
         startEssentialThread(name: "tutti-notify") { [self] in notifierLoop() }
