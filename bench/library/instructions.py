@@ -87,10 +87,10 @@ def count(tuttid, music, db, qs, work):
     settle(p.pid, 0.2, 3.0)
     client = RPCClient(rpc)
     client.call("library.search", {"query": qs[0], "limit": 50})
-    subprocess.run(["callgrind_control", "-i", "on", str(p.pid)], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(["callgrind_control", "-i", "on", str(p.pid)], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     for q in qs:
         client.call("library.search", {"query": q, "limit": 50})
-    subprocess.run(["callgrind_control", "-i", "off", str(p.pid)], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(["callgrind_control", "-i", "off", str(p.pid)], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     client.close()
     p.terminate()
     p.wait(120)
