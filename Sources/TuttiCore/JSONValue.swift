@@ -31,54 +31,9 @@ public enum JSONValue: Equatable, Sendable {
         return Int(n)
     }
 
-    /// The value as compact JSON text, an object's keys sorted (so equal
-    /// values write equal text). Whole numbers are written without a
-    /// fraction; strings escape quotes, backslashes and control characters.
-    public var serialized: String {
-        var out: [UInt8] = []
-        write(into: &out)
-        return String(decoding: out, as: UTF8.self)
-    }
-
-    private func write(into out: inout [UInt8]) {
-        switch self {
-        case .null: out += "null".utf8
-        case .bool(let b): out += (b ? "true" : "false").utf8
-        case .number(let n):
-            if let i = integer { out += String(i).utf8 } else if n.isFinite { out += n.description.utf8 } else { out += "null".utf8 }
-        case .string(let s): Self.writeString(s, into: &out)
-        case .array(let items):
-            out.append(UInt8(ascii: "["))
-            for (i, item) in items.enumerated() {
-                if i > 0 { out.append(UInt8(ascii: ",")) }
-                item.write(into: &out)
-            }
-            out.append(UInt8(ascii: "]"))
-        case .object(let fields):
-            out.append(UInt8(ascii: "{"))
-            for (i, key) in fields.keys.sorted().enumerated() {
-                if i > 0 { out.append(UInt8(ascii: ",")) }
-                Self.writeString(key, into: &out)
-                out.append(UInt8(ascii: ":"))
-                fields[key]!.write(into: &out)
-            }
-            out.append(UInt8(ascii: "}"))
-        }
-    }
-
-    private static func writeString(_ s: String, into out: inout [UInt8]) {
-        let hex = Array("0123456789abcdef".utf8)
-        out.append(UInt8(ascii: "\""))
-        for b in s.utf8 {
-            switch b {
-            case UInt8(ascii: "\""), UInt8(ascii: "\\"): out += [UInt8(ascii: "\\"), b]
-            case 0x0A: out += [UInt8(ascii: "\\"), UInt8(ascii: "n")]
-            case 0..<0x20: out += [UInt8(ascii: "\\"), UInt8(ascii: "u"), 0x30, 0x30, hex[Int(b >> 4)], hex[Int(b & 15)]]
-            default: out.append(b)
-            }
-        }
-        out.append(UInt8(ascii: "\""))
-    }
+    /// The value as compact JSON text, as `encoded()` writes it (so equal
+    /// values write equal text).
+    public var serialized: String { String(decoding: encoded(), as: UTF8.self) }
 
     public var object: [String: JSONValue]? { if case .object(let o) = self { o } else { nil } }
     /// An array of strings only.

@@ -5,13 +5,14 @@ import TuttiControlKit
 
 /// JSON-RPC methods for the offline cache of network tracks.
 extension ControlServer {
-    func dispatchCache(_ method: String, _ params: [String: JSONValue]) throws -> Any? {
+    func dispatchCache(_ method: String, _ params: [String: JSONValue]) throws -> JSONValue? {
         guard method.hasPrefix("cache.") else { return nil }
         guard let cache = leader.cache else {
             throw RPCError(code: -32000, message: "no offline cache: start the leader with --music DIR (or --db PATH)")
         }
-        func entry(_ e: StreamCache.Entry) -> [String: Any] {
-            ["url": e.url, "size": Int(e.size), "added": Int(e.added.timeIntervalSince1970 * 1000), "lastUsed": Int(e.lastUsed.timeIntervalSince1970 * 1000)]
+        func entry(_ e: StreamCache.Entry) -> JSONValue {
+            ["url": .string(e.url), "size": .int(e.size), "added": .int(Int(e.added.timeIntervalSince1970 * 1000)),
+             "lastUsed": .int(Int(e.lastUsed.timeIntervalSince1970 * 1000))]
         }
         switch method {
         case "cache.add":
@@ -26,21 +27,21 @@ extension ControlServer {
                     let now = Int64(Date().timeIntervalSince1970 * 1000)
                     guard now - lastSent >= 200 else { return }
                     lastSent = now
-                    self.notify("cache.progress", ["url": url, "received": Int(received), "total": Int(total)], key: "cache.progress " + url)
+                    self.notify("cache.progress", ["url": .string(url), "received": .int(received), "total": .int(total)], key: "cache.progress " + url)
                 }
                 return entry(e)
             } catch {
                 throw RPCError(code: -32000, message: "\(error)")
             }
         case "cache.list":
-            return ["entries": cache.list().map(entry), "size": Int(cache.totalSize), "capacity": Int(cache.capacityBytes)]
+            return ["entries": .array(cache.list().map(entry)), "size": .int(cache.totalSize), "capacity": .int(cache.capacityBytes)]
         case "cache.size":
-            return ["size": Int(cache.totalSize), "capacity": Int(cache.capacityBytes), "entries": cache.list().count]
+            return ["size": .int(cache.totalSize), "capacity": .int(cache.capacityBytes), "entries": .int(cache.list().count)]
         case "cache.remove":
             guard let url = params["url"]?.string else { throw RPCError(code: -32602, message: "cache.remove needs \"url\"") }
-            return ["url": url, "removed": cache.remove(url)]
+            return ["url": .string(url), "removed": .bool(cache.remove(url))]
         case "cache.clear":
-            return ["freed": Int(cache.clear())]
+            return ["freed": .int(cache.clear())]
         default:
             return nil
         }

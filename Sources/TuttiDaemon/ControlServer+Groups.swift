@@ -3,7 +3,7 @@ import TuttiControlKit
 
 /// JSON-RPC methods for groups of rooms and party mode.
 extension ControlServer {
-    func dispatchGroups(_ method: String, _ params: [String: JSONValue]) throws -> Any? {
+    func dispatchGroups(_ method: String, _ params: [String: JSONValue]) throws -> JSONValue? {
         guard method.hasPrefix("groups.") || method.hasPrefix("party.") else { return nil }
         func text(_ key: String) throws -> String {
             guard let v = params[key]?.string, !v.isEmpty, v.utf8.count <= 256 else {
@@ -35,7 +35,7 @@ extension ControlServer {
             case "groups.rename":
                 return groupObject(try leader.renameGroup(try text("group"), to: try text("name")))
             case "groups.delete":
-                return ["movedToMain": try leader.deleteGroup(try text("group"))]
+                return ["movedToMain": .strings(try leader.deleteGroup(try text("group")))]
             case "groups.add":
                 return groupObject(try leader.moveRooms(try rooms(required: true), to: try text("group")))
             case "groups.separate":
@@ -46,9 +46,9 @@ extension ControlServer {
                 let target = params["group"] == nil ? nil : try text("group")
                 return groupObject(try leader.partyOn(group: target))
             case "party.off":
-                return ["moved": leader.partyOff()]
+                return ["moved": .strings(leader.partyOff())]
             case "party.status":
-                return ["party": leader.partyActive]
+                return ["party": .bool(leader.partyActive)]
             default:
                 throw RPCError(code: -32601, message: "unknown method '\(method)' (see docs/api.md)")
             }
@@ -57,18 +57,18 @@ extension ControlServer {
         }
     }
 
-    func groupsObject() -> [String: Any] {
-        ["groups": leader.groups.map(groupObject), "party": leader.partyActive]
+    func groupsObject() -> JSONValue {
+        ["groups": .array(leader.groups.map(groupObject)), "party": .bool(leader.partyActive)]
     }
 
-    private func groupObject(_ g: GroupStatus) -> [String: Any] {
-        var object: [String: Any] = [
-            "id": g.id, "name": g.name, "rooms": g.rooms, "state": Self.stateName(g.nowPlaying),
-            "trackCount": g.nowPlaying.trackCount, "position": (g.nowPlaying.positionSeconds * 1000).rounded() / 1000,
-            "volume": Int(leader.volume(ofGroup: g.id) ?? 0), "muted": leader.muted(group: g.id),
+    private func groupObject(_ g: GroupStatus) -> JSONValue {
+        var object: [String: JSONValue] = [
+            "id": .string(g.id), "name": .string(g.name), "rooms": .strings(g.rooms), "state": .string(Self.stateName(g.nowPlaying)),
+            "trackCount": .int(g.nowPlaying.trackCount), "position": .number((g.nowPlaying.positionSeconds * 1000).rounded() / 1000),
+            "volume": .int(leader.volume(ofGroup: g.id) ?? 0), "muted": .bool(leader.muted(group: g.id)),
         ]
         let status = statusObject(group: g.id)
         for key in ["title", "artist", "album", "station", "file", "duration"] { if let v = status[key] { object[key] = v } }
-        return object
+        return .object(object)
     }
 }

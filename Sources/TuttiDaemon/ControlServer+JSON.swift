@@ -1,128 +1,139 @@
 import TuttiCore
 import TuttiControlKit
 
-/// Encodes the JSON the leader writes (JSON-RPC replies and notifications,
-/// Snapcast's control API, saved state) without Foundation, whose
-/// JSONSerialization would load ICU into the leader (and whose `.sortedKeys`
-/// compared keys through NSString with a locale: 85 % of a ranked search's
-/// time). Keys are sorted by their bytes. Handles what replies are made of
-/// (strings, Swift integers, floating-point numbers and booleans, `JSONValue`
-/// from parsed requests, `JSONValue.null` for null, arrays, dictionaries
-/// with String keys); anything else returns nil.
-/// Numbers: a whole number below 10^15 is written as an integer ("3", not
-/// "3.0"), others in Swift's shortest form ("0.1", "1e+20").
-enum ReplyJSON {
-    static func encode(_ value: Any) -> [UInt8]? {
+// The JSON the leader writes on its control surfaces (JSON-RPC replies and
+// notifications, Snapcast's API): `JSONValue`s, encoded as
+// `JSONValue.encoded()` writes them (keys in byte order, whole numbers below
+// 10^15 as integers), with a few parts encoded ahead (`EncodedJSON`).
+
+/// JSON already written as bytes, put into a reply as it is: a whole-library
+/// list encoded once per library version, a search's page of tracks written
+/// without a dictionary per track (`ControlServer.encodeTracks`), a
+/// monotonic time in nanoseconds (more digits than a Double holds exactly).
+typealias EncodedJSON = ControlServer.EncodedJSON
+
+extension ControlServer.EncodedJSON {
+    init(_ value: JSONValue) { bytes = value.encoded() }
+
+    /// An integer's exact digits.
+    static func integer(_ value: Int64) -> EncodedJSON {
         var out: [UInt8] = []
-        out.reserveCapacity(4_096)
-        return append(value, to: &out) ? out : nil
+        JSONValue.appendInteger(value, to: &out)
+        return EncodedJSON(bytes: out)
     }
 
-    private static func append(_ value: Any, to out: inout [UInt8]) -> Bool {
-        // The scalars by their dynamic type first: cheaper than a cast each.
-        let kind = type(of: value)
-        if kind == String.self {
-            appendString(value as! String, to: &out)
-        } else if kind == Int.self {
-            appendInteger(Int64(value as! Int), to: &out)
-        } else if kind == Bool.self {
-            out += (value as! Bool) ? Array("true".utf8) : Array("false".utf8)
-        } else if kind == Double.self {
-            return appendDouble(value as! Double, to: &out)
-        } else if kind == Int64.self {
-            out += Array(String(value as! Int64).utf8)
-        } else if kind == Int32.self {
-            out += Array(String(value as! Int32).utf8)
-        } else if kind == UInt32.self {
-            out += Array(String(value as! UInt32).utf8)
-        } else if kind == UInt8.self {
-            out += Array(String(value as! UInt8).utf8)
-        } else if kind == UInt64.self {
-            out += Array(String(value as! UInt64).utf8)
-        } else if kind == Float.self {
-            return appendDouble(Double(value as! Float), to: &out)
-        } else if kind == JSONValue.self {
-            return append(value as! JSONValue, to: &out)
-        } else if kind == ControlServer.EncodedJSON.self {
-            out += (value as! ControlServer.EncodedJSON).bytes
-        } else if let d = value as? [String: Any] {
+    /// One object of `fields` and `encoded` together (see `RPCResult.object`).
+    init(object fields: [String: JSONValue], encoded: [String: EncodedJSON]) {
+        let object = RPCResult.object(fields, encoded: encoded)
+        bytes = []
+        bytes.reserveCapacity(object.sizeHint)
+        object.append(to: &bytes)
+    }
+}
+
+/// What a method returns: a value, or JSON already encoded.
+enum RPCResult: Sendable {
+    case value(JSONValue)
+    case encoded(EncodedJSON)
+    /// One object of `fields` and parts encoded ahead, written when the reply
+    /// is (a search's page of tracks is copied once, into the reply), its
+    /// keys in byte order as in every object the leader writes (a key in
+    /// both: `encoded`'s).
+    case object([String: JSONValue], encoded: [String: EncodedJSON])
+
+    func append(to out: inout [UInt8]) {
+        switch self {
+        case .value(let v): v.append(to: &out)
+        case .encoded(let e): out.append(contentsOf: e.bytes)
+        case .object(let fields, let encoded):
+            var parts: [(key: String, value: RPCResult)] = encoded.map { ($0.key, .encoded($0.value)) }
+            for (key, value) in fields where encoded[key] == nil { parts.append((key, .value(value))) }
+            parts.sort { JSONValue.keyPrecedes($0.key, $1.key) }
             out.append(UInt8(ascii: "{"))
-            let keys = d.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
-            for (i, key) in keys.enumerated() {
+            for (i, part) in parts.enumerated() {
                 if i > 0 { out.append(UInt8(ascii: ",")) }
-                appendString(key, to: &out)
+                JSONValue.appendString(part.key, to: &out)
                 out.append(UInt8(ascii: ":"))
-                guard append(d[key]!, to: &out) else { return false }
+                part.value.append(to: &out)
             }
             out.append(UInt8(ascii: "}"))
-        } else if let a = value as? [Any] {
-            out.append(UInt8(ascii: "["))
-            for (i, element) in a.enumerated() {
-                if i > 0 { out.append(UInt8(ascii: ",")) }
-                guard append(element, to: &out) else { return false }
-            }
-            out.append(UInt8(ascii: "]"))
-        } else {
-            return false
-        }
-        return true
-    }
-
-    private static func append(_ value: JSONValue, to out: inout [UInt8]) -> Bool {
-        switch value {
-        case .null: out += Array("null".utf8)
-        case .bool(let b): out += b ? Array("true".utf8) : Array("false".utf8)
-        case .number(let n): return appendDouble(n, to: &out)
-        case .string(let s): appendString(s, to: &out)
-        case .array(let a): return append(a as [Any], to: &out)
-        case .object(let o): return append(o as [String: Any], to: &out)
-        }
-        return true
-    }
-
-    static func appendDouble(_ d: Double, to out: inout [UInt8]) -> Bool {
-        guard d.isFinite else { return false }
-        if d == d.rounded(), abs(d) < 1e15 { appendInteger(Int64(d), to: &out) } else { out += Array("\(d)".utf8) }
-        return true
-    }
-
-    private static let hex = Array("0123456789abcdef".utf8)
-
-    /// Decimal digits without a String in between.
-    static func appendInteger(_ v: Int64, to out: inout [UInt8]) {
-        if v < 0 { out.append(UInt8(ascii: "-")) }
-        var m = v.magnitude
-        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0) // 20 digits at most, kept off the heap
-        var n = 0
-        withUnsafeMutableBytes(of: &digits) { raw in
-            repeat {
-                raw[n] = UInt8(ascii: "0") + UInt8(m % 10)
-                m /= 10
-                n += 1
-            } while m > 0
-            for i in stride(from: n - 1, through: 0, by: -1) { out.append(raw[i]) }
         }
     }
 
-    static func appendString(_ s: String, to out: inout [UInt8]) {
-        out.append(UInt8(ascii: "\""))
-        // Most text needs no escape: copied whole.
-        if !s.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
-            out.append(contentsOf: s.utf8)
-            out.append(UInt8(ascii: "\""))
-            return
+    /// Room enough for the parts encoded ahead and some more, so that the
+    /// buffer is not grown through every size up to theirs.
+    var sizeHint: Int {
+        switch self {
+        case .value: 256
+        case .encoded(let e): 128 + e.bytes.count
+        case .object(_, let encoded): 256 + encoded.values.reduce(0) { $0 + $1.bytes.count }
         }
-        for b in s.utf8 {
-            switch b {
-            case UInt8(ascii: "\""): out += [UInt8(ascii: "\\"), UInt8(ascii: "\"")]
-            case UInt8(ascii: "\\"): out += [UInt8(ascii: "\\"), UInt8(ascii: "\\")]
-            case 0x0A: out += [UInt8(ascii: "\\"), UInt8(ascii: "n")]
-            case 0x0D: out += [UInt8(ascii: "\\"), UInt8(ascii: "r")]
-            case 0x09: out += [UInt8(ascii: "\\"), UInt8(ascii: "t")]
-            case 0..<0x20: out += [UInt8(ascii: "\\"), UInt8(ascii: "u"), 0x30, 0x30, hex[Int(b >> 4)], hex[Int(b & 15)]]
-            default: out.append(b)
-            }
+    }
+}
+
+/// One JSON-RPC 2.0 reply, of the leader's API or of Snapcast's: to the
+/// request with `id`, its result or an error.
+struct RPCReply: Sendable {
+    enum Outcome: Sendable {
+        case result(RPCResult)
+        case error(code: Int, message: String)
+    }
+
+    var id: JSONValue
+    var outcome: Outcome
+
+    /// An error reply; `id` nil when the request's could not be read.
+    static func error(id: JSONValue?, code: Int, message: String) -> RPCReply {
+        RPCReply(id: id ?? .null, outcome: .error(code: code, message: message))
+    }
+
+    var errorCode: Int? {
+        if case .error(let code, _) = outcome { code } else { nil }
+    }
+
+    /// `{"error":{"code":…,"message":…},"id":…,"jsonrpc":"2.0"}` or
+    /// `{"id":…,"jsonrpc":"2.0","result":…}`: its keys in byte order.
+    func append(to out: inout [UInt8]) {
+        switch outcome {
+        case .error(let code, let message):
+            out.append(contentsOf: #"{"error":{"code":"#.utf8)
+            JSONValue.appendInteger(Int64(code), to: &out)
+            out.append(contentsOf: #","message":"#.utf8)
+            JSONValue.appendString(message, to: &out)
+            out.append(contentsOf: #"},"id":"#.utf8)
+            id.append(to: &out)
+            out.append(contentsOf: #","jsonrpc":"2.0"}"#.utf8)
+        case .result(let result):
+            out.append(contentsOf: #"{"id":"#.utf8)
+            id.append(to: &out)
+            out.append(contentsOf: #","jsonrpc":"2.0","result":"#.utf8)
+            result.append(to: &out)
+            out.append(UInt8(ascii: "}"))
         }
-        out.append(UInt8(ascii: "\""))
+    }
+
+    /// The reply as JSON, with room for the line end a TCP client gets.
+    var bytes: [UInt8] {
+        var out: [UInt8] = []
+        if case .result(let result) = outcome { out.reserveCapacity(result.sizeHint) } else { out.reserveCapacity(256) }
+        append(to: &out)
+        return out
+    }
+}
+
+/// A JSON-RPC 2.0 notification: `{"jsonrpc":"2.0","method":…,"params":…}`.
+struct RPCNotification: Sendable {
+    var method: String
+    var params: JSONValue
+
+    var bytes: [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(256)
+        out.append(contentsOf: #"{"jsonrpc":"2.0","method":"#.utf8)
+        JSONValue.appendString(method, to: &out)
+        out.append(contentsOf: #","params":"#.utf8)
+        params.append(to: &out)
+        out.append(UInt8(ascii: "}"))
+        return out
     }
 }

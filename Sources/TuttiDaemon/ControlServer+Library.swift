@@ -13,17 +13,17 @@ extension ControlServer {
         return library
     }
 
-    static func trackObject(_ t: Track) -> [String: Any] {
-        var o: [String: Any] = ["id": Int(t.id.rawValue), "path": t.path, "title": t.title,
-                                "duration": (t.durationSeconds * 1000).rounded() / 1000, "format": t.format.rawValue]
-        if let v = t.artist { o["artist"] = v }
-        if let v = t.album { o["album"] = v }
-        if let v = t.albumArtist { o["albumArtist"] = v }
-        if let v = t.genre { o["genre"] = v }
-        if let v = t.trackNumber { o["trackNumber"] = v }
-        if let v = t.discNumber { o["discNumber"] = v }
-        if let v = t.year { o["year"] = v }
-        if let v = t.coverHash { o["coverHash"] = v }
+    static func trackObject(_ t: Track) -> [String: JSONValue] {
+        var o: [String: JSONValue] = ["id": .int(t.id.rawValue), "path": .string(t.path), "title": .string(t.title),
+                                      "duration": .number((t.durationSeconds * 1000).rounded() / 1000), "format": .string(t.format.rawValue)]
+        if let v = t.artist { o["artist"] = .string(v) }
+        if let v = t.album { o["album"] = .string(v) }
+        if let v = t.albumArtist { o["albumArtist"] = .string(v) }
+        if let v = t.genre { o["genre"] = .string(v) }
+        if let v = t.trackNumber { o["trackNumber"] = .int(v) }
+        if let v = t.discNumber { o["discNumber"] = .int(v) }
+        if let v = t.year { o["year"] = .int(v) }
+        if let v = t.coverHash { o["coverHash"] = .string(v) }
         return o
     }
 
@@ -47,12 +47,12 @@ extension ControlServer {
             func text(_ name: StaticString, _ v: String?) {
                 guard let v else { return }
                 key(name)
-                ReplyJSON.appendString(v, to: &out)
+                JSONValue.appendString(v, to: &out)
             }
             func number(_ name: StaticString, _ v: Int?) {
                 guard let v else { return }
                 key(name)
-                ReplyJSON.appendInteger(Int64(v), to: &out)
+                JSONValue.appendInteger(Int64(v), to: &out)
             }
             text("album", t.album)
             text("albumArtist", t.albumArtist)
@@ -60,7 +60,8 @@ extension ControlServer {
             text("coverHash", t.coverHash)
             number("discNumber", t.discNumber)
             key("duration")
-            if !ReplyJSON.appendDouble((t.durationSeconds * 1000).rounded() / 1000, to: &out) { out += Array("0".utf8) }
+            let duration = (t.durationSeconds * 1000).rounded() / 1000
+            JSONValue.appendNumber(duration.isFinite ? duration : 0, to: &out)
             text("format", t.format.rawValue)
             text("genre", t.genre)
             number("id", Int(t.id.rawValue))
@@ -135,33 +136,29 @@ extension ControlServer {
         return nil
     }
 
-    private func artistsObject(_ lib: Library) throws -> [String: Any] {
-        ["artists": try wrap { () throws(LibraryError) in try lib.artists() }.map {
-            ["name": $0.name, "albums": $0.albums, "tracks": $0.tracks] as [String: Any]
-        }]
+    private func artistsObject(_ lib: Library) throws -> JSONValue {
+        ["artists": .array(try wrap { () throws(LibraryError) in try lib.artists() }.map {
+            ["name": .string($0.name), "albums": .int($0.albums), "tracks": .int($0.tracks)]
+        })]
     }
 
-    private func albumsObject(_ lib: Library, artist: String?) throws -> [String: Any] {
-        ["albums": try wrap { () throws(LibraryError) in try lib.albums(artist: artist) }.map { a -> [String: Any] in
-            var o: [String: Any] = ["name": a.name, "tracks": a.tracks]
-            if let v = a.artist { o["artist"] = v }
-            if let v = a.year { o["year"] = v }
-            if let v = a.coverHash { o["coverHash"] = v }
-            return o
-        }]
+    private func albumsObject(_ lib: Library, artist: String?) throws -> JSONValue {
+        ["albums": .array(try wrap { () throws(LibraryError) in try lib.albums(artist: artist) }.map { a -> JSONValue in
+            var o: [String: JSONValue] = ["name": .string(a.name), "tracks": .int(a.tracks)]
+            if let v = a.artist { o["artist"] = .string(v) }
+            if let v = a.year { o["year"] = .int(v) }
+            if let v = a.coverHash { o["coverHash"] = .string(v) }
+            return .object(o)
+        })]
     }
 
     /// A whole-library list, encoded once per library version: with
     /// 100,000 tracks reading and encoding it takes a few hundred
     /// milliseconds, answering it again a copy.
-    private func browseList(_ key: String, _ lib: Library, _ make: () throws -> [String: Any]) throws -> EncodedJSON {
+    private func browseList(_ key: String, _ lib: Library, _ make: () throws -> JSONValue) throws -> EncodedJSON {
         let version = lib.contentVersion
         if let hit = browseCache.withLock({ $0[key] }), hit.version == version { return hit.json }
-        let object = try make()
-        guard let data = ReplyJSON.encode(object) else {
-            throw RPCError(code: -32603, message: "cannot encode the \(key) list")
-        }
-        let json = EncodedJSON(bytes: data)
+        let json = EncodedJSON(try make())
         browseCache.withLock { $0[key] = (version, json) }
         return json
     }
@@ -176,8 +173,8 @@ extension ControlServer {
             try startThread(name: "tutti-browse") { [self] in
                 while true {
                     let seen = browseWarming.load(ordering: .acquiring)
-                    _ = try? browseList("artists", lib) { () throws -> [String: Any] in try self.artistsObject(lib) }
-                    _ = try? browseList("albums", lib) { () throws -> [String: Any] in try self.albumsObject(lib, artist: nil) }
+                    _ = try? browseList("artists", lib) { try self.artistsObject(lib) }
+                    _ = try? browseList("albums", lib) { try self.albumsObject(lib, artist: nil) }
                     if browseWarming.compareExchange(expected: seen, desired: 0, ordering: .acquiringAndReleasing).exchanged { return }
                 }
             }
@@ -187,7 +184,7 @@ extension ControlServer {
     }
 
     /// Library methods; nil if `method` is not one of them.
-    func dispatchLibrary(_ method: String, _ params: [String: JSONValue]) throws -> Any? {
+    func dispatchLibrary(_ method: String, _ params: [String: JSONValue]) throws -> RPCResult? {
         let prefixes = ["library.", "searches.", "favourites.", "history.", "playlists."]
         guard prefixes.contains(where: method.hasPrefix) else { return nil }
         let lib = try library()
@@ -205,18 +202,19 @@ extension ControlServer {
                     let now = Int64(Date().timeIntervalSince1970 * 1000)
                     guard now - lastSent >= 100 || progress.done == progress.total else { return }
                     lastSent = now
-                    self.notify("library.scanProgress", ["done": progress.done, "total": progress.total, "path": progress.currentPath])
+                    self.notify("library.scanProgress", ["done": .int(progress.done), "total": .int(progress.total), "path": .string(progress.currentPath)])
                 }
             }
             leader.events.emit(.library)
             leader.dropMissingFilesFromQueue()
-            return ["added": summary.added, "updated": summary.updated, "unchanged": summary.unchanged, "removed": summary.removed,
-                    "moved": summary.moved, "skipped": summary.skipped.map { ["path": $0.path, "reason": "\($0.reason)"] },
-                    "seconds": (summary.elapsedSeconds * 1000).rounded() / 1000, "summary": summary.description] as [String: Any]
+            return .value(["added": .int(summary.added), "updated": .int(summary.updated), "unchanged": .int(summary.unchanged),
+                           "removed": .int(summary.removed), "moved": .int(summary.moved),
+                           "skipped": .array(summary.skipped.map { ["path": .string($0.path), "reason": "\($0.reason)"] }),
+                           "seconds": .number((summary.elapsedSeconds * 1000).rounded() / 1000), "summary": .string(summary.description)])
         case "library.stats":
             let library = lib
-            return ["tracks": try wrap { () throws(LibraryError) in try library.trackCount() },
-                    "covers": try wrap { () throws(LibraryError) in try library.coverCount() }]
+            return .value(["tracks": .int(try wrap { () throws(LibraryError) in try library.trackCount() }),
+                           "covers": .int(try wrap { () throws(LibraryError) in try library.coverCount() })])
         case "library.search":
             let library = lib
             let query = try string(params, "query", method: method, max: 1_024)
@@ -226,7 +224,8 @@ extension ControlServer {
             if params["record"]?.bool ?? params["record"]?.number.map({ $0 != 0 }) ?? false {
                 try wrap { () throws(LibraryError) in try library.recordSearch(query) }
             }
-            return ["query": query, "offset": offset, "hasMore": results.hasMore, "tracks": Self.encodeTracks(results.tracks)] as [String: Any]
+            return .object(["query": .string(query), "offset": .int(offset), "hasMore": .bool(results.hasMore)],
+                           encoded: ["tracks": Self.encodeTracks(results.tracks)])
         case "library.track":
             let library = lib
             let track: Track?
@@ -236,18 +235,18 @@ extension ControlServer {
             }
             guard let track else { throw RPCError(code: -32000, message: "no such track") }
             var o = Self.trackObject(track)
-            o["liked"] = try wrap { () throws(LibraryError) in try library.isLiked(track.id) }
-            return o
+            o["liked"] = .bool(try wrap { () throws(LibraryError) in try library.isLiked(track.id) })
+            return .value(.object(o))
         case "searches.recent":
-            return ["searches": try wrap { () throws(LibraryError) in try lib.recentSearches() }]
+            return .value(["searches": .strings(try wrap { () throws(LibraryError) in try lib.recentSearches() })])
         case "searches.record":
             let library = lib
             let query = try string(params, "query", method: method, max: 1_024)
             try wrap { () throws(LibraryError) in try library.recordSearch(query) }
-            return ["searches": try wrap { () throws(LibraryError) in try library.recentSearches() }]
+            return .value(["searches": .strings(try wrap { () throws(LibraryError) in try library.recentSearches() })])
         case "searches.clear":
             try wrap { () throws(LibraryError) in try lib.clearRecentSearches() }
-            return ["searches": [String]()]
+            return .value(["searches": []])
         case "favourites.like", "favourites.unlike":
             let library = lib
             let track: Track
@@ -261,43 +260,43 @@ extension ControlServer {
             if method == "favourites.like" { try wrap { () throws(LibraryError) in try library.like(track.id) } } else {
                 try wrap { () throws(LibraryError) in try library.unlike(track.id) }
             }
-            return ["id": Int(track.id.rawValue), "title": track.title, "liked": method == "favourites.like"] as [String: Any]
+            return .value(["id": .int(track.id.rawValue), "title": .string(track.title), "liked": .bool(method == "favourites.like")])
         case "favourites.list":
             let library = lib
-            return ["favourites": try wrap { () throws(LibraryError) in try library.favourites() }.map { f -> [String: Any] in
-                var o = Self.trackObject(f.track); o["likedAt"] = f.likedAt; return o
-            }]
+            return .value(["favourites": .array(try wrap { () throws(LibraryError) in try library.favourites() }.map { f -> JSONValue in
+                var o = Self.trackObject(f.track); o["likedAt"] = .int(f.likedAt); return .object(o)
+            })])
         case "history.list":
             let library = lib
             let limit = try integer(params, "limit", method: method, default: 100, range: 1...10_000)
-            return ["plays": try wrap { () throws(LibraryError) in try library.history(limit: limit) }.map { p -> [String: Any] in
-                var o = Self.trackObject(p.track); o["startedAt"] = p.startedAt; o["playedMs"] = p.playedMilliseconds; return o
-            }]
+            return .value(["plays": .array(try wrap { () throws(LibraryError) in try library.history(limit: limit) }.map { p -> JSONValue in
+                var o = Self.trackObject(p.track); o["startedAt"] = .int(p.startedAt); o["playedMs"] = .int(p.playedMilliseconds); return .object(o)
+            })])
         case "playlists.list":
-            return ["playlists": try wrap { () throws(LibraryError) in try lib.playlists() }.map {
-                ["id": Int($0.id.rawValue), "name": $0.name, "entries": $0.entryCount] as [String: Any]
-            }]
+            return .value(["playlists": .array(try wrap { () throws(LibraryError) in try lib.playlists() }.map {
+                ["id": .int($0.id.rawValue), "name": .string($0.name), "entries": .int($0.entryCount)]
+            })])
         case "playlists.create":
             let name = try string(params, "name", method: method, max: 256)
             let p = try wrap { () throws(LibraryError) in try lib.createPlaylist(named: name) }
             leader.events.emit(.playlists)
-            return ["id": Int(p.id.rawValue), "name": p.name]
+            return .value(["id": .int(p.id.rawValue), "name": .string(p.name)])
         case "playlists.rename":
             let id = PlaylistID(Int64(try integer(params, "id", method: method)))
             let name = try string(params, "name", method: method, max: 256)
             try wrap { () throws(LibraryError) in try lib.renamePlaylist(id, to: name) }
             leader.events.emit(.playlists)
-            return ["id": Int(id.rawValue), "name": name]
+            return .value(["id": .int(id.rawValue), "name": .string(name)])
         case "playlists.delete":
             let id = PlaylistID(Int64(try integer(params, "id", method: method)))
             try wrap { () throws(LibraryError) in try lib.deletePlaylist(id) }
             leader.events.emit(.playlists)
-            return ["id": Int(id.rawValue), "deleted": true]
+            return .value(["id": .int(id.rawValue), "deleted": true])
         case "playlists.entries":
             let id = PlaylistID(Int64(try integer(params, "id", method: method)))
-            return ["entries": try wrap { () throws(LibraryError) in try lib.entries(of: id) }.map { e -> [String: Any] in
-                var o = Self.trackObject(e.track); o["index"] = e.index; return o
-            }]
+            return .value(["entries": .array(try wrap { () throws(LibraryError) in try lib.entries(of: id) }.map { e -> JSONValue in
+                var o = Self.trackObject(e.track); o["index"] = .int(e.index); return .object(o)
+            })])
         case "playlists.add":
             let library = lib
             let id = PlaylistID(Int64(try integer(params, "id", method: method)))
@@ -307,19 +306,19 @@ extension ControlServer {
             let at = params["at"] == nil ? nil : try integer(params, "at", method: method)
             try wrap { () throws(LibraryError) in try library.addToPlaylist(id, tracks: ids.map { TrackID(Int64($0)) }, at: at) }
             leader.events.emit(.playlists)
-            return ["id": Int(id.rawValue), "added": ids.count]
+            return .value(["id": .int(id.rawValue), "added": .int(ids.count)])
         case "playlists.remove":
             let id = PlaylistID(Int64(try integer(params, "id", method: method)))
             let index = try integer(params, "index", method: method)
             try wrap { () throws(LibraryError) in try lib.removeFromPlaylist(id, at: index) }
             leader.events.emit(.playlists)
-            return ["id": Int(id.rawValue), "removed": index]
+            return .value(["id": .int(id.rawValue), "removed": .int(index)])
         case "playlists.move":
             let id = PlaylistID(Int64(try integer(params, "id", method: method)))
             let from = try integer(params, "from", method: method), to = try integer(params, "to", method: method)
             try wrap { () throws(LibraryError) in try lib.moveInPlaylist(id, from: from, to: to) }
             leader.events.emit(.playlists)
-            return ["id": Int(id.rawValue), "from": from, "to": to]
+            return .value(["id": .int(id.rawValue), "from": .int(from), "to": .int(to)])
         case "playlists.saveQueue":
             let library = lib
             let name = try string(params, "name", method: method, max: 256)
@@ -337,7 +336,7 @@ extension ControlServer {
             let p = try wrap { () throws(LibraryError) in try library.createPlaylist(named: name) }
             if !ids.isEmpty { try wrap { () throws(LibraryError) in try library.addToPlaylist(p.id, tracks: ids) } }
             leader.events.emit(.playlists)
-            return ["id": Int(p.id.rawValue), "name": name, "entries": ids.count, "notInLibrary": notInLibrary] as [String: Any]
+            return .value(["id": .int(p.id.rawValue), "name": .string(name), "entries": .int(ids.count), "notInLibrary": .strings(notInLibrary)])
         case "playlists.import":
             let report: M3UImportReport
             if let content = params["content"]?.string {
@@ -357,24 +356,24 @@ extension ControlServer {
                 report = try wrap { () throws(LibraryError) in try lib.importM3U(path: path, name: params["name"]?.string) }
             }
             leader.events.emit(.playlists)
-            return ["id": Int(report.playlist.id.rawValue), "name": report.playlist.name, "added": report.added,
-                    "unresolved": report.unresolved.map { ["line": $0.line, "entry": $0.entry] as [String: Any] }] as [String: Any]
+            return .value(["id": .int(report.playlist.id.rawValue), "name": .string(report.playlist.name), "added": .int(report.added),
+                           "unresolved": .array(report.unresolved.map { ["line": .int($0.line), "entry": .string($0.entry)] })])
         case "playlists.m3u":
             let id = PlaylistID(Int64(try integer(params, "id", method: method)))
             let folder = leader.configuration.musicDirectory
             let text = try wrap { () throws(LibraryError) in try lib.m3u(id, relativeTo: folder) }
             let name = try wrap { () throws(LibraryError) in try lib.playlist(id) }?.name ?? "Playlist"
-            return ["id": Int(id.rawValue), "name": name, "m3u": text]
+            return .value(["id": .int(id.rawValue), "name": .string(name), "m3u": .string(text)])
         case "library.artists":
-            return try browseList("artists", lib) { () throws -> [String: Any] in try self.artistsObject(lib) }
+            return .encoded(try browseList("artists", lib) { try self.artistsObject(lib) })
         case "library.albums":
             let artist = params["artist"] == nil ? nil : try string(params, "artist", method: method, max: 1_024)
-            if let artist { return try albumsObject(lib, artist: artist) }
-            return try browseList("albums", lib) { () throws -> [String: Any] in try self.albumsObject(lib, artist: nil) }
+            if let artist { return .value(try albumsObject(lib, artist: artist)) }
+            return .encoded(try browseList("albums", lib) { try self.albumsObject(lib, artist: nil) })
         case "library.albumTracks":
             let album = try string(params, "album", method: method, max: 1_024)
             let artist = params["artist"] == nil ? nil : try string(params, "artist", method: method, max: 1_024)
-            return ["tracks": Self.encodeTracks(try wrap { () throws(LibraryError) in try lib.albumTracks(album: album, albumArtist: artist) })]
+            return .object([:], encoded: ["tracks": Self.encodeTracks(try wrap { () throws(LibraryError) in try lib.albumTracks(album: album, albumArtist: artist) })])
         case "playlists.export":
             let id = PlaylistID(Int64(try integer(params, "id", method: method)))
             let given = try string(params, "path", method: method, max: 4_096)
@@ -390,7 +389,7 @@ extension ControlServer {
                 name = PathText.lastComponent(given)
             }
             let written = try wrap { () throws(LibraryError) in try lib.exportM3U(id, intoFolder: folder, name: name) }
-            return ["id": Int(id.rawValue), "path": written]
+            return .value(["id": .int(id.rawValue), "path": .string(written)])
         default:
             return nil
         }

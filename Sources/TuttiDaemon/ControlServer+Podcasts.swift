@@ -16,29 +16,29 @@ extension ControlServer {
         return podcasts
     }
 
-    static func podcastObject(_ p: Podcast) -> [String: Any] {
-        var o: [String: Any] = ["id": Int(p.id.rawValue), "url": p.url, "title": p.title, "episodes": p.episodeCount,
-                                "unplayed": p.unplayedCount, "subscribedAt": Int(p.subscribedAt)]
-        if let v = p.author { o["author"] = v }
-        if let v = p.image { o["image"] = v }
-        if let v = p.description { o["description"] = v }
-        if let v = p.link { o["link"] = v }
-        if let v = p.speed { o["speed"] = v }
-        if let v = p.refreshedAt { o["refreshedAt"] = Int(v) }
-        if let v = p.refreshError { o["refreshError"] = v }
+    static func podcastObject(_ p: Podcast) -> [String: JSONValue] {
+        var o: [String: JSONValue] = ["id": .int(p.id.rawValue), "url": .string(p.url), "title": .string(p.title), "episodes": .int(p.episodeCount),
+                                      "unplayed": .int(p.unplayedCount), "subscribedAt": .int(p.subscribedAt)]
+        if let v = p.author { o["author"] = .string(v) }
+        if let v = p.image { o["image"] = .string(v) }
+        if let v = p.description { o["description"] = .string(v) }
+        if let v = p.link { o["link"] = .string(v) }
+        if let v = p.speed { o["speed"] = .number(v) }
+        if let v = p.refreshedAt { o["refreshedAt"] = .int(v) }
+        if let v = p.refreshError { o["refreshError"] = .string(v) }
         return o
     }
 
-    static func episodeObject(_ e: PodcastEpisode) -> [String: Any] {
-        var o: [String: Any] = ["id": Int(e.id.rawValue), "podcast": Int(e.podcast.rawValue), "guid": e.guid, "title": e.title, "url": e.url,
-                                "played": e.played, "position": Double(e.positionMs) / 1000]
-        if let v = e.mimeType { o["type"] = v }
-        if let v = e.length { o["length"] = Int(v) }
-        if let v = e.durationMs { o["duration"] = Double(v) / 1000 }
-        if let v = e.publishedAt { o["published"] = Int(v) }
-        if let v = e.description { o["description"] = v }
-        if let v = e.image { o["image"] = v }
-        return o
+    static func episodeObject(_ e: PodcastEpisode) -> JSONValue {
+        var o: [String: JSONValue] = ["id": .int(e.id.rawValue), "podcast": .int(e.podcast.rawValue), "guid": .string(e.guid), "title": .string(e.title),
+                                      "url": .string(e.url), "played": .bool(e.played), "position": .number(Double(e.positionMs) / 1000)]
+        if let v = e.mimeType { o["type"] = .string(v) }
+        if let v = e.length { o["length"] = .int(v) }
+        if let v = e.durationMs { o["duration"] = .number(Double(v) / 1000) }
+        if let v = e.publishedAt { o["published"] = .int(v) }
+        if let v = e.description { o["description"] = .string(v) }
+        if let v = e.image { o["image"] = .string(v) }
+        return .object(o)
     }
 
     /// `podcast`: its id, feed URL or title.
@@ -85,7 +85,7 @@ extension ControlServer {
         do { return try leader.queue(group: group) } catch { throw RPCError(code: -32602, message: error.description) }
     }
 
-    func dispatchPodcasts(_ method: String, _ params: [String: JSONValue], group: String?) throws -> Any? {
+    func dispatchPodcasts(_ method: String, _ params: [String: JSONValue], group: String?) throws -> JSONValue? {
         guard method.hasPrefix("podcasts.") else { return nil }
         let service = try podcastService()
         switch method {
@@ -94,32 +94,32 @@ extension ControlServer {
                 throw RPCError(code: -32602, message: "podcasts.subscribe needs \"url\": the feed's http:// or https:// URL")
             }
             do { _ = try leader.confine(url) } catch { throw RPCError(code: -32602, message: error.description) }
-            do { return Self.podcastObject(try service.subscribe(url: url)) } catch {
+            do { return .object(Self.podcastObject(try service.subscribe(url: url))) } catch {
                 throw RPCError(code: -32000, message: error.description)
             }
         case "podcasts.list":
-            return ["podcasts": try libraryCall { try service.library.podcasts() }.map(Self.podcastObject)]
+            return ["podcasts": .array(try libraryCall { try service.library.podcasts() }.map { .object(Self.podcastObject($0)) })]
         case "podcasts.episodes":
             let podcast = try podcastParameter(params, method: method, in: service)
             let limit = params["limit"]?.number.map { Int(max(1, min(Double(FeedLimits.maxEpisodes), $0))) } ?? FeedLimits.maxEpisodes
             let episodes = try libraryCall { try service.library.episodes(of: podcast.id, limit: limit) }
-            return ["podcast": Self.podcastObject(podcast), "episodes": episodes.map(Self.episodeObject)]
+            return ["podcast": .object(Self.podcastObject(podcast)), "episodes": .array(episodes.map(Self.episodeObject))]
         case "podcasts.unsubscribe":
             let podcast = try podcastParameter(params, method: method, in: service)
             try libraryCall { try service.unsubscribe(podcast.id) }
-            return ["podcast": Int(podcast.id.rawValue), "removed": true]
+            return ["podcast": .int(podcast.id.rawValue), "removed": true]
         case "podcasts.refresh":
             let shows: [Podcast]
             if params["podcast"] == nil { shows = try libraryCall { try service.library.podcasts() } }
             else { shows = [try podcastParameter(params, method: method, in: service)] }
             let outcomes = shows.map(service.refresh)
-            return ["podcasts": outcomes.map { o -> [String: Any] in
+            return ["podcasts": .array(outcomes.map { o -> JSONValue in
                 var object = Self.podcastObject(o.podcast)
-                object["added"] = o.update?.added ?? 0
-                object["notModified"] = o.update == nil && o.error == nil
-                if let e = o.error { object["error"] = e }
-                return object
-            }]
+                object["added"] = .int(o.update?.added ?? 0)
+                object["notModified"] = .bool(o.update == nil && o.error == nil)
+                if let e = o.error { object["error"] = .string(e) }
+                return .object(object)
+            })]
         case "podcasts.setPlayed":
             let podcast = try podcastParameter(params, method: method, in: service)
             guard let episode = try episodeParameter(params, of: podcast, in: service) else {
@@ -140,7 +140,7 @@ extension ControlServer {
             }
             try libraryCall { try service.library.setPodcastSpeed(podcast.id, speed) }
             leader.events.emit(.library)
-            return Self.podcastObject(try libraryCall { try service.library.podcast(podcast.id) } ?? podcast)
+            return .object(Self.podcastObject(try libraryCall { try service.library.podcast(podcast.id) } ?? podcast))
         case "podcasts.download":
             let podcast = try podcastParameter(params, method: method, in: service)
             guard let episode = try episodeParameter(params, of: podcast, in: service) else {
@@ -150,7 +150,7 @@ extension ControlServer {
             do { _ = try leader.confine(episode.url) } catch { throw RPCError(code: -32602, message: error.description) }
             do {
                 let entry = try cache.add(episode.url)
-                return ["episode": Int(episode.id.rawValue), "url": entry.url, "size": Int(entry.size)]
+                return ["episode": .int(episode.id.rawValue), "url": .string(entry.url), "size": .int(entry.size)]
             } catch {
                 throw RPCError(code: -32000, message: error.description)
             }
@@ -170,7 +170,7 @@ extension ControlServer {
     /// Plays `episode` in `group`: its queue entry if it has one, else a
     /// new one at the end; at the show's speed; from where the listener
     /// stopped (unless it was played to the end).
-    private func playEpisode(_ episode: PodcastEpisode, of podcast: Podcast, group: String?) throws -> Any {
+    private func playEpisode(_ episode: PodcastEpisode, of podcast: Podcast, group: String?) throws -> JSONValue {
         do { _ = try leader.confine(episode.url) } catch { throw RPCError(code: -32602, message: error.description) }
         func perform(_ command: PlayerCommand) throws -> CommandOutcome {
             do { return try leader.perform(command, group: group) } catch { throw RPCError(code: -32000, message: error.description) }
@@ -191,7 +191,7 @@ extension ControlServer {
         if wait > 0 { Monotonic.sleep(nanoseconds: min(wait, nanosecondsPerSecond) + 2 * nanosecondsPerMillisecond) }
         var result = statusObject(group: group)
         result["episode"] = Self.episodeObject(episode)
-        result["resumedAt"] = resume
-        return result
+        result["resumedAt"] = .number(resume)
+        return .object(result)
     }
 }

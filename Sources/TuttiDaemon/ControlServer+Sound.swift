@@ -4,7 +4,7 @@ import TuttiControlKit
 /// JSON-RPC methods for each room's sound: the equaliser and its presets,
 /// group volume and mute (see docs/sound.md).
 extension ControlServer {
-    func dispatchSound(_ method: String, _ params: [String: JSONValue]) throws -> Any? {
+    func dispatchSound(_ method: String, _ params: [String: JSONValue]) throws -> JSONValue? {
         func invalid(_ message: String) -> RPCError { RPCError(code: -32602, message: message) }
         func decibels(_ key: String) throws -> Double? {
             guard let raw = params[key] else { return nil }
@@ -53,10 +53,10 @@ extension ControlServer {
                 let preset = custom ? leader.presets.first { $0.gains == settings.gains }?.name : eq.preset
                 let result = RoomEqualizer(settings: settings, preset: preset)
                 if result != leader.equalizer(of: room) { leader.setEqualizer(room: room, result) }
-                return ["room": room, "eq": Self.eqObject(result)]
+                return ["room": .string(room), "eq": Self.eqObject(result)]
             case "eq.presets":
-                return ["presets": leader.presets.map { ["name": $0.name, "gains": $0.gains, "builtIn": $0.builtIn] as [String: Any] },
-                        "bands": EqualizerSettings.bandFrequencies]
+                return ["presets": .array(leader.presets.map { ["name": .string($0.name), "gains": .numbers($0.gains), "builtIn": .bool($0.builtIn)] }),
+                        "bands": .numbers(EqualizerSettings.bandFrequencies)]
             case "eq.save":
                 guard let name = params["name"]?.string else { throw invalid("eq.save needs \"name\"") }
                 let gains: [Double]
@@ -73,25 +73,25 @@ extension ControlServer {
                     var eq = leader.equalizer(of: room); eq.preset = preset.name
                     leader.setEqualizer(room: room, eq)
                 }
-                return ["name": preset.name, "gains": preset.gains, "builtIn": false]
+                return ["name": .string(preset.name), "gains": .numbers(preset.gains), "builtIn": false]
             case "eq.delete":
                 guard let name = params["name"]?.string else { throw invalid("eq.delete needs \"name\"") }
                 try leader.deletePreset(name)
-                return ["deleted": name]
+                return ["deleted": .string(name)]
             case "groups.setVolume", "groups.volume":
                 let g = try group()
                 guard let volume = params["volume"]?.number, volume.isFinite, (0...100).contains(volume) else {
                     throw invalid("volume must be a number 0…100")
                 }
                 let rooms = leader.setVolume(group: g.id, UInt8(volume.rounded()))
-                return ["group": g.id, "volume": Int(leader.volume(ofGroup: g.id) ?? 0), "kept": rooms.isEmpty,
-                        "rooms": roomsObject().filter { rooms.contains($0["name"] as? String ?? "") }]
+                return ["group": .string(g.id), "volume": .int(leader.volume(ofGroup: g.id) ?? 0), "kept": .bool(rooms.isEmpty),
+                        "rooms": .array(roomsObject().filter { rooms.contains($0["name"]?.string ?? "") })]
             case "groups.setMute":
                 let g = try group()
                 guard let muted = params["muted"]?.bool else { throw invalid("groups.setMute needs \"muted\": true or false") }
                 let rooms = leader.setMuted(group: g.id, muted)
-                return ["group": g.id, "muted": leader.muted(group: g.id), "kept": rooms.isEmpty,
-                        "rooms": roomsObject().filter { rooms.contains($0["name"] as? String ?? "") }]
+                return ["group": .string(g.id), "muted": .bool(leader.muted(group: g.id)), "kept": .bool(rooms.isEmpty),
+                        "rooms": .array(roomsObject().filter { rooms.contains($0["name"]?.string ?? "") })]
             default:
                 return nil
             }
@@ -100,13 +100,10 @@ extension ControlServer {
         }
     }
 
-    static func eqObject(_ eq: RoomEqualizer) -> [String: Any] {
+    static func eqObject(_ eq: RoomEqualizer) -> JSONValue {
         let s = eq.settings
-        var object: [String: Any] = [
-            "gains": s.gains, "bass": s.bass, "treble": s.treble, "preampDb": s.preampDecibels, "flat": s.isFlat,
-            "preamp": { if case .manual(let db) = s.preamp { return db as Any } else { return "auto" as Any } }(),
-        ]
-        object["preset"] = eq.preset ?? JSONValue.null
-        return object
+        let preamp: JSONValue = if case .manual(let db) = s.preamp { .number(db) } else { "auto" }
+        return ["gains": .numbers(s.gains), "bass": .number(s.bass), "treble": .number(s.treble), "preampDb": .number(s.preampDecibels),
+                "flat": .bool(s.isFlat), "preamp": preamp, "preset": eq.preset.map(JSONValue.string) ?? .null]
     }
 }

@@ -3,17 +3,18 @@ import TuttiControlKit
 
 /// `speakers.*`: paired speakers and pairing requests (docs/api.md).
 extension ControlServer {
-    func speakersObject() -> [String: Any] {
-        let paired: [[String: Any]] = leader.pairedSpeakers.map {
-            ["name": $0.name, "key": $0.fingerprint, "pairedAt": Int($0.pairedAt), "connected": $0.connected]
+    func speakersObject() -> JSONValue {
+        let paired: [JSONValue] = leader.pairedSpeakers.map {
+            ["name": .string($0.name), "key": .string($0.fingerprint), "pairedAt": .int($0.pairedAt), "connected": .bool($0.connected)]
         }
-        let pending: [[String: Any]] = leader.pairingRequests.map {
-            ["name": $0.name, "address": $0.address, "key": $0.fingerprint, "by": $0.byCode ? "code" : "approval"]
+        let pending: [JSONValue] = leader.pairingRequests.map {
+            ["name": .string($0.name), "address": .string($0.address), "key": .string($0.fingerprint), "by": $0.byCode ? "code" : "approval"]
         }
-        return ["paired": paired, "pending": pending, "mode": leader.speakersMode, "leaderKey": leader.speakerKeyFingerprint]
+        return ["paired": .array(paired), "pending": .array(pending), "mode": .string(leader.speakersMode),
+                "leaderKey": .string(leader.speakerKeyFingerprint)]
     }
 
-    func dispatchSpeakers(_ method: String, _ params: [String: JSONValue]) throws -> Any? {
+    func dispatchSpeakers(_ method: String, _ params: [String: JSONValue]) throws -> JSONValue? {
         func name() throws -> String {
             guard let n = params["name"]?.string, !n.isEmpty, n.utf8.count <= WireProtocol.maxNameBytes else {
                 throw RPCError(code: -32602, message: "\(method) needs \"name\" (a speaker's room name, see speakers.pending)")
@@ -34,7 +35,7 @@ extension ControlServer {
                 throw RPCError(code: -32602, message: "speakers.pair needs \"code\": the six digits `sudo tutti-follower pair` shows")
             }
             switch leader.pairByCode(code) {
-            case .paired(let n): return ["paired": n]
+            case .paired(let n): return ["paired": .string(n)]
             case .nobodyWaiting: throw RPCError(code: -32000, message: "no speaker is waiting for a code: run `sudo tutti-follower pair` on it first")
             case .wrongCode: throw RPCError(code: -32000, message: "wrong code (a speaker allows 3 tries, then shows a new one)")
             }

@@ -100,16 +100,21 @@ public final class ControlServer: Service, @unchecked Sendable {
         }
     }
 
-    private func notification(for event: LeaderEvent) -> (String, () -> [String: Any]) {
+    private func notification(for event: LeaderEvent) -> (String, () -> JSONValue) {
         switch event {
-        case .player, .options: ("player.changed", { self.statusObject() })
+        case .player, .options: ("player.changed", { .object(self.statusObject()) })
         case .queue: ("queue.changed", { self.queueObject() })
-        case .mixer, .rooms: ("rooms.changed", { ["rooms": self.roomsObject()] })
+        case .mixer, .rooms: ("rooms.changed", { ["rooms": .array(self.roomsObject())] })
         case .groups: ("groups.changed", { self.groupsObject() })
         case .library: ("library.changed", { self.warmBrowseCache(); return [:] })
         case .playlists: ("playlists.changed", { [:] })
         case .speakers: ("speakers.changed", { self.speakersObject() })
-        case .health: ("rooms.health", { ["rooms": self.roomsObject().filter { $0["health"] != nil }.map { ["name": $0["name"]!, "health": $0["health"]!] }] })
+        case .health:
+            ("rooms.health", {
+                ["rooms": .array(self.roomsObject().compactMap { room in
+                    room["health"].map { ["name": room["name"] ?? .null, "health": $0] }
+                })]
+            })
         }
     }
 
@@ -181,7 +186,7 @@ public final class ControlServer: Service, @unchecked Sendable {
         var malformed = 0
         let reason = Self.readLines(from: connection, until: { client.writer.isClosed }, loggedIn: { client.level > .none }) { line in
             if let line { malformed = receive(line, from: client, onItsThread: true) ? 0 : malformed + 1 } else {
-                send(error(id: nil, code: -32700, message: "request line longer than \(Self.maxLineBytes) bytes"), to: client, direct: true)
+                send(.error(id: nil, code: -32700, message: "request line longer than \(Self.maxLineBytes) bytes"), to: client, direct: true)
                 malformed += 1
             }
             return malformed < LineDiscipline.maxConsecutiveMalformed ? nil : "\(malformed) malformed requests in a row"
@@ -265,41 +270,25 @@ public final class ControlServer: Service, @unchecked Sendable {
         }
         guard let reply else { return true }
         send(reply, to: client, direct: onItsThread)
-        let code = (reply["error"] as? [String: Any])?["code"] as? Int
-        return code != -32700 && code != -32600
+        return reply.errorCode != -32700 && reply.errorCode != -32600
     }
 
-    static func serialize(_ object: [String: Any]) -> [UInt8]? {
-        guard let raw = object["result"] as? EncodedJSON else { return ReplyJSON.encode(object) }
-        // Sorted keys put "result" last: `…,"result":0}` with the encoded result in place of the 0.
-        var rest = object
-        rest["result"] = 0
-        guard var bytes = serialize(rest), bytes.suffix(2) == Array("0}".utf8) else { return nil }
-        bytes.removeLast(2)
-        return bytes + raw.bytes + [UInt8(ascii: "}")]
-    }
-
-    private func send(_ object: [String: Any], to client: Client, direct: Bool = false) {
-        guard var bytes = Self.serialize(object) else { return }
+    private func send(_ reply: RPCReply, to client: Client, direct: Bool = false) {
+        var bytes = reply.bytes
         if client.newlineFramed { bytes.append(UInt8(ascii: "\n")) }
         if direct { client.writer.reply(bytes) } else { client.writer.send(bytes) }
     }
 
     /// Sends a notification to every client. `key` (default: the method)
     /// says which waiting notification a newer one replaces.
-    public func notify(_ method: String, _ params: [String: Any], key: String? = nil) {
-        let message: [String: Any] = ["jsonrpc": "2.0", "method": method, "params": params]
-        guard let bare = Self.serialize(message) else { return }
+    public func notify(_ method: String, _ params: JSONValue, key: String? = nil) {
+        let bare = RPCNotification(method: method, params: params).bytes
         let line = bare + [UInt8(ascii: "\n")]
         // A client that has not logged in hears nothing of what plays.
         for c in clients.withLock({ Array($0.values) }) where c.level > .none { c.writer.send(c.newlineFramed ? line : bare, key: key ?? method) }
     }
 
     // MARK: Requests
-
-    private func error(id: JSONValue?, code: Int, message: String) -> [String: Any] {
-        ["jsonrpc": "2.0", "id": id ?? .null, "error": ["code": code, "message": message] as [String: Any]]
-    }
 
     /// A JSON-RPC error object to send back: its code and a message the user can act on.
     struct RPCError: Error, CustomStringConvertible { var code: Int; var message: String; var description: String { message } }
@@ -308,18 +297,18 @@ public final class ControlServer: Service, @unchecked Sendable {
     /// ("HOST:PORT"); `bearer`: the token a stateless request showed.
     /// `login` records a change of access (`auth.login`, `auth.logout`) and the token it came with.
     func handle(_ line: [UInt8], level: ControlAccess.Level = .full, peer: String = "", bearer: String? = nil,
-                login: (ControlAccess.Level, String?) -> Void = { _, _ in }) -> [String: Any]? {
+                login: (ControlAccess.Level, String?) -> Void = { _, _ in }) -> RPCReply? {
         let request: JSONRPCRequest
         switch JSONRPCRequest.parse(line) {
         case .request(let r): request = r
-        case .invalid(let id, let code, let message): return error(id: id, code: code, message: message)
+        case .invalid(let id, let code, let message): return .error(id: id, code: code, message: message)
         }
         let (id, method, params) = (request.id, request.method, request.params)
         let isNotification = id == nil
         do {
-            let result: Any
+            let result: RPCResult
             if method.hasPrefix("auth.") {
-                result = try authenticate(method, params, level: level, peer: peer, bearer: bearer, login: login)
+                result = .value(try authenticate(method, params, level: level, peer: peer, bearer: bearer, login: login))
             } else if ControlAccess.permits(level, method: method) {
                 result = try dispatch(method, params)
             } else {
@@ -327,11 +316,11 @@ public final class ControlServer: Service, @unchecked Sendable {
                     ? "\(method): guests can only look; log in (auth.login {\"password\"}) to change anything"
                     : "this leader needs a password from other machines: log in first (auth.login {\"password\"}; tutti --password, or the web app asks)")
             }
-            return isNotification ? nil : ["jsonrpc": "2.0", "id": id!, "result": result]
+            return id.map { RPCReply(id: $0, outcome: .result(result)) }
         } catch let e as RPCError {
-            return isNotification ? nil : error(id: id, code: e.code, message: e.message)
+            return isNotification ? nil : .error(id: id, code: e.code, message: e.message)
         } catch {
-            return isNotification ? nil : self.error(id: id, code: -32603, message: "\(error)")
+            return isNotification ? nil : .error(id: id, code: -32603, message: "\(error)")
         }
     }
 
@@ -339,7 +328,7 @@ public final class ControlServer: Service, @unchecked Sendable {
     /// and `auth.revokeAll`. Failures are counted per host (`ControlLogin`);
     /// over the limit the refusal is immediate, and nothing sleeps.
     private func authenticate(_ method: String, _ params: [String: JSONValue], level: ControlAccess.Level, peer: String, bearer: String?,
-                              login: (ControlAccess.Level, String?) -> Void) throws -> Any {
+                              login: (ControlAccess.Level, String?) -> Void) throws -> JSONValue {
         let access = leader.controlAccess
         func refusal(_ failure: ControlLogin.Failure) -> RPCError {
             switch failure {
@@ -349,16 +338,16 @@ public final class ControlServer: Service, @unchecked Sendable {
         }
         switch method {
         case "auth.status":
-            return ["access": level.name, "password": access.password != nil, "guest": access.guestReadOnly]
+            return ["access": .string(level.name), "password": .bool(access.password != nil), "guest": .bool(access.guestReadOnly)]
         case "auth.login":
             if let password = params["password"]?.string, !password.isEmpty, password.utf8.count <= 1_024 {
                 switch leader.login.login(password: password, peer: peer) {
                 case .failure(let f): throw refusal(f)
                 case .success(let token):
                     login(.full, token)
-                    var result: [String: Any] = ["access": ControlAccess.Level.full.name]
-                    if let token { result["token"] = token }
-                    return result
+                    var result: [String: JSONValue] = ["access": .string(ControlAccess.Level.full.name)]
+                    if let token { result["token"] = .string(token) }
+                    return .object(result)
                 }
             }
             if let token = params["token"]?.string, !token.isEmpty, token.utf8.count <= 1_024 {
@@ -366,7 +355,7 @@ public final class ControlServer: Service, @unchecked Sendable {
                 case .failure(let f): throw refusal(f)
                 case .success:
                     login(.full, token)
-                    return ["access": ControlAccess.Level.full.name]
+                    return ["access": .string(ControlAccess.Level.full.name)]
                 }
             }
             throw RPCError(code: -32602, message: "auth.login needs \"password\" (or the \"token\" a login returned)")
@@ -379,14 +368,14 @@ public final class ControlServer: Service, @unchecked Sendable {
             demote { $0 == token }
             let after = initialLevel(address: peer)
             login(after, nil)
-            return ["revoked": revoked, "access": after.name]
+            return ["revoked": .bool(revoked), "access": .string(after.name)]
         case "auth.revokeAll":
             guard level == .full else {
                 throw RPCError(code: -32001, message: "auth.revokeAll: log in first (auth.login {\"password\"})")
             }
             let count = leader.login.revokeAll()
             demote { $0 != nil }
-            return ["revoked": count]
+            return ["revoked": .int(count)]
         default:
             throw RPCError(code: -32601, message: "no method \(method)")
         }
@@ -409,7 +398,7 @@ public final class ControlServer: Service, @unchecked Sendable {
         return v
     }
 
-    private func dispatch(_ method: String, _ params: [String: JSONValue]) throws -> Any {
+    private func dispatch(_ method: String, _ params: [String: JSONValue]) throws -> RPCResult {
         // Player and queue methods act on one group's stream: "group" (id or name), default the main group.
         let group: String?
         switch params["group"] {
@@ -420,7 +409,7 @@ public final class ControlServer: Service, @unchecked Sendable {
         if let group, method.hasPrefix("player.") || method.hasPrefix("queue."), (try? leader.nowPlaying(group: group)) == nil {
             throw RPCError(code: -32602, message: GroupError.unknownGroup(group, known: leader.groups.map(\.name)).description)
         }
-        func player(_ command: PlayerCommand) throws -> Any {
+        func player(_ command: PlayerCommand) throws -> RPCResult {
             do {
                 let outcome = try leader.perform(command, group: group) // announced to every client through the event hub
                 // The reply says what is heard once the change is: transport changes
@@ -432,10 +421,9 @@ public final class ControlServer: Service, @unchecked Sendable {
                     if wait > 0 { Monotonic.sleep(nanoseconds: min(wait, nanosecondsPerSecond) + 2 * nanosecondsPerMillisecond) }
                 }
                 var result = statusObject(group: group)
-                result["acceptedAt"] = outcome.acceptedAt
-                result["effectiveAt"] = outcome.effectiveAt
-                if !outcome.added.isEmpty { result["added"] = outcome.added.map { Int($0) } }
-                return result
+                if !outcome.added.isEmpty { result["added"] = .array(outcome.added.map { .int($0) }) }
+                // Monotonic nanoseconds: past 10^15 (11.6 days up) a Double would write them in exponent form, past 2^53 inexactly.
+                return .object(result, encoded: ["acceptedAt": .integer(outcome.acceptedAt), "effectiveAt": .integer(outcome.effectiveAt)])
             } catch {
                 throw RPCError(code: -32000, message: error.description)
             }
@@ -503,9 +491,9 @@ public final class ControlServer: Service, @unchecked Sendable {
             }
             return try player(.consume(on))
         case "player.status":
-            return statusObject(group: group)
+            return .value(.object(statusObject(group: group)))
         case "queue.list":
-            return queueObject(group: group)
+            return .value(queueObject(group: group))
         case "queue.add":
             guard let uris = try urisToAdd(params), !uris.isEmpty, uris.allSatisfy({ !$0.isEmpty && $0.utf8.count <= 4_096 }) else {
                 throw RPCError(code: -32602, message: "queue.add needs one of \"uris\" (file paths or URLs), \"trackIds\", \"album\", \"playlist\" or \"search\", resolving to at least one entry")
@@ -521,7 +509,7 @@ public final class ControlServer: Service, @unchecked Sendable {
         case "queue.clear": return try player(.clear)
         case "queue.play": return try player(.playIndex(try index("index")))
         case "rooms.list":
-            return ["rooms": roomsObject()]
+            return .value(["rooms": .array(roomsObject())])
         case "rooms.set":
             guard let room = params["room"]?.string, !room.isEmpty else {
                 throw RPCError(code: -32602, message: "rooms.set needs \"room\" (a room name)")
@@ -535,14 +523,14 @@ public final class ControlServer: Service, @unchecked Sendable {
             if let ms = try number(params, "latencyMs", in: -1_000...5_000) { settings.latencyTrimNanoseconds = Int64(ms * 1e6) }
             leader.configure(room: room, settings)
             leader.forgetBalance(ofGroup: leader.group(ofRoom: room).id) // the room's own level is the new balance
-            return roomObject(room, settings: settings, health: leader.health[room])
+            return .value(roomObject(room, settings: settings, health: leader.health[room]))
         default:
-            if let result = try dispatchSound(method, params) { return result }
+            if let result = try dispatchSound(method, params) { return .value(result) }
             if let result = try dispatchLibrary(method, params) { return result }
-            if let result = try dispatchCache(method, params) { return result }
-            if let result = try dispatchPodcasts(method, params, group: group) { return result }
-            if let result = try dispatchGroups(method, params) { return result }
-            if let result = try dispatchSpeakers(method, params) { return result }
+            if let result = try dispatchCache(method, params) { return .value(result) }
+            if let result = try dispatchPodcasts(method, params, group: group) { return .value(result) }
+            if let result = try dispatchGroups(method, params) { return .value(result) }
+            if let result = try dispatchSpeakers(method, params) { return .value(result) }
             throw RPCError(code: -32601, message: "unknown method '\(method)' (see docs/api.md)")
         }
     }
@@ -550,101 +538,103 @@ public final class ControlServer: Service, @unchecked Sendable {
     /// The state as clients see it: nothing queued is idle.
     static func stateName(_ now: NowPlaying) -> String { now.isIdle ? "idle" : now.state.rawValue }
 
-    func statusObject(group: String? = nil) -> [String: Any] {
+    func statusObject(group: String? = nil) -> [String: JSONValue] {
         let now = (try? leader.nowPlaying(group: group)) ?? leader.nowPlaying
-        var object: [String: Any] = [
-            "state": Self.stateName(now), "track": now.track, "trackCount": now.trackCount,
-            "file": now.path, "position": (now.positionSeconds * 1000).rounded() / 1000,
-            "shuffle": now.shuffle, "repeat": now.repeatMode.rawValue, "single": now.single.rawValue, "consume": now.consume,
+        var object: [String: JSONValue] = [
+            "state": .string(Self.stateName(now)), "track": .int(now.track), "trackCount": .int(now.trackCount),
+            "file": .string(now.path), "position": .number((now.positionSeconds * 1000).rounded() / 1000),
+            "shuffle": .bool(now.shuffle), "repeat": .string(now.repeatMode.rawValue), "single": .string(now.single.rawValue),
+            "consume": .bool(now.consume),
         ]
-        if let id = now.entryID { object["id"] = Int(id) }
+        if let id = now.entryID { object["id"] = .int(id) }
         if let failure = leader.saveFailure { object["warning"] = "the player state is not being saved: \(failure)" }
         // Title, artist, album and artwork from the library when the file is in it.
         if let phone = leader.airPlayNowPlaying(group: group) {
             // A phone plays through the group's AirPlay receiver: what it says it plays.
-            object["source"] = phone.source
-            object["title"] = phone.title ?? phone.source
-            if let v = phone.artist { object["artist"] = v }
-            if let v = phone.album { object["album"] = v }
-            if let id = phone.artworkID { object["coverHash"] = id }
-            if let p = phone.position(at: Monotonic.now()) { object["position"] = (p * 1000).rounded() / 1000 }
-            if let d = phone.durationSeconds { object["duration"] = (d * 1000).rounded() / 1000 }
+            object["source"] = .string(phone.source)
+            object["title"] = .string(phone.title ?? phone.source)
+            if let v = phone.artist { object["artist"] = .string(v) }
+            if let v = phone.album { object["album"] = .string(v) }
+            if let id = phone.artworkID { object["coverHash"] = .string(id) }
+            if let p = phone.position(at: Monotonic.now()) { object["position"] = .number((p * 1000).rounded() / 1000) }
+            if let d = phone.durationSeconds { object["duration"] = .number((d * 1000).rounded() / 1000) }
             object["live"] = true
         } else if let library = leader.library, !now.path.isEmpty, let track = try? library.track(atPath: now.path) {
-            object["title"] = track.title
-            if let v = track.artist { object["artist"] = v }
-            if let v = track.album { object["album"] = v }
-            if let v = track.coverHash { object["coverHash"] = v }
-            object["trackId"] = Int(track.id.rawValue)
+            object["title"] = .string(track.title)
+            if let v = track.artist { object["artist"] = .string(v) }
+            if let v = track.album { object["album"] = .string(v) }
+            if let v = track.coverHash { object["coverHash"] = .string(v) }
+            object["trackId"] = .int(track.id.rawValue)
         } else if let podcasts = leader.podcasts, podcasts.isEpisode(now.path), let episode = try? podcasts.library.episodes(playing: now.path).first {
             // A podcast episode: its title, and the show as the artist.
-            object["title"] = episode.title
-            if let show = try? podcasts.library.podcast(episode.podcast) { object["artist"] = show.title }
-            object["episodeId"] = Int(episode.id.rawValue)
+            object["title"] = .string(episode.title)
+            if let show = try? podcasts.library.podcast(episode.podcast) { object["artist"] = .string(show.title) }
+            object["episodeId"] = .int(episode.id.rawValue)
         } else if let meta = leader.metadata(ofStream: now.path) {
             // A radio stream: the station, and the title it announces (usually "Artist - Title").
-            if let v = meta.stationName { object["station"] = v }
-            if let v = meta.title { object["title"] = v } else if let v = meta.stationName { object["title"] = v }
+            if let v = meta.stationName { object["station"] = .string(v) }
+            if let v = meta.title { object["title"] = .string(v) } else if let v = meta.stationName { object["title"] = .string(v) }
         } else if PipeSourceSpec.isPipe(now.path), let pipe = try? PipeSourceSpec(parsing: now.path) {
-            object["title"] = pipe.name // a player feeding a pipe (AirPlay, Spotify): the name it was given
+            object["title"] = .string(pipe.name) // a player feeding a pipe (AirPlay, Spotify): the name it was given
         } else if LineInSpec.isLineIn(now.path), let line = try? LineInSpec(parsing: now.path) {
-            object["title"] = line.name // a turntable, a TV: the name it was given
+            object["title"] = .string(line.name) // a turntable, a TV: the name it was given
             object["live"] = true
         } else if !now.path.isEmpty {
-            object["title"] = PathText.title(now.path)
+            object["title"] = .string(PathText.title(now.path))
         }
         if let d = now.durationSeconds, object["live"] == nil {
-            object["duration"] = (d * 1000).rounded() / 1000
+            object["duration"] = .number((d * 1000).rounded() / 1000)
             // Positions are track time; at another speed the track ends sooner or later than that says.
-            object["remaining"] = (max(0, d - now.positionSeconds) / now.speed * 1000).rounded() / 1000
+            object["remaining"] = .number((max(0, d - now.positionSeconds) / now.speed * 1000).rounded() / 1000)
         }
-        object["speed"] = now.speed
-        object["pitch"] = now.pitchSemitones
-        if let e = now.error { object["error"] = e }
-        if let b = now.bufferedSeconds { object["bufferedSeconds"] = b }
-        if let f = now.bufferedFraction { object["bufferedFraction"] = (f * 1000).rounded() / 1000 }
+        object["speed"] = .number(now.speed)
+        object["pitch"] = .number(now.pitchSemitones)
+        if let e = now.error { object["error"] = .string(e) }
+        if let b = now.bufferedSeconds { object["bufferedSeconds"] = .number(b) }
+        if let f = now.bufferedFraction { object["bufferedFraction"] = .number((f * 1000).rounded() / 1000) }
         return object
     }
 
-    private func queueObject(group: String? = nil) -> [String: Any] {
+    private func queueObject(group: String? = nil) -> JSONValue {
         let queue = (try? leader.queue(group: group)) ?? leader.queue
-        let entries: [[String: Any]] = queue.entries.enumerated().map { ["index": $0.offset, "id": Int($0.element.id), "uri": $0.element.uri] }
-        return ["entries": entries, "playOrder": queue.order, "current": ((try? leader.nowPlaying(group: group)) ?? leader.nowPlaying).track]
+        let entries: [JSONValue] = queue.entries.enumerated().map { ["index": .int($0.offset), "id": .int($0.element.id), "uri": .string($0.element.uri)] }
+        return ["entries": .array(entries), "playOrder": .array(queue.order.map { .int($0) }),
+                "current": .int(((try? leader.nowPlaying(group: group)) ?? leader.nowPlaying).track)]
     }
 
-    func roomsObject() -> [[String: Any]] {
+    func roomsObject() -> [JSONValue] {
         let health = leader.health
         let connected = Set(leader.followerNames)
         return leader.knownRooms.map { roomObject($0, settings: leader.settings(of: $0), health: health[$0], connected: connected.contains($0)) }
     }
 
-    private func roomObject(_ name: String, settings: RoomSettings, health: HealthReport?, connected: Bool? = nil) -> [String: Any] {
+    private func roomObject(_ name: String, settings: RoomSettings, health: HealthReport?, connected: Bool? = nil) -> JSONValue {
         let group = leader.group(ofRoom: name)
-        var object: [String: Any] = [
-            "name": name, "connected": connected ?? leader.followerNames.contains(name), "volume": Int(settings.volume), "muted": settings.muted,
-            "latencyMs": Double(settings.latencyTrimNanoseconds) / 1e6, "group": group.id, "groupName": group.name,
-            "eq": Self.eqObject(leader.equalizer(of: name)),
+        var object: [String: JSONValue] = [
+            "name": .string(name), "connected": .bool(connected ?? leader.followerNames.contains(name)), "volume": .int(settings.volume),
+            "muted": .bool(settings.muted), "latencyMs": .number(Double(settings.latencyTrimNanoseconds) / 1e6), "group": .string(group.id),
+            "groupName": .string(group.name), "eq": Self.eqObject(leader.equalizer(of: name)),
         ]
         if let h = health {
-            var fields: [String: Any] = [
-                "clockOffsetUs": Double(h.clockOffsetNanoseconds) / 1e3, "clockSkewPpm": Double(h.clockSkewPPB) / 1e3,
-                "rttUs": Double(h.roundTripNanoseconds) / 1e3, "bufferMs": Double(h.bufferedNanoseconds) / 1e6,
-                "outputErrorUs": Double(h.outputErrorNanoseconds) / 1e3, "ratioPpm": Double(h.resampleRatioPPB) / 1e3,
-                "underruns": Int(h.underruns), "hardResyncs": Int(h.hardResyncs), "concealed": Int(h.concealedChunks),
+            var fields: [String: JSONValue] = [
+                "clockOffsetUs": .number(Double(h.clockOffsetNanoseconds) / 1e3), "clockSkewPpm": .number(Double(h.clockSkewPPB) / 1e3),
+                "rttUs": .number(Double(h.roundTripNanoseconds) / 1e3), "bufferMs": .number(Double(h.bufferedNanoseconds) / 1e6),
+                "outputErrorUs": .number(Double(h.outputErrorNanoseconds) / 1e3), "ratioPpm": .number(Double(h.resampleRatioPPB) / 1e3),
+                "underruns": .int(h.underruns), "hardResyncs": .int(h.hardResyncs), "concealed": .int(h.concealedChunks),
             ]
             // v5 rooms: the clock's confidence and the arrival margin (the tail of the delay).
             if let sync = leader.syncHealth[name] {
-                fields["clockUncertaintyUs"] = Double(sync.clockUncertaintyNanoseconds) / 1e3
+                fields["clockUncertaintyUs"] = .number(Double(sync.clockUncertaintyNanoseconds) / 1e3)
                 // Playing on a clock not yet sure to tens of µs (a link that queues): converging by steering.
-                fields["settling"] = h.bufferedNanoseconds > 0 && sync.clockUncertaintyNanoseconds > ClockEstimator.Configuration().readyUncertainty
-                fields["clockSamples"] = Int(sync.clockSamples)
+                fields["settling"] = .bool(h.bufferedNanoseconds > 0 && sync.clockUncertaintyNanoseconds > ClockEstimator.Configuration().readyUncertainty)
+                fields["clockSamples"] = .int(sync.clockSamples)
                 fields["clockChannel"] = sync.clockChannel == .datagram ? "udp" : "tcp"
-                fields["arrivalLeadMinMs"] = Double(sync.arrivalLeadMinimumNanoseconds) / 1e6
-                fields["lateChunks"] = Int(sync.lateChunks)
-                if let d = sync.streamDelayMaximumNanoseconds { fields["streamDelayMaxMs"] = Double(d) / 1e6 } // v6
+                fields["arrivalLeadMinMs"] = .number(Double(sync.arrivalLeadMinimumNanoseconds) / 1e6)
+                fields["lateChunks"] = .int(sync.lateChunks)
+                if let d = sync.streamDelayMaximumNanoseconds { fields["streamDelayMaxMs"] = .number(Double(d) / 1e6) } // v6
             }
-            object["health"] = fields
+            object["health"] = .object(fields)
         }
-        return object
+        return .object(object)
     }
 }

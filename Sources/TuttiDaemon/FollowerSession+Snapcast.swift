@@ -31,7 +31,8 @@ extension FollowerSession {
 
     static func snapcastSettings(_ s: RoomSettings, bufferMilliseconds: Int) -> SnapcastMessage {
         let latency = Int((Double(s.latencyTrimNanoseconds) / 1e6).rounded())
-        return .serverSettings(json: #"{"bufferMs":\#(bufferMilliseconds),"latency":\#(latency),"muted":\#(s.muted),"volume":\#(s.volume)}"#)
+        let settings: JSONValue = ["bufferMs": .int(bufferMilliseconds), "latency": .int(latency), "muted": .bool(s.muted), "volume": .int(s.volume)]
+        return .serverSettings(json: settings.serialized)
     }
 
     private var snapcastNow: SnapcastTime { SnapcastTime(nanoseconds: Monotonic.now()) }

@@ -64,23 +64,14 @@ public final class InProcessControl: Sendable {
     }
 
     /// One JSON-RPC request line, as ControlServer answers it: the reply's
-    /// JSON object, or nil for a notification. Traps if the reply cannot be
-    /// written as JSON (a bug: the client would get nothing).
+    /// JSON object, or nil for a notification.
     public func jsonrpc(_ line: [UInt8]) -> [UInt8]? {
-        serial.withLock { _ in
-            guard let reply = controlServer.handle(line, level: .full) else { return nil }
-            guard let bytes = ControlServer.serialize(reply) else { preconditionFailure("a JSON-RPC reply that is not JSON: \(reply)") }
-            return bytes
-        }
+        serial.withLock { _ in controlServer.handle(line, level: .full)?.bytes }
     }
 
     /// One Snapcast control request (or batch), as SnapcastControl answers
     /// it on 1705: the reply, or nil for notifications only.
     public func snapcast(_ line: [UInt8]) -> [UInt8]? {
-        serial.withLock { _ in
-            guard let reply = snapcastServer.handle(line, level: .full) else { return nil }
-            guard let bytes = ReplyJSON.encode(reply) else { preconditionFailure("a Snapcast reply that is not JSON: \(reply)") }
-            return bytes
-        }
+        serial.withLock { _ in snapcastServer.handle(line, level: .full)?.bytes }
     }
 }

@@ -50,9 +50,7 @@ final class SnapcastControl: Service, @unchecked Sendable {
     /// Rooms moved by Group.SetStream: their Snapcast group, and the Tutti group whose stream they were sent to.
     private let homes = Mutex<[String: (group: String, stream: String)]>([:])
     /// The status last announced, to work out what changed.
-    private let last = Mutex<JSONTree?>(nil)
-    // Sendable because it holds only JSON values (strings, numbers, arrays, dictionaries), which are copied, never shared mutably.
-    struct JSONTree: @unchecked Sendable { var value: [String: Any] }
+    private let last = Mutex<JSONValue?>(nil)
     private let serverLock = Condition() // one request's changes at a time, so notifications stay in order
 
     init(leader: Leader, control: Endpoint?, http: Endpoint?, log: Logger) throws {
@@ -78,7 +76,7 @@ final class SnapcastControl: Service, @unchecked Sendable {
     var httpEndpoint: Endpoint? { web.flatMap { try? Endpoint(parsing: $0.endpoint) } }
 
     func start() throws {
-        let initial = JSONTree(value: status())
+        let initial = status()
         last.withLock { $0 = initial }
         subscription = leader.events.subscribe { [weak self] event in
             guard event != .health, event != .library, event != .playlists else { return }
@@ -152,7 +150,7 @@ final class SnapcastControl: Service, @unchecked Sendable {
         // Snapcast's clients cannot log in: one that may do nothing goes after 10 s.
         let reason = ControlServer.readLines(from: connection, until: { client.writer.isClosed }, loggedIn: { client.level > .none }) { line in
             if let line { malformed = receive(line, from: client, onItsThread: true) ? 0 : malformed + 1 } else {
-                send(Self.failure(id: nil, code: -32700, message: "request line longer than \(ControlServer.maxLineBytes) bytes"), to: client, direct: true)
+                send(.one(.error(id: nil, code: -32700, message: "request line longer than \(ControlServer.maxLineBytes) bytes")), to: client, direct: true)
                 malformed += 1
             }
             return malformed < LineDiscipline.maxConsecutiveMalformed ? nil : "\(malformed) malformed requests in a row"
@@ -166,12 +164,17 @@ final class SnapcastControl: Service, @unchecked Sendable {
     @discardableResult
     func receive(_ message: [UInt8], from client: ControlServer.Client, onItsThread: Bool = false) -> Bool {
         guard let reply = handle(message, level: client.level) else { return true }
-        send(reply, to: client, direct: onItsThread)
-        return ((reply as? [String: Any])?["error"] as? [String: Any])?["code"] as? Int != -32700
+        send(reply.bytes, to: client, direct: onItsThread)
+        if case .one(let one) = reply { return one.errorCode != -32700 }
+        return true
     }
 
-    private func send(_ object: Any, to client: ControlServer.Client, key: String? = nil, direct: Bool = false) {
-        guard var bytes = ReplyJSON.encode(object) else { return }
+    private func send(_ reply: Reply, to client: ControlServer.Client, direct: Bool = false) {
+        send(reply.bytes, to: client, direct: direct)
+    }
+
+    private func send(_ message: [UInt8], to client: ControlServer.Client, key: String? = nil, direct: Bool = false) {
+        var bytes = message
         if client.newlineFramed { bytes += [13, 10] } // CRLF: python-snapcast reads nothing until a line ends in it
         if direct { client.writer.reply(bytes) } else { client.writer.send(bytes, key: key) }
     }
@@ -185,10 +188,8 @@ final class SnapcastControl: Service, @unchecked Sendable {
             return .text(415, "send the JSON-RPC request with Content-Type: application/json")
         }
         if let refusal = request.crossSiteRefusal(log: log) { return refusal }
-        guard let reply = handle(request.body, level: level(address: request.peer)), let data = ReplyJSON.encode(reply) else {
-            return WebResponse(status: 204)
-        }
-        return WebResponse(status: 200, headers: [("Content-Type", "application/json")], body: data)
+        guard let reply = handle(request.body, level: level(address: request.peer)) else { return WebResponse(status: 204) }
+        return WebResponse(status: 200, headers: [("Content-Type", "application/json")], body: reply.bytes)
     }
 
     // Sendable because `control` is set once in SnapcastControl.init, before the web server that calls these methods starts, and `sockets` is under a Mutex.
@@ -218,30 +219,45 @@ final class SnapcastControl: Service, @unchecked Sendable {
 
     struct Failure: Error { var code: Int; var message: String }
 
+    /// What a request or a batch of them is answered with.
+    enum Reply: Sendable {
+        case one(RPCReply)
+        case batch([RPCReply])
+
+        var bytes: [UInt8] {
+            switch self {
+            case .one(let reply): return reply.bytes
+            case .batch(let replies):
+                var out: [UInt8] = [UInt8(ascii: "[")]
+                for (i, reply) in replies.enumerated() {
+                    if i > 0 { out.append(UInt8(ascii: ",")) }
+                    reply.append(to: &out)
+                }
+                out.append(UInt8(ascii: "]"))
+                return out
+            }
+        }
+    }
+
     /// One request (or a batch); the reply, nil for notifications only.
-    func handle(_ bytes: [UInt8], level: ControlAccess.Level = .full) -> Any? {
+    func handle(_ bytes: [UInt8], level: ControlAccess.Level = .full) -> Reply? {
         if JSONNesting.exceeds(bytes) {
-            return Self.failure(id: nil, code: -32600, message: "nested deeper than \(JSONNesting.limit) levels")
+            return .one(.error(id: nil, code: -32600, message: "nested deeper than \(JSONNesting.limit) levels"))
         }
         guard let json = JSONValue.parsing(bytes) else {
-            return Self.failure(id: nil, code: -32700, message: "Parse error")
+            return .one(.error(id: nil, code: -32700, message: "Parse error"))
         }
         if let batch = json.array {
-            guard batch.count <= 256 else { return Self.failure(id: nil, code: -32600, message: "batch of more than 256 requests") }
+            guard batch.count <= 256 else { return .one(.error(id: nil, code: -32600, message: "batch of more than 256 requests")) }
             let replies = batch.compactMap { one($0, level: level) }
-            return replies.isEmpty ? nil : replies
+            return replies.isEmpty ? nil : .batch(replies)
         }
-        return one(json, level: level)
+        return one(json, level: level).map(Reply.one)
     }
 
-    /// A JSON-RPC error reply.
-    private static func failure(id: JSONValue?, code: Int, message: String) -> [String: Any] {
-        ["jsonrpc": "2.0", "id": id ?? .null, "error": ["code": code, "message": message] as [String: Any]]
-    }
-
-    private func one(_ json: JSONValue, level: ControlAccess.Level) -> [String: Any]? {
+    private func one(_ json: JSONValue, level: ControlAccess.Level) -> RPCReply? {
         guard let request = json.object, let method = request["method"]?.string else {
-            return Self.failure(id: nil, code: -32600, message: "Invalid request")
+            return .error(id: nil, code: -32600, message: "Invalid request")
         }
         let id = request["id"]
         let params = request["params"]?.object ?? [:]
@@ -253,13 +269,13 @@ final class SnapcastControl: Service, @unchecked Sendable {
             let result = try serverLock.withLock { try dispatch(method, params) }
             announceChanges() // the change's notifications go out before its reply, as snapserver sends them
             guard let id else { return nil }
-            return ["jsonrpc": "2.0", "id": id, "result": result]
+            return RPCReply(id: id, outcome: .result(.value(result)))
         } catch let f as Failure {
             guard let id else { return nil }
-            return Self.failure(id: id, code: f.code, message: f.message)
+            return .error(id: id, code: f.code, message: f.message)
         } catch {
             guard let id else { return nil }
-            return Self.failure(id: id, code: -32603, message: "\(error)")
+            return .error(id: id, code: -32603, message: "\(error)")
         }
     }
 
@@ -275,13 +291,17 @@ final class SnapcastControl: Service, @unchecked Sendable {
     }
 
     /// A Snapcast group id: the Tutti group the room's home is in.
-    private func groupRooms(_ id: String, in status: [String: Any]) throws -> [String] {
-        let groups = (status["server"] as? [String: Any])?["groups"] as? [[String: Any]] ?? []
-        guard let g = groups.first(where: { $0["id"] as? String == id }) else { throw Failure(code: -32603, message: "Group not found: \(id)") }
-        return (g["clients"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? String }
+    private func groupRooms(_ id: String, in status: JSONValue) throws -> [String] {
+        guard let g = Self.group(id, in: status) else { throw Failure(code: -32603, message: "Group not found: \(id)") }
+        return (g["clients"]?.array ?? []).compactMap { $0["id"]?.string }
     }
 
-    private func dispatch(_ method: String, _ p: [String: JSONValue]) throws -> Any {
+    /// The Snapcast group `id` of a status tree.
+    private static func group(_ id: String, in status: JSONValue) -> JSONValue? {
+        status["server"]?["groups"]?.array?.first { $0["id"]?.string == id }
+    }
+
+    private func dispatch(_ method: String, _ p: [String: JSONValue]) throws -> JSONValue {
         func group(_ e: () throws(GroupError) -> Void) throws {
             do { try e() } catch { throw Failure(code: -32603, message: error.description) }
         }
@@ -289,12 +309,12 @@ final class SnapcastControl: Service, @unchecked Sendable {
         case "Server.GetRPCVersion":
             return ["major": 2, "minor": 0, "patch": 0]
         case "Server.GetStatus":
-            return ["server": status()["server"]!]
+            return ["server": status()["server"] ?? .null]
         case "Server.DeleteClient":
             let room = try knownRoom(p)
             guard !leader.followerNames.contains(room) else { throw Failure(code: -32603, message: "Client \(room) is connected; only a client that is gone can be deleted") }
             leader.forget(room: room)
-            return ["server": status()["server"]!]
+            return ["server": status()["server"] ?? .null]
         case "Client.GetStatus":
             let room = try knownRoom(p)
             return ["client": clientObject(room)]
@@ -309,7 +329,7 @@ final class SnapcastControl: Service, @unchecked Sendable {
             if let muted = v["muted"]?.bool { s.muted = muted }
             leader.configure(room: room, s)
             leader.forgetBalance(ofGroup: leader.group(ofRoom: room).id)
-            return ["volume": ["percent": Int(s.volume), "muted": s.muted]]
+            return ["volume": ["percent": .int(s.volume), "muted": .bool(s.muted)]]
         case "Client.SetLatency":
             let room = try knownRoom(p)
             guard let ms = p["latency"]?.number, ms.isFinite, (-1_000...5_000).contains(ms) else {
@@ -318,17 +338,17 @@ final class SnapcastControl: Service, @unchecked Sendable {
             var s = leader.settings(of: room)
             s.latencyTrimNanoseconds = Int64(ms.rounded()) * nanosecondsPerMillisecond
             leader.configure(room: room, s)
-            return ["latency": Int(ms.rounded())]
+            return ["latency": .int(Int(ms.rounded()))]
         case "Client.SetName":
             let room = try knownRoom(p)
             guard let name = p["name"]?.string, name.utf8.count <= 256 else { throw Failure(code: -32602, message: "Invalid params: name must be a string") }
             names.withLock { $0[room] = name.isEmpty ? nil : name }
-            return ["name": name]
+            return ["name": .string(name)]
         case "Group.GetStatus":
             let id = try string(p, "id")
             let s = status()
-            _ = try groupRooms(id, in: s)
-            return ["group": ((s["server"] as! [String: Any])["groups"] as! [[String: Any]]).first { $0["id"] as? String == id }!]
+            guard let group = Self.group(id, in: s) else { throw Failure(code: -32603, message: "Group not found: \(id)") }
+            return ["group": group]
         case "Group.SetMute":
             let id = try string(p, "id")
             guard let mute = p["mute"]?.bool else { throw Failure(code: -32602, message: "Invalid params: mute must be true or false") }
@@ -337,13 +357,13 @@ final class SnapcastControl: Service, @unchecked Sendable {
                 s.muted = mute
                 leader.configure(room: room, s)
             }
-            return ["mute": mute]
+            return ["mute": .bool(mute)]
         case "Group.SetName":
             let id = try string(p, "id")
             guard let name = p["name"]?.string, !name.isEmpty else { throw Failure(code: -32602, message: "Invalid params: name must be a non-empty string") }
             _ = try groupRooms(id, in: status())
             try group { () throws(GroupError) in _ = try leader.renameGroup(id, to: name) }
-            return ["name": name]
+            return ["name": .string(name)]
         case "Group.SetStream":
             let id = try string(p, "id"), stream = try string(p, "stream_id")
             guard leader.groups.contains(where: { $0.id == stream }) else { throw Failure(code: -32603, message: "Stream not found: \(stream)") }
@@ -351,7 +371,7 @@ final class SnapcastControl: Service, @unchecked Sendable {
             try group { () throws(GroupError) in _ = try leader.moveRooms(rooms, to: stream) }
             // The rooms stay this Snapcast group's, now hearing another player (unless it is the group's own).
             homes.withLock { h in for room in rooms { h[room] = stream == id ? nil : (id, stream) } }
-            return ["stream_id": stream]
+            return ["stream_id": .string(stream)]
         case "Group.SetClients":
             let id = try string(p, "id")
             guard let wanted = p["clients"]?.strings, wanted.count <= 256 else { throw Failure(code: -32602, message: "Invalid params: clients must be a list of client ids") }
@@ -368,7 +388,7 @@ final class SnapcastControl: Service, @unchecked Sendable {
                 for room in before where !wanted.contains(room) { h[room] = nil }
                 for room in wanted { h[room] = target == id ? nil : (id, target) }
             }
-            return ["server": status()["server"]!]
+            return ["server": status()["server"] ?? .null]
         case "Stream.Control":
             let stream = try string(p, "id"), command = try string(p, "command")
             let args = p["params"]?.object ?? [:]
@@ -423,22 +443,22 @@ final class SnapcastControl: Service, @unchecked Sendable {
 
     // MARK: The status tree
 
-    private func clientObject(_ room: String) -> [String: Any] {
+    private func clientObject(_ room: String) -> JSONValue {
         let s = leader.settings(of: room)
         let connected = leader.followerNames.contains(room)
         let now = Date().timeIntervalSince1970
         return [
-            "id": room, "connected": connected,
-            "config": ["instance": 1, "latency": Int((Double(s.latencyTrimNanoseconds) / 1e6).rounded()), "name": names.withLock { $0[room] } ?? "",
-                       "volume": ["muted": s.muted, "percent": Int(s.volume)]] as [String: Any],
-            "host": ["arch": "", "ip": "", "mac": "", "name": room, "os": ""],
-            "lastSeen": ["sec": Int(now), "usec": Int((now - now.rounded(.down)) * 1e6)],
-            "snapclient": ["name": "Snapclient", "protocolVersion": 2, "version": Self.snapserverVersion] as [String: Any],
+            "id": .string(room), "connected": .bool(connected),
+            "config": ["instance": 1, "latency": .int(Int((Double(s.latencyTrimNanoseconds) / 1e6).rounded())), "name": .string(names.withLock { $0[room] } ?? ""),
+                       "volume": ["muted": .bool(s.muted), "percent": .int(s.volume)]],
+            "host": ["arch": "", "ip": "", "mac": "", "name": .string(room), "os": ""],
+            "lastSeen": ["sec": .int(Int(now)), "usec": .int(Int((now - now.rounded(.down)) * 1e6))],
+            "snapclient": ["name": "Snapclient", "protocolVersion": 2, "version": .string(Self.snapserverVersion)],
         ]
     }
 
     /// The whole tree as Server.GetStatus gives it.
-    func status() -> [String: Any] {
+    func status() -> JSONValue {
         let groups = leader.groups
         // Rooms moved by Group.SetStream still belong to their Snapcast group while they hear the stream they were sent to.
         let current = Dictionary(uniqueKeysWithValues: groups.flatMap { g in g.rooms.map { ($0, g.id) } })
@@ -455,60 +475,60 @@ final class SnapcastControl: Service, @unchecked Sendable {
                 streamOf[snapGroup] = g.id
             }
         }
-        let snapGroups: [[String: Any]] = members.keys.sorted().map { id in
+        let snapGroups: [JSONValue] = members.keys.sorted().map { id in
             let rooms = members[id]!
             let name = groups.first { $0.id == id }?.name ?? id
-            return ["id": id, "name": name, "stream_id": streamOf[id] ?? id,
-                    "muted": rooms.allSatisfy { leader.settings(of: $0).muted },
-                    "clients": rooms.map(clientObject)]
+            return ["id": .string(id), "name": .string(name), "stream_id": .string(streamOf[id] ?? id),
+                    "muted": .bool(rooms.allSatisfy { leader.settings(of: $0).muted }),
+                    "clients": .array(rooms.map(clientObject))]
         }
-        let streams: [[String: Any]] = groups.map { g in
+        let streams: [JSONValue] = groups.map { g in
             let now = g.nowPlaying
             let playback = now.state.isActive ? "playing" : (now.state == .paused ? "paused" : "stopped")
-            var metadata: [String: Any] = [:]
+            var metadata: [String: JSONValue] = [:]
             if let phone = leader.airPlayNowPlaying(group: g.id) {
                 // A phone plays through AirPlay (MPRIS-style keys, as Snapcast's own metadata).
-                metadata["title"] = phone.title ?? phone.source
-                if let a = phone.artist { metadata["artist"] = [a] }
-                if let a = phone.album { metadata["album"] = a }
-                if let d = phone.durationSeconds { metadata["duration"] = d }
-                if let id = phone.artworkID { metadata["artUrl"] = "/art/" + id }
+                metadata["title"] = .string(phone.title ?? phone.source)
+                if let a = phone.artist { metadata["artist"] = [.string(a)] }
+                if let a = phone.album { metadata["album"] = .string(a) }
+                if let d = phone.durationSeconds { metadata["duration"] = .number(d) }
+                if let id = phone.artworkID { metadata["artUrl"] = .string("/art/" + id) }
             } else if let library = leader.library, !now.path.isEmpty, let t = try? library.track(atPath: now.path) {
-                metadata["title"] = t.title
-                if let a = t.artist { metadata["artist"] = [a] }
-                if let a = t.album { metadata["album"] = a }
+                metadata["title"] = .string(t.title)
+                if let a = t.artist { metadata["artist"] = [.string(a)] }
+                if let a = t.album { metadata["album"] = .string(a) }
             } else if !now.path.isEmpty {
-                metadata["title"] = leader.metadata(ofStream: now.path)?.title ?? PathText.title(now.path)
+                metadata["title"] = .string(leader.metadata(ofStream: now.path)?.title ?? PathText.title(now.path))
             }
-            if let d = now.durationSeconds { metadata["duration"] = d }
+            if let d = now.durationSeconds { metadata["duration"] = .number(d) }
             let loop = ["off": "none", "one": "track", "all": "playlist"][now.repeatMode.rawValue] ?? "none"
-            let properties: [String: Any] = [
-                "playbackStatus": playback, "loopStatus": loop, "shuffle": now.shuffle, "position": (now.positionSeconds * 1000).rounded() / 1000,
-                "canControl": true, "canGoNext": now.trackCount > 0, "canGoPrevious": now.trackCount > 0,
-                "canPlay": now.trackCount > 0, "canPause": true, "canSeek": now.durationSeconds != nil, "metadata": metadata,
+            let properties: JSONValue = [
+                "playbackStatus": .string(playback), "loopStatus": .string(loop), "shuffle": .bool(now.shuffle),
+                "position": .number((now.positionSeconds * 1000).rounded() / 1000),
+                "canControl": true, "canGoNext": .bool(now.trackCount > 0), "canGoPrevious": .bool(now.trackCount > 0),
+                "canPlay": .bool(now.trackCount > 0), "canPause": true, "canSeek": .bool(now.durationSeconds != nil), "metadata": .object(metadata),
             ]
-            return ["id": g.id, "status": now.state.isActive ? "playing" : "idle", "properties": properties,
+            return ["id": .string(g.id), "status": now.state.isActive ? "playing" : "idle", "properties": properties,
                     "uri": ["raw": "tutti:///\(g.id)?name=\(g.name)", "scheme": "tutti", "host": "", "path": "/\(g.id)", "fragment": "",
-                            "query": ["name": g.name, "codec": leader.configuration.codec.description, "sampleformat": "48000:16:2"]] as [String: Any]]
+                            "query": ["name": .string(g.name), "codec": .string(leader.configuration.codec.description), "sampleformat": "48000:16:2"]]]
         }
         let host = ProcessInfo.processInfo.hostName
-        let server: [String: Any] = [
-            "host": ["arch": "", "ip": "", "mac": "", "name": host, "os": "Linux"],
-            "snapserver": ["controlProtocolVersion": 1, "name": "Snapserver", "protocolVersion": 1, "version": Self.snapserverVersion] as [String: Any],
+        let server: JSONValue = [
+            "host": ["arch": "", "ip": "", "mac": "", "name": .string(host), "os": "Linux"],
+            "snapserver": ["controlProtocolVersion": 1, "name": "Snapserver", "protocolVersion": 1, "version": .string(Self.snapserverVersion)],
         ]
-        return ["server": ["groups": snapGroups, "server": server, "streams": streams] as [String: Any]]
+        return ["server": ["groups": .array(snapGroups), "server": server, "streams": .array(streams)]]
     }
 
     // MARK: Notifications
 
     /// Compares the status with the last announced one and sends what changed.
     private func announceChanges() {
-        let now = JSONTree(value: status())
-        let before = last.withLock { l -> JSONTree? in defer { l = now }; return l }
-        guard let before = before?.value else { return }
-        let after = now.value
+        let after = status()
+        let before = last.withLock { l -> JSONValue? in defer { l = after }; return l }
+        guard let before else { return }
         for (method, params) in Self.changes(from: before, to: after) {
-            let message: [String: Any] = ["jsonrpc": "2.0", "method": method, "params": params]
+            let message = RPCNotification(method: method, params: params).bytes
             let key = method == "Server.OnUpdate" ? method : nil // a newer whole tree replaces a waiting one
             for c in clients.withLock({ Array($0.values) }) where c.level > .none { send(message, to: c, key: key) }
         }
@@ -516,46 +536,39 @@ final class SnapcastControl: Service, @unchecked Sendable {
 
     /// What Snapcast notifications take `before` to `after`: Server.OnUpdate
     /// when groups or their members changed, else one per changed field.
-    static func changes(from before: [String: Any], to after: [String: Any]) -> [(String, [String: Any])] {
-        // JSON values compared as JSON (Foundation on Linux compares boxed Swift values by identity).
-        func same(_ a: Any?, _ b: Any?) -> Bool {
-            let encode = { (v: Any?) in ReplyJSON.encode([v ?? JSONValue.null]) }
-            return encode(a) == encode(b)
-        }
-        func tree(_ s: [String: Any]) -> (groups: [[String: Any]], streams: [[String: Any]]) {
-            let server = s["server"] as? [String: Any] ?? [:]
-            return (server["groups"] as? [[String: Any]] ?? [], server["streams"] as? [[String: Any]] ?? [])
+    static func changes(from before: JSONValue, to after: JSONValue) -> [(String, JSONValue)] {
+        func tree(_ s: JSONValue) -> (groups: [JSONValue], streams: [JSONValue]) {
+            (s["server"]?["groups"]?.array ?? [], s["server"]?["streams"]?.array ?? [])
         }
         let (g0, s0) = tree(before), (g1, s1) = tree(after)
-        func shape(_ groups: [[String: Any]]) -> [String] {
-            groups.map { g in "\(g["id"] ?? "")=" + ((g["clients"] as? [[String: Any]] ?? []).map { "\($0["id"] ?? "")" }).joined(separator: ",") }
+        func id(_ v: JSONValue) -> String { v["id"]?.string ?? "" }
+        func shape(_ groups: [JSONValue]) -> [String] {
+            groups.map { g in id(g) + "=" + (g["clients"]?.array ?? []).map(id).joined(separator: ",") }
         }
-        if shape(g0) != shape(g1) || s0.map({ "\($0["id"] ?? "")" }) != s1.map({ "\($0["id"] ?? "")" }) {
-            return [("Server.OnUpdate", ["server": after["server"]!])]
+        if shape(g0) != shape(g1) || s0.map(id) != s1.map(id) {
+            return [("Server.OnUpdate", ["server": after["server"] ?? .null])]
         }
-        var out: [(String, [String: Any])] = []
+        var out: [(String, JSONValue)] = []
         for (a, b) in zip(g0, g1) {
-            let id = b["id"]!
-            if (a["muted"] as? Bool) != (b["muted"] as? Bool) { out.append(("Group.OnMute", ["id": id, "mute": b["muted"]!])) }
-            if (a["name"] as? String) != (b["name"] as? String) { out.append(("Group.OnNameChanged", ["id": id, "name": b["name"]!])) }
-            if (a["stream_id"] as? String) != (b["stream_id"] as? String) { out.append(("Group.OnStreamChanged", ["id": id, "stream_id": b["stream_id"]!])) }
-            for (ca, cb) in zip(a["clients"] as? [[String: Any]] ?? [], b["clients"] as? [[String: Any]] ?? []) {
-                let cid = cb["id"]!
-                let fa = ca["config"] as? [String: Any] ?? [:], fb = cb["config"] as? [String: Any] ?? [:]
-                if (ca["connected"] as? Bool) != (cb["connected"] as? Bool) {
-                    out.append((cb["connected"] as? Bool == true ? "Client.OnConnect" : "Client.OnDisconnect", ["id": cid, "client": cb]))
+            let gid = b["id"] ?? .null
+            if a["muted"] != b["muted"] { out.append(("Group.OnMute", ["id": gid, "mute": b["muted"] ?? .null])) }
+            if a["name"] != b["name"] { out.append(("Group.OnNameChanged", ["id": gid, "name": b["name"] ?? .null])) }
+            if a["stream_id"] != b["stream_id"] { out.append(("Group.OnStreamChanged", ["id": gid, "stream_id": b["stream_id"] ?? .null])) }
+            for (ca, cb) in zip(a["clients"]?.array ?? [], b["clients"]?.array ?? []) {
+                let cid = cb["id"] ?? .null
+                let fa = ca["config"], fb = cb["config"]
+                if ca["connected"] != cb["connected"] {
+                    out.append((cb["connected"]?.bool == true ? "Client.OnConnect" : "Client.OnDisconnect", ["id": cid, "client": cb]))
                 }
-                if !same(fa["volume"], fb["volume"]) {
-                    out.append(("Client.OnVolumeChanged", ["id": cid, "volume": fb["volume"]!]))
-                }
-                if (fa["latency"] as? Int) != (fb["latency"] as? Int) { out.append(("Client.OnLatencyChanged", ["id": cid, "latency": fb["latency"]!])) }
-                if (fa["name"] as? String) != (fb["name"] as? String) { out.append(("Client.OnNameChanged", ["id": cid, "name": fb["name"]!])) }
+                if fa?["volume"] != fb?["volume"] { out.append(("Client.OnVolumeChanged", ["id": cid, "volume": fb?["volume"] ?? .null])) }
+                if fa?["latency"] != fb?["latency"] { out.append(("Client.OnLatencyChanged", ["id": cid, "latency": fb?["latency"] ?? .null])) }
+                if fa?["name"] != fb?["name"] { out.append(("Client.OnNameChanged", ["id": cid, "name": fb?["name"] ?? .null])) }
             }
         }
         // The position moves by itself: a stream's properties changed when anything but it did.
-        func stable(_ p: Any?) -> Any? { (p as? [String: Any]).map { var d = $0; d["position"] = nil; return d } }
-        for (a, b) in zip(s0, s1) where !same(stable(a["properties"]), stable(b["properties"])) {
-            out.append(("Stream.OnProperties", ["id": b["id"]!, "properties": b["properties"]!]))
+        func stable(_ p: JSONValue?) -> JSONValue? { p?.object.map { var d = $0; d["position"] = nil; return .object(d) } }
+        for (a, b) in zip(s0, s1) where stable(a["properties"]) != stable(b["properties"]) {
+            out.append(("Stream.OnProperties", ["id": b["id"] ?? .null, "properties": b["properties"] ?? .null]))
         }
         return out
     }

@@ -133,8 +133,7 @@ final class WebSurface: @unchecked Sendable {
             }
         }
         guard let reply = control.handle(request.body, level: level, peer: request.peer, bearer: bearer) else { return WebResponse(status: 204) }
-        guard let bytes = ControlServer.serialize(reply) else { return .text(500, "reply not serialisable") }
-        return WebResponse(status: 200, headers: [("Content-Type", "application/json")], body: bytes)
+        return WebResponse(status: 200, headers: [("Content-Type", "application/json")], body: reply.bytes)
     }
 
     /// The pages connected over the WebSocket: each is a control client.

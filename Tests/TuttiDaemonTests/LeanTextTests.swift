@@ -26,10 +26,10 @@ struct LeanTextTests {
     }
 
     @Test func repliesWriteNumbersAsBefore() throws {
-        let reply: [String: Any] = ["i": 3, "whole": 12.0, "half": 0.5, "big": 1e20, "small": 1.5e-7, "neg": -2.25,
-                                    "list": [0.1, 2.0], "none": JSONValue.null, "id": JSONValue.number(7), "ok": true,
-                                    "s": "a\"b\\c\n/é", "nested": ["z": 1, "a": [String: Any]()] as [String: Any]]
-        let text = String(decoding: try #require(ReplyJSON.encode(reply)), as: UTF8.self)
+        let reply: JSONValue = ["i": 3, "whole": 12.0, "half": 0.5, "big": 1e20, "small": 1.5e-7, "neg": -2.25,
+                                "list": [0.1, 2.0], "none": JSONValue.null, "id": JSONValue.number(7), "ok": true,
+                                "s": "a\"b\\c\n/é", "nested": ["z": 1, "a": [:]]]
+        let text = String(decoding: reply.encoded(), as: UTF8.self)
         #expect(text == #"{"big":1e+20,"half":0.5,"i":3,"id":7,"list":[0.1,2],"neg":-2.25,"nested":{"a":{},"z":1},"none":null,"ok":true,"s":"a\"b\\c\n/é","small":1.5e-07,"whole":12}"#)
         // Parsed back, the same values.
         let parsed = try #require(JSONValue.parsing(Array(text.utf8))?.object)
@@ -48,11 +48,11 @@ struct LeanTextTests {
                          trackNumber: nil, discNumber: nil, year: nil, durationFrames: 0, sampleRate: 0, fileSize: 0,
                          modifiedNanoseconds: 0, contentHash: "", coverHash: nil)
         for tracks in [[], [full], [bare, full, bare]] {
-            let expected = try #require(ReplyJSON.encode(tracks.map(ControlServer.trackObject)))
+            let expected = JSONValue.array(tracks.map { .object(ControlServer.trackObject($0)) }).encoded()
             #expect(String(decoding: ControlServer.encodeTracks(tracks).bytes, as: UTF8.self) == String(decoding: expected, as: UTF8.self))
         }
         // Inside a reply, in place.
-        let reply = try #require(ReplyJSON.encode(["tracks": ControlServer.encodeTracks([bare]), "a": 1] as [String: Any]))
+        let reply = EncodedJSON(object: ["a": 1], encoded: ["tracks": ControlServer.encodeTracks([bare])]).bytes
         #expect(String(decoding: reply, as: UTF8.self).hasPrefix(#"{"a":1,"tracks":[{"duration":0,"format":"wav","id":-1,"#))
     }
 }

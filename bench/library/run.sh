@@ -7,6 +7,9 @@
 #   bench/library/run.sh --music ~/Music      # someone else's collection
 #   bench/library/run.sh --music DIR --out bench/library/last-run-mixed.txt
 #                                             # a mixed library (MP3, FLAC, AAC, Ogg, Opus; docs/library.md)
+#   bench/library/instructions.py OLD/tuttid NEW/tuttid
+#                                             # instructions per ranked search under callgrind, two leaders
+#                                             # side by side (repeats to 0.1 %; needs valgrind)
 #
 # Needs lame, mpd and mpc (scripts/setup.sh installs them). Release build;
 # the table goes to stdout and bench/library/last-run.txt.

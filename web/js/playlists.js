@@ -7,7 +7,7 @@ import { call } from './rpc.js';
 import { trackList } from './tracks.js';
 import { addToQueue } from './actions.js';
 
-const MAX_IMPORT = 63 * 1024; // one WebSocket message to the leader is at most 64 KiB (rpc.js says so if the JSON is larger)
+const MAX_IMPORT = 1024 * 1024; // playlists.import takes at most 1 MiB of M3U (rpc.js says so if its JSON is over the message limit)
 
 export function playlistsPage(_, ctx) {
   const file = h('input', { type: 'file', accept: '.m3u,.m3u8,audio/x-mpegurl,audio/mpegurl,text/plain', hidden: true, 'data-test': 'playlist-file',
@@ -33,7 +33,7 @@ function create(ctx) {
 }
 
 function importFile(f, ctx) {
-  if (f.size > MAX_IMPORT) { toast('“' + f.name + '” is too large to send (' + Math.round(f.size / 1024) + ' KiB; at most 63 KiB)'); return; }
+  if (f.size > MAX_IMPORT) { toast('“' + f.name + '” is too large to send (' + Math.round(f.size / 1024) + ' KiB; at most 1 MiB)'); return; }
   const reader = new FileReader();
   reader.onerror = () => toast('Could not read “' + f.name + '”');
   reader.onload = () => {

@@ -7,7 +7,9 @@ import { S, set, emit } from './store.js';
 import { toast, errText, askSecret } from './ui.js';
 
 const TIMEOUT_MS = 15000;
-const MAX_MESSAGE = 64 * 1024; // the leader's limit for one WebSocket message
+// The leader's limit for one WebSocket message (WebServer.maximumMessageBytes): an M3U upload
+// of up to 1 MiB (playlists.import's limit for its content) and room for its JSON escapes.
+const MAX_MESSAGE = 1024 * 1024 + 64 * 1024;
 let ws = null;
 let nextId = 1;
 const pending = new Map();
@@ -184,7 +186,7 @@ export function call(method, params, timeoutMs) {
     const text = JSON.stringify(msg);
     const bytes = typeof TextEncoder !== 'undefined' ? new TextEncoder().encode(text).length : text.length;
     if (bytes > MAX_MESSAGE) { // the leader would close the connection
-      reject(new RpcError(0, method + ' is too large to send (' + Math.ceil(bytes / 1024) + ' KiB; the leader takes at most 64 KiB at once)', method));
+      reject(new RpcError(0, method + ' is too large to send (' + Math.ceil(bytes / 1024) + ' KiB; the leader takes at most ' + MAX_MESSAGE / 1024 + ' KiB at once)', method));
       return;
     }
     const timer = setTimeout(() => {
