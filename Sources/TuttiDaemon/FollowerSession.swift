@@ -155,6 +155,8 @@ final class FollowerSession: @unchecked Sendable {
     /// Queues bytes for this follower without ever blocking the caller; a
     /// follower that falls too far behind is disconnected.
     private func enqueue(_ bytes: [UInt8]) {
+        // After the goodbye nothing more goes: audio behind it would only hold up its flush.
+        guard !state.withLock({ saidGoodbye }) else { return }
         writer.send(bytes)
         // The writer closed it (too slow, or a write failed): the session ends with its reason.
         if let reason = writer.closeReason { close(reason: reason) }
@@ -199,6 +201,9 @@ final class FollowerSession: @unchecked Sendable {
     /// closed, or `deadline` (CLOCK_MONOTONIC ns) passes; true when it all went.
     @discardableResult
     func waitUntilSent(deadline: Int64) -> Bool { writer.flush(untilNanoseconds: deadline) }
+
+    /// Whether `close` has run (the speaker left, or was closed).
+    var isClosed: Bool { state.withLock { closed } }
 
     /// Refuses in the clear or sealed (whichever the connection is at), and closes.
     private func refuse(_ room: String, _ reason: String, tell: String? = nil) {

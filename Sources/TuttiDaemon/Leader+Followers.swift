@@ -77,7 +77,7 @@ extension Leader {
                    threadName: "tutti-session-r",
                    // On a closed system, a few places beyond the limit are lent to Tutti speakers for 2 s to prove they are paired.
                    mayProvision: { [self] in dialect == .tutti && !speakerSecurity.open },
-                   closeConnections: { [self] in sayGoodbye(dialect: dialect, reason: "leader stopping") },
+                   closeConnections: { [self] in sayGoodbye(reason: "leader stopping") },
                    serve: { [self] connection, ticket in
                        let session = FollowerSession(connection: connection, leader: self, log: log, dialect: dialect, ticket: ticket)
                        sessions.withLock { $0[ObjectIdentifier(session)] = session }
@@ -88,15 +88,24 @@ extension Leader {
                    })
     }
 
-    /// Tells every speaker of `dialect` goodbye, all at once, and closes
-    /// them once it went (or after half a second for those that do not read).
-    func sayGoodbye(dialect: FollowerSession.Dialect, reason: String) {
-        let leaving = sessions.withLock { Array($0.values) }.filter { $0.dialect == dialect }
-        for s in leaving { s.sayGoodbye(reason: reason) }
+    /// Tells every speaker goodbye, all at once, whichever port it came in
+    /// on (the first port to stop does it for both). A snapclient knows no
+    /// goodbye: it is closed at once. A Tutti speaker gets `bye` after the
+    /// message being written; once it went, the leader stops sending (a FIN)
+    /// but still reads, so the speaker's own last report cannot make the
+    /// kernel reset the connection over an unread `bye`. The speaker closes
+    /// on `bye`; whoever has not within half a second is closed.
+    func sayGoodbye(reason: String) {
+        let leaving = sessions.withLock { Array($0.values) }
+        for s in leaving where s.dialect == .snapcast { s.close(reason: reason) }
+        let speakers = leaving.filter { $0.dialect == .tutti }
+        for s in speakers { s.sayGoodbye(reason: reason) }
         let deadline = Condition.deadline(afterSeconds: 0.5)
-        for s in leaving { s.waitUntilSent(deadline: deadline) }
-        for s in leaving { s.close(reason: reason) }
-        _ = sessionWriters.waitForAll(untilNanoseconds: Condition.deadline(afterSeconds: 0.2))
+        for s in speakers where s.waitUntilSent(deadline: deadline) { s.connection.finishSending() }
+        sessionsChanged.withLock {
+            while speakers.contains(where: { !$0.isClosed }), sessionsChanged.wait(untilNanoseconds: deadline) {}
+        }
+        for s in speakers { s.close(reason: reason) }
     }
 
     /// What guards the speaker ports: the desk for room commands, and
@@ -196,6 +205,7 @@ extension Leader {
 
     func remove(_ session: FollowerSession) {
         let removed = sessions.withLock { $0.removeValue(forKey: ObjectIdentifier(session)) != nil }
+        sessionsChanged.withLock { sessionsChanged.broadcast() } // a stopping leader waits for its speakers to go
         if removed { roomCommands.forget(ObjectIdentifier(session)) }
         if let name = session.name {
             healthReports.withLock { _ = $0.removeValue(forKey: name) }

@@ -32,6 +32,8 @@ public final class Leader: @unchecked Sendable {
     let sourceThreads = ThreadGroup(name: "tutti-source")
     /// Speakers' writer threads, each while its speaker has something waiting.
     let sessionWriters = ThreadGroup(name: "tutti-session-w")
+    /// Broadcast when a speaker's session is removed.
+    let sessionsChanged = Condition()
     let running = Atomic<Bool>(true)
     let roomSettings = Mutex<[String: RoomSettings]>([:])
     /// Each room's equaliser and the preset it came from (Leader+Sound.swift).
@@ -390,10 +392,27 @@ public final class Leader: @unchecked Sendable {
         log.info("groups: \(grouping.withLock { $0.groups.map(\.name) }.joined(separator: ", "))")
     }
 
+    /// In the order they stop in reverse: what tells the network the
+    /// leader is here goes first (AirPlay, mDNS), then the control surfaces
+    /// (nobody can command any more), then the speaker ports (every speaker
+    /// hears goodbye), then what plays and watches (a last checkpoint while
+    /// the players still answer), the scan, the clock, the guards.
     private func startServices() throws {
         try services.start(acceptLoop)
         try services.start(speakerGuards())
         if let clock = clockService() { try services.start(clock) }
+        try startPlaying()
+        try services.start(speakerPort(listener, dialect: .tutti))
+        if let snapcastListener {
+            log.info("Snapcast clients on \(snapcastListener.endpoint)")
+            try services.start(speakerPort(snapcastListener, dialect: .snapcast))
+        }
+        try startSurfaces()
+        try startAnnouncements()
+    }
+
+    /// The control surfaces: JSON-RPC, the web app, MPD, Snapcast's control.
+    private func startSurfaces() throws {
         if configuration.control != nil || configuration.web != nil {
             // The web app speaks the same JSON-RPC, so it needs the server even without its TCP port.
             let server = try ControlServer(leader: self, endpoint: configuration.control, log: log.with(label: "control"))
@@ -410,6 +429,11 @@ public final class Leader: @unchecked Sendable {
                 }
             }
         }
+        if let mpd = configuration.mpd {
+            let server = try MPDServer(leader: self, endpoint: mpd, log: log.with(label: "mpd"))
+            try services.start(server)
+            mpdServer = server
+        }
         if configuration.snapcastControl != nil || configuration.snapcastHTTP != nil {
             do {
                 let server = try SnapcastControl(leader: self, control: configuration.snapcastControl, http: configuration.snapcastHTTP, log: log.with(label: "snapcast"))
@@ -418,26 +442,15 @@ public final class Leader: @unchecked Sendable {
             } catch {
                 guard configuration.snapcastStreamRequired else {
                     log.warning("\(error); Snapcast's control API is off (give --snapcast-control and --snapcast-http to choose other ports)")
-                    return try startPlaying()
+                    return
                 }
                 throw error
             }
         }
-        try startPlaying()
     }
 
-    /// The MPD port, the speaker ports, the players and what watches them, then the announcements.
+    /// The library scan, the players and what watches them.
     private func startPlaying() throws {
-        if let mpd = configuration.mpd {
-            let server = try MPDServer(leader: self, endpoint: mpd, log: log.with(label: "mpd"))
-            try services.start(server)
-            mpdServer = server
-        }
-        try services.start(speakerPort(listener, dialect: .tutti))
-        if let snapcastListener {
-            log.info("Snapcast clients on \(snapcastListener.endpoint)")
-            try services.start(speakerPort(snapcastListener, dialect: .snapcast))
-        }
         if let library, let folder = configuration.musicDirectory {
             // The start-up scan runs beside playback; unchanged files are not re-read. A stopping leader ends it between two files.
             var options = ScanOptions()
@@ -484,6 +497,10 @@ public final class Leader: @unchecked Sendable {
             heardLoop()
         })
         if let podcasts { try services.start(CallbackService("podcasts", start: { podcasts.start() }, stop: { podcasts.stop() })) }
+    }
+
+    /// mDNS and AirPlay: once everything they point at runs.
+    private func startAnnouncements() throws {
         if configuration.announce {
             try services.start(CallbackService("mDNS", start: { [self] in startAnnouncing() }, stop: { [self] in
                 snapcastAnnouncer?.stop()

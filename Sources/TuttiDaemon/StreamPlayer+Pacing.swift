@@ -12,6 +12,7 @@ import TuttiControlKit
 /// while a network source starves; the end of the list.
 extension StreamPlayer {
     func run() {
+        defer { failWaitingCommands() }
         do {
             encoder = try makeEncoder(configuration.codec, bitrateKbps: configuration.bitrateKbps, frameSize: framesPerChunk)
         } catch {
@@ -135,7 +136,7 @@ extension StreamPlayer {
         transport.pausedAt = stoppedAt
         if let i = queue.index(ofID: stoppedAt.track) ?? resume { queue.select(i) }
         transport.tailUntil = streamFrame
+        endedAtomic.store(true, ordering: .releasing) // before the status that announces it: whoever it wakes sees the end
         publish()
-        endedAtomic.store(true, ordering: .releasing)
     }
 }

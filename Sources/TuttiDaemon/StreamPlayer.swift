@@ -207,9 +207,28 @@ final class StreamPlayer: @unchecked Sendable {
         let command = try command.checked().get()
         let reply = Reply()
         mailbox.withLock { $0.append(Request(command: command, reply: reply)) }
+        // A player that is stopping takes no more commands: a command queued
+        // as its thread ends is taken back here, or failed by that thread
+        // (`failWaitingCommands`), never left to time out.
+        if !running.load(ordering: .acquiring) {
+            let takenBack = mailbox.withLock { box in
+                guard let i = box.firstIndex(where: { $0.reply === reply }) else { return false }
+                box.remove(at: i)
+                return true
+            }
+            if takenBack { throw .busy }
+        }
         wake.signal()
         guard reply.done.wait(timeout: .now() + .seconds(3)) == .success else { throw .busy }
         return try reply.result.get()
+    }
+
+    /// The source thread is ending: commands still waiting are refused at once.
+    func failWaitingCommands() {
+        for request in mailbox.withLock({ box in defer { box.removeAll() }; return box }) {
+            request.reply.result = .failure(.busy)
+            request.reply.done.signal()
+        }
     }
 
     func handleCommands() {

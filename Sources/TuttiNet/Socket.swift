@@ -104,6 +104,13 @@ public final class TCPConnection: Sendable {
         return TCPConnection(fd: fd, peer: endpoint.description)
     }
 
+    /// Ends sending (a FIN after what was sent) and keeps reading: a last
+    /// message then reaches a peer that is still talking, where a full
+    /// shutdown would answer its next bytes with a reset that can drop it.
+    public func finishSending() {
+        if !isClosed.load(ordering: .acquiring) { shutdown(fd, Int32(SHUT_WR)) }
+    }
+
     /// Bounds how long a send may block on a peer that stopped reading.
     public func setSendTimeout(milliseconds: Int) {
         var tv = timeval(tv_sec: milliseconds / 1000, tv_usec: (milliseconds % 1000) * 1000)
@@ -323,7 +330,7 @@ public final class TCPListener: Sendable {
         case connection(TCPConnection)
         /// Nobody waits (the peer gave up between poll and accept).
         case none
-        /// This process or the system has no descriptor left: try again later.
+        /// This process or the system has no descriptor (or memory) left: try again later.
         case outOfDescriptors
     }
 
@@ -346,8 +353,10 @@ public final class TCPListener: Sendable {
             if isClosed.load(ordering: .relaxed) { throw .closed }
             switch e {
             case EINTR: continue
-            case EAGAIN, EWOULDBLOCK, ECONNABORTED: return .none
-            case EMFILE, ENFILE: return .outOfDescriptors
+            // Errors of the connection that was waiting, not of the port (accept(2), Linux): take the next.
+            case ECONNABORTED, EPROTO, ENOPROTOOPT, EHOSTDOWN, ENONET, EHOSTUNREACH, EOPNOTSUPP, ENETUNREACH, ENETDOWN: continue
+            case EAGAIN, EWOULDBLOCK: return .none
+            case EMFILE, ENFILE, ENOBUFS, ENOMEM: return .outOfDescriptors
             default: throw .system(operation: "accept on", address: endpoint.description, errno: e)
             }
         }

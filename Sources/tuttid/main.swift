@@ -1,4 +1,5 @@
 import Glibc
+import Synchronization
 import TuttiCore
 import TuttiDaemon
 import TuttiSystem
@@ -100,20 +101,30 @@ case .leader(var config):
         }
         // Playing files given on the command line (no library, no --loop), the
         // leader exits once they have played out; with a library it stays up.
+        // Once a command-line list has played out in the rooms (the buffer
+        // after the last chunk), the leader stops as if told to. The thread
+        // sleeps until an event finds the list ended, or the process stops.
+        let finished = Condition()
+        let terminating = Atomic<Bool>(false)
+        var finishWatch: JoinableThread?
         if !config.loop && config.musicDirectory == nil && config.databasePath == nil {
-            // Once the list has played out in the rooms (the buffer after
-            // the last chunk), the leader stops as if told to.
-            let finished = Condition()
             _ = leader.events.subscribe { _ in if leader.finished { finished.withLock { finished.signal() } } }
-            startEssentialThread(name: "tutti-finish") {
-                finished.withLock { while !leader.finished { finished.wait() } }
+            finishWatch = try JoinableThread(name: "tutti-finish") {
+                finished.withLock { while !leader.finished && !terminating.load(ordering: .acquiring) { finished.wait() } }
                 let heard = Condition.deadline(afterSeconds: Double(config.bufferMilliseconds) / 1000 + 0.2)
-                finished.withLock { while Condition.now() < heard { _ = finished.wait(untilNanoseconds: heard) } }
-                kill(getpid(), SIGTERM)
+                finished.withLock {
+                    while Condition.now() < heard && !terminating.load(ordering: .acquiring) { _ = finished.wait(untilNanoseconds: heard) }
+                }
+                if !terminating.load(ordering: .acquiring) { kill(getpid(), SIGTERM) }
             }
         }
         waitForTermination()
         let stopping = Condition.now()
+        finished.withLock {
+            terminating.store(true, ordering: .releasing)
+            finished.signal()
+        }
+        finishWatch?.join()
         buttons?.stop()
         leader.stop()
         // Every service joined what it started: what runs besides this thread is a leak.
