@@ -107,11 +107,13 @@ let package = Package(
         // What every control surface needs of the leader, and nothing of its insides: the
         // `LeaderControl` protocol, its events and types, and the way clients are served
         // (TCPService and the accept loop, connection budgets, ClientWriter, logins).
-        .target(name: "TuttiControlKit", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "TuttiNet", "TuttiLibrary", "TuttiAuth"]),
+        .target(name: "TuttiControlKit", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "TuttiNet", "TuttiLibrary", "TuttiAuth", "TuttiStreams"]),
         // The MPD protocol surface (mpc, ncmpcpp, phone apps), against `LeaderControl` only.
         .target(name: "TuttiMPD", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "TuttiNet", "TuttiLibrary", "TuttiAuth", "TuttiControlKit"]),
+        // Snapcast's control API (Home Assistant, python-snapcast, Snapweb), against `LeaderControl` only.
+        .target(name: "TuttiSnapcastControl", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "TuttiNet", "TuttiLibrary", "TuttiAuth", "TuttiWeb", "TuttiControlKit"]),
         // Composition root: leader, demo, and the follower in the same binary.
-        .target(name: "TuttiDaemon", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "TuttiDecode", "TuttiNet", "TuttiLibrary", "TuttiInput", "TuttiStreams", "TuttiDiscovery", "TuttiFollower", "TuttiWeb", "TuttiTimeStretch", "TuttiAuth", "TuttiControlKit", "TuttiMPD"]),
+        .target(name: "TuttiDaemon", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "TuttiDecode", "TuttiNet", "TuttiLibrary", "TuttiInput", "TuttiStreams", "TuttiDiscovery", "TuttiFollower", "TuttiWeb", "TuttiTimeStretch", "TuttiAuth", "TuttiControlKit", "TuttiMPD", "TuttiSnapcastControl"]),
         .executableTarget(name: "tuttid", dependencies: ["TuttiDaemon"], linkerSettings: leanLink),
         .executableTarget(name: "tutti-follower", dependencies: ["TuttiFollower", "TuttiSystem", "TuttiCore"], linkerSettings: leanLink),
         // Helpers shared by the test targets (temporary folders, running real programs to their end).

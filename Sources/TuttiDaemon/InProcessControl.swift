@@ -5,6 +5,7 @@ import TuttiNet
 import TuttiSystem
 import TuttiControlKit
 import TuttiMPD
+import TuttiSnapcastControl
 
 /// A running leader's command surfaces (MPD, JSON-RPC, Snapcast's control
 /// API) driven in process, without their listening sockets: each request

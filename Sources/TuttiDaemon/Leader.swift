@@ -13,6 +13,7 @@ import TuttiStreams
 import TuttiSystem
 import TuttiControlKit
 import TuttiMPD
+import TuttiSnapcastControl
 
 // Sendable because shared state is in Mutexes and Atomics; the `var`s (main stream, servers, announcers) are set during init and start(), before the threads that read them, and never again.
 public final class Leader: @unchecked Sendable {
@@ -412,7 +413,9 @@ public final class Leader: @unchecked Sendable {
         }
         if configuration.snapcastControl != nil || configuration.snapcastHTTP != nil {
             do {
-                let server = try SnapcastControl(leader: self, control: configuration.snapcastControl, http: configuration.snapcastHTTP, log: log.with(label: "snapcast"))
+                let server = try SnapcastControl(leader: self, control: configuration.snapcastControl, http: configuration.snapcastHTTP,
+                                                 trustsEveryone: configuration.snapcastControlOpen, codecName: configuration.codec.description,
+                                                 log: log.with(label: "snapcast"))
                 try services.start(server)
                 snapcastControlServer = server
             } catch {

@@ -140,7 +140,7 @@ final class WebSurface: @unchecked Sendable {
     final class Pages: WebSocketHandler, Sendable {
         private let control: ControlServer
         private let stallMilliseconds: Int
-        private let clients = Mutex<[ObjectIdentifier: ControlServer.Client]>([:])
+        private let clients = Mutex<[ObjectIdentifier: SurfaceClient]>([:])
         /// Closes pages that may do nothing and have not logged in within 10 s.
         let loginWatch = DeadlineWatch(name: "tutti-web-login")
 
@@ -157,19 +157,7 @@ final class WebSurface: @unchecked Sendable {
                 }
             }, disconnect: { socket.close() })
             clients.withLock { $0[ObjectIdentifier(socket)] = client }
-            Self.closeUnlessLoggedIn(socket, client, watch: loginWatch)
-        }
-
-        /// A page that may do nothing until it logs in holds a civetweb
-        /// worker for as long as it is open (it answers pings): 48 such
-        /// would hold them all. Not logged in 10 s after it opened: closed.
-        static func closeUnlessLoggedIn(_ socket: WebSocket, _ client: ControlServer.Client, watch: DeadlineWatch) {
-            guard client.level == .none else { return }
-            let scheduled = watch.after(milliseconds: LineDiscipline.loginMilliseconds) { [weak client] in
-                guard let client, client.level == .none else { return }
-                socket.terminate()
-            }
-            if !scheduled { socket.terminate() }
+            client.closeUnlessLoggedIn(watch: loginWatch) { socket.terminate() }
         }
 
         func received(_ message: [UInt8], on socket: WebSocket) {
