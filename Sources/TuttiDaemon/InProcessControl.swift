@@ -4,6 +4,7 @@ import TuttiCore
 import TuttiNet
 import TuttiSystem
 import TuttiControlKit
+import TuttiJSONRPC
 import TuttiMPD
 import TuttiSnapcastControl
 

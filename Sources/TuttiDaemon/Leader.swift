@@ -12,6 +12,7 @@ import TuttiNet
 import TuttiStreams
 import TuttiSystem
 import TuttiControlKit
+import TuttiJSONRPC
 import TuttiMPD
 import TuttiSnapcastControl
 
@@ -90,11 +91,7 @@ public final class Leader: @unchecked Sendable {
     }
 
     /// The path with every symlink and `..` resolved (nil: it does not exist).
-    static func canonical(_ path: String) -> String? {
-        guard let p = realpath(path, nil) else { return nil }
-        defer { free(p) }
-        return String(cString: p)
-    }
+    static func canonical(_ path: String) -> String? { PathText.canonical(path) }
 
     /// The media folder local file `path` lies in, when the file is missing
     /// and the folder is gone or empty: an unplugged disk or an unmounted
@@ -562,4 +559,5 @@ extension Leader: LeaderControl {
         SurfaceSettings(outboxLimits: configuration.outboxLimits, clientStallMilliseconds: configuration.clientStallMilliseconds,
                         musicDirectory: configuration.musicDirectory)
     }
+    public var podcastControl: (any PodcastControl)? { podcasts }
 }

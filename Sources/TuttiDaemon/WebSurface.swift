@@ -5,6 +5,7 @@ import TuttiAuth
 import TuttiNet
 import TuttiWeb
 import TuttiControlKit
+import TuttiJSONRPC
 
 /// The web app (`--web HOST:PORT`): its files, album art, and the control
 /// API, over civetweb.

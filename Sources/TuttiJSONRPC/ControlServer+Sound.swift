@@ -1,4 +1,7 @@
+import TuttiAudio
 import TuttiCore
+import TuttiStreams
+import TuttiSystem
 import TuttiControlKit
 
 /// JSON-RPC methods for each room's sound: the equaliser and its presets,

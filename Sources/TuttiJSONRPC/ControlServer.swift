@@ -2,6 +2,7 @@ import Dispatch
 import Synchronization
 import TuttiAudio
 import TuttiCore
+import TuttiStreams
 import TuttiAuth
 import TuttiNet
 import TuttiSystem
@@ -27,7 +28,7 @@ public final class ControlServer: Service, @unchecked Sendable {
     public var serviceName: String { "JSON-RPC" }
     public static let maxLineBytes = LineDiscipline.maxLineBytes
 
-    let leader: Leader
+    let leader: any LeaderControl
     private let listener: TCPListener?
     let log: Logger
     private let clients = Mutex<[ObjectIdentifier: SurfaceClient]>([:])
@@ -45,12 +46,12 @@ public final class ControlServer: Service, @unchecked Sendable {
     private var subscription = 0
 
     /// Where a client from `address` ("HOST:PORT") starts.
-    func initialLevel(address: String) -> ControlAccess.Level {
+    public func initialLevel(address: String) -> ControlAccess.Level {
         leader.controlAccess.initialLevel(peerIsLoopback: ControlAccess.isLoopback(ControlLogin.host(of: address)))
     }
 
     /// `endpoint` nil: no TCP port, only the clients attached by other surfaces (the web app).
-    public init(leader: Leader, endpoint: Endpoint?, log: Logger) throws(NetError) {
+    public init(leader: any LeaderControl, endpoint: Endpoint?, log: Logger) throws(NetError) {
         self.leader = leader
         self.log = log
         listener = try endpoint.map { e throws(NetError) in try TCPListener(endpoint: e) }
@@ -127,16 +128,15 @@ public final class ControlServer: Service, @unchecked Sendable {
 
     /// Registers a client; its messages go through `write`, which must give
     /// up after about the stall limit. `disconnect` ends its connection.
-    func attach(peer: String, address: String, newlineFramed: Bool, write: @escaping ClientWriter.Write,
+    public func attach(peer: String, address: String, newlineFramed: Bool, write: @escaping ClientWriter.Write,
                 writeIfFree: ClientWriter.WriteIfFree? = nil, disconnect: @escaping @Sendable () -> Void) -> SurfaceClient {
-        let c = leader.configuration
-        let writer = ClientWriter(peer: peer, limits: c.outboxLimits, log: log, write: write, writeIfFree: writeIfFree, disconnect: disconnect)
+        let writer = ClientWriter(peer: peer, limits: leader.surfaceSettings.outboxLimits, log: log, write: write, writeIfFree: writeIfFree, disconnect: disconnect)
         let client = SurfaceClient(writer: writer, newlineFramed: newlineFramed, level: initialLevel(address: address), address: address)
         clients.withLock { $0[ObjectIdentifier(client)] = client }
         return client
     }
 
-    func detach(_ client: SurfaceClient, reason: String = "connection closed") {
+    public func detach(_ client: SurfaceClient, reason: String = "connection closed") {
         clients.withLock { _ = $0.removeValue(forKey: ObjectIdentifier(client)) }
         client.writer.close(reason: reason)
     }
@@ -145,7 +145,7 @@ public final class ControlServer: Service, @unchecked Sendable {
     public var clientCount: Int { clients.withLock { $0.count } }
 
     private func serve(_ connection: TCPConnection) {
-        let stall = leader.configuration.clientStallMilliseconds
+        let stall = leader.surfaceSettings.clientStallMilliseconds
         connection.setSendTimeout(milliseconds: stall)
         // A bounded kernel buffer, so a client that stopped reading shows up as a stalled write.
         connection.setSendBuffer(bytes: 64 * 1024)
@@ -174,7 +174,7 @@ public final class ControlServer: Service, @unchecked Sendable {
     /// `onItsThread`: called on the client's own reader thread, which may
     /// write the reply itself (`ClientWriter.reply`).
     @discardableResult
-    func receive(_ message: [UInt8], from client: SurfaceClient, onItsThread: Bool = false) -> Bool {
+    public func receive(_ message: [UInt8], from client: SurfaceClient, onItsThread: Bool = false) -> Bool {
         guard !message.allSatisfy({ $0 == 32 || $0 == 13 || $0 == 9 || $0 == 10 }) else { return true }
         let reply = handle(message, level: client.level, peer: client.address) { level, token in
             client.level = level
@@ -207,7 +207,7 @@ public final class ControlServer: Service, @unchecked Sendable {
     /// One request from a client at `level`, connected from `peer`
     /// ("HOST:PORT"); `bearer`: the token a stateless request showed.
     /// `login` records a change of access (`auth.login`, `auth.logout`) and the token it came with.
-    func handle(_ line: [UInt8], level: ControlAccess.Level = .full, peer: String = "", bearer: String? = nil,
+    public func handle(_ line: [UInt8], level: ControlAccess.Level = .full, peer: String = "", bearer: String? = nil,
                 login: (ControlAccess.Level, String?) -> Void = { _, _ in }) -> RPCReply? {
         let request: JSONRPCRequest
         switch JSONRPCRequest.parse(line) {
@@ -476,7 +476,7 @@ public final class ControlServer: Service, @unchecked Sendable {
             if let v = track.album { object["album"] = .string(v) }
             if let v = track.coverHash { object["coverHash"] = .string(v) }
             object["trackId"] = .int(track.id.rawValue)
-        } else if let podcasts = leader.podcasts, podcasts.isEpisode(now.path), let episode = try? podcasts.library.episodes(playing: now.path).first {
+        } else if let podcasts = leader.podcastControl, podcasts.isEpisode(now.path), let episode = try? podcasts.library.episodes(playing: now.path).first {
             // A podcast episode: its title, and the show as the artist.
             object["title"] = .string(episode.title)
             if let show = try? podcasts.library.podcast(episode.podcast) { object["artist"] = .string(show.title) }

@@ -1,4 +1,7 @@
+import TuttiAudio
 import TuttiCore
+import TuttiStreams
+import TuttiSystem
 import TuttiControlKit
 
 /// JSON-RPC methods for groups of rooms and party mode.

@@ -1,5 +1,7 @@
 import FoundationEssentials
+import TuttiAudio
 import TuttiCore
+import TuttiSystem
 import TuttiStreams
 import TuttiControlKit
 
