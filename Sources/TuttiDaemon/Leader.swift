@@ -12,6 +12,7 @@ import TuttiNet
 import TuttiStreams
 import TuttiSystem
 import TuttiControlKit
+import TuttiWebApp
 import TuttiJSONRPC
 import TuttiMPD
 import TuttiSnapcastControl

@@ -24,7 +24,7 @@ import TuttiControlKit
 /// and bad parameters get JSON-RPC error objects; a line longer than 64 KiB
 /// is discarded with a parse error.
 // Sendable because its mutable state is in Mutexes and Atomics, and `subscription` is written once in start(), before the threads that read it.
-public final class ControlServer: Service, @unchecked Sendable {
+public final class ControlServer: Service, JSONRPCServing, @unchecked Sendable {
     public var serviceName: String { "JSON-RPC" }
     public static let maxLineBytes = LineDiscipline.maxLineBytes
 
@@ -203,6 +203,10 @@ public final class ControlServer: Service, @unchecked Sendable {
     // MARK: Requests
 
     /// A JSON-RPC error object to send back: its code and a message the user can act on.
+
+    public func handle(_ request: [UInt8], level: ControlAccess.Level, peer: String, bearer: String?) -> RPCReply? {
+        handle(request, level: level, peer: peer, bearer: bearer, login: { _, _ in })
+    }
 
     /// One request from a client at `level`, connected from `peer`
     /// ("HOST:PORT"); `bearer`: the token a stateless request showed.
