@@ -1,7 +1,5 @@
 import FoundationEssentials
-import TuttiAudio
 import TuttiCore
-import TuttiSystem
 import TuttiStreams
 import TuttiControlKit
 

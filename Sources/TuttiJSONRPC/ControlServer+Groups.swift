@@ -1,7 +1,4 @@
-import TuttiAudio
 import TuttiCore
-import TuttiStreams
-import TuttiSystem
 import TuttiControlKit
 
 /// JSON-RPC methods for groups of rooms and party mode.

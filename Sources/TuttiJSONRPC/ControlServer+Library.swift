@@ -1,7 +1,5 @@
 import FoundationEssentials
-import TuttiAudio
 import TuttiCore
-import TuttiStreams
 import TuttiSystem
 import TuttiLibrary
 import TuttiControlKit

@@ -1,7 +1,6 @@
 import FoundationEssentials
 import TuttiAudio
 import TuttiCore
-import TuttiSystem
 import TuttiLibrary
 import TuttiStreams
 import TuttiControlKit

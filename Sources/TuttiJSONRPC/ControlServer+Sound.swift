@@ -1,7 +1,4 @@
-import TuttiAudio
 import TuttiCore
-import TuttiStreams
-import TuttiSystem
 import TuttiControlKit
 
 /// JSON-RPC methods for each room's sound: the equaliser and its presets,

@@ -1,7 +1,4 @@
-import TuttiAudio
 import TuttiCore
-import TuttiStreams
-import TuttiSystem
 import TuttiControlKit
 
 /// `speakers.*`: paired speakers and pairing requests (docs/api.md).

@@ -2,7 +2,6 @@ import Dispatch
 import Synchronization
 import TuttiAudio
 import TuttiCore
-import TuttiStreams
 import TuttiAuth
 import TuttiNet
 import TuttiSystem

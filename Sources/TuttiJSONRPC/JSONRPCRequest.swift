@@ -1,7 +1,4 @@
-import TuttiAudio
 import TuttiCore
-import TuttiStreams
-import TuttiSystem
 import TuttiControlKit
 
 /// One JSON-RPC 2.0 request as it arrives (a TCP line or a WebSocket
