@@ -81,6 +81,8 @@ extension Leader {
                    serve: { [self] connection, ticket in
                        let session = FollowerSession(connection: connection, leader: self, log: log, dialect: dialect, ticket: ticket)
                        sessions.withLock { $0[ObjectIdentifier(session)] = session }
+                       // Registered after the port's goodbyes went out (a connection taken as the leader stopped): it goes now.
+                       guard running.load(ordering: .acquiring) else { return session.close(reason: "leader stopping") }
                        handshakeWake.withLock { handshakeWake.signal() }
                        session.run()
                    })
