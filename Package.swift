@@ -107,11 +107,17 @@ let package = Package(
         // What every control surface needs of the leader, and nothing of its insides: the
         // `LeaderControl` protocol, its events and types, and the way clients are served
         // (TCPService and the accept loop, connection budgets, ClientWriter, logins).
-        .target(name: "TuttiControlKit", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "TuttiNet", "TuttiLibrary", "TuttiAuth"]),
+        .target(name: "TuttiControlKit", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "TuttiNet", "TuttiLibrary", "TuttiAuth", "TuttiStreams"]),
         // The MPD protocol surface (mpc, ncmpcpp, phone apps), against `LeaderControl` only.
         .target(name: "TuttiMPD", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "TuttiNet", "TuttiLibrary", "TuttiAuth", "TuttiControlKit"]),
+        // Snapcast's control API (Home Assistant, python-snapcast, Snapweb), against `LeaderControl` only.
+        .target(name: "TuttiSnapcastControl", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "TuttiNet", "TuttiLibrary", "TuttiAuth", "TuttiWeb", "TuttiControlKit"]),
+        // The leader's JSON-RPC API (`tutti`, programs, the web app's pages), against `LeaderControl` only.
+        .target(name: "TuttiJSONRPC", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "TuttiNet", "TuttiLibrary", "TuttiStreams", "TuttiAuth", "TuttiControlKit"]),
+        // The web app (`--web`): its files, covers, and the JSON-RPC API over WebSocket and POST (civetweb), against `LeaderControl` and `JSONRPCServing` only.
+        .target(name: "TuttiWebApp", dependencies: ["TuttiCore", "TuttiSystem", "TuttiNet", "TuttiLibrary", "TuttiAuth", "TuttiWeb", "TuttiControlKit"]),
         // Composition root: leader, demo, and the follower in the same binary.
-        .target(name: "TuttiDaemon", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "TuttiDecode", "TuttiNet", "TuttiLibrary", "TuttiInput", "TuttiStreams", "TuttiDiscovery", "TuttiFollower", "TuttiWeb", "TuttiTimeStretch", "TuttiAuth", "TuttiControlKit", "TuttiMPD"]),
+        .target(name: "TuttiDaemon", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "TuttiDecode", "TuttiNet", "TuttiLibrary", "TuttiInput", "TuttiStreams", "TuttiDiscovery", "TuttiFollower", "TuttiTimeStretch", "TuttiAuth", "TuttiControlKit", "TuttiMPD", "TuttiSnapcastControl", "TuttiJSONRPC", "TuttiWebApp"]),
         .executableTarget(name: "tuttid", dependencies: ["TuttiDaemon"], linkerSettings: leanLink),
         .executableTarget(name: "tutti-follower", dependencies: ["TuttiFollower", "TuttiSystem", "TuttiCore"], linkerSettings: leanLink),
         // Helpers shared by the test targets (temporary folders, running real programs to their end).
@@ -123,7 +129,7 @@ let package = Package(
         .executableTarget(name: "tutti", dependencies: ["TuttiCLI"], linkerSettings: leanLink),
 
         // Fuzz targets: each parser that reads outside input, fed the way the daemons feed it (Fuzz/).
-        .target(name: "TuttiFuzzTargets", dependencies: ["TuttiCore", "TuttiDaemon", "TuttiMPD", "TuttiFollower", "TuttiLibrary", "TuttiStreams", "TuttiNet"],
+        .target(name: "TuttiFuzzTargets", dependencies: ["TuttiCore", "TuttiDaemon", "TuttiMPD", "TuttiJSONRPC", "TuttiFollower", "TuttiLibrary", "TuttiStreams", "TuttiNet"],
                 path: "Fuzz/Targets"),
 
         .testTarget(name: "TuttiCoreTests", dependencies: ["TuttiCore"]),
@@ -135,7 +141,7 @@ let package = Package(
         .testTarget(name: "TuttiCLITests", dependencies: ["TuttiCLI", "TuttiDiscovery", "TuttiCore"]),
         .testTarget(name: "TuttiDiscoveryTests", dependencies: ["TuttiTestSupport", "TuttiDiscovery", "TuttiDaemon", "TuttiFollower", "TuttiControlClient", "TuttiAudio", "TuttiNet", "TuttiCore"]),
         .testTarget(name: "TuttiFuzzTests", dependencies: ["TuttiFuzzTargets"]),
-        .testTarget(name: "TuttiDaemonTests", dependencies: ["TuttiTestSupport", "TuttiDaemon", "TuttiControlKit", "TuttiMPD", "TuttiDiscovery", "TuttiFollower", "TuttiControlClient", "TuttiAudio", "TuttiNet", "TuttiCore"]),
+        .testTarget(name: "TuttiDaemonTests", dependencies: ["TuttiTestSupport", "TuttiDaemon", "TuttiControlKit", "TuttiMPD", "TuttiJSONRPC", "TuttiWebApp", "TuttiDiscovery", "TuttiFollower", "TuttiControlClient", "TuttiAudio", "TuttiNet", "TuttiCore"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -2,6 +2,7 @@ import Glibc
 import Synchronization
 import TuttiCore
 import TuttiDaemon
+import TuttiJSONRPC
 import TuttiNet
 
 /// The command-execution targets (`mpd-exec`, `jsonrpc-exec`,

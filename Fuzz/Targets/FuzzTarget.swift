@@ -2,6 +2,7 @@ import Glibc
 import TuttiCore
 import TuttiDecode
 import TuttiDaemon
+import TuttiJSONRPC
 import TuttiMPD
 import TuttiFollower
 import TuttiLibrary

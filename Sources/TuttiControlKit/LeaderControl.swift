@@ -1,5 +1,6 @@
 import TuttiCore
 import TuttiLibrary
+import TuttiStreams
 
 /// What a control surface (MPD, and in turn JSON-RPC, Snapcast's control,
 /// the web app, Sendspin) may ask of the leader's engine: the one door
@@ -7,12 +8,12 @@ import TuttiLibrary
 /// the engine, so a change inside the engine cannot reach past it, and a
 /// surface can be tested, fuzzed or written anew against it alone.
 public protocol LeaderControl: AnyObject, Sendable {
+    // MARK: Serving clients
+
     /// Every change, from any surface, as it happens.
     var events: LeaderEventHub { get }
     /// The settings a surface serves its clients by.
     var surfaceSettings: SurfaceSettings { get }
-    /// The music library (nil: the leader plays files it was given, without one).
-    var library: Library? { get }
     /// Who may do what from where (password, loopback, guests).
     var controlAccess: ControlAccess { get }
     /// Logins, counted per host.
@@ -20,30 +21,127 @@ public protocol LeaderControl: AnyObject, Sendable {
     /// The thread that accepts on every TCP port: a surface's port joins it (`TCPService`).
     var acceptLoop: AcceptLoop { get }
 
+    // MARK: Players and queues
+
     /// What the main group plays now.
     var nowPlaying: NowPlaying { get }
     /// The main group's queue.
     var queue: PlayQueue { get }
+    /// What a group plays now (nil: the main group).
+    func nowPlaying(group: String?) throws(PlayerError) -> NowPlaying
+    /// A group's queue (nil: the main group).
+    func queue(group: String?) throws(PlayerError) -> PlayQueue
+    /// Does `command` on a group's player (nil: the main group).
+    @discardableResult func perform(_ command: PlayerCommand, group: String?) throws(PlayerError) -> CommandOutcome
+    /// How long the main group has played since the leader started, ns.
+    var playedNanoseconds: Int64 { get }
+    /// Why the player state is not being saved, while it is not.
+    var saveFailure: String? { get }
+    /// Drops from every queue the local files that are gone.
+    func dropMissingFilesFromQueue()
+    /// A file URI a client named, checked against the folders it may name (see `MediaFolders`).
+    func confine(_ uri: String) throws(PathConfinementError) -> String
+    /// What a radio stream says it plays (nil: not a stream, or it said nothing).
+    func metadata(ofStream uri: String) -> StreamMetadata?
+    /// What a phone plays into a group over AirPlay, while one does.
+    func airPlayNowPlaying(group: String?) -> AirPlayNowPlaying?
+    /// The cover art a phone sent over AirPlay, by the id `AirPlayNowPlaying` gives.
+    func airPlayArtwork(id: String) -> [UInt8]?
+
+    // MARK: Rooms
+
     /// Rooms known (connected, placed in a group, or configured), sorted.
     var knownRooms: [String] { get }
     /// Rooms connected now, sorted.
     var followerNames: [String] { get }
-    /// How long the main group has played since the leader started, ns.
-    var playedNanoseconds: Int64 { get }
-
-    /// Does `command` on a group's player (nil: the main group).
-    @discardableResult func perform(_ command: PlayerCommand, group: String?) throws(PlayerError) -> CommandOutcome
-    func group(ofRoom room: String) -> RoomGroups.Group
+    /// Each connected room's last health report, by name.
+    var health: [String: HealthReport] { get }
+    /// Each connected room's last sync report (v5 speakers), by name.
+    var syncHealth: [String: SyncReport] { get }
+    /// A room's volume, mute and latency trim.
     func settings(of room: String) -> RoomSettings
+    /// Sets a room's volume, mute and latency trim; applied at once if it is connected.
+    func configure(room: String, _ settings: RoomSettings)
+    /// Forgets a room that is gone: its settings and its place in a group.
+    func forget(room: String)
+
+    // MARK: Sound
+
+    /// A group's volume: the loudest of its rooms (nil: no room).
     func volume(ofGroup id: String) -> UInt8?
     /// Sets a group's volume; the rooms whose volume changed.
     @discardableResult func setVolume(group id: String, _ volume: UInt8) -> [String]
+    /// Whether every room of a group is muted.
+    func muted(group id: String) -> Bool
+    /// Mutes or unmutes a group; the rooms whose mute changed.
+    @discardableResult func setMuted(group id: String, _ muted: Bool) -> [String]
+    /// The rooms' balance for a group volume change (kept while the group's rooms are the same).
+    func balance(ofGroup group: String, rooms: [String]) -> [Double]
+    /// A room's own volume changed: its group's balance is what the rooms are at now.
+    func forgetBalance(ofGroup group: String)
+    /// A room's equaliser.
+    func equalizer(of room: String) -> RoomEqualizer
+    /// Sets a room's equaliser.
+    func setEqualizer(room: String, _ eq: RoomEqualizer)
+    /// Sets a room's equaliser from a preset; what it is now.
+    @discardableResult func setPreset(room: String, _ name: String) throws(EqualizerError) -> RoomEqualizer
+    /// The built-in presets, then the saved ones.
+    var presets: [EqualizerPreset] { get }
+    /// Saves a custom preset.
+    @discardableResult func savePreset(_ name: String, gains: [Double]) throws(EqualizerError) -> EqualizerPreset
+    /// Deletes a custom preset.
+    func deletePreset(_ name: String) throws(EqualizerError)
+
+    // MARK: Groups
+
+    /// Every group with a player: its rooms and what it plays.
+    var groups: [GroupStatus] { get }
+    /// The group a room is in (the main group if it was never placed).
+    func group(ofRoom room: String) -> RoomGroups.Group
+    /// Makes a group of `rooms` (moved out of theirs).
+    @discardableResult func createGroup(name: String, rooms: [String]) throws(GroupError) -> GroupStatus
+    /// Deletes a group; the rooms moved back to the main group.
+    @discardableResult func deleteGroup(_ idOrName: String) throws(GroupError) -> [String]
+    /// Moves rooms into a group (by id or name).
     @discardableResult func moveRooms(_ rooms: [String], to idOrName: String) throws(GroupError) -> GroupStatus
+    /// Takes a room out of its group into one of its own.
     @discardableResult func separate(room: String) throws(GroupError) -> GroupStatus
-    /// What a phone plays into a group over AirPlay, while one does.
-    func airPlayNowPlaying(group: String?) -> AirPlayNowPlaying?
-    /// A file URI a client named, checked against the folders it may name (see `MediaFolders`).
-    func confine(_ uri: String) throws(PathConfinementError) -> String
+    /// Renames a group (by id or name).
+    @discardableResult func renameGroup(_ idOrName: String, to name: String) throws(GroupError) -> GroupStatus
+    /// Every room into one group (nil: the main group).
+    @discardableResult func partyOn(group idOrName: String?) throws(GroupError) -> GroupStatus
+    /// Ends party mode; the rooms moved back.
+    @discardableResult func partyOff() -> [String]
+    /// Whether party mode is on.
+    var partyActive: Bool { get }
+
+    // MARK: Speakers (pairing)
+
+    /// "open", "paired" or "room-key": which speakers may join.
+    var speakersMode: String { get }
+    /// The leader's key, as a speaker shows it when pairing.
+    var speakerKeyFingerprint: String { get }
+    /// The speakers paired with this leader.
+    var pairedSpeakers: [PairedSpeakerInfo] { get }
+    /// Speakers waiting to be paired.
+    var pairingRequests: [PairingRequestInfo] { get }
+    /// Allows or refuses a waiting speaker; false if none had that name.
+    @discardableResult func decidePairing(name: String, allow: Bool) -> Bool
+    /// Pairs the speaker that shows `code`.
+    func pairByCode(_ code: String) -> PairByCodeOutcome
+    /// Forgets a paired speaker and closes its connections; false if none had that name.
+    @discardableResult func forgetSpeaker(_ name: String) -> Bool
+
+    // MARK: Library, podcasts, cache
+
+    /// The music library (nil: the leader plays files it was given, without one).
+    var library: Library? { get }
+    /// Where playlists are imported from and exported to (nil: nowhere).
+    var playlistFolder: String? { get }
+    /// The podcasts (nil: no library to keep them in).
+    var podcastControl: (any PodcastControl)? { get }
+    /// The offline cache for network tracks (nil: no place for it).
+    var cache: StreamCache? { get }
 }
 
 extension LeaderControl {

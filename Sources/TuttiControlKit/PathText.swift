@@ -1,7 +1,16 @@
+import Glibc
+
 /// File path arithmetic on strings, as NSString's path methods did it
 /// (the leader does not load Foundation): "/music/a/b.mp3" has the parent
 /// "/music/a", the last component "b.mp3" and the title "b".
 public enum PathText {
+    /// The path with every symlink and `..` resolved (nil: it does not exist).
+    public static func canonical(_ path: String) -> String? {
+        guard let p = realpath(path, nil) else { return nil }
+        defer { free(p) }
+        return String(cString: p)
+    }
+
     /// Without trailing slashes ("/" stays "/").
     private static func trimmed(_ path: String) -> Substring {
         var p = Substring(path)

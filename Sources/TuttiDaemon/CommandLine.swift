@@ -4,6 +4,7 @@ import TuttiTimeStretch
 import TuttiAuth
 import TuttiNet
 import TuttiControlKit
+import TuttiWebApp
 
 /// What `tuttid` was asked to do. Parsing is pure; `tuttid/main.swift` runs it.
 public enum DaemonCommand: Sendable {

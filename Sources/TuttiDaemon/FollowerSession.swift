@@ -270,7 +270,7 @@ final class FollowerSession: @unchecked Sendable {
     private func pair(hs: inout LeaderHandshake<SodiumCrypto>, reader: MessageReader, room: String) throws -> Bool {
         let security = leader.speakerSecurity
         guard PairedSpeakerList.valid(name: room) else { refuse(room, "a room name with a tab or line break cannot be paired"); return false }
-        let host = ControlServer.host(of: connection.peer)
+        let host = ControlLogin.host(of: connection.peer)
         let id: UInt64
         do { id = try security.addRequest(name: room, address: host, key: hs.speakerKey, intent: hs.intent) } catch {
             refuse(room, "\(error)")

@@ -4,7 +4,9 @@ import TuttiCore
 import TuttiNet
 import TuttiSystem
 import TuttiControlKit
+import TuttiJSONRPC
 import TuttiMPD
+import TuttiSnapcastControl
 
 /// A running leader's command surfaces (MPD, JSON-RPC, Snapcast's control
 /// API) driven in process, without their listening sockets: each request

@@ -193,7 +193,7 @@ extension Leader {
     }
 
     /// Forgets a paired speaker and closes its connections; false if none had that name.
-    func forgetSpeaker(_ name: String) -> Bool {
+    public func forgetSpeaker(_ name: String) -> Bool {
         let keys = speakerSecurity.forget(name: name)
         guard !keys.isEmpty else { return false }
         for session in sessions.withLock({ Array($0.values) }) where session.speakerKey.map({ keys.contains($0) }) == true {

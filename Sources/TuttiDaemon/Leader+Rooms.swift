@@ -31,7 +31,7 @@ extension Leader {
     /// The rooms' balance for a group volume change: the one kept since the
     /// group's volume was last moved, while its rooms are the same, else
     /// their volumes now.
-    func balance(ofGroup group: String, rooms: [String]) -> [Double] {
+    public func balance(ofGroup group: String, rooms: [String]) -> [Double] {
         groupBalance.withLock { kept in
             if let b = kept[group], b.rooms == rooms { return b.balance }
             let volumes = rooms.map { settings(of: $0).volume }
@@ -42,10 +42,10 @@ extension Leader {
     }
 
     /// A room's own volume changed: its group's balance is what the rooms are at now.
-    func forgetBalance(ofGroup group: String) { groupBalance.withLock { _ = $0.removeValue(forKey: group) } }
+    public func forgetBalance(ofGroup group: String) { groupBalance.withLock { _ = $0.removeValue(forKey: group) } }
 
     /// Forgets a room that is gone (Snapcast's Server.DeleteClient): its settings, and its place in a group.
-    func forget(room: String) {
+    public func forget(room: String) {
         roomSettings.withLock { _ = $0.removeValue(forKey: room) }
         seenRooms.withLock { _ = $0.remove(room) }
         groupChanges.withLock { grouping.withLock { _ = try? $0.move(room: room, to: RoomGroups.mainID) } }

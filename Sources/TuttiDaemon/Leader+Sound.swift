@@ -4,13 +4,6 @@ import TuttiCore
 import TuttiLibrary
 import TuttiControlKit
 
-/// A room's equaliser at the leader, with the preset it was set from (nil: custom gains).
-public struct RoomEqualizer: Equatable, Sendable {
-    public var settings: EqualizerSettings
-    public var preset: String?
-    public init(settings: EqualizerSettings = .flat, preset: String? = "Flat") { self.settings = settings; self.preset = preset }
-}
-
 /// A group volume or mute asked for while the group had no room: kept, and
 /// given to each room that joins it.
 struct KeptGroupSound: Sendable {

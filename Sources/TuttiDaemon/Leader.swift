@@ -12,7 +12,10 @@ import TuttiNet
 import TuttiStreams
 import TuttiSystem
 import TuttiControlKit
+import TuttiWebApp
+import TuttiJSONRPC
 import TuttiMPD
+import TuttiSnapcastControl
 
 // Sendable because shared state is in Mutexes and Atomics; the `var`s (main stream, servers, announcers) are set during init and start(), before the threads that read them, and never again.
 public final class Leader: @unchecked Sendable {
@@ -91,11 +94,7 @@ public final class Leader: @unchecked Sendable {
     }
 
     /// The path with every symlink and `..` resolved (nil: it does not exist).
-    static func canonical(_ path: String) -> String? {
-        guard let p = realpath(path, nil) else { return nil }
-        defer { free(p) }
-        return String(cString: p)
-    }
+    static func canonical(_ path: String) -> String? { PathText.canonical(path) }
 
     /// The media folder local file `path` lies in, when the file is missing
     /// and the folder is gone or empty: an unplugged disk or an unmounted
@@ -436,7 +435,9 @@ public final class Leader: @unchecked Sendable {
         }
         if configuration.snapcastControl != nil || configuration.snapcastHTTP != nil {
             do {
-                let server = try SnapcastControl(leader: self, control: configuration.snapcastControl, http: configuration.snapcastHTTP, log: log.with(label: "snapcast"))
+                let server = try SnapcastControl(leader: self, control: configuration.snapcastControl, http: configuration.snapcastHTTP,
+                                                 trustsEveryone: configuration.snapcastControlOpen, codecName: configuration.codec.description,
+                                                 log: log.with(label: "snapcast"))
                 try services.start(server)
                 snapcastControlServer = server
             } catch {
@@ -576,4 +577,5 @@ extension Leader: LeaderControl {
         SurfaceSettings(outboxLimits: configuration.outboxLimits, clientStallMilliseconds: configuration.clientStallMilliseconds,
                         musicDirectory: configuration.musicDirectory)
     }
+    public var podcastControl: (any PodcastControl)? { podcasts }
 }

@@ -6,21 +6,6 @@ import TuttiStreams
 import TuttiSystem
 import TuttiControlKit
 
-/// Why a podcast could not be subscribed or refreshed.
-public enum PodcastError: Error, CustomStringConvertible, Sendable {
-    case fetch(url: String, StreamError)
-    case feed(url: String, FeedError)
-    case library(LibraryError)
-
-    public var description: String {
-        switch self {
-        case .fetch(_, let e): "\(e)"
-        case .feed(let url, let e): "\(url): \(e)"
-        case .library(let e): "\(e)"
-        }
-    }
-}
-
 /// Podcasts at the leader: subscribing (fetch, parse, store), refreshing
 /// on a schedule and on demand with the feed's validators, and keeping
 /// where the listener is in each episode while it plays.
@@ -34,7 +19,7 @@ public enum PodcastError: Error, CustomStringConvertible, Sendable {
 /// subscribe or refresh blocks the caller for the fetch. The refresh
 /// thread (`tutti-podcasts`) sleeps on a condition until the next show
 /// is due, and `stop` wakes it and waits for it to end.
-public final class PodcastService: Sendable {
+public final class PodcastService: PodcastControl {
     public let library: Library
     private let options: NetworkOptions
     private let log: Logger
@@ -97,17 +82,12 @@ public final class PodcastService: Sendable {
         }
     }
 
-    public struct RefreshOutcome: Sendable {
-        public var podcast: Podcast
-        /// Nil: not modified (304).
-        public var update: PodcastUpdate?
-        public var error: String?
-    }
+    public typealias RefreshOutcome = PodcastRefreshOutcome
 
     /// Refreshes one show (conditional on its validators); a failure is
     /// recorded on the show and returned, and changes nothing else.
     public func refresh(_ podcast: Podcast) -> RefreshOutcome {
-        var outcome = RefreshOutcome(podcast: podcast)
+        var outcome = RefreshOutcome(podcast: podcast, update: nil, error: nil)
         do throws(PodcastError) {
             if let (feed, document) = try fetchFeed(podcast.url, etag: podcast.etag, lastModified: podcast.lastModified) {
                 do {

@@ -127,28 +127,6 @@ final class SpeakerSecurity: Sendable {
     func clockKey(tag: UInt64) -> [UInt8]? { clockKeys.withLock { $0[tag] } }
 }
 
-/// A paired speaker as control surfaces show it.
-public struct PairedSpeakerInfo: Sendable, Equatable {
-    public var name: String
-    public var fingerprint: String
-    public var pairedAt: Int64
-    public var connected: Bool
-}
-
-/// A pairing request as control surfaces show it.
-public struct PairingRequestInfo: Sendable, Equatable {
-    public var name: String
-    public var address: String
-    public var fingerprint: String
-    public var byCode: Bool
-}
-
-public enum PairByCodeOutcome: Equatable, Sendable {
-    case paired(String)
-    case nobodyWaiting
-    case wrongCode
-}
-
 extension Leader {
     public var speakersMode: String { speakerSecurity.open ? "open" : configuration.pairedSpeakersOnly ? "paired" : "room-key" }
     public var speakerKeyFingerprint: String { speakerSecurity.fingerprint }

@@ -6,6 +6,7 @@ import TuttiAudio
 import TuttiControlClient
 import TuttiCore
 import TuttiDaemon
+import TuttiWebApp
 import TuttiNet
 import TuttiTestSupport
 

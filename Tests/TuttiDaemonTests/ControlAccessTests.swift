@@ -3,6 +3,7 @@ import Testing
 import TuttiControlClient
 import TuttiCore
 import TuttiDaemon
+import TuttiWebApp
 import TuttiNet
 import TuttiTestSupport
 

@@ -4,6 +4,7 @@ import TuttiAudio
 import TuttiControlClient
 import TuttiCore
 import TuttiDaemon
+import TuttiWebApp
 import TuttiNet
 import TuttiTestSupport
 

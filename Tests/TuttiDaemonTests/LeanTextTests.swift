@@ -4,6 +4,7 @@ import TuttiCore
 @testable import TuttiDaemon
 @testable import TuttiControlKit
 @testable import TuttiMPD
+@testable import TuttiJSONRPC
 
 /// What replaced Foundation in the leader: path arithmetic as NSString did
 /// it, and JSON written the way clients have always read it.

@@ -4,6 +4,7 @@ import Testing
 import TuttiAuth
 import TuttiCore
 import TuttiDaemon
+import TuttiWebApp
 import TuttiFollower
 import TuttiNet
 import TuttiTestSupport

@@ -1,6 +1,7 @@
 import Testing
 import TuttiCore
 @testable import TuttiDaemon
+import TuttiControlKit
 
 /// Replies and notifications as bytes: JSON-RPC's envelope with its keys in
 /// byte order, parts encoded ahead spliced in place.

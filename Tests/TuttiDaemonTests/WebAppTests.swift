@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TuttiCore
 import TuttiDaemon
+import TuttiWebApp
 import TuttiFollower
 import TuttiLibrary
 import TuttiNet

@@ -8,6 +8,8 @@ import TuttiNet
 import TuttiSystem
 import TuttiWeb
 import TuttiControlKit
+import TuttiLibrary
+import TuttiAuth
 
 /// Snapcast's control API (JSON-RPC 2.0, control protocol 2 as snapserver
 /// 0.26 has it) for Home Assistant's integration, python-snapcast and
@@ -28,16 +30,20 @@ import TuttiControlKit
 /// Notifications are worked out by comparing the whole status before and
 /// after each change, so they say exactly what changed.
 // Sendable because its mutable state is under Mutexes; `web` is set once in init and `subscription` once in start(), before other threads use them.
-final class SnapcastControl: Service, @unchecked Sendable {
-    var serviceName: String { "Snapcast control" }
-    static let snapserverVersion = "0.26.0"
+public final class SnapcastControl: Service, @unchecked Sendable {
+    public var serviceName: String { "Snapcast control" }
+    public static let snapserverVersion = "0.26.0"
 
-    private let leader: Leader
+    private let leader: any LeaderControl
+    /// `--snapcast-control-open`: clients on other machines may change things although a password is set.
+    private let trustsEveryone: Bool
+    /// The codec the streams are sent in, as the status names it.
+    private let codecName: String
     private let log: Logger
     private let listener: TCPListener?
     private var web: WebServer?
     private var pages: SnapcastPages?
-    private let clients = Mutex<[ObjectIdentifier: ControlServer.Client]>([:])
+    private let clients = Mutex<[ObjectIdentifier: SurfaceClient]>([:])
     /// Snapcast JSON-RPC connections served at once.
     private let budget = ConnectionBudget(name: "Snapcast JSON-RPC", limit: 128)
     private let running = Atomic<Bool>(true)
@@ -53,15 +59,18 @@ final class SnapcastControl: Service, @unchecked Sendable {
     private let last = Mutex<JSONValue?>(nil)
     private let serverLock = Condition() // one request's changes at a time, so notifications stay in order
 
-    init(leader: Leader, control: Endpoint?, http: Endpoint?, log: Logger) throws {
+    /// `control`: the TCP port (1705); `http`: the HTTP and WebSocket port (1780). Either may be nil.
+    public init(leader: any LeaderControl, control: Endpoint?, http: Endpoint?, trustsEveryone: Bool, codecName: String, log: Logger) throws {
         self.leader = leader
+        self.trustsEveryone = trustsEveryone
+        self.codecName = codecName
         self.log = log
         listener = try control.map { e throws(NetError) in try TCPListener(endpoint: e) }
         if let http {
             let pages = SnapcastPages()
             // Snapweb pages and scripts; Home Assistant uses the TCP port.
             // Four: Snapweb pages and a Home Assistant socket or two; each is a thread.
-            let web = WebServer(endpoint: http.description, threads: 4, timeoutMilliseconds: leader.configuration.clientStallMilliseconds,
+            let web = WebServer(endpoint: http.description, threads: 4, timeoutMilliseconds: leader.surfaceSettings.clientStallMilliseconds,
                                 webSocketPath: "/jsonrpc", socketHandler: pages, log: log) { [weak self] request in
                 self?.respond(request) ?? .text(503, "the leader is stopping")
             }
@@ -72,10 +81,10 @@ final class SnapcastControl: Service, @unchecked Sendable {
         }
     }
 
-    var controlEndpoint: Endpoint? { listener?.endpoint }
-    var httpEndpoint: Endpoint? { web.flatMap { try? Endpoint(parsing: $0.endpoint) } }
+    public var controlEndpoint: Endpoint? { listener?.endpoint }
+    public var httpEndpoint: Endpoint? { web.flatMap { try? Endpoint(parsing: $0.endpoint) } }
 
-    func start() throws {
+    public func start() throws {
         let initial = status()
         last.withLock { $0 = initial }
         subscription = leader.events.subscribe { [weak self] event in
@@ -100,7 +109,7 @@ final class SnapcastControl: Service, @unchecked Sendable {
         self.tcp.withLock { $0 = tcp }
     }
 
-    func stop() {
+    public func stop() {
         guard running.exchange(false, ordering: .acquiringAndReleasing) else { return }
         leader.events.unsubscribe(subscription)
         wake.signal()
@@ -114,9 +123,9 @@ final class SnapcastControl: Service, @unchecked Sendable {
     // MARK: Transports
 
     func attach(peer: String, address: String, newlineFramed: Bool, write: @escaping ClientWriter.Write,
-                writeIfFree: ClientWriter.WriteIfFree? = nil, disconnect: @escaping @Sendable () -> Void) -> ControlServer.Client {
-        let writer = ClientWriter(peer: peer, limits: leader.configuration.outboxLimits, log: log, write: write, writeIfFree: writeIfFree, disconnect: disconnect)
-        let client = ControlServer.Client(writer: writer, newlineFramed: newlineFramed, level: level(address: address), address: address)
+                writeIfFree: ClientWriter.WriteIfFree? = nil, disconnect: @escaping @Sendable () -> Void) -> SurfaceClient {
+        let writer = ClientWriter(peer: peer, limits: leader.surfaceSettings.outboxLimits, log: log, write: write, writeIfFree: writeIfFree, disconnect: disconnect)
+        let client = SurfaceClient(writer: writer, newlineFramed: newlineFramed, level: level(address: address), address: address)
         clients.withLock { $0[ObjectIdentifier(client)] = client }
         return client
     }
@@ -126,31 +135,31 @@ final class SnapcastControl: Service, @unchecked Sendable {
     /// `--snapcast-control-open` trusts them (`--snapcast-unkeyed` is about
     /// snapclients joining the stream, not about control).
     private func level(address: String) -> ControlAccess.Level {
-        if leader.configuration.snapcastControlOpen { return .full }
-        let level = leader.controlAccess.initialLevel(peerIsLoopback: ControlAccess.isLoopback(ControlServer.host(of: address)))
+        if trustsEveryone { return .full }
+        let level = leader.controlAccess.initialLevel(peerIsLoopback: ControlAccess.isLoopback(ControlLogin.host(of: address)))
         return level == .full ? .full : (leader.controlAccess.guestReadOnly ? .guest : .none)
     }
 
-    func detach(_ client: ControlServer.Client, reason: String = "connection closed") {
+    func detach(_ client: SurfaceClient, reason: String = "connection closed") {
         clients.withLock { _ = $0.removeValue(forKey: ObjectIdentifier(client)) }
         client.writer.close(reason: reason)
     }
 
     private func serve(_ connection: TCPConnection) {
-        let stall = leader.configuration.clientStallMilliseconds
+        let stall = leader.surfaceSettings.clientStallMilliseconds
         connection.setSendTimeout(milliseconds: stall)
         connection.setSendBuffer(bytes: 64 * 1024)
         let client = attach(peer: "Snapcast JSON-RPC \(connection.peer)", address: connection.peer, newlineFramed: true, write: { bytes in
             do { try connection.send(bytes) } catch NetError.timedOut {
-                throw ControlServer.RPCError(code: 0, message: "did not read for \(stall / 1000) s")
+                throw RPCError(code: 0, message: "did not read for \(stall / 1000) s")
             }
         }, writeIfFree: { bytes in try connection.sendIfFree(bytes) }, disconnect: { connection.close() })
         defer { detach(client); connection.close() }
         var malformed = 0
         // Snapcast's clients cannot log in: one that may do nothing goes after 10 s.
-        let reason = ControlServer.readLines(from: connection, until: { client.writer.isClosed }, loggedIn: { client.level > .none }) { line in
+        let reason = LineDiscipline.readLines(from: connection, until: { client.writer.isClosed }, loggedIn: { client.level > .none }) { line in
             if let line { malformed = receive(line, from: client, onItsThread: true) ? 0 : malformed + 1 } else {
-                send(.one(.error(id: nil, code: -32700, message: "request line longer than \(ControlServer.maxLineBytes) bytes")), to: client, direct: true)
+                send(.one(.error(id: nil, code: -32700, message: "request line longer than \(LineDiscipline.maxLineBytes) bytes")), to: client, direct: true)
                 malformed += 1
             }
             return malformed < LineDiscipline.maxConsecutiveMalformed ? nil : "\(malformed) malformed requests in a row"
@@ -162,18 +171,18 @@ final class SnapcastControl: Service, @unchecked Sendable {
     /// called on the client's own reading thread, which may write the reply
     /// itself (`ClientWriter.reply`).
     @discardableResult
-    func receive(_ message: [UInt8], from client: ControlServer.Client, onItsThread: Bool = false) -> Bool {
+    func receive(_ message: [UInt8], from client: SurfaceClient, onItsThread: Bool = false) -> Bool {
         guard let reply = handle(message, level: client.level) else { return true }
         send(reply.bytes, to: client, direct: onItsThread)
         if case .one(let one) = reply { return one.errorCode != -32700 }
         return true
     }
 
-    private func send(_ reply: Reply, to client: ControlServer.Client, direct: Bool = false) {
+    private func send(_ reply: Reply, to client: SurfaceClient, direct: Bool = false) {
         send(reply.bytes, to: client, direct: direct)
     }
 
-    private func send(_ message: [UInt8], to client: ControlServer.Client, key: String? = nil, direct: Bool = false) {
+    private func send(_ message: [UInt8], to client: SurfaceClient, key: String? = nil, direct: Bool = false) {
         var bytes = message
         if client.newlineFramed { bytes += [13, 10] } // CRLF: python-snapcast reads nothing until a line ends in it
         if direct { client.writer.reply(bytes) } else { client.writer.send(bytes, key: key) }
@@ -195,7 +204,7 @@ final class SnapcastControl: Service, @unchecked Sendable {
     // Sendable because `control` is set once in SnapcastControl.init, before the web server that calls these methods starts, and `sockets` is under a Mutex.
     final class SnapcastPages: WebSocketHandler, @unchecked Sendable {
         weak var control: SnapcastControl?
-        private let sockets = Mutex<[ObjectIdentifier: ControlServer.Client]>([:])
+        private let sockets = Mutex<[ObjectIdentifier: SurfaceClient]>([:])
         /// Snapcast's pages cannot log in: one that may do nothing goes after 10 s.
         let loginWatch = DeadlineWatch(name: "tutti-snap-login")
         func opened(_ socket: WebSocket) {
@@ -203,7 +212,7 @@ final class SnapcastControl: Service, @unchecked Sendable {
             let client = control.attach(peer: "Snapcast web \(socket.peer)", address: socket.peer, newlineFramed: false,
                                         write: { bytes in try socket.send(text: bytes) }, disconnect: { socket.close() })
             sockets.withLock { $0[ObjectIdentifier(socket)] = client }
-            WebSurface.Pages.closeUnlessLoggedIn(socket, client, watch: loginWatch)
+            client.closeUnlessLoggedIn(watch: loginWatch) { socket.terminate() }
         }
         func received(_ message: [UInt8], on socket: WebSocket) {
             guard let client = sockets.withLock({ $0[ObjectIdentifier(socket)] }) else { return }
@@ -220,11 +229,11 @@ final class SnapcastControl: Service, @unchecked Sendable {
     struct Failure: Error { var code: Int; var message: String }
 
     /// What a request or a batch of them is answered with.
-    enum Reply: Sendable {
+    public enum Reply: Sendable {
         case one(RPCReply)
         case batch([RPCReply])
 
-        var bytes: [UInt8] {
+        public var bytes: [UInt8] {
             switch self {
             case .one(let reply): return reply.bytes
             case .batch(let replies):
@@ -240,7 +249,7 @@ final class SnapcastControl: Service, @unchecked Sendable {
     }
 
     /// One request (or a batch); the reply, nil for notifications only.
-    func handle(_ bytes: [UInt8], level: ControlAccess.Level = .full) -> Reply? {
+    public func handle(_ bytes: [UInt8], level: ControlAccess.Level = .full) -> Reply? {
         if JSONNesting.exceeds(bytes) {
             return .one(.error(id: nil, code: -32600, message: "nested deeper than \(JSONNesting.limit) levels"))
         }
@@ -510,7 +519,7 @@ final class SnapcastControl: Service, @unchecked Sendable {
             ]
             return ["id": .string(g.id), "status": now.state.isActive ? "playing" : "idle", "properties": properties,
                     "uri": ["raw": "tutti:///\(g.id)?name=\(g.name)", "scheme": "tutti", "host": "", "path": "/\(g.id)", "fragment": "",
-                            "query": ["name": .string(g.name), "codec": .string(leader.configuration.codec.description), "sampleformat": "48000:16:2"]]]
+                            "query": ["name": .string(g.name), "codec": .string(codecName), "sampleformat": "48000:16:2"]]]
         }
         let host = ProcessInfo.processInfo.hostName
         let server: JSONValue = [

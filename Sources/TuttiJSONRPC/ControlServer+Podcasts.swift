@@ -9,8 +9,8 @@ import TuttiControlKit
 /// play (resuming where the listener stopped, at the show's speed),
 /// played flags, preferred speed, download for offline play.
 extension ControlServer {
-    private func podcastService() throws -> PodcastService {
-        guard let podcasts = leader.podcasts else {
+    private func podcastService() throws -> any PodcastControl {
+        guard let podcasts = leader.podcastControl else {
             throw RPCError(code: -32000, message: "no library for podcasts: start the leader with --music DIR (or --db PATH)")
         }
         return podcasts
@@ -42,7 +42,7 @@ extension ControlServer {
     }
 
     /// `podcast`: its id, feed URL or title.
-    private func podcastParameter(_ params: [String: JSONValue], method: String, in service: PodcastService) throws -> Podcast {
+    private func podcastParameter(_ params: [String: JSONValue], method: String, in service: any PodcastControl) throws -> Podcast {
         let key: String
         switch params["podcast"] {
         case .number(let n)?: key = String(Int64(exactly: n.rounded()) ?? -1)
@@ -56,7 +56,7 @@ extension ControlServer {
     }
 
     /// `episode`: its id, or text of its title; nil when not given.
-    private func episodeParameter(_ params: [String: JSONValue], of podcast: Podcast, in service: PodcastService) throws -> PodcastEpisode? {
+    private func episodeParameter(_ params: [String: JSONValue], of podcast: Podcast, in service: any PodcastControl) throws -> PodcastEpisode? {
         guard let raw = params["episode"], raw != .null else { return nil }
         let all = try libraryCall { try service.library.episodes(of: podcast.id) }
         switch raw {

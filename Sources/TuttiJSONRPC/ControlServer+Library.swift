@@ -1,5 +1,6 @@
 import FoundationEssentials
 import TuttiCore
+import TuttiSystem
 import TuttiLibrary
 import TuttiControlKit
 
@@ -191,7 +192,7 @@ extension ControlServer {
         switch method {
         case "library.scan":
             let library = lib
-            guard let folder = params["folder"]?.string ?? leader.configuration.musicDirectory else {
+            guard let folder = params["folder"]?.string ?? leader.surfaceSettings.musicDirectory else {
                 throw RPCError(code: -32602, message: "library.scan needs \"folder\" (no --music folder was given)")
             }
             try confined(folder)
@@ -343,7 +344,7 @@ extension ControlServer {
                 // Uploaded text (the web app): relative entries are taken from the music folder.
                 guard content.utf8.count <= 1 << 20 else { throw RPCError(code: -32602, message: "content is over 1 MiB; an M3U of that size is not a playlist") }
                 let name = try string(params, "name", method: method, max: 256)
-                let base = leader.configuration.musicDirectory ?? "/"
+                let base = leader.surfaceSettings.musicDirectory ?? "/"
                 report = try wrap { () throws(LibraryError) in try lib.importM3U(contents: Array(content.utf8), baseDirectory: base, name: name) }
             } else {
                 guard params["path"] != nil else { throw RPCError(code: -32602, message: "playlists.import needs \"path\" (an M3U file on the leader) or \"content\" (M3U text) and \"name\"") }
@@ -360,7 +361,7 @@ extension ControlServer {
                            "unresolved": .array(report.unresolved.map { ["line": .int($0.line), "entry": .string($0.entry)] })])
         case "playlists.m3u":
             let id = PlaylistID(Int64(try integer(params, "id", method: method)))
-            let folder = leader.configuration.musicDirectory
+            let folder = leader.surfaceSettings.musicDirectory
             let text = try wrap { () throws(LibraryError) in try lib.m3u(id, relativeTo: folder) }
             let name = try wrap { () throws(LibraryError) in try lib.playlist(id) }?.name ?? "Playlist"
             return .value(["id": .int(id.rawValue), "name": .string(name), "m3u": .string(text)])
@@ -377,13 +378,13 @@ extension ControlServer {
         case "playlists.export":
             let id = PlaylistID(Int64(try integer(params, "id", method: method)))
             let given = try string(params, "path", method: method, max: 4_096)
-            guard let folder = leader.playlistFolder.map({ Leader.canonical($0) ?? $0 }) else {
+            guard let folder = leader.playlistFolder.map({ PathText.canonical($0) ?? $0 }) else {
                 throw RPCError(code: -32000, message: "no playlist folder: start the leader with --playlists DIR, --music DIR or --db PATH")
             }
             // Only into the playlist folder: a bare name, or a path whose folder is that one.
             var name = given
             if given.contains("/") {
-                guard Leader.canonical(PathText.parent(given)) == folder else {
+                guard PathText.canonical(PathText.parent(given)) == folder else {
                     throw RPCError(code: -32602, message: "playlists are exported only into the playlist folder \(folder): give a file name such as party.m3u")
                 }
                 name = PathText.lastComponent(given)

@@ -1,7 +1,6 @@
 import TuttiAudio
 import TuttiCore
 import TuttiSystem
-import TuttiControlKit
 
 /// Runs checks at deadlines, on one thread for all of them (started with
 /// the first): "has this page logged in 10 s after it opened?". A check
@@ -9,19 +8,19 @@ import TuttiControlKit
 /// Entries are bounded by the connections that add them (a web port's
 /// workers), each dropped once its check ran.
 // Sendable because `entries` and `started` are touched only under `condition`.
-final class DeadlineWatch: @unchecked Sendable {
+public final class DeadlineWatch: @unchecked Sendable {
     private let condition = Condition()
     private var entries: [(at: Int64, check: @Sendable () -> Void)] = []
     private var started = false
     private var stopped = false
     private let name: String
 
-    init(name: String) { self.name = name }
+    public init(name: String) { self.name = name }
 
     /// Runs `check` `milliseconds` from now. False: the watch could not start
     /// its thread (the caller decides: closing at once is the safe answer).
     @discardableResult
-    func after(milliseconds: Int, _ check: @escaping @Sendable () -> Void) -> Bool {
+    public func after(milliseconds: Int, _ check: @escaping @Sendable () -> Void) -> Bool {
         condition.lock()
         if stopped { condition.unlock(); return true }
         entries.append((Monotonic.now() + Int64(milliseconds) * nanosecondsPerMillisecond, check))
@@ -37,7 +36,7 @@ final class DeadlineWatch: @unchecked Sendable {
         return true
     }
 
-    func stop() {
+    public func stop() {
         condition.withLock { stopped = true; entries.removeAll(); condition.signal() }
     }
 

@@ -23,14 +23,14 @@ import TuttiControlKit
 /// and bad parameters get JSON-RPC error objects; a line longer than 64 KiB
 /// is discarded with a parse error.
 // Sendable because its mutable state is in Mutexes and Atomics, and `subscription` is written once in start(), before the threads that read it.
-public final class ControlServer: Service, @unchecked Sendable {
+public final class ControlServer: Service, JSONRPCServing, @unchecked Sendable {
     public var serviceName: String { "JSON-RPC" }
-    public static let maxLineBytes = 64 * 1024
+    public static let maxLineBytes = LineDiscipline.maxLineBytes
 
-    let leader: Leader
+    let leader: any LeaderControl
     private let listener: TCPListener?
     let log: Logger
-    private let clients = Mutex<[ObjectIdentifier: Client]>([:])
+    private let clients = Mutex<[ObjectIdentifier: SurfaceClient]>([:])
     private let running = Atomic<Bool>(true)
     /// Changes not yet turned into notifications.
     private let pendingEvents = Mutex<Set<LeaderEvent>>([])
@@ -44,36 +44,13 @@ public final class ControlServer: Service, @unchecked Sendable {
 
     private var subscription = 0
 
-    /// One connected client, over whatever carries it.
-    final class Client: Sendable {
-        let writer: ClientWriter
-        /// TCP clients read lines; a WebSocket frame is the message itself.
-        let newlineFramed: Bool
-        /// What this client may do (`ControlAccess.Level`): raised by `auth.login`.
-        private let levelValue: Atomic<Int>
-        var level: ControlAccess.Level {
-            get { ControlAccess.Level(rawValue: levelValue.load(ordering: .acquiring)) ?? .none }
-            set { levelValue.store(newValue.rawValue, ordering: .releasing) }
-        }
-        /// Where it connected from ("HOST:PORT"): failed logins are counted by its host.
-        let address: String
-        /// The token it logged in with, if it did with one: `auth.logout` of that token ends its access.
-        let token = Mutex<String?>(nil)
-        init(writer: ClientWriter, newlineFramed: Bool, level: ControlAccess.Level, address: String = "") {
-            self.writer = writer; self.newlineFramed = newlineFramed; levelValue = Atomic(level.rawValue); self.address = address
-        }
-    }
-
-    /// The host part of "HOST:PORT".
-    static func host(of address: String) -> String { ControlLogin.host(of: address) }
-
     /// Where a client from `address` ("HOST:PORT") starts.
-    func initialLevel(address: String) -> ControlAccess.Level {
-        leader.controlAccess.initialLevel(peerIsLoopback: ControlAccess.isLoopback(Self.host(of: address)))
+    public func initialLevel(address: String) -> ControlAccess.Level {
+        leader.controlAccess.initialLevel(peerIsLoopback: ControlAccess.isLoopback(ControlLogin.host(of: address)))
     }
 
     /// `endpoint` nil: no TCP port, only the clients attached by other surfaces (the web app).
-    public init(leader: Leader, endpoint: Endpoint?, log: Logger) throws(NetError) {
+    public init(leader: any LeaderControl, endpoint: Endpoint?, log: Logger) throws(NetError) {
         self.leader = leader
         self.log = log
         listener = try endpoint.map { e throws(NetError) in try TCPListener(endpoint: e) }
@@ -124,8 +101,6 @@ public final class ControlServer: Service, @unchecked Sendable {
     /// `warmBrowseCache`: 0 idle, else a thread is making the lists (and more changes came).
     let browseWarming = Atomic<Int>(0)
 
-    /// A result already encoded as JSON (cached lists), spliced into the reply as it is.
-    struct EncodedJSON: Sendable { var bytes: [UInt8] }
 
     public func start() throws {
         subscription = leader.events.subscribe { [weak self] event in self?.announce(event) }
@@ -152,16 +127,15 @@ public final class ControlServer: Service, @unchecked Sendable {
 
     /// Registers a client; its messages go through `write`, which must give
     /// up after about the stall limit. `disconnect` ends its connection.
-    func attach(peer: String, address: String, newlineFramed: Bool, write: @escaping ClientWriter.Write,
-                writeIfFree: ClientWriter.WriteIfFree? = nil, disconnect: @escaping @Sendable () -> Void) -> Client {
-        let c = leader.configuration
-        let writer = ClientWriter(peer: peer, limits: c.outboxLimits, log: log, write: write, writeIfFree: writeIfFree, disconnect: disconnect)
-        let client = Client(writer: writer, newlineFramed: newlineFramed, level: initialLevel(address: address), address: address)
+    public func attach(peer: String, address: String, newlineFramed: Bool, write: @escaping ClientWriter.Write,
+                writeIfFree: ClientWriter.WriteIfFree? = nil, disconnect: @escaping @Sendable () -> Void) -> SurfaceClient {
+        let writer = ClientWriter(peer: peer, limits: leader.surfaceSettings.outboxLimits, log: log, write: write, writeIfFree: writeIfFree, disconnect: disconnect)
+        let client = SurfaceClient(writer: writer, newlineFramed: newlineFramed, level: initialLevel(address: address), address: address)
         clients.withLock { $0[ObjectIdentifier(client)] = client }
         return client
     }
 
-    func detach(_ client: Client, reason: String = "connection closed") {
+    public func detach(_ client: SurfaceClient, reason: String = "connection closed") {
         clients.withLock { _ = $0.removeValue(forKey: ObjectIdentifier(client)) }
         client.writer.close(reason: reason)
     }
@@ -170,7 +144,7 @@ public final class ControlServer: Service, @unchecked Sendable {
     public var clientCount: Int { clients.withLock { $0.count } }
 
     private func serve(_ connection: TCPConnection) {
-        let stall = leader.configuration.clientStallMilliseconds
+        let stall = leader.surfaceSettings.clientStallMilliseconds
         connection.setSendTimeout(milliseconds: stall)
         // A bounded kernel buffer, so a client that stopped reading shows up as a stalled write.
         connection.setSendBuffer(bytes: 64 * 1024)
@@ -184,7 +158,7 @@ public final class ControlServer: Service, @unchecked Sendable {
             connection.close()
         }
         var malformed = 0
-        let reason = Self.readLines(from: connection, until: { client.writer.isClosed }, loggedIn: { client.level > .none }) { line in
+        let reason = LineDiscipline.readLines(from: connection, until: { client.writer.isClosed }, loggedIn: { client.level > .none }) { line in
             if let line { malformed = receive(line, from: client, onItsThread: true) ? 0 : malformed + 1 } else {
                 send(.error(id: nil, code: -32700, message: "request line longer than \(Self.maxLineBytes) bytes"), to: client, direct: true)
                 malformed += 1
@@ -194,75 +168,12 @@ public final class ControlServer: Service, @unchecked Sendable {
         if let reason { log.info("JSON-RPC \(connection.peer) closed: \(reason)") }
     }
 
-    /// Reads `\n`-terminated lines until the peer closes, `until` holds,
-    /// or `handle` gives a reason to close (returned). A line longer than
-    /// `maxLineBytes` is reported as nil as soon as it is too long, and the
-    /// rest of it discarded unread into memory; a half
-    /// line left hanging for `LineDiscipline.partialLineMilliseconds` ends
-    /// the connection (an idle client with nothing half-sent may wait forever),
-    /// as does a client that may do nothing (`loggedIn` false) and has not
-    /// logged in within `LineDiscipline.loginMilliseconds`: whatever else it
-    /// sends, it only holds a place.
-    @discardableResult
-    static func readLines(from connection: TCPConnection, until stop: () -> Bool, loggedIn: () -> Bool = { true },
-                          _ handle: ([UInt8]?) -> String?) -> String? {
-        let buffer = ReceiveBuffer()
-        var line: [UInt8] = []
-        var partial = LineDiscipline.PartialLineClock()
-        let hanging = "half a line left hanging for \(LineDiscipline.partialLineMilliseconds / 1000) s"
-        let connectedAt = Monotonic.now()
-        var lines = 0
-        var discarding = false
-        let noLogin = "not logged in within \(LineDiscipline.loginMilliseconds / 1000) s of connecting"
-        let loginDeadline = connectedAt + Int64(LineDiscipline.loginMilliseconds) * nanosecondsPerMillisecond
-        // Asleep until bytes come or a deadline falls due; a stopping server closes the connection, which wakes it.
-        var armed: Int64? = -1
-        while true {
-            LineDiscipline.arm(connection, until: LineDiscipline.nextDeadline(connectedAt: connectedAt, requests: lines, loggedIn: loggedIn(), partial: partial),
-                               now: Monotonic.now(), armed: &armed)
-            let n: Int
-            do { (n, _) = try buffer.receive(from: connection) } catch NetError.timedOut {
-                if stop() { return nil }
-                if partial.expired(now: Monotonic.now()) { return hanging }
-                if Monotonic.now() > loginDeadline, !loggedIn() { return noLogin }
-                // Every real client asks something at once; a silent connection only holds a place.
-                if lines == 0, Monotonic.now() - connectedAt > Int64(LineDiscipline.firstRequestMilliseconds) * nanosecondsPerMillisecond {
-                    return "no request within \(LineDiscipline.firstRequestMilliseconds / 1000) s of connecting"
-                }
-                continue
-            } catch { return nil }
-            guard n > 0 else { return nil }
-            var ended = false
-            for byte in buffer.storage[0..<n] {
-                if byte == UInt8(ascii: "\n") {
-                    ended = true
-                    lines += 1
-                    if !discarding, let reason = handle(line) { return reason }
-                    discarding = false
-                    line.removeAll(keepingCapacity: true)
-                } else if !discarding {
-                    line.append(byte)
-                    if line.count > maxLineBytes {
-                        discarding = true
-                        line.removeAll()
-                        if let reason = handle(nil) { return reason }
-                    }
-                }
-            }
-            let now = Monotonic.now()
-            partial.update(unfinished: !line.isEmpty || discarding, lineEnded: ended, now: now)
-            if partial.expired(now: now) { return hanging }
-            if now > loginDeadline, !loggedIn() { return noLogin }
-            if stop() { return nil }
-        }
-    }
-
     /// One request from a client (a line, or a WebSocket message); the reply
     /// goes to its outbox. False: it was no JSON-RPC request at all.
     /// `onItsThread`: called on the client's own reader thread, which may
     /// write the reply itself (`ClientWriter.reply`).
     @discardableResult
-    func receive(_ message: [UInt8], from client: Client, onItsThread: Bool = false) -> Bool {
+    public func receive(_ message: [UInt8], from client: SurfaceClient, onItsThread: Bool = false) -> Bool {
         guard !message.allSatisfy({ $0 == 32 || $0 == 13 || $0 == 9 || $0 == 10 }) else { return true }
         let reply = handle(message, level: client.level, peer: client.address) { level, token in
             client.level = level
@@ -273,7 +184,7 @@ public final class ControlServer: Service, @unchecked Sendable {
         return reply.errorCode != -32700 && reply.errorCode != -32600
     }
 
-    private func send(_ reply: RPCReply, to client: Client, direct: Bool = false) {
+    private func send(_ reply: RPCReply, to client: SurfaceClient, direct: Bool = false) {
         var bytes = reply.bytes
         if client.newlineFramed { bytes.append(UInt8(ascii: "\n")) }
         if direct { client.writer.reply(bytes) } else { client.writer.send(bytes) }
@@ -291,12 +202,15 @@ public final class ControlServer: Service, @unchecked Sendable {
     // MARK: Requests
 
     /// A JSON-RPC error object to send back: its code and a message the user can act on.
-    struct RPCError: Error, CustomStringConvertible { var code: Int; var message: String; var description: String { message } }
+
+    public func handle(_ request: [UInt8], level: ControlAccess.Level, peer: String, bearer: String?) -> RPCReply? {
+        handle(request, level: level, peer: peer, bearer: bearer, login: { _, _ in })
+    }
 
     /// One request from a client at `level`, connected from `peer`
     /// ("HOST:PORT"); `bearer`: the token a stateless request showed.
     /// `login` records a change of access (`auth.login`, `auth.logout`) and the token it came with.
-    func handle(_ line: [UInt8], level: ControlAccess.Level = .full, peer: String = "", bearer: String? = nil,
+    public func handle(_ line: [UInt8], level: ControlAccess.Level = .full, peer: String = "", bearer: String? = nil,
                 login: (ControlAccess.Level, String?) -> Void = { _, _ in }) -> RPCReply? {
         let request: JSONRPCRequest
         switch JSONRPCRequest.parse(line) {
@@ -565,7 +479,7 @@ public final class ControlServer: Service, @unchecked Sendable {
             if let v = track.album { object["album"] = .string(v) }
             if let v = track.coverHash { object["coverHash"] = .string(v) }
             object["trackId"] = .int(track.id.rawValue)
-        } else if let podcasts = leader.podcasts, podcasts.isEpisode(now.path), let episode = try? podcasts.library.episodes(playing: now.path).first {
+        } else if let podcasts = leader.podcastControl, podcasts.isEpisode(now.path), let episode = try? podcasts.library.episodes(playing: now.path).first {
             // A podcast episode: its title, and the show as the artist.
             object["title"] = .string(episode.title)
             if let show = try? podcasts.library.podcast(episode.podcast) { object["artist"] = .string(show.title) }

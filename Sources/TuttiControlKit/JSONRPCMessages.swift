@@ -1,5 +1,4 @@
 import TuttiCore
-import TuttiControlKit
 
 // The JSON the leader writes on its control surfaces (JSON-RPC replies and
 // notifications, Snapcast's API): `JSONValue`s, encoded as
@@ -8,22 +7,24 @@ import TuttiControlKit
 
 /// JSON already written as bytes, put into a reply as it is: a whole-library
 /// list encoded once per library version, a search's page of tracks written
-/// without a dictionary per track (`ControlServer.encodeTracks`), a
+/// without a dictionary per track (the JSON-RPC surface's `encodeTracks`), a
 /// monotonic time in nanoseconds (more digits than a Double holds exactly).
-typealias EncodedJSON = ControlServer.EncodedJSON
+public struct EncodedJSON: Sendable {
+    public var bytes: [UInt8]
 
-extension ControlServer.EncodedJSON {
-    init(_ value: JSONValue) { bytes = value.encoded() }
+    public init(bytes: [UInt8]) { self.bytes = bytes }
+
+    public init(_ value: JSONValue) { bytes = value.encoded() }
 
     /// An integer's exact digits.
-    static func integer(_ value: Int64) -> EncodedJSON {
+    public static func integer(_ value: Int64) -> EncodedJSON {
         var out: [UInt8] = []
         JSONValue.appendInteger(value, to: &out)
         return EncodedJSON(bytes: out)
     }
 
     /// One object of `fields` and `encoded` together (see `RPCResult.object`).
-    init(object fields: [String: JSONValue], encoded: [String: EncodedJSON]) {
+    public init(object fields: [String: JSONValue], encoded: [String: EncodedJSON]) {
         let object = RPCResult.object(fields, encoded: encoded)
         bytes = []
         bytes.reserveCapacity(object.sizeHint)
@@ -32,7 +33,7 @@ extension ControlServer.EncodedJSON {
 }
 
 /// What a method returns: a value, or JSON already encoded.
-enum RPCResult: Sendable {
+public enum RPCResult: Sendable {
     case value(JSONValue)
     case encoded(EncodedJSON)
     /// One object of `fields` and parts encoded ahead, written when the reply
@@ -41,7 +42,7 @@ enum RPCResult: Sendable {
     /// both: `encoded`'s).
     case object([String: JSONValue], encoded: [String: EncodedJSON])
 
-    func append(to out: inout [UInt8]) {
+    public func append(to out: inout [UInt8]) {
         switch self {
         case .value(let v): v.append(to: &out)
         case .encoded(let e): out.append(contentsOf: e.bytes)
@@ -62,7 +63,7 @@ enum RPCResult: Sendable {
 
     /// Room enough for the parts encoded ahead and some more, so that the
     /// buffer is not grown through every size up to theirs.
-    var sizeHint: Int {
+    public var sizeHint: Int {
         switch self {
         case .value: 256
         case .encoded(let e): 128 + e.bytes.count
@@ -73,27 +74,29 @@ enum RPCResult: Sendable {
 
 /// One JSON-RPC 2.0 reply, of the leader's API or of Snapcast's: to the
 /// request with `id`, its result or an error.
-struct RPCReply: Sendable {
-    enum Outcome: Sendable {
+public struct RPCReply: Sendable {
+    public enum Outcome: Sendable {
         case result(RPCResult)
         case error(code: Int, message: String)
     }
 
-    var id: JSONValue
-    var outcome: Outcome
+    public var id: JSONValue
+    public var outcome: Outcome
+
+    public init(id: JSONValue, outcome: Outcome) { self.id = id; self.outcome = outcome }
 
     /// An error reply; `id` nil when the request's could not be read.
-    static func error(id: JSONValue?, code: Int, message: String) -> RPCReply {
+    public static func error(id: JSONValue?, code: Int, message: String) -> RPCReply {
         RPCReply(id: id ?? .null, outcome: .error(code: code, message: message))
     }
 
-    var errorCode: Int? {
+    public var errorCode: Int? {
         if case .error(let code, _) = outcome { code } else { nil }
     }
 
     /// `{"error":{"code":…,"message":…},"id":…,"jsonrpc":"2.0"}` or
     /// `{"id":…,"jsonrpc":"2.0","result":…}`: its keys in byte order.
-    func append(to out: inout [UInt8]) {
+    public func append(to out: inout [UInt8]) {
         switch outcome {
         case .error(let code, let message):
             out.append(contentsOf: #"{"error":{"code":"#.utf8)
@@ -113,7 +116,7 @@ struct RPCReply: Sendable {
     }
 
     /// The reply as JSON, with room for the line end a TCP client gets.
-    var bytes: [UInt8] {
+    public var bytes: [UInt8] {
         var out: [UInt8] = []
         if case .result(let result) = outcome { out.reserveCapacity(result.sizeHint) } else { out.reserveCapacity(256) }
         append(to: &out)
@@ -122,11 +125,13 @@ struct RPCReply: Sendable {
 }
 
 /// A JSON-RPC 2.0 notification: `{"jsonrpc":"2.0","method":…,"params":…}`.
-struct RPCNotification: Sendable {
-    var method: String
-    var params: JSONValue
+public struct RPCNotification: Sendable {
+    public var method: String
+    public var params: JSONValue
 
-    var bytes: [UInt8] {
+    public init(method: String, params: JSONValue) { self.method = method; self.params = params }
+
+    public var bytes: [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(256)
         out.append(contentsOf: #"{"jsonrpc":"2.0","method":"#.utf8)

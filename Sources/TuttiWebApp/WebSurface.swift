@@ -5,6 +5,7 @@ import TuttiAuth
 import TuttiNet
 import TuttiWeb
 import TuttiControlKit
+import TuttiLibrary
 
 /// The web app (`--web HOST:PORT`): its files, album art, and the control
 /// API, over civetweb.
@@ -14,25 +15,26 @@ import TuttiControlKit
 ///   URL is the image's content hash, so it never changes meaning).
 /// * `/ws` — a WebSocket carrying the same JSON-RPC as the TCP port, one
 ///   object per text frame, notifications included: one API, not two.
-///   Each page is a `ControlServer` client with its own bounded outbox.
+///   Each page is a client of the JSON-RPC server (`JSONRPCServing`) with its own bounded outbox.
 /// * `POST /api` — one JSON-RPC request per body, for scripts.
 // Sendable because `server` is set once in init and only read after; the rest is immutable.
-final class WebSurface: @unchecked Sendable {
-    private let leader: Leader
-    private let control: ControlServer
+public final class WebSurface: @unchecked Sendable {
+    private let leader: any LeaderControl
+    private let control: any JSONRPCServing
     private let log: Logger
     private var server: WebServer!
     private let assets: WebAssets
     private let pages: Pages
 
-    init(leader: Leader, control: ControlServer, options: WebOptions, log: Logger) throws {
+    /// `control`: the JSON-RPC server the pages and `/api` speak to.
+    public init(leader: any LeaderControl, control: any JSONRPCServing, options: WebOptions, log: Logger) throws {
         self.leader = leader
         self.control = control
         self.log = log
         let root = try options.root ?? Self.findRoot()
         assets = try WebAssets(root: root)
-        pages = Pages(control: control, stallMilliseconds: leader.configuration.clientStallMilliseconds)
-        let server = WebServer(endpoint: options.endpoint.description, timeoutMilliseconds: leader.configuration.clientStallMilliseconds,
+        pages = Pages(control: control, stallMilliseconds: leader.surfaceSettings.clientStallMilliseconds)
+        let server = WebServer(endpoint: options.endpoint.description, timeoutMilliseconds: leader.surfaceSettings.clientStallMilliseconds,
                                socketHandler: pages, log: log) { [weak self] request in
             self?.respond(to: request) ?? .text(503, "the leader is stopping")
         }
@@ -41,12 +43,12 @@ final class WebSurface: @unchecked Sendable {
         log.info("serving \(root) (\(assets.files.count) files)")
     }
 
-    var endpoint: Endpoint? {
+    public var endpoint: Endpoint? {
         let text = server.endpoint
         return try? Endpoint(parsing: text)
     }
 
-    func stop() {
+    public func stop() {
         server.stop()
         pages.loginWatch.stop()
     }
@@ -54,8 +56,8 @@ final class WebSurface: @unchecked Sendable {
     /// The app's files: beside the executable (a build in a checkout:
     /// .build/debug/tuttid → web/; an install: bin/tuttid → share/tutti/web).
     static func findRoot() throws -> String {
-        let exe = CommandLine.arguments.first.map { Leader.canonical($0) ?? $0 } ?? "."
-        var dir = PathText.parent(exe.hasPrefix("/") ? exe : (Leader.canonical(".") ?? "") + "/" + exe)
+        let exe = CommandLine.arguments.first.map { PathText.canonical($0) ?? $0 } ?? "."
+        var dir = PathText.parent(exe.hasPrefix("/") ? exe : (PathText.canonical(".") ?? "") + "/" + exe)
         var candidates = [PathText.standardized(dir + "/../share/tutti/web")]
         for _ in 0..<5 {
             candidates.append(dir + "/web")
@@ -138,13 +140,13 @@ final class WebSurface: @unchecked Sendable {
 
     /// The pages connected over the WebSocket: each is a control client.
     final class Pages: WebSocketHandler, Sendable {
-        private let control: ControlServer
+        private let control: any JSONRPCServing
         private let stallMilliseconds: Int
-        private let clients = Mutex<[ObjectIdentifier: ControlServer.Client]>([:])
+        private let clients = Mutex<[ObjectIdentifier: SurfaceClient]>([:])
         /// Closes pages that may do nothing and have not logged in within 10 s.
         let loginWatch = DeadlineWatch(name: "tutti-web-login")
 
-        init(control: ControlServer, stallMilliseconds: Int) {
+        init(control: any JSONRPCServing, stallMilliseconds: Int) {
             self.control = control
             self.stallMilliseconds = stallMilliseconds
         }
@@ -155,26 +157,14 @@ final class WebSurface: @unchecked Sendable {
                 do { try socket.send(text: bytes) } catch WebError.writeFailed {
                     throw WebError.writeFailed(peer: "\(socket.peer) (did not read for \(stall / 1000) s)")
                 }
-            }, disconnect: { socket.close() })
+            }, writeIfFree: nil, disconnect: { socket.close() })
             clients.withLock { $0[ObjectIdentifier(socket)] = client }
-            Self.closeUnlessLoggedIn(socket, client, watch: loginWatch)
-        }
-
-        /// A page that may do nothing until it logs in holds a civetweb
-        /// worker for as long as it is open (it answers pings): 48 such
-        /// would hold them all. Not logged in 10 s after it opened: closed.
-        static func closeUnlessLoggedIn(_ socket: WebSocket, _ client: ControlServer.Client, watch: DeadlineWatch) {
-            guard client.level == .none else { return }
-            let scheduled = watch.after(milliseconds: LineDiscipline.loginMilliseconds) { [weak client] in
-                guard let client, client.level == .none else { return }
-                socket.terminate()
-            }
-            if !scheduled { socket.terminate() }
+            client.closeUnlessLoggedIn(watch: loginWatch) { socket.terminate() }
         }
 
         func received(_ message: [UInt8], on socket: WebSocket) {
             guard let client = clients.withLock({ $0[ObjectIdentifier(socket)] }) else { return }
-            control.receive(message, from: client)
+            control.receive(message, from: client, onItsThread: false)
         }
 
         func closed(_ socket: WebSocket) {
