@@ -157,6 +157,8 @@ public final class ControlServer: Service, JSONRPCServing, @unchecked Sendable {
             detach(client)
             connection.close()
         }
+        // Taken as the server stopped, after it closed the others: it goes too.
+        guard running.load(ordering: .acquiring) else { return }
         var malformed = 0
         let reason = LineDiscipline.readLines(from: connection, until: { client.writer.isClosed }, loggedIn: { client.level > .none }) { line in
             if let line { malformed = receive(line, from: client, onItsThread: true) ? 0 : malformed + 1 } else {

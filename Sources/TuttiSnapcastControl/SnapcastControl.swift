@@ -155,6 +155,8 @@ public final class SnapcastControl: Service, @unchecked Sendable {
             }
         }, writeIfFree: { bytes in try connection.sendIfFree(bytes) }, disconnect: { connection.close() })
         defer { detach(client); connection.close() }
+        // Taken as the server stopped, after it closed the others: it goes too.
+        guard running.load(ordering: .acquiring) else { return }
         var malformed = 0
         // Snapcast's clients cannot log in: one that may do nothing goes after 10 s.
         let reason = LineDiscipline.readLines(from: connection, until: { client.writer.isClosed }, loggedIn: { client.level > .none }) { line in
