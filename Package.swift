@@ -98,7 +98,7 @@ let package = Package(
         // Buttons and remotes: Linux input events and GPIO lines.
         .target(name: "TuttiInput", dependencies: ["TuttiCore", "TuttiSystem", "CGPIOD"]),
         // mDNS/DNS-SD through avahi-daemon: announcing leaders, finding them.
-        .target(name: "TuttiDiscovery", dependencies: ["TuttiCore", "CAvahi"]),
+        .target(name: "TuttiDiscovery", dependencies: ["TuttiCore", "TuttiSystem", "CAvahi"]),
         // The web app's server: HTTP and WebSocket (civetweb), static files gzipped once (zlib).
         .target(name: "TuttiWeb", dependencies: ["TuttiCore", "TuttiSystem", "CCivetweb", "CZlib"]),
         // A speaker: clock model, jitter buffer, DAC. No Foundation, so a

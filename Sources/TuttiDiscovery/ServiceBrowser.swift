@@ -1,6 +1,7 @@
 import CAvahi
 import Synchronization
 import TuttiCore
+import TuttiSystem
 
 /// A leader found on the network: where to connect and what its TXT record says.
 public struct DiscoveredLeader: Sendable, Equatable, CustomStringConvertible {
@@ -74,6 +75,9 @@ public final class ServiceBrowser: @unchecked Sendable {
     private var connection: AvahiConnection!
     private var browser: OpaquePointer?   // poll lock
     private let stopped = Mutex(false)
+    /// Broadcast after every callback that may have changed what is known
+    /// (`waitForChange`): a waiting `discoverLeaders` sleeps until then.
+    private let changed = Condition()
 
     /// - Throws: `DiscoveryError` when avahi-daemon (or the system bus) is not
     ///   there: discovery cannot wait for a daemon that may never come.
@@ -111,6 +115,17 @@ public final class ServiceBrowser: @unchecked Sendable {
     /// Set when browsing failed (the daemon went away, for one).
     public var failure: DiscoveryError? { state.withLock { $0.failure } }
 
+    /// Waits until `done` holds (checked now and after every callback) or
+    /// `deadline` (CLOCK_MONOTONIC ns) passes; whether it held.
+    public func wait(untilNanoseconds deadline: Int64, for done: () -> Bool) -> Bool {
+        changed.withLock {
+            while !done() {
+                if !changed.wait(untilNanoseconds: deadline) { return done() }
+            }
+            return true
+        }
+    }
+
     /// Stops browsing and frees the Avahi objects. Idempotent.
     public func stop() {
         let first = stopped.withLock { s in defer { s = true }; return !s }
@@ -130,6 +145,7 @@ public final class ServiceBrowser: @unchecked Sendable {
     // MARK: Poll thread (poll lock held)
 
     private func clientChanged(_ client: OpaquePointer, _ clientState: AvahiClientState) {
+        defer { changed.withLock { changed.broadcast() } }
         guard clientState == AVAHI_CLIENT_FAILURE else { return }
         let error = DiscoveryError.fromAvahi(avahi_client_errno(client), doing: "browsing for \(type)")
         state.withLock { $0.failure = error }
@@ -137,6 +153,7 @@ public final class ServiceBrowser: @unchecked Sendable {
 
     private func browserEvent(_ browser: OpaquePointer, interface: AvahiIfIndex, event: AvahiBrowserEvent,
                               name: UnsafePointer<CChar>?, domain: UnsafePointer<CChar>?, flags: AvahiLookupResultFlags) {
+        defer { changed.withLock { changed.broadcast() } }
         switch event {
         case AVAHI_BROWSER_NEW:
             guard let name, let domain else { return }
@@ -177,6 +194,7 @@ public final class ServiceBrowser: @unchecked Sendable {
 
     private func resolved(interface: AvahiIfIndex, event: AvahiResolverEvent, name: UnsafePointer<CChar>?, domain: UnsafePointer<CChar>?,
                           hostName: UnsafePointer<CChar>?, address: UnsafePointer<AvahiAddress>?, port: UInt16, txt: UnsafeMutablePointer<AvahiStringList>?) {
+        defer { changed.withLock { changed.broadcast() } }
         guard event == AVAHI_RESOLVER_FOUND, let name, let domain, let address else {
             state.withLock { $0.pendingResolutions -= 1 }
             return
@@ -229,12 +247,12 @@ public final class ServiceBrowser: @unchecked Sendable {
 public func discoverLeaders(timeout: Double, named name: String? = nil) throws(DiscoveryError) -> [DiscoveredLeader] {
     let browser = try ServiceBrowser()
     defer { browser.stop() }
-    let deadline = ContinuousClock.now + .milliseconds(Int(max(0, timeout) * 1000))
-    while ContinuousClock.now < deadline {
-        if let failure = browser.failure { throw failure }
-        if let name, browser.leaders.contains(where: { $0.name == name }) { break }
-        if name == nil, browser.settled { break }
-        usleepMilliseconds(10)
+    let deadline = Condition.deadline(afterSeconds: max(0, timeout))
+    _ = browser.wait(untilNanoseconds: deadline) {
+        if browser.failure != nil { return true }
+        if let name { return browser.leaders.contains(where: { $0.name == name }) }
+        return browser.settled
     }
+    if let failure = browser.failure { throw failure }
     return browser.leaders
 }

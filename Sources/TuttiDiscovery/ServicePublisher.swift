@@ -2,6 +2,7 @@ import CAvahi
 import Glibc
 import Synchronization
 import TuttiCore
+import TuttiSystem
 
 /// Announces one DNS-SD service through avahi-daemon for as long as it lives.
 ///
@@ -36,6 +37,8 @@ public final class ServicePublisher: @unchecked Sendable {
     private var name: String
     private let statusBox = Mutex<Status>(.waitingForDaemon)
     private let warnedAboutDaemon = Mutex(false)
+    /// Broadcast when `status` changes (`waitUntilEstablished`).
+    private let changed = Condition()
 
     /// - Throws: `DiscoveryError.badName` for a name DNS-SD cannot carry;
     ///   `DiscoveryError` if the Avahi event loop cannot start. A missing
@@ -64,15 +67,17 @@ public final class ServicePublisher: @unchecked Sendable {
         return nil
     }
 
-    /// Waits (polling) until the service is established; nil on timeout.
+    /// Waits until the service is established (its name), it failed (nil),
+    /// or `seconds` passed (nil).
     public func waitUntilEstablished(timeout seconds: Double) -> String? {
-        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
-        while ContinuousClock.now < deadline {
-            if let name = establishedName { return name }
-            if case .failed = status { return nil }
-            usleepMilliseconds(10)
+        let deadline = Condition.deadline(afterSeconds: seconds)
+        return changed.withLock {
+            while true {
+                if let name = establishedName { return name }
+                if case .failed = status { return nil }
+                if !changed.wait(untilNanoseconds: deadline) { return establishedName }
+            }
         }
-        return establishedName
     }
 
     /// Withdraws the service and frees the Avahi objects. Idempotent.
@@ -88,6 +93,7 @@ public final class ServicePublisher: @unchecked Sendable {
 
     private func setStatus(_ status: Status) {
         statusBox.withLock { if $0 != .stopped { $0 = status } }
+        changed.withLock { changed.broadcast() }
     }
 
     // MARK: Poll thread (poll lock held)
@@ -190,10 +196,4 @@ public final class ServicePublisher: @unchecked Sendable {
         defer { avahi_free(next) }
         return String(cString: next)
     }
-}
-
-func usleepMilliseconds(_ ms: Int) {
-    var request = timespec(tv_sec: ms / 1000, tv_nsec: (ms % 1000) * 1_000_000)
-    var remaining = timespec()
-    while nanosleep(&request, &remaining) == -1 && errno == EINTR { request = remaining }
 }
