@@ -14,7 +14,7 @@ import TuttiSystem
 import TuttiControlKit
 
 /// One connected follower, seen from the leader.
-// Sendable because `closed` and `saidGoodbye` are touched only under `state`, `name` and `version` are in a Mutex and an Atomic, the writer is Sendable, and the rest is immutable.
+// Sendable because `closed` is touched only under `state`, `saidGoodbye` is an Atomic, `name` and `version` are in a Mutex and an Atomic, the writer is Sendable, and the rest is immutable.
 final class FollowerSession: @unchecked Sendable {
     let connection: TCPConnection
     /// Strong: a session's threads may finish after the leader stopped; it is released when the session is removed.
@@ -28,7 +28,7 @@ final class FollowerSession: @unchecked Sendable {
     private let state = Condition()
     private var closed = false
     /// `sayGoodbye` queued the goodbye: `close` does not send another.
-    private var saidGoodbye = false
+    private let saidGoodbye = Atomic<Bool>(false)
     /// The room, from the hello: written by the reader thread, read by
     /// control threads and `close` on any thread, hence the Mutex.
     var name: String? {
@@ -156,7 +156,7 @@ final class FollowerSession: @unchecked Sendable {
     /// follower that falls too far behind is disconnected.
     private func enqueue(_ bytes: [UInt8]) {
         // After the goodbye nothing more goes: audio behind it would only hold up its flush.
-        guard !state.withLock({ saidGoodbye }) else { return }
+        guard !saidGoodbye.load(ordering: .acquiring) else { return } // an atomic load: this runs per chunk per room
         writer.send(bytes)
         // The writer closed it (too slow, or a write failed): the session ends with its reason.
         if let reason = writer.closeReason { close(reason: reason) }
@@ -167,7 +167,7 @@ final class FollowerSession: @unchecked Sendable {
         let reason = writer.closeReason ?? reason
         let (wasOpen, goodbyeSent) = state.withLock { () -> (Bool, Bool) in
             defer { closed = true }
-            return (!closed, saidGoodbye)
+            return (!closed, saidGoodbye.load(ordering: .acquiring))
         }
         guard wasOpen else { return }
         if let tag = clockTag.withLock({ t in defer { t = nil }; return t }) { leader.speakerSecurity.unregisterClock(tag: tag) }
@@ -191,7 +191,7 @@ final class FollowerSession: @unchecked Sendable {
     func sayGoodbye(reason: String) {
         guard dialect == .tutti, state.withLock({ () -> Bool in
             guard !closed else { return false }
-            saidGoodbye = true
+            saidGoodbye.store(true, ordering: .releasing)
             return true
         }) else { return }
         writer.sendLast(Message.bye(reason: reason).encoded())

@@ -30,7 +30,7 @@ public final class ControlServer: Service, JSONRPCServing, @unchecked Sendable {
     let leader: any LeaderControl
     private let listener: TCPListener?
     let log: Logger
-    private let clients = Mutex<[ObjectIdentifier: SurfaceClient]>([:])
+    private let clients: SurfaceClients
     private let running = Atomic<Bool>(true)
     /// Changes not yet turned into notifications.
     private let pendingEvents = Mutex<Set<LeaderEvent>>([])
@@ -53,6 +53,7 @@ public final class ControlServer: Service, JSONRPCServing, @unchecked Sendable {
     public init(leader: any LeaderControl, endpoint: Endpoint?, log: Logger) throws(NetError) {
         self.leader = leader
         self.log = log
+        clients = SurfaceClients(limits: leader.surfaceSettings.outboxLimits, log: log)
         listener = try endpoint.map { e throws(NetError) in try TCPListener(endpoint: e) }
     }
 
@@ -109,9 +110,8 @@ public final class ControlServer: Service, JSONRPCServing, @unchecked Sendable {
         guard let listener else { return }
         log.info("control (JSON-RPC) on \(listener.endpoint)")
         let tcp = TCPService("JSON-RPC", listener: listener, loop: leader.acceptLoop, budget: budget, log: log, threadName: "tutti-ctl-client",
-                             closeConnections: { [self] in
-                                 for c in clients.withLock({ Array($0.values) }) where c.newlineFramed { c.writer.close(reason: "leader stopping") }
-                             }, serve: { [self] connection, _ in serve(connection) })
+                             closeConnections: { [clients] in clients.close(reason: "leader stopping") { $0.newlineFramed } },
+                             serve: { [self] connection, _ in serve(connection) })
         try tcp.start()
         self.tcp.withLock { $0 = tcp }
     }
@@ -122,52 +122,30 @@ public final class ControlServer: Service, JSONRPCServing, @unchecked Sendable {
         notifierWake.signal()
         notifier.withLock { $0 }?.join()
         tcp.withLock { $0 }?.stop()
-        for c in clients.withLock({ Array($0.values) }) { c.writer.close(reason: "leader stopping") }
+        clients.close(reason: "leader stopping")
     }
 
     /// Registers a client; its messages go through `write`, which must give
     /// up after about the stall limit. `disconnect` ends its connection.
     public func attach(peer: String, address: String, newlineFramed: Bool, write: @escaping ClientWriter.Write,
                 writeIfFree: ClientWriter.WriteIfFree? = nil, disconnect: @escaping @Sendable () -> Void) -> SurfaceClient {
-        let writer = ClientWriter(peer: peer, limits: leader.surfaceSettings.outboxLimits, log: log, write: write, writeIfFree: writeIfFree, disconnect: disconnect)
-        let client = SurfaceClient(writer: writer, newlineFramed: newlineFramed, level: initialLevel(address: address), address: address)
-        clients.withLock { $0[ObjectIdentifier(client)] = client }
-        return client
+        clients.attach(peer: peer, address: address, level: initialLevel(address: address), newlineFramed: newlineFramed,
+                       write: write, writeIfFree: writeIfFree, disconnect: disconnect)
     }
 
-    public func detach(_ client: SurfaceClient, reason: String = "connection closed") {
-        clients.withLock { _ = $0.removeValue(forKey: ObjectIdentifier(client)) }
-        client.writer.close(reason: reason)
-    }
+    public func detach(_ client: SurfaceClient, reason: String = "connection closed") { clients.detach(client, reason: reason) }
 
     /// How many clients are connected (all surfaces that carry JSON-RPC).
-    public var clientCount: Int { clients.withLock { $0.count } }
+    public var clientCount: Int { clients.count }
 
     private func serve(_ connection: TCPConnection) {
-        let stall = leader.surfaceSettings.clientStallMilliseconds
-        connection.setSendTimeout(milliseconds: stall)
-        // A bounded kernel buffer, so a client that stopped reading shows up as a stalled write.
-        connection.setSendBuffer(bytes: 64 * 1024)
-        let client = attach(peer: "JSON-RPC \(connection.peer)", address: connection.peer, newlineFramed: true, write: { bytes in
-            do { try connection.send(bytes) } catch NetError.timedOut {
-                throw RPCError(code: 0, message: "did not read for \(stall / 1000) s")
-            }
-        }, writeIfFree: { bytes in try connection.sendIfFree(bytes) }, disconnect: { connection.close() })
-        defer {
-            detach(client)
-            connection.close()
-        }
-        // Taken as the server stopped, after it closed the others: it goes too.
-        guard running.load(ordering: .acquiring) else { return }
-        var malformed = 0
-        let reason = LineDiscipline.readLines(from: connection, until: { client.writer.isClosed }, loggedIn: { client.level > .none }) { line in
-            if let line { malformed = receive(line, from: client, onItsThread: true) ? 0 : malformed + 1 } else {
-                send(.error(id: nil, code: -32700, message: "request line longer than \(Self.maxLineBytes) bytes"), to: client, direct: true)
-                malformed += 1
-            }
-            return malformed < LineDiscipline.maxConsecutiveMalformed ? nil : "\(malformed) malformed requests in a row"
-        }
-        if let reason { log.info("JSON-RPC \(connection.peer) closed: \(reason)") }
+        clients.serveLines(connection, surface: "JSON-RPC", level: initialLevel(address: connection.peer),
+                           stallMilliseconds: leader.surfaceSettings.clientStallMilliseconds,
+                           accepting: { running.load(ordering: .acquiring) },
+                           receive: { line, client in receive(line, from: client, onItsThread: true) },
+                           lineTooLong: { client in
+                               send(.error(id: nil, code: -32700, message: "request line longer than \(Self.maxLineBytes) bytes"), to: client, direct: true)
+                           })
     }
 
     /// One request from a client (a line, or a WebSocket message); the reply
@@ -198,7 +176,7 @@ public final class ControlServer: Service, JSONRPCServing, @unchecked Sendable {
         let bare = RPCNotification(method: method, params: params).bytes
         let line = bare + [UInt8(ascii: "\n")]
         // A client that has not logged in hears nothing of what plays.
-        for c in clients.withLock({ Array($0.values) }) where c.level > .none { c.writer.send(c.newlineFramed ? line : bare, key: key ?? method) }
+        for c in clients.all where c.level > .none { c.writer.send(c.newlineFramed ? line : bare, key: key ?? method) }
     }
 
     // MARK: Requests
@@ -299,7 +277,7 @@ public final class ControlServer: Service, JSONRPCServing, @unchecked Sendable {
 
     /// Clients that logged in with a token `matches` picks go back to where they started.
     private func demote(_ matches: (String?) -> Bool) {
-        for c in clients.withLock({ Array($0.values) }) where c.token.withLock({ matches($0) }) {
+        for c in clients.all where c.token.withLock({ matches($0) }) {
             c.token.withLock { $0 = nil }
             c.level = initialLevel(address: c.address)
         }

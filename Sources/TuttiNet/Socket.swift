@@ -290,18 +290,8 @@ public final class TCPListener: Sendable {
     /// Blocks until a peer connects; throws `.closed` after `close()`.
     public func accept() throws(NetError) -> TCPConnection {
         while true {
-            var peer = sockaddr_in()
-            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            let client = withUnsafeMutablePointer(to: &peer) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.accept(fd, $0, &length) }
-            }
-            if client >= 0 {
-                var text = [CChar](repeating: 0, count: Int(INET_ADDRSTRLEN))
-                inet_ntop(AF_INET, &peer.sin_addr, &text, socklen_t(text.count))
-                let host = String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-                return TCPConnection(fd: client, peer: "\(host):\(UInt16(bigEndian: peer.sin_port))")
-            }
-            let e = errno
+            let (connection, e) = acceptOne()
+            if let connection { return connection }
             if isClosed.load(ordering: .relaxed) { throw .closed }
             if e == EINTR || e == ECONNABORTED || e == EMFILE || e == ENFILE {
                 if e == EMFILE || e == ENFILE { usleep(100_000) }
@@ -316,6 +306,20 @@ public final class TCPListener: Sendable {
     }
 
     public var closed: Bool { isClosed.load(ordering: .acquiring) }
+
+    /// One accept(2): the connection, named by its peer's address, or the errno.
+    private func acceptOne() -> (TCPConnection?, Int32) {
+        var peer = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let client = withUnsafeMutablePointer(to: &peer) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.accept(fd, $0, &length) }
+        }
+        guard client >= 0 else { return (nil, errno) }
+        var text = [CChar](repeating: 0, count: Int(INET_ADDRSTRLEN))
+        inet_ntop(AF_INET, &peer.sin_addr, &text, socklen_t(text.count))
+        let host = String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return (TCPConnection(fd: client, peer: "\(host):\(UInt16(bigEndian: peer.sin_port))"), 0)
+    }
 
     /// For a thread that waits on many ports at once (poll): the socket to
     /// wait on. Its accepts then never block (`acceptIfReady`).
@@ -338,18 +342,8 @@ public final class TCPListener: Sendable {
     /// The connection itself blocks, as `accept`'s do. Throws `.closed` after `close()`.
     public func acceptIfReady() throws(NetError) -> Arrival {
         while true {
-            var peer = sockaddr_in()
-            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            let client = withUnsafeMutablePointer(to: &peer) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.accept(fd, $0, &length) }
-            }
-            if client >= 0 {
-                var text = [CChar](repeating: 0, count: Int(INET_ADDRSTRLEN))
-                inet_ntop(AF_INET, &peer.sin_addr, &text, socklen_t(text.count))
-                let host = String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-                return .connection(TCPConnection(fd: client, peer: "\(host):\(UInt16(bigEndian: peer.sin_port))"))
-            }
-            let e = errno
+            let (connection, e) = acceptOne()
+            if let connection { return .connection(connection) }
             if isClosed.load(ordering: .relaxed) { throw .closed }
             switch e {
             case EINTR: continue

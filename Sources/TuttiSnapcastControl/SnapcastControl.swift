@@ -43,7 +43,7 @@ public final class SnapcastControl: Service, @unchecked Sendable {
     private let listener: TCPListener?
     private var web: WebServer?
     private var pages: SnapcastPages?
-    private let clients = Mutex<[ObjectIdentifier: SurfaceClient]>([:])
+    private let clients: SurfaceClients
     /// Snapcast JSON-RPC connections served at once.
     private let budget = ConnectionBudget(name: "Snapcast JSON-RPC", limit: 128)
     private let running = Atomic<Bool>(true)
@@ -65,6 +65,7 @@ public final class SnapcastControl: Service, @unchecked Sendable {
         self.trustsEveryone = trustsEveryone
         self.codecName = codecName
         self.log = log
+        clients = SurfaceClients(limits: leader.surfaceSettings.outboxLimits, log: log)
         listener = try control.map { e throws(NetError) in try TCPListener(endpoint: e) }
         if let http {
             let pages = SnapcastPages()
@@ -102,9 +103,8 @@ public final class SnapcastControl: Service, @unchecked Sendable {
         guard let listener else { return }
         log.info("Snapcast control (JSON-RPC) on \(listener.endpoint)")
         let tcp = TCPService("Snapcast control", listener: listener, loop: leader.acceptLoop, budget: budget, log: log, threadName: "tutti-snap-client",
-                             closeConnections: { [self] in
-                                 for c in clients.withLock({ Array($0.values) }) where c.newlineFramed { c.writer.close(reason: "leader stopping") }
-                             }, serve: { [self] connection, _ in serve(connection) })
+                             closeConnections: { [clients] in clients.close(reason: "leader stopping") { $0.newlineFramed } },
+                             serve: { [self] connection, _ in serve(connection) })
         try tcp.start()
         self.tcp.withLock { $0 = tcp }
     }
@@ -117,17 +117,15 @@ public final class SnapcastControl: Service, @unchecked Sendable {
         tcp.withLock { $0 }?.stop()
         web?.stop()
         pages?.loginWatch.stop()
-        for c in clients.withLock({ Array($0.values) }) { c.writer.close(reason: "leader stopping") }
+        clients.close(reason: "leader stopping")
     }
 
     // MARK: Transports
 
     func attach(peer: String, address: String, newlineFramed: Bool, write: @escaping ClientWriter.Write,
                 writeIfFree: ClientWriter.WriteIfFree? = nil, disconnect: @escaping @Sendable () -> Void) -> SurfaceClient {
-        let writer = ClientWriter(peer: peer, limits: leader.surfaceSettings.outboxLimits, log: log, write: write, writeIfFree: writeIfFree, disconnect: disconnect)
-        let client = SurfaceClient(writer: writer, newlineFramed: newlineFramed, level: level(address: address), address: address)
-        clients.withLock { $0[ObjectIdentifier(client)] = client }
-        return client
+        clients.attach(peer: peer, address: address, level: level(address: address), newlineFramed: newlineFramed,
+                       write: write, writeIfFree: writeIfFree, disconnect: disconnect)
     }
 
     /// Snapcast's clients (Home Assistant, Snapweb) cannot log in: from
@@ -140,33 +138,18 @@ public final class SnapcastControl: Service, @unchecked Sendable {
         return level == .full ? .full : (leader.controlAccess.guestReadOnly ? .guest : .none)
     }
 
-    func detach(_ client: SurfaceClient, reason: String = "connection closed") {
-        clients.withLock { _ = $0.removeValue(forKey: ObjectIdentifier(client)) }
-        client.writer.close(reason: reason)
-    }
+    func detach(_ client: SurfaceClient, reason: String = "connection closed") { clients.detach(client, reason: reason) }
 
     private func serve(_ connection: TCPConnection) {
-        let stall = leader.surfaceSettings.clientStallMilliseconds
-        connection.setSendTimeout(milliseconds: stall)
-        connection.setSendBuffer(bytes: 64 * 1024)
-        let client = attach(peer: "Snapcast JSON-RPC \(connection.peer)", address: connection.peer, newlineFramed: true, write: { bytes in
-            do { try connection.send(bytes) } catch NetError.timedOut {
-                throw RPCError(code: 0, message: "did not read for \(stall / 1000) s")
-            }
-        }, writeIfFree: { bytes in try connection.sendIfFree(bytes) }, disconnect: { connection.close() })
-        defer { detach(client); connection.close() }
-        // Taken as the server stopped, after it closed the others: it goes too.
-        guard running.load(ordering: .acquiring) else { return }
-        var malformed = 0
         // Snapcast's clients cannot log in: one that may do nothing goes after 10 s.
-        let reason = LineDiscipline.readLines(from: connection, until: { client.writer.isClosed }, loggedIn: { client.level > .none }) { line in
-            if let line { malformed = receive(line, from: client, onItsThread: true) ? 0 : malformed + 1 } else {
-                send(.one(.error(id: nil, code: -32700, message: "request line longer than \(LineDiscipline.maxLineBytes) bytes")), to: client, direct: true)
-                malformed += 1
-            }
-            return malformed < LineDiscipline.maxConsecutiveMalformed ? nil : "\(malformed) malformed requests in a row"
-        }
-        if let reason { log.info("Snapcast JSON-RPC \(connection.peer) closed: \(reason)") }
+        clients.serveLines(connection, surface: "Snapcast JSON-RPC", level: level(address: connection.peer),
+                           stallMilliseconds: leader.surfaceSettings.clientStallMilliseconds,
+                           accepting: { running.load(ordering: .acquiring) },
+                           receive: { line, client in receive(line, from: client, onItsThread: true) },
+                           lineTooLong: { client in
+                               send(.one(.error(id: nil, code: -32700, message: "request line longer than \(LineDiscipline.maxLineBytes) bytes")),
+                                    to: client, direct: true)
+                           })
     }
 
     /// False: the message was no request at all (not JSON). `onItsThread`:
@@ -541,7 +524,7 @@ public final class SnapcastControl: Service, @unchecked Sendable {
         for (method, params) in Self.changes(from: before, to: after) {
             let message = RPCNotification(method: method, params: params).bytes
             let key = method == "Server.OnUpdate" ? method : nil // a newer whole tree replaces a waiting one
-            for c in clients.withLock({ Array($0.values) }) where c.level > .none { send(message, to: c, key: key) }
+            for c in clients.all where c.level > .none { send(message, to: c, key: key) }
         }
     }
 
