@@ -116,8 +116,11 @@ let package = Package(
         .target(name: "TuttiJSONRPC", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "TuttiNet", "TuttiLibrary", "TuttiStreams", "TuttiAuth", "TuttiControlKit"]),
         // The web app (`--web`): its files, covers, and the JSON-RPC API over WebSocket and POST (civetweb), against `LeaderControl` and `JSONRPCServing` only.
         .target(name: "TuttiWebApp", dependencies: ["TuttiCore", "TuttiSystem", "TuttiNet", "TuttiLibrary", "TuttiAuth", "TuttiWeb", "TuttiControlKit"]),
-        // Composition root: leader, demo, and the follower in the same binary.
-        .target(name: "TuttiDaemon", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "TuttiDecode", "TuttiNet", "TuttiLibrary", "TuttiInput", "TuttiStreams", "TuttiDiscovery", "TuttiFollower", "TuttiTimeStretch", "TuttiAuth", "TuttiControlKit", "TuttiMPD", "TuttiSnapcastControl", "TuttiJSONRPC", "TuttiWebApp"]),
+        // The leader's engine: streams, players, speaker sessions, groups, library access, mDNS and AirPlay;
+        // `LeaderControl` for the surfaces, which it knows only as `LeaderSurfaces` (no surface module, no web server).
+        .target(name: "TuttiLeader", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "TuttiDecode", "TuttiNet", "TuttiLibrary", "TuttiInput", "TuttiStreams", "TuttiDiscovery", "TuttiTimeStretch", "TuttiAuth", "TuttiControlKit"]),
+        // Composition root: `tuttid`'s command line, the leader engine with its surfaces (`ControlSurfaces`), the demo, and the follower in the same binary.
+        .target(name: "TuttiDaemon", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "TuttiNet", "TuttiFollower", "TuttiTimeStretch", "TuttiAuth", "TuttiControlKit", "TuttiLeader", "TuttiMPD", "TuttiSnapcastControl", "TuttiJSONRPC", "TuttiWebApp"]),
         .executableTarget(name: "tuttid", dependencies: ["TuttiDaemon"], linkerSettings: leanLink),
         .executableTarget(name: "tutti-follower", dependencies: ["TuttiFollower", "TuttiSystem", "TuttiCore"], linkerSettings: leanLink),
         // Helpers shared by the test targets (temporary folders, running real programs to their end).
@@ -139,9 +142,9 @@ let package = Package(
         .testTarget(name: "TuttiWebTests", dependencies: ["TuttiTestSupport", "TuttiWeb"]),
         .testTarget(name: "TuttiInputTests", dependencies: ["TuttiInput", "TuttiCore"]),
         .testTarget(name: "TuttiCLITests", dependencies: ["TuttiCLI", "TuttiDiscovery", "TuttiCore"]),
-        .testTarget(name: "TuttiDiscoveryTests", dependencies: ["TuttiTestSupport", "TuttiDiscovery", "TuttiDaemon", "TuttiFollower", "TuttiControlClient", "TuttiAudio", "TuttiNet", "TuttiCore"]),
+        .testTarget(name: "TuttiDiscoveryTests", dependencies: ["TuttiTestSupport", "TuttiDiscovery", "TuttiDaemon", "TuttiLeader", "TuttiFollower", "TuttiControlClient", "TuttiAudio", "TuttiNet", "TuttiCore"]),
         .testTarget(name: "TuttiFuzzTests", dependencies: ["TuttiFuzzTargets"]),
-        .testTarget(name: "TuttiDaemonTests", dependencies: ["TuttiTestSupport", "TuttiDaemon", "TuttiControlKit", "TuttiMPD", "TuttiJSONRPC", "TuttiWebApp", "TuttiDiscovery", "TuttiFollower", "TuttiControlClient", "TuttiAudio", "TuttiNet", "TuttiCore"]),
+        .testTarget(name: "TuttiDaemonTests", dependencies: ["TuttiTestSupport", "TuttiDaemon", "TuttiLeader", "TuttiControlKit", "TuttiMPD", "TuttiJSONRPC", "TuttiWebApp", "TuttiDiscovery", "TuttiFollower", "TuttiControlClient", "TuttiAudio", "TuttiNet", "TuttiCore"]),
     ],
     swiftLanguageModes: [.v6]
 )

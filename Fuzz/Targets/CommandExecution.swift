@@ -41,7 +41,7 @@ enum CommandExecution {
         c.startLatencyMilliseconds = 2
         c.allowedFolders = [folder]
         do {
-            let leader = try Leader(configuration: c, log: .silent)
+            let leader = try Leader(configuration: c, log: .silent, surfaces: ControlSurfaces())
             try leader.start()
             return try InProcessControl(leader: leader)
         } catch {

@@ -32,7 +32,7 @@ public enum Demo {
         leaderConfig.files = [track]
         leaderConfig.loop = true
         leaderConfig.codec = config.codec
-        let leader = try Leader(configuration: leaderConfig, log: log.with(label: "leader"))
+        let leader = try Leader(configuration: leaderConfig, log: log.with(label: "leader"), surfaces: ControlSurfaces())
         try leader.start()
         defer { leader.stop() }
         if let preset = config.equalizerPreset {

@@ -4,6 +4,7 @@ import TuttiCore
 import TuttiNet
 import TuttiSystem
 import TuttiControlKit
+import TuttiLeader
 import TuttiJSONRPC
 import TuttiMPD
 import TuttiSnapcastControl
@@ -42,9 +43,10 @@ public final class InProcessControl: Sendable {
     }
 
     public init(leader: Leader) throws(SetupError) {
-        guard let mpd = leader.mpdServer else { throw .surfaceMissing("MPD port (configuration.mpd)") }
-        guard let control = leader.controlServer else { throw .surfaceMissing("JSON-RPC port (configuration.control)") }
-        guard let snapcast = leader.snapcastControlServer else { throw .surfaceMissing("Snapcast control (configuration.snapcastControl)") }
+        let surfaces = leader.surfaces as? ControlSurfaces
+        guard let mpd = surfaces?.mpd else { throw .surfaceMissing("MPD port (configuration.mpd)") }
+        guard let control = surfaces?.control else { throw .surfaceMissing("JSON-RPC port (configuration.control)") }
+        guard let snapcast = surfaces?.snapcast else { throw .surfaceMissing("Snapcast control (configuration.snapcastControl)") }
         self.leader = leader
         controlServer = control
         snapcastServer = snapcast

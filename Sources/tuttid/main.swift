@@ -94,7 +94,7 @@ case .leader(var config):
             config.password = text
         }
         let config = config
-        let leader = try Leader(configuration: config, log: StandardErrorLog.logger("leader"))
+        let leader = try Leader(configuration: config, log: StandardErrorLog.logger("leader"), surfaces: ControlSurfaces())
         try leader.start()
         let buttons = try config.buttons.map { path in
             try ButtonController(configPath: path, log: StandardErrorLog.logger("buttons")) { command in leader.handle(command, room: nil) }

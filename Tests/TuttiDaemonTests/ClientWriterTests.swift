@@ -5,6 +5,7 @@ import TuttiCore
 import TuttiNet
 import TuttiTestSupport
 @testable import TuttiDaemon
+@testable import TuttiLeader
 @testable import TuttiControlKit
 @testable import TuttiMPD
 

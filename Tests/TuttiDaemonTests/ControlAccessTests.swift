@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TuttiControlClient
 import TuttiCore
+import TuttiControlKit
 import TuttiDaemon
 import TuttiWebApp
 import TuttiNet

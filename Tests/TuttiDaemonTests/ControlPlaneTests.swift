@@ -3,6 +3,7 @@ import Glibc
 import Testing
 import TuttiControlClient
 import TuttiCore
+import TuttiControlKit
 import TuttiDaemon
 import TuttiWebApp
 import TuttiNet

@@ -3,6 +3,7 @@ import Testing
 import TuttiAudio
 import TuttiControlClient
 import TuttiCore
+import TuttiControlKit
 import TuttiDaemon
 import TuttiWebApp
 import TuttiNet

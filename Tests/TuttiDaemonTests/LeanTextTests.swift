@@ -2,6 +2,7 @@ import Testing
 import TuttiCore
 @testable import TuttiLibrary
 @testable import TuttiDaemon
+@testable import TuttiLeader
 @testable import TuttiControlKit
 @testable import TuttiMPD
 @testable import TuttiJSONRPC

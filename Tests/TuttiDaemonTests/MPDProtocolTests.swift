@@ -1,5 +1,6 @@
 import Testing
 @testable import TuttiDaemon
+@testable import TuttiLeader
 @testable import TuttiControlKit
 @testable import TuttiMPD
 

@@ -3,6 +3,7 @@ import Synchronization
 import Testing
 import TuttiAuth
 import TuttiCore
+import TuttiControlKit
 import TuttiDaemon
 import TuttiWebApp
 import TuttiFollower

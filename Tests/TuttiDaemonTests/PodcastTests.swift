@@ -4,6 +4,7 @@ import Testing
 import TuttiAudio
 import TuttiControlClient
 import TuttiCore
+import TuttiControlKit
 import TuttiDaemon
 import TuttiWebApp
 import TuttiNet

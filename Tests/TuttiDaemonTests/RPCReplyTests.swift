@@ -1,6 +1,7 @@
 import Testing
 import TuttiCore
 @testable import TuttiDaemon
+@testable import TuttiLeader
 import TuttiControlKit
 
 /// Replies and notifications as bytes: JSON-RPC's envelope with its keys in

@@ -88,7 +88,7 @@ func startLeader(files: [String], codec: Codec = .pcm, loop: Bool = false, buffe
     c.loop = loop
     c.bufferMilliseconds = buffer
     configure(&c)
-    let leader = try Leader(configuration: c, log: log)
+    let leader = try Leader(configuration: c, log: log, surfaces: ControlSurfaces())
     try leader.start()
     return leader
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TuttiCore
+import TuttiControlKit
 import TuttiDaemon
 import TuttiWebApp
 import TuttiFollower

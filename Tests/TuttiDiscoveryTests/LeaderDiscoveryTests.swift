@@ -5,6 +5,7 @@ import Synchronization
 import TuttiAudio
 import TuttiCore
 @testable import TuttiDaemon
+@testable import TuttiLeader
 import TuttiDiscovery
 import TuttiFollower
 import TuttiNet
@@ -56,7 +57,7 @@ func playedCounterFrames(_ path: String) -> (played: Int, distinct: Int) {
         c.codec = .pcm
         c.announce = true
         c.announceName = name
-        let leader = try Leader(configuration: c, log: .silent)
+        let leader = try Leader(configuration: c, log: .silent, surfaces: ControlSurfaces())
         try leader.start()
         defer { leader.stop() }
         let announcer = try #require(leader.announcer)
@@ -110,7 +111,7 @@ func playedCounterFrames(_ path: String) -> (played: Int, distinct: Int) {
         // The leader moves (restarted on another port, same name): the follower finds it again.
         leader.stop()
         c.listen = Endpoint(host: "127.0.0.1", port: 0)
-        let moved = try Leader(configuration: c, log: .silent)
+        let moved = try Leader(configuration: c, log: .silent, surfaces: ControlSurfaces())
         try moved.start()
         defer { moved.stop() }
         #expect(moved.endpoint.port != leader.endpoint.port)
@@ -145,7 +146,7 @@ func playedCounterFrames(_ path: String) -> (played: Int, distinct: Int) {
         c.files = ["/nonexistent.wav"]
         c.announce = true
         c.announceName = uniqueName("no-avahi")
-        let leader = try Leader(configuration: c, log: .silent)
+        let leader = try Leader(configuration: c, log: .silent, surfaces: ControlSurfaces())
         try leader.start() // announcing never fails the leader
         defer { leader.stop() }
         #expect(leader.announcer?.status == .waitingForDaemon)
@@ -179,7 +180,7 @@ func playedCounterFrames(_ path: String) -> (played: Int, distinct: Int) {
         c.announceName = uniqueName("real")
         c.pairedSpeakersOnly = true
         c.stateDirectory = dir + "/leader-state"
-        let real = try Leader(configuration: c, log: .silent)
+        let real = try Leader(configuration: c, log: .silent, surfaces: ControlSurfaces())
         try real.start()
         defer { real.stop() }
         #expect(real.announcer?.waitUntilEstablished(timeout: 10) != nil)
@@ -208,7 +209,7 @@ func playedCounterFrames(_ path: String) -> (played: Int, distinct: Int) {
         r.listen = Endpoint(host: "127.0.0.1", port: 0)
         r.files = [dir + "/count.wav"]
         r.loop = true
-        let rogue = try Leader(configuration: r, log: rogueLog.logger)
+        let rogue = try Leader(configuration: r, log: rogueLog.logger, surfaces: ControlSurfaces())
         try rogue.start()
         defer { rogue.stop() }
         let fake = try ServicePublisher(name: "!x \(uniqueName("rogue"))", port: rogue.endpoint.port,

@@ -12,17 +12,13 @@ import TuttiNet
 import TuttiStreams
 import TuttiSystem
 import TuttiControlKit
-import TuttiWebApp
-import TuttiJSONRPC
-import TuttiMPD
-import TuttiSnapcastControl
 
-// Sendable because shared state is in Mutexes and Atomics; the `var`s (main stream, servers, announcers) are set during init and start(), before the threads that read them, and never again.
+// Sendable because shared state is in Mutexes and Atomics; the `var`s (main stream, clock socket, announcers) are set during init and start(), before the threads that read them, and never again.
 public final class Leader: @unchecked Sendable {
     public let configuration: LeaderConfiguration
     /// The main group's stream.
     public var streamID: UInt32 { mainStream.id }
-    let log: Logger
+    public let log: Logger
     let listener: TCPListener
     /// Snapcast's stream port, when `snapcastStream` is set.
     let snapcastListener: TCPListener?
@@ -60,10 +56,8 @@ public final class Leader: @unchecked Sendable {
     let grouping = Mutex(RoomGroups())
     /// Serialises group changes end to end (table, then sessions).
     let groupChanges = Condition() // a lock: one group change at a time
-    var controlServer: ControlServer?
-    var mpdServer: MPDServer?
-    var webSurface: WebSurface?
-    var snapcastControlServer: SnapcastControl?
+    /// The control surfaces, built by the composition root (`LeaderSurfaces`); nil: none.
+    public let surfaces: (any LeaderSurfaces)?
     /// The AirPlay receivers, one per group, while `airplay` is on (Leader+AirPlay.swift).
     /// Set once they run, after the control surfaces started, whose threads
     /// read it: hence the Mutex.
@@ -229,9 +223,12 @@ public final class Leader: @unchecked Sendable {
     public var playedNanoseconds: Int64 { playTime.withLock { $0.total + ($0.since.map { Monotonic.now() - $0 } ?? 0) } }
     let opener: SourceOpener
 
-    public init(configuration: LeaderConfiguration, log: Logger) throws {
+    /// A leader serving `surfaces` (nil: none; tuttid passes TuttiDaemon's
+    /// `ControlSurfaces`), which it starts in its order (`start`).
+    public init(configuration: LeaderConfiguration, log: Logger, surfaces: (any LeaderSurfaces)?) throws {
         self.configuration = configuration
         self.log = log
+        self.surfaces = surfaces
         acceptLoop = AcceptLoop(log: log)
         listener = try TCPListener(endpoint: configuration.listen)
         do {
@@ -350,25 +347,6 @@ public final class Leader: @unchecked Sendable {
     public var syncHealth: [String: SyncReport] { syncReports.withLock { $0 } }
 
 
-    /// The JSON-RPC endpoint, once started (the real port when 0 was asked for).
-    public var controlEndpoint: Endpoint? { controlServer?.endpoint }
-
-    /// Where the web app is served, once started (the real port when 0 was asked for).
-    public var webEndpoint: Endpoint? { webSurface?.endpoint }
-
-    /// Snapcast's control API endpoints, once started.
-    public var snapcastControlEndpoint: Endpoint? { snapcastControlServer?.controlEndpoint }
-    public var snapcastHTTPEndpoint: Endpoint? { snapcastControlServer?.httpEndpoint }
-
-    /// Control clients connected over every JSON-RPC surface (TCP and the web app).
-    public var controlClientCount: Int { controlServer?.clientCount ?? 0 }
-
-    /// The MPD protocol endpoint, once started (the real port when 0 was asked for).
-    public var mpdEndpoint: Endpoint? { mpdServer?.endpoint }
-
-    /// ACK lines the MPD server has sent (count, latest ones); nil without one.
-    public var mpdErrorsSent: (count: Int, recent: [String])? { mpdServer?.errorsSent }
-
     /// Starts the leader's services in order (`ServiceGroup`); `stop` ends
     /// them in reverse. Control surfaces first, then the speaker ports (so
     /// that, stopping, speakers hear the goodbye once nobody can command any
@@ -406,48 +384,9 @@ public final class Leader: @unchecked Sendable {
             log.info("Snapcast clients on \(snapcastListener.endpoint)")
             try services.start(speakerPort(snapcastListener, dialect: .snapcast))
         }
-        try startSurfaces()
+        // The control surfaces (JSON-RPC, the web app, MPD, Snapcast's control), as the composition root built them.
+        try surfaces?.start(serving: self, in: services)
         try startAnnouncements()
-    }
-
-    /// The control surfaces: JSON-RPC, the web app, MPD, Snapcast's control.
-    private func startSurfaces() throws {
-        if configuration.control != nil || configuration.web != nil {
-            // The web app speaks the same JSON-RPC, so it needs the server even without its TCP port.
-            let server = try ControlServer(leader: self, endpoint: configuration.control, log: log.with(label: "control"))
-            try services.start(server)
-            controlServer = server
-            if let web = configuration.web {
-                do {
-                    let surface = try WebSurface(leader: self, control: server, options: web, log: log.with(label: "web"))
-                    webSurface = surface
-                    try services.start(CallbackService("web app", stop: { surface.stop() }))
-                } catch {
-                    guard !web.required else { throw error }
-                    log.warning("\(error); the web app is off (give --web HOST:PORT to choose another port)")
-                }
-            }
-        }
-        if let mpd = configuration.mpd {
-            let server = try MPDServer(leader: self, endpoint: mpd, log: log.with(label: "mpd"))
-            try services.start(server)
-            mpdServer = server
-        }
-        if configuration.snapcastControl != nil || configuration.snapcastHTTP != nil {
-            do {
-                let server = try SnapcastControl(leader: self, control: configuration.snapcastControl, http: configuration.snapcastHTTP,
-                                                 trustsEveryone: configuration.snapcastControlOpen, codecName: configuration.codec.description,
-                                                 log: log.with(label: "snapcast"))
-                try services.start(server)
-                snapcastControlServer = server
-            } catch {
-                guard configuration.snapcastStreamRequired else {
-                    log.warning("\(error); Snapcast's control API is off (give --snapcast-control and --snapcast-http to choose other ports)")
-                    return
-                }
-                throw error
-            }
-        }
     }
 
     /// The library scan, the players and what watches them.

@@ -10,7 +10,8 @@ extension Leader {
     func startAnnouncing() {
         let port = endpoint.port
         let name = configuration.announceName ?? TuttiService.defaultName
-        let txt = TuttiService.txt(controlPort: controlEndpoint?.port, mpdPort: mpdEndpoint?.port,
+        let ports = surfaces?.announcedPorts
+        let txt = TuttiService.txt(controlPort: ports?.control, mpdPort: ports?.mpd,
                                    id: TuttiService.stableLeaderID(port: port), keyFingerprint: speakerSecurity.fingerprint)
         do {
             announcer = try ServicePublisher(name: name, port: port, txt: txt, log: log.with(label: "mdns"))

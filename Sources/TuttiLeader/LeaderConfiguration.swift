@@ -12,7 +12,6 @@ import TuttiNet
 import TuttiStreams
 import TuttiSystem
 import TuttiControlKit
-import TuttiWebApp
 
 /// How a leader is set up (`tuttid leader …`).
 public struct LeaderConfiguration: Sendable {
@@ -95,7 +94,7 @@ public struct LeaderConfiguration: Sendable {
     public var clientOutbox = ClientOutbox.Limits()
 
     /// The outbox limits with the stall limit in them.
-    var outboxLimits: ClientOutbox.Limits {
+    public var outboxLimits: ClientOutbox.Limits {
         var l = clientOutbox
         if l.maximumBusyNanoseconds == nil { l.maximumBusyNanoseconds = Int64(clientStallMilliseconds) * 1_000_000 }
         return l
