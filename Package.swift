@@ -132,7 +132,7 @@ let package = Package(
         .executableTarget(name: "tutti", dependencies: ["TuttiCLI"], linkerSettings: leanLink),
 
         // Fuzz targets: each parser that reads outside input, fed the way the daemons feed it (Fuzz/).
-        .target(name: "TuttiFuzzTargets", dependencies: ["TuttiCore", "TuttiDaemon", "TuttiMPD", "TuttiJSONRPC", "TuttiFollower", "TuttiLibrary", "TuttiStreams", "TuttiNet"],
+        .target(name: "TuttiFuzzTargets", dependencies: ["TuttiCore", "TuttiSystem", "TuttiLeader", "TuttiControlKit", "TuttiMPD", "TuttiJSONRPC", "TuttiSnapcastControl", "TuttiFollower", "TuttiLibrary", "TuttiStreams", "TuttiDecode", "TuttiNet"],
                 path: "Fuzz/Targets"),
 
         .testTarget(name: "TuttiCoreTests", dependencies: ["TuttiCore"]),
@@ -144,7 +144,7 @@ let package = Package(
         .testTarget(name: "TuttiCLITests", dependencies: ["TuttiCLI", "TuttiDiscovery", "TuttiCore"]),
         .testTarget(name: "TuttiDiscoveryTests", dependencies: ["TuttiTestSupport", "TuttiDiscovery", "TuttiDaemon", "TuttiLeader", "TuttiFollower", "TuttiControlClient", "TuttiAudio", "TuttiNet", "TuttiCore"]),
         .testTarget(name: "TuttiFuzzTests", dependencies: ["TuttiFuzzTargets"]),
-        .testTarget(name: "TuttiDaemonTests", dependencies: ["TuttiTestSupport", "TuttiDaemon", "TuttiLeader", "TuttiControlKit", "TuttiMPD", "TuttiJSONRPC", "TuttiWebApp", "TuttiDiscovery", "TuttiFollower", "TuttiControlClient", "TuttiAudio", "TuttiNet", "TuttiCore"]),
+        .testTarget(name: "TuttiDaemonTests", dependencies: ["TuttiTestSupport", "TuttiDaemon", "TuttiLeader", "TuttiFuzzTargets", "TuttiControlKit", "TuttiMPD", "TuttiJSONRPC", "TuttiWebApp", "TuttiDiscovery", "TuttiFollower", "TuttiControlClient", "TuttiAudio", "TuttiNet", "TuttiCore"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,7 +1,7 @@
 import Glibc
 import Synchronization
 import TuttiCore
-import TuttiDaemon
+import TuttiLeader
 import TuttiJSONRPC
 import TuttiNet
 
@@ -41,9 +41,10 @@ enum CommandExecution {
         c.startLatencyMilliseconds = 2
         c.allowedFolders = [folder]
         do {
-            let leader = try Leader(configuration: c, log: .silent, surfaces: ControlSurfaces())
+            let control = InProcessControl()
+            let leader = try Leader(configuration: c, log: .silent, surfaces: control)
             try leader.start()
-            return try InProcessControl(leader: leader)
+            return control
         } catch {
             fatalError("the fuzz leader did not start: \(error)")
         }

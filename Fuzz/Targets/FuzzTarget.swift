@@ -1,7 +1,7 @@
 import Glibc
 import TuttiCore
 import TuttiDecode
-import TuttiDaemon
+import TuttiLeader
 import TuttiJSONRPC
 import TuttiMPD
 import TuttiFollower
@@ -325,7 +325,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     /// tutti.conf: the file, then each daemon's own reading of its section.
     static func config(_ bytes: [UInt8]) {
         guard let file = try? ConfigFile.parse(String(decoding: bytes, as: UTF8.self), path: "tutti.conf") else { return }
-        _ = try? DaemonCommand.parse(["leader"], file: file, hostname: "fuzz")
+        _ = try? LeaderConfiguration.parse([], file: file, hostname: "fuzz")
         _ = try? FollowerConfiguration.parse([], file: file, hostname: "fuzz")
     }
 }

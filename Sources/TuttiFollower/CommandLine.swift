@@ -4,15 +4,6 @@ import TuttiCore
 import TuttiSystem
 import TuttiNet
 
-extension ArgumentReader {
-    /// A room key (empty: none).
-    public mutating func roomKey(_ flag: String) throws(UsageError) -> RoomKey? {
-        let text = try value(flag)
-        if text.isEmpty { return nil }
-        do { return try RoomKey(text) } catch { throw UsageError("room key: \(error)") }
-    }
-}
-
 public enum FollowerUsage {
     public static let text = """
     usage: tuttid follower [--leader HOST:PORT | --leader-name NAME] --name NAME [OPTIONS]

@@ -114,7 +114,7 @@ import TuttiTestSupport
         guard case .printConfig(let listing) = try DaemonCommand.parse(["leader"], file: nil, hostname: "pi", printConfig: true).0 else {
             Issue.record("not printed"); return
         }
-        let defaults = DaemonCommand.leaderOptions(hostname: "pi")
+        let defaults = LeaderConfiguration.options(hostname: "pi")
         #expect(listing.split(separator: "\n").filter { $0.hasSuffix("# default") }.count == defaults.count)
         #expect(listing.contains("name = Tutti on pi"))
     }

@@ -3,6 +3,7 @@ import Glibc
 import Testing
 import TuttiCore
 import TuttiDaemon
+import TuttiFuzzTargets
 import TuttiMPD
 import TuttiNet
 import TuttiTestSupport
@@ -20,10 +21,10 @@ import TuttiTestSupport
         var mpd: Endpoint { leader.mpdEndpoint! }
     }
 
-    func makeFixture(_ name: String = #function) throws -> Fixture {
+    func makeFixture(_ name: String = #function, surfaces: any LeaderSurfaces = ControlSurfaces()) throws -> Fixture {
         let dir = makeTemporaryDirectory(name)
         for file in ["a", "b"] { writeFile(dir + "/\(file).wav", wavImage(counterFrames(count: 48_000 * 10))) }
-        let leader = try startLeader(files: ["a", "b"].map { dir + "/\($0).wav" }) { c in
+        let leader = try startLeader(files: ["a", "b"].map { dir + "/\($0).wav" }, surfaces: surfaces) { c in
             c.control = Endpoint(host: "127.0.0.1", port: 0)
             c.mpd = Endpoint(host: "127.0.0.1", port: 0)
             c.snapcastControl = Endpoint(host: "127.0.0.1", port: 0)
@@ -174,9 +175,9 @@ import TuttiTestSupport
     /// The fuzz targets' way in (`InProcessControl`): the same answers as
     /// the ports give, without sockets.
     @Test func theInProcessSurfacesAnswerAsThePortsDo() throws {
-        let f = try makeFixture()
+        let control = InProcessControl()
+        let f = try makeFixture(surfaces: control)
         defer { f.leader.stop() }
-        let control = try InProcessControl(leader: f.leader)
         let mpd = String(decoding: control.mpd(Array("seek 0 1e300\nmove 0 9223372036854775807\nstatus\n".utf8)), as: UTF8.self)
         #expect(mpd.hasPrefix("OK\nACK [2@0] {move} Bad song index\n"), "\(mpd)")
         #expect(mpd.contains("\nsong: 1\n") && mpd.hasSuffix("\nOK\n"), "\(mpd)")

@@ -80,6 +80,7 @@ final class CapturingLog: Sendable {
 }
 
 func startLeader(files: [String], codec: Codec = .pcm, loop: Bool = false, buffer: Int = 1_000, log: Logger = testLog,
+                 surfaces: any LeaderSurfaces = ControlSurfaces(),
                  configure: (inout LeaderConfiguration) -> Void = { _ in }) throws -> Leader {
     var c = LeaderConfiguration()
     c.listen = Endpoint(host: "127.0.0.1", port: 0)
@@ -88,7 +89,7 @@ func startLeader(files: [String], codec: Codec = .pcm, loop: Bool = false, buffe
     c.loop = loop
     c.bufferMilliseconds = buffer
     configure(&c)
-    let leader = try Leader(configuration: c, log: log, surfaces: ControlSurfaces())
+    let leader = try Leader(configuration: c, log: log, surfaces: surfaces)
     try leader.start()
     return leader
 }

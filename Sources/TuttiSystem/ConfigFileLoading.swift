@@ -1,6 +1,5 @@
 import Glibc
 import TuttiCore
-import TuttiSystem
 
 /// Where both daemons look for their settings unless `--config FILE` names another.
 public let defaultConfigPath = "/etc/tutti/tutti.conf"
