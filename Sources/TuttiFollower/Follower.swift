@@ -202,14 +202,20 @@ public final class Follower: @unchecked Sendable {
     /// Why the last connection attempt or session ended.
     public var lastFailure: String? { lastError.withLock { $0 } }
 
-    public func start() {
+    /// Starts playing for the leader; `whenEnded` runs on the connect
+    /// loop's thread once that loop is over (`pairByCode`: paired or
+    /// refused; otherwise after `stop`).
+    public func start(whenEnded: @escaping @Sendable () -> Void = {}) {
         if let code = pairingCode {
             log.info("pairing code \(code.prefix(3)) \(code.dropFirst(3)): type it in the web app (Rooms), or run `tutti speakers pair \(code)` on the leader")
         } else if pinnedLeader == nil && configuration.roomKey == nil {
             log.warning("not paired: this speaker asks the leader it finds to let it join (allow it in the web app), and plays for any open leader; `sudo tutti-follower pair` pairs by code")
         }
         engine.start(realtime: configuration.realtime)
-        startEssentialThread(name: "tutti-follower") { [self] in connectLoop() }
+        startEssentialThread(name: "tutti-follower") { [self] in
+            connectLoop()
+            whenEnded()
+        }
     }
 
     public func stop() {

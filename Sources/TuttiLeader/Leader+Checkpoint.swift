@@ -14,15 +14,18 @@ import TuttiSystem
 import TuttiControlKit
 
 /// The player state saved to `state.db`: at once after a change, and the
-/// position once a second while playing.
+/// position once a second while a group plays.
 extension Leader {
     /// Saves the player state at once after a change, and the position once
-    /// a second while playing (so a power cut loses at most a second of it);
-    /// a failure is logged and retried.
+    /// a second while a group plays (so a power cut loses at most a second
+    /// of it); a failure is logged and retried a second later. With nothing
+    /// playing and nothing left to retry it sleeps until the next change
+    /// (`stateWake`: an event, or `markSoundDirty`).
     func checkpointLoop(_ store: PlayerStateStore) {
         var ticks = 0
+        var tickAgain = true
         while running.load(ordering: .relaxed) {
-            _ = stateWake.wait(timeout: .now() + .seconds(1))
+            if tickAgain { _ = stateWake.wait(timeout: .now() + .seconds(1)) } else { stateWake.wait() }
             let dirty = stateDirty.exchange(false, ordering: .acquiringAndReleasing)
             ticks += 1
             if dirty || ticks % 5 == 0 {
@@ -33,7 +36,17 @@ extension Leader {
             }
             if soundDirty.exchange(false, ordering: .acquiringAndReleasing) { saveSound(to: store) }
             recordEpisodePositions()
+            // A position moves only while a group plays; a group that stops
+            // or starts emits an event, which wakes this loop.
+            let playing = streams.withLock { Array($0.values) }.contains { $0.player.nowPlaying().state.isActive }
+            tickAgain = playing || stateDirty.load(ordering: .acquiring) || soundDirty.load(ordering: .acquiring)
         }
+    }
+
+    /// Room settings or presets changed: saved at the next checkpoint, which it wakes.
+    func markSoundDirty() {
+        soundDirty.store(true, ordering: .releasing)
+        stateWake.signal()
     }
 
     /// Where each group is in the podcast episode it plays, into the

@@ -20,7 +20,7 @@ extension Leader {
     /// Sets a room's volume, mute and latency trim; applied at once if it is connected.
     public func configure(room: String, _ settings: RoomSettings) {
         roomSettings.withLock { $0[room] = settings }
-        soundDirty.store(true, ordering: .releasing)
+        markSoundDirty()
         let targets = sessions.withLock { $0.values.filter { $0.name == room } }
         let message = Message.settings(settings)
         let bytes = message.encoded()
@@ -59,7 +59,7 @@ extension Leader {
     /// Records a room's settings without sending them (a joining room gets them after its welcome).
     func storeSettings(_ settings: RoomSettings, room: String) {
         roomSettings.withLock { $0[room] = settings }
-        soundDirty.store(true, ordering: .releasing)
+        markSoundDirty()
         events.emit(.mixer)
     }
 

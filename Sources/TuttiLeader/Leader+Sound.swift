@@ -24,7 +24,7 @@ extension Leader {
     /// saved, and sent again whenever it reconnects.
     public func setEqualizer(room: String, _ eq: RoomEqualizer) {
         roomEqualizers.withLock { $0[room] = eq }
-        soundDirty.store(true, ordering: .releasing)
+        markSoundDirty()
         seenRooms.withLock { _ = $0.insert(room) }
         let message = Message.equalizer(eq.settings)
         let bytes = message.encoded()
@@ -66,7 +66,7 @@ extension Leader {
             list.append(preset)
             list.sort { $0.name.lowercased() < $1.name.lowercased() }
         }
-        soundDirty.store(true, ordering: .releasing)
+        markSoundDirty()
         events.emit(.mixer)
         return preset
     }
@@ -84,7 +84,7 @@ extension Leader {
         roomEqualizers.withLock { all in
             for (room, eq) in all where eq.preset?.lowercased() == key { all[room]?.preset = nil }
         }
-        soundDirty.store(true, ordering: .releasing)
+        markSoundDirty()
         events.emit(.mixer)
     }
 
@@ -101,7 +101,7 @@ extension Leader {
             try store.savePresets(customPresets.withLock { $0 })
             recordSave(nil)
         } catch {
-            soundDirty.store(true, ordering: .releasing) // tried again at the next checkpoint
+            soundDirty.store(true, ordering: .releasing) // tried again a second later (`checkpointLoop`)
             recordSave(error)
         }
     }

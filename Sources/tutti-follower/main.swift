@@ -1,4 +1,5 @@
 import Glibc
+import Synchronization
 import TuttiCore
 import TuttiFollower
 import TuttiSystem
@@ -70,15 +71,24 @@ do {
     let buttons = try configuration.buttons.map { path in
         try ButtonController(configPath: path, log: StandardErrorLog.logger("buttons")) { command in follower.send(command) }
     }
-    follower.start()
+    // Pairing ends by itself (paired, refused) or by SIGINT/SIGTERM, which
+    // are blocked in every thread: a thread takes them; main waits for either.
+    let ended = Condition()
+    let over = Atomic<Bool>(false)
+    let end: @Sendable () -> Void = { ended.withLock { over.store(true, ordering: .releasing); ended.broadcast() } }
+    follower.start(whenEnded: end)
     if configuration.pairByCode {
         print("Pairing code: \(follower.pairingCode.map { "\($0.prefix(3)) \($0.dropFirst(3))" } ?? "")")
         print("Type it in the web app (Rooms), or run `tutti speakers pair CODE` where the leader runs. Waiting…")
         fflush(nil) // all streams: stdout is a file or a pipe under systemd and tests
-        // Until paired, refused, or told to stop (SIGINT/SIGTERM are blocked for every thread: take them here).
-        var pending = termination
-        var wait = timespec(tv_sec: 0, tv_nsec: 100_000_000)
-        while follower.isRunning && sigtimedwait(&pending, nil, &wait) < 0 { pending = termination }
+        // Until paired, refused, or told to stop.
+        startEssentialThread(name: "tutti-signals") { [termination] in
+            var signals = termination
+            var received: Int32 = 0
+            while sigwait(&signals, &received) != 0 {}
+            end()
+        }
+        ended.withLock { while !over.load(ordering: .acquiring) { ended.wait() } }
         follower.stop()
         if follower.paired {
             print("Paired: this speaker (key \(follower.keyFingerprint)) now plays for that leader only.")
