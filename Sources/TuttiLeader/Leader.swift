@@ -346,12 +346,12 @@ public final class Leader: @unchecked Sendable {
     /// Each v5 room's clock confidence and arrival margin.
     public var syncHealth: [String: SyncReport] { syncReports.withLock { $0 } }
 
-
-    /// Starts the leader's services in order (`ServiceGroup`); `stop` ends
-    /// them in reverse. Control surfaces first, then the speaker ports (so
-    /// that, stopping, speakers hear the goodbye once nobody can command any
-    /// more), the players, what watches them, and last what tells the
-    /// network the leader is here (mDNS, AirPlay), withdrawn first.
+    /// Starts the leader's services in order (`ServiceGroup`, see
+    /// `startServices`): the accept loop, guards and clock, the players and
+    /// what watches them, the speaker ports, the control surfaces
+    /// (`surfaces`), and last what tells the network the leader is here
+    /// (mDNS, AirPlay). `stop` ends them in reverse: withdrawn first, then
+    /// nobody can command, then speakers hear the goodbye, then the players stop.
     public func start() throws {
         // Fail early on an impossible encoder configuration.
         _ = try makeEncoder(configuration.codec, bitrateKbps: configuration.bitrateKbps, frameSize: configuration.framesPerChunk)
