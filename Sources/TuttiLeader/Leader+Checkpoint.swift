@@ -45,8 +45,8 @@ extension Leader {
 
     /// Room settings or presets changed: saved at the next checkpoint, which it wakes.
     func markSoundDirty() {
-        soundDirty.store(true, ordering: .releasing)
-        stateWake.signal()
+        // Once per checkpoint: a burst of changes (a volume slider) wakes it once.
+        if !soundDirty.exchange(true, ordering: .acquiringAndReleasing) { stateWake.signal() }
     }
 
     /// Where each group is in the podcast episode it plays, into the
