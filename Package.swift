@@ -116,8 +116,10 @@ let package = Package(
         .target(name: "TuttiJSONRPC", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "TuttiNet", "TuttiLibrary", "TuttiStreams", "TuttiAuth", "TuttiControlKit"]),
         // The web app (`--web`): its files, covers, and the JSON-RPC API over WebSocket and POST (civetweb), against `LeaderControl` and `JSONRPCServing` only.
         .target(name: "TuttiWebApp", dependencies: ["TuttiCore", "TuttiSystem", "TuttiNet", "TuttiLibrary", "TuttiAuth", "TuttiWeb", "TuttiControlKit"]),
+        // Sendspin (Music Assistant's protocol): its players join as rooms, its controllers command groups; against `LeaderControl` only.
+        .target(name: "TuttiSendspin", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "TuttiDecode", "TuttiNet", "TuttiWeb", "TuttiControlKit"]),
         // Composition root: leader, demo, and the follower in the same binary.
-        .target(name: "TuttiDaemon", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "TuttiDecode", "TuttiNet", "TuttiLibrary", "TuttiInput", "TuttiStreams", "TuttiDiscovery", "TuttiFollower", "TuttiTimeStretch", "TuttiAuth", "TuttiControlKit", "TuttiMPD", "TuttiSnapcastControl", "TuttiJSONRPC", "TuttiWebApp"]),
+        .target(name: "TuttiDaemon", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "TuttiDecode", "TuttiNet", "TuttiLibrary", "TuttiInput", "TuttiStreams", "TuttiDiscovery", "TuttiFollower", "TuttiTimeStretch", "TuttiAuth", "TuttiControlKit", "TuttiMPD", "TuttiSnapcastControl", "TuttiJSONRPC", "TuttiWebApp", "TuttiSendspin"]),
         .executableTarget(name: "tuttid", dependencies: ["TuttiDaemon"], linkerSettings: leanLink),
         .executableTarget(name: "tutti-follower", dependencies: ["TuttiFollower", "TuttiSystem", "TuttiCore"], linkerSettings: leanLink),
         // Helpers shared by the test targets (temporary folders, running real programs to their end).

@@ -1,6 +1,7 @@
 import TuttiCore
 import TuttiDiscovery
 import TuttiControlKit
+import TuttiSendspin
 
 extension Leader {
     /// Announces this leader over mDNS: its follower port, and in TXT the
@@ -16,6 +17,14 @@ extension Leader {
             announcer = try ServicePublisher(name: name, port: port, txt: txt, log: log.with(label: "mdns"))
         } catch {
             log.warning("not announcing over mDNS: \(error)")
+        }
+        if let sendspin = sendspinEndpoint {
+            do {
+                sendspinAnnouncer = try ServicePublisher(name: name, port: sendspin.port, txt: ["path": SendspinServer.path],
+                                                         type: "_sendspin-server._tcp", log: log.with(label: "mdns"))
+            } catch {
+                log.warning("not announcing _sendspin-server._tcp over mDNS: \(error)")
+            }
         }
         // As snapserver does, so a snapclient started without a host finds this leader.
         if let snap = snapcastEndpoint {

@@ -16,6 +16,7 @@ import TuttiWebApp
 import TuttiJSONRPC
 import TuttiMPD
 import TuttiSnapcastControl
+import TuttiSendspin
 
 // Sendable because shared state is in Mutexes and Atomics; the `var`s (main stream, servers, announcers) are set during init and start(), before the threads that read them, and never again.
 public final class Leader: @unchecked Sendable {
@@ -183,6 +184,9 @@ public final class Leader: @unchecked Sendable {
     /// The mDNS announcement, while `announce` is on (Leader+Announce.swift).
     var announcer: ServicePublisher?
     var snapcastAnnouncer: ServicePublisher?
+    /// The Sendspin server and its announcement (Leader+SurfaceRooms.swift).
+    var sendspinServer: SendspinServer?
+    var sendspinAnnouncer: ServicePublisher?
     /// The music library, when a music folder or database was configured.
     public let library: Library?
     /// Changes, for every control surface.
@@ -433,6 +437,7 @@ public final class Leader: @unchecked Sendable {
             try services.start(server)
             mpdServer = server
         }
+        try startSendspin()
         if configuration.snapcastControl != nil || configuration.snapcastHTTP != nil {
             do {
                 let server = try SnapcastControl(leader: self, control: configuration.snapcastControl, http: configuration.snapcastHTTP,
@@ -505,6 +510,7 @@ public final class Leader: @unchecked Sendable {
         if configuration.announce {
             try services.start(CallbackService("mDNS", start: { [self] in startAnnouncing() }, stop: { [self] in
                 snapcastAnnouncer?.stop()
+                sendspinAnnouncer?.stop()
                 announcer?.stop() // withdrawn first: nobody should find a leader that is going
             }))
         }
