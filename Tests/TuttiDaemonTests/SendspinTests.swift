@@ -164,4 +164,46 @@ final class SendspinClientRun {
         #expect(median < 1_000_000, "median \(median / 1000) µs: the spec asks ±1 ms")
         #expect(p99 < 2_000_000, "p99 \(p99 / 1000) µs")
     }
+
+    /// FLAC from an Opus leader, and the commands: Tutti's volume, seek,
+    /// next and pause reach the player as the spec says; its controller's
+    /// volume and play reach Tutti's group; metadata names the track.
+    @Test func flacCommandsControllerAndMetadataReachAPlayer() throws {
+        let dir = makeTemporaryDirectory()
+        for name in ["a", "b"] { writeFile(dir + "/\(name).wav", wavImage(quantize(TestSignal.sine(frequency: 1_000, seconds: 20, amplitude: 0.5)))) }
+        let leader = try leader([dir + "/a.wav", dir + "/b.wav"], codec: .opus)
+        defer { leader.stop() }
+        let port = try #require(leader.sendspinEndpoint).port
+        let client = try SendspinClientRun(port: port, name: "study", codec: "flac", roles: "player,controller,metadata", seconds: 30, prefix: dir + "/ss")
+        defer { client.stop() }
+        #expect(waitUntil(timeout: 20) { client.chunks.count >= 100 }, "\(client.chunks.count) chunks; \(client.errors)")
+        let start = try #require(client.messages("stream/start").first?["player"]?.object)
+        #expect(start["codec"]?.string == "flac" && start["codec_header"]?.string?.hasPrefix("ZkxhQw") == true, "\(start)") // "fLaC"
+        // The FLAC decoded by aiosendspin's decoder: the 1 kHz tone at half scale, through Opus.
+        let level = SnapcastTests.level(dir + "/ss.raw", lastSeconds: 1)
+        #expect(abs(level.hz - 1_000) < 10 && abs(level.rms - 16_384 / 2.0.squareRoot()) < 16_384 / 2.0.squareRoot() * 0.11, "\(level)")
+        #expect(client.messages("server/state").contains { $0["metadata"]?["title"]?.string == "a.wav" }, "\(client.messages("server/state"))")
+
+        // Tutti's room volume reaches the player as server/command.
+        leader.configure(room: "study", RoomSettings(volume: 30))
+        #expect(waitUntil(timeout: 5) { client.messages("server/command").contains { $0["player"]?["volume"]?.integer == 30 } })
+        // Seek, next: stream/clear (never stream/end), and the metadata follows.
+        let clears = client.messages("stream/clear").count
+        _ = try leader.perform(.seek(seconds: 10))
+        #expect(waitUntil(timeout: 5) { client.messages("stream/clear").count > clears })
+        _ = try leader.perform(.next)
+        #expect(waitUntil(timeout: 5) { client.messages("stream/clear").count > clears + 1 })
+        #expect(waitUntil(timeout: 5) { client.messages("server/state").contains { $0["metadata"]?["title"]?.string == "b.wav" } })
+        #expect(client.messages("stream/end").isEmpty)
+        // Pause: cleared, and the group says paused.
+        _ = try leader.perform(.pause)
+        #expect(waitUntil(timeout: 5) { client.messages("group/update").last?["playback_state"]?.string == "paused" })
+        // The player's controller: group volume and play reach Tutti.
+        client.send(["type": "client/command", "payload": ["controller": ["command": "volume", "volume": 55]]])
+        #expect(waitUntil(timeout: 5) { leader.volume(ofGroup: "main") == 55 }, "\(String(describing: leader.volume(ofGroup: "main")))")
+        client.send(["type": "client/command", "payload": ["controller": ["command": "play"]]])
+        #expect(waitUntil(timeout: 5) { leader.nowPlaying.state == .playing })
+        #expect(waitUntil(timeout: 5) { client.messages("server/state").contains { $0["controller"]?["volume"]?.integer == 55 } })
+        #expect(client.errors.isEmpty || !client.errors.contains("Traceback"), "\(client.errors)")
+    }
 }
