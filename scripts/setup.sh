@@ -46,3 +46,14 @@ python3 -c 'import feedgen.feed' 2>/dev/null || python3 -m pip install --quiet f
 # pyatv: a real AirPlay sender, the phone in AirPlayTests.
 python3 -c 'import pyatv' 2>/dev/null || python3 -m pip install --quiet pyatv \
   || python3 -m pip install --quiet --break-system-packages pyatv
+# aiosendspin 10 (Sendspin's reference client and its time filter) for SendspinTests: it needs
+# Python >= 3.12, which Debian 12 lacks, so a venv from pyenv's 3.12.1, under the cache the tests look in.
+SENDSPIN_VENV="${XDG_CACHE_HOME:-$HOME/.cache}/tutti/sendspin-venv-10.2.1"
+if ! "$SENDSPIN_VENV/bin/python" -c 'import aiosendspin.client.time_sync, av' 2>/dev/null; then
+  PY312="$( (pyenv root 2>/dev/null || echo "$HOME/.pyenv") )/versions/3.12.1/bin/python3"
+  if [ -x "$PY312" ]; then
+    "$PY312" -m venv "$SENDSPIN_VENV" && "$SENDSPIN_VENV/bin/pip" install --quiet aiosendspin==10.2.1 sendspin
+  else
+    echo "setup: no Python 3.12 ($PY312): SendspinTests will fail (install pyenv 3.12.1)" >&2
+  fi
+fi

@@ -1,2 +1,3 @@
 #include <FLAC/stream_decoder.h>
+#include <FLAC/stream_encoder.h>
 #include <FLAC/metadata.h>

@@ -64,6 +64,12 @@ public protocol LeaderControl: AnyObject, Sendable {
     func configure(room: String, _ settings: RoomSettings)
     /// Forgets a room that is gone: its settings and its place in a group.
     func forget(room: String)
+    /// The codec of the audio chunks rooms are sent (48 kHz stereo).
+    var streamCodec: Codec { get }
+    /// A room a surface serves joins: from now on it hears its group (see `SurfaceRoom`).
+    func attach(room name: String, _ room: any SurfaceRoom)
+    /// It left: it is no longer sent anything, and no longer listed as connected.
+    func detach(_ room: any SurfaceRoom)
 
     // MARK: Sound
 

@@ -1,10 +1,12 @@
 import Synchronization
 import TuttiControlKit
 import TuttiCore
+import TuttiDiscovery
 import TuttiJSONRPC
 import TuttiLeader
 import TuttiMPD
 import TuttiNet
+import TuttiSendspin
 import TuttiSnapcastControl
 import TuttiSystem
 import TuttiWebApp
@@ -24,6 +26,7 @@ public final class ControlSurfaces: LeaderSurfaces {
         var web: WebSurface?
         var mpd: MPDServer?
         var snapcast: SnapcastControl?
+        var sendspin: SendspinServer?
     }
     private let started = Mutex(Started())
 
@@ -33,8 +36,14 @@ public final class ControlSurfaces: LeaderSurfaces {
     public var web: WebSurface? { started.withLock { $0.web } }
     public var mpd: MPDServer? { started.withLock { $0.mpd } }
     public var snapcast: SnapcastControl? { started.withLock { $0.snapcast } }
+    public var sendspin: SendspinServer? { started.withLock { $0.sendspin } }
 
     public var announcedPorts: (control: UInt16?, mpd: UInt16?) { (control?.endpoint?.port, mpd?.endpoint.port) }
+
+    public var announcedServices: [AnnouncedService] {
+        guard let port = sendspin?.endpoint?.port else { return [] }
+        return [AnnouncedService(type: "_sendspin-server._tcp", port: port, txt: ["path": SendspinServer.path])]
+    }
 
     public func start(serving leader: Leader, in services: ServiceGroup) throws {
         let configuration = leader.configuration
@@ -59,6 +68,13 @@ public final class ControlSurfaces: LeaderSurfaces {
             let server = try MPDServer(leader: leader, endpoint: endpoint, log: log.with(label: "mpd"))
             try services.start(server)
             started.withLock { $0.mpd = server }
+        }
+        if let endpoint = configuration.sendspin {
+            let id = "tutti-" + TuttiService.stableLeaderID(port: leader.endpoint.port)
+            let server = SendspinServer(leader: leader, endpoint: endpoint, serverID: id,
+                                        name: configuration.announceName ?? TuttiService.defaultName, log: log.with(label: "sendspin"))
+            try services.start(server)
+            started.withLock { $0.sendspin = server }
         }
         if configuration.snapcastControl != nil || configuration.snapcastHTTP != nil {
             do {
@@ -99,5 +115,8 @@ extension Leader {
     public var mpdEndpoint: Endpoint? { controlSurfaces?.mpd?.endpoint }
 
     /// ACK lines the MPD server has sent (count, latest ones); nil without one.
+    /// Where Sendspin clients connect, while the server runs.
+    public var sendspinEndpoint: Endpoint? { controlSurfaces?.sendspin?.endpoint }
+
     public var mpdErrorsSent: (count: Int, recent: [String])? { controlSurfaces?.mpd?.errorsSent }
 }

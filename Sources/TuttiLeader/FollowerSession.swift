@@ -16,7 +16,8 @@ import TuttiControlKit
 /// One connected follower, seen from the leader.
 // Sendable because `closed` is touched only under `state`, `saidGoodbye` is an Atomic, `name` and `version` are in a Mutex and an Atomic, the writer is Sendable, and the rest is immutable.
 final class FollowerSession: @unchecked Sendable {
-    let connection: TCPConnection
+    /// The speaker's socket; nil for a room a surface serves (`surfaceRoom`), which owns its own connection.
+    let connection: TCPConnection!
     /// Strong: a session's threads may finish after the leader stopped; it is released when the session is removed.
     let leader: Leader
     let log: Logger
@@ -46,9 +47,11 @@ final class FollowerSession: @unchecked Sendable {
     /// stream's backlog lock once its backlog was queued.
     let streamID = Atomic<UInt32>(0)
 
-    /// What the peer speaks: Tutti's protocol, or Snapcast's (a stock snapclient).
-    enum Dialect { case tutti, snapcast }
+    /// What the peer speaks: Tutti's protocol, Snapcast's (a stock snapclient),
+    /// or a surface's own (a Sendspin player: `surfaceRoom` gets the leader's messages).
+    enum Dialect { case tutti, snapcast, surface }
     let dialect: Dialect
+    let surfaceRoom: (any SurfaceRoom)?
     /// v7: the speaker's static key, once its handshake is done (nil before,
     /// and for older speakers on an open leader). Set by the reader thread
     /// before the session joins; read by `Leader.forget` on control threads.
@@ -71,12 +74,14 @@ final class FollowerSession: @unchecked Sendable {
     let ticket: ConnectionBudget.Ticket?
     let connectedAt = Monotonic.now()
 
-    init(connection: TCPConnection, leader: Leader, log: Logger, dialect: Dialect = .tutti, ticket: ConnectionBudget.Ticket? = nil) {
+    init(connection: TCPConnection?, leader: Leader, log: Logger, dialect: Dialect = .tutti, ticket: ConnectionBudget.Ticket? = nil,
+         surfaceRoom: (any SurfaceRoom)? = nil) {
         self.connection = connection
         self.leader = leader
         self.log = log
         self.dialect = dialect
         self.ticket = ticket
+        self.surfaceRoom = surfaceRoom
         let c = leader.configuration
         let limits = ClientOutbox.Limits(maximumBytes: c.maximumQueuedBytes, maximumMessages: 1 << 16,
                                          maximumAgeNanoseconds: Int64(c.maximumQueueDelayMilliseconds) * nanosecondsPerMillisecond)
@@ -84,9 +89,11 @@ final class FollowerSession: @unchecked Sendable {
         // always the socket has room and a chunk goes on the fan-out's
         // thread: a wake-up per room per chunk was most of the leader's cost
         // per room); a connection that never says hello costs one thread.
-        writer = ClientWriter(peer: "speaker \(connection.peer)", limits: limits, log: log,
-                              write: { bytes in try connection.send(bytes) }, writeIfFree: { bytes in try connection.sendIfFree(bytes) },
-                              threads: leader.sessionWriters, logsDisconnect: false, disconnect: { connection.close() })
+        // A surface's room never queues here (`send` hands it the messages), so its writer never writes.
+        writer = ClientWriter(peer: "speaker \(connection?.peer ?? "surface")", limits: limits, log: log,
+                              write: { bytes in try connection?.send(bytes) },
+                              writeIfFree: { bytes in try connection?.sendIfFree(bytes) ?? .notSent },
+                              threads: leader.sessionWriters, logsDisconnect: false, disconnect: { connection?.close() })
     }
 
     /// Serves the connection on the calling thread (one of the port's
@@ -99,6 +106,7 @@ final class FollowerSession: @unchecked Sendable {
         switch dialect {
         case .tutti: readLoop()
         case .snapcast: snapcastReadLoop()
+        case .surface: break // its surface reads its connection
         }
     }
 
@@ -124,6 +132,7 @@ final class FollowerSession: @unchecked Sendable {
         switch dialect {
         case .tutti: return authorized.load(ordering: .acquiring)
         case .snapcast: return leader.speakerSecurity.open || leader.configuration.snapcastWithoutKey
+        case .surface: return true // its surface decided when it admitted the player
         }
     }
 
@@ -149,6 +158,9 @@ final class FollowerSession: @unchecked Sendable {
             // A snapclient knows only some messages: the others are dropped here.
             let bytes = messages.reduce(into: [UInt8]()) { $0 += snapcastForm(of: $1) ?? [] }
             if !bytes.isEmpty { enqueue(bytes) }
+        case .surface:
+            // The surface queues what it sends in its own bounded outbox, never blocking.
+            for m in messages { surfaceRoom?.deliver(m) }
         }
     }
 
@@ -171,8 +183,9 @@ final class FollowerSession: @unchecked Sendable {
         }
         guard wasOpen else { return }
         if let tag = clockTag.withLock({ t in defer { t = nil }; return t }) { leader.speakerSecurity.unregisterClock(tag: tag) }
-        log.info("follower \(name ?? connection.peer) disconnected: \(reason)")
+        log.info("follower \(name ?? connection?.peer ?? "?") disconnected: \(reason)")
         leader.remove(self)
+        surfaceRoom?.close(reason: reason)
         // The goodbye goes only if the socket takes it at once: waiting on a
         // peer that stopped reading is never done on the caller's thread,
         // nor on a thread per closing connection (a peer that connects and
@@ -181,7 +194,7 @@ final class FollowerSession: @unchecked Sendable {
             _ = try? connection.sendIfFree(Message.bye(reason: reason).encoded())
         }
         writer.close(reason: reason) // closes the connection
-        connection.close()
+        connection?.close()
     }
 
     /// The leader is stopping: audio still waiting is dropped (the speaker

@@ -18,6 +18,14 @@ extension Leader {
         } catch {
             log.warning("not announcing over mDNS: \(error)")
         }
+        for service in surfaces?.announcedServices ?? [] {
+            do {
+                surfaceAnnouncers.append(try ServicePublisher(name: name, port: service.port, txt: service.txt,
+                                                              type: service.type, log: log.with(label: "mdns")))
+            } catch {
+                log.warning("not announcing \(service.type) over mDNS: \(error)")
+            }
+        }
         // As snapserver does, so a snapclient started without a host finds this leader.
         if let snap = snapcastEndpoint {
             do {

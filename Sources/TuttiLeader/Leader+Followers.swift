@@ -97,7 +97,7 @@ extension Leader {
     /// on `bye`; whoever has not within half a second is closed.
     func sayGoodbye(reason: String) {
         let leaving = sessions.withLock { Array($0.values) }
-        for s in leaving where s.dialect == .snapcast { s.close(reason: reason) }
+        for s in leaving where s.dialect != .tutti { s.close(reason: reason) }
         let speakers = leaving.filter { $0.dialect == .tutti }
         for s in speakers { s.sayGoodbye(reason: reason) }
         let deadline = Condition.deadline(afterSeconds: 0.5)

@@ -177,6 +177,8 @@ public final class Leader: @unchecked Sendable {
     /// The mDNS announcement, while `announce` is on (Leader+Announce.swift).
     var announcer: ServicePublisher?
     var snapcastAnnouncer: ServicePublisher?
+    /// What the surfaces asked to be announced besides the leader (`LeaderSurfaces.announcedServices`).
+    var surfaceAnnouncers: [ServicePublisher] = []
     /// The music library, when a music folder or database was configured.
     public let library: Library?
     /// Changes, for every control surface.
@@ -444,6 +446,7 @@ public final class Leader: @unchecked Sendable {
         if configuration.announce {
             try services.start(CallbackService("mDNS", start: { [self] in startAnnouncing() }, stop: { [self] in
                 snapcastAnnouncer?.stop()
+                for announcer in surfaceAnnouncers { announcer.stop() }
                 announcer?.stop() // withdrawn first: nobody should find a leader that is going
             }))
         }

@@ -21,6 +21,8 @@ public enum LeaderUsage {
       --snapcast-control HOST:PORT  Snapcast's JSON-RPC for Home Assistant and python-snapcast
                              (default 0.0.0.0:1705; "off" for none)
       --snapcast-http HOST:PORT     the same over HTTP and WebSocket at /jsonrpc (default 0.0.0.0:1780)
+      --sendspin HOST[:PORT] Sendspin players and controllers join at ws://HOST:PORT/sendspin
+                             (port 8927 unless given; off unless asked for; see docs/sendspin.md)
       --web-root DIR         the web app's files (default: found beside tuttid, or /usr/share/tutti/web)
       --music DIR            music folder, scanned into the library at start-up
       --buttons FILE         button mapping (media keys, GPIO, IR; see hardware/buttons.md)
@@ -107,6 +109,7 @@ extension LeaderConfiguration {
             ConfigOption("snapcast-stream", "0.0.0.0:1704", .value(flag: "--snapcast-stream")),
             ConfigOption("snapcast-control", "0.0.0.0:1705", .value(flag: "--snapcast-control")),
             ConfigOption("snapcast-http", "0.0.0.0:1780", .value(flag: "--snapcast-http")),
+            ConfigOption("sendspin", "", .value(flag: "--sendspin")),
             ConfigOption("web-root", "", .value(flag: "--web-root")),
             ConfigOption("music", "", .value(flag: "--music")),
             ConfigOption("db", "", .value(flag: "--db")),
@@ -192,6 +195,11 @@ extension LeaderConfiguration {
                     c.snapcastStreamRequired = true
                 }
                 if flag == "--snapcast-control" { c.snapcastControl = endpoint } else { c.snapcastHTTP = endpoint }
+            case "--sendspin":
+                let text = try args.value(flag)
+                if text == "off" || text.isEmpty { c.sendspin = nil } else {
+                    do { c.sendspin = try Endpoint(parsing: text, defaultPort: 8927) } catch { throw UsageError("--sendspin: \(error)") }
+                }
             case "--web-root":
                 guard let dir = try args.value(flag).nonEmpty else { break }
                 if c.web != nil { c.web?.root = dir } else { c.web = WebOptions(endpoint: Endpoint(host: "0.0.0.0", port: 8080), required: false, root: dir) }

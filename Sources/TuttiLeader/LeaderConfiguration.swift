@@ -111,6 +111,9 @@ public struct LeaderConfiguration: Sendable {
     /// Snapcast's control API over TCP (Home Assistant, python-snapcast), and over HTTP/WebSocket at /jsonrpc (snapweb).
     public var snapcastControl: Endpoint? = nil
     public var snapcastHTTP: Endpoint? = nil
+    /// Where Sendspin players, controllers and metadata clients connect
+    /// (WebSocket at /sendspin; nil: none); see docs/sendspin.md.
+    public var sendspin: Endpoint? = nil
     /// AirPlay receivers, one per group, run by the leader (shairport-sync;
     /// `airplay = yes` in the package's tutti.conf). Off unless asked for,
     /// like `announce`: tests that build leaders directly stay off the network.

@@ -15,4 +15,23 @@ public protocol LeaderSurfaces: AnyObject, Sendable {
     func start(serving leader: Leader, in services: ServiceGroup) throws
     /// The JSON-RPC and MPD ports announced over mDNS (TXT), once started.
     var announcedPorts: (control: UInt16?, mpd: UInt16?) { get }
+    /// Services of their own that surfaces announce beside the leader's,
+    /// under its name (Sendspin's `_sendspin-server._tcp`), once started.
+    var announcedServices: [AnnouncedService] { get }
+}
+
+/// One mDNS service a surface wants announced: its type, port and TXT.
+public struct AnnouncedService: Sendable, Equatable {
+    public var type: String
+    public var port: UInt16
+    public var txt: [String: String]
+    public init(type: String, port: UInt16, txt: [String: String] = [:]) {
+        self.type = type
+        self.port = port
+        self.txt = txt
+    }
+}
+
+public extension LeaderSurfaces {
+    var announcedServices: [AnnouncedService] { [] }
 }

@@ -79,10 +79,21 @@ public struct WebResponse: Sendable {
 public protocol WebSocketHandler: AnyObject, Sendable {
     /// The handshake is done; `socket` may be written from any thread.
     func opened(_ socket: WebSocket)
-    /// One whole text message (fragments joined, at most `WebServer.maximumMessageBytes`).
+    /// One whole text message (fragments joined, at most the server's `maximumMessageBytes`).
     func received(_ message: [UInt8], on socket: WebSocket)
+    /// One whole message, text or binary, with the monotonic time (ns) at
+    /// which civetweb handed over its last fragment: before the handler
+    /// lane, so a protocol that answers clock requests stamps it at the socket.
+    /// By default a text message goes to `received(_:on:)` and a binary one is dropped.
+    func received(_ message: [UInt8], binary: Bool, arrival: Int64, on socket: WebSocket)
     /// The connection is gone; no write reaches it any more.
     func closed(_ socket: WebSocket)
+}
+
+extension WebSocketHandler {
+    public func received(_ message: [UInt8], binary: Bool, arrival: Int64, on socket: WebSocket) {
+        if !binary { received(message, on: socket) }
+    }
 }
 
 /// One open WebSocket. Writes may come from any thread and block at most
@@ -93,8 +104,9 @@ public final class WebSocket: @unchecked Sendable {
     private let state: Mutex<Connection?>
     // Sendable because civetweb's mg_websocket_write takes the connection's own lock, and we stop using it under `state` once it closes.
     private struct Connection: @unchecked Sendable { let pointer: OpaquePointer }
-    /// Fragments of a message still arriving (the worker thread's own).
+    /// Fragments of a message still arriving (the worker thread's own), and whether it is binary.
     var partial: [UInt8] = []
+    var partialIsBinary = false
     /// Set by `close()`; the next message from the page ends the connection.
     private let closing = Atomic<Bool>(false)
     /// The connection's descriptor, when it was found (see `terminate`).
@@ -113,11 +125,26 @@ public final class WebSocket: @unchecked Sendable {
 
     /// Sends one text message.
     public func send(text: [UInt8]) throws(WebError) {
+        try send { (false, text) }
+    }
+
+    /// Sends one binary message.
+    public func send(binary bytes: [UInt8]) throws(WebError) {
+        try send { (true, bytes) }
+    }
+
+    /// Sends one message (binary or text) made by `make` under the socket's
+    /// write lock, just before it is written: a clock reply stamps its send
+    /// time there.
+    public func send(_ make: () -> (binary: Bool, bytes: [UInt8])) throws(WebError) {
         let ok = state.withLock { connection -> Bool? in
             guard let connection, !closing.load(ordering: .relaxed) else { return nil }
-            let n = text.withUnsafeBufferPointer { b in
-                b.baseAddress!.withMemoryRebound(to: CChar.self, capacity: max(b.count, 1)) {
-                    mg_websocket_write(connection.pointer, Int32(MG_WEBSOCKET_OPCODE_TEXT), $0, b.count)
+            let (binary, bytes) = make()
+            let n = bytes.withUnsafeBufferPointer { b in
+                // A zero-length message still needs a valid pointer.
+                withUnsafeTemporaryAllocation(of: CChar.self, capacity: 1) { empty in
+                    let p = b.baseAddress.map { UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self) } ?? UnsafePointer(empty.baseAddress!)
+                    return mg_websocket_write(connection.pointer, Int32(binary ? MG_WEBSOCKET_OPCODE_BINARY : MG_WEBSOCKET_OPCODE_TEXT), p, b.count)
                 }
             }
             return n > 0
@@ -170,6 +197,10 @@ public final class WebServer: @unchecked Sendable {
     public static let maximumMessageBytes = (1 << 20) + 64 * 1024
 
     public let requestedEndpoint: String
+    /// Messages from a peer beyond this close its WebSocket.
+    public let maximumMessageBytes: Int
+    /// What the log calls this server ("web app", "Sendspin").
+    let label: String
     let handler: Handler
     let webSocketPath: String
     let socketHandler: (any WebSocketHandler)?
@@ -203,8 +234,11 @@ public final class WebServer: @unchecked Sendable {
     /// over half of an idle leader's 89 threads. 160 (this server's 128 and
     /// the Snapcast port's 32) were 3 of a leader's 15 MiB (bench/resources).
     public init(endpoint: String, threads: Int = 24, timeoutMilliseconds: Int = 10_000,
-                webSocketPath: String = "/ws", socketHandler: (any WebSocketHandler)?, log: Logger, handler: @escaping Handler) {
+                webSocketPath: String = "/ws", maximumMessageBytes: Int = WebServer.maximumMessageBytes, label: String = "web app",
+                socketHandler: (any WebSocketHandler)?, log: Logger, handler: @escaping Handler) {
         requestedEndpoint = endpoint
+        self.maximumMessageBytes = maximumMessageBytes
+        self.label = label
         self.threads = threads
         self.timeoutMilliseconds = timeoutMilliseconds
         self.webSocketPath = webSocketPath
@@ -268,7 +302,7 @@ public final class WebServer: @unchecked Sendable {
                 Unmanaged<WebServer>.fromOpaque(data).takeUnretainedValue().socketClosed(connection)
             }, me)
         }
-        log.info("web app on http://\(endpoint)")
+        log.info("\(label) on http://\(endpoint)")
     }
 
     /// civetweb gives a connection a worker from its accept until its first
@@ -536,16 +570,23 @@ public final class WebServer: @unchecked Sendable {
             socket.pageSaidGoodbye()
             return false
         case Int32(MG_WEBSOCKET_OPCODE_TEXT), Int32(MG_WEBSOCKET_OPCODE_BINARY), Int32(MG_WEBSOCKET_OPCODE_CONTINUATION):
-            if socket.partial.count + count > Self.maximumMessageBytes {
-                log.info("web: \(socket.peer) sent a message over \(Self.maximumMessageBytes) bytes: closing")
+            let arrival = Condition.now()
+            if socket.partial.count + count > maximumMessageBytes {
+                log.info("web: \(socket.peer) sent a message over \(maximumMessageBytes) bytes: closing")
                 return false
             }
+            if opcode != Int32(MG_WEBSOCKET_OPCODE_CONTINUATION) { socket.partialIsBinary = opcode == Int32(MG_WEBSOCKET_OPCODE_BINARY) }
             if count > 0, let bytes { socket.partial += UnsafeRawBufferPointer(start: bytes, count: count) }
             if final {
                 let message = socket.partial
+                let binary = socket.partialIsBinary
                 socket.partial.removeAll(keepingCapacity: true)
                 if let socketHandler {
-                    if let lane { lane.run { socketHandler.received(message, on: socket) } } else { socketHandler.received(message, on: socket) }
+                    if let lane {
+                        lane.run { socketHandler.received(message, binary: binary, arrival: arrival, on: socket) }
+                    } else {
+                        socketHandler.received(message, binary: binary, arrival: arrival, on: socket)
+                    }
                 }
             }
             return !socket.isClosing

@@ -1,0 +1,18 @@
+import TuttiCore
+
+/// A room that a surface serves over a protocol of its own (a Sendspin
+/// player): the leader treats it as it treats a speaker (it is listed,
+/// grouped, moved, its volume and mute are the room's) and hands it the
+/// messages a speaker of its group gets: `follow` (its stream, on joining
+/// and on a change of group), `chunk` (audio encoded once for every room,
+/// in `LeaderControl.streamCodec`), `flush`, `streamEnd`, `settings`.
+///
+/// Thread contract: `deliver` is called on the group's source thread or a
+/// control thread, under the stream's backlog lock: it must queue and
+/// return, never block or call back into the leader. `close` may come from
+/// any thread, once or more.
+public protocol SurfaceRoom: AnyObject, Sendable {
+    func deliver(_ message: Message)
+    /// The leader ends the room's part (it is stopping, or the room was detached).
+    func close(reason: String)
+}

@@ -1,0 +1,365 @@
+import Synchronization
+import TuttiAudio
+import TuttiCore
+import TuttiSystem
+import TuttiWeb
+import TuttiControlKit
+
+/// One Sendspin client on its WebSocket: a player is a Tutti room
+/// (`SurfaceRoom`), a controller commands its group, a metadata client is
+/// told what plays. Its transport security is its `channel` (plain for a
+/// client that starts with a text `client/hello`; Noise once that lands).
+///
+/// Threads: `received` comes on the socket's handler lane, one message at a
+/// time; `deliver` on the group's source thread or a control thread;
+/// `refresh` on the server's notifier thread. What the client is sent goes
+/// through a bounded `ClientWriter` (its own thread while something
+/// waits), except the answer to `client/time`, which is written at once by
+/// the thread that read the request, its send time stamped under the
+/// socket's write lock: never queued behind audio.
+// Sendable because the mutable state is in `state` and `channel` (Mutexes); the rest is immutable.
+final class SendspinPlayer: SurfaceRoom, @unchecked Sendable {
+    let socket: WebSocket
+    private let leader: any LeaderControl
+    private let log: Logger
+    private let server: SendspinIdentity
+    private let channel: Mutex<any SendspinChannelSecurity>
+    /// A client that started in the clear speaks the wire before spec #177: 9-byte audio headers, no `send_ahead`.
+    private let legacyWire: Bool
+    private var writer: ClientWriter!
+    private let state = Mutex(State())
+    /// Chunks already sent, kept about one buffer back, to send again after a `stream/clear`.
+    static let keptChunks = 64
+
+    struct State {
+        var hello: SendspinHello?
+        var room: String?
+        var format: SendspinAudioFormat?
+        var streamID: UInt32 = 0
+        var streaming = false
+        var closed = false
+        var attached = false
+        var settings: RoomSettings?
+        var reportedState = false
+        var sentState: String?
+        var sentGroup: String?
+        var encoder: SendspinAudioEncoder?
+        var sent: [(pts: Int64, frame: [UInt8])] = []
+    }
+
+    /// Wakes the server's notifier thread (which calls `refresh`).
+    private let poke: @Sendable () -> Void
+
+    init(socket: WebSocket, leader: any LeaderControl, server: SendspinIdentity, channel: any SendspinChannelSecurity, log: Logger,
+         threads: ThreadGroup, poke: @escaping @Sendable () -> Void) {
+        self.socket = socket
+        self.poke = poke
+        self.leader = leader
+        self.server = server
+        self.log = log
+        self.channel = Mutex(channel)
+        legacyWire = channel is PlainSendspinChannel
+        let settings = leader.surfaceSettings
+        writer = ClientWriter(peer: "Sendspin \(socket.peer)", limits: settings.outboxLimits, log: log,
+                              write: { [weak self] bytes in try self?.write(bytes) }, threads: threads,
+                              disconnect: { [socket] in socket.terminate() })
+    }
+
+    var roomName: String? { state.withLock { $0.room } }
+    var hello: SendspinHello? { state.withLock { $0.hello } }
+
+    // MARK: Sending
+
+    /// The writer's queue holds a kind byte (0 text, 1 binary) and the message.
+    private func queue(text: String) { writer.send([0] + Array(text.utf8)) }
+    private func queue(binary: [UInt8]) { writer.send([1] + binary) }
+
+    /// Seals a queued message and writes it, in order, under the channel's lock.
+    private func write(_ item: [UInt8]) throws {
+        guard let kind = item.first else { return }
+        let body = Array(item.dropFirst())
+        try channel.withLock { (channel) throws in
+            let frames = kind == 0 ? channel.sealText(String(decoding: body, as: UTF8.self)) : channel.sealBinary(body)
+            for case .sendRaw(let binary, let bytes) in frames { try socket.send { (binary, bytes) } }
+        }
+    }
+
+    /// Answers `client/time` now, on the reading thread: `server_received`
+    /// is when civetweb handed the request over, `server_transmitted` is
+    /// read under the socket's write lock, just before the write.
+    private func answerTime(clientTransmitted: Int64, arrival: Int64) {
+        channel.withLock { channel in
+            var rest: [SendspinChannelEvent] = []
+            try? socket.send {
+                let now = Condition.now() / 1_000
+                var frames = channel.sealText(Sendspin.serverTime(clientTransmitted: clientTransmitted, received: arrival / 1_000, transmitted: now))
+                guard let first = frames.first, case .sendRaw(let binary, let bytes) = first else { return (false, []) }
+                frames.removeFirst()
+                rest = frames
+                return (binary, bytes)
+            }
+            for case .sendRaw(let binary, let bytes) in rest { try? socket.send { (binary, bytes) } }
+        }
+    }
+
+    // MARK: What the client says
+
+    func received(_ bytes: [UInt8], binary: Bool, arrival: Int64) {
+        let events = channel.withLock { $0.received(binary: binary, bytes: bytes) }
+        for event in events {
+            switch event {
+            case .sendRaw(let binary, let bytes):
+                try? socket.send { (binary, bytes) }
+            case .message(let text):
+                handle(Array(text.utf8), arrival: arrival)
+            case .binary:
+                break // a player sends no binary messages this server uses
+            case .close(let code, let reason):
+                log.info("Sendspin \(socket.peer): closing (\(code) \(reason))")
+                socket.terminate()
+            }
+        }
+    }
+
+    private func handle(_ text: [UInt8], arrival: Int64) {
+        let message: SendspinClientMessage
+        do { message = try Sendspin.parse(text) } catch {
+            log.info("Sendspin \(socket.peer): \(error); closing")
+            socket.terminate()
+            return
+        }
+        switch message {
+        case .time(let t):
+            answerTime(clientTransmitted: t, arrival: arrival)
+        case .hello(let hello):
+            welcome(hello)
+        case .state(_, let volume, let muted):
+            // The player's own volume or mute moved: the room's follows. Not its
+            // first report: at joining, the room's volume is Tutti's, sent to it.
+            let first = state.withLock { s -> Bool in defer { s.reportedState = true }; return !s.reportedState }
+            guard !first, let room = roomName, volume != nil || muted != nil else { return }
+            var settings = leader.settings(of: room)
+            let wanted = RoomSettings(volume: volume.map { UInt8($0) } ?? settings.volume, muted: muted ?? settings.muted,
+                                      latencyTrimNanoseconds: settings.latencyTrimNanoseconds)
+            guard wanted != settings else { return }
+            settings = wanted
+            state.withLock { $0.settings = settings } // what it says it is: not sent back to it
+            leader.configure(room: room, settings)
+        case .command(let command):
+            control(command)
+        case .requestFormat(let format):
+            guard let chosen = Sendspin.chooseFormat(offered: [format], opusAvailable: leader.streamCodec == .opus) else { return }
+            state.withLock { s in
+                s.format = chosen
+                s.encoder = nil
+                if s.streaming { s.streaming = false } // the next chunk starts the stream in the new format
+            }
+        case .goodbye(let reason):
+            log.info("Sendspin \(roomName ?? socket.peer) said goodbye (\(reason))")
+            socket.terminate()
+        case .other:
+            break
+        }
+    }
+
+    private func welcome(_ hello: SendspinHello) {
+        let format = hello.has("player") ? Sendspin.chooseFormat(offered: hello.formats, opusAvailable: leader.streamCodec == .opus) : nil
+        let first = state.withLock { s -> Bool in
+            guard s.hello == nil else { return false }
+            s.hello = hello
+            s.format = format
+            if format != nil { s.room = Sendspin.roomName(hello) }
+            return true
+        }
+        guard first else { return }
+        if hello.has("player") && format == nil {
+            log.warning("Sendspin \(hello.name) from \(socket.peer): none of its formats is one Tutti sends (48 kHz stereo PCM, FLAC or Opus); closing")
+            socket.terminate()
+            return
+        }
+        queue(text: Sendspin.serverHello(serverID: server.id, name: server.name, activeRoles: hello.activeRoles))
+        log.info("Sendspin \(hello.name) (\(hello.clientID)) from \(socket.peer): roles \(hello.activeRoles.joined(separator: ", "))" +
+                 (format.map { ", \($0.codec.rawValue) \($0.bitDepth)-bit" } ?? "") + (legacyWire ? ", unencrypted" : ""))
+        if let room = roomName {
+            state.withLock { $0.attached = true }
+            leader.attach(room: room, self)
+        }
+        refresh()
+    }
+
+    private var groupID: String? {
+        if let room = roomName { return leader.group(ofRoom: room).id }
+        return nil // a controller without a player commands the main group
+    }
+
+    private func control(_ command: SendspinControllerCommand) {
+        guard hello?.has("controller") == true else { return }
+        let group = groupID ?? RoomGroups.mainID
+        do {
+            switch command {
+            case .play: try leader.perform(.play, group: group)
+            case .pause: try leader.perform(.pause, group: group)
+            case .stop: try leader.perform(.stop, group: group)
+            case .next: try leader.perform(.next, group: group)
+            case .previous: try leader.perform(.previous, group: group)
+            case .seek(let ms): try leader.perform(.seek(seconds: Double(ms) / 1_000), group: group)
+            case .volume(let v): leader.setVolume(group: group, UInt8(v))
+            case .mute(let m): leader.setMuted(group: group, m)
+            case .repeatMode(let mode): try leader.perform(.repeatMode(RepeatMode(rawValue: mode) ?? .off), group: group)
+            case .shuffle(let on): try leader.perform(.shuffle(on), group: group)
+            case .switch: break // not offered in supported_commands
+            }
+        } catch {
+            log.info("Sendspin \(roomName ?? socket.peer): \(command) refused: \(error)")
+        }
+    }
+
+    // MARK: What the leader sends the room
+
+    func deliver(_ message: Message) {
+        switch message {
+        case .chunk(let chunk):
+            sendChunk(chunk)
+        case .follow(let stream, let from):
+            let changed = state.withLock { s -> Bool in
+                defer { s.streamID = stream.streamID }
+                return s.streamID != 0 && s.streamID != stream.streamID
+            }
+            if changed { clear(before: from.nanoseconds) }
+            poke() // group/update from the notifier thread: never call the leader under its backlog lock
+        case .flush(let stream, let from, _):
+            guard state.withLock({ $0.streamID == stream }) else { return }
+            clear(before: from.nanoseconds)
+        case .streamEnd(let stream, _):
+            let ended = state.withLock { s -> Bool in
+                guard s.streamID == stream, s.streaming else { return false }
+                s.streaming = false
+                s.sent.removeAll()
+                return true
+            }
+            if ended { queue(text: Sendspin.streamEnd(roles: ["player"])) }
+        case .settings(let settings):
+            let (previous, commands) = state.withLock { s -> (RoomSettings?, [String]) in
+                defer { s.settings = settings }
+                return (s.settings, s.hello?.playerCommands ?? [])
+            }
+            if previous?.volume != settings.volume, commands.contains("volume") { queue(text: Sendspin.playerCommand(volume: Int(settings.volume))) }
+            if previous?.muted != settings.muted, commands.contains("mute") { queue(text: Sendspin.playerCommand(muted: settings.muted)) }
+        default:
+            break
+        }
+    }
+
+    /// A cut at `from` (leader ns): the client drops all it holds
+    /// (`stream/clear`), and is sent again what it held that still plays before the cut.
+    private func clear(before from: Int64) {
+        let now = Condition.now()
+        let again: [[UInt8]] = state.withLock { s in
+            guard s.streaming else { return [] }
+            let kept = s.sent.filter { $0.pts > now && $0.pts < from }
+            s.sent = kept
+            return kept.map(\.frame)
+        }
+        guard state.withLock({ $0.streaming }) else { return }
+        queue(text: Sendspin.streamClear(roles: ["player"]))
+        for frame in again { queue(binary: restamped(frame)) }
+    }
+
+    /// A kept frame's `send_ahead` as of now.
+    private func restamped(_ frame: [UInt8]) -> [UInt8] {
+        guard !legacyWire, frame.count >= 13 else { return frame }
+        var f = frame
+        let ts = f[1..<9].reduce(Int64(0)) { $0 << 8 | Int64($1) }
+        let header = Sendspin.binaryHeader(type: Sendspin.audioChunkType, timestamp: ts, sendAhead: ts - Condition.now() / 1_000)
+        f.replaceSubrange(0..<13, with: header)
+        return f
+    }
+
+    private func sendChunk(_ chunk: Chunk) {
+        var out: [[UInt8]] = []
+        state.withLock { s in
+            guard !s.closed, chunk.streamID == s.streamID, let format = s.format else { return }
+            if s.encoder == nil {
+                do { s.encoder = try SendspinAudioEncoder(format: format, streamCodec: leader.streamCodec) } catch {
+                    log.error("Sendspin \(s.room ?? socket.peer): \(error)")
+                    return
+                }
+            }
+            guard let encoder = s.encoder else { return }
+            if !s.streaming {
+                s.streaming = true
+                out.append([0] + Array(Sendspin.streamStart(player: format, codecHeader: encoder.codecHeader).utf8))
+            }
+            let encoded: (pts: Int64, payload: [UInt8])?
+            do { encoded = try encoder.encode(chunk) } catch {
+                log.error("Sendspin \(s.room ?? socket.peer): \(error)")
+                return
+            }
+            guard let encoded, !encoded.payload.isEmpty else { return }
+            let ts = encoded.pts / 1_000
+            let frame = Sendspin.binaryHeader(type: Sendspin.audioChunkType, timestamp: ts,
+                                              sendAhead: legacyWire ? nil : ts - Condition.now() / 1_000) + encoded.payload
+            s.sent.append((encoded.pts, frame))
+            if s.sent.count > Self.keptChunks { s.sent.removeFirst(s.sent.count - Self.keptChunks) }
+            out.append([1] + frame)
+        }
+        for item in out { writer.send(item) }
+    }
+
+    // MARK: State for controllers and metadata clients
+
+    /// Sends `group/update` and `server/state` where they changed (the notifier thread, and after the hello).
+    func refresh() {
+        refreshGroup()
+        guard let hello, hello.has("controller") || hello.has("metadata") else { return }
+        let group = groupID ?? RoomGroups.mainID
+        let controller: JSONValue? = hello.has("controller")
+            ? Sendspin.controllerState(volume: Int(leader.volume(ofGroup: group) ?? 0), muted: leader.muted(group: group)) : nil
+        var metadata: JSONValue?
+        if hello.has("metadata"), let playing = try? leader.nowPlaying(group: group) {
+            metadata = SendspinMetadata.of(playing, leader: leader).json(timestamp: Condition.now() / 1_000)
+        }
+        // Compared without the timestamp: it moves every time.
+        var key = controller?.serialized ?? ""
+        if case .object(var m)? = metadata { m["timestamp"] = nil; key += JSONValue.object(m).serialized }
+        let changed = state.withLock { s -> Bool in
+            defer { s.sentState = key }
+            return s.sentState != key
+        }
+        if changed { queue(text: Sendspin.serverState(metadata: metadata, controller: controller)) }
+    }
+
+    private func refreshGroup() {
+        guard hello != nil else { return }
+        let id = groupID ?? RoomGroups.mainID
+        let group = leader.groups.first { $0.id == id }
+        let text = Sendspin.groupUpdate(state: group?.nowPlaying.state ?? .stopped, groupID: id, groupName: group?.name ?? id)
+        let changed = state.withLock { s -> Bool in
+            defer { s.sentGroup = text }
+            return s.sentGroup != text
+        }
+        if changed { queue(text: text) }
+    }
+
+    // MARK: Ending
+
+    /// The leader ends the room, or the socket closed.
+    func close(reason: String) {
+        let wasAttached = state.withLock { s -> Bool? in
+            guard !s.closed else { return nil }
+            s.closed = true
+            defer { s.attached = false }
+            return s.attached
+        }
+        guard let wasAttached else { return }
+        if wasAttached { leader.detach(self) }
+        writer.close(reason: reason)
+        socket.terminate()
+    }
+}
+
+/// Who this server is, as `server/hello` says it.
+struct SendspinIdentity: Sendable {
+    var id: String
+    var name: String
+}

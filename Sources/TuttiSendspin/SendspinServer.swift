@@ -1,0 +1,112 @@
+import Synchronization
+import TuttiCore
+import TuttiSystem
+import TuttiNet
+import TuttiWeb
+import TuttiControlKit
+
+/// The leader as a Sendspin server (`--sendspin HOST:PORT`, path
+/// `/sendspin`): a listener of its own (civetweb), where each Sendspin
+/// player becomes a Tutti room, each controller commands its group, and
+/// metadata clients are told what plays. See docs/sendspin.md.
+///
+/// Threads: civetweb's (a worker per open connection, and the handler
+/// lane); a writer per client while it has something waiting
+/// (`ClientWriter`); `tutti-sendspin`, which sends `group/update` and
+/// `server/state` when the leader's state changes. Stopping ends the
+/// players (their rooms leave), stops civetweb, joins the notifier.
+// Sendable because `server` and `notifier` are set in start() before any connection and cleared in stop(); the rest is in Mutexes or immutable.
+public final class SendspinServer: Service, WebSocketHandler, @unchecked Sendable {
+    public let serviceName = "Sendspin"
+    public static let path = "/sendspin"
+    public static let defaultPort: UInt16 = 8927
+
+    private let leader: any LeaderControl
+    private let log: Logger
+    private let requested: Endpoint
+    private let identity: SendspinIdentity
+    private var server: WebServer?
+    private let players = Mutex<[ObjectIdentifier: SendspinPlayer]>([:])
+    private let writers = ThreadGroup(name: "tutti-sendspin-w")
+    private let wake = Condition()
+    private var pending = false
+    private var running = false
+    private var notifier: JoinableThread?
+    private var subscription: Int?
+
+    /// At most this many clients at once (each holds a civetweb worker).
+    public static let maximumClients = 16
+
+    public init(leader: any LeaderControl, endpoint: Endpoint, serverID: String, name: String, log: Logger) {
+        self.leader = leader
+        self.requested = endpoint
+        self.identity = SendspinIdentity(id: serverID, name: name)
+        self.log = log
+    }
+
+    /// Where it listens (the real port when 0 was asked for).
+    public var endpoint: Endpoint? { server.flatMap { try? Endpoint(parsing: $0.endpoint) } }
+
+    /// The rooms its players are, sorted.
+    public var rooms: [String] { players.withLock { $0.values.compactMap(\.roomName) }.sorted() }
+
+    public func start() throws {
+        let web = WebServer(endpoint: requested.description, threads: Self.maximumClients + 2,
+                            timeoutMilliseconds: leader.surfaceSettings.clientStallMilliseconds, webSocketPath: Self.path,
+                            maximumMessageBytes: Sendspin.maximumClientMessageBytes, label: "Sendspin",
+                            socketHandler: self, log: log) { _ in .text(404, "Sendspin: connect a WebSocket to \(SendspinServer.path)") }
+        try web.start()
+        server = web
+        wake.withLock { running = true }
+        subscription = leader.events.subscribe { [weak self] event in
+            guard event == .player || event == .mixer || event == .groups || event == .options || event == .rooms else { return }
+            self?.poke()
+        }
+        notifier = try JoinableThread(name: "tutti-sendspin") { [self] in notify() }
+    }
+
+    public func stop() {
+        if let subscription { leader.events.unsubscribe(subscription) }
+        for player in players.withLock({ Array($0.values) }) { player.close(reason: "leader stopping") }
+        server?.stop()
+        server = nil
+        wake.withLock { running = false; wake.signal() }
+        notifier?.join()
+        writers.waitForAll(untilNanoseconds: Condition.deadline(afterSeconds: 1))
+    }
+
+    func poke() { wake.withLock { pending = true; wake.signal() } }
+
+    /// Sends each client what changed; asleep until something does.
+    private func notify() {
+        wake.lock()
+        while running {
+            if !pending { wake.wait(); continue }
+            pending = false
+            wake.unlock()
+            for player in players.withLock({ Array($0.values) }) { player.refresh() }
+            wake.lock()
+        }
+        wake.unlock()
+    }
+
+    // MARK: WebSocketHandler
+
+    public func opened(_ socket: WebSocket) {
+        // Plain until the Noise channel lands: a client that starts with a text client/hello.
+        let player = SendspinPlayer(socket: socket, leader: leader, server: identity, channel: PlainSendspinChannel(), log: log,
+                                    threads: writers, poke: { [weak self] in self?.poke() })
+        players.withLock { $0[ObjectIdentifier(socket)] = player }
+    }
+
+    public func received(_ message: [UInt8], on socket: WebSocket) {}
+
+    public func received(_ message: [UInt8], binary: Bool, arrival: Int64, on socket: WebSocket) {
+        players.withLock { $0[ObjectIdentifier(socket)] }?.received(message, binary: binary, arrival: arrival)
+    }
+
+    public func closed(_ socket: WebSocket) {
+        let player = players.withLock { $0.removeValue(forKey: ObjectIdentifier(socket)) }
+        player?.close(reason: socket.closedByPage ? "it closed the connection" : "connection lost")
+    }
+}

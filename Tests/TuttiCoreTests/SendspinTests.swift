@@ -1,0 +1,39 @@
+import Testing
+@testable import TuttiCore
+
+/// Sendspin's messages as the server reads and writes them, exactly.
+struct SendspinProtocolTests {
+    @Test func aPlayerHelloIsReadAndCheckedWhereItEnters() throws {
+        let hello = #"{"type":"client/hello","payload":{"client_id":"k1","name":" Kitchen\u0007 ","version":1,"supported_roles":["player@v1","controller@v1","visualizer@v1"],"player@v1_support":{"supported_formats":[{"codec":"alac","channels":2,"sample_rate":44100,"bit_depth":16},{"codec":"flac","channels":2,"sample_rate":48000,"bit_depth":24}],"buffer_capacity":1048576}}}"#
+        guard case .hello(let h) = try Sendspin.parse(Array(hello.utf8)) else { Issue.record("not a hello"); return }
+        #expect(h.clientID == "k1" && Sendspin.roomName(h) == "Kitchen")
+        #expect(h.formats == [SendspinAudioFormat(codec: .flac, bitDepth: 24)]) // alac skipped
+        #expect(h.activeRoles == ["player@v1", "controller@v1"])
+        #expect(Sendspin.chooseFormat(offered: h.formats, opusAvailable: false) == SendspinAudioFormat(codec: .flac, bitDepth: 24))
+        #expect(Sendspin.chooseFormat(offered: [SendspinAudioFormat(codec: .pcm, sampleRate: 44_100)], opusAvailable: true) == nil)
+        // Out-of-range numbers and wrong versions are refused.
+        for bad in [#"{"type":"client/hello","payload":{"client_id":"x","version":2,"supported_roles":[]}}"#,
+                    #"{"type":"client/hello","payload":{"client_id":"x","supported_roles":["player@v1"],"player@v1_support":{"supported_formats":[{"codec":"pcm","channels":2,"sample_rate":48000,"bit_depth":16}],"buffer_capacity":-1}}}"#,
+                    #"{"type":"client/command","payload":{"controller":{"command":"volume","volume":101}}}"#,
+                    #"{"type":"client/time","payload":{}}"#, "[1]"] {
+            #expect(throws: SendspinError.self) { try Sendspin.parse(Array(bad.utf8)) }
+        }
+        #expect(try Sendspin.parse(Array(#"{"type":"client/time","payload":{"client_transmitted":123456789012}}"#.utf8)) == .time(clientTransmitted: 123_456_789_012))
+        #expect(try Sendspin.parse(Array(#"{"type":"client/command","payload":{"controller":{"command":"repeat_one"}}}"#.utf8)) == .command(.repeatMode("one")))
+    }
+
+    @Test func audioHeadersAreNineOrThirteenBytesBigEndian() {
+        #expect(Sendspin.binaryHeader(type: 4, timestamp: 0x0102030405060708, sendAhead: nil) == [4, 1, 2, 3, 4, 5, 6, 7, 8])
+        #expect(Sendspin.binaryHeader(type: 4, timestamp: 1, sendAhead: 250_000) == [4, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0x03, 0xd0, 0x90])
+        #expect(Sendspin.binaryHeader(type: 4, timestamp: 1, sendAhead: -5).suffix(4) == [0, 0, 0, 0])
+        #expect(Sendspin.binaryHeader(type: 4, timestamp: 1, sendAhead: 1 << 40).suffix(4) == [255, 255, 255, 255])
+    }
+
+    @Test func serverTimeCarriesTheThreeStamps() {
+        let text = Sendspin.serverTime(clientTransmitted: 5, received: 1_700_000_000_123, transmitted: 1_700_000_000_456)
+        let payload = JSONValue.parsing(text)?["payload"]
+        #expect(JSONValue.parsing(text)?["type"]?.string == "server/time")
+        #expect(payload?["server_received"]?.integer == 1_700_000_000_123 && payload?["server_transmitted"]?.integer == 1_700_000_000_456)
+        #expect(payload?["client_transmitted"]?.integer == 5)
+    }
+}

@@ -1,0 +1,209 @@
+import Foundation
+import Testing
+import TuttiAudio
+import TuttiControlClient
+import TuttiCore
+import TuttiDaemon
+import TuttiNet
+import TuttiTestSupport
+
+/// The Python 3.12 venv with PyPI's aiosendspin (and the sendspin CLI),
+/// made once under the user's cache (scripts/setup.sh makes it for CI).
+enum SendspinVenv {
+    static let version = "10.2.1"
+    static var directory: String {
+        if let given = ProcessInfo.processInfo.environment["TUTTI_SENDSPIN_VENV"] { return given }
+        let cache = ProcessInfo.processInfo.environment["XDG_CACHE_HOME"] ?? NSHomeDirectory() + "/.cache"
+        return cache + "/tutti/sendspin-venv-\(version)"
+    }
+    static var python: String { directory + "/bin/python" }
+    static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Sendspin/sendspin_player.py").path
+
+    /// The venv's python, made now if missing (pyenv's 3.12: Debian 12's 3.11 is too old for aiosendspin 10).
+    static func ready() throws -> String {
+        if (try? runProgram(python, ["-c", "import aiosendspin.client.time_sync, av"], timeout: 60).status) == 0 { return python }
+        let root = (try? runProgram("/bin/sh", ["-c", "pyenv root 2>/dev/null || echo $HOME/.pyenv"]).out.trimmingCharacters(in: .whitespacesAndNewlines)) ?? ""
+        let base = root + "/versions/3.12.1/bin/python3"
+        guard FileManager.default.isExecutableFile(atPath: base) else {
+            throw CommandFailed(description: "no Python 3.12 at \(base): run scripts/setup.sh (aiosendspin 10 needs Python ≥ 3.12)")
+        }
+        var r = try runProgram(base, ["-m", "venv", directory], mergeErrors: true, timeout: 120)
+        guard r.status == 0 else { throw CommandFailed(description: "venv: \(r.out)") }
+        r = try runProgram(python, ["-m", "pip", "install", "--quiet", "aiosendspin==\(version)", "sendspin"], mergeErrors: true, timeout: 600)
+        guard r.status == 0 else { throw CommandFailed(description: "pip install aiosendspin: \(r.out)") }
+        return python
+    }
+}
+
+/// One run of the aiosendspin-based player (Tests/Sendspin/sendspin_player.py).
+final class SendspinClientRun {
+    let process = Process()
+    let input = Pipe()
+    let prefix: String
+
+    init(port: UInt16, name: String, codec: String = "pcm", roles: String = "player", seconds: Double, prefix: String) throws {
+        self.prefix = prefix
+        process.executableURL = URL(fileURLWithPath: try SendspinVenv.ready())
+        process.arguments = [SendspinVenv.script, "--url", "ws://127.0.0.1:\(port)/sendspin", "--id", name, "--name", name,
+                             "--codec", codec, "--roles", roles, "--seconds", String(seconds), "--stdin", "--out", prefix]
+        process.standardInput = input
+        process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
+        let errors = prefix + ".stderr"
+        _ = FileManager.default.createFile(atPath: errors, contents: nil)
+        process.standardError = FileHandle(forWritingAtPath: errors)
+        try process.run()
+    }
+
+    /// Sends a message to the server as this client (a line on its stdin).
+    func send(_ message: JSONValue) { input.fileHandleForWriting.write(Data((message.serialized + "\n").utf8)) }
+
+    func stop() {
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
+    }
+
+    var errors: String { (try? String(contentsOfFile: prefix + ".stderr", encoding: .utf8)) ?? "" }
+
+    /// What it logged: chunks played and messages received.
+    var records: [[String: JSONValue]] {
+        guard let text = try? String(contentsOfFile: prefix + ".jsonl", encoding: .utf8) else { return [] }
+        return text.split(separator: "\n").compactMap { JSONValue.parsing(String($0))?.object }
+    }
+
+    func messages(_ type: String) -> [[String: JSONValue]] {
+        records.filter { $0["kind"]?.string == "message" && $0["type"]?.string == type }.compactMap { $0["payload"]?.object }
+    }
+
+    /// (message payload, local ns it came) of each message of `type`.
+    func timedMessages(_ type: String) -> [(payload: [String: JSONValue], at: Int64)] {
+        records.filter { $0["kind"]?.string == "message" && $0["type"]?.string == type }
+            .compactMap { r in r["payload"]?.object.map { ($0, Int64(r["at"]?.number ?? 0)) } }
+    }
+
+    var chunks: [(local: Int64, offset: Int, frames: Int)] {
+        records.filter { $0["kind"]?.string == "chunk" }.compactMap { r in
+            guard let local = r["local"]?.number, let offset = r["offset"]?.integer, let frames = r["frames"]?.integer else { return nil }
+            return (Int64(local), offset, frames)
+        }
+    }
+
+    /// Local instants (ns) at which the reference time filter plays each click onset.
+    func clickTimes(threshold: Int16 = 20_000, quietFrames: Int = 4_800) -> [Int64] {
+        let samples = readRaw(prefix + ".raw")
+        let played = chunks
+        var times: [Int64] = []
+        var quiet = quietFrames
+        var c = 0
+        for i in 0..<(samples.count / 2) {
+            if abs(Int(samples[2 * i])) >= Int(threshold) {
+                if quiet >= quietFrames {
+                    while c < played.count, played[c].offset + played[c].frames <= i { c += 1 }
+                    if c < played.count, played[c].offset <= i {
+                        times.append(played[c].local + Int64(i - played[c].offset) * 1_000_000_000 / 48_000)
+                    }
+                }
+                quiet = 0
+            } else {
+                quiet += 1
+            }
+        }
+        return times
+    }
+}
+
+/// Sendspin players from PyPI's aiosendspin 10 against a real Tutti leader:
+/// each joins as a room, and its reference time filter is the judge of sync.
+@Suite(.serialized) struct SendspinTests {
+    func leader(_ files: [String], codec: Codec) throws -> Leader {
+        try startLeader(files: files, codec: codec, loop: true) { c in
+            c.control = Endpoint(host: "127.0.0.1", port: 0)
+            c.sendspin = Endpoint(host: "127.0.0.1", port: 0)
+        }
+    }
+
+    /// A player joins as a listed room, gets PCM, and its reference time
+    /// filter plays each click where a Tutti speaker on a file DAC does.
+    @Test func aSendspinPlayerIsARoomInStepWithATuttiSpeaker() throws {
+        let dir = makeTemporaryDirectory()
+        writeFile(dir + "/clicks.wav", wavImage(toneWithClicks(seconds: 30, frequency: 440)))
+        let leader = try leader([dir + "/clicks.wav"], codec: .pcm)
+        defer { leader.stop() }
+        let port = try #require(leader.sendspinEndpoint).port
+        let speaker = try startFollower(leader: leader.endpoint, name: "den", output: .file(path: dir + "/den.raw", ppm: 0, delayMilliseconds: 0))
+        defer { speaker.stop() }
+        let client = try SendspinClientRun(port: port, name: "kitchen-sendspin", seconds: 14, prefix: dir + "/ss")
+        defer { client.stop() }
+        #expect(waitUntil(timeout: 20) { leader.followerNames.contains("kitchen-sendspin") }, "\(leader.followerNames) \(client.errors)")
+        let control = try #require(leader.controlEndpoint)
+        let rooms = try #require(try ControlClient(endpoint: control).call("rooms.list").object)
+        let room = (rooms["rooms"]?.objectArray ?? []).first { $0["name"]?.string == "kitchen-sendspin" }
+        #expect(room?["connected"]?.bool == true, "\(rooms)")
+        // 10 s of clicks played by the client (its filter settled for the first few).
+        #expect(waitUntil(timeout: 30) { client.chunks.count >= 500 }, "\(client.chunks.count) chunks; \(client.errors)")
+        let hello = try #require(client.messages("server/hello").first)
+        #expect(hello["active_roles"]?.strings == ["player@v1"])
+        #expect(client.messages("stream/start").first?["player"]?["codec"]?.string == "pcm")
+        let last = try #require(client.chunks.last).local
+        #expect(waitUntilPlayed([dir + "/den.raw"], through: last))
+        client.stop()
+        speaker.stop()
+
+        let reference = client.clickTimes()
+        let tutti = clickTimes(dir + "/den.raw", ppm: 0)
+        let start = try #require(reference.first) + 3_000_000_000
+        let signed = reference.filter { $0 >= start }.compactMap { t -> Int64? in
+            guard let nearest = tutti.min(by: { abs($0 - t) < abs($1 - t) }), abs(nearest - t) < 500_000_000 else { return nil }
+            return t - nearest
+        }
+        let diffs = signed.map { abs($0) }.sorted()
+        #expect(diffs.count >= 6, "\(diffs.count) clicks compared: reference \(reference.count), Tutti \(tutti.count)")
+        let median = diffs.isEmpty ? 0 : diffs[diffs.count / 2]
+        let p99 = diffs.isEmpty ? 0 : diffs[min(diffs.count - 1, Int((Double(diffs.count) * 0.99).rounded(.up)) - 1)]
+        print("Sendspin PCM vs Tutti speaker: click difference median \(median / 1000) µs, p99 \(p99 / 1000) µs over \(diffs.count) clicks (signed µs: \(signed.map { $0 / 1000 }))")
+        #expect(median < 1_000_000, "median \(median / 1000) µs: the spec asks ±1 ms")
+        #expect(p99 < 2_000_000, "p99 \(p99 / 1000) µs")
+    }
+
+    /// FLAC from an Opus leader, and the commands: Tutti's volume, seek,
+    /// next and pause reach the player as the spec says; its controller's
+    /// volume and play reach Tutti's group; metadata names the track.
+    @Test func flacCommandsControllerAndMetadataReachAPlayer() throws {
+        let dir = makeTemporaryDirectory()
+        for name in ["a", "b"] { writeFile(dir + "/\(name).wav", wavImage(quantize(TestSignal.sine(frequency: 1_000, seconds: 20, amplitude: 0.5)))) }
+        let leader = try leader([dir + "/a.wav", dir + "/b.wav"], codec: .opus)
+        defer { leader.stop() }
+        let port = try #require(leader.sendspinEndpoint).port
+        let client = try SendspinClientRun(port: port, name: "study", codec: "flac", roles: "player,controller,metadata", seconds: 30, prefix: dir + "/ss")
+        defer { client.stop() }
+        #expect(waitUntil(timeout: 20) { client.chunks.count >= 100 }, "\(client.chunks.count) chunks; \(client.errors)")
+        let start = try #require(client.messages("stream/start").first?["player"]?.object)
+        #expect(start["codec"]?.string == "flac" && start["codec_header"]?.string?.hasPrefix("ZkxhQw") == true, "\(start)") // "fLaC"
+        // The FLAC decoded by aiosendspin's decoder: the 1 kHz tone at half scale, through Opus.
+        let level = SnapcastTests.level(dir + "/ss.raw", lastSeconds: 1)
+        #expect(abs(level.hz - 1_000) < 10 && abs(level.rms - 16_384 / 2.0.squareRoot()) < 16_384 / 2.0.squareRoot() * 0.11, "\(level)")
+        #expect(client.messages("server/state").contains { $0["metadata"]?["title"]?.string == "a.wav" }, "\(client.messages("server/state"))")
+
+        // Tutti's room volume reaches the player as server/command.
+        leader.configure(room: "study", RoomSettings(volume: 30))
+        #expect(waitUntil(timeout: 5) { client.messages("server/command").contains { $0["player"]?["volume"]?.integer == 30 } })
+        // Seek, next: stream/clear (never stream/end), and the metadata follows.
+        let clears = client.messages("stream/clear").count
+        _ = try leader.perform(.seek(seconds: 10))
+        #expect(waitUntil(timeout: 5) { client.messages("stream/clear").count > clears })
+        _ = try leader.perform(.next)
+        #expect(waitUntil(timeout: 5) { client.messages("stream/clear").count > clears + 1 })
+        #expect(waitUntil(timeout: 5) { client.messages("server/state").contains { $0["metadata"]?["title"]?.string == "b.wav" } })
+        #expect(client.messages("stream/end").isEmpty)
+        // Pause: cleared, and the group says paused.
+        _ = try leader.perform(.pause)
+        #expect(waitUntil(timeout: 5) { client.messages("group/update").last?["playback_state"]?.string == "paused" })
+        // The player's controller: group volume and play reach Tutti.
+        client.send(["type": "client/command", "payload": ["controller": ["command": "volume", "volume": 55]]])
+        #expect(waitUntil(timeout: 5) { leader.volume(ofGroup: "main") == 55 }, "\(String(describing: leader.volume(ofGroup: "main")))")
+        client.send(["type": "client/command", "payload": ["controller": ["command": "play"]]])
+        #expect(waitUntil(timeout: 5) { leader.nowPlaying.state == .playing })
+        #expect(waitUntil(timeout: 5) { client.messages("server/state").contains { $0["controller"]?["volume"]?.integer == 55 } })
+        #expect(client.errors.isEmpty || !client.errors.contains("Traceback"), "\(client.errors)")
+    }
+}
