@@ -46,3 +46,19 @@ python3 -c 'import feedgen.feed' 2>/dev/null || python3 -m pip install --quiet f
 # pyatv: a real AirPlay sender, the phone in AirPlayTests.
 python3 -c 'import pyatv' 2>/dev/null || python3 -m pip install --quiet pyatv \
   || python3 -m pip install --quiet --break-system-packages pyatv
+# aiosendspin and sendspin (Python >= 3.12; Debian 12 has 3.11) for the Sendspin tests: a venv under
+# the cache, where TuttiTestSupport's SendspinPython looks (and makes it when missing).
+sendspin_venv="${XDG_CACHE_HOME:-$HOME/.cache}/tutti/sendspin-venv"
+if ! "$sendspin_venv/bin/python3" -c 'import aiosendspin.noise' 2>/dev/null; then
+  py312=""
+  if command -v pyenv >/dev/null; then
+    for v in "$(pyenv root)"/versions/3.12*; do [ -x "$v/bin/python3" ] && py312="$v/bin/python3"; done
+  fi
+  [ -n "$py312" ] || py312="$(command -v python3.12 || true)"
+  if [ -n "$py312" ]; then
+    rm -rf "$sendspin_venv" && mkdir -p "$(dirname "$sendspin_venv")"
+    "$py312" -m venv "$sendspin_venv" && "$sendspin_venv/bin/pip" install --quiet aiosendspin==10.2.1 sendspin==9.0.0
+  else
+    echo "setup: no Python 3.12 (pyenv install 3.12.1): the Sendspin tests against aiosendspin will skip" >&2
+  fi
+fi
