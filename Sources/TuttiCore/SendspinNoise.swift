@@ -136,6 +136,9 @@ public struct SendspinPeer: Sendable, Equatable {
     /// The peer could not use the PSK message 1 referenced and answered under the
     /// Sentinel: it holds no record of this pairing any more (re-pair it).
     public var credentialMismatch: Bool
+    public init(id: String, cipher: NoiseCipher, category: SendspinPSKCategory, handshakeHash: [UInt8], credentialMismatch: Bool) {
+        self.id = id; self.cipher = cipher; self.category = category; self.handshakeHash = handshakeHash; self.credentialMismatch = credentialMismatch
+    }
 }
 
 // MARK: Fragments
