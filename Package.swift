@@ -129,7 +129,7 @@ let package = Package(
         .executableTarget(name: "tutti", dependencies: ["TuttiCLI"], linkerSettings: leanLink),
 
         // Fuzz targets: each parser that reads outside input, fed the way the daemons feed it (Fuzz/).
-        .target(name: "TuttiFuzzTargets", dependencies: ["TuttiCore", "TuttiDaemon", "TuttiMPD", "TuttiJSONRPC", "TuttiFollower", "TuttiLibrary", "TuttiStreams", "TuttiNet"],
+        .target(name: "TuttiFuzzTargets", dependencies: ["TuttiCore", "TuttiAuth", "TuttiDaemon", "TuttiMPD", "TuttiJSONRPC", "TuttiFollower", "TuttiLibrary", "TuttiStreams", "TuttiNet"],
                 path: "Fuzz/Targets"),
 
         .testTarget(name: "TuttiCoreTests", dependencies: ["TuttiCore"]),
