@@ -134,7 +134,7 @@ let package = Package(
         .executableTarget(name: "tutti", dependencies: ["TuttiCLI"], linkerSettings: leanLink),
 
         // Fuzz targets: each parser that reads outside input, fed the way the daemons feed it (Fuzz/).
-        .target(name: "TuttiFuzzTargets", dependencies: ["TuttiCore", "TuttiSystem", "TuttiLeader", "TuttiControlKit", "TuttiMPD", "TuttiJSONRPC", "TuttiSnapcastControl", "TuttiFollower", "TuttiLibrary", "TuttiStreams", "TuttiDecode", "TuttiNet"],
+        .target(name: "TuttiFuzzTargets", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAuth", "TuttiLeader", "TuttiControlKit", "TuttiMPD", "TuttiJSONRPC", "TuttiSnapcastControl", "TuttiFollower", "TuttiLibrary", "TuttiStreams", "TuttiDecode", "TuttiNet"],
                 path: "Fuzz/Targets"),
 
         .testTarget(name: "TuttiCoreTests", dependencies: ["TuttiCore"]),
@@ -146,6 +146,8 @@ let package = Package(
         .testTarget(name: "TuttiCLITests", dependencies: ["TuttiCLI", "TuttiDiscovery", "TuttiCore"]),
         .testTarget(name: "TuttiDiscoveryTests", dependencies: ["TuttiTestSupport", "TuttiDiscovery", "TuttiDaemon", "TuttiLeader", "TuttiFollower", "TuttiControlClient", "TuttiAudio", "TuttiNet", "TuttiCore"]),
         .testTarget(name: "TuttiFuzzTests", dependencies: ["TuttiFuzzTargets"]),
+        // The primitives against known vectors, and Sendspin's Noise against aiosendspin (PyPI).
+        .testTarget(name: "TuttiAuthTests", dependencies: ["TuttiTestSupport", "TuttiAuth", "TuttiCore"], exclude: ["sendspin_noise_peer.py"]),
         .testTarget(name: "TuttiDaemonTests", dependencies: ["TuttiTestSupport", "TuttiDaemon", "TuttiLeader", "TuttiFuzzTargets", "TuttiControlKit", "TuttiMPD", "TuttiJSONRPC", "TuttiWebApp", "TuttiDiscovery", "TuttiFollower", "TuttiControlClient", "TuttiAudio", "TuttiNet", "TuttiCore"]),
     ],
     swiftLanguageModes: [.v6]

@@ -46,14 +46,18 @@ python3 -c 'import feedgen.feed' 2>/dev/null || python3 -m pip install --quiet f
 # pyatv: a real AirPlay sender, the phone in AirPlayTests.
 python3 -c 'import pyatv' 2>/dev/null || python3 -m pip install --quiet pyatv \
   || python3 -m pip install --quiet --break-system-packages pyatv
-# aiosendspin 10 (Sendspin's reference client and its time filter) for SendspinTests: it needs
-# Python >= 3.12, which Debian 12 lacks, so a venv from pyenv's 3.12.1, under the cache the tests look in.
-SENDSPIN_VENV="${XDG_CACHE_HOME:-$HOME/.cache}/tutti/sendspin-venv-10.2.1"
-if ! "$SENDSPIN_VENV/bin/python" -c 'import aiosendspin.client.time_sync, av' 2>/dev/null; then
-  PY312="$( (pyenv root 2>/dev/null || echo "$HOME/.pyenv") )/versions/3.12.1/bin/python3"
-  if [ -x "$PY312" ]; then
-    "$PY312" -m venv "$SENDSPIN_VENV" && "$SENDSPIN_VENV/bin/pip" install --quiet aiosendspin==10.2.1 sendspin
+# aiosendspin and sendspin (Python >= 3.12; Debian 12 has 3.11) for the Sendspin tests: a venv under
+# the cache, where TuttiTestSupport's SendspinPython looks (and makes it when missing).
+sendspin_venv="${XDG_CACHE_HOME:-$HOME/.cache}/tutti/sendspin-venv"
+if ! "$sendspin_venv/bin/python3" -c 'import aiosendspin.noise, aiosendspin.client.time_sync, av' 2>/dev/null; then
+  py312=""
+  pyenv_root="$(pyenv root 2>/dev/null || echo "${PYENV_ROOT:-$HOME/.pyenv}")"
+  for v in "$pyenv_root"/versions/3.12*; do [ -x "$v/bin/python3" ] && py312="$v/bin/python3"; done
+  [ -n "$py312" ] || py312="$(command -v python3.12 || true)"
+  if [ -n "$py312" ]; then
+    rm -rf "$sendspin_venv" && mkdir -p "$(dirname "$sendspin_venv")"
+    "$py312" -m venv "$sendspin_venv" && "$sendspin_venv/bin/pip" install --quiet aiosendspin==10.2.1 sendspin==9.0.0
   else
-    echo "setup: no Python 3.12 ($PY312): SendspinTests will fail (install pyenv 3.12.1)" >&2
+    echo "setup: no Python 3.12 (pyenv install 3.12.1): the Sendspin tests against aiosendspin will skip" >&2
   fi
 fi

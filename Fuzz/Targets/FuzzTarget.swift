@@ -1,4 +1,5 @@
 import Glibc
+import TuttiAuth
 import TuttiCore
 import TuttiDecode
 import TuttiLeader
@@ -27,6 +28,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     case airplayMetadata = "airplay-metadata"
     /// Command execution: requests run by a playing leader (`CommandExecution`).
     case mpdExec = "mpd-exec", jsonrpcExec = "jsonrpc-exec", snapcastExec = "snapcast-exec"
+    /// A Sendspin connection's security: the first message, Noise message 2, and fragment reassembly.
+    case sendspinNoise = "sendspin-noise"
 
     /// Runs one input. Returns normally for every input the parser handles
     /// (accepting or refusing it); traps on a bug.
@@ -51,6 +54,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .mpdExec: CommandExecution.mpd(bytes)
         case .jsonrpcExec: CommandExecution.jsonrpc(bytes)
         case .snapcastExec: CommandExecution.snapcast(bytes)
+        case .sendspinNoise: Self.sendspinNoise(bytes)
         }
     }
 
@@ -65,6 +69,38 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     }
 
     // MARK: - Network protocols
+
+    static let sendspinCrypto = NoisePrimitives()
+    static let sendspinServer = NoiseKeyPair(secret: [UInt8](repeating: 5, count: 32), crypto: sendspinCrypto)
+
+    /// Sendspin's security layer: records `[kind][length, 2 bytes][bytes]`; kind bit 0 a binary
+    /// message, bit 1 a decrypted plaintext for the reassembler (the transport reader past the
+    /// AEAD, which random bytes never pass) instead of a WebSocket message for the server channel.
+    /// Whatever comes in: at most one close, nothing after it, no message over the bound.
+    static func sendspinNoise(_ bytes: [UInt8]) {
+        let limit = 100_000
+        var channel = SendspinServerChannel(identity: sendspinServer, crypto: sendspinCrypto,
+                                            configuration: .init(allowPlain: bytes.first.map { $0 & 4 != 0 } ?? false, maxMessageBytes: limit)) { _ in .stranger }
+        var reassembler = SendspinReassembler(limit: limit)
+        var closed = false
+        var at = 0
+        while at + 3 <= bytes.count {
+            let kind = bytes[at], n = Int(bytes[at + 1]) << 8 | Int(bytes[at + 2])
+            let record = Array(bytes[(at + 3)..<min(bytes.count, at + 3 + n)])
+            at += 3 + n
+            if kind & 2 != 0 {
+                if case .message(let m) = reassembler.accept(record) { precondition(!m.isEmpty && m.count <= limit) }
+                precondition(reassembler.inFlight <= limit)
+                continue
+            }
+            let events = channel.received(binary: kind & 1 != 0, bytes: record)
+            precondition(!closed || events.isEmpty, "events after a close")
+            for e in events {
+                if case .close = e { closed = true }
+                if case .sendRaw(_, let raw) = e { precondition(raw.count <= 65_535 * 2) }
+            }
+        }
+    }
 
     /// Leader ↔ follower frames: every message decoded re-encodes to one that decodes the same.
     static func wire(_ bytes: [UInt8]) {

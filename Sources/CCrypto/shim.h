@@ -20,4 +20,30 @@ typedef struct tutti_crypto {
     int (* _Nonnull update)(SHA256_CTX *_Nonnull context, const void *_Nullable data, size_t count);
     int (* _Nonnull finish)(unsigned char *_Nonnull md, SHA256_CTX *_Nonnull context);
 } tutti_crypto;
+
+// AES-256-GCM through EVP, for Sendspin's Noise suite `25519_AESGCM_SHA256` on
+// processors without the AES instructions libsodium's AES-GCM insists on.
+// Opened only when a Sendspin client picks that suite on such a machine.
+#include <openssl/evp.h>
+
+/// The libcrypto functions Tutti's AES-GCM calls, in the order NoisePrimitives.swift names them.
+typedef struct tutti_aes_gcm {
+    EVP_CIPHER_CTX *_Nullable (* _Nonnull newContext)(void);
+    void (* _Nonnull freeContext)(EVP_CIPHER_CTX *_Nullable context);
+    const EVP_CIPHER *_Nonnull (* _Nonnull aes256gcm)(void);
+    int (* _Nonnull encryptInit)(EVP_CIPHER_CTX *_Nonnull context, const EVP_CIPHER *_Nullable cipher, ENGINE *_Nullable engine,
+                                 const unsigned char *_Nullable key, const unsigned char *_Nullable iv);
+    int (* _Nonnull encryptUpdate)(EVP_CIPHER_CTX *_Nonnull context, unsigned char *_Nullable out, int *_Nonnull outCount,
+                                   const unsigned char *_Nullable in, int inCount);
+    int (* _Nonnull encryptFinal)(EVP_CIPHER_CTX *_Nonnull context, unsigned char *_Nullable out, int *_Nonnull outCount);
+    int (* _Nonnull decryptInit)(EVP_CIPHER_CTX *_Nonnull context, const EVP_CIPHER *_Nullable cipher, ENGINE *_Nullable engine,
+                                 const unsigned char *_Nullable key, const unsigned char *_Nullable iv);
+    int (* _Nonnull decryptUpdate)(EVP_CIPHER_CTX *_Nonnull context, unsigned char *_Nullable out, int *_Nonnull outCount,
+                                   const unsigned char *_Nullable in, int inCount);
+    int (* _Nonnull decryptFinal)(EVP_CIPHER_CTX *_Nonnull context, unsigned char *_Nullable out, int *_Nonnull outCount);
+    int (* _Nonnull control)(EVP_CIPHER_CTX *_Nonnull context, int type, int arg, void *_Nullable pointer);
+} tutti_aes_gcm;
+
+static const int tutti_gcm_get_tag = EVP_CTRL_GCM_GET_TAG;
+static const int tutti_gcm_set_tag = EVP_CTRL_GCM_SET_TAG;
 #endif

@@ -7,33 +7,13 @@ import TuttiDaemon
 import TuttiNet
 import TuttiTestSupport
 
-/// The Python 3.12 venv with PyPI's aiosendspin (and the sendspin CLI),
-/// made once under the user's cache (scripts/setup.sh makes it for CI).
+/// The aiosendspin-based player script, run in TuttiTestSupport's
+/// `SendspinPython` venv (scripts/setup.sh makes it for CI).
 enum SendspinVenv {
-    static let version = "10.2.1"
-    static var directory: String {
-        if let given = ProcessInfo.processInfo.environment["TUTTI_SENDSPIN_VENV"] { return given }
-        let cache = ProcessInfo.processInfo.environment["XDG_CACHE_HOME"] ?? NSHomeDirectory() + "/.cache"
-        return cache + "/tutti/sendspin-venv-\(version)"
-    }
-    static var python: String { directory + "/bin/python" }
     static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("Sendspin/sendspin_player.py").path
 
-    /// The venv's python, made now if missing (pyenv's 3.12: Debian 12's 3.11 is too old for aiosendspin 10).
-    static func ready() throws -> String {
-        if (try? runProgram(python, ["-c", "import aiosendspin.client.time_sync, av"], timeout: 60).status) == 0 { return python }
-        let root = (try? runProgram("/bin/sh", ["-c", "pyenv root 2>/dev/null || echo $HOME/.pyenv"]).out.trimmingCharacters(in: .whitespacesAndNewlines)) ?? ""
-        let base = root + "/versions/3.12.1/bin/python3"
-        guard FileManager.default.isExecutableFile(atPath: base) else {
-            throw CommandFailed(description: "no Python 3.12 at \(base): run scripts/setup.sh (aiosendspin 10 needs Python ≥ 3.12)")
-        }
-        var r = try runProgram(base, ["-m", "venv", directory], mergeErrors: true, timeout: 120)
-        guard r.status == 0 else { throw CommandFailed(description: "venv: \(r.out)") }
-        r = try runProgram(python, ["-m", "pip", "install", "--quiet", "aiosendspin==\(version)", "sendspin"], mergeErrors: true, timeout: 600)
-        guard r.status == 0 else { throw CommandFailed(description: "pip install aiosendspin: \(r.out)") }
-        return python
-    }
+    static func ready() throws -> String { try SendspinPython.interpreter().get() }
 }
 
 /// One run of the aiosendspin-based player (Tests/Sendspin/sendspin_player.py).
