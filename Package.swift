@@ -120,7 +120,7 @@ let package = Package(
         // `LeaderControl` for the surfaces, which it knows only as `LeaderSurfaces` (no surface module, no web server).
         .target(name: "TuttiLeader", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "TuttiDecode", "TuttiNet", "TuttiLibrary", "TuttiInput", "TuttiStreams", "TuttiDiscovery", "TuttiTimeStretch", "TuttiAuth", "TuttiControlKit"]),
         // Sendspin (Music Assistant's protocol): its players join as rooms, its controllers command groups; against `LeaderControl` only.
-        .target(name: "TuttiSendspin", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "TuttiDecode", "TuttiNet", "TuttiWeb", "TuttiControlKit"]),
+        .target(name: "TuttiSendspin", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "TuttiAuth", "TuttiDecode", "TuttiNet", "TuttiWeb", "TuttiControlKit"]),
         // Composition root: `tuttid`'s command line, the leader engine with its surfaces (`ControlSurfaces`), the demo, and the follower in the same binary.
         .target(name: "TuttiDaemon", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "TuttiNet", "TuttiFollower", "TuttiTimeStretch", "TuttiAuth", "TuttiControlKit", "TuttiLeader", "TuttiMPD", "TuttiSnapcastControl", "TuttiJSONRPC", "TuttiWebApp", "TuttiSendspin", "TuttiDiscovery"]),
         .executableTarget(name: "tuttid", dependencies: ["TuttiDaemon"], linkerSettings: leanLink),

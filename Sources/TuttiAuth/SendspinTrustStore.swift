@@ -15,7 +15,8 @@ import TuttiSystem
 public final class SendspinTrustStore: Sendable {
     public let identity: NoiseKeyPair
     public let crypto: NoisePrimitives
-    private let path: String
+    /// Where the trust is written; nil: kept in memory only (a leader without a state folder).
+    private let path: String?
     private let state: Mutex<SendspinTrust>
     /// Called after every change a person should see (a new request, an answer), outside the lock.
     private let changed: Mutex<(@Sendable () -> Void)?> = Mutex(nil)
@@ -23,25 +24,34 @@ public final class SendspinTrustStore: Sendable {
     /// The largest trust file read: 256 records of ~250 bytes each, with room.
     public static let maxFileBytes = 1 << 20
 
-    /// Opens (or makes) both files in `stateDirectory`.
-    public init(stateDirectory: String, crypto: NoisePrimitives = NoisePrimitives()) throws(SendspinStoreError) {
+    /// Opens (or makes) both files in `stateDirectory`; without one, a new key
+    /// and an empty trust in memory (forgotten when the leader stops).
+    public init(stateDirectory: String?, crypto: NoisePrimitives = NoisePrimitives()) throws(SendspinStoreError) {
         self.crypto = crypto
+        guard let stateDirectory else {
+            let key = SodiumCrypto().newKey()
+            identity = NoiseKeyPair(secret: key.secret, publicKey: key.publicKey)
+            path = nil
+            state = Mutex(SendspinTrust())
+            return
+        }
         let keyPath = stateDirectory + "/sendspin-server.key"
         do {
             let key = try KeyFile.loadOrCreate(keyPath)
             identity = NoiseKeyPair(secret: key.secret, publicKey: key.publicKey)
         } catch { throw .key(error.description) }
-        path = stateDirectory + "/sendspin-trust.json"
+        let file = stateDirectory + "/sendspin-trust.json"
+        path = file
         var trust = SendspinTrust()
         do {
-            let bytes = try readWholeFile(path, limit: Self.maxFileBytes)
-            do { trust = try SendspinTrust(parsing: bytes) } catch { throw SendspinStoreError.malformed(path, error.description) }
+            let bytes = try readWholeFile(file, limit: Self.maxFileBytes)
+            do { trust = try SendspinTrust(parsing: bytes) } catch { throw SendspinStoreError.malformed(file, error.description) }
         } catch let e as SendspinStoreError {
             throw e
         } catch {
             // No file yet is the normal first start; anything else is worth saying.
-            if case .unreadable(_, let reason) = error as? FileReadError, reason != String(cString: strerror(ENOENT)) { throw .unreadable(path, reason) }
-            if case .tooLarge = error as? FileReadError { throw .unreadable(path, "\(error)") }
+            if case .unreadable(_, let reason) = error as? FileReadError, reason != String(cString: strerror(ENOENT)) { throw .unreadable(file, reason) }
+            if case .tooLarge = error as? FileReadError { throw .unreadable(file, "\(error)") }
         }
         state = Mutex(trust)
     }
@@ -76,7 +86,7 @@ public final class SendspinTrustStore: Sendable {
             var copy = trust
             let r: T
             do throws(SendspinTrust.Refusal) { r = try body(&copy) } catch { return .failure(.refused(error)) }
-            if persist, copy != trust {
+            if persist, copy != trust, let path = self.path {
                 do throws(SendspinStoreError) { try Self.write(path, Array(copy.rendered().utf8)) } catch { return .failure(error) }
             }
             trust = copy

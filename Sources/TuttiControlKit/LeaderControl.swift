@@ -1,3 +1,4 @@
+import TuttiAuth
 import TuttiCore
 import TuttiLibrary
 import TuttiStreams
@@ -131,6 +132,8 @@ public protocol LeaderControl: AnyObject, Sendable {
     var pairedSpeakers: [PairedSpeakerInfo] { get }
     /// Speakers waiting to be paired.
     var pairingRequests: [PairingRequestInfo] { get }
+    /// Sendspin clients' trust, with `--sendspin` (the Sendspin surface's channels and approvals).
+    var sendspinTrust: SendspinTrustStore? { get }
     /// Allows or refuses a waiting speaker; false if none had that name.
     @discardableResult func decidePairing(name: String, allow: Bool) -> Bool
     /// Pairs the speaker that shows `code`.

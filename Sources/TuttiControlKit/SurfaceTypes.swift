@@ -29,8 +29,10 @@ public struct PairingRequestInfo: Sendable, Equatable {
     public var address: String
     public var fingerprint: String
     public var byCode: Bool
-    public init(name: String, address: String, fingerprint: String, byCode: Bool) {
-        self.name = name; self.address = address; self.fingerprint = fingerprint; self.byCode = byCode
+    /// The protocol it came by: "tutti" (a Tutti speaker) or "sendspin" (a Sendspin player).
+    public var via: String
+    public init(name: String, address: String, fingerprint: String, byCode: Bool, via: String = "tutti") {
+        self.name = name; self.address = address; self.fingerprint = fingerprint; self.byCode = byCode; self.via = via
     }
 }
 

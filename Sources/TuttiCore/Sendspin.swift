@@ -62,6 +62,8 @@ public struct SendspinHello: Equatable, Sendable {
     /// Player commands it accepts (`volume`, `mute`).
     public var playerCommands: [String]
     public var artworkChannels: [SendspinArtworkChannel]
+    /// Whether it lets a server it has not paired with give it roles (`unpaired_access.enabled`).
+    public var unpairedAccess = false
 
     public init(clientID: String, name: String, roles: [String], formats: [SendspinAudioFormat] = [], bufferCapacity: Int = 0,
                 playerCommands: [String] = [], artworkChannels: [SendspinArtworkChannel] = []) {
@@ -160,12 +162,13 @@ public enum Sendspin {
     }
 
     static func hello(_ p: [String: JSONValue]) throws(SendspinError) -> SendspinHello {
-        let id = try shortText(p["client_id"] ?? .null, "client_id")
-        guard !id.isEmpty else { throw .malformed("an empty client_id") }
+        // An encrypted client sends none: its id is its static key, proven by the handshake (the caller fills it in).
+        let id = try p["client_id"].map { v throws(SendspinError) in try shortText(v, "client_id") } ?? ""
         if let version = p["version"], version.integer != 1 { throw .malformed("core version \(version.serialized) (only 1 is known)") }
         let name = (try? shortText(p["name"] ?? .null, "name")).map { String($0.prefix(64)) } ?? id
         guard let roles = p["supported_roles"]?.strings, roles.count <= maximumListCount else { throw .malformed("supported_roles") }
-        var hello = SendspinHello(clientID: id, name: name.isEmpty ? id : name, roles: roles)
+        var hello = SendspinHello(clientID: id, name: name.isEmpty ? (id.isEmpty ? "Sendspin player" : id) : name, roles: roles)
+        hello.unpairedAccess = p["unpaired_access"]?["enabled"]?.bool ?? false
         if roles.contains("player@v1") {
             // The unversioned key is what clients before spec #287 sent.
             guard let support = (p["player@v1_support"] ?? p["player_support"])?.object else { throw .malformed("player@v1 without its support object") }
@@ -223,6 +226,24 @@ public enum Sendspin {
     }
 
     /// `server/hello` as a client that began with a plain `client/hello` expects it (aiosendspin's transition path).
+    /// The host of a peer written `host:port` or `[v6]:port`, for per-address limits.
+    public static func host(ofPeer peer: String) -> String {
+        if peer.hasPrefix("["), let end = peer.firstIndex(of: "]") { return String(peer[peer.index(after: peer.startIndex)..<end]) }
+        guard let colon = peer.lastIndex(of: ":"), peer.firstIndex(of: ":") == colon else { return peer }
+        return String(peer[..<colon])
+    }
+
+    /// The encrypted path's `server/hello`, sent first, right after the handshake (the id is the handshake's).
+    public static func serverHello(name: String) -> String {
+        message("server/hello", ["name": .string(name)])
+    }
+
+    /// `server/activate`: what the connection is for now, and the roles it plays (none: it waits for a person).
+    public static func serverActivate(playback: Bool, activeRoles: [String]) -> String {
+        message("server/activate", ["activities": .strings(playback ? ["playback"] : []), "active_roles": .strings(activeRoles)])
+    }
+
+    /// The legacy (plain) path's `server/hello`, the answer to the client's.
     public static func serverHello(serverID: String, name: String, activeRoles: [String]) -> String {
         message("server/hello", ["server_id": .string(serverID), "name": .string(name), "version": 1,
                                  "active_roles": .strings(activeRoles), "connection_reason": "playback"])

@@ -8,7 +8,7 @@ extension ControlServer {
             ["name": .string($0.name), "key": .string($0.fingerprint), "pairedAt": .int($0.pairedAt), "connected": .bool($0.connected)]
         }
         let pending: [JSONValue] = leader.pairingRequests.map {
-            ["name": .string($0.name), "address": .string($0.address), "key": .string($0.fingerprint), "by": $0.byCode ? "code" : "approval"]
+            ["name": .string($0.name), "address": .string($0.address), "key": .string($0.fingerprint), "by": $0.byCode ? "code" : "approval", "via": .string($0.via)]
         }
         return ["paired": .array(paired), "pending": .array(pending), "mode": .string(leader.speakersMode),
                 "leaderKey": .string(leader.speakerKeyFingerprint)]

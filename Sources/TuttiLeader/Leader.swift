@@ -193,6 +193,10 @@ public final class Leader: @unchecked Sendable {
     let stateStore: PlayerStateStore?
     /// The leader's key, paired speakers, pairing requests (SpeakerSecurity.swift).
     let speakerSecurity: SpeakerSecurity
+    /// Sendspin clients' trust (the server's key, pairings, a person's approvals, requests
+    /// waiting), with `--sendspin`: kept beside the speakers', so a person answers every
+    /// new device in one list (`pairingRequests`, `decidePairing`).
+    public let sendspinTrust: SendspinTrustStore?
     let stateDirty = Atomic<Bool>(false)
     /// Whether checkpoints are being written (a full disk fails them all).
     let saveHealth = Mutex(SaveHealth())
@@ -273,6 +277,7 @@ public final class Leader: @unchecked Sendable {
             stateStore = nil
         }
         speakerSecurity = try SpeakerSecurity(configuration: configuration, folder: configuration.stateDirectory ?? stateFolder, log: log)
+        sendspinTrust = configuration.sendspin == nil ? nil : try SendspinTrustStore(stateDirectory: configuration.stateDirectory ?? stateFolder)
         controlAccess = Self.controlAccess(configuration, stateFolder: stateFolder, log: log)
         let playlists = configuration.playlistDirectory ?? stateFolder.map { $0 + "/playlists" }
         if let playlists { try? FileManager.default.createDirectory(atPath: playlists, withIntermediateDirectories: true) }

@@ -140,13 +140,27 @@ extension Leader {
     }
 
     public var pairingRequests: [PairingRequestInfo] {
-        speakerSecurity.pendingRequests.map { PairingRequestInfo(name: $0.name, address: $0.address, fingerprint: $0.fingerprint, byCode: $0.intent == .code) }
+        let speakers = speakerSecurity.pendingRequests.map { PairingRequestInfo(name: $0.name, address: $0.address, fingerprint: $0.fingerprint, byCode: $0.intent == .code) }
+        var trust = sendspinTrust?.trust ?? SendspinTrust()
+        trust.expire(now: Monotonic.now())
+        let players = trust.requests.filter { $0.decision == nil }.map {
+            PairingRequestInfo(name: $0.name, address: $0.address, fingerprint: String($0.clientID.prefix(16)), byCode: false, via: "sendspin")
+        }
+        return speakers + players
     }
 
-    /// Allows or denies a speaker waiting for approval; false if none waits under that name.
+    /// Allows or denies a speaker (or a Sendspin player) waiting for approval; false if none waits under that name.
     public func decidePairing(name: String, allow: Bool) -> Bool {
-        let n = speakerSecurity.decide(name: name, allow ? .allow : .deny)
-        if n > 0 { log.info("pairing of \(name) \(allow ? "allowed" : "denied")") }
+        var n = speakerSecurity.decide(name: name, allow ? .allow : .deny)
+        if let sendspinTrust {
+            do { n += try sendspinTrust.decide(name: name, allow ? .allow : .deny) } catch {
+                log.error("Sendspin player \(name): the answer was not kept: \(error)")
+            }
+        }
+        if n > 0 {
+            log.info("pairing of \(name) \(allow ? "allowed" : "denied")")
+            events.emit(.speakers)
+        }
         return n > 0
     }
 

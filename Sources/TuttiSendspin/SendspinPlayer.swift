@@ -1,5 +1,6 @@
 import Synchronization
 import TuttiAudio
+import TuttiAuth
 import TuttiCore
 import TuttiSystem
 import TuttiWeb
@@ -7,8 +8,16 @@ import TuttiControlKit
 
 /// One Sendspin client on its WebSocket: a player is a Tutti room
 /// (`SurfaceRoom`), a controller commands its group, a metadata client is
-/// told what plays. Its transport security is its `channel` (plain for a
-/// client that starts with a text `client/hello`; Noise once that lands).
+/// told what plays. Its transport security is its `channel`: Noise
+/// `KKpsk2` for a client that starts with `client/init` (then the server
+/// speaks first: `server/hello`, the client's hello, `server/activate`), or
+/// plain for a legacy client that starts with a text `client/hello` (only
+/// where the leader's speakers are open).
+///
+/// An encrypted client that is neither paired nor approved by a person is
+/// activated with no roles and shows as "wants to join" in the speakers
+/// list; once a person allows it, it is activated again with its roles and
+/// becomes a room, on the same connection.
 ///
 /// Threads: `received` comes on the socket's handler lane, one message at a
 /// time; `deliver` on the group's source thread or a control thread;
@@ -17,15 +26,20 @@ import TuttiControlKit
 /// waits), except the answer to `client/time`, which is written at once by
 /// the thread that read the request, its send time stamped under the
 /// socket's write lock: never queued behind audio.
-// Sendable because the mutable state is in `state` and `channel` (Mutexes); the rest is immutable.
+// Sendable because the mutable state is in `state` and `channel` (Mutexes) and `encrypted` (an atomic); the rest is immutable.
 final class SendspinPlayer: SurfaceRoom, @unchecked Sendable {
     let socket: WebSocket
     private let leader: any LeaderControl
     private let log: Logger
     private let server: SendspinIdentity
-    private let channel: Mutex<any SendspinChannelSecurity>
-    /// A client that started in the clear speaks the wire before spec #177: 9-byte audio headers, no `send_ahead`.
-    private let legacyWire: Bool
+    private let channel: Mutex<SendspinServerChannel>
+    /// Set once the Noise handshake is done; a client that started in the clear speaks
+    /// the wire before spec #177: 9-byte audio headers, no `send_ahead`.
+    private let encrypted = Atomic(false)
+    private var legacyWire: Bool { !encrypted.load(ordering: .acquiring) }
+    private let trust: SendspinTrustStore
+    /// When the connection opened (monotonic ns): one without a finished handshake 30 s on is closed.
+    let openedAt = Condition.now()
     private var writer: ClientWriter!
     private let state = Mutex(State())
     /// Chunks already sent, kept about one buffer back, to send again after a `stream/clear`.
@@ -33,6 +47,10 @@ final class SendspinPlayer: SurfaceRoom, @unchecked Sendable {
 
     struct State {
         var hello: SendspinHello?
+        /// The client the handshake authenticated (nil: plain, or not yet).
+        var peer: SendspinPeer?
+        /// Its roles are active (always, for a plain client; for an encrypted one once paired or allowed).
+        var admitted = false
         var room: String?
         var format: SendspinAudioFormat?
         var streamID: UInt32 = 0
@@ -50,22 +68,27 @@ final class SendspinPlayer: SurfaceRoom, @unchecked Sendable {
     /// Wakes the server's notifier thread (which calls `refresh`).
     private let poke: @Sendable () -> Void
 
-    init(socket: WebSocket, leader: any LeaderControl, server: SendspinIdentity, channel: any SendspinChannelSecurity, log: Logger,
-         threads: ThreadGroup, poke: @escaping @Sendable () -> Void) {
+    init(socket: WebSocket, leader: any LeaderControl, server: SendspinIdentity, channel: SendspinServerChannel, trust: SendspinTrustStore,
+         log: Logger, threads: ThreadGroup, poke: @escaping @Sendable () -> Void) {
         self.socket = socket
         self.poke = poke
         self.leader = leader
         self.server = server
         self.log = log
         self.channel = Mutex(channel)
-        legacyWire = channel is PlainSendspinChannel
+        self.trust = trust
         let settings = leader.surfaceSettings
         writer = ClientWriter(peer: "Sendspin \(socket.peer)", limits: settings.outboxLimits, log: log,
                               write: { [weak self] bytes in try self?.write(bytes) }, threads: threads,
                               disconnect: { [socket] in socket.terminate() })
     }
 
-    var roomName: String? { state.withLock { $0.room } }
+    var roomName: String? { state.withLock { $0.admitted ? $0.room : nil } }
+
+    /// When to give up on a handshake that has not finished; nil once it has.
+    var handshakeDeadline: Int64? {
+        channel.withLock { $0.isEstablished } ? nil : openedAt + Int64(SendspinServerChannel.handshakeTimeoutSeconds) * 1_000_000_000
+    }
     var hello: SendspinHello? { state.withLock { $0.hello } }
 
     // MARK: Sending
@@ -105,7 +128,19 @@ final class SendspinPlayer: SurfaceRoom, @unchecked Sendable {
     // MARK: What the client says
 
     func received(_ bytes: [UInt8], binary: Bool, arrival: Int64) {
-        let events = channel.withLock { $0.received(binary: binary, bytes: bytes) }
+        let (events, handshakeDone) = channel.withLock { ch -> ([SendspinChannelEvent], SendspinPeer?) in
+            let before = ch.isEstablished
+            let events = ch.received(binary: binary, bytes: bytes)
+            return (events, !before && ch.isEstablished && !ch.isPlain ? ch.peer : nil)
+        }
+        if let peer = handshakeDone {
+            // The encrypted path: the server speaks first.
+            encrypted.store(true, ordering: .releasing)
+            state.withLock { $0.peer = peer }
+            for event in events { if case .sendRaw(let binary, let bytes) = event { try? socket.send { (binary, bytes) } } }
+            queue(text: Sendspin.serverHello(name: server.name))
+            return
+        }
         for event in events {
             switch event {
             case .sendRaw(let binary, let bytes):
@@ -162,7 +197,15 @@ final class SendspinPlayer: SurfaceRoom, @unchecked Sendable {
         }
     }
 
-    private func welcome(_ hello: SendspinHello) {
+    private func welcome(_ received: SendspinHello) {
+        var hello = received
+        let peer = state.withLock { $0.peer }
+        if let peer {
+            hello.clientID = peer.id // the key the handshake proved, whatever the hello says
+        } else if hello.clientID.isEmpty {
+            log.info("Sendspin \(socket.peer): a plain client/hello without client_id; closing")
+            return socket.terminate()
+        }
         let format = hello.has("player") ? Sendspin.chooseFormat(offered: hello.formats, opusAvailable: leader.streamCodec == .opus) : nil
         let first = state.withLock { s -> Bool in
             guard s.hello == nil else { return false }
@@ -177,14 +220,70 @@ final class SendspinPlayer: SurfaceRoom, @unchecked Sendable {
             socket.terminate()
             return
         }
-        queue(text: Sendspin.serverHello(serverID: server.id, name: server.name, activeRoles: hello.activeRoles))
-        log.info("Sendspin \(hello.name) (\(hello.clientID)) from \(socket.peer): roles \(hello.activeRoles.joined(separator: ", "))" +
+        log.info("Sendspin \(hello.name) (\(hello.clientID.prefix(16))) from \(socket.peer): roles \(hello.activeRoles.joined(separator: ", "))" +
                  (format.map { ", \($0.codec.rawValue) \($0.bitDepth)-bit" } ?? "") + (legacyWire ? ", unencrypted" : ""))
+        guard let peer else {
+            // Plain: the hello is answered with one that names the roles (the leader's speakers are open).
+            queue(text: Sendspin.serverHello(serverID: server.id, name: server.name, activeRoles: hello.activeRoles))
+            return admit()
+        }
+        if leader.speakersMode == "open" && hello.unpairedAccess || trust.mayPlay(peer) {
+            return admit()
+        }
+        waitForAPerson(hello, peer)
+    }
+
+    /// Its roles go active: a player becomes a room.
+    private func admit() {
+        let (hello, encrypted) = state.withLock { s -> (SendspinHello?, Bool) in
+            guard !s.admitted, !s.closed else { return (nil, false) }
+            s.admitted = true
+            return (s.hello, s.peer != nil)
+        }
+        guard let hello else { return }
+        if encrypted { queue(text: Sendspin.serverActivate(playback: true, activeRoles: hello.activeRoles)) }
         if let room = roomName {
             state.withLock { $0.attached = true }
             leader.attach(room: room, self)
         }
         refresh()
+    }
+
+    /// Neither paired nor allowed: active with no roles, and shown to a person as wanting to join.
+    private func waitForAPerson(_ hello: SendspinHello, _ peer: SendspinPeer) {
+        guard hello.unpairedAccess else {
+            log.info("Sendspin \(hello.name) from \(socket.peer) is not paired and does not allow unpaired access: it can only pair")
+            queue(text: Sendspin.serverActivate(playback: false, activeRoles: []))
+            return
+        }
+        do {
+            let new = try trust.noteJoinRequest(clientID: peer.id, name: hello.name, address: Sendspin.host(ofPeer: socket.peer), now: Monotonic.now())
+            if new {
+                log.info("Sendspin \(hello.name) from \(socket.peer) wants to join: allow it in the web app, or `tutti speakers allow \(hello.name)`")
+                leader.events.emit(.speakers)
+            }
+            queue(text: Sendspin.serverActivate(playback: false, activeRoles: []))
+        } catch {
+            log.info("Sendspin \(hello.name) from \(socket.peer) may not join: \(error); closing")
+            socket.terminate()
+        }
+    }
+
+    /// A waiting client a person has since allowed is activated; one denied is closed.
+    private func admitIfAllowed() {
+        let waiting = state.withLock { s -> (SendspinPeer, String)? in
+            guard !s.admitted, !s.closed, let peer = s.peer, let hello = s.hello else { return nil }
+            return (peer, hello.name)
+        }
+        guard let (peer, name) = waiting else { return }
+        if trust.mayPlay(peer) {
+            log.info("Sendspin \(name) was allowed: it joins")
+            return admit()
+        }
+        if trust.trust.requests.contains(where: { $0.clientID == peer.id && $0.decision == .deny }) {
+            log.info("Sendspin \(name) was denied; closing")
+            socket.terminate()
+        }
     }
 
     private var groupID: String? {
@@ -193,7 +292,7 @@ final class SendspinPlayer: SurfaceRoom, @unchecked Sendable {
     }
 
     private func control(_ command: SendspinControllerCommand) {
-        guard hello?.has("controller") == true else { return }
+        guard hello?.has("controller") == true, state.withLock({ $0.admitted }) else { return }
         let group = groupID ?? RoomGroups.mainID
         do {
             switch command {
@@ -310,6 +409,8 @@ final class SendspinPlayer: SurfaceRoom, @unchecked Sendable {
 
     /// Sends `group/update` and `server/state` where they changed (the notifier thread, and after the hello).
     func refresh() {
+        admitIfAllowed()
+        guard state.withLock({ $0.admitted }) else { return }
         refreshGroup()
         guard let hello, hello.has("controller") || hello.has("metadata") else { return }
         let group = groupID ?? RoomGroups.mainID

@@ -1,4 +1,5 @@
 import Synchronization
+import TuttiAuth
 import TuttiCore
 import TuttiSystem
 import TuttiNet
@@ -8,12 +9,17 @@ import TuttiControlKit
 /// The leader as a Sendspin server (`--sendspin HOST:PORT`, path
 /// `/sendspin`): a listener of its own (civetweb), where each Sendspin
 /// player becomes a Tutti room, each controller commands its group, and
-/// metadata clients are told what plays. See docs/sendspin.md.
+/// metadata clients are told what plays. Connections are Noise `KKpsk2`
+/// (the leader's `sendspinTrust` holds the key and who is trusted), or
+/// plain for legacy clients where the leader's speakers are open. See
+/// docs/sendspin.md.
 ///
 /// Threads: civetweb's (a worker per open connection, and the handler
 /// lane); a writer per client while it has something waiting
 /// (`ClientWriter`); `tutti-sendspin`, which sends `group/update` and
-/// `server/state` when the leader's state changes. Stopping ends the
+/// `server/state` when the leader's state changes, lets in a waiting client
+/// a person allowed, and closes a connection whose handshake has not
+/// finished in 30 s. Stopping ends the
 /// players (their rooms leave), stops civetweb, joins the notifier.
 // Sendable because `server` and `notifier` are set in start() before any connection and cleared in stop(); the rest is in Mutexes or immutable.
 public final class SendspinServer: Service, WebSocketHandler, @unchecked Sendable {
@@ -59,7 +65,7 @@ public final class SendspinServer: Service, WebSocketHandler, @unchecked Sendabl
         server = web
         wake.withLock { running = true }
         subscription = leader.events.subscribe { [weak self] event in
-            guard event == .player || event == .mixer || event == .groups || event == .options || event == .rooms else { return }
+            guard event == .player || event == .mixer || event == .groups || event == .options || event == .rooms || event == .speakers else { return }
             self?.poke()
         }
         notifier = try JoinableThread(name: "tutti-sendspin") { [self] in notify() }
@@ -77,26 +83,50 @@ public final class SendspinServer: Service, WebSocketHandler, @unchecked Sendabl
 
     func poke() { wake.withLock { pending = true; wake.signal() } }
 
-    /// Sends each client what changed; asleep until something does.
+    /// Sends each client what changed; asleep until something does, or until
+    /// the next unfinished handshake runs out of time.
     private func notify() {
-        wake.lock()
-        while running {
-            if !pending { wake.wait(); continue }
+        while true {
+            let now = Condition.now()
+            let open = players.withLock { Array($0.values) }
+            var next: Int64?
+            for player in open {
+                guard let deadline = player.handshakeDeadline else { continue }
+                if deadline <= now {
+                    log.info("Sendspin \(player.socket.peer): no handshake in \(SendspinServerChannel.handshakeTimeoutSeconds) s; closing")
+                    player.close(reason: "no handshake")
+                } else {
+                    next = min(next ?? deadline, deadline)
+                }
+            }
+            wake.lock()
+            guard running else { wake.unlock(); return }
+            if !pending {
+                if let next { _ = wake.wait(untilNanoseconds: next) } else { wake.wait() }
+            }
+            let changed = pending
             pending = false
             wake.unlock()
-            for player in players.withLock({ Array($0.values) }) { player.refresh() }
-            wake.lock()
+            if changed { for player in players.withLock({ Array($0.values) }) { player.refresh() } }
         }
-        wake.unlock()
     }
 
     // MARK: WebSocketHandler
 
     public func opened(_ socket: WebSocket) {
-        // Plain until the Noise channel lands: a client that starts with a text client/hello.
-        let player = SendspinPlayer(socket: socket, leader: leader, server: identity, channel: PlainSendspinChannel(), log: log,
+        // Noise for every client that asks for it; plain (legacy) ones only where the leader's speakers are open.
+        let configuration = SendspinServerChannel.Configuration(allowPlain: leader.speakersMode == "open",
+                                                                maxMessageBytes: Sendspin.maximumClientMessageBytes)
+        guard let trust = leader.sendspinTrust else {
+            // The leader makes one whenever `--sendspin` is given, and only then is there a server.
+            log.error("Sendspin: the leader keeps no Sendspin trust; refusing \(socket.peer)")
+            return socket.terminate()
+        }
+        let player = SendspinPlayer(socket: socket, leader: leader, server: identity, channel: trust.serverChannel(configuration: configuration),
+                                    trust: trust, log: log,
                                     threads: writers, poke: { [weak self] in self?.poke() })
         players.withLock { $0[ObjectIdentifier(socket)] = player }
+        poke() // the notifier now minds this handshake's deadline
     }
 
     public func received(_ message: [UInt8], on socket: WebSocket) {}

@@ -36,4 +36,25 @@ struct SendspinProtocolTests {
         #expect(payload?["server_received"]?.integer == 1_700_000_000_123 && payload?["server_transmitted"]?.integer == 1_700_000_000_456)
         #expect(payload?["client_transmitted"]?.integer == 5)
     }
+
+    /// The encrypted path's hello: no client_id (the handshake's key is the id), unpaired access read.
+    @Test func anEncryptedHelloNeedsNoIdAndSaysWhetherItAllowsUnpairedAccess() throws {
+        let hello = #"{"type":"client/hello","payload":{"name":"Garden","supported_roles":["metadata@v1"],"unpaired_access":{"enabled":true}}}"#
+        guard case .hello(let h) = try Sendspin.parse(Array(hello.utf8)) else { Issue.record("not a hello"); return }
+        #expect(h.clientID == "" && h.name == "Garden" && h.unpairedAccess)
+        let closed = #"{"type":"client/hello","payload":{"name":"Den","supported_roles":["metadata@v1"]}}"#
+        guard case .hello(let d) = try Sendspin.parse(Array(closed.utf8)) else { Issue.record("not a hello"); return }
+        #expect(!d.unpairedAccess)
+        let activate = JSONValue.parsing(Sendspin.serverActivate(playback: false, activeRoles: []))
+        #expect(activate?["type"]?.string == "server/activate" && activate?["payload"]?["activities"]?.strings == [] &&
+                activate?["payload"]?["active_roles"]?.strings == [])
+        #expect(JSONValue.parsing(Sendspin.serverHello(name: "Tutti"))?["payload"] == ["name": "Tutti"])
+    }
+
+    @Test func aPeersHostIsItsAddressWithoutThePort() {
+        #expect(Sendspin.host(ofPeer: "192.168.1.20:5512") == "192.168.1.20")
+        #expect(Sendspin.host(ofPeer: "[fe80::1]:5512") == "fe80::1")
+        #expect(Sendspin.host(ofPeer: "fe80::1") == "fe80::1")
+        #expect(Sendspin.host(ofPeer: "host") == "host")
+    }
 }

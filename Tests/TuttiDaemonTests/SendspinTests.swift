@@ -39,7 +39,8 @@ final class SendspinClientRun {
     func send(_ message: JSONValue) { input.fileHandleForWriting.write(Data((message.serialized + "\n").utf8)) }
 
     func stop() {
-        if process.isRunning { process.terminate() }
+        // SIGKILL: a test process may have SIGTERM blocked, and its children inherit the mask.
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
     }
 
@@ -185,5 +186,70 @@ final class SendspinClientRun {
         #expect(waitUntil(timeout: 5) { leader.nowPlaying.state == .playing })
         #expect(waitUntil(timeout: 5) { client.messages("server/state").contains { $0["controller"]?["volume"]?.integer == 55 } })
         #expect(client.errors.isEmpty || !client.errors.contains("Traceback"), "\(client.errors)")
+    }
+
+    /// aiosendspin's own `SendspinClient`, as Music Assistant's players run it:
+    /// on a leader whose speakers must be paired, it connects encrypted (Noise
+    /// `KKpsk2` under the Sentinel, unpaired access on), is activated with no
+    /// roles and waits in the speakers list beside Tutti's own; once a person
+    /// allows it there, it is activated for playback on the same connection,
+    /// becomes a room and gets audio. The approval is kept on disk.
+    @Test func aStockClientConnectsEncryptedWaitsForAPersonThenPlays() throws {
+        let dir = makeTemporaryDirectory()
+        writeFile(dir + "/tone.wav", wavImage(toneWithClicks(seconds: 30, frequency: 440)))
+        let leader = try startLeader(files: [dir + "/tone.wav"], codec: .pcm, loop: true) { c in
+            c.control = Endpoint(host: "127.0.0.1", port: 0)
+            c.sendspin = Endpoint(host: "127.0.0.1", port: 0)
+            c.pairedSpeakersOnly = true
+            c.stateDirectory = dir
+        }
+        defer { leader.stop() }
+        let port = try #require(leader.sendspinEndpoint).port
+        let python = try SendspinVenv.ready()
+        let script = URL(fileURLWithPath: SendspinVenv.script).deletingLastPathComponent().appendingPathComponent("sendspin_stock_client.py").path
+        let client = Process()
+        client.executableURL = URL(fileURLWithPath: python)
+        client.arguments = [script, "--url", "ws://127.0.0.1:\(port)/sendspin", "--name", "Garden", "--seconds", "60", "--out", dir + "/stock"]
+        client.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
+        _ = FileManager.default.createFile(atPath: dir + "/stock.stderr", contents: nil)
+        client.standardError = FileHandle(forWritingAtPath: dir + "/stock.stderr")
+        try client.run()
+        // SIGKILL: a test process may have SIGTERM blocked, and its children inherit the mask.
+        defer { if client.isRunning { kill(client.processIdentifier, SIGKILL) }; client.waitUntilExit() }
+        func records() -> [[String: JSONValue]] {
+            let text = (try? String(contentsOfFile: dir + "/stock.jsonl", encoding: .utf8)) ?? ""
+            return text.split(separator: "\n").compactMap { JSONValue.parsing(String($0))?.object }
+        }
+        func stderr() -> String { (try? String(contentsOfFile: dir + "/stock.stderr", encoding: .utf8)) ?? "" }
+        let rpc = try ControlClient(endpoint: try #require(leader.controlEndpoint))
+        func pending() throws -> [[String: JSONValue]] { try rpc.call("speakers.pending").object?["pending"]?.objectArray ?? [] }
+
+        // Encrypted under the Sentinel, admitted with nothing to do, and shown to a person.
+        #expect(waitUntil(timeout: 30) { records().contains { $0["kind"]?.string == "connected" } }, "\(records()) \(stderr())")
+        let connected = try #require(records().first { $0["kind"]?.string == "connected" })
+        #expect(connected["psk"]?.string == "sentinel" && connected["server"]?.string != nil, "\(connected)")
+        #expect(waitUntil(timeout: 10) { (try? pending())?.contains { $0["name"]?.string == "Garden" && $0["via"]?.string == "sendspin" } == true },
+                "\(String(describing: try? pending()))")
+        let early = records().filter { $0["kind"]?.string == "chunks" }.count
+        #expect(early == 0, "no audio before a person allows it")
+        #expect(!leader.followerNames.contains("Garden"), "not a room yet: \(leader.followerNames)")
+
+        // Allowed where Tutti's speakers are: activated for playback, a room, audio.
+        _ = try rpc.call("speakers.allow", ["name": "Garden"])
+        #expect(waitUntil(timeout: 10) { leader.followerNames.contains("Garden") }, "\(leader.followerNames)")
+        #expect(waitUntil(timeout: 10) { records().contains { $0["kind"]?.string == "activities" && $0["activities"]?.strings == ["playback"] } },
+                "\(records())")
+        #expect(waitUntil(timeout: 20) { (records().last { $0["kind"]?.string == "chunks" }?["count"]?.integer ?? 0) >= 150 }, "\(records()) \(stderr())")
+        let audio = try #require(records().last { $0["kind"]?.string == "chunks" })
+        #expect(audio["synced"]?.bool == true, "its time filter synchronised over the encrypted channel: \(audio)")
+        #expect(records().contains { $0["kind"]?.string == "stream" && $0["codec"]?.string == "pcm" })
+        let left = try pending().count
+        #expect(left == 0)
+        // Kept: the trust file names it as approved (mode 0600).
+        let trust = try String(contentsOfFile: dir + "/sendspin-trust.json", encoding: .utf8)
+        #expect(trust.contains("Garden"), "\(trust)")
+        let mode = try #require(FileManager.default.attributesOfItem(atPath: dir + "/sendspin-trust.json")[.posixPermissions] as? Int)
+        #expect(mode == 0o600)
+        #expect(!stderr().contains("Traceback"), "\(stderr())")
     }
 }
