@@ -19,6 +19,7 @@ packages=(
   snapclient procps                                                                                # Snapcast compatibility: the stock client as a room
   pulseaudio libasound2-plugins                                                             # faults: a DAC that can be unplugged (ALSA's pulse plugin)
   iproute2                                                                                  # pairing: two hosts in network namespaces (scripts/netns-pairing-test.sh)
+  libportaudio2                                                                             # Sendspin: the stock `sendspin` CLI's audio output (into a PulseAudio null sink)
 )
 
 missing=()

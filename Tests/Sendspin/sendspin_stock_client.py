@@ -23,6 +23,7 @@ from aiosendspin.client import SendspinClient
 from aiosendspin.models.player import ClientHelloPlayerSupport, SupportedAudioFormat
 from aiosendspin.models.types import AudioCodec, Roles
 from aiosendspin.noise.keys import Identity
+from aiosendspin.noise.session import NoiseCipherSuite
 from aiosendspin.noise.trust_store import InMemoryClientPairingStore
 
 
@@ -31,6 +32,7 @@ def main():
     parser.add_argument("--url", required=True)
     parser.add_argument("--name", default="Stock player")
     parser.add_argument("--seconds", type=float, default=20)
+    parser.add_argument("--suite", default="chachapoly", choices=["chachapoly", "aesgcm"])
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     log = open(args.out + ".jsonl", "w", buffering=1)
@@ -45,7 +47,8 @@ def main():
             buffer_capacity=1 << 20,
         )
         client = SendspinClient(Identity.generate(), args.name, [Roles.PLAYER, Roles.METADATA],
-                                pairing_store=InMemoryClientPairingStore(), player_support=support)
+                                pairing_store=InMemoryClientPairingStore(), player_support=support,
+                                cipher_suite=NoiseCipherSuite.AESGCM if args.suite == "aesgcm" else NoiseCipherSuite.CHACHAPOLY)
         await client.set_unpaired_access(enabled=True)
         counts = {"chunks": 0, "bytes": 0}
 

@@ -194,7 +194,7 @@ final class SendspinClientRun {
     /// roles and waits in the speakers list beside Tutti's own; once a person
     /// allows it there, it is activated for playback on the same connection,
     /// becomes a room and gets audio. The approval is kept on disk.
-    @Test func aStockClientConnectsEncryptedWaitsForAPersonThenPlays() throws {
+    @Test(arguments: ["chachapoly", "aesgcm"]) func aStockClientConnectsEncryptedWaitsForAPersonThenPlays(suite: String) throws {
         let dir = makeTemporaryDirectory()
         writeFile(dir + "/tone.wav", wavImage(toneWithClicks(seconds: 30, frequency: 440)))
         let leader = try startLeader(files: [dir + "/tone.wav"], codec: .pcm, loop: true) { c in
@@ -209,7 +209,7 @@ final class SendspinClientRun {
         let script = URL(fileURLWithPath: SendspinVenv.script).deletingLastPathComponent().appendingPathComponent("sendspin_stock_client.py").path
         let client = Process()
         client.executableURL = URL(fileURLWithPath: python)
-        client.arguments = [script, "--url", "ws://127.0.0.1:\(port)/sendspin", "--name", "Garden", "--seconds", "60", "--out", dir + "/stock"]
+        client.arguments = [script, "--url", "ws://127.0.0.1:\(port)/sendspin", "--name", "Garden", "--seconds", "60", "--suite", suite, "--out", dir + "/stock"]
         client.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
         _ = FileManager.default.createFile(atPath: dir + "/stock.stderr", contents: nil)
         client.standardError = FileHandle(forWritingAtPath: dir + "/stock.stderr")
@@ -251,5 +251,52 @@ final class SendspinClientRun {
         let mode = try #require(FileManager.default.attributesOfItem(atPath: dir + "/sendspin-trust.json")[.posixPermissions] as? Int)
         #expect(mode == 0o600)
         #expect(!stderr().contains("Traceback"), "\(stderr())")
+    }
+
+    /// The stock `sendspin` CLI (sendspin 9 from PyPI), as a person runs it:
+    /// `sendspin daemon --url …` into a private PulseAudio's null sink. It
+    /// connects encrypted, is listed as a room, and the 440 Hz tone the
+    /// leader plays comes out of the sink at the level it was written.
+    @Test func theStockSendspinCLIPlaysAudibleAudioAsARoom() throws {
+        guard PulseLineIn.available else {
+            Issue.record("needs pulseaudio and libasound2-plugins (scripts/setup.sh installs them)")
+            return
+        }
+        let dir = makeTemporaryDirectory()
+        try LineInSourceTests.toneFile(dir + "/tone.wav", seconds: 10)
+        let pulse = try PulseLineIn(dir)
+        defer { pulse.stop() }
+        let leader = try startLeader(files: [dir + "/tone.wav"], codec: .opus, loop: true) { c in
+            c.control = Endpoint(host: "127.0.0.1", port: 0)
+            c.sendspin = Endpoint(host: "127.0.0.1", port: 0)
+        }
+        defer { leader.stop() }
+        let port = try #require(leader.sendspinEndpoint).port
+        let cli = Process()
+        cli.executableURL = URL(fileURLWithPath: try SendspinVenv.ready())
+        // Its console script is not used: the venv was made under another name and renamed.
+        cli.arguments = ["-c", "import sys; from sendspin.cli import main; sys.argv[0] = 'sendspin'; sys.exit(main())",
+                         "daemon", "--url", "ws://127.0.0.1:\(port)/sendspin", "--name", "Porch", "--audio-device", "pulse",
+                         "--hardware-volume", "false", "--disable-mpris", "--settings-dir", dir + "/sendspin-settings"]
+        var environment = ProcessInfo.processInfo.environment
+        environment["PULSE_SERVER"] = pulse.server
+        cli.environment = environment
+        _ = FileManager.default.createFile(atPath: dir + "/cli.log", contents: nil)
+        cli.standardOutput = FileHandle(forWritingAtPath: dir + "/cli.log")
+        cli.standardError = FileHandle(forWritingAtPath: dir + "/cli.log")
+        try cli.run()
+        defer { if cli.isRunning { kill(cli.processIdentifier, SIGKILL) }; cli.waitUntilExit() }
+        func log() -> String { (try? String(contentsOfFile: dir + "/cli.log", encoding: .utf8)) ?? "" }
+        #expect(waitUntil(timeout: 30) { leader.followerNames.contains("Porch") }, "\(leader.followerNames) \(log())")
+        let rooms = try ControlClient(endpoint: try #require(leader.controlEndpoint)).call("rooms.list").object?["rooms"]?.objectArray ?? []
+        #expect(rooms.contains { $0["name"]?.string == "Porch" && $0["connected"]?.bool == true }, "\(rooms)")
+        #expect(waitUntil(timeout: 20) { log().contains("Stream STARTED") }, "\(log())")
+        // Two seconds from the sink's monitor, once it plays.
+        let recording = dir + "/porch.raw"
+        _ = try runProgram("/usr/bin/parecord", ["-d", "line.monitor", "--rate=48000", "--channels=2", "--format=s16le", "--raw", recording],
+                           environment: ["PULSE_SERVER": pulse.server], timeout: 2, stopAtTimeout: true)
+        let level = SnapcastTests.level(recording, lastSeconds: 1)
+        // The file's 440 Hz at half scale (16,384 peak: RMS 11,585), through Opus and the CLI's FLAC.
+        #expect(abs(level.hz - 440) < 5 && abs(level.rms - 11_585) < 11_585 * 0.11, "\(level) \(log())")
     }
 }
