@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """bench/sendspin: a Sendspin player beside a Tutti speaker on one leader.
 
-    bench/sendspin/run.py [--seconds 60] [--codec pcm|flac] [--runs 1] [--keep]
+    bench/sendspin/run.py [--seconds 60] [--codec pcm|flac] [--runs 1] [--lead-ms 250] [--keep]
     TUTTID=/path/to/tuttid bench/sendspin/run.py        # a given build (default .build/release/tuttid)
 
 One run: a leader plays bench/sync's click tracks (gen_signal.py: a click a
@@ -128,7 +128,8 @@ def run_once(args, tuttid, run):
         procs.append(speaker)
         client = subprocess.Popen([VENV, os.path.join(ROOT, "Tests", "Sendspin", "sendspin_player.py"), "--url", f"ws://127.0.0.1:{sendspin}/sendspin",
                                    "--id", "porch", "--name", "porch", "--codec", args.codec, "--seconds", str(args.seconds + 5),
-                                   "--out", f"{run}/porch"], stderr=open(f"{run}/porch.stderr", "w"))
+                                   "--out", f"{run}/porch"] + (["--required-lead-ms", str(args.lead_ms)] if args.lead_ms is not None else []),
+                                  stderr=open(f"{run}/porch.stderr", "w"))
         procs.append(client)
         started = time.monotonic()
         time.sleep(args.warmup)
@@ -194,6 +195,7 @@ def main():
     ap.add_argument("--warmup", type=float, default=12)
     ap.add_argument("--codec", default="pcm", choices=["pcm", "flac"])
     ap.add_argument("--runs", type=int, default=1)
+    ap.add_argument("--lead-ms", type=int, help="the Sendspin player's required_lead_time_ms (default: none sent)")
     ap.add_argument("--keep", action="store_true")
     args = ap.parse_args()
     tuttid = os.environ.get("TUTTID") or os.path.join(ROOT, ".build", "release", "tuttid")
