@@ -195,6 +195,14 @@ final class SendspinClientRun {
         client.send(["type": "client/command", "payload": ["controller": ["command": "play"]]])
         #expect(waitUntil(timeout: 5) { leader.nowPlaying.state == .playing })
         #expect(waitUntil(timeout: 5) { client.messages("server/state").contains { $0["controller"]?["volume"]?.integer == 55 } })
+        // A room like any other: grouped on its own, it is told its new group; party mode brings it back.
+        let rpc = try ControlClient(endpoint: try #require(leader.controlEndpoint))
+        _ = try rpc.call("groups.create", ["name": "Study group", "rooms": ["study"]])
+        #expect(waitUntil(timeout: 5) { client.messages("group/update").last?["group_name"]?.string == "Study group" },
+                "\(client.messages("group/update").suffix(2))")
+        _ = try rpc.call("party.on")
+        #expect(waitUntil(timeout: 5) { client.messages("group/update").last?["group_id"]?.string == "main" },
+                "\(client.messages("group/update").suffix(2))")
         #expect(client.errors.isEmpty || !client.errors.contains("Traceback"), "\(client.errors)")
     }
 
