@@ -43,6 +43,36 @@ func playedCounterFrames(_ path: String) -> (played: Int, distinct: Int) {
 
 /// End to end: a leader announcing itself, found by a follower process and by the `tutti` client.
 @Suite(.serialized) struct LeaderDiscoveryTests {
+    /// With `--sendspin`, the leader is also announced as a Sendspin server
+    /// (`_sendspin-server._tcp`, TXT `path=/sendspin`), under its own name and
+    /// the Sendspin port, as Music Assistant's players look for one.
+    @Test func aSendspinServerIsAnnouncedWithItsPortAndPath() throws {
+        let daemon = try AvahiTestDaemon()
+        try daemon.start()
+        let dir = daemon.directory
+        _ = FileManager.default.createFile(atPath: dir + "/count.wav", contents: counterWAV(frames: 48_000 * 3))
+        let name = uniqueName("sendspin")
+        var c = LeaderConfiguration()
+        c.listen = Endpoint(host: "127.0.0.1", port: 0)
+        c.sendspin = Endpoint(host: "127.0.0.1", port: 0)
+        c.files = [dir + "/count.wav"]
+        c.loop = true
+        c.announce = true
+        c.announceName = name
+        let leader = try Leader(configuration: c, log: .silent, surfaces: ControlSurfaces())
+        try leader.start()
+        defer { leader.stop() }
+        let port = try #require(leader.sendspinEndpoint).port
+        let browser = try ServiceBrowser(type: "_sendspin-server._tcp")
+        defer { browser.stop() }
+        #expect(waitUntil(timeout: 10) { browser.leaders.contains { $0.name == name } }, "\(browser.leaders)")
+        let found = try #require(browser.leaders.first { $0.name == name })
+        #expect(found.port == port && found.txt["path"] == "/sendspin", "\(found)")
+        // Withdrawn with the leader.
+        leader.stop()
+        #expect(waitUntil(timeout: 10) { !browser.leaders.contains { $0.name == name } }, "still listed after the leader stopped")
+    }
+
     @Test func followerWithoutAddressFindsTheLeaderAndPlays_andTuttiFindsItsControlPort() throws {
         let daemon = try AvahiTestDaemon()
         try daemon.start()
