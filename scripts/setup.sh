@@ -7,7 +7,7 @@ packages=(
   pkg-config
   libasound2-dev libmpg123-dev libopus-dev libsoxr-dev libsqlite3-dev libavahi-client-dev   # C libraries
   libflac-dev libgpiod-dev libcivetweb-dev zlib1g-dev librubberband-dev libsodium-dev libssl-dev libexpat1-dev  # web server; speed and pitch; room key; libcrypto: the scan's SHA-256 (opened at first use); expat: podcast feeds
-  libavformat-dev libavcodec-dev libswresample-dev libavutil-dev                            # FFmpeg: AAC, ALAC, Ogg, Opus, WMA, WavPack, APE, AIFF, DSD; HLS (opened at first use)
+  libavformat-dev libavcodec-dev libswresample-dev libavutil-dev libswscale-dev            # FFmpeg: AAC, ALAC, Ogg, Opus, WMA, WavPack, APE, AIFF, DSD; HLS; Sendspin covers (opened at first use)
   libcurl4-openssl-dev dpkg-dev lintian debootstrap binutils systemd                              # packages: the leader's static link, scripts/test-packages.sh
   libstdc++-12-dev                                                                          # packages: libstdc++.a, linked in by scripts/build-static.sh
   alsa-utils lame flac id3v2 mpd mpc python3 python3-pip                                    # tests: encoders, taggers, MPD peers, test servers
