@@ -258,7 +258,9 @@ final class SendspinClientRun {
     /// the artwork role only, asks for one album channel of 300×300 JPEG in
     /// its `client/state`: it gets the playing track's embedded cover (a
     /// 640×480 JPEG made by ffmpeg) as a 300×300 JPEG that Pillow decodes,
-    /// and on `next` the other track's cover (480×640), also 300×300.
+    /// and on `next` the other track's cover (480×640), also 300×300. A
+    /// legacy display beside it (plain, channels in its hello) gets the same
+    /// covers, each as one message.
     @Test func aStockArtworkClientGetsTheCoverAtTheSizeItAsksAndAnotherOnNext() throws {
         try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/lame"), "lame is missing: run scripts/setup.sh")
         let dir = makeTemporaryDirectory()
@@ -301,17 +303,29 @@ final class SendspinClientRun {
                 .filter { $0["kind"]?.string == "artwork" && ($0["bytes"]?.integer ?? 0) > 0 }
         }
         func stderr() -> String { (try? String(contentsOfFile: dir + "/art.stderr", encoding: .utf8)) ?? "" }
+        let legacy = try SendspinClientRun(port: port, name: "old-frame", roles: "artwork", seconds: 60, prefix: dir + "/legacy")
+        defer { legacy.stop() }
+        func legacyImages() -> [[String: JSONValue]] {
+            legacy.records.filter { $0["kind"]?.string == "artwork" && ($0["bytes"]?.integer ?? 0) > 0 }
+        }
 
         #expect(waitUntil(timeout: 30) { !images().isEmpty }, "\(stderr())")
         let first = try #require(images().first)
         #expect(first["channel"]?.integer == 0 && first["width"]?.integer == 300 && first["height"]?.integer == 300, "\(first)")
         #expect(!leader.followerNames.contains("Frame"), "a display is not a room")
+        #expect(waitUntil(timeout: 30) { !legacyImages().isEmpty }, "\(legacy.records) \(legacy.errors)")
 
         _ = try leader.perform(.next)
         #expect(waitUntil(timeout: 10) { images().contains { $0["sha256"] != first["sha256"] } }, "\(images()) \(stderr())")
         let second = try #require(images().first { $0["sha256"] != first["sha256"] })
         #expect(second["width"]?.integer == 300 && second["height"]?.integer == 300, "\(second)")
         #expect(!stderr().contains("Traceback") && !stderr().contains("protocol error"), "\(stderr())")
+        // The legacy display: the same two covers (the same sizes in bytes: scaled once, kept), one message each.
+        #expect(waitUntil(timeout: 10) { Set(legacyImages().compactMap { $0["bytes"]?.integer }).count >= 2 }, "\(legacy.records) \(legacy.errors)")
+        let sizes = Set(legacyImages().compactMap { $0["bytes"]?.integer })
+        #expect(sizes == Set([first["bytes"]?.integer, second["bytes"]?.integer].compactMap { $0 }), "\(sizes) \(first) \(second)")
+        #expect(legacyImages().allSatisfy { $0["width"]?.integer == 300 && $0["height"]?.integer == 300 && $0["channel"]?.integer == 0 })
+        #expect(legacy.messages("stream/start").contains { $0["artwork"]?["channels"]?.array?.count == 1 }, "\(legacy.messages("stream/start"))")
     }
 
     /// The stock `sendspin` CLI (sendspin 9 from PyPI), as a person runs it:
