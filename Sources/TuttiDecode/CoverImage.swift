@@ -51,8 +51,10 @@ public struct RGBPicture: Equatable, Sendable {
 public enum CoverImage {
     /// Either side of a picture made, or of a cover read, is at most this.
     public static let maximumSide = 4096
-    /// A cover read may have at most this many pixels (a 64 MiB frame at 4:4:4).
+    /// A cover read may be at most this on a side, and at most `maximumSourcePixels` in all
+    /// (the decoder refuses more before it allocates: about 50 MB at 4:2:0, 100 MB as RGB).
     static let maximumSourceSide = 16_384
+    static let maximumSourcePixels: Int64 = 32 << 20
     /// JPEG quality as FFmpeg's quantiser (2 best … 31 worst): 3 is about quality 90.
     static let jpegQuantiser: Int32 = 3
 
@@ -122,6 +124,7 @@ public enum CoverImage {
         guard let id = codec(of: bytes), bytes.count < Int(Int32.max) - 64 else { throw .notAnImage }
         guard let decoder = ff.find_decoder(id) else { throw .ffmpeg(operation: "finding the picture decoder", reason: "not built in") }
         let context = try ImageCodec(decoder, ff, operation: "decoding a cover")
+        context.context.pointee.max_pixels = maximumSourcePixels
         try context.open(decoder)
         let packet = try ImagePacket(bytes, ff)
         let frame = try ImageFrame(ff)
