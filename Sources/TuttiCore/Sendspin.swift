@@ -99,9 +99,11 @@ public enum SendspinControllerCommand: Equatable, Sendable {
 public enum SendspinClientMessage: Equatable, Sendable {
     case hello(SendspinHello)
     case time(clientTransmitted: Int64)
-    /// `client/state`: its state and, for a player, the volume and mute it has now (nil: unchanged);
-    /// for an artwork client, the channels it wants now (nil: unchanged).
-    case state(state: String?, volume: Int?, muted: Bool?, artwork: [SendspinArtworkChannel]?)
+    /// `client/state`: its state and, for a player, the volume and mute it has now (nil: unchanged).
+    /// `requiredLead`: the player's `required_lead_time_ms`, in ns (nil: unchanged): how far
+    /// ahead of a `stream/start` or `stream/clear` the first chunk after it must play.
+    /// `artwork`: for an artwork client, the channels it wants now (nil: unchanged).
+    case state(state: String?, volume: Int?, muted: Bool?, requiredLead: Int64? = nil, artwork: [SendspinArtworkChannel]? = nil)
     case command(SendspinControllerCommand)
     /// `stream/request-format` for the player.
     case requestFormat(SendspinAudioFormat)
@@ -113,6 +115,9 @@ public enum SendspinClientMessage: Equatable, Sendable {
 public enum Sendspin {
     /// Text and binary messages from a client beyond this close the connection (a hello is a few KiB).
     public static let maximumClientMessageBytes = 64 * 1024
+    /// The longest start-up lead a player gets (a larger ask is clamped to it, as aiosendspin's server does).
+    public static let maximumRequiredLeadMilliseconds = 5_000
+
     public static let servedRoles: Set<String> = ["player@v1", "controller@v1", "metadata@v1", "artwork@v1"]
     static let maximumTextLength = 256
     static let maximumListCount = 32
@@ -132,9 +137,14 @@ public enum Sendspin {
         case "client/state":
             let player = payload["player"]?.object
             let volume = try player?["volume"].map { v throws(SendspinError) in try bounded(v, "volume", 0...100) }
+            // Clamped, not refused, past the most (as aiosendspin's server does).
+            let lead = try player?["required_lead_time_ms"].map { v throws(SendspinError) in
+                min(try bounded(v, "required_lead_time_ms", 0...Int(Int32.max)), maximumRequiredLeadMilliseconds)
+            }
             let artwork = try payload["artwork"].map { v throws(SendspinError) in try artworkChannels(v) }
             return .state(state: try payload["state"].map { v throws(SendspinError) in try shortText(v, "state") },
-                          volume: volume, muted: player?["muted"]?.bool, artwork: artwork)
+                          volume: volume, muted: player?["muted"]?.bool, requiredLead: lead.map { Int64($0) * 1_000_000 },
+                          artwork: artwork)
         case "client/command":
             guard let controller = payload["controller"]?.object, let command = controller["command"]?.string else {
                 return .other(type: type)

@@ -63,6 +63,11 @@ final class SendspinPlayer: SurfaceRoom, @unchecked Sendable {
         var sentGroup: String?
         var encoder: SendspinAudioEncoder?
         var sent: [(pts: Int64, frame: [UInt8])] = []
+        /// The player's start-up lead (`required_lead_time_ms`, ns): after a `stream/start` or
+        /// `stream/clear`, chunks that would play sooner than this after it are not sent.
+        var requiredLead: Int64 = 0
+        /// When the last `stream/start` or `stream/clear` went (monotonic ns).
+        var restartedAt: Int64 = 0
         /// The artwork channels the client wants (from its `client/state`, or its hello).
         var artwork: [SendspinArtworkChannel] = []
         /// The channels last told in an artwork `stream/start` (nil: none yet).
@@ -174,7 +179,8 @@ final class SendspinPlayer: SurfaceRoom, @unchecked Sendable {
             answerTime(clientTransmitted: t, arrival: arrival)
         case .hello(let hello):
             welcome(hello)
-        case .state(_, let volume, let muted, let artwork):
+        case .state(_, let volume, let muted, let requiredLead, let artwork):
+            if let requiredLead { state.withLock { $0.requiredLead = requiredLead } }
             if let artwork, hello?.has("artwork") == true {
                 // Scaled and sent by the notifier thread, never this one.
                 state.withLock { $0.artwork = artwork }
@@ -372,7 +378,10 @@ final class SendspinPlayer: SurfaceRoom, @unchecked Sendable {
             s.sent = kept
             return kept.map(\.frame)
         }
-        guard state.withLock({ $0.streaming }) else { return }
+        guard state.withLock({ s in
+            if s.streaming { s.restartedAt = now }
+            return s.streaming
+        }) else { return }
         queue(text: Sendspin.streamClear(roles: ["player"]))
         for frame in again { queue(binary: restamped(frame)) }
     }
@@ -400,8 +409,12 @@ final class SendspinPlayer: SurfaceRoom, @unchecked Sendable {
             guard let encoder = s.encoder else { return }
             if !s.streaming {
                 s.streaming = true
+                s.restartedAt = Condition.now()
                 out.append([0] + Array(Sendspin.streamStart(player: format, codecHeader: encoder.codecHeader).utf8))
             }
+            // A player that needs more lead than the group's commands give (Tutti's 100 ms) starts
+            // in step a little later instead: what it could not start in time is not sent.
+            guard chunk.pts.nanoseconds >= s.restartedAt + s.requiredLead else { return }
             let encoded: (pts: Int64, payload: [UInt8])?
             do { encoded = try encoder.encode(chunk) } catch {
                 log.error("Sendspin \(s.room ?? socket.peer): \(error)")

@@ -179,7 +179,10 @@ class Player:
                 await self.send(self.hello())
                 first = await ws.receive()
                 self.on_text(first.data, now_us())
-                await self.send({"type": "client/state", "payload": {"state": "synchronized", "player": {"volume": 100, "muted": False}}})
+                player = {"volume": 100, "muted": False}
+                if self.args.required_lead_ms is not None:
+                    player["required_lead_time_ms"] = self.args.required_lead_ms
+                await self.send({"type": "client/state", "payload": {"state": "synchronized", "player": player}})
                 tasks = [asyncio.create_task(self.time_loop()), asyncio.create_task(self.play_loop())]
                 if self.args.stdin:
                     tasks.append(asyncio.create_task(self.commands()))
@@ -212,6 +215,7 @@ def main():
     parser.add_argument("--codec", default="pcm", choices=["pcm", "flac"])
     parser.add_argument("--roles", default="player")
     parser.add_argument("--buffer-capacity", type=int, default=1 << 20)
+    parser.add_argument("--required-lead-ms", type=int, help="required_lead_time_ms in client/state (default: not sent)")
     parser.add_argument("--seconds", type=float, default=10)
     parser.add_argument("--stdin", action="store_true", help="send each line of stdin as a message")
     parser.add_argument("--out", required=True)

@@ -89,6 +89,7 @@ func threadCount(named prefix: String? = nil) -> Int {
             c.snapcastStream = Endpoint(host: "127.0.0.1", port: 0)
             c.snapcastControl = Endpoint(host: "127.0.0.1", port: 0)
             c.web = WebOptions(endpoint: Endpoint(host: "127.0.0.1", port: 0), root: ControlPlaneTests.webRoot())
+            c.sendspin = Endpoint(host: "127.0.0.1", port: 0)
         }
         defer { leader.stop() }
         let ports: [(String, UInt16)] = [
@@ -121,6 +122,20 @@ func threadCount(named prefix: String? = nil) -> Int {
         }
         #expect(answers.filter { $0 == "HTTP/1.1 200" }.count == 12, "\(answers)")
         #expect(answers.suffix(2).allSatisfy { $0 == "HTTP/1.1 503" || $0.isEmpty }, "\(answers)")
+        // Sendspin's port (16 clients, 18 workers): a host's share is 4; the rest are refused at once.
+        let sendspin = try #require(leader.sendspinEndpoint).port
+        var players: [SourcedConnection] = []
+        var sendspinAnswers: [String] = []
+        for _ in 0..<10 {
+            guard let c = SourcedConnection(from: "127.0.0.2", to: sendspin) else { continue }
+            c.send(Array("GET /sendspin HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8))
+            let (bytes, _) = c.receive(milliseconds: 300)
+            sendspinAnswers.append(String(decoding: bytes.prefix(12), as: UTF8.self))
+            players.append(c)
+        }
+        print("Sendspin: 10 connections from 127.0.0.2, answers \(sendspinAnswers)")
+        #expect(sendspinAnswers.filter { $0.hasPrefix("HTTP/1.1 4") }.count == 4, "\(sendspinAnswers)")
+        #expect(sendspinAnswers.suffix(6).allSatisfy { $0 == "HTTP/1.1 503" || $0.isEmpty }, "\(sendspinAnswers)")
 
         // Meanwhile, from 127.0.0.1: a control client, an MPD client, Snapcast's control, the web page, a speaker.
         #expect((try ControlClient(endpoint: leader.controlEndpoint!).call("player.status").object) != nil)
@@ -134,12 +149,15 @@ func threadCount(named prefix: String? = nil) -> Int {
         let page = try TCPConnection.connect(to: Endpoint(host: "127.0.0.1", port: web))
         try page.send(Array("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".utf8))
         #expect(SourcedReader.line(page).hasPrefix("HTTP/1.1 200"))
+        let player = try TCPConnection.connect(to: Endpoint(host: "127.0.0.1", port: sendspin))
+        try player.send(Array("GET /sendspin HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".utf8))
+        #expect(SourcedReader.line(player).hasPrefix("HTTP/1.1 4"), "Sendspin serves 127.0.0.1 (a plain GET is not a WebSocket)")
         let speaker = try TCPConnection.connect(to: leader.endpoint)
         try speaker.send(Message.hello(version: WireProtocol.streamDelayVersion, name: "kitchen").encoded())
         speaker.setReceiveTimeout(milliseconds: 3_000)
         let welcome = try MessageReader(connection: speaker).next()
         guard case .welcome? = welcome else { Issue.record("the speaker from 127.0.0.1 got \(String(describing: welcome))"); return }
-        withExtendedLifetime((held, pages)) {}
+        withExtendedLifetime((held, pages, players)) {}
     }
 
     @Test func tenThousandRoomCommandsLeaveTheThreadCountBoundedAndTheLeaderServing() throws {

@@ -23,11 +23,11 @@ final class SendspinClientRun {
     let input = Pipe()
     let prefix: String
 
-    init(port: UInt16, name: String, codec: String = "pcm", roles: String = "player", seconds: Double, prefix: String) throws {
+    init(port: UInt16, name: String, codec: String = "pcm", roles: String = "player", seconds: Double, prefix: String, extra: [String] = []) throws {
         self.prefix = prefix
         process.executableURL = URL(fileURLWithPath: try SendspinVenv.ready())
         process.arguments = [SendspinVenv.script, "--url", "ws://127.0.0.1:\(port)/sendspin", "--id", name, "--name", name,
-                             "--codec", codec, "--roles", roles, "--seconds", String(seconds), "--stdin", "--out", prefix]
+                             "--codec", codec, "--roles", roles, "--seconds", String(seconds), "--stdin", "--out", prefix] + extra
         process.standardInput = input
         process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
         let errors = prefix + ".stderr"
@@ -61,6 +61,16 @@ final class SendspinClientRun {
     func timedMessages(_ type: String) -> [(payload: [String: JSONValue], at: Int64)] {
         records.filter { $0["kind"]?.string == "message" && $0["type"]?.string == type }
             .compactMap { r in r["payload"]?.object.map { ($0, Int64(r["at"]?.number ?? 0)) } }
+    }
+
+    /// (records' index, server µs) of each chunk played, and (index, local ns) of each message of `type`, in log order.
+    var chunkStamps: [(index: Int, ts: Int64)] {
+        records.enumerated().compactMap { i, r in r["kind"]?.string == "chunk" ? r["ts"]?.integer.map { (i, Int64($0)) } : nil }
+    }
+    func messageIndexes(_ type: String) -> [(index: Int, at: Int64)] {
+        records.enumerated().compactMap { i, r in
+            r["kind"]?.string == "message" && r["type"]?.string == type ? r["at"]?.number.map { (i, Int64($0)) } : nil
+        }
     }
 
     var chunks: [(local: Int64, offset: Int, frames: Int)] {
@@ -114,15 +124,15 @@ final class SendspinClientRun {
         let port = try #require(leader.sendspinEndpoint).port
         let speaker = try startFollower(leader: leader.endpoint, name: "den", output: .file(path: dir + "/den.raw", ppm: 0, delayMilliseconds: 0))
         defer { speaker.stop() }
-        let client = try SendspinClientRun(port: port, name: "kitchen-sendspin", seconds: 14, prefix: dir + "/ss")
+        let client = try SendspinClientRun(port: port, name: "kitchen-sendspin", seconds: 20, prefix: dir + "/ss")
         defer { client.stop() }
         #expect(waitUntil(timeout: 20) { leader.followerNames.contains("kitchen-sendspin") }, "\(leader.followerNames) \(client.errors)")
         let control = try #require(leader.controlEndpoint)
         let rooms = try #require(try ControlClient(endpoint: control).call("rooms.list").object)
         let room = (rooms["rooms"]?.objectArray ?? []).first { $0["name"]?.string == "kitchen-sendspin" }
         #expect(room?["connected"]?.bool == true, "\(rooms)")
-        // 10 s of clicks played by the client (its filter settled for the first few).
-        #expect(waitUntil(timeout: 30) { client.chunks.count >= 500 }, "\(client.chunks.count) chunks; \(client.errors)")
+        // 14 s of clicks played by the client (its filter settled for the first few).
+        #expect(waitUntil(timeout: 30) { client.chunks.count >= 700 }, "\(client.chunks.count) chunks; \(client.errors)")
         let hello = try #require(client.messages("server/hello").first)
         #expect(hello["active_roles"]?.strings == ["player@v1"])
         #expect(client.messages("stream/start").first?["player"]?["codec"]?.string == "pcm")
@@ -186,6 +196,14 @@ final class SendspinClientRun {
         client.send(["type": "client/command", "payload": ["controller": ["command": "play"]]])
         #expect(waitUntil(timeout: 5) { leader.nowPlaying.state == .playing })
         #expect(waitUntil(timeout: 5) { client.messages("server/state").contains { $0["controller"]?["volume"]?.integer == 55 } })
+        // A room like any other: grouped on its own, it is told its new group; party mode brings it back.
+        let rpc = try ControlClient(endpoint: try #require(leader.controlEndpoint))
+        _ = try rpc.call("groups.create", ["name": "Study group", "rooms": ["study"]])
+        #expect(waitUntil(timeout: 5) { client.messages("group/update").last?["group_name"]?.string == "Study group" },
+                "\(client.messages("group/update").suffix(2))")
+        _ = try rpc.call("party.on")
+        #expect(waitUntil(timeout: 5) { client.messages("group/update").last?["group_id"]?.string == "main" },
+                "\(client.messages("group/update").suffix(2))")
         #expect(client.errors.isEmpty || !client.errors.contains("Traceback"), "\(client.errors)")
     }
 
@@ -373,5 +391,30 @@ final class SendspinClientRun {
         let level = SnapcastTests.level(recording, lastSeconds: 1)
         // The file's 440 Hz at half scale (16,384 peak: RMS 11,585), through Opus and the CLI's FLAC.
         #expect(abs(level.hz - 440) < 5 && abs(level.rms - 11_585) < 11_585 * 0.11, "\(level) \(log())")
+    }
+
+    /// A player that needs 250 ms to start (`required_lead_time_ms`) is never
+    /// sent audio that plays sooner than that after a `stream/clear`: on
+    /// `next` it joins the new track 250 ms on, in step, while the group's
+    /// command still takes effect 100 ms ahead for every other room.
+    @Test func aPlayerThatNeedsALongerLeadStartsTheNewTrackThatLateInStep() throws {
+        let dir = makeTemporaryDirectory()
+        writeFile(dir + "/a.wav", wavImage(toneWithClicks(seconds: 20, frequency: 440)))
+        writeFile(dir + "/b.wav", wavImage(toneWithClicks(seconds: 20, frequency: 880)))
+        let leader = try leader([dir + "/a.wav", dir + "/b.wav"], codec: .pcm)
+        defer { leader.stop() }
+        let port = try #require(leader.sendspinEndpoint).port
+        let client = try SendspinClientRun(port: port, name: "porch", seconds: 30, prefix: dir + "/ss", extra: ["--required-lead-ms", "250"])
+        defer { client.stop() }
+        #expect(waitUntil(timeout: 20) { client.chunks.count >= 100 }, "\(client.chunks.count) chunks; \(client.errors)")
+        let outcome = try leader.perform(.next)
+        #expect(outcome.effectiveAt - outcome.acceptedAt <= 150_000_000, "the group's command lead stays Tutti's")
+        #expect(waitUntil(timeout: 10) { client.chunkStamps.last.map { $0.ts * 1_000 > outcome.effectiveAt + 500_000_000 } ?? false })
+        let clear = try #require(client.messageIndexes("stream/clear").last)
+        // Chunks after the clear that play after the cut: none sooner than 250 ms after the clear left (20 ms: the loop's step).
+        let after = client.chunkStamps.filter { $0.index > clear.index && $0.ts * 1_000 >= outcome.effectiveAt }
+        let first = try #require(after.first)
+        #expect(first.ts * 1_000 - clear.at >= 230_000_000, "first new chunk \((first.ts * 1_000 - clear.at) / 1_000_000) ms after the clear")
+        #expect(first.ts * 1_000 - clear.at <= 300_000_000, "and not much later: \((first.ts * 1_000 - clear.at) / 1_000_000) ms")
     }
 }

@@ -36,7 +36,7 @@ for run in $(seq 1 "$RUNS"); do
     P=$((20000 + RANDOM % 20000))
     "$BIN/tuttid" leader --listen 127.0.0.1:$P --control 127.0.0.1:$((P+1)) --mpd 127.0.0.1:$((P+2)) --web 127.0.0.1:$((P+3)) \
         --snapcast-stream 127.0.0.1:$((P+4)) --snapcast-control 127.0.0.1:$((P+5)) --snapcast-http 127.0.0.1:$((P+6)) \
-        --no-announce --no-airplay --music "$WORK/music" --db "$D/library.db" 2> "$D/leader.log" &
+        --web-root "$PWD/web" --no-announce --no-airplay --music "$WORK/music" --db "$D/library.db" 2> "$D/leader.log" &
     L=$!
     sleep 3
     IDLE=$(threads $L)

@@ -57,7 +57,7 @@ export function createRooms(selectGroup, go) {
     for (const p of byApproval) {
       requests.appendChild(h('div.pair-request', { 'data-test': 'pair-request', 'data-name': p.name },
         h('p', null, h('span', null, h('b', { text: p.name }), ' wants to join'),
-          h('small', { text: 'from ' + p.address + ' · key ' + p.key })),
+          h('small', { text: (p.via === 'sendspin' ? 'Sendspin player · ' : '') + 'from ' + p.address + ' · key ' + p.key })),
         h('div.acts', null,
           h('button.btn.sm.primary', { type: 'button', 'data-test': 'pair-allow', 'aria-label': 'Allow ' + p.name, onclick: () => decide(p.name, true) }, 'Allow'),
           h('button.btn.sm.danger', { type: 'button', 'data-test': 'pair-deny', 'aria-label': 'Deny ' + p.name, onclick: () => decide(p.name, false) }, 'Deny'))));
