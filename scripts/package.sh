@@ -147,7 +147,8 @@ install -D -m 0644 deploy/tutti-leader.service "$root/lib/systemd/system/tutti-l
 # FFmpeg (libavformat59 and the libraries it pulls in, about 30 MiB) is opened
 # at the first AAC, ALAC, Ogg, Opus, WMA… file or HLS stream: recommended, so a
 # leader that plays MP3 and FLAC only can do without it.
-control "$root" tutti-leader "tutti (= $version), $(shlibs "$root"), libcurl4 (>= 7.85.0), librubberband2, init-system-helpers (>= 1.54~)" "avahi-daemon, libavformat59" \
+# libswscale6 (FFmpeg's scaler, opened at the first cover a Sendspin display asks for): recommended too.
+control "$root" tutti-leader "tutti (= $version), $(shlibs "$root"), libcurl4 (>= 7.85.0), librubberband2, init-system-helpers (>= 1.54~)" "avahi-daemon, libavformat59, libswscale6" \
     "synchronised multi-room audio: leader and web app" \
     "The leader daemon (tuttid): a music library, queues and groups, Opus" \
     "streams to every speaker, JSON-RPC and MPD control, and the phone web app" \

@@ -7,7 +7,7 @@ packages=(
   pkg-config
   libasound2-dev libmpg123-dev libopus-dev libsoxr-dev libsqlite3-dev libavahi-client-dev   # C libraries
   libflac-dev libgpiod-dev libcivetweb-dev zlib1g-dev librubberband-dev libsodium-dev libssl-dev libexpat1-dev  # web server; speed and pitch; room key; libcrypto: the scan's SHA-256 (opened at first use); expat: podcast feeds
-  libavformat-dev libavcodec-dev libswresample-dev libavutil-dev                            # FFmpeg: AAC, ALAC, Ogg, Opus, WMA, WavPack, APE, AIFF, DSD; HLS (opened at first use)
+  libavformat-dev libavcodec-dev libswresample-dev libavutil-dev libswscale-dev            # FFmpeg: AAC, ALAC, Ogg, Opus, WMA, WavPack, APE, AIFF, DSD; HLS; Sendspin covers (opened at first use)
   libcurl4-openssl-dev dpkg-dev lintian debootstrap binutils systemd                              # packages: the leader's static link, scripts/test-packages.sh
   libstdc++-12-dev                                                                          # packages: libstdc++.a, linked in by scripts/build-static.sh
   alsa-utils lame flac id3v2 mpd mpc python3 python3-pip                                    # tests: encoders, taggers, MPD peers, test servers
@@ -50,14 +50,14 @@ python3 -c 'import pyatv' 2>/dev/null || python3 -m pip install --quiet pyatv \
 # aiosendspin and sendspin (Python >= 3.12; Debian 12 has 3.11) for the Sendspin tests: a venv under
 # the cache, where TuttiTestSupport's SendspinPython looks (and makes it when missing).
 sendspin_venv="${XDG_CACHE_HOME:-$HOME/.cache}/tutti/sendspin-venv"
-if ! "$sendspin_venv/bin/python3" -c 'import aiosendspin.noise, aiosendspin.client.time_sync, av' 2>/dev/null; then
+if ! "$sendspin_venv/bin/python3" -c 'import aiosendspin.noise, aiosendspin.client.time_sync, av, PIL' 2>/dev/null; then
   py312=""
   pyenv_root="$(pyenv root 2>/dev/null || echo "${PYENV_ROOT:-$HOME/.pyenv}")"
   for v in "$pyenv_root"/versions/3.12*; do [ -x "$v/bin/python3" ] && py312="$v/bin/python3"; done
   [ -n "$py312" ] || py312="$(command -v python3.12 || true)"
   if [ -n "$py312" ]; then
     rm -rf "$sendspin_venv" && mkdir -p "$(dirname "$sendspin_venv")"
-    "$py312" -m venv "$sendspin_venv" && "$sendspin_venv/bin/pip" install --quiet aiosendspin==10.2.1 sendspin==9.0.0
+    "$py312" -m venv "$sendspin_venv" && "$sendspin_venv/bin/pip" install --quiet aiosendspin==10.2.1 sendspin==9.0.0 pillow
   else
     echo "setup: no Python 3.12 (pyenv install 3.12.1): the Sendspin tests against aiosendspin will skip" >&2
   fi

@@ -1,5 +1,5 @@
-// FFmpeg (libavformat, libavcodec, libswresample, libavutil; Debian 12's
-// 5.1), opened at the first file or stream that needs it (dlopen,
+// FFmpeg (libavformat, libavcodec, libswresample, libavutil, and libswscale
+// for covers; Debian 12's 5.1), opened at the first file or stream that needs it (dlopen,
 // TuttiSystem's FunctionTable), never linked: Debian's libavformat pulls in
 // about 134 shared libraries, some 30 MiB, and a leader that plays only MP3
 // and FLAC (libmpg123, libFLAC) must not pay for them. Headers only here;
@@ -10,12 +10,14 @@
 #include <libavformat/avio.h>
 #include <libavcodec/avcodec.h>
 #include <libswresample/swresample.h>
+#include <libswscale/swscale.h>
 #include <libavutil/avutil.h>
 #include <libavutil/channel_layout.h>
 #include <libavutil/dict.h>
 #include <libavutil/error.h>
 #include <libavutil/frame.h>
 #include <libavutil/mem.h>
+#include <libavutil/pixfmt.h>
 #include <errno.h>
 
 typedef int (*tutti_avio_read)(void *opaque, uint8_t *buf, int size);
@@ -64,11 +66,28 @@ typedef struct tutti_ffmpeg {
     int (* _Nonnull swr_init)(struct SwrContext *s);
     int (* _Nonnull swr_convert)(struct SwrContext *s, uint8_t **out, int out_count, const uint8_t **in, int in_count);
     void (* _Nonnull swr_free)(struct SwrContext **s);
+    // Covers (libavcodec, libavutil): decoding a picture, encoding one.
+    const AVCodec *(* _Nonnull find_encoder)(enum AVCodecID id);
+    int (* _Nonnull send_frame)(AVCodecContext *ctx, const AVFrame *frame);
+    int (* _Nonnull receive_packet)(AVCodecContext *ctx, AVPacket *packet);
+    int (* _Nonnull new_packet)(AVPacket *packet, int size);
+    int (* _Nonnull frame_get_buffer)(AVFrame *frame, int align);
 } tutti_ffmpeg;
+
+/// libswscale's functions (libswscale.so.6, a library of its own: libavformat
+/// does not depend on it), opened at the first cover that is scaled.
+typedef struct tutti_swscale {
+    struct SwsContext *(* _Nonnull getContext)(int srcW, int srcH, enum AVPixelFormat srcFormat, int dstW, int dstH,
+                                                enum AVPixelFormat dstFormat, int flags, SwsFilter *srcFilter,
+                                                SwsFilter *dstFilter, const double *param);
+    int (* _Nonnull scale_frame)(struct SwsContext *c, AVFrame *dst, const AVFrame *src);
+    void (* _Nonnull freeContext)(struct SwsContext *c);
+} tutti_swscale;
 
 // Macros Swift cannot import.
 static inline int tutti_averror_eof(void) { return AVERROR_EOF; }
 static inline int tutti_averror_eagain(void) { return AVERROR(EAGAIN); }
 static inline int64_t tutti_av_nopts(void) { return AV_NOPTS_VALUE; }
 static inline int tutti_avseek_size(void) { return AVSEEK_SIZE; }
+static inline int tutti_ff_qp2lambda(void) { return FF_QP2LAMBDA; }
 #endif

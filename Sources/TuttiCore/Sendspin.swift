@@ -37,16 +37,21 @@ public struct SendspinAudioFormat: Equatable, Sendable {
     }
 }
 
-/// One artwork channel a client asked for (`artwork@v1_support`).
-public struct SendspinArtworkChannel: Equatable, Sendable {
-    public var source: String
+/// One artwork channel a client asked for (in `client/state`'s `artwork`,
+/// or the deprecated hello `artwork@v1_support`); its index is its number.
+public struct SendspinArtworkChannel: Equatable, Hashable, Sendable {
+    public enum Source: String, Sendable, Hashable { case album, artist, none }
+    public var source: Source
+    /// `jpeg` or `png`; "" for a channel of source `none`.
     public var format: String
     public var width: Int
     public var height: Int
 
-    public init(source: String, format: String, width: Int, height: Int) {
+    public init(source: Source, format: String, width: Int, height: Int) {
         self.source = source; self.format = format; self.width = width; self.height = height
     }
+
+    public static let off = SendspinArtworkChannel(source: .none, format: "", width: 0, height: 0)
 }
 
 /// What a client said about itself in `client/hello`.
@@ -61,6 +66,8 @@ public struct SendspinHello: Equatable, Sendable {
     public var bufferCapacity: Int
     /// Player commands it accepts (`volume`, `mute`).
     public var playerCommands: [String]
+    /// Artwork channels it declared in the hello (`artwork@v1_support`, before
+    /// spec #195): such a client gets each image as one binary message.
     public var artworkChannels: [SendspinArtworkChannel]
     /// Whether it lets a server it has not paired with give it roles (`unpaired_access.enabled`).
     public var unpairedAccess = false
@@ -95,7 +102,8 @@ public enum SendspinClientMessage: Equatable, Sendable {
     /// `client/state`: its state and, for a player, the volume and mute it has now (nil: unchanged).
     /// `requiredLead`: the player's `required_lead_time_ms`, in ns (nil: unchanged): how far
     /// ahead of a `stream/start` or `stream/clear` the first chunk after it must play.
-    case state(state: String?, volume: Int?, muted: Bool?, requiredLead: Int64? = nil)
+    /// `artwork`: for an artwork client, the channels it wants now (nil: unchanged).
+    case state(state: String?, volume: Int?, muted: Bool?, requiredLead: Int64? = nil, artwork: [SendspinArtworkChannel]? = nil)
     case command(SendspinControllerCommand)
     /// `stream/request-format` for the player.
     case requestFormat(SendspinAudioFormat)
@@ -133,8 +141,10 @@ public enum Sendspin {
             let lead = try player?["required_lead_time_ms"].map { v throws(SendspinError) in
                 min(try bounded(v, "required_lead_time_ms", 0...Int(Int32.max)), maximumRequiredLeadMilliseconds)
             }
+            let artwork = try payload["artwork"].map { v throws(SendspinError) in try artworkChannels(v) }
             return .state(state: try payload["state"].map { v throws(SendspinError) in try shortText(v, "state") },
-                          volume: volume, muted: player?["muted"]?.bool, requiredLead: lead.map { Int64($0) * 1_000_000 })
+                          volume: volume, muted: player?["muted"]?.bool, requiredLead: lead.map { Int64($0) * 1_000_000 },
+                          artwork: artwork)
         case "client/command":
             guard let controller = payload["controller"]?.object, let command = controller["command"]?.string else {
                 return .other(type: type)
@@ -193,17 +203,39 @@ public enum Sendspin {
             hello.bufferCapacity = try bounded(support["buffer_capacity"], "buffer_capacity", 1...(1 << 30))
             hello.playerCommands = (support["supported_commands"]?.strings ?? ["volume", "mute"]).filter { $0 == "volume" || $0 == "mute" }
         }
-        if roles.contains("artwork@v1"), let support = (p["artwork@v1_support"] ?? p["artwork_support"])?.object,
-           let channels = support["channels"]?.array {
-            for c in channels.prefix(4) {
-                guard let o = c.object else { throw .malformed("an artwork channel that is not an object") }
-                hello.artworkChannels.append(SendspinArtworkChannel(
-                    source: try shortText(o["source"] ?? "album", "source"), format: try shortText(o["format"] ?? "jpeg", "format"),
-                    width: try bounded(o["media_width"] ?? o["width"], "media_width", 1...8192),
-                    height: try bounded(o["media_height"] ?? o["height"], "media_height", 1...8192)))
-            }
+        if roles.contains("artwork@v1"), let support = p["artwork@v1_support"] ?? p["artwork_support"] {
+            hello.artworkChannels = try artworkChannels(support)
         }
         return hello
+    }
+
+    /// Artwork channels are 1…4; a picture's sides 1…this.
+    public static let artworkChannelRange = 1...4
+    public static let maximumArtworkSide = 4096
+
+    /// An artwork object `{channels: [{source, format, width, height}]}`:
+    /// 1…4 channels, sides 1…4096 (`media_width`/`media_height` as before
+    /// spec #168). A format other than JPEG or PNG (`bmp`, gone from the
+    /// spec) turns its channel off rather than the client away.
+    static func artworkChannels(_ value: JSONValue) throws(SendspinError) -> [SendspinArtworkChannel] {
+        guard let channels = value["channels"]?.array, artworkChannelRange.contains(channels.count) else {
+            throw .malformed("artwork channels (1…4 of them)")
+        }
+        var out: [SendspinArtworkChannel] = []
+        for c in channels {
+            guard let o = c.object, let name = o["source"]?.string else { throw .malformed("an artwork channel without a source") }
+            guard let source = SendspinArtworkChannel.Source(rawValue: name) else { throw .malformed("artwork source \(name.prefix(16))") }
+            if source == .none {
+                out.append(.off)
+                continue
+            }
+            let side = 1...maximumArtworkSide
+            let width = try bounded(o["width"] ?? o["media_width"], "artwork width", side)
+            let height = try bounded(o["height"] ?? o["media_height"], "artwork height", side)
+            let format = try shortText(o["format"] ?? .null, "artwork format")
+            out.append(format == "jpeg" || format == "png" ? SendspinArtworkChannel(source: source, format: format, width: width, height: height) : .off)
+        }
+        return out
     }
 
     static func controllerCommand(_ name: String, _ c: [String: JSONValue]) throws(SendspinError) -> SendspinControllerCommand {
@@ -273,9 +305,13 @@ public enum Sendspin {
         return message("stream/start", ["player": player])
     }
 
+    /// `stream/start` for the artwork role: the channels as the client asked
+    /// for them, up to the last one streamed (`none` ones as just their source).
     public static func streamStart(artwork channels: [SendspinArtworkChannel]) -> String {
-        message("stream/start", ["artwork": ["channels": .array(channels.map {
-            ["source": .string($0.source), "format": .string($0.format), "width": .int($0.width), "height": .int($0.height)]
+        let last = channels.lastIndex { $0.source != .none }.map { $0 + 1 } ?? 0
+        return message("stream/start", ["artwork": ["channels": .array(channels.prefix(last).map { c -> JSONValue in
+            c.source == .none ? ["source": "none"]
+                : ["source": .string(c.source.rawValue), "format": .string(c.format), "width": .int(c.width), "height": .int(c.height)]
         })]])
     }
 
@@ -354,6 +390,36 @@ public enum Sendspin {
         if let sendAhead {
             let s = UInt32(max(0, min(sendAhead, Int64(UInt32.max))))
             for shift in stride(from: 24, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: s >> UInt32(shift))) }
+        }
+        return out
+    }
+
+    /// Artwork binary flags (byte 1 of a message of type 8…11, spec #188 on).
+    public static let artworkAnnounceFlag: UInt8 = 0x02
+    /// The largest artwork message: one Noise transport message, unfragmented.
+    public static let maximumArtworkMessageBytes = 65_519
+
+    /// The binary messages that carry `image` (empty: the channel is cleared)
+    /// on artwork `channel` (0…3), to be shown at `timestamp` (server µs).
+    /// A client that declared its channels in `client/state` gets a transfer:
+    /// a 14-byte announce `[8+channel, 0x02, timestamp (int64), size (uint32)]`,
+    /// then parts `[8+channel, 0x00, data…]` of at most 65,519 bytes. One that
+    /// declared them in the hello (`singleMessage`) gets `[8+channel, timestamp] + image`.
+    public static func artworkMessages(channel: Int, timestamp: Int64, image: [UInt8], singleMessage: Bool) -> [[UInt8]] {
+        precondition((0...3).contains(channel), "artwork channel \(channel)")
+        let type = artworkChannel0Type + UInt8(channel)
+        if singleMessage { return [binaryHeader(type: type, timestamp: timestamp, sendAhead: nil) + image] }
+        var announce: [UInt8] = [type, artworkAnnounceFlag]
+        for shift in stride(from: 56, through: 0, by: -8) { announce.append(UInt8(truncatingIfNeeded: timestamp >> Int64(shift))) }
+        let size = UInt32(image.count)
+        for shift in stride(from: 24, through: 0, by: -8) { announce.append(UInt8(truncatingIfNeeded: size >> UInt32(shift))) }
+        var out = [announce]
+        let part = maximumArtworkMessageBytes - 2
+        var offset = 0
+        while offset < image.count {
+            let end = min(image.count, offset + part)
+            out.append([type, 0] + image[offset..<end])
+            offset = end
         }
         return out
     }

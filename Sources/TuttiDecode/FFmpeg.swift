@@ -28,6 +28,7 @@ public enum FFmpeg {
             "av_find_best_stream", "av_read_frame", "avformat_seek_file", "avio_alloc_context", "avio_context_free",
             "av_find_input_format",
             "swr_alloc_set_opts2", "swr_init", "swr_convert", "swr_free",
+            "avcodec_find_encoder", "avcodec_send_frame", "avcodec_receive_packet", "av_new_packet", "av_frame_get_buffer",
         ])
         // Its log goes to stderr by default; what matters reaches the user as errors.
         table.functions.log_set_level(AV_LOG_QUIET)
@@ -43,6 +44,22 @@ public enum FFmpeg {
         case .failure(let e):
             throw .codec(operation: "loading FFmpeg (\(libraryName))",
                          reason: "\(e.description); install Debian's libavformat59 to play AAC, ALAC, Ogg, Opus, WMA and other formats")
+        }
+    }
+
+    /// libswscale's soname in Debian 12 (FFmpeg 5.1): not a dependency of
+    /// libavformat, so a table of its own, opened at the first cover scaled.
+    public static let scaleLibraryName = "libswscale.so.6"
+
+    private static let scaleTable = Result { () throws(SharedLibraryError) -> FunctionTable<tutti_swscale> in
+        try FunctionTable<tutti_swscale>.open(scaleLibraryName, symbols: ["sws_getContext", "sws_scale_frame", "sws_freeContext"])
+    }
+
+    /// libswscale's functions, opening it on first use; throws naming the package to install.
+    static func scaleFunctions() throws(CoverError) -> tutti_swscale {
+        switch scaleTable {
+        case .success(let t): return t.functions
+        case .failure(let e): throw .unavailable("\(scaleLibraryName): \(e.description); install Debian's libswscale6 to scale covers")
         }
     }
 

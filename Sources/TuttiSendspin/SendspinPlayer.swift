@@ -68,6 +68,12 @@ final class SendspinPlayer: SurfaceRoom, @unchecked Sendable {
         var requiredLead: Int64 = 0
         /// When the last `stream/start` or `stream/clear` went (monotonic ns).
         var restartedAt: Int64 = 0
+        /// The artwork channels the client wants (from its `client/state`, or its hello).
+        var artwork: [SendspinArtworkChannel] = []
+        /// The channels last told in an artwork `stream/start` (nil: none yet).
+        var artworkStarted: [SendspinArtworkChannel]?
+        /// What each channel was last sent: a cover's key, or "" for cleared.
+        var artworkSent: [Int: String] = [:]
     }
 
     /// Wakes the server's notifier thread (which calls `refresh`).
@@ -173,8 +179,13 @@ final class SendspinPlayer: SurfaceRoom, @unchecked Sendable {
             answerTime(clientTransmitted: t, arrival: arrival)
         case .hello(let hello):
             welcome(hello)
-        case .state(_, let volume, let muted, let requiredLead):
+        case .state(_, let volume, let muted, let requiredLead, let artwork):
             if let requiredLead { state.withLock { $0.requiredLead = requiredLead } }
+            if let artwork, hello?.has("artwork") == true {
+                // Scaled and sent by the notifier thread, never this one.
+                state.withLock { $0.artwork = artwork }
+                poke()
+            }
             // The player's own volume or mute moved: the room's follows. Not its
             // first report: at joining, the room's volume is Tutti's, sent to it.
             let first = state.withLock { s -> Bool in defer { s.reportedState = true }; return !s.reportedState }
@@ -217,6 +228,7 @@ final class SendspinPlayer: SurfaceRoom, @unchecked Sendable {
             guard s.hello == nil else { return false }
             s.hello = hello
             s.format = format
+            if hello.has("artwork") { s.artwork = hello.artworkChannels }
             if format != nil { s.room = Sendspin.roomName(hello) }
             return true
         }
@@ -253,6 +265,7 @@ final class SendspinPlayer: SurfaceRoom, @unchecked Sendable {
             leader.attach(room: room, self)
         }
         refresh()
+        poke() // artwork: from the notifier thread
     }
 
     /// Neither paired nor allowed: active with no roles, and shown to a person as wanting to join.
@@ -441,6 +454,43 @@ final class SendspinPlayer: SurfaceRoom, @unchecked Sendable {
             return s.sentState != key
         }
         if changed { queue(text: Sendspin.serverState(metadata: metadata, controller: controller)) }
+    }
+
+    /// Sends each artwork channel the cover of what its group plays, scaled
+    /// to the channel's size and format (`covers` scales once for all
+    /// clients), where it changed; a track with no cover clears the channel.
+    /// On the server's notifier thread only: scaling takes milliseconds.
+    func refreshArtwork(_ covers: SendspinCovers) {
+        guard let hello, hello.has("artwork") else { return }
+        let wanted = state.withLock { s -> (channels: [SendspinArtworkChannel], start: Bool, single: Bool)? in
+            guard s.admitted, !s.closed, !s.artwork.isEmpty else { return nil }
+            let start = s.artworkStarted != s.artwork
+            if start {
+                s.artworkStarted = s.artwork
+                s.artworkSent = [:]
+            }
+            return (s.artwork, start, !hello.artworkChannels.isEmpty)
+        }
+        guard let wanted else { return }
+        if wanted.start { queue(text: Sendspin.streamStart(artwork: wanted.channels)) }
+        let group = groupID ?? RoomGroups.mainID
+        let path = (try? leader.nowPlaying(group: group))?.path ?? ""
+        let album = path.isEmpty ? nil : (try? leader.library?.track(atPath: path))?.coverHash
+        for (number, channel) in wanted.channels.enumerated() where channel.source != .none {
+            // Only album covers are in the library: an artist channel stays clear.
+            let cover = channel.source == .album ? album : nil
+            let key = cover.map { "\($0) \(channel.width)x\(channel.height) \(channel.format)" } ?? ""
+            let changed = state.withLock { s -> Bool in
+                defer { s.artworkSent[number] = key }
+                return s.artworkSent[number] != key
+            }
+            guard changed else { continue }
+            let image = cover.flatMap { covers.image(hash: $0, channel: channel) } ?? []
+            for message in Sendspin.artworkMessages(channel: number, timestamp: Condition.now() / 1_000, image: image,
+                                                    singleMessage: wanted.single) {
+                queue(binary: message)
+            }
+        }
     }
 
     private func refreshGroup() {

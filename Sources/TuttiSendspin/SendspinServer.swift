@@ -16,8 +16,8 @@ import TuttiControlKit
 ///
 /// Threads: civetweb's (a worker per open connection, and the handler
 /// lane); a writer per client while it has something waiting
-/// (`ClientWriter`); `tutti-sendspin`, which sends `group/update` and
-/// `server/state` when the leader's state changes, lets in a waiting client
+/// (`ClientWriter`); `tutti-sendspin`, which sends `group/update`,
+/// `server/state` and artwork (scaling covers) when the leader's state changes, lets in a waiting client
 /// a person allowed, and closes a connection whose handshake has not
 /// finished in 30 s. Stopping ends the
 /// players (their rooms leave), stops civetweb, joins the notifier.
@@ -39,6 +39,8 @@ public final class SendspinServer: Service, WebSocketHandler, @unchecked Sendabl
     private var running = false
     private var notifier: JoinableThread?
     private var subscription: Int?
+    /// Covers scaled for the artwork clients, shared: a group of displays costs one scale.
+    private let covers: SendspinCovers
 
     /// At most this many clients at once (each holds a civetweb worker).
     public static let maximumClients = 16
@@ -48,6 +50,7 @@ public final class SendspinServer: Service, WebSocketHandler, @unchecked Sendabl
         self.requested = endpoint
         self.identity = SendspinIdentity(id: serverID, name: name)
         self.log = log
+        self.covers = SendspinCovers(leader: leader, log: log)
     }
 
     /// Where it listens (the real port when 0 was asked for).
@@ -107,7 +110,12 @@ public final class SendspinServer: Service, WebSocketHandler, @unchecked Sendabl
             let changed = pending
             pending = false
             wake.unlock()
-            if changed { for player in players.withLock({ Array($0.values) }) { player.refresh() } }
+            if changed {
+                for player in players.withLock({ Array($0.values) }) {
+                    player.refresh()
+                    player.refreshArtwork(covers)
+                }
+            }
         }
     }
 

@@ -9,7 +9,7 @@ import Foundation
 /// or nil, with the reason, only where no Python 3.12 exists (then skip).
 public enum SendspinPython {
     /// The versions the tests were written against (docs/sendspin.md).
-    public static let packages = ["aiosendspin==10.2.1", "sendspin==9.0.0"]
+    public static let packages = ["aiosendspin==10.2.1", "sendspin==9.0.0", "pillow"]
 
     public static var venv: String {
         let env = ProcessInfo.processInfo.environment
@@ -41,7 +41,7 @@ public enum SendspinPython {
 
     private static func make() throws -> String {
         let python = venv + "/bin/python3"
-        func ready() -> Bool { (try? runProgram(python, ["-c", "import aiosendspin.noise, aiosendspin.client.time_sync, av"]))?.status == 0 }
+        func ready() -> Bool { (try? runProgram(python, ["-c", "import aiosendspin.noise, aiosendspin.client.time_sync, av, PIL"]))?.status == 0 }
         if ready() { return python }
         guard let base = basePython() else {
             throw CommandFailed(description: "no Python 3.12 here (pyenv or python3.12): aiosendspin needs it; scripts/setup.sh installs one")

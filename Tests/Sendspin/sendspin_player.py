@@ -13,12 +13,15 @@ CLOCK_MONOTONIC time is logged with the chunk.
 Output: OUT.raw (16-bit stereo PCM as played) and OUT.jsonl, one JSON
 object a line: {"kind": "chunk", "ts": server µs, "local": local ns,
 "offset": first frame in OUT.raw, "frames": n}, and {"kind": "message",
-"type": ..., "payload": ..., "at": local ns} for every text message.
+"type": ..., "payload": ..., "at": local ns} for every text message, and
+{"kind": "artwork", "channel": c, "ts": server µs, "bytes": n, "width": w, "height": h}
+for each artwork message (one 300×300 JPEG album channel asked in the hello).
 Lines on stdin are JSON messages to send (a controller's client/command).
 """
 
 import argparse
 import asyncio
+import io
 import json
 import struct
 import sys
@@ -139,6 +142,21 @@ class Player:
         return None
 
     def on_binary(self, data):
+        if 8 <= data[0] <= 11:
+            # Artwork as a client that declared its channels in the hello gets it: [type, timestamp] + image.
+            width = height = None
+            if len(data) > 9:
+                from PIL import Image
+
+                try:
+                    with Image.open(io.BytesIO(bytes(data[9:]))) as picture:
+                        picture.load()
+                        width, height = picture.size
+                except Exception:  # noqa: BLE001 - reported as not decoding
+                    pass
+            self.note({"kind": "artwork", "channel": data[0] - 8, "ts": struct.unpack(">q", data[1:9])[0],
+                       "bytes": len(data) - 9, "width": width, "height": height})
+            return
         if data[0] != 4 or self.decoder is None:
             return
         ts = struct.unpack(">q", data[1:9])[0]

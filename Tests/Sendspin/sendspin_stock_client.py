@@ -11,17 +11,25 @@ Output (OUT.jsonl, one JSON object a line, flushed as it goes):
 {"kind": "activities", "activities": [...]} when the server's declared activities change;
 {"kind": "stream", "codec": ...} at stream/start;
 {"kind": "chunks", "count": n, "pcm_bytes": b, "synced": bool} every 50 chunks;
+{"kind": "artwork", "channel": c, "bytes": n, "width": w, "height": h, "sha256": ...} for each image shown
+(decoded with Pillow; width and height null when it does not decode; bytes 0: cleared), with
+--artwork WIDTHxHEIGHT[:FORMAT] (one album channel; --roles artwork,… to ask for the role);
 {"kind": "error", ...} and {"kind": "done"}.
 """
 
 import argparse
 import asyncio
+import hashlib
+import io
 import json
 import time
 
+from PIL import Image
+
 from aiosendspin.client import SendspinClient
+from aiosendspin.models.artwork import ArtworkChannel
 from aiosendspin.models.player import ClientHelloPlayerSupport, SupportedAudioFormat
-from aiosendspin.models.types import AudioCodec, Roles
+from aiosendspin.models.types import ArtworkSource, AudioCodec, PictureFormat, Roles
 from aiosendspin.noise.keys import Identity
 from aiosendspin.noise.session import NoiseCipherSuite
 from aiosendspin.noise.trust_store import InMemoryClientPairingStore
@@ -34,6 +42,8 @@ def main():
     parser.add_argument("--seconds", type=float, default=20)
     parser.add_argument("--suite", default="chachapoly", choices=["chachapoly", "aesgcm"])
     parser.add_argument("--out", required=True)
+    parser.add_argument("--roles", default="player,metadata")
+    parser.add_argument("--artwork", default=None)
     args = parser.parse_args()
     log = open(args.out + ".jsonl", "w", buffering=1)
 
@@ -46,8 +56,16 @@ def main():
             supported_formats=[SupportedAudioFormat(codec=AudioCodec.PCM, channels=2, sample_rate=48000, bit_depth=16)],
             buffer_capacity=1 << 20,
         )
-        client = SendspinClient(Identity.generate(), args.name, [Roles.PLAYER, Roles.METADATA],
-                                pairing_store=InMemoryClientPairingStore(), player_support=support,
+        roles = [Roles(r if "@" in r else r + "@v1") for r in args.roles.split(",")]
+        channels = None
+        if args.artwork:
+            size, _, fmt = args.artwork.partition(":")
+            width, height = (int(v) for v in size.split("x"))
+            channels = [ArtworkChannel(source=ArtworkSource.ALBUM, format=PictureFormat(fmt or "jpeg"), width=width, height=height)]
+        client = SendspinClient(Identity.generate(), args.name, roles,
+                                pairing_store=InMemoryClientPairingStore(),
+                                player_support=support if Roles.PLAYER in roles else None,
+                                artwork_channels=channels,
                                 cipher_suite=NoiseCipherSuite.AESGCM if args.suite == "aesgcm" else NoiseCipherSuite.CHACHAPOLY)
         await client.set_unpaired_access(enabled=True)
         counts = {"chunks": 0, "bytes": 0}
@@ -59,7 +77,20 @@ def main():
                 note({"kind": "chunks", "count": counts["chunks"], "pcm_bytes": counts["bytes"],
                       "synced": client.is_time_synchronized(), "send_ahead": send_ahead})
 
+        def on_artwork(channel, image):
+            width = height = None
+            if image:
+                try:
+                    with Image.open(io.BytesIO(image)) as picture:
+                        picture.load()
+                        width, height = picture.size
+                except Exception:  # noqa: BLE001 - reported as not decoding
+                    pass
+            note({"kind": "artwork", "channel": channel, "bytes": len(image), "width": width, "height": height,
+                  "sha256": hashlib.sha256(image).hexdigest()})
+
         client.add_audio_chunk_listener(on_chunk)
+        client.add_artwork_listener(on_artwork)
         client.add_stream_start_listener(lambda msg: note({"kind": "stream", "codec": str(msg.payload.player.codec.value) if msg.payload.player else None}))
         try:
             await client.connect(args.url)

@@ -57,4 +57,51 @@ struct SendspinProtocolTests {
         #expect(Sendspin.host(ofPeer: "fe80::1") == "fe80::1")
         #expect(Sendspin.host(ofPeer: "host") == "host")
     }
+
+    /// Artwork channels from `client/state` (aiosendspin 10) and from the
+    /// deprecated hello: 1…4 channels, sides 1…4096, formats JPEG and PNG.
+    @Test func artworkChannelsAreReadAndBoundedWhereTheyEnter() throws {
+        let state = #"{"type":"client/state","payload":{"available":true,"artwork":{"channels":[{"source":"album","format":"jpeg","width":300,"height":300},{"source":"none"},{"source":"artist","format":"png","media_width":64,"media_height":48},{"source":"album","format":"bmp","width":10,"height":10}]}}}"#
+        #expect(try Sendspin.parse(Array(state.utf8)) == .state(state: nil, volume: nil, muted: nil, artwork: [
+            SendspinArtworkChannel(source: .album, format: "jpeg", width: 300, height: 300), .off,
+            SendspinArtworkChannel(source: .artist, format: "png", width: 64, height: 48), .off, // bmp: not served, the channel off
+        ]))
+        let plain = #"{"type":"client/state","payload":{"player":{"volume":40}}}"#
+        #expect(try Sendspin.parse(Array(plain.utf8)) == .state(state: nil, volume: 40, muted: nil, artwork: nil))
+        let hello = #"{"type":"client/hello","payload":{"client_id":"d","name":"Display","version":1,"supported_roles":["artwork@v1"],"artwork@v1_support":{"channels":[{"source":"album","format":"png","media_width":800,"media_height":480}]}}}"#
+        guard case .hello(let h) = try Sendspin.parse(Array(hello.utf8)) else { Issue.record("not a hello"); return }
+        #expect(h.has("artwork") && h.artworkChannels == [SendspinArtworkChannel(source: .album, format: "png", width: 800, height: 480)])
+        func channels(_ list: String) -> String { #"{"type":"client/state","payload":{"artwork":{"channels":["# + list + "]}}}" }
+        let album = #"{"source":"album","format":"jpeg","width":300,"height":300}"#
+        for bad in [channels(""), channels(Array(repeating: album, count: 5).joined(separator: ",")),
+                    channels(#"{"source":"album","format":"jpeg","width":0,"height":300}"#),
+                    channels(#"{"source":"album","format":"jpeg","width":300,"height":4097}"#),
+                    channels(#"{"source":"album","format":"jpeg","width":300}"#),
+                    channels(#"{"source":"cover","format":"jpeg","width":300,"height":300}"#),
+                    channels(#"{"format":"jpeg","width":300,"height":300}"#), channels("7"),
+                    #"{"type":"client/state","payload":{"artwork":{"channels":"all"}}}"#] {
+            #expect(throws: SendspinError.self, "\(bad)") { try Sendspin.parse(Array(bad.utf8)) }
+        }
+        #expect(throws: Never.self) { try Sendspin.parse(Array(channels(#"{"source":"album","format":"jpeg","width":4096,"height":1}"#).utf8)) }
+    }
+
+    /// `stream/start` names the channels up to the last streamed; an image is
+    /// an announce and parts (spec #188), or one message for a hello-declared client.
+    @Test func artworkGoesAsAnnounceAndPartsOrAsOneMessage() {
+        let start = JSONValue.parsing(Sendspin.streamStart(artwork: [.off, SendspinArtworkChannel(source: .album, format: "jpeg", width: 300, height: 300), .off]))
+        #expect(start?["type"]?.string == "stream/start")
+        #expect(start?["payload"]?["artwork"]?["channels"] == [["source": "none"], ["source": "album", "format": "jpeg", "width": 300, "height": 300]])
+        #expect(JSONValue.parsing(Sendspin.streamStart(artwork: [.off]))?["payload"]?["artwork"]?["channels"] == [])
+
+        let image = (0..<70_000).map { UInt8(truncatingIfNeeded: $0) }
+        let transfer = Sendspin.artworkMessages(channel: 1, timestamp: 0x0102030405060708, image: image, singleMessage: false)
+        #expect(transfer.count == 3)
+        #expect(transfer[0] == [9, 0x02, 1, 2, 3, 4, 5, 6, 7, 8, 0, 1, 0x11, 0x70]) // 70,000 = 0x011170
+        #expect(transfer[1].count == 65_519 && transfer[1].prefix(2) == [9, 0] && Array(transfer[1].dropFirst(2)) == Array(image[0..<65_517]))
+        #expect(transfer[2].prefix(2) == [9, 0] && Array(transfer[2].dropFirst(2)) == Array(image[65_517...]))
+        // Cleared: an announce of 0 bytes, nothing after.
+        #expect(Sendspin.artworkMessages(channel: 0, timestamp: 5, image: [], singleMessage: false) == [[8, 0x02, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0, 0]])
+        #expect(Sendspin.artworkMessages(channel: 3, timestamp: 5, image: [0xFF, 0xD8], singleMessage: true) == [[11, 0, 0, 0, 0, 0, 0, 0, 5, 0xFF, 0xD8]])
+        #expect(Sendspin.artworkMessages(channel: 2, timestamp: 5, image: [], singleMessage: true) == [[10, 0, 0, 0, 0, 0, 0, 0, 5]])
+    }
 }

@@ -4,6 +4,7 @@ import TuttiAudio
 import TuttiControlClient
 import TuttiCore
 import TuttiDaemon
+import TuttiLibrary
 import TuttiNet
 import TuttiTestSupport
 
@@ -269,6 +270,80 @@ final class SendspinClientRun {
         let mode = try #require(FileManager.default.attributesOfItem(atPath: dir + "/sendspin-trust.json")[.posixPermissions] as? Int)
         #expect(mode == 0o600)
         #expect(!stderr().contains("Traceback"), "\(stderr())")
+    }
+
+    /// A display built on aiosendspin's own `SendspinClient` (10.2.1), with
+    /// the artwork role only, asks for one album channel of 300×300 JPEG in
+    /// its `client/state`: it gets the playing track's embedded cover (a
+    /// 640×480 JPEG made by ffmpeg) as a 300×300 JPEG that Pillow decodes,
+    /// and on `next` the other track's cover (480×640), also 300×300. A
+    /// legacy display beside it (plain, channels in its hello) gets the same
+    /// covers, each as one message.
+    @Test func aStockArtworkClientGetsTheCoverAtTheSizeItAsksAndAnotherOnNext() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/lame"), "lame is missing: run scripts/setup.sh")
+        let dir = makeTemporaryDirectory()
+        let music = dir + "/music"
+        try FileManager.default.createDirectory(atPath: music, withIntermediateDirectories: true)
+        writeFile(dir + "/tone.wav", wavImage(quantize(TestSignal.sine(frequency: 440, seconds: 20, amplitude: 0.5))))
+        let encoded = try runProgram("/usr/bin/lame", ["--quiet", "-b", "64", dir + "/tone.wav", dir + "/tone.mp3"])
+        #expect(encoded.status == 0, "\(encoded.err)")
+        let audio = try Array(Data(contentsOf: URL(fileURLWithPath: dir + "/tone.mp3")))
+        for (name, source) in [("a", "testsrc=size=640x480"), ("b", "testsrc2=size=480x640")] {
+            let made = try runProgram("/usr/bin/ffmpeg", ["-v", "error", "-y", "-f", "lavfi", "-i", source, "-frames:v", "1", dir + "/\(name).jpg"])
+            #expect(made.status == 0, "\(made.err)")
+            let cover = try Array(Data(contentsOf: URL(fileURLWithPath: dir + "/\(name).jpg")))
+            writeFile(music + "/\(name).mp3", ID3v2Writer.tag(version: 3, frames: [.text("TIT2", name.uppercased()), .frontCover(mime: "image/jpeg", bytes: cover)]) + audio)
+        }
+        let leader = try startLeader(files: [music + "/a.mp3", music + "/b.mp3"], codec: .pcm, loop: true) { c in
+            c.control = Endpoint(host: "127.0.0.1", port: 0)
+            c.sendspin = Endpoint(host: "127.0.0.1", port: 0)
+            c.musicDirectory = music
+            c.databasePath = dir + "/db/library.db"
+        }
+        defer { leader.stop() }
+        let library = try #require(leader.library)
+        #expect(waitUntil(timeout: 20) { (try? library.track(atPath: music + "/b.mp3")?.coverHash) != nil }, "library scan")
+        let port = try #require(leader.sendspinEndpoint).port
+        let script = URL(fileURLWithPath: SendspinVenv.script).deletingLastPathComponent().appendingPathComponent("sendspin_stock_client.py").path
+        let client = Process()
+        client.executableURL = URL(fileURLWithPath: try SendspinVenv.ready())
+        client.arguments = [script, "--url", "ws://127.0.0.1:\(port)/sendspin", "--name", "Frame", "--seconds", "60",
+                            "--roles", "artwork", "--artwork", "300x300:jpeg", "--out", dir + "/art"]
+        client.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
+        _ = FileManager.default.createFile(atPath: dir + "/art.stderr", contents: nil)
+        client.standardError = FileHandle(forWritingAtPath: dir + "/art.stderr")
+        try client.run()
+        // SIGKILL: a test process may have SIGTERM blocked, and its children inherit the mask.
+        defer { if client.isRunning { kill(client.processIdentifier, SIGKILL) }; client.waitUntilExit() }
+        func images() -> [[String: JSONValue]] {
+            let text = (try? String(contentsOfFile: dir + "/art.jsonl", encoding: .utf8)) ?? ""
+            return text.split(separator: "\n").compactMap { JSONValue.parsing(String($0))?.object }
+                .filter { $0["kind"]?.string == "artwork" && ($0["bytes"]?.integer ?? 0) > 0 }
+        }
+        func stderr() -> String { (try? String(contentsOfFile: dir + "/art.stderr", encoding: .utf8)) ?? "" }
+        let legacy = try SendspinClientRun(port: port, name: "old-frame", roles: "artwork", seconds: 60, prefix: dir + "/legacy")
+        defer { legacy.stop() }
+        func legacyImages() -> [[String: JSONValue]] {
+            legacy.records.filter { $0["kind"]?.string == "artwork" && ($0["bytes"]?.integer ?? 0) > 0 }
+        }
+
+        #expect(waitUntil(timeout: 30) { !images().isEmpty }, "\(stderr())")
+        let first = try #require(images().first)
+        #expect(first["channel"]?.integer == 0 && first["width"]?.integer == 300 && first["height"]?.integer == 300, "\(first)")
+        #expect(!leader.followerNames.contains("Frame"), "a display is not a room")
+        #expect(waitUntil(timeout: 30) { !legacyImages().isEmpty }, "\(legacy.records) \(legacy.errors)")
+
+        _ = try leader.perform(.next)
+        #expect(waitUntil(timeout: 10) { images().contains { $0["sha256"] != first["sha256"] } }, "\(images()) \(stderr())")
+        let second = try #require(images().first { $0["sha256"] != first["sha256"] })
+        #expect(second["width"]?.integer == 300 && second["height"]?.integer == 300, "\(second)")
+        #expect(!stderr().contains("Traceback") && !stderr().contains("protocol error"), "\(stderr())")
+        // The legacy display: the same two covers (the same sizes in bytes: scaled once, kept), one message each.
+        #expect(waitUntil(timeout: 10) { Set(legacyImages().compactMap { $0["bytes"]?.integer }).count >= 2 }, "\(legacy.records) \(legacy.errors)")
+        let sizes = Set(legacyImages().compactMap { $0["bytes"]?.integer })
+        #expect(sizes == Set([first["bytes"]?.integer, second["bytes"]?.integer].compactMap { $0 }), "\(sizes) \(first) \(second)")
+        #expect(legacyImages().allSatisfy { $0["width"]?.integer == 300 && $0["height"]?.integer == 300 && $0["channel"]?.integer == 0 })
+        #expect(legacy.messages("stream/start").contains { $0["artwork"]?["channels"]?.array?.count == 1 }, "\(legacy.messages("stream/start"))")
     }
 
     /// The stock `sendspin` CLI (sendspin 9 from PyPI), as a person runs it:
