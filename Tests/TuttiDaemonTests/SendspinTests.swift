@@ -240,8 +240,9 @@ final class SendspinClientRun {
             return text.split(separator: "\n").compactMap { JSONValue.parsing(String($0))?.object }
         }
         func stderr() -> String { (try? String(contentsOfFile: dir + "/stock.stderr", encoding: .utf8)) ?? "" }
-        let rpc = try ControlClient(endpoint: try #require(leader.controlEndpoint))
-        func pending() throws -> [[String: JSONValue]] { try rpc.call("speakers.pending").object?["pending"]?.objectArray ?? [] }
+        let control = try #require(leader.controlEndpoint)
+        // A connection per call: the waits below may outlast an idle control connection's welcome.
+        func pending() throws -> [[String: JSONValue]] { try ControlClient(endpoint: control).call("speakers.pending").object?["pending"]?.objectArray ?? [] }
 
         // Encrypted under the Sentinel, admitted with nothing to do, and shown to a person.
         #expect(waitUntil(timeout: 30) { records().contains { $0["kind"]?.string == "connected" } }, "\(records()) \(stderr())")
@@ -254,7 +255,7 @@ final class SendspinClientRun {
         #expect(!leader.followerNames.contains("Garden"), "not a room yet: \(leader.followerNames)")
 
         // Allowed where Tutti's speakers are: activated for playback, a room, audio.
-        _ = try rpc.call("speakers.allow", ["name": "Garden"])
+        _ = try ControlClient(endpoint: control).call("speakers.allow", ["name": "Garden"])
         #expect(waitUntil(timeout: 10) { leader.followerNames.contains("Garden") }, "\(leader.followerNames)")
         #expect(waitUntil(timeout: 10) { records().contains { $0["kind"]?.string == "activities" && $0["activities"]?.strings == ["playback"] } },
                 "\(records())")
