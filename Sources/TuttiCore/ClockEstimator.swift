@@ -274,8 +274,6 @@ public struct ClockEstimator: Sendable {
         arrivals.append(arrival)
         let newest = max(arrival.received, stored.last?.t1 ?? arrival.received)
         while arrivalsHead < arrivals.count - 1 && newest - arrivals[arrivalsHead].received > configuration.windowSpan { arrivalsHead += 1 }
-        // Bounded in count too, as the exchanges are: the leader decides how often it writes.
-        arrivalsHead = max(arrivalsHead, arrivals.count - configuration.window)
         if arrivalsHead > 64 && 2 * arrivalsHead >= arrivals.count {
             arrivals.removeFirst(arrivalsHead)
             arrivalsHead = 0
