@@ -101,11 +101,6 @@ public struct ClockModel: Equatable, Sendable {
 /// `inOrderRun` samples, while the path queues milliseconds): the typical
 /// delay above the floor, which sets the pace (`ClockExchangeSchedule`).
 ///
-/// On such a link the audio stream's own arrivals (`addStreamArrival`, the
-/// leader's send time of each write, protocol v8) are further bounds from
-/// the leader's side, merged into the backward envelope; they never count
-/// as the datagrams' queueing.
-///
 /// The skew fitted from a young or smeared window is pulled towards 0 by its
 /// own uncertainty, the disagreement of the two directions' slopes (a 2 s
 /// window whose floor is 1 ms rough says nothing about ppm, and a fitted
@@ -203,8 +198,6 @@ public struct ClockEstimator: Sendable {
     public mutating func reset() {
         stored.removeAll(keepingCapacity: true)
         head = 0
-        arrivals.removeAll(keepingCapacity: true)
-        arrivalsHead = 0
         model = nil
         lastRefit = nil
         addedSinceRefit = 0
@@ -236,58 +229,6 @@ public struct ClockEstimator: Sendable {
     }
 
     private var lastDatagram: ClockSample?
-
-    /// One-way evidence from the audio stream: the leader stamped `sent`
-    /// as it wrote a batch of the stream, which was read at `received`. Like
-    /// a reply's `t3`/`t4`, it bounds θ from below (`sent − received ≤ θ − d`),
-    /// and anything that delays it (the leader's socket backlog, TCP's
-    /// retransmissions, a busy reader) only lowers the bound: it can move
-    /// the backward envelope towards the floor, never past it.
-    public struct StreamArrival: Equatable, Sendable {
-        public var sent: LeaderTime
-        public var received: LocalTime
-        public init(sent: LeaderTime, received: LocalTime) { self.sent = sent; self.received = received }
-    }
-
-    /// The stream's arrivals, in order of `received`: `arrivals[arrivalsHead...]`.
-    private var arrivals: [StreamArrival] = []
-    private var arrivalsHead = 0
-    public var streamArrivalCount: Int { arrivals.count - arrivalsHead }
-    /// The stream's arrivals count only on a path that queues in order
-    /// (`inOrderExcess`), where a reply within 100 µs of the floor comes a
-    /// few times a minute and they add a third more evidence from the
-    /// leader's side. Where datagrams reach the floor in both directions
-    /// (a wire, or a link that lets them overtake), the stream's extra points
-    /// on one side only would pull that envelope closer to its floor than
-    /// the other's, a bias that differs from room to room.
-    private var usesStream: Bool { inOrderExcess != nil }
-
-    /// Adds a stream arrival (see `StreamArrival`). Returns false for an
-    /// impossible or out-of-window one. It refits only when it can move the
-    /// backward envelope, or as the window slides (see `add(_:)`).
-    @discardableResult
-    public mutating func addStreamArrival(_ arrival: StreamArrival) -> Bool {
-        let (_, overflow) = arrival.sent.nanoseconds.subtractingReportingOverflow(arrival.received.nanoseconds)
-        guard !overflow else { return false }
-        if let last = arrivals.last, arrivalsHead < arrivals.count, arrival.received < last.received { return false }
-        if let newest = stored.last, newest.t1 - arrival.received > configuration.windowSpan { return false }
-        arrivals.append(arrival)
-        let newest = max(arrival.received, stored.last?.t1 ?? arrival.received)
-        while arrivalsHead < arrivals.count - 1 && newest - arrivals[arrivalsHead].received > configuration.windowSpan { arrivalsHead += 1 }
-        if arrivalsHead > 64 && 2 * arrivalsHead >= arrivals.count {
-            arrivals.removeFirst(arrivalsHead)
-            arrivalsHead = 0
-        }
-        guard let m = model, head < stored.count, usesStream else { return true }
-        addedSinceRefit += 1
-        if let last = lastRefit, addedSinceRefit < 20, arrival.received - last < configuration.refitInterval {
-            let predicted = m.leaderTime(at: arrival.received).nanoseconds &- arrival.received.nanoseconds
-            let backDelay = Double(predicted) - Double(arrival.sent.nanoseconds &- arrival.received.nanoseconds)
-            if backDelay >= envelopeFloor { return true }
-        }
-        refit()
-        return true
-    }
 
     /// Adds an exchange and refits. Returns false if the sample was discarded
     /// as impossible (negative round trip, received before sent, overflowing)
@@ -327,11 +268,7 @@ public struct ClockEstimator: Sendable {
         return true
     }
 
-    private struct Point {
-        var x: Double, y: Double
-        /// A stream arrival, not a reply: it bounds the envelope but says nothing of the datagrams' queueing.
-        var stream = false
-    }
+    private struct Point { var x: Double; var y: Double }
     private var addedSinceRefit = 0
     private var lastRefit: LocalTime?
     /// The base delay `d` at the envelopes (both directions share it).
@@ -339,7 +276,7 @@ public struct ClockEstimator: Sendable {
 
     /// The refit's working arrays, kept so that a refit allocates nothing
     /// once they have grown to the window.
-    private var forward: [Point] = [], backward: [Point] = [], hull: [Point] = [], smallest: [Double] = [], merged: [Point] = []
+    private var forward: [Point] = [], backward: [Point] = [], hull: [Point] = [], smallest: [Double] = []
 
     private mutating func refit() {
         guard head < stored.count, let newest = stored.last else { return }
@@ -360,18 +297,6 @@ public struct ClockEstimator: Sendable {
         }
         // t4 = t1 + round trip: nearly in order already.
         Self.insertionSort(&backward)
-        // The stream's arrivals, merged in order (both are sorted by x).
-        if arrivalsHead < arrivals.count && usesStream {
-            merged.removeAll(keepingCapacity: true)
-            var i = 0
-            for a in arrivals[arrivalsHead...] {
-                let p = Point(x: Double(a.received - reference), y: -Double((a.sent.nanoseconds &- a.received.nanoseconds) &- base), stream: true)
-                while i < backward.count && backward[i].x <= p.x { merged.append(backward[i]); i += 1 }
-                merged.append(p)
-            }
-            while i < backward.count { merged.append(backward[i]); i += 1 }
-            swap(&backward, &merged)
-        }
         var skew = model?.skew ?? 0
         let span = newest.t1 - stored[head].t1
         // With the common slope, each envelope rests on its lowest point in
@@ -410,7 +335,7 @@ public struct ClockEstimator: Sendable {
         var excess = 0.0, n = 0
         smallest.removeAll(keepingCapacity: true)
         for p in forward where p.x >= from { let e = p.y - skew * p.x - af; excess += e; n += 1; smallest.append(e) }
-        for p in backward where p.x >= from && !p.stream { let e = p.y + skew * p.x - ab; excess += e; n += 1; smallest.append(e) }
+        for p in backward where p.x >= from { let e = p.y + skew * p.x - ab; excess += e; n += 1; smallest.append(e) }
         let q = excess / Double(max(1, n))
         queueing = q.isFinite ? Int64(min(max(q.rounded(), 0), 9e18)) : Int64.max
         let median = Self.select(&smallest, rank: smallest.count / 2)

@@ -6,7 +6,7 @@ import Glibc
 /// where `length` counts the type byte and the body. Lengths are bounded by
 /// `WireProtocol.maxMessageBytes`; anything larger closes the connection.
 public enum WireProtocol {
-    public static let version: UInt16 = 8
+    public static let version: UInt16 = 7
     /// The oldest follower a leader still serves: a v2 follower plays, but
     /// is never sent `equalizer` (a message type it does not know).
     public static let oldestFollowerVersion: UInt16 = 2
@@ -27,9 +27,6 @@ public enum WireProtocol {
     /// The first version with the key handshake (`keyOffer`…), sealed
     /// frames after it, pairing, and authenticated clock datagrams.
     public static let handshakeVersion: UInt16 = 7
-    /// The first version sent `sendTime`: the leader's clock as it wrote
-    /// each batch of the stream, one-way evidence for the speaker's clock model.
-    public static let sendTimeVersion: UInt16 = 8
     /// A v7 clock request datagram is padded to a v7 response's size.
     public static let sealedClockDatagramBytes = 49
     /// A clock request datagram is padded to this (a response's size), so
@@ -75,7 +72,6 @@ public enum MessageType: UInt8, Sendable, CaseIterable {
     case follow = 13
     case equalizer = 14
     case syncReport = 15
-    case sendTime = 16
     // Room-key authentication (protocol v4); numbered apart, so other new messages can take 15 on.
     case authChallenge = 30
     case authResponse = 31
@@ -247,9 +243,6 @@ public enum Message: Equatable, Sendable {
     case authProof(proof: [UInt8])
     /// Follower → leader (v5 and later): clock confidence and arrival margin, once a second.
     case syncReport(SyncReport)
-    /// Leader → follower (v8): the leader's clock just before it wrote
-    /// this message and what follows it in the same write (`sent ≥ 0`).
-    case sendTime(LeaderTime)
     /// Follower → leader (v7), right after hello: what it asks, whether it uses a room key, its ephemeral key and nonce.
     case keyOffer(intent: PairIntent, flags: UInt8, ephemeral: [UInt8], nonce: [UInt8])
     /// Leader → follower (v7): its flags, static key, ephemeral key, nonce and proof of its static key.
@@ -287,7 +280,6 @@ public enum Message: Equatable, Sendable {
         case .authResponse: .authResponse
         case .authProof: .authProof
         case .syncReport: .syncReport
-        case .sendTime: .sendTime
         case .keyOffer: .keyOffer
         case .keyReply: .keyReply
         case .keyProof: .keyProof
@@ -380,8 +372,6 @@ public extension Message {
             w.i64(r.arrivalLeadMinimumNanoseconds); w.u32(r.lateChunks)
             // Only to a v6 leader (the follower leaves it nil for older ones, which refuse trailing bytes).
             if let d = r.streamDelayMaximumNanoseconds { w.i64(d) }
-        case .sendTime(let t):
-            w.i64(t.nanoseconds)
         case .keyOffer(let intent, let flags, let e, let n):
             w.u8(intent.rawValue); w.u8(flags); w.bytes(e); w.bytes(n)
         case .keyReply(let flags, let key, let e, let n, let confirm):
@@ -488,10 +478,6 @@ public extension Message {
             let delay: Int64? = r.atEnd ? nil : try r.i64()
             message = .syncReport(SyncReport(clockUncertaintyNanoseconds: u, clockSamples: n, clockChannel: channel,
                                              arrivalLeadMinimumNanoseconds: lead, lateChunks: late, streamDelayMaximumNanoseconds: delay))
-        case .sendTime:
-            let t = try r.i64()
-            guard t >= 0 else { throw .invalidField(type, "send time \(t) ns is negative") }
-            message = .sendTime(LeaderTime(nanoseconds: t))
         case .keyOffer:
             let i = try r.u8()
             guard let intent = PairIntent(rawValue: i) else { throw .invalidField(type, "intent \(i) is not 0, 1 or 2") }

@@ -157,10 +157,6 @@ public final class Follower: @unchecked Sendable {
     public var connected: Bool { connectedAtomic.load(ordering: .acquiring) }
     /// How many times a connection to the leader was established.
     public var connectionCount: Int { connectionsAtomic.load(ordering: .relaxed) }
-    /// The audio stream's arrivals the clock model holds (v8 `sendTime`; 0 from an older leader).
-    public var streamArrivals: Int { estimator.withLock { $0.streamArrivalCount } }
-    /// The protocol version this speaker says hello with (lowered once for an older leader).
-    public var helloVersion: UInt16 { announcedVersion.load(ordering: .relaxed) }
     public var concealedChunks: Int { concealedAtomic.load(ordering: .relaxed) }
     public var clock: ClockModel? { clockModel.current() }
     /// Whether this run paired with a leader (by code or approval).
@@ -263,7 +259,7 @@ public final class Follower: @unchecked Sendable {
         var askedToPair = false
         var timer = SpeakerJoinTimer()
         var message = try reader.next()
-        if case .reject(let version, let reason)? = message, version < announcedVersion.load(ordering: .relaxed) {
+        if case .reject(let version, let reason)? = message, version < WireProtocol.handshakeVersion {
             try refusedByOlderLeader(version: version, reason: reason, pinned: pinned)
         }
         while true {
@@ -469,15 +465,6 @@ public final class Follower: @unchecked Sendable {
                 // A reply that shared its read with other data has no exact arrival time: skip it.
                 guard let arrival else { continue }
                 accept(ClockSample(t1: t1, t2: t2, t3: t3, t4: localClock.local(fromReal: arrival)), overStream: true)
-            case .sendTime(let sent):
-                // v8: the leader's clock as it wrote this; when it arrived. A read
-                // stamp later than its bytes (shared with what came after) only
-                // weakens the bound: the estimator's envelope ignores it.
-                let real = arrival ?? reader.lastReadArrival ?? Monotonic.now()
-                let model: ClockModel? = estimator.withLock { e in
-                    e.addStreamArrival(.init(sent: sent, received: localClock.local(fromReal: real))) && e.ready ? e.model : nil
-                }
-                if let model { clockModel.publish(model) }
             case .chunk(let chunk):
                 releaseStartUpCodeWhenDue()
                 if chunk.streamID == intake.stream.streamID, let model = clockModel.current() {
@@ -509,9 +496,9 @@ public final class Follower: @unchecked Sendable {
     }
 
     /// An older leader refused our version: speak its version next time,
-    /// unless this speaker is paired or keyed and the leader is older than v7 (it cannot prove a key: never go down to it).
+    /// unless this speaker is paired or keyed (an older leader cannot prove a key: never go down to it).
     private func refusedByOlderLeader(version: UInt16, reason: String, pinned: [UInt8]?) throws -> Never {
-        if version < WireProtocol.handshakeVersion && (pinned != nil || configuration.roomKey != nil) {
+        if pinned != nil || configuration.roomKey != nil {
             throw FollowerError.refused(leaderVersion: version, reason: "\(reason); it cannot prove its key, update the leader")
         }
         if version >= WireProtocol.oldestFollowerVersion, version < announcedVersion.load(ordering: .relaxed) {
@@ -543,7 +530,6 @@ public final class Follower: @unchecked Sendable {
         if version < WireProtocol.clockChannelVersion { without.append("clock exchanges go over TCP, behind the audio") }
         if version < WireProtocol.streamDelayVersion { without.append("commands do not wait longer when this speaker's network is slow") }
         if version < WireProtocol.handshakeVersion { without.append("nothing is encrypted or authenticated (the leader is open)") }
-        if version < WireProtocol.sendTimeVersion { without.append("the clock model does not use the audio stream's arrivals (it settles more slowly on a queueing link)") }
         return without.joined(separator: "; ")
     }
 

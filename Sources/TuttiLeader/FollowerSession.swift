@@ -26,8 +26,6 @@ final class FollowerSession: @unchecked Sendable {
     /// bytes and in how long the oldest waits, beyond which the speaker
     /// could no longer play it in time and is dropped as too slow.
     private let writer: ClientWriter
-    /// Whether the writer puts `sendTime` before each write (a v8 speaker).
-    private let sendTimes: SendTimeSwitch
     private let state = Condition()
     private var closed = false
     /// `sayGoodbye` queued the goodbye: `close` does not send another.
@@ -92,12 +90,9 @@ final class FollowerSession: @unchecked Sendable {
         // thread: a wake-up per room per chunk was most of the leader's cost
         // per room); a connection that never says hello costs one thread.
         // A surface's room never queues here (`send` hands it the messages), so its writer never writes.
-        // v8: every write of the stream starts with the leader's clock, taken under the send lock.
-        let stamps = SendTimeSwitch()
-        sendTimes = stamps
         writer = ClientWriter(peer: "speaker \(connection?.peer ?? "surface")", limits: limits, log: log,
-                              write: { bytes in try stamps.write(bytes, to: connection) },
-                              writeIfFree: { bytes in try stamps.writeIfFree(bytes, to: connection) },
+                              write: { bytes in try connection?.send(bytes) },
+                              writeIfFree: { bytes in try connection?.sendIfFree(bytes) ?? .notSent },
                               threads: leader.sessionWriters, logsDisconnect: false, disconnect: { connection?.close() })
     }
 
@@ -378,8 +373,6 @@ final class FollowerSession: @unchecked Sendable {
             }
             name = peerName.isEmpty ? connection.peer : peerName
             self.version = version
-            // Before the first chunk can be queued (the join below): an older speaker would close on the type.
-            if version >= WireProtocol.sendTimeVersion { sendTimes.on = true }
             leader.admitDuringParty(name!)
             leader.applyKeptGroupSound(toJoining: name!)
             let stream = leader.stream(forRoom: name!)
@@ -420,31 +413,5 @@ final class FollowerSession: @unchecked Sendable {
         } catch {
             close(reason: "\(error)")
         }
-    }
-}
-
-/// Whether a session's writes carry the leader's send time (set once, by
-/// its reader thread, before the speaker joins a stream; read by whichever
-/// thread writes).
-final class SendTimeSwitch: Sendable {
-    private let cell = Atomic<Bool>(false)
-    var on: Bool {
-        get { cell.load(ordering: .acquiring) }
-        set { cell.store(newValue, ordering: .releasing) }
-    }
-
-    /// `sendTime` now, framed (before sealing, which a connection does after).
-    static func stamp() -> [UInt8] { Message.sendTime(LeaderTime(nanoseconds: Monotonic.now())).encoded() }
-
-    func write(_ bytes: [UInt8], to connection: TCPConnection?) throws(NetError) {
-        guard let connection else { return }
-        if on { try connection.send(bytes, prefix: Self.stamp) } else { try connection.send(bytes) }
-    }
-
-    func writeIfFree(_ bytes: [UInt8], to connection: TCPConnection?) throws(NetError) -> TCPConnection.QuickSend {
-        guard let connection else { return .notSent }
-        guard on else { return try connection.sendIfFree(bytes) }
-        let stamp: () -> [UInt8] = { Self.stamp() }
-        return try connection.sendIfFree(bytes, prefix: stamp)
     }
 }

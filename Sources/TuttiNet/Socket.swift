@@ -143,16 +143,6 @@ public final class TCPConnection: Sendable {
         }
     }
 
-    /// `bytes` (when not empty) after `prefix()`, which runs under the send
-    /// lock once what another send left unsent has gone: a timestamp taken
-    /// there is as close to the write as this side can take it.
-    public func send(_ bytes: [UInt8], prefix: () -> [UInt8]) throws(NetError) {
-        try sendLock.withLock { (state) throws(NetError) in
-            try finish(&state.unsent)
-            try sendSealed(bytes.isEmpty ? bytes : prefix() + bytes, &state.sealer)
-        }
-    }
-
     /// From now on every send is sealed with `cipher` (after the handshake).
     /// Call between sends, from the thread that ran the handshake.
     public func startSealing(_ cipher: any FrameCipher) {
@@ -177,13 +167,9 @@ public final class TCPConnection: Sendable {
 
     /// Sends `bytes` only as far as it can without waiting: for a thread that
     /// serves many peers and must never block on one (the leader's fan-out).
-    public func sendIfFree(_ bytes: [UInt8]) throws(NetError) -> QuickSend { try sendIfFree(bytes, prefix: nil) }
-
-    /// `sendIfFree`, with `prefix()` before `bytes` as in `send(_:prefix:)`.
-    public func sendIfFree(_ bytes: [UInt8], prefix: (() -> [UInt8])?) throws(NetError) -> QuickSend {
+    public func sendIfFree(_ bytes: [UInt8]) throws(NetError) -> QuickSend {
         let outcome = try sendLock.withLockIfAvailable { (state) throws(NetError) -> QuickSend in
             guard state.unsent.isEmpty, !bytes.isEmpty else { return state.unsent.isEmpty ? .sent : .notSent }
-            let bytes = prefix.map { $0() + bytes } ?? bytes
             func attempt(_ b: UnsafeRawBufferPointer, _ unsent: inout [UInt8]) throws(NetError) -> QuickSend {
                 let n = Glibc.send(fd, b.baseAddress, b.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
                 if n == b.count { return .sent }

@@ -58,8 +58,6 @@ let sampleMessages: [Message] = {
         .pairStatus(.wrongCode, attemptsLeft: 0),
         .pakeShare(point: [UInt8](repeating: 0x42, count: 32)),
         .pakeConfirm(tag: [UInt8](repeating: 0x24, count: 32)),
-        .sendTime(LeaderTime(nanoseconds: 0)),
-        .sendTime(LeaderTime(nanoseconds: .max)),
         .clockRequest(tag: .max, id: 7, t1: LocalTime(nanoseconds: -1), mac: [UInt8](repeating: 1, count: 16)),
         .clockResponse(id: 7, t1: LocalTime(nanoseconds: 1), t2: LeaderTime(nanoseconds: 2), t3: LeaderTime(nanoseconds: .max),
                        mac: [UInt8](repeating: 2, count: 16)),
@@ -145,7 +143,7 @@ struct WireProtocolTests {
     @Test("Every MessageType case is covered by the samples")
     func everyTypeCovered() {
         #expect(Set(sampleMessages.map(\.type.rawValue)) == Set(MessageType.allCases.map(\.rawValue)))
-        #expect(MessageType.allCases.map(\.rawValue) == Array(1...16) + Array(30...32) + Array(40...47))
+        #expect(MessageType.allCases.map(\.rawValue) == Array(1...15) + Array(30...32) + Array(40...47))
     }
 
     @Test("Exact byte layout (big-endian) of fixed-size messages")
@@ -257,7 +255,7 @@ struct WireProtocolTests {
         #expect(throws: ProtocolError.emptyMessage) { try Message.decode(body: ArraySlice<UInt8>()) }
     }
 
-    @Test("Unknown type byte", arguments: [0, 17, 29, 33, 127, 200, 255] as [UInt8])
+    @Test("Unknown type byte", arguments: [0, 16, 29, 33, 127, 200, 255] as [UInt8])
     func unknownType(_ type: UInt8) {
         expectProtocolError(.unknownType(type), frame(type: type, body: []))
         expectProtocolError(.unknownType(type), frame(type: type, body: [1, 2, 3, 4]))
@@ -329,14 +327,6 @@ struct WireProtocolTests {
         let header = be32(1) + be64(2) + be64(3) + be32(4)
         let m = try decodeFramed(frame(type: 6, body: header + [1, 2, 3]))
         #expect(m == .chunk(Chunk(streamID: 1, sequence: 2, pts: .init(nanoseconds: 3), frames: 4, payload: [1, 2, 3])))
-    }
-
-    @Test("sendTime: 8 bytes of leader time; a negative one is refused")
-    func sendTimeLayout() throws {
-        #expect(Message.sendTime(LeaderTime(nanoseconds: 0x0102_0304_0506_0708)).encoded() == frame(type: 16, body: be64(0x0102_0304_0506_0708)))
-        #expect(throws: ProtocolError.invalidField(.sendTime, "send time -1 ns is negative")) { try Message.decode(body: ([16] + be64(-1))[...]) }
-        #expect(throws: ProtocolError.truncated(.sendTime, needed: 8, had: 7)) { try Message.decode(body: ([16] + be64(5).dropLast())[...]) }
-        #expect(throws: ProtocolError.trailingBytes(.sendTime, count: 1)) { try Message.decode(body: ([16] + be64(5) + [0])[...]) }
     }
 
     @Test("Settings out of range are refused")
