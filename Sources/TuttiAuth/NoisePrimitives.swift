@@ -37,26 +37,12 @@ public struct NoisePrimitives: NoiseCrypto {
         return false
     }
 
-    public func random(_ count: Int) -> [UInt8] {
-        var out = [UInt8](repeating: 0, count: count)
-        if count > 0 { out.withUnsafeMutableBufferPointer { randombytes_buf($0.baseAddress!, $0.count) } }
-        return out
-    }
+    // X25519 and randomness are the speakers' handshake's (SodiumCrypto): one copy of each call.
+    public func random(_ count: Int) -> [UInt8] { SodiumCrypto().random(count) }
 
-    public func publicKey(secret: [UInt8]) -> [UInt8] {
-        precondition(secret.count == 32)
-        var out = [UInt8](repeating: 0, count: 32)
-        _ = crypto_scalarmult_base(&out, secret)
-        return out
-    }
+    public func publicKey(secret: [UInt8]) -> [UInt8] { SodiumCrypto().publicKey(secret: secret) }
 
-    public func dh(secret: [UInt8], public key: [UInt8]) -> [UInt8]? {
-        guard secret.count == 32, key.count == 32 else { return nil }
-        var out = [UInt8](repeating: 0, count: 32)
-        // Non-zero for a low-order point (an all-zero result): refused.
-        guard crypto_scalarmult(&out, secret, key) == 0 else { return nil }
-        return out
-    }
+    public func dh(secret: [UInt8], public key: [UInt8]) -> [UInt8]? { SodiumCrypto().dh(secret: secret, public: key) }
 
     public func sha256(_ parts: [[UInt8]]) -> [UInt8] {
         var state = crypto_hash_sha256_state()
