@@ -201,3 +201,55 @@ public func waitUntil(timeout: Double, _ condition: () -> Bool) -> Bool {
     }
     return condition()
 }
+
+/// Python's http.server on 127.0.0.1 serving a folder, on a port the kernel
+/// chooses (a random fixed port can be taken by another test or program),
+/// and `/to?URL` answering 302 to URL. Its request log is in `log`. Killed
+/// with SIGKILL by `stop()` or deinit.
+public final class LocalFileServer {
+    private static let script = #"""
+        import http.server, os, sys
+        class Handler(http.server.SimpleHTTPRequestHandler):
+            def do_GET(self):
+                if self.path.startswith("/to?"):
+                    self.send_response(302)
+                    self.send_header("Location", self.path[4:])
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                else:
+                    super().do_GET()
+        handler = lambda *a, **k: Handler(*a, directory=sys.argv[1], **k)
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        with open(sys.argv[2] + ".tmp", "w") as f: f.write(str(server.server_address[1]))
+        os.rename(sys.argv[2] + ".tmp", sys.argv[2])
+        server.serve_forever()
+        """#
+    private let program: BackgroundProgram
+    public let port: Int
+    public let log: String
+
+    /// Waits up to 30 s for the server to listen (Python starts slowly on a loaded machine).
+    public init(folder: String, log: String) throws {
+        self.log = log
+        let portFile = log + ".port"
+        program = try BackgroundProgram("/usr/bin/env", ["python3", "-c", Self.script, folder, portFile], log: log)
+        var port = 0
+        _ = waitUntil(timeout: 30) {
+            port = (try? String(contentsOfFile: portFile, encoding: .utf8)).flatMap { Int($0) } ?? 0
+            return port > 0
+        }
+        guard port > 0 else { throw CommandFailed(description: "the HTTP server on \(folder) did not start in 30 s: \((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")") }
+        self.port = port
+    }
+
+    public func url(_ path: String) -> String { "http://127.0.0.1:\(port)\(path)" }
+
+    /// The request lines the server logged (each "GET /path").
+    public var requests: [String] {
+        let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").compactMap { line in line.range(of: "\"GET ").map { String(line[$0.lowerBound...].dropFirst()) } }
+    }
+
+    /// Gone at once, as a server that crashes or loses power.
+    public func stop() { program.stop(graceSeconds: 0) }
+}

@@ -12,45 +12,6 @@ import TuttiTestSupport
 /// add or playlists.import; playlists written only into the playlist folder;
 /// a file named on the command line allowed alone, not its folder.
 @Suite(.serialized) struct FetchPolicyTests {
-    /// Python's http.server on 127.0.0.1 serving `folder`, and `/to?URL`
-    /// answering 302 to URL; its request log in `log`.
-    private static let script = """
-        import http.server, sys
-        class Handler(http.server.SimpleHTTPRequestHandler):
-            def do_GET(self):
-                if self.path.startswith("/to?"):
-                    self.send_response(302)
-                    self.send_header("Location", self.path[4:])
-                    self.send_header("Content-Length", "0")
-                    self.end_headers()
-                else:
-                    super().do_GET()
-        handler = lambda *a, **k: Handler(*a, directory=sys.argv[2], **k)
-        http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), handler).serve_forever()
-        """
-    private final class Server {
-        let process = Process()
-        let port: Int
-        let log: String
-        init(folder: String, log: String) throws {
-            port = Int.random(in: 20_000...40_000)
-            self.log = log
-            FileManager.default.createFile(atPath: log, contents: nil)
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            process.arguments = ["python3", "-c", FetchPolicyTests.script, String(port), folder]
-            process.standardError = FileHandle(forWritingAtPath: log)
-            process.standardOutput = FileHandle.nullDevice
-            try process.run()
-            #expect(waitUntil(timeout: 5) { (try? TCPConnection.connect(to: Endpoint(host: "127.0.0.1", port: UInt16(port)))) != nil })
-        }
-        /// The request lines the server logged (each "GET /path").
-        var requests: [String] {
-            let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
-            return text.split(separator: "\n").compactMap { line in line.range(of: "\"GET ").map { String(line[$0.lowerBound...].dropFirst()) } }
-        }
-        deinit { if process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() } }
-    }
-
     private func remoteError(_ body: () throws -> JSONValue?) -> String? {
         do { _ = try body(); return nil } catch let e as ControlClient.RemoteError { return e.message } catch { return "\(error)" }
     }
@@ -65,7 +26,7 @@ import TuttiTestSupport
         try FileManager.default.createDirectory(atPath: dir + "/www", withIntermediateDirectories: true)
         try FileManager.default.createDirectory(atPath: dir + "/music", withIntermediateDirectories: true)
         writeFile(dir + "/www/secret", Array("#EXTM3U\nadmin-password=hunter2\n".utf8))
-        let server = try Server(folder: dir + "/www", log: dir + "/http.log")
+        let server = try LocalFileServer(folder: dir + "/www", log: dir + "/http.log")
         let leader = try startLeader(files: []) { c in
             c.musicDirectory = dir + "/music"
             c.databasePath = dir + "/db/library.db"
@@ -113,7 +74,7 @@ import TuttiTestSupport
         let wav = wavImage(quantize(TestSignal.sine(frequency: 440, seconds: 1, amplitude: 0.4)))
         writeFile(dir + "/tone.wav", wav)
         try runTool(["lame", "--quiet", "-b", "128", dir + "/tone.wav", dir + "/www/tone.mp3"])
-        let server = try Server(folder: dir + "/www", log: dir + "/http.log")
+        let server = try LocalFileServer(folder: dir + "/www", log: dir + "/http.log")
         let leader = try startLeader(files: []) { c in
             c.musicDirectory = dir + "/music"
             c.databasePath = dir + "/db/library.db"

@@ -18,17 +18,8 @@ import TuttiTestSupport
         writeFile(dir + "/tone.wav", TestSignal.wav16(TestSignal.sine(frequency: 440, seconds: 2, amplitude: 0.4)))
         try runTool(["lame", "--quiet", "-b", "128", dir + "/tone.wav", dir + "/www/tone.mp3"])
 
-        let port = Int.random(in: 20_000...40_000)
-        let server = Process()
-        server.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        server.arguments = ["python3", "-m", "http.server", String(port), "--bind", "127.0.0.1", "--directory", dir + "/www"]
-        server.standardError = FileHandle.nullDevice
-        server.standardOutput = FileHandle.nullDevice
-        try server.run()
-        // SIGKILL: the server may have inherited a blocked SIGTERM from the test thread that started it.
-        defer { if server.isRunning { kill(server.processIdentifier, SIGKILL) } }
-        let url = "http://127.0.0.1:\(port)/tone.mp3"
-        #expect(waitUntil(timeout: 5) { (try? TCPConnection.connect(to: Endpoint(host: "127.0.0.1", port: UInt16(port)))) != nil })
+        let server = try LocalFileServer(folder: dir + "/www", log: dir + "/http.log")
+        let url = server.url("/tone.mp3")
 
         let leader = try startLeader(files: []) { c in
             c.musicDirectory = dir + "/music"
@@ -52,7 +43,7 @@ import TuttiTestSupport
         let size = try FileManager.default.attributesOfItem(atPath: dir + "/www/tone.mp3")[.size] as? Int
         #expect(cached["size"]?.integer == size)
         #expect(((try c.call("cache.list").object)?["entries"]?.objectArray)?.first?["url"]?.string == url)
-        kill(server.processIdentifier, SIGKILL); server.waitUntilExit()
+        server.stop()
         let before = readRaw(dir + "/r.raw").count
         _ = try c.call("queue.play", ["index": 0])
         _ = waitUntil(timeout: 15) { loudFrames(readRaw(dir + "/r.raw")[before...]) > 70_000 }
