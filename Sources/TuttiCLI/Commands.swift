@@ -32,9 +32,17 @@ public enum CLICommand: Equatable, Sendable {
     case group(Group)
     case party(Party)
     case watch
+    case calibrate(Calibrate)
     case leaders(seconds: Double)
     /// Handed to `tutti-follower doctor` with these arguments.
     case doctor([String])
+
+    /// `tutti calibrate`: play a plan in rooms, or analyse a recording of one (docs/sound.md "Tuning rooms").
+    public enum Calibrate: Equatable, Sendable {
+        case play(rooms: [String], slotMilliseconds: Double?)
+        /// The plan: from a file `calibrate --play --json` wrote, else these rooms (and slot).
+        case analyse(recording: String, plan: String?, rooms: [String]?, slotMilliseconds: Double?, apply: Bool)
+    }
 
     public enum Queue: Equatable, Sendable {
         case list
@@ -166,6 +174,38 @@ enum CLICommandTable {
     private typealias Words = CommandWords
     private static func usage(_ message: String) -> UsageError { UsageError(message) }
 
+    private static func calibrate(_ w: Words) throws(UsageError) -> CLICommand {
+        var play: [String]?, recording: String?, plan: String?, rooms: [String]?, slot: Double?, apply = false
+        var args = w.operands[...]
+        func value(_ flag: String) throws(UsageError) -> String {
+            guard let v = args.popFirst(), !v.isEmpty else { throw usage("\(flag) needs a value") }
+            return v
+        }
+        func roomList(_ text: String) -> [String] {
+            text.split(separator: ",").map { String(String($0.drop { $0 == " " }.reversed()).drop { $0 == " " }.reversed()) }.filter { !$0.isEmpty }
+        }
+        while let a = args.popFirst() {
+            switch a {
+            case "--play": play = roomList(try value("--play"))
+            case "--analyse", "--analyze": recording = w.absolute(try value("--analyse"))
+            case "--plan": plan = w.absolute(try value("--plan"))
+            case "--rooms": rooms = roomList(try value("--rooms"))
+            case "--slot-ms":
+                guard let v = Double(try value("--slot-ms")), v >= 1_500, v <= 10_000 else { throw usage("--slot-ms is 1500–10000") }
+                slot = v
+            case "--apply": apply = true
+            default: throw usage("calibrate: unknown argument '\(a)'")
+            }
+        }
+        if let play, recording == nil {
+            guard !play.isEmpty else { throw usage("calibrate --play needs rooms, separated by commas") }
+            return .calibrate(.play(rooms: play, slotMilliseconds: slot))
+        }
+        guard let recording, play == nil else { throw usage("calibrate needs --play ROOMS or --analyse RECORDING.wav") }
+        guard plan != nil || rooms?.isEmpty == false else { throw usage("calibrate --analyse needs --rooms ROOM,ROOM... (as played) or --plan PLAN.json") }
+        return .calibrate(.analyse(recording: recording, plan: plan, rooms: rooms, slotMilliseconds: slot, apply: apply))
+    }
+
     static let rows: [CLICommandEntry] = [
         .init(names: ["status"], help: [("status", "what is playing, and every room with its sync health")]) { _ in .status },
         .init(names: ["play", "pause", "toggle", "stop"], help: [("play | pause | toggle | stop", "")]) { w in .player(method: "player." + w.word) },
@@ -284,6 +324,10 @@ enum CLICommandTable {
             }
         },
         .init(names: ["watch"], help: [("watch", "follow changes as they happen")]) { _ in .watch },
+        .init(names: ["calibrate"], help: [
+            ("calibrate --play ROOM,ROOM... [--slot-ms MS]", "a sweep in each room in turn, at known times (record it at the listening spot)"),
+            ("calibrate --analyse REC.wav --rooms ROOM,ROOM... | --plan PLAN.json [--apply]", "each room's delay, confidence and trim; --apply sets the trims"),
+        ], parse: calibrate),
         .init(names: ["leaders", "discover"], help: [("leaders [SECONDS]", "leaders announced on the network (mDNS): name, address, ports (browses 2 s)")]) { w in
             .leaders(seconds: w.first.flatMap { Double($0) }.map { min(max($0, 0.1), 60) } ?? 2)
         },

@@ -92,6 +92,7 @@ struct LeaderSession {
         case .group(let g): try group(g)
         case .party(let p): try party(p)
         case .watch: try watch()
+        case .calibrate(let c): try calibrate(c)
         case .leaders, .doctor: preconditionFailure("\(command) needs no leader") // run(_:_:environment:) runs them
         }
     }

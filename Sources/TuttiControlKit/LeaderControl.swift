@@ -141,6 +141,13 @@ public protocol LeaderControl: AnyObject, Sendable {
     /// Forgets a paired speaker and closes its connections; false if none had that name.
     @discardableResult func forgetSpeaker(_ name: String) -> Bool
 
+    // MARK: Calibration (Leader+Calibration.swift)
+
+    /// Plays a calibration plan in `rooms`, one sweep a slot, and puts everything back after; returns the plan.
+    func playCalibration(rooms: [String], slotNanoseconds: Int64) throws(CalibrationPlayError) -> CalibrationPlan
+    /// Whether a calibration plan is playing.
+    var calibrationRunning: Bool { get }
+
     // MARK: Library, podcasts, cache
 
     /// The music library (nil: the leader plays files it was given, without one).

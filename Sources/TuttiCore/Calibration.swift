@@ -114,6 +114,25 @@ public struct CalibrationPlan: Equatable, Sendable {
     }
 }
 
+/// Why `calibrate.play` cannot start.
+public enum CalibrationPlayError: Error, Equatable, CustomStringConvertible {
+    case busy
+    case noRooms
+    case notConnected(String)
+    case badSlot
+    case cannotStart(String)
+
+    public var description: String {
+        switch self {
+        case .busy: "a calibration is already playing"
+        case .noRooms: "name at least one room to calibrate (two to line rooms up)"
+        case .notConnected(let r): "room \(r) is not connected"
+        case .badSlot: "slotMs must be between 1500 and 10000"
+        case .cannotStart(let why): "the calibration could not start: \(why)"
+        }
+    }
+}
+
 /// Why a recording as a whole cannot be used, in words a person acts on.
 public enum CalibrationRefusal: Error, Equatable, CustomStringConvertible {
     case sampleRateTooLow(Int)

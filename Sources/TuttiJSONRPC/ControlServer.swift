@@ -425,6 +425,7 @@ public final class ControlServer: Service, JSONRPCServing, @unchecked Sendable {
             if let result = try dispatchPodcasts(method, params, group: group) { return .value(result) }
             if let result = try dispatchGroups(method, params) { return .value(result) }
             if let result = try dispatchSpeakers(method, params) { return .value(result) }
+            if let result = try dispatchCalibration(method, params) { return .value(result) }
             throw RPCError(code: -32601, message: "unknown method '\(method)' (see docs/api.md)")
         }
     }

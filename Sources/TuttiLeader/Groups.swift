@@ -119,7 +119,7 @@ extension Leader {
 
     /// Changes the table, then moves every follower whose group changed,
     /// pauses the streams nobody hears any more, saves and announces.
-    private func changeGroups<T>(_ change: (inout RoomGroups) throws(GroupError) -> T,
+    func changeGroups<T>(_ change: (inout RoomGroups) throws(GroupError) -> T,
                                  prepare: (T) throws(GroupError) -> Void = { _ in }) throws(GroupError) -> T {
         groupChanges.lock()
         defer { groupChanges.unlock() }

@@ -56,6 +56,8 @@ public final class Leader: @unchecked Sendable {
     let grouping = Mutex(RoomGroups())
     /// Serialises group changes end to end (table, then sessions).
     let groupChanges = Condition() // a lock: one group change at a time
+    /// A calibration plan is playing (`Leader+Calibration.swift`): one at a time.
+    let calibrating = Atomic<Bool>(false)
     /// The control surfaces, built by the composition root (`LeaderSurfaces`); nil: none.
     public let surfaces: (any LeaderSurfaces)?
     /// The AirPlay receivers, one per group, while `airplay` is on (Leader+AirPlay.swift).

@@ -1,0 +1,114 @@
+import Glibc
+import TuttiCore
+
+/// `tutti calibrate`: plays a plan at the leader, or analyses a recording
+/// of one here (the same analysis as the leader's, TuttiCore) and applies
+/// the trims with `rooms.set`.
+extension LeaderSession {
+    func calibrate(_ c: CLICommand.Calibrate) throws(CLIFailure) {
+        switch c {
+        case .play(let rooms, let slot):
+            var params: [String: JSONValue] = ["rooms": .array(rooms.map { .string($0) })]
+            if let slot { params["slotMs"] = .number(slot) }
+            let plan = try call("calibrate.play", params)
+            if !json {
+                let slots = plan["slots"]?.strings ?? []
+                print("playing \(slots.count) sweeps, one every \(cFormat("%.1f", (plan["slotMs"]?.number ?? 0) / 1000)) s: \(slots.joined(separator: ", "))")
+            }
+            // Wait for the plan to finish (the rooms are back where they were then).
+            let seconds = Double(slotsCount(plan)) * (plan["slotMs"]?.number ?? 2000) / 1000 + 15
+            let deadline = monotonicNow() + Int64(seconds * 1e9)
+            while try call("calibrate.status")["playing"]?.bool == true {
+                guard monotonicNow() < deadline else { throw .refused("the calibration did not finish in \(Int(seconds)) s") }
+                usleep(100_000)
+            }
+            if json { output(plan) } else { print("done: now analyse the recording with `tutti calibrate --analyse REC.wav --rooms \(rooms.joined(separator: ","))`") }
+        case .analyse(let path, let planPath, let rooms, let slot, let apply):
+            let plan: CalibrationPlan
+            if let planPath {
+                guard let text = try? readWhole(planPath), let value = JSONValue.parsing(text), let p = CalibrationPlan(json: value) else {
+                    throw .usage("\(planPath) is not a plan as `tutti --json calibrate --play` prints it")
+                }
+                plan = p
+            } else {
+                plan = CalibrationPlan(rooms: rooms ?? [], slotNanoseconds: Int64((slot ?? 2_000) * 1e6))
+            }
+            let (samples, rate) = try readRecording(path)
+            let result: CalibrationResult
+            do { result = try Calibration.analyse(recording: samples, sampleRate: rate, plan: plan) } catch {
+                throw .refused("cannot use \(path): \(error.description)")
+            }
+            var current: [String: Double] = [:]
+            for r in objects(try call("rooms.list")["rooms"]) {
+                if let name = r["name"]?.string { current[name] = r["latencyMs"]?.number ?? 0 }
+            }
+            let trims = result.trims(current: current)
+            if json {
+                let rooms: [JSONValue] = result.rooms.map { r in
+                    var o: [String: JSONValue] = ["room": .string(r.room), "confidenceDb": .number((r.confidenceDB * 10).rounded() / 10)]
+                    if let d = r.delayMilliseconds { o["delayMs"] = .number((d * 1000).rounded() / 1000) }
+                    if let t = trims[r.room] { o["trimMs"] = .number(t) }
+                    o["currentTrimMs"] = .number(current[r.room] ?? 0)
+                    if let p = r.problem { o["problem"] = .string(p.description); o["problemCode"] = .string(p.code) }
+                    return .object(o)
+                }
+                output(["rooms": .array(rooms), "recorderRatePpm": .number((result.recorderRatePPM * 10).rounded() / 10),
+                        "peakDbfs": .number((result.peakDBFS * 10).rounded() / 10), "usable": .bool(result.isUsable), "applied": .bool(apply && result.isUsable)])
+            } else {
+                for r in result.rooms {
+                    var line = "\(r.room): "
+                    if let d = r.delayMilliseconds { line += cFormat("delay %.3f ms, ", d) }
+                    line += cFormat("confidence %.0f dB", r.confidenceDB)
+                    if let t = trims[r.room] { line += cFormat(", trim %.3f → %.3f ms", current[r.room] ?? 0, t) }
+                    if let p = r.problem { line += " — " + p.description }
+                    print(line)
+                }
+                print(cFormat("recorder clock %+.1f ppm, loudest %.1f dBFS", result.recorderRatePPM, result.peakDBFS))
+            }
+            guard apply else { return }
+            guard result.isUsable else { throw .refused("not applied: a room's measurement cannot be trusted (see above)") }
+            guard trims.values.allSatisfy({ (-1_000...5_000).contains($0) }) else { throw .refused("not applied: a trim would be outside −1000…5000 ms") }
+            for (room, ms) in trims.sorted(by: { $0.key < $1.key }) where ms != current[room] {
+                _ = try call("rooms.set", ["room": .string(room), "latencyMs": .number(ms)])
+            }
+            if !json { print("applied") }
+        }
+    }
+
+    private func monotonicNow() -> Int64 {
+        var t = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &t)
+        return Int64(t.tv_sec) * 1_000_000_000 + Int64(t.tv_nsec)
+    }
+
+    private func slotsCount(_ plan: JSONValue) -> Int { plan["slots"]?.array?.count ?? 0 }
+
+    private func readWhole(_ path: String) throws(CLIFailure) -> [UInt8] {
+        guard let f = fopen(path, "rb") else { throw .usage("cannot open \(path): \(String(cString: strerror(errno)))") }
+        defer { fclose(f) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { fread($0.baseAddress, 1, $0.count, f) }
+            if n <= 0 { break }
+            bytes.append(contentsOf: chunk[0..<n])
+            guard bytes.count <= 512 << 20 else { throw .usage("\(path) is over 512 MB") }
+        }
+        return bytes
+    }
+
+    /// A WAV file's first channel, as floats, and its rate.
+    private func readRecording(_ path: String) throws(CLIFailure) -> ([Float], Int) {
+        let bytes = try readWhole(path)
+        let format: WAVFormat
+        do { format = try WAVParser.parse(header: Array(bytes.prefix(1 << 16)), fileSize: bytes.count) } catch {
+            throw .usage("\(path): \(error.description) (record a WAV file, mono or stereo)")
+        }
+        var stereo: [Float] = []
+        bytes.withUnsafeBytes { raw in
+            let data = UnsafeRawBufferPointer(rebasing: raw[format.dataOffset..<(format.dataOffset + format.dataLength)])
+            WAVParser.appendStereoFloats(from: data, format: format, to: &stereo)
+        }
+        return (stride(from: 0, to: stereo.count, by: 2).map { stereo[$0] }, format.sampleRate)
+    }
+}
