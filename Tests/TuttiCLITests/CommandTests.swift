@@ -100,6 +100,19 @@ struct CLICommandTests {
         #expect(try command("eq", "save", "Mine", "den") == .eq(.save(name: "Mine", from: .room("den"))))
     }
 
+    @Test("calibrate: play rooms, analyse a recording against rooms or a plan file")
+    func calibrate() throws {
+        #expect(try command("calibrate", "--play", "kitchen, living room") == .calibrate(.play(rooms: ["kitchen", "living room"], slotMilliseconds: nil)))
+        #expect(try command("calibrate", "--play", "a,b", "--slot-ms", "3000") == .calibrate(.play(rooms: ["a", "b"], slotMilliseconds: 3_000)))
+        #expect(try command("calibrate", "--analyse", "rec.wav", "--rooms", "a,b", "--apply")
+            == .calibrate(.analyse(recording: "/home/anna/rec.wav", plan: nil, rooms: ["a", "b"], slotMilliseconds: nil, apply: true)))
+        #expect(try command("calibrate", "--analyze", "/tmp/r.wav", "--plan", "plan.json")
+            == .calibrate(.analyse(recording: "/tmp/r.wav", plan: "/home/anna/plan.json", rooms: nil, slotMilliseconds: nil, apply: false)))
+        #expect(usage("calibrate") == "calibrate needs --play ROOMS or --analyse RECORDING.wav")
+        #expect(usage("calibrate", "--analyse", "r.wav") == "calibrate --analyse needs --rooms ROOM,ROOM... (as played) or --plan PLAN.json")
+        #expect(usage("calibrate", "--play", "a", "--slot-ms", "100") == "--slot-ms is 1500–10000")
+    }
+
     @Test("What a bad command line is told (exit 64)")
     func usageErrors() {
         #expect(usage("frobnicate") == "unknown command 'frobnicate' (tutti --help)")
