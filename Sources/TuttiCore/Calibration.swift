@@ -1,7 +1,7 @@
 import Glibc
 
 /// The calibration signal: an exponential sine sweep (Farina), by default
-/// 1.0 s from 100 Hz to 16 kHz with 10 ms raised-cosine fades.
+/// 1.0 s from 20 Hz to 20 kHz (the EQ's bands, 32 Hz … 16 kHz) with 10 ms raised-cosine fades.
 ///
 /// Why a sweep and not an MLS: deconvolving a sweep puts a speaker's
 /// harmonic distortion *before* the linear response, so the arrival peak
@@ -16,7 +16,7 @@ public struct CalibrationSweep: Equatable, Sendable {
     public var seconds: Double
     public var fadeSeconds: Double
 
-    public static let standard = CalibrationSweep(startFrequency: 100, endFrequency: 16_000, seconds: 1.0, fadeSeconds: 0.01)
+    public static let standard = CalibrationSweep(startFrequency: 20, endFrequency: 20_000, seconds: 1.0, fadeSeconds: 0.01)
 
     public init(startFrequency: Double, endFrequency: Double, seconds: Double, fadeSeconds: Double) {
         self.startFrequency = startFrequency; self.endFrequency = endFrequency
@@ -204,6 +204,10 @@ public struct CalibrationRoomResult: Equatable, Sendable {
     /// Peak to noise of the deconvolved arrival, dB.
     public var confidenceDB: Double
     public var problem: CalibrationProblem?
+    /// dB at the ten EQ band centres, relative to the 250 Hz–4 kHz mean (nil: not measured).
+    public var responseDB: [Double?] = []
+    /// EQ gains that flatten it (`Calibration.correction`).
+    public var correction: [Double] { Calibration.correction(for: responseDB) }
 }
 
 public struct CalibrationResult: Equatable, Sendable {
@@ -260,8 +264,8 @@ public enum Calibration {
         guard peakDB >= quietDBFS else { throw .tooQuiet(peakDBFS: peakDB) }
         guard clipped <= clippedLimit else { throw .clipped(samples: clipped) }
 
-        let response = deconvolve(recording, sampleRate: sampleRate, sweep: plan.sweep)
-        let envelope = response.map { abs($0) }
+        let impulse = deconvolve(recording, sampleRate: sampleRate, sweep: plan.sweep)
+        let envelope = impulse.map { abs($0) }
         let slot = Double(plan.slotNanoseconds) / 1e9 * fs
         let reach = Int(slot / 4)
 
@@ -301,7 +305,9 @@ public enum Calibration {
             if f.confidenceDB >= heardDB {
                 offsets[room] = (f.position - Double(i) * slot * ratio) / fs / ratio
             }
-            results.append(CalibrationRoomResult(room: room, delayMilliseconds: nil, confidenceDB: f.confidenceDB, problem: problem))
+            var result = CalibrationRoomResult(room: room, delayMilliseconds: nil, confidenceDB: f.confidenceDB, problem: problem)
+            if problem == nil { result.responseDB = response(recording, sampleRate: sampleRate, sweep: plan.sweep, at: f.position) }
+            results.append(result)
         }
         if let earliest = offsets.values.min() {
             for i in results.indices { results[i].delayMilliseconds = offsets[results[i].room].map { ($0 - earliest) * 1000 } }

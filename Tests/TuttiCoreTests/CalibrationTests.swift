@@ -173,4 +173,29 @@ func synthesisedRecording(plan: CalibrationPlan, rooms: [String: SynthesisedRoom
         #expect(abs(apart - 4) < 0.1)
         #expect(!result.isUsable)
     }
+
+    /// Room correction: a known EQ applied to the sweeps (and noise at 20 dB SNR) is found within ±1 dB at the ten band centres.
+    @Test func recoversAKnownFilterWithinOneDecibel() throws {
+        let settings = try EqualizerSettings(gains: [4, -3, 0, 5, -6, 2, 0, -4, 3, -2])
+        let rooms = ["kitchen": SynthesisedRoom(delay: 0.0029, reflections: []), "living": SynthesisedRoom(delay: 0.0113, reflections: [])]
+        let dry = synthesisedRecording(plan: plan, rooms: rooms, snr: nil)
+        let wet = filtered(dry.flatMap { [$0, $0] }, settings)
+        let noise = synthesisedRecording(plan: plan, rooms: [:], snr: 20, seed: 3)
+        let recording = (0..<dry.count).map { wet[2 * $0] + noise[$0] }
+        let result = try Calibration.analyse(recording: recording, sampleRate: 48_000, plan: plan)
+        let design = EqualizerDesign(settings)
+        let bands = EqualizerSettings.bandFrequencies
+        let truth = bands.map { design.filterGainDB(at: $0) }
+        let mid = zip(bands, truth).filter { (250...4_000).contains($0.0) }.map(\.1)
+        let expected = truth.map { $0 - mid.reduce(0, +) / Double(mid.count) }
+        for room in result.rooms {
+            let found = room.responseDB.map { $0 ?? .nan }
+            print("response of \(room.room): \(found.map { Calibration.format($0, 2) }), expected \(expected.map { Calibration.format($0, 2) }), EQ \(room.correction)")
+            #expect(found.count == 10)
+            for (f, e) in zip(found, expected) { #expect(abs(f - e) <= 1, "found \(found), expected \(expected)") }
+            // The correction cuts what is too loud and boosts at most 3 dB.
+            #expect(zip(room.correction, expected).allSatisfy { c, e in abs(c - max(-12, min(3, -e))) <= 1.25 })
+            #expect(room.correction.allSatisfy { $0 <= 3 })
+        }
+    }
 }
