@@ -265,7 +265,10 @@ public enum Calibration {
         guard clipped <= clippedLimit else { throw .clipped(samples: clipped) }
 
         let impulse = deconvolve(recording, sampleRate: sampleRate, sweep: plan.sweep)
-        let envelope = impulse.map { abs($0) }
+        // Only lags where a whole sweep fits in the recording: near its end the
+        // deconvolution sees part of a sweep, and its noise is no longer like the rest.
+        let whole = max(1, recording.count - Int(plan.sweep.seconds * fs))
+        let envelope = impulse.prefix(whole).map { abs($0) }
         let slot = Double(plan.slotNanoseconds) / 1e9 * fs
         let reach = Int(slot / 4)
 
