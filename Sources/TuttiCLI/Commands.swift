@@ -41,7 +41,8 @@ public enum CLICommand: Equatable, Sendable {
     public enum Calibrate: Equatable, Sendable {
         case play(rooms: [String], slotMilliseconds: Double?)
         /// The plan: from a file `calibrate --play --json` wrote, else these rooms (and slot).
-        case analyse(recording: String, plan: String?, rooms: [String]?, slotMilliseconds: Double?, apply: Bool)
+        /// `apply`: set the trims; `equalise`: save each room's correction as a preset "Tuned DATE ROOM" and select it.
+        case analyse(recording: String, plan: String?, rooms: [String]?, slotMilliseconds: Double?, apply: Bool, equalise: Bool = false)
     }
 
     public enum Queue: Equatable, Sendable {
@@ -175,7 +176,7 @@ enum CLICommandTable {
     private static func usage(_ message: String) -> UsageError { UsageError(message) }
 
     private static func calibrate(_ w: Words) throws(UsageError) -> CLICommand {
-        var play: [String]?, recording: String?, plan: String?, rooms: [String]?, slot: Double?, apply = false
+        var play: [String]?, recording: String?, plan: String?, rooms: [String]?, slot: Double?, apply = false, equalise = false
         var args = w.operands[...]
         func value(_ flag: String) throws(UsageError) -> String {
             guard let v = args.popFirst(), !v.isEmpty else { throw usage("\(flag) needs a value") }
@@ -194,6 +195,7 @@ enum CLICommandTable {
                 guard let v = Double(try value("--slot-ms")), v >= 1_500, v <= 10_000 else { throw usage("--slot-ms is 1500–10000") }
                 slot = v
             case "--apply": apply = true
+            case "--eq": equalise = true
             default: throw usage("calibrate: unknown argument '\(a)'")
             }
         }
@@ -203,7 +205,7 @@ enum CLICommandTable {
         }
         guard let recording, play == nil else { throw usage("calibrate needs --play ROOMS or --analyse RECORDING.wav") }
         guard plan != nil || rooms?.isEmpty == false else { throw usage("calibrate --analyse needs --rooms ROOM,ROOM... (as played) or --plan PLAN.json") }
-        return .calibrate(.analyse(recording: recording, plan: plan, rooms: rooms, slotMilliseconds: slot, apply: apply))
+        return .calibrate(.analyse(recording: recording, plan: plan, rooms: rooms, slotMilliseconds: slot, apply: apply, equalise: equalise))
     }
 
     static let rows: [CLICommandEntry] = [
@@ -326,7 +328,7 @@ enum CLICommandTable {
         .init(names: ["watch"], help: [("watch", "follow changes as they happen")]) { _ in .watch },
         .init(names: ["calibrate"], help: [
             ("calibrate --play ROOM,ROOM... [--slot-ms MS]", "a sweep in each room in turn, at known times (record it at the listening spot)"),
-            ("calibrate --analyse REC.wav --rooms ROOM,ROOM... | --plan PLAN.json [--apply]", "each room's delay, confidence and trim; --apply sets the trims"),
+            ("calibrate --analyse REC.wav --rooms ROOM,ROOM... | --plan PLAN.json [--apply] [--eq]", "each room's delay, confidence, trim and response;\n--apply sets the trims, --eq a \"Tuned\" EQ preset per room"),
         ], parse: calibrate),
         .init(names: ["leaders", "discover"], help: [("leaders [SECONDS]", "leaders announced on the network (mDNS): name, address, ports (browses 2 s)")]) { w in
             .leaders(seconds: w.first.flatMap { Double($0) }.map { min(max($0, 0.1), 60) } ?? 2)

@@ -23,7 +23,7 @@ extension LeaderSession {
                 usleep(100_000)
             }
             if json { output(plan) } else { print("done: now analyse the recording with `tutti calibrate --analyse REC.wav --rooms \(rooms.joined(separator: ","))`") }
-        case .analyse(let path, let planPath, let rooms, let slot, let apply):
+        case .analyse(let path, let planPath, let rooms, let slot, let apply, let equalise):
             let plan: CalibrationPlan
             if let planPath {
                 guard let text = try? readWhole(planPath), let value = JSONValue.parsing(text), let p = CalibrationPlan(json: value) else {
@@ -50,6 +50,10 @@ extension LeaderSession {
                     if let t = trims[r.room] { o["trimMs"] = .number(t) }
                     o["currentTrimMs"] = .number(current[r.room] ?? 0)
                     if let p = r.problem { o["problem"] = .string(p.description); o["problemCode"] = .string(p.code) }
+                    if !r.responseDB.isEmpty {
+                        o["responseDb"] = .array(r.responseDB.map { $0.map { .number(($0 * 10).rounded() / 10) } ?? .null })
+                        o["eq"] = .numbers(r.correction)
+                    }
                     return .object(o)
                 }
                 output(["rooms": .array(rooms), "recorderRatePpm": .number((result.recorderRatePPM * 10).rounded() / 10),
@@ -62,8 +66,22 @@ extension LeaderSession {
                     if let t = trims[r.room] { line += cFormat(", trim %.3f → %.3f ms", current[r.room] ?? 0, t) }
                     if let p = r.problem { line += " — " + p.description }
                     print(line)
+                    if !r.responseDB.isEmpty {
+                        let bands = r.responseDB.map { $0.map { cFormat("%+.1f", $0) } ?? "—" }.joined(separator: " ")
+                        print("  response (32 Hz … 16 kHz, dB): \(bands)")
+                        print("  EQ to flatten it: \(r.correction.map { cFormat("%+.1f", $0) }.joined(separator: " "))")
+                    }
                 }
                 print(cFormat("recorder clock %+.1f ppm, loudest %.1f dBFS", result.recorderRatePPM, result.peakDBFS))
+            }
+            if equalise {
+                guard result.isUsable else { throw .refused("no EQ written: a room's measurement cannot be trusted (see above)") }
+                for r in result.rooms where !r.responseDB.isEmpty {
+                    let name = "Tuned \(today()) \(String(r.room.prefix(40)))"
+                    _ = try call("eq.save", ["name": .string(name), "gains": .numbers(r.correction)])
+                    _ = try call("rooms.setEq", ["room": .string(r.room), "preset": .string(name)])
+                    if !json { print("\(r.room): EQ preset \"\(name)\" (switch back with `tutti eq \(r.room) Flat`)") }
+                }
             }
             guard apply else { return }
             guard result.isUsable else { throw .refused("not applied: a room's measurement cannot be trusted (see above)") }
@@ -79,6 +97,13 @@ extension LeaderSession {
         var t = timespec()
         clock_gettime(CLOCK_MONOTONIC, &t)
         return Int64(t.tv_sec) * 1_000_000_000 + Int64(t.tv_nsec)
+    }
+
+    /// Today's date, YYYY-MM-DD, local time.
+    private func today() -> String {
+        var now = time(nil), parts = tm()
+        localtime_r(&now, &parts)
+        return cFormat("%04d-%02d-%02d", Int32(parts.tm_year + 1900), Int32(parts.tm_mon + 1), parts.tm_mday)
     }
 
     private func slotsCount(_ plan: JSONValue) -> Int { plan["slots"]?.array?.count ?? 0 }

@@ -74,7 +74,7 @@ extension Calibration {
     public static func correction(for response: [Double?]) -> [Double] {
         response.map { r in
             guard let r else { return 0 }
-            return (min(boostLimit, max(cutLimit, -r)) * 2).rounded() / 2
+            return (min(boostLimit, max(cutLimit, -r)) * 2).rounded() / 2 + 0 // + 0: no "-0"
         }
     }
 }

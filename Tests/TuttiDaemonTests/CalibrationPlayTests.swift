@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TuttiAudio
+import TuttiControlKit
 import TuttiCore
 import TuttiDaemon
 import TuttiNet
@@ -182,5 +183,15 @@ import TuttiTestSupport
         print("calibration after the trims: \(apart) ms apart at the listening spot (DACs); measured \(second.analysis.serialized)")
         #expect(abs(apart) < 0.1, "after the trims the rooms arrive \(apart) ms apart")
         #expect(abs((again["b"] ?? 99) - (again["a"] ?? 0)) < 0.1)
+
+        // Room correction from the same recording: a "Tuned" preset per room, cuts and at most +3 dB.
+        let tuned = try runTutti(port: port, ["calibrate", "--analyse", dir + "/recording-2.wav", "--rooms", "a,b", "--eq"])
+        #expect(tuned.status == 0, "\(tuned.out)")
+        for room in ["a", "b"] {
+            let eq = leader.equalizer(of: room)
+            #expect(eq.preset?.hasPrefix("Tuned ") == true && eq.preset?.hasSuffix(" \(room)") == true, "\(tuned.out)")
+            #expect(eq.settings.gains.allSatisfy { $0 <= 3 && $0 >= -12 })
+        }
+        print(tuned.out)
     }
 }
