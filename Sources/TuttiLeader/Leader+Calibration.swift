@@ -95,6 +95,7 @@ extension Leader {
         if let start { plan.startLeaderNanoseconds = start + Int64(Self.calibrationLead * 1e9) }
 
         let restore: @Sendable () -> Void = { [self] in
+            calibrationRun.withLock { $0 = nil }
             for (i, r) in rooms.enumerated() { configure(room: r, savedSettings[i]) }
             _ = try? changeGroups { (t) throws(GroupError) in t = savedTable }
             if let removed = streams.withLock({ $0.removeValue(forKey: group.id) }) { removed.player.stop() }
@@ -108,18 +109,26 @@ extension Leader {
         let slots = plan.slots, firstHeard = start ?? (Monotonic.now() + 200_000_000)
         let leadNs = Int64(Self.calibrationLead * 1e9), quarter = slotNanoseconds / 4
         let end = firstHeard + leadNs + Int64(plan.duration * 1e9) + 300_000_000
+        let run = CalibrationRun(restore: restore)
+        calibrationRun.withLock { $0 = run }
+        /// Sleeps until `instant`; false when the run was finished meanwhile (the leader stops).
+        @Sendable func sleep(until instant: Int64) -> Bool {
+            while Monotonic.now() < instant {
+                if run.isDone { return false }
+                Monotonic.sleep(nanoseconds: min(10_000_000, max(0, instant - Monotonic.now())))
+            }
+            return !run.isDone
+        }
         do {
             try sourceThreads.start(name: "tutti-calibrate") {
                 for i in slots.indices.dropFirst() {
-                    let at = firstHeard + leadNs + Int64(i) * slotNanoseconds - quarter
-                    while Monotonic.now() < at { Monotonic.sleep(nanoseconds: min(10_000_000, max(0, at - Monotonic.now()))) }
+                    guard sleep(until: firstHeard + leadNs + Int64(i) * slotNanoseconds - quarter) else { return }
                     gate(open: slots[i])
                 }
-                while Monotonic.now() < end { Monotonic.sleep(nanoseconds: min(10_000_000, max(0, end - Monotonic.now()))) }
-                restore()
+                if sleep(until: end) { run.finish() }
             }
         } catch {
-            restore()
+            run.finish()
             throw .cannotStart("\(error)")
         }
         return plan
@@ -127,6 +136,15 @@ extension Leader {
 
     /// Whether a calibration is playing (its rooms are in the temporary group).
     public var calibrationRunning: Bool { calibrating.load(ordering: .acquiring) }
+}
+
+/// One calibration's putting back, done once: at its end, or when the leader stops first.
+final class CalibrationRun: Sendable {
+    private let done = Atomic<Bool>(false)
+    private let restore: @Sendable () -> Void
+    init(restore: @escaping @Sendable () -> Void) { self.restore = restore }
+    var isDone: Bool { done.load(ordering: .acquiring) }
+    func finish() { if !done.exchange(true, ordering: .acquiringAndReleasing) { restore() } }
 }
 
 extension StreamPlayer {

@@ -58,6 +58,8 @@ public final class Leader: @unchecked Sendable {
     let groupChanges = Condition() // a lock: one group change at a time
     /// A calibration plan is playing (`Leader+Calibration.swift`): one at a time.
     let calibrating = Atomic<Bool>(false)
+    /// The calibration playing now, so a stopping leader puts its rooms back before the last checkpoint.
+    let calibrationRun = Mutex<CalibrationRun?>(nil)
     /// The control surfaces, built by the composition root (`LeaderSurfaces`); nil: none.
     public let surfaces: (any LeaderSurfaces)?
     /// The AirPlay receivers, one per group, while `airplay` is on (Leader+AirPlay.swift).
@@ -436,6 +438,8 @@ public final class Leader: @unchecked Sendable {
         } else {
             try services.start(CallbackService("state", stop: { [self] in checkpoint() }))
         }
+        // Stopped before the state: a calibration still playing puts the rooms back first.
+        try services.start(CallbackService("calibration", stop: { [self] in calibrationRun.withLock { $0 }?.finish() }))
         // Track changes that no command caused (a track ended, the list ran out)
         // are announced when they are heard: the thread sleeps until the next
         // moment a player says what is heard will change, or until a command.
