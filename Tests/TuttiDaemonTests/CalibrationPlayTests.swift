@@ -194,4 +194,22 @@ import TuttiTestSupport
         }
         print(tuned.out)
     }
+
+    /// A leader stopped while the sweeps play saves the rooms as they were, not muted in a temporary group.
+    @Test func aLeaderStoppedMidPlanPutsTheRoomsBack() throws {
+        let dir = makeTemporaryDirectory()
+        let leader = try startLeader(files: []) { c in c.stateDirectory = dir + "/state" }
+        let a = try startFollower(leader: leader.endpoint, name: "a", output: .file(path: dir + "/a.raw", ppm: 0, delayMilliseconds: 0))
+        let b = try startFollower(leader: leader.endpoint, name: "b", output: .file(path: dir + "/b.raw", ppm: 0, delayMilliseconds: 0))
+        defer { a.stop(); b.stop() }
+        #expect(waitUntilInStep(leader, [a, b], timeout: 20))
+        let groupsBefore = leader.groups.map { "\($0.id):\($0.rooms)" }
+        _ = try leader.playCalibration(rooms: ["a", "b"], slotNanoseconds: 2_000_000_000)
+        #expect(throws: CalibrationPlayError.busy) { try leader.playCalibration(rooms: ["a"], slotNanoseconds: 2_000_000_000) }
+        #expect(leader.calibrationRunning && leader.settings(of: "b").muted && leader.groups.count == 2)
+        leader.stop()
+        #expect(!leader.calibrationRunning)
+        #expect(!leader.settings(of: "a").muted && !leader.settings(of: "b").muted)
+        #expect(leader.groups.map { "\($0.id):\($0.rooms)" } == groupsBefore)
+    }
 }
