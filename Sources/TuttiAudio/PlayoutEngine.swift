@@ -196,6 +196,7 @@ public final class PlayoutEngine: @unchecked Sendable {
                                                 keptWaiting: timeline.framesKeptWaiting, queued: queued, writeDue: writeDue)
             switch schedule.decide(moment, period: period) {
             case .silence(let frames):
+                channels.settle(on: ChannelMap(rawValue: channelMapTarget.load(ordering: .relaxed)) ?? .stereo)
                 if !writeSilence(frames, to: sink) { return }
                 continue
             case .discard(let upTo, let frames):
@@ -203,6 +204,7 @@ public final class PlayoutEngine: @unchecked Sendable {
                 if frames > 0 && !writeSilence(frames, to: sink) { return }
                 continue
             case .wait(let frames):
+                channels.settle(on: ChannelMap(rawValue: channelMapTarget.load(ordering: .relaxed)) ?? .stereo)
                 Monotonic.sleep(nanoseconds: StreamFormat.nanoseconds(frames: frames))
                 continue
             case .play:

@@ -110,6 +110,14 @@ public struct ChannelMapper: Sendable {
 
     public init(_ map: ChannelMap = .stereo) { current = map; previous = map }
 
+    /// Takes `target` at once, with no fade: while nothing plays (silence
+    /// written, a wait), so a map set before the music starts is exact from
+    /// its first frame.
+    @inline(__always)
+    public mutating func settle(on target: ChannelMap) {
+        current = target; previous = target; fadeLeft = 0
+    }
+
     /// Maps `frames` frames of `block` (interleaved L, R), moving to `target` first if it changed.
     @inline(__always)
     public mutating func process(_ block: UnsafeMutablePointer<Float>, frames: Int, target: ChannelMap) {
