@@ -457,6 +457,7 @@ def run(args):
         page.wait("(function(){ const c = document.querySelector('[data-test=room][data-room=\"Web pair\"]');"
                   " return c && c.querySelectorAll('[data-test=pair-speaker]').length === 2; })()", "the pair's card with its two speakers")
         ok("pair: made", "%s left, %s right as 'Web pair': one entry in rooms.list (%s)" % (args.room, other, ", ".join(names)))
+        page.shot(shots, "rooms-pair")
         page.tap(page.one("pair-swap", page.room("Web pair")), "Swap L/R")
         wait_leader(leader, lambda: (lambda r: (r["pair"]["left"] == other, r["pair"]))(room_named("Web pair")), "the pair swapped", T)
         page.wait("document.querySelector('[data-test=room][data-room=\"Web pair\"] [data-test=pair-speaker][data-side=left]').dataset.speaker === %s" % json.dumps(other),

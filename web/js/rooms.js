@@ -27,6 +27,14 @@ function health(room) {
   return { text, bad: err >= 1000 && !hl.settling };
 }
 
+// A stereo pair's health: each side's, shortened ("L in sync ±4 µs · R in sync ±6 µs"); a side in trouble in full.
+function pairHealth(room) {
+  const hs = (room.speakers || []).map((sp) => ({ side: sp.side === 'left' ? 'L' : 'R', h: health(sp) }));
+  const bad = hs.filter((x) => x.h.bad);
+  if (bad.length) return { text: bad.map((x) => x.side + ' ' + x.h.text).join(' · '), bad: true };
+  return { text: hs.map((x) => x.side + ' ' + x.h.text.split(' · ')[0]).join(' · '), bad: false };
+}
+
 export function createRooms(selectGroup, go) {
   const party = h('button.party', { type: 'button', 'data-test': 'party', 'aria-pressed': 'false', onclick: toggleParty });
   const box = h('div.groups');
@@ -216,7 +224,7 @@ export function createRooms(selectGroup, go) {
   function update(c, groupId) {
     let room = null;
     for (const r of S.rooms) if (r.name === c.name) room = r;
-    const hl = health(room);
+    const hl = room && room.pair ? pairHealth(room) : health(room);
     c.el.classList.toggle('offline', !room || !room.connected);
     c.el.dataset.connected = room && room.connected ? '1' : '0';
     c.status.textContent = hl.text;
