@@ -89,8 +89,9 @@ public final class ControlServer: Service, JSONRPCServing, @unchecked Sendable {
         case .speakers: ("speakers.changed", { self.speakersObject() })
         case .health:
             ("rooms.health", {
-                ["rooms": .array(self.roomsObject().compactMap { room in
-                    room["health"].map { ["name": room["name"] ?? .null, "health": $0] }
+                // A stereo pair's health is its speakers', each by its own name.
+                ["rooms": .array(self.roomsObject().flatMap { room -> [JSONValue] in
+                    (room["speakers"]?.array ?? [room]).compactMap { r in r["health"].map { ["name": r["name"] ?? .null, "health": $0] } }
                 })]
             })
         }
