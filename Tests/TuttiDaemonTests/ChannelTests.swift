@@ -169,7 +169,9 @@ func channelToneAmplitude(_ samples: [Int16], channel: Int, start: Int, count: I
     @Test func pairsAndMapsSurviveALeaderRestartAndRefusalsSayWhy() throws {
         let dir = makeTemporaryDirectory()
         func leader() throws -> Leader {
-            try startLeader(files: []) { c in c.databasePath = dir + "/db/library.db"; c.control = Endpoint(host: "127.0.0.1", port: 0) }
+            try startLeader(files: []) { c in
+                c.databasePath = dir + "/db/library.db"; c.control = Endpoint(host: "127.0.0.1", port: 0); c.mpd = Endpoint(host: "127.0.0.1", port: 0)
+            }
         }
         let first = try leader()
         var a = try startFollower(leader: first.endpoint, name: "a", output: .file(path: dir + "/a1.raw", ppm: 0, delayMilliseconds: 0))
@@ -218,6 +220,13 @@ func channelToneAmplitude(_ samples: [Int16], channel: Int, start: Int, count: I
         let rooms = (try rpc2.call("rooms.list").object)?["rooms"]?.objectArray ?? []
         #expect(rooms.map { $0["name"]?.string } == ["Study", "den"])
         #expect(rooms.first?["channels"]?.string == "pair" && rooms.last?["channels"]?.string == "mono")
+        // MPD clients see the pair as one output.
+        let outputs = exchange(port: second.mpdEndpoint!.port, Array("outputs\nclose\n".utf8), until: "OK\n")
+        let names = outputs.split(separator: "\n").filter { $0.hasPrefix("outputname: ") }.map { String($0.dropFirst(12)) }
+        #expect(names == ["Study", "den"], "\(outputs)")
+        // The pair's latency moves both speakers' trims by the same amount.
+        _ = try rpc2.call("rooms.set", ["room": "Study", "latencyMs": 5])
+        #expect(waitUntil(timeout: 5) { a.settings.latencyTrimNanoseconds == 5_000_000 && b.settings.latencyTrimNanoseconds == 17_000_000 })
         // Unpaired: each speaker is a room again, playing its own map (stereo).
         out = try runTutti(port: second.controlEndpoint!.port, ["unpair", "Study"])
         #expect(out.status == 0 && out.out.contains("Study unpaired: a and b"), "\(out.out)")
