@@ -44,9 +44,10 @@ extension Leader {
     @discardableResult
     public func pair(left: String, right: String, name: String?) throws(ChannelMapError) -> StereoPair {
         for speaker in [left, right] where knownSpeakers.contains(speaker) { try checkPlaysChannelMaps(speaker) }
-        var table = stereoPairs.withLock { $0 }
-        let (pair, ended) = try table.pair(left: left, right: right, name: name, known: knownSpeakers)
-        stereoPairs.withLock { $0 = table }
+        let known = knownSpeakers
+        let (pair, ended) = try stereoPairs.withLock { (t: inout StereoPairs) throws(ChannelMapError) in
+            try t.pair(left: left, right: right, name: name, known: known)
+        }
         // One room: one volume, one mute, one EQ.
         let lead = settings(ofSpeaker: left)
         var follower = settings(ofSpeaker: right)
@@ -74,9 +75,7 @@ extension Leader {
     /// unless set), in the group the pair was in.
     @discardableResult
     public func unpair(_ name: String) throws(ChannelMapError) -> StereoPair {
-        var table = stereoPairs.withLock { $0 }
-        let pair = try table.unpair(name)
-        stereoPairs.withLock { $0 = table }
+        let pair = try stereoPairs.withLock { (t: inout StereoPairs) throws(ChannelMapError) in try t.unpair(name) }
         for speaker in pair.speakers { sendChannels(toSpeaker: speaker) }
         markSoundDirty()
         log.info("stereo pair \(pair.name) ended: \(pair.left) and \(pair.right) are rooms of their own")
@@ -88,9 +87,7 @@ extension Leader {
     /// Swaps a stereo pair's sides (by its name or either speaker's).
     @discardableResult
     public func swapPair(_ name: String) throws(ChannelMapError) -> StereoPair {
-        var table = stereoPairs.withLock { $0 }
-        let pair = try table.swap(name)
-        stereoPairs.withLock { $0 = table }
+        let pair = try stereoPairs.withLock { (t: inout StereoPairs) throws(ChannelMapError) in try t.swap(name) }
         for speaker in pair.speakers { sendChannels(toSpeaker: speaker) }
         markSoundDirty()
         log.info("stereo pair \(pair.name) swapped: \(pair.left) plays left, \(pair.right) right")

@@ -65,11 +65,14 @@ extension Leader {
     public func forgetBalance(ofGroup group: String) { groupBalance.withLock { _ = $0.removeValue(forKey: group) } }
 
     /// Forgets a room that is gone (Snapcast's Server.DeleteClient): its settings, and its place in a group.
-    /// A stereo pair's name forgets the pair and both its speakers.
+    /// A stereo pair's name forgets the pair and both its speakers; a pair
+    /// speaker's name ends its pair and forgets that speaker alone.
     public func forget(room: String) {
-        let speakers = speakers(of: room)
-        if speakers.count > 1 {
-            _ = stereoPairs.withLock { try? $0.unpair(room) }
+        let ended = stereoPairs.withLock { t -> StereoPair? in try? t.unpair(room) }
+        let speakers = ended.map { $0.side(of: room) == nil ? $0.speakers : [room] } ?? [room]
+        if let ended {
+            // The other speaker stays, a room of its own again.
+            for s in ended.speakers where !speakers.contains(s) { sendChannels(toSpeaker: s) }
             markSoundDirty()
         }
         for speaker in speakers {
