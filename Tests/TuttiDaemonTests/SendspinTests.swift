@@ -23,11 +23,17 @@ final class SendspinClientRun {
     let input = Pipe()
     let prefix: String
 
-    init(port: UInt16, name: String, codec: String = "pcm", roles: String = "player", seconds: Double, prefix: String, extra: [String] = []) throws {
+    convenience init(port: UInt16, name: String, codec: String = "pcm", roles: String = "player", seconds: Double, prefix: String, extra: [String] = []) throws {
+        try self.init(script: SendspinVenv.script, arguments: ["--url", "ws://127.0.0.1:\(port)/sendspin", "--id", name, "--name", name,
+                                                               "--codec", codec, "--roles", roles, "--seconds", String(seconds), "--stdin", "--out", prefix] + extra,
+                      prefix: prefix)
+    }
+
+    /// `script` (one that writes PREFIX.jsonl and PREFIX.raw as sendspin_player.py does) with `arguments`.
+    init(script: String, arguments: [String], prefix: String) throws {
         self.prefix = prefix
         process.executableURL = URL(fileURLWithPath: try SendspinVenv.ready())
-        process.arguments = [SendspinVenv.script, "--url", "ws://127.0.0.1:\(port)/sendspin", "--id", name, "--name", name,
-                             "--codec", codec, "--roles", roles, "--seconds", String(seconds), "--stdin", "--out", prefix] + extra
+        process.arguments = [script] + arguments
         process.standardInput = input
         process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
         let errors = prefix + ".stderr"
