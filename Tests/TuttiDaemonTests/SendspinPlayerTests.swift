@@ -101,16 +101,9 @@ final class AiosendspinServerRun {
 
         let reference = client.clickTimes()
         let tutti = clickTimes(dir + "/den.raw", ppm: -120)
-        let start = try #require(reference.first) + 3_000_000_000
-        let signed = reference.filter { $0 >= start }.compactMap { t -> Int64? in
-            guard let nearest = tutti.min(by: { abs($0 - t) < abs($1 - t) }), abs(nearest - t) < 500_000_000 else { return nil }
-            return t - nearest
-        }
-        let diffs = signed.map { abs($0) }.sorted()
-        #expect(diffs.count >= 8, "\(diffs.count) clicks compared: reference \(reference.count), Tutti \(tutti.count)")
-        let median = diffs.isEmpty ? 0 : diffs[diffs.count / 2]
-        let p99 = diffs.isEmpty ? 0 : diffs[min(diffs.count - 1, Int((Double(diffs.count) * 0.99).rounded(.up)) - 1)]
-        print("Tutti speaker on aiosendspin's server vs its reference client: click difference median \(median / 1000) µs, p99 \(p99 / 1000) µs over \(diffs.count) clicks (signed µs: \(signed.map { $0 / 1000 }))")
+        let (signed, median, p99) = try clickAgreement(reference: reference, tutti: tutti)
+        #expect(signed.count >= 8, "\(signed.count) clicks compared: reference \(reference.count), Tutti \(tutti.count)")
+        print("Tutti speaker on aiosendspin's server vs its reference client: click difference median \(median / 1000) µs, p99 \(p99 / 1000) µs over \(signed.count) clicks (signed µs: \(signed.map { $0 / 1000 }))")
         #expect(median < 1_000_000, "median \(median / 1000) µs: the spec asks ±1 ms")
         #expect(p99 < 2_000_000, "p99 \(p99 / 1000) µs")
     }
