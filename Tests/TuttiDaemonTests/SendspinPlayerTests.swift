@@ -78,14 +78,15 @@ final class AiosendspinServerRun {
     }
 
     /// Each click leaves the Tutti speaker's file DAC where aiosendspin's
-    /// reference filter plays it: median within 1 ms (the spec), and here
-    /// within 100 µs.
+    /// reference filter plays it, and where the server put it on its own
+    /// clock: median within 1 ms (the spec) of each.
     @Test func aTuttiSpeakerPlaysInStepWithAiosendspinsReferenceClient() throws {
         let dir = makeTemporaryDirectory()
         writeFile(dir + "/clicks.wav", wavImage(toneWithClicks(seconds: 30, frequency: 440)))
         let server = try AiosendspinServerRun(wav: dir + "/clicks.wav", players: 2, prefix: dir + "/server")
         defer { server.stop() }
         #expect(waitUntil(timeout: 20) { server.said("listening") }, "\(server.errors)")
+        let clocksAtStart = Self.monotonicMinusRaw()
         let speaker = try speaker(server, name: "den", output: dir + "/den.raw")
         defer { speaker.stop() }
         let client = try startReference(server, seconds: 25, prefix: dir + "/ref")
@@ -103,9 +104,28 @@ final class AiosendspinServerRun {
         let tutti = clickTimes(dir + "/den.raw", ppm: -120)
         let (signed, median, p99) = try clickAgreement(reference: reference, tutti: tutti)
         #expect(signed.count >= 8, "\(signed.count) clicks compared: reference \(reference.count), Tutti \(tutti.count)")
+        // The truth, without the reference filter's own error: where the server put each click on
+        // its clock (CLOCK_MONOTONIC_RAW, aiosendspin's), as CLOCK_MONOTONIC (the DAC's log), the two
+        // clocks' offset read at the start and the end and interpolated (NTP slews one of them).
+        let clocksAtEnd = Self.monotonicMinusRaw()
+        let truth = client.clickServerTimes().map { raw -> Int64 in
+            let span = Double(clocksAtEnd.at - clocksAtStart.at)
+            let f = span > 0 ? Double(raw - clocksAtStart.at) / span : 0
+            return raw + clocksAtStart.offset + Int64((Double(clocksAtEnd.offset - clocksAtStart.offset) * f).rounded())
+        }
+        let (trueSigned, trueMedian, trueP99) = try clickAgreement(reference: truth, tutti: tutti)
+        print("Tutti speaker vs aiosendspin's server's own timeline: click difference median \(trueMedian / 1000) µs, p99 \(trueP99 / 1000) µs over \(trueSigned.count) clicks (signed µs: \(trueSigned.map { $0 / 1000 }))")
+        #expect(trueMedian < 1_000_000 && trueP99 < 2_000_000, "median \(trueMedian / 1000) µs, p99 \(trueP99 / 1000) µs from the server's timeline")
         print("Tutti speaker on aiosendspin's server vs its reference client: click difference median \(median / 1000) µs, p99 \(p99 / 1000) µs over \(signed.count) clicks (signed µs: \(signed.map { $0 / 1000 }))")
-        #expect(median < 1_000_000, "median \(median / 1000) µs: the spec asks ±1 ms")
-        #expect(p99 < 2_000_000, "p99 \(p99 / 1000) µs")
+        // The reference filter's own error against the same truth. On this loaded 2-core machine
+        // its estimate has strayed by milliseconds for a while (its client stamps a time answer when
+        // its event loop reads it): then it is no judge, and the run says so rather than failing.
+        let (_, referenceError, _) = try clickAgreement(reference: truth, tutti: reference)
+        print("aiosendspin's reference client vs its server's timeline: median \(referenceError / 1000) µs")
+        withKnownIssue("aiosendspin's reference filter strayed \(referenceError / 1000) µs from its own server's timeline", isIntermittent: true) {
+            #expect(median < 1_000_000, "median \(median / 1000) µs: the spec asks ±1 ms")
+            #expect(p99 < 2_000_000, "p99 \(p99 / 1000) µs")
+        } when: { referenceError >= 1_000_000 }
     }
 
     /// The server's volume and mute reach the speaker (its settings and what
@@ -150,6 +170,17 @@ final class AiosendspinServerRun {
         #expect(gap > 20_000_000, "a silent gap of \(gap / 1_000_000) ms after the clear (the buffered audio dropped)")
         #expect(level(output, around: cleared + 2_300_000_000) > full * 0.9, "the tone plays again after the clear")
         #expect(speaker.connected)
+    }
+
+    /// CLOCK_MONOTONIC − CLOCK_MONOTONIC_RAW now (ns), and when (raw ns).
+    static func monotonicMinusRaw() -> (offset: Int64, at: Int64) {
+        var raw = timespec(), mono = timespec(), raw2 = timespec()
+        clock_gettime(CLOCK_MONOTONIC_RAW, &raw)
+        clock_gettime(CLOCK_MONOTONIC, &mono)
+        clock_gettime(CLOCK_MONOTONIC_RAW, &raw2)
+        func ns(_ t: timespec) -> Int64 { Int64(t.tv_sec) * 1_000_000_000 + Int64(t.tv_nsec) }
+        let at = (ns(raw) + ns(raw2)) / 2
+        return (ns(mono) - at, at)
     }
 
     /// The RMS of the left channel over the 20 ms that left the DAC around `instant` (monotonic ns).

@@ -79,15 +79,27 @@ final class SendspinClientRun {
         }
     }
 
-    var chunks: [(local: Int64, offset: Int, frames: Int)] {
+    /// Each chunk played: when (local ns), where in PREFIX.raw, how long, and its server time (µs).
+    var chunks: [(local: Int64, offset: Int, frames: Int, ts: Int64)] {
         records.filter { $0["kind"]?.string == "chunk" }.compactMap { r in
-            guard let local = r["local"]?.number, let offset = r["offset"]?.integer, let frames = r["frames"]?.integer else { return nil }
-            return (Int64(local), offset, frames)
+            guard let local = r["local"]?.number, let offset = r["offset"]?.integer, let frames = r["frames"]?.integer,
+                  let ts = r["ts"]?.number else { return nil }
+            return (Int64(local), offset, frames, Int64(ts))
         }
     }
 
     /// Local instants (ns) at which the reference time filter plays each click onset.
     func clickTimes(threshold: Int16 = 20_000, quietFrames: Int = 4_800) -> [Int64] {
+        clicks(threshold: threshold, quietFrames: quietFrames) { chunk, frames in chunk.local + Int64(frames) * 1_000_000_000 / 48_000 }
+    }
+
+    /// The server's own time (ns on its clock) of each click onset: where it put it on its timeline.
+    func clickServerTimes(threshold: Int16 = 20_000, quietFrames: Int = 4_800) -> [Int64] {
+        clicks(threshold: threshold, quietFrames: quietFrames) { chunk, frames in chunk.ts * 1_000 + Int64(frames) * 1_000_000_000 / 48_000 }
+    }
+
+    /// For each click onset in PREFIX.raw: `time` of the chunk it is in and the frames into it.
+    private func clicks(threshold: Int16, quietFrames: Int, time: ((local: Int64, offset: Int, frames: Int, ts: Int64), Int) -> Int64) -> [Int64] {
         let samples = readRaw(prefix + ".raw")
         let played = chunks
         var times: [Int64] = []
@@ -98,7 +110,7 @@ final class SendspinClientRun {
                 if quiet >= quietFrames {
                     while c < played.count, played[c].offset + played[c].frames <= i { c += 1 }
                     if c < played.count, played[c].offset <= i {
-                        times.append(played[c].local + Int64(i - played[c].offset) * 1_000_000_000 / 48_000)
+                        times.append(time(played[c], i - played[c].offset))
                     }
                 }
                 quiet = 0
