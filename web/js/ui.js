@@ -187,6 +187,28 @@ function modal(title, withInput, value, okLabel, type) {
   });
 }
 
+// A small form in the modal: `fields` are [label, element] pairs; `read()` gives the
+// value to resolve with, or null to stay open (it says why itself). Cancel: null.
+export function formBox(title, fields, read, okLabel) {
+  return new Promise((resolve) => {
+    const root = $('#modal');
+    const done = (v) => { clear(root); root.hidden = true; document.removeEventListener('keydown', key); resolve(v); };
+    const key = (e) => { if (e.key === 'Escape') done(null); };
+    const ok = () => { const v = read(); if (v) done(v); };
+    clear(root).appendChild(h('div.dialog', { role: 'dialog', 'aria-modal': 'true', 'aria-label': title },
+      h('form', { onsubmit: (e) => { e.preventDefault(); ok(); } },
+        h('h2', { text: title }),
+        ...fields.map((f) => h('label.fld', null, h('span', { text: f[0] }), f[1])),
+        h('div.row.end',
+          h('button.btn', { type: 'button', 'data-test': 'modal-cancel', onclick: () => done(null) }, 'Cancel'),
+          h('button.btn.primary', { type: 'submit', 'data-test': 'modal-ok' }, okLabel || 'OK')))));
+    root.hidden = false;
+    root.onclick = (e) => { if (e.target === root) done(null); };
+    document.addEventListener('keydown', key);
+    setTimeout(() => { if (fields.length) fields[0][1].focus(); }, 30);
+  });
+}
+
 // Calls fn at most every `ms` while events keep coming, and once after the last.
 export function throttle(fn, ms) {
   let last = 0, timer = 0, args = null;
