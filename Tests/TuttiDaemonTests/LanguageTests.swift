@@ -15,7 +15,8 @@ import TuttiTestSupport
 
     static func tutti(port: UInt16, locale: String, _ args: [String]) throws -> (status: Int32, out: String) {
         let binary = URL(fileURLWithPath: DaemonBinaryTests.binary).deletingLastPathComponent().appendingPathComponent("tutti").path
-        return try runProcess(binary, ["--port", String(port)] + args, environment: Self.locale(locale))
+        let r = try runProcess(binary, ["--port", String(port)] + args, environment: Self.locale(locale))
+        return (r.status, r.output)
     }
 
     @Test func tuttiSaysTheLeadersRefusalInTheLocalesLanguage() throws {

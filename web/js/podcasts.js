@@ -27,7 +27,7 @@ function day(ms) {
 
 export function podcastsPage(_, ctx) {
   const input = h('input.field', { type: 'url', placeholder: 'https://example.com/feed.xml', 'aria-label': t('pod.feedURL'),
-    'data-test': 'podcast-url', autocomplete: 'off', autocapitalize: 'off', spellcheck: 'false', inputmode: 'url' });
+    'data-test': 'podcast-url', autocapitalize: 'off', spellcheck: 'false', inputmode: 'url' });
   const button = h('button.btn.primary', { type: 'submit', 'data-test': 'podcast-subscribe' }, icon('plus'), t('pod.subscribe'));
   function subscribe() {
     const url = input.value.trim();

@@ -18,7 +18,7 @@ function keep(url) {
 
 export function radioPage(_, ctx) {
   const input = h('input.field', { type: 'url', placeholder: 'https://radio.example/stream.mp3', 'aria-label': t('radio.url'),
-    'data-test': 'radio-url', autocomplete: 'off', autocapitalize: 'off', spellcheck: 'false', inputmode: 'url' });
+    'data-test': 'radio-url', autocapitalize: 'off', spellcheck: 'false', inputmode: 'url' });
   function go(how) {
     const url = input.value.trim();
     if (!/^https?:\/\/[^\s/]+/i.test(url)) { toast(t('radio.badURL')); input.focus(); return; }

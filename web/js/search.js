@@ -13,7 +13,7 @@ const LIMIT = 100;
 
 export function createSearch(go) {
   const input = h('input.field.search', { type: 'search', placeholder: t('search.placeholder'), 'aria-label': t('search.label'),
-    'data-test': 'search-input', autocomplete: 'off', autocapitalize: 'off', spellcheck: 'false', enterkeyhint: 'search' });
+    'data-test': 'search-input', autocapitalize: 'off', spellcheck: 'false', enterkeyhint: 'search' });
   const out = h('div.results', { 'data-test': 'search-results' });
   const form = h('form.searchbar', { role: 'search', onsubmit: (e) => { e.preventDefault(); run(true); input.blur(); } }, icon('search'), input);
   const el = h('section.view', { id: 'view-search', 'aria-label': t('tab.search') }, h('h1.sr', { text: t('tab.search') }), form, out);
