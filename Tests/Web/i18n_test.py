@@ -89,6 +89,13 @@ def check_catalogue(page):
     for k in en:
         if placeholders(en[k]) != placeholders(ko[k]):
             fail("%s: placeholders %s in English, %s in Korean" % (k, placeholders(en[k]), placeholders(ko[k])))
+    # A local named t (or count) hides the catalogue's function: its texts would throw.
+    for name in sorted(os.listdir(WEB)):
+        if name.endswith(".js") and name not in ("i18n.js", "store.js"):
+            src = open(os.path.join(WEB, name), encoding="utf-8").read()
+            hidden = re.findall(r"\b(?:const|let|var) (?:t|count)\b|\((?:t|count)\) =>|\bfor \(const (?:t|count) of", src)
+            if hidden:
+                fail("%s names a local t or count (%s): it hides the catalogue's function" % (name, hidden[:3]))
     used = used_keys()
     missing = sorted(k for k in used if k not in en)
     if missing:

@@ -67,7 +67,7 @@ function loadQueueTracks(q) {
   const next = () => {
     if (i >= want.length) return Promise.resolve();
     const path = want[i++];
-    return call('library.track', { path }).then((t) => { remember([t]); emit('tracks'); },
+    return call('library.track', { path }).then((tr) => { remember([tr]); emit('tracks'); },
       () => { S.tracks.set(path, null); }).then(next);
   };
   for (let k = 0; k < 6; k++) next(); // six requests in flight at most
@@ -99,5 +99,5 @@ export function addToQueue(what, how, label) {
 }
 
 export function trackIds(tracks) {
-  return tracks.map((t) => t.id);
+  return tracks.map((tr) => tr.id);
 }

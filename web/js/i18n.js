@@ -128,7 +128,7 @@ const KO = {
   'count.underruns': '언더런 {n}회',
   'state.playing': '재생 중', 'state.paused': '일시정지됨', 'state.stopped': '정지됨', 'state.idle': '대기열이 비어 있음',
   'state.loading': '스트림을 여는 중…', 'state.buffering': '버퍼링 중…', 'state.error': '오류로 정지됨',
-  'now.title': '지금 재생 중', 'now.groupPicker': '이 휴대폰이 제어하는 그룹', 'now.playingIn': '재생 위치',
+  'now.title': '지금 재생 중', 'now.groupPicker': '이 휴대폰이 제어하는 그룹', 'now.playingIn': '재생 그룹',
   'now.like': '좋아요', 'now.unlike': '좋아요 취소', 'now.position': '재생 위치', 'now.shuffle': '셔플',
   'now.repeat.off': '반복: 끔', 'now.repeat.all': '반복: 전체', 'now.repeat.one': '반복: 한 곡',
   'now.previous': '이전', 'now.next': '다음', 'now.nothing': '재생 중인 곡 없음', 'now.untitled': '제목 없음',

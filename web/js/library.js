@@ -93,7 +93,7 @@ function albumPage(args, ctx) {
   return call('library.albumTracks', params).then((r) => {
     const tracks = r.tracks || [];
     const first = tracks[0] || {};
-    const ids = tracks.map((t) => t.id);
+    const ids = tracks.map((tr) => tr.id);
     const total = tracks.reduce((s, t) => s + (t.duration || 0), 0);
     return [ctx.page(album, true),
       h('div.albumhead', null, art(first.coverHash, album, 'mid'),
@@ -104,14 +104,14 @@ function albumPage(args, ctx) {
           h('div.row', null,
             h('button.btn.primary', { type: 'button', 'data-test': 'album-play', disabled: !ids.length, onclick: () => addToQueue({ trackIds: ids }, 'play') }, icon('play'), t('ui.play')),
             h('button.btn', { type: 'button', 'data-test': 'album-add', disabled: !ids.length, onclick: () => addToQueue({ trackIds: ids }, 'end', album) }, icon('plus'), t('ui.add'))))),
-      trackList(tracks, { sub: (t) => (t.trackNumber ? t.trackNumber + '. ' : '') + (t.artist || '') })];
+      trackList(tracks, { sub: (tr) => (tr.trackNumber ? tr.trackNumber + '. ' : '') + (tr.artist || '') })];
   });
 }
 
 function favouritesPage(_, ctx) {
   return call('favourites.list').then((r) => {
     const list = r.favourites || [];
-    const ids = list.map((t) => t.id);
+    const ids = list.map((tr) => tr.id);
     return [ctx.page(t('lib.favourites'), false, list.length ? [h('button.btn', { type: 'button', onclick: () => addToQueue({ trackIds: ids }, 'end', t('lib.favourites')) }, icon('plus'), t('lib.addAll'))] : null),
       list.length ? trackList(list, { extra: (tr) => iconButton('heartF', t('lib.unlike', { title: tr.title }), 'unlike', () =>
         call('favourites.unlike', { id: tr.id }).then(() => ctx.rerender(), (e) => toast(errText(e))), 'liked') }) :

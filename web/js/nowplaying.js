@@ -84,7 +84,7 @@ export function createNowPlaying(selectGroup) {
       showLiked();
       if (s.trackId !== undefined) { // asked each time: another phone may have liked it
         const id = s.trackId;
-        call('library.track', { id }).then((t) => { S.liked.set(id, !!t.liked); showLiked(); }, (e) => toast(errText(e)));
+        call('library.track', { id }).then((tr) => { S.liked.set(id, !!tr.liked); showLiked(); }, (e) => toast(errText(e)));
       }
     }
     like.disabled = s.trackId === undefined;

@@ -9,8 +9,8 @@ import { player } from './actions.js';
 import { t, count } from './i18n.js';
 
 function describe(uri) {
-  const t = S.tracks.get(uri);
-  if (t) return { title: t.title, sub: [t.artist, t.album].filter(Boolean).join(' · '), cover: t.coverHash, name: t.album || t.title };
+  const tr = S.tracks.get(uri);
+  if (tr) return { title: tr.title, sub: [tr.artist, tr.album].filter(Boolean).join(' · '), cover: tr.coverHash, name: tr.album || tr.title };
   if (/^https?:\/\//i.test(uri)) {
     let host = uri;
     try { host = new URL(uri).host; } catch (e) { /* keep the text */ }
@@ -105,7 +105,7 @@ export function createQueue() {
 
   function saveOther(name, entries) {
     const ids = [], notInLibrary = [];
-    for (const e of entries) { const t = S.tracks.get(e.uri); if (t) ids.push(t.id); else notInLibrary.push(e.uri); }
+    for (const e of entries) { const tr = S.tracks.get(e.uri); if (tr) ids.push(tr.id); else notInLibrary.push(e.uri); }
     return call('playlists.create', { name }).then((p) => (ids.length ? call('playlists.add', { id: p.id, trackIds: ids }) : null)
       .then(() => ({ name: p.name, entries: ids.length, notInLibrary })));
   }

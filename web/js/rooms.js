@@ -109,8 +109,10 @@ export function createRooms(selectGroup, go) {
     if (target === NEW) job = newGroup([room]);
     else if (target === OWN) job = call('groups.separate', { room }).then(null, (e) => toast(errText(e)));
     else job = call('groups.add', { group: target, rooms: [room] }).then(null, (e) => toast(errText(e)));
-    // Until groups.changed redraws the cards, show where the room really is.
-    Promise.resolve(job).then(() => { sel.value = sel.dataset.group || 'main'; });
+    // While the move (and its dialog) is under way the picker shows the choice;
+    // then where the room really is (update keeps dataset.group current).
+    sel.dataset.moving = '1';
+    Promise.resolve(job).then(() => { delete sel.dataset.moving; sel.value = sel.dataset.group || 'main'; });
   }
 
   function setRoom(name, params) {
@@ -180,7 +182,8 @@ export function createRooms(selectGroup, go) {
         for (const o of opts) c.group.appendChild(h('option', { value: o[0], text: o[1] }));
         c.group.dataset.opts = key;
       }
-      if (document.activeElement !== c.group || c.group.value === groupId) c.group.value = groupId;
+      // Not only when unfocused: focus comes back to the picker after its New group dialog.
+      if (c.group.dataset.moving !== '1') c.group.value = groupId;
     }
   }
 

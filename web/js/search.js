@@ -48,12 +48,12 @@ export function createSearch(go) {
     out.dataset.count = String(tracks.length);
     if (!tracks.length) { out.appendChild(emptyNote(t('search.nothing', { query: q }))); return; }
     const artists = new Map(), albums = new Map();
-    for (const t of tracks) {
-      const a = t.albumArtist || t.artist;
-      if (t.artist) artists.set(t.artist, (artists.get(t.artist) || 0) + 1);
-      if (t.album) {
-        const k = (a || '') + '\u0000' + t.album;
-        if (!albums.has(k)) albums.set(k, { name: t.album, artist: a || '', coverHash: t.coverHash });
+    for (const tr of tracks) {
+      const a = tr.albumArtist || tr.artist;
+      if (tr.artist) artists.set(tr.artist, (artists.get(tr.artist) || 0) + 1);
+      if (tr.album) {
+        const k = (a || '') + '\u0000' + tr.album;
+        if (!albums.has(k)) albums.set(k, { name: tr.album, artist: a || '', coverHash: tr.coverHash });
       }
     }
     const topArtists = Array.from(artists.keys()).slice(0, 4);
