@@ -61,7 +61,7 @@ public func runTutti(_ arguments: [String], environment: [String: String] = tutt
             case .run(let o): options = o
             }
             command = try CLICommand(options, workingDirectory: workingDirectory)
-        } catch { throw CLIFailure.usage(error.message) }
+        } catch { throw error.catalogued.map { CLIFailure.usage($0) } ?? CLIFailure.usage(error.message) }
         try run(command, options, environment: environment, language: language)
         return 0
     } catch {

@@ -44,6 +44,16 @@ import TuttiTestSupport
         let binary = URL(fileURLWithPath: DaemonBinaryTests.binary).deletingLastPathComponent().appendingPathComponent("tutti").path
         let badHost = try runProcess(binary, ["--host", "pi:notaport", "status"], environment: Self.locale("ko_KR.UTF-8"))
         #expect(badHost.status == 64 && badHost.output.contains("--host pi:notaport: HOST 또는 HOST:PORT 형식이어야 합니다"), "\(badHost.output)")
+        // A command line it cannot read.
+        let usage = try Self.tutti(port: port, locale: "ko_KR.UTF-8", ["vol", "office", "loud"])
+        #expect(usage.status == 64 && usage.out == "tutti: vol에는 ROOM과 0–100 사이의 음량이 필요합니다\n", "\(usage.out)")
+        let usageEnglish = try Self.tutti(port: port, locale: "en_GB.UTF-8", ["vol", "office", "loud"])
+        #expect(usageEnglish.status == 64 && usageEnglish.out == "tutti: vol needs ROOM and a volume 0–100\n", "\(usageEnglish.out)")
+        // tuttid that cannot start (the speaker port is this leader's) says so in the locale's language.
+        let taken = try runProgram(DaemonBinaryTests.binary, ["leader", "--listen", "127.0.0.1:\(leader.endpoint.port)", "--control", "off", "--mpd", "off",
+                                                               "--web", "off", "--play", dir + "/one.wav"],
+                                   environment: Self.locale("ko_KR.UTF-8"), timeout: 20, stopAtTimeout: true)
+        #expect(taken.status == 1 && taken.err.hasPrefix("tuttid: 시작할 수 없습니다: "), "\(taken.status): \(taken.err)")
         // What succeeds is unchanged.
         #expect(try Self.tutti(port: port, locale: "ko_KR.UTF-8", ["group", "leave", "office"]).status == 0)
     }
