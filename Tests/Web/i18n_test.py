@@ -190,6 +190,7 @@ def run(args):
                 fail("the %s screen shows no Korean: %s" % (screen, words[:20]))
             counts.append("%s %d/%d" % (screen, hangul, len(words)))
             if args.screenshots:
+                page.d.execute_script("document.activeElement && document.activeElement.blur()")  # no focus ring in the pictures
                 page.shot(args.screenshots, "ko-" + screen)
         ok("korean", "texts in Hangul per screen: " + ", ".join(counts))
 
