@@ -225,9 +225,11 @@ struct QueuedLinkRun {
         print("queued 20±15 ms seed \(seed): ready after \(ready) s, \(atReady / 1000) µs off then, worst since \(worst / 1000) µs; " +
               "from 20 s median \(late[late.count / 2] / 1000) µs, max \(late.last! / 1000) µs; settling at 20 s \(settlingAt20); " +
               "\(requestsAfter5s / 10) requests a second from 5 s, in order for \(e.samplesInOrder) samples, median excess \((e.medianExcess ?? -1) / 1000) µs")
-        // Heard within 3 s, in step to about a millisecond (it waited 35 s for 45 µs before).
-        #expect(ready <= 3.0)
-        #expect(atReady <= 1_500_000)
+        // Heard within 2 s, in step to a millisecond or two (it waited 35 s for 45 µs before). What the
+        // samples hold at 1.5–1.8 s is that much: starting at 1.8 s and 1 ms took up to 2.5 s, and was
+        // 43–838 µs off then on these seeds; at 1.5 s and 1.25 ms, 69–1,594 µs (docs/protocol.md).
+        #expect(ready <= 2.0)
+        #expect(atReady <= 2_000_000)
         #expect(worst <= 2_000_000)
         // Then converging as the queue lets the floor through now and then.
         #expect(late[late.count / 2] <= 400_000 && late.last! <= 1_000_000)

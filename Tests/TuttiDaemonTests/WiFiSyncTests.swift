@@ -278,3 +278,51 @@ func silentStretches(_ path: String, ppm: Double, from: Int64, to: Int64, frames
         #expect(diffs.count >= 6 && diffs[diffs.count / 2] < 100_000 && diffs.last! < 5_000_000)
     }
 }
+
+/// Issue 30: the clock's datagrams ask Wi-Fi's WMM for a queue of their
+/// own (DSCP EF), from both ends: what a receiver on loopback reads in each
+/// datagram's TOS byte (Python, IP_RECVTOS).
+@Suite struct ClockDatagramMarkingTests {
+    @Test func bothEndsMarkTheirClockDatagramsExpeditedForwarding() throws {
+        let receiver = Process()
+        receiver.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        receiver.arguments = ["python3", "-u", "-c", """
+            import socket
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            s.setsockopt(socket.IPPROTO_IP, socket.IP_RECVTOS, 1)
+            s.bind(("127.0.0.1", 0))
+            s.settimeout(20)
+            print(s.getsockname()[1])
+            for _ in range(2):
+                data, ancillary, _, _ = s.recvmsg(64, socket.CMSG_SPACE(4))
+                tos = [c[2][0] for c in ancillary if c[0] == socket.IPPROTO_IP and c[1] == socket.IP_TOS]
+                print(data.decode(), tos[0] if tos else -1)
+            """]
+        let out = Pipe()
+        receiver.standardOutput = out
+        try receiver.run()
+        // SIGKILL: the child may have inherited a blocked SIGTERM from the test thread.
+        defer { if receiver.isRunning { kill(receiver.processIdentifier, SIGKILL) }; receiver.waitUntilExit() }
+        var text = ""
+        func line(_ n: Int) -> Bool {
+            let lines = text.split(separator: "\n")
+            if lines.count >= n { return true }
+            let chunk = out.fileHandleForReading.availableData
+            text += String(decoding: chunk, as: UTF8.self)
+            return chunk.isEmpty ? text.split(separator: "\n").count >= n : false
+        }
+        _ = waitUntil(timeout: 20) { line(1) }
+        let port = try #require(text.split(separator: "\n").first.flatMap { UInt16($0) })
+
+        // A speaker's socket (connected) and a leader's (bound, answering whoever asked).
+        let speaker = try UDPSocket.connect(to: Endpoint(host: "127.0.0.1", port: port))
+        try speaker.send(Array("speaker".utf8))
+        let leader = try UDPSocket.bind(Endpoint(host: "127.0.0.1", port: 0))
+        try leader.send(Array("leader".utf8), to: UDPSocket.Peer(address: UInt32(0x7f00_0001).bigEndian, port: port.bigEndian))
+        _ = waitUntil(timeout: 20) { line(3) }
+        let marks = Dictionary(uniqueKeysWithValues: text.split(separator: "\n").dropFirst().compactMap { l -> (String, Int)? in
+            let f = l.split(separator: " "); return f.count == 2 ? (String(f[0]), Int(f[1]) ?? -1) : nil
+        })
+        #expect(marks == ["speaker": 0xB8, "leader": 0xB8], "TOS bytes seen: \(marks)")
+    }
+}

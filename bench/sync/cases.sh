@@ -2,7 +2,8 @@
 # bench/sync/cases.sh: the Wi-Fi cases of issue 11, one line each.
 #
 #   bench/sync/cases.sh [--seconds N] [--runs R] [--relay c|python] [--sink file|alsa] [CASE ...]
-#   (cases: clean jitter bursts loss, NAME/fifo the same in order, load; default all)
+#   (cases: clean jitter bursts loss, NAME/fifo the same in order, NAME/wmm in order
+#   with Wi-Fi's WMM on (see cases.inc), load; default all)
 #
 # Each case is one run.sh (3 followers + a late joiner at +20 s, commands);
 # its closing 'case' line is printed as it finishes, R times per case.

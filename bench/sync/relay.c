@@ -9,6 +9,15 @@
  * doubled for each loss in a row), --reorder for UDP, --rate-kbps, --seed,
  * --stats FILE (JSON on SIGTERM), "relay ready" once listening.
  *
+ * --voice MODEL (this relay only): Wi-Fi's WMM. Datagrams marked DSCP EF
+ * (TOS 0xB8, as Tutti's clock datagrams are) go through a queue of their
+ * own per direction with delay MODEL, in order among themselves under
+ * --order fifo, and never wait behind the best-effort queue (TCP and
+ * unmarked UDP). A station or access point maps EF to AC_VO or AC_VI
+ * (RFC 8325; the legacy mapping, DSCP >> 3, gives UP 5, AC_VI): either
+ * contends with shorter waits and has its own queue. Without --voice every
+ * packet shares one queue, as where WMM or the DSCP mapping is off.
+ *
  * Why a second relay: relay.py's own scheduling adds to every packet. Each
  * Python thread that is due waits for the GIL and for a Condition's timed
  * wake-up: measured on this 2-core machine at load 5, packets left 20-30 µs
@@ -72,6 +81,7 @@ static struct {
     double loss, rto_ms, reorder, reorder_ms, rate_kbps;
     long seed;
     int fifo; /* --order fifo: one queue per direction, TCP and UDP (see relay.py) */
+    model_t voice; int has_voice; /* --voice: marked datagrams' own queue */
     const char *stats;
 } opt = { .rto_ms = 200, .reorder_ms = 10, .seed = 1 };
 
@@ -330,18 +340,23 @@ typedef struct mapping {
     pthread_mutex_t lock; /* the rng: lines start from two threads */
     struct sockaddr_in target;
     stalls_t stalls;
-    direction_t down, up;
+    direction_t down, up, voice_down, voice_up;
     rng_t rng;
     int tcp, udp;
 } mapping_t;
 
-static line_t *new_line(mapping_t *m, const char *proto, const char *direction, int ordered, int fd) {
+static line_t *new_line(mapping_t *m, const char *proto, const char *direction, int ordered, int fd, int voice) {
     line_t *l = calloc(1, sizeof *l);
     if (!l) die("out of memory");
     l->proto = proto; l->direction = direction; l->mapping = m->index;
     l->model = strcmp(direction, "down") == 0 ? opt.down : opt.up;
     l->stalls = &m->stalls; l->ordered = ordered; l->fd = fd;
     l->dir = strcmp(direction, "down") == 0 ? &m->down : &m->up;
+    if (voice) {
+        l->model = opt.voice;
+        l->dir = strcmp(direction, "down") == 0 ? &m->voice_down : &m->voice_up;
+        l->proto = "udp-voice";
+    }
     pthread_mutex_lock(&m->lock);
     l->rng.s = rng_next(&m->rng);
     pthread_mutex_unlock(&m->lock);
@@ -392,7 +407,7 @@ static void *accept_loop(void *arg) {
         int one = 1;
         setsockopt(client, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         setsockopt(up, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-        line_t *upl = new_line(m, "tcp", "up", 1, up), *downl = new_line(m, "tcp", "down", 1, client);
+        line_t *upl = new_line(m, "tcp", "up", 1, up, 0), *downl = new_line(m, "tcp", "down", 1, client, 0);
         reader_t *a = malloc(sizeof *a), *b = malloc(sizeof *b);
         if (!a || !b) die("out of memory");
         a->from = client; a->line = upl; b->from = up; b->line = downl;
@@ -403,17 +418,33 @@ static void *accept_loop(void *arg) {
 }
 
 /* --- UDP: one listening socket; an upstream socket per client address --- */
-typedef struct { struct sockaddr_in peer; int upstream; line_t *up; } udp_peer_t;
-typedef struct { int upstream; line_t *down; } udp_back_t;
+typedef struct { struct sockaddr_in peer; int upstream; line_t *up, *up_voice; } udp_peer_t;
+typedef struct { int upstream; line_t *down, *down_voice; } udp_back_t;
+
+/* One datagram and its TOS byte (IP_RECVTOS); the sender's address when `from`. */
+static ssize_t receive_marked(int fd, unsigned char *buf, size_t size, struct sockaddr_in *from, int *tos) {
+    struct iovec io = { .iov_base = buf, .iov_len = size };
+    char control[CMSG_SPACE(sizeof(int))];
+    struct msghdr msg = { .msg_name = from, .msg_namelen = from ? sizeof *from : 0, .msg_iov = &io, .msg_iovlen = 1,
+                          .msg_control = control, .msg_controllen = sizeof control };
+    ssize_t n = recvmsg(fd, &msg, 0);
+    *tos = 0;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); n >= 0 && c; c = CMSG_NXTHDR(&msg, c))
+        if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS) *tos = *(unsigned char *)CMSG_DATA(c);
+    return n;
+}
+static int is_voice(int tos) { return opt.has_voice && (tos & 0xfc) == 0xb8; }
+static void receive_tos(int fd) { int one = 1; setsockopt(fd, IPPROTO_IP, IP_RECVTOS, &one, sizeof one); }
 
 static void *udp_back(void *arg) {
     udp_back_t *b = arg;
     realtime();
     unsigned char buf[65536];
     for (;;) {
-        ssize_t n = recv(b->upstream, buf, sizeof buf, 0);
+        int tos;
+        ssize_t n = receive_marked(b->upstream, buf, sizeof buf, NULL, &tos);
         if (n < 0) { if (errno == EINTR || errno == ECONNREFUSED) continue; break; }
-        offer(b->down, buf, (size_t)n, now_ns());
+        offer(is_voice(tos) ? b->down_voice : b->down, buf, (size_t)n, now_ns());
     }
     return NULL;
 }
@@ -426,8 +457,8 @@ static void *udp_loop(void *arg) {
     unsigned char buf[65536];
     for (;;) {
         struct sockaddr_in from;
-        socklen_t fl = sizeof from;
-        ssize_t n = recvfrom(m->udp, buf, sizeof buf, 0, (struct sockaddr *)&from, &fl);
+        int tos;
+        ssize_t n = receive_marked(m->udp, buf, sizeof buf, &from, &tos);
         if (n < 0) { if (errno == EINTR) continue; break; }
         int64_t now = now_ns();
         udp_peer_t *p = NULL;
@@ -439,15 +470,19 @@ static void *udp_loop(void *arg) {
             if (connect(up, (struct sockaddr *)&m->target, sizeof m->target) != 0) { close(up); continue; }
             p = &peers[count++];
             p->peer = from; p->upstream = up;
-            p->up = new_line(m, "udp", "up", 0, up);
-            line_t *down = new_line(m, "udp", "down", 0, m->udp);
+            receive_tos(up);
+            p->up = new_line(m, "udp", "up", 0, up, 0);
+            p->up_voice = opt.has_voice ? new_line(m, "udp", "up", 0, up, 1) : NULL;
+            line_t *down = new_line(m, "udp", "down", 0, m->udp, 0);
             down->peer = from; down->use_peer = 1;
+            line_t *down_voice = NULL;
+            if (opt.has_voice) { down_voice = new_line(m, "udp", "down", 0, m->udp, 1); down_voice->peer = from; down_voice->use_peer = 1; }
             udp_back_t *b = malloc(sizeof *b);
             if (!b) die("out of memory");
-            b->upstream = up; b->down = down;
+            b->upstream = up; b->down = down; b->down_voice = down_voice;
             start_thread(udp_back, b);
         }
-        offer(p->up, buf, (size_t)n, now);
+        offer(is_voice(tos) ? p->up_voice : p->up, buf, (size_t)n, now);
     }
     return NULL;
 }
@@ -505,6 +540,7 @@ int main(int argc, char **argv) {
         else if (TAKE("--rate-kbps")) opt.rate_kbps = number(v, "--rate-kbps");
         else if (TAKE("--seed")) opt.seed = (long)number(v, "--seed");
         else if (TAKE("--stats")) opt.stats = v;
+        else if (TAKE("--voice")) { opt.voice = parse_model(v); opt.has_voice = 1; }
         else if (TAKE("--order")) {
             if (!strcmp(v, "fifo")) opt.fifo = 1;
             else if (!strcmp(v, "independent")) opt.fifo = 0;
@@ -537,6 +573,8 @@ int main(int argc, char **argv) {
         pthread_mutex_init(&m->lock, NULL);
         pthread_mutex_init(&m->down.lock, NULL);
         pthread_mutex_init(&m->up.lock, NULL);
+        pthread_mutex_init(&m->voice_down.lock, NULL);
+        pthread_mutex_init(&m->voice_up.lock, NULL);
         m->down.rng.s = rng_next(&m->rng);
         m->up.rng.s = rng_next(&m->rng);
         const model_t *burst = opt.down.kind == BURST ? &opt.down : opt.up.kind == BURST ? &opt.up : NULL;
@@ -544,6 +582,10 @@ int main(int argc, char **argv) {
             m->stalls.enabled = 1;
             m->stalls.every = burst->a[2]; m->stalls.lo = burst->a[3]; m->stalls.hi = burst->a[4];
             m->stalls.rng.s = rng_next(&m->rng);
+        }
+        if (opt.has_voice) { /* drawn after the others, so the other queues' draws are those of a run without --voice */
+            m->voice_down.rng.s = rng_next(&m->rng);
+            m->voice_up.rng.s = rng_next(&m->rng);
         }
         struct sockaddr_in at = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
         at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -553,6 +595,7 @@ int main(int argc, char **argv) {
         if (bind(m->tcp, (struct sockaddr *)&at, sizeof at) != 0 || listen(m->tcp, 16) != 0) { perror("relay: tcp"); return 1; }
         m->udp = socket(AF_INET, SOCK_DGRAM, 0);
         if (bind(m->udp, (struct sockaddr *)&at, sizeof at) != 0) { perror("relay: udp"); return 1; }
+        receive_tos(m->udp);
         start_thread(accept_loop, m);
         start_thread(udp_loop, m);
     }

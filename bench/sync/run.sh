@@ -39,6 +39,8 @@ usage: bench/sync/run.sh [OPTIONS]
   --reorder P          UDP datagrams held 10 ms longer with probability P
   --order independent|fifo   independent (default): datagrams have their own delays and overtake;
                        fifo: one queue per direction for TCP and UDP, as Wi-Fi sends (issue 30)
+  --voice SPEC         Wi-Fi WMM: datagrams marked DSCP EF (the clock's) in a queue of their own
+                       with this delay, never behind the best-effort one (relay.c only)
   --rate-kbps K        bandwidth cap per direction
   --seed N             relay seed (default 1)
   --relay c|python     which relay carries the impairments (default c: relay.c, built
@@ -58,11 +60,11 @@ EOF
 
 SECONDS_RUN=60 WARMUP=3 NFOLLOWERS=3 PPMS="" OFFSETS="" SKEWS="" LATE="" REPS="auto"
 CODEC=opus BUFFER_MS="" IMPAIR="" SINK=file REALTIME=1 KEEP=0 CLOCK_LOG=0
-DOWN="" UP="" LOSS=0 REORDER=0 RATE=0 SEED=1 CASE="" RELAY_KIND=c ORDER=independent
+VOICE="" DOWN="" UP="" LOSS=0 REORDER=0 RATE=0 SEED=1 CASE="" RELAY_KIND=c ORDER=independent
 die() { echo "run.sh: $*" >&2; exit 64; }
 while [ $# -gt 0 ]; do
     case "$1" in
-        --seconds|--warmup|--followers|--ppm|--offsets-ms|--skews-ppm|--late-join|--reps|--codec|--buffer-ms|--impair|--sink|--down|--up|--loss|--reorder|--rate-kbps|--seed|--case|--relay|--order)
+        --seconds|--warmup|--followers|--ppm|--offsets-ms|--skews-ppm|--late-join|--reps|--codec|--buffer-ms|--impair|--sink|--down|--up|--loss|--reorder|--rate-kbps|--seed|--case|--relay|--order|--voice)
             [ $# -ge 2 ] || die "$1 needs a value (see --help)" ;;
     esac
     case "$1" in
@@ -87,6 +89,7 @@ while [ $# -gt 0 ]; do
         --case) CASE=$2; shift 2 ;;
         --relay) RELAY_KIND=$2; shift 2 ;;
         --order) ORDER=$2; shift 2 ;;
+        --voice) VOICE=$2; shift 2 ;;
         --no-realtime) REALTIME=0; shift ;;
         --clock-log) CLOCK_LOG=1; shift ;;
         --keep) KEEP=1; shift ;;
@@ -119,6 +122,7 @@ RELAY_ARGS=(--seed "$SEED" --loss "$LOSS" --reorder "$REORDER" --rate-kbps "$RAT
 [ -n "$IMPAIR" ] && { RELAY=1; RELAY_ARGS+=(--impair "$IMPAIR"); }
 [ -n "$DOWN" ] && { RELAY=1; RELAY_ARGS+=(--down "$DOWN"); }
 [ -n "$UP" ] && { RELAY=1; RELAY_ARGS+=(--up "$UP"); }
+[ -n "$VOICE" ] && { [ "$RELAY_KIND" = c ] || die "--voice: relay.c only (--relay c)"; RELAY_ARGS+=(--voice "$VOICE"); }
 awk -v l="$LOSS" -v r="$REORDER" -v k="$RATE" 'BEGIN { exit !(l > 0 || r > 0 || k > 0) }' && RELAY=1
 if [ -z "$CASE" ]; then
     CASE=clean
