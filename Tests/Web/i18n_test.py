@@ -11,9 +11,9 @@ chromium-driver, and PyPI's axe-selenium-python):
 Checks, one line each with its figure; exit status 1 and a message on the
 first failure:
   catalogue   every key the scripts use (t('…'), count('…'), the tabs, the
-              states and the library's sections) is in the English and the
-              Korean catalogue, and the two have the same keys and the same
-              {placeholders};
+              states and the library's sections) is in the English
+              (js/i18n.js) and the Korean (js/lang/ko.js) catalogue, and the
+              two have the same keys and the same {placeholders};
   korean      Chromium started with --lang=ko: the page says lang="ko", and on
               Now playing, Queue, Search, Library, Rooms and Sound no text,
               label or placeholder is an English catalogue text (each screen
@@ -54,7 +54,8 @@ HANGUL = re.compile("[\uac00-\ud7a3]")
 
 def catalogues(page):
     return page.d.execute_async_script(
-        "const done = arguments[0]; import('./js/i18n.js').then((m) => done(m.CATALOGUES), (e) => done({error: String(e)}));")
+        "const done = arguments[0]; Promise.all([import('./js/i18n.js'), import('./js/lang/ko.js')])"
+        ".then(([en, ko]) => done({en: en.EN, ko: ko.default}), (e) => done({error: String(e)}));")
 
 
 def placeholders(entry):
