@@ -124,8 +124,8 @@ public protocol LeaderControl: AnyObject, Sendable {
 
     // MARK: Speakers (pairing)
 
-    /// "open", "paired" or "room-key": which speakers may join.
-    var speakersMode: String { get }
+    /// Which speakers may join.
+    var speakersMode: SpeakerAdmission { get }
     /// The leader's key, as a speaker shows it when pairing.
     var speakerKeyFingerprint: String { get }
     /// The speakers paired with this leader.
@@ -172,4 +172,14 @@ public struct SurfaceSettings: Sendable {
         self.clientStallMilliseconds = clientStallMilliseconds
         self.musicDirectory = musicDirectory
     }
+}
+
+/// Which speakers may join a leader (`--speakers`), as the surfaces name it.
+public enum SpeakerAdmission: String, Sendable {
+    /// Any speaker, unencrypted too (a closed network, tests).
+    case open
+    /// Speakers that know the room key.
+    case roomKey = "room-key"
+    /// Paired speakers only: a person approves each new one.
+    case paired
 }

@@ -10,7 +10,7 @@ extension ControlServer {
         let pending: [JSONValue] = leader.pairingRequests.map {
             ["name": .string($0.name), "address": .string($0.address), "key": .string($0.fingerprint), "by": $0.byCode ? "code" : "approval", "via": .string($0.via)]
         }
-        return ["paired": .array(paired), "pending": .array(pending), "mode": .string(leader.speakersMode),
+        return ["paired": .array(paired), "pending": .array(pending), "mode": .string(leader.speakersMode.rawValue),
                 "leaderKey": .string(leader.speakerKeyFingerprint)]
     }
 

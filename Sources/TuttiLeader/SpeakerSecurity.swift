@@ -128,7 +128,7 @@ final class SpeakerSecurity: Sendable {
 }
 
 extension Leader {
-    public var speakersMode: String { speakerSecurity.open ? "open" : configuration.pairedSpeakersOnly ? "paired" : "room-key" }
+    public var speakersMode: SpeakerAdmission { speakerSecurity.open ? .open : configuration.pairedSpeakersOnly ? .paired : .roomKey }
     public var speakerKeyFingerprint: String { speakerSecurity.fingerprint }
 
     public var pairedSpeakers: [PairedSpeakerInfo] {

@@ -245,7 +245,7 @@ final class SendspinPlayer: SurfaceRoom, @unchecked Sendable {
             queue(text: Sendspin.serverHello(serverID: server.id, name: server.name, activeRoles: hello.activeRoles))
             return admit()
         }
-        if leader.speakersMode == "open" && hello.unpairedAccess || trust.mayPlay(peer) {
+        if leader.speakersMode == .open && hello.unpairedAccess || trust.mayPlay(peer) {
             return admit()
         }
         waitForAPerson(hello, peer)

@@ -123,7 +123,7 @@ public final class SendspinServer: Service, WebSocketHandler, @unchecked Sendabl
 
     public func opened(_ socket: WebSocket) {
         // Noise for every client that asks for it; plain (legacy) ones only where the leader's speakers are open.
-        let configuration = SendspinServerChannel.Configuration(allowPlain: leader.speakersMode == "open",
+        let configuration = SendspinServerChannel.Configuration(allowPlain: leader.speakersMode == .open,
                                                                 maxMessageBytes: Sendspin.maximumClientMessageBytes)
         guard let trust = leader.sendspinTrust else {
             // The leader makes one whenever `--sendspin` is given, and only then is there a server.
