@@ -84,7 +84,6 @@ public enum MessageKey: String, CaseIterable, Sendable {
     case loginTooManyFailures = "login.tooManyFailures"
     case loginNeedsPassword = "login.needsPassword"
     // Requests
-    case requestNotJSON = "request.notJSON"
     case requestUnknownMethod = "request.unknownMethod"
     case requestNotANumber = "request.notANumber"
     case requestOutOfRange = "request.outOfRange"
@@ -151,7 +150,6 @@ public enum MessageKey: String, CaseIterable, Sendable {
         case .loginUnknownToken: "the token is not valid (it was revoked, or the password changed): log in with the password"
         case .loginTooManyFailures: "too many failed logins from {address}; try again in {seconds} s"
         case .loginNeedsPassword: #"auth.login needs "password" (or the "token" a login returned)"#
-        case .requestNotJSON: "not valid JSON"
         case .requestUnknownMethod: "unknown method '{method}' (see docs/api.md)"
         case .requestNotANumber: "{key} must be a number"
         case .requestOutOfRange: "{key} {value} is outside {low}…{high}"
@@ -208,7 +206,6 @@ public enum MessageKey: String, CaseIterable, Sendable {
         case .loginUnknownToken: "토큰이 유효하지 않습니다 (취소되었거나 비밀번호가 바뀌었습니다). 비밀번호로 로그인하세요"
         case .loginTooManyFailures: "{address}에서 로그인 실패가 너무 많습니다. {seconds}초 후에 다시 시도하세요"
         case .loginNeedsPassword: #"auth.login에는 "password"(또는 로그인이 돌려준 "token")가 필요합니다"#
-        case .requestNotJSON: "올바른 JSON이 아닙니다"
         case .requestUnknownMethod: "알 수 없는 메서드 '{method}'입니다 (docs/api.md 참고)"
         case .requestNotANumber: "{key}은(는) 숫자여야 합니다"
         case .requestOutOfRange: "{key} {value}이(가) 범위 {low}…{high}을(를) 벗어났습니다"

@@ -101,6 +101,9 @@ def check_catalogue(page):
     missing = sorted(k for k in used if k not in en)
     if missing:
         fail("keys the scripts use that no catalogue has: %s" % missing)
+    unused = sorted(k for k in en if k not in used)
+    if unused:
+        fail("keys no script uses (remove them, or name them where they are built): %s" % unused)
     ok("catalogue", "%d keys in en and ko, same placeholders; %d used by the scripts, all present" % (len(en), len(used)))
     return en, ko
 

@@ -35,7 +35,7 @@ export const EN = {
   'now.radio': 'Radio stream', 'now.stoppedBy': 'Stopped: {error}', 'now.lastError': '{state} · last error: {error}', 'now.live': 'live',
   'now.liked': 'Added to favourites', 'now.unliked': 'Removed from favourites', 'now.noRooms': '{name} (no rooms)',
   'now.silent': 'no rooms: nothing is heard', 'now.show': 'Show now playing', 'now.volume': 'Volume',
-  'now.groupVolume': 'Volume of the group', 'now.groupGone': 'The group you controlled is gone: now controlling {name}',
+  'now.groupGone': 'The group you controlled is gone: now controlling {name}',
   'now.mainGroup': 'the main group',
   // Queue
   'queue.title': 'Queue', 'queue.empty': 'The queue is empty. Add music from Search or the Library.',

@@ -25,7 +25,7 @@ export default {
   'now.radio': '라디오 스트림', 'now.stoppedBy': '정지됨: {error}', 'now.lastError': '{state} · 마지막 오류: {error}', 'now.live': '라이브',
   'now.liked': '즐겨찾기에 추가했습니다', 'now.unliked': '즐겨찾기에서 뺐습니다', 'now.noRooms': '{name} (방 없음)',
   'now.silent': '방 없음: 아무 소리도 나지 않습니다', 'now.show': '지금 재생 중 보기', 'now.volume': '음량',
-  'now.groupVolume': '그룹 음량', 'now.groupGone': '제어하던 그룹이 없어졌습니다. 이제 {name}을(를) 제어합니다',
+  'now.groupGone': '제어하던 그룹이 없어졌습니다. 이제 {name}을(를) 제어합니다',
   'now.mainGroup': '기본 그룹',
   'queue.title': '대기열', 'queue.empty': '대기열이 비어 있습니다. 검색이나 보관함에서 음악을 추가하세요.',
   'queue.playFrom': '{title}부터 재생', 'queue.up': '{title} 위로 이동', 'queue.down': '{title} 아래로 이동',
