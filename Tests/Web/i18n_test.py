@@ -27,7 +27,8 @@ first failure:
   volume      Now playing has a volume slider per room of the group; the
               arrow key moves the room's volume (rooms.list);
   axe         axe-core finds no serious or critical violation (wcag2a,
-              wcag2aa, wcag21aa) on any screen, in Korean and in English;
+              wcag2aa, wcag21aa) on any screen, in Korean (light and dark)
+              and in English;
   setting     the language setting switches the page to English and is kept.
 """
 
@@ -275,6 +276,9 @@ def run(args):
         ok("volume", "%s: %d → %d from Now playing (%r, %r)" % (args.room, before, want, label, slider.get_attribute("aria-valuetext")))
 
         axe_check(page, "ko")
+        page.scheme(True)
+        axe_check(page, "ko dark")
+        page.scheme(False)
 
         # The setting: English, kept on this phone.
         show(page, "sound")
