@@ -5,7 +5,7 @@ import TuttiSystem
 
 /// The follower's audio thread: reads frames from the timeline at the
 /// instants the leader's clock says, steers for the DAC's drift, applies
-/// volume, and feeds the sink.
+/// the channel map, EQ and volume, and feeds the sink.
 ///
 /// Real-time discipline: every buffer is allocated in `init`; the loop talks
 /// to the rest of the process only through atomics and seqlocks; its only
@@ -39,6 +39,8 @@ public final class PlayoutEngine: @unchecked Sendable {
     private let latencyTrim = Atomic<Int64>(0)
     /// Target gain (low 32 bits, a Float) and the frames to ramp to it (high 32).
     private let volumeTarget = Atomic<UInt64>(UInt64(Float(1).bitPattern))
+    /// The room's channel map (`ChannelMap.rawValue`), read once a period.
+    private let channelMapTarget = Atomic<UInt8>(ChannelMap.stereo.rawValue)
     /// The room's equaliser, as last published (see `PublishedEqualizer`).
     public let equalizer: PublishedEqualizer
     private let equalizerKernel: EqualizerProcessor
@@ -99,6 +101,14 @@ public final class PlayoutEngine: @unchecked Sendable {
     /// One caller at a time (the follower's connection thread).
     public func setEqualizer(_ settings: EqualizerSettings) {
         equalizer.publish(EqualizerDesign(settings))
+    }
+
+    /// Which channels the speaker plays (a channel map, or its side of a
+    /// stereo pair): applied before the EQ, crossfaded over 10 ms when it
+    /// changes; `stereo` leaves the samples untouched. Any thread.
+    public var channelMap: ChannelMap {
+        get { ChannelMap(rawValue: channelMapTarget.load(ordering: .relaxed)) ?? .stereo }
+        set { channelMapTarget.store(newValue.rawValue, ordering: .relaxed) }
     }
 
     public var statistics: Statistics {
@@ -165,6 +175,7 @@ public final class PlayoutEngine: @unchecked Sendable {
         var position = 0.0
         // A local: a stored property would be checked for exclusive access on every frame.
         var ramp = GainRamp()
+        var channels = ChannelMapper()
 
         while running.load(ordering: .relaxed) {
             let (queued, realNow) = sink.delay()
@@ -185,6 +196,7 @@ public final class PlayoutEngine: @unchecked Sendable {
                                                 keptWaiting: timeline.framesKeptWaiting, queued: queued, writeDue: writeDue)
             switch schedule.decide(moment, period: period) {
             case .silence(let frames):
+                channels.settle(on: ChannelMap(rawValue: channelMapTarget.load(ordering: .relaxed)) ?? .stereo)
                 if !writeSilence(frames, to: sink) { return }
                 continue
             case .discard(let upTo, let frames):
@@ -192,6 +204,7 @@ public final class PlayoutEngine: @unchecked Sendable {
                 if frames > 0 && !writeSilence(frames, to: sink) { return }
                 continue
             case .wait(let frames):
+                channels.settle(on: ChannelMap(rawValue: channelMapTarget.load(ordering: .relaxed)) ?? .stereo)
                 Monotonic.sleep(nanoseconds: StreamFormat.nanoseconds(frames: frames))
                 continue
             case .play:
@@ -225,6 +238,8 @@ public final class PlayoutEngine: @unchecked Sendable {
                 block[2 * k + 1] = right
                 position += ratio
             }
+            // The channel map first: the EQ then shapes what this speaker really plays.
+            channels.process(block, frames: period, target: ChannelMap(rawValue: channelMapTarget.load(ordering: .relaxed)) ?? .stereo)
             equalizerKernel.process(block, frames: period)
             if ramp.gain == ramp.target {
                 // A steady gain (the usual case): one multiply and a conversion the compiler vectorises.

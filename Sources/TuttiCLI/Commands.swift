@@ -29,6 +29,9 @@ public enum CLICommand: Equatable, Sendable {
     case roomVolume(room: String, Int), roomMute(room: String, Bool), roomLatency(room: String, milliseconds: Double)
     case groupVolume(group: String, Int), groupMute(group: String, Bool)
     case eq(Equalizer)
+    /// nil map: show the room's channels.
+    case channels(room: String, map: String?)
+    case pair(left: String, right: String, name: String?), unpair(String), swapPair(String)
     case group(Group)
     case party(Party)
     case watch
@@ -267,6 +270,29 @@ enum CLICommandTable {
             ("eq presets", "every preset with its gains"),
             ("eq save NAME ROOM|g1,…,g10 | eq delete NAME", "your presets, saved at the leader"),
         ], parse: equalizer),
+        .init(names: ["channels"], help: [
+            ("channels ROOM stereo|left|right|mono|swap", "which channels the room's speaker plays (mono: L+R at −6 dB)"),
+        ]) { w throws(UsageError) in
+            let room = try needRoom(w)
+            guard w.operands.count <= 2 else { throw usage("channels ROOM stereo|left|right|mono|swap") }
+            return .channels(room: room, map: w.operands.count > 1 ? w.operands[1] : nil)
+        },
+        .init(names: ["pair"], help: [
+            ("pair LEFT RIGHT [NAME]", "make two rooms one stereo pair (LEFT plays left, RIGHT right), one volume and EQ"),
+            ("pair swap NAME", "swap a pair's left and right"),
+        ]) { w throws(UsageError) in
+            let ops = w.operands
+            if ops.first == "swap" {
+                guard ops.count == 2 else { throw usage("pair swap NAME") }
+                return .swapPair(ops[1])
+            }
+            guard ops.count == 2 || ops.count == 3 else { throw usage("pair LEFT RIGHT [NAME]") }
+            return .pair(left: ops[0], right: ops[1], name: ops.count == 3 ? ops[2] : nil)
+        },
+        .init(names: ["unpair"], help: [("unpair NAME", "end a stereo pair: its speakers are rooms of their own again")]) { w throws(UsageError) in
+            guard w.operands.count == 1 else { throw usage("unpair NAME (the pair's name, or either speaker's)") }
+            return .unpair(w.operands[0])
+        },
         .init(names: ["latency"], help: [("latency ROOM MS", "compensate a speaker's delay after its DAC")]) { w throws(UsageError) in
             let room = try needRoom(w)
             guard w.operands.count > 1, let ms = Double(w.operands[1]), ms.isFinite else { throw usage(UserMessage(.cliLatencyNeeds)) }

@@ -56,6 +56,15 @@ public func describeStatus(_ s: JSONValue) -> String {
 public func describeRoom(_ r: JSONValue) -> String {
     let group = r["group"]?.string.map { $0 == "main" ? "" : " [\(r["groupName"]?.string ?? $0)]" } ?? ""
     var line = "\(r["name"]?.string ?? "?")\(group): volume \(r["volume"]?.integer ?? 0)\((r["muted"]?.bool ?? false) ? " (muted)" : "")"
+    if let pair = r["pair"], pair.object != nil {
+        // A stereo pair: one volume; each speaker's side and trim.
+        let sides = (r["speakers"]?.array ?? []).map { s in
+            "\(s["name"]?.string ?? "?") \(s["side"]?.string ?? "?")" + ((s["latencyMs"]?.number ?? 0) != 0 ? cFormat(" %+.1f ms", s["latencyMs"]?.number ?? 0) : "")
+                + ((s["connected"]?.bool ?? false) ? "" : " (offline)")
+        }
+        return line + ", stereo pair: " + sides.joined(separator: ", ")
+    }
+    if let channels = r["channels"]?.string, channels != "stereo" { line += ", plays \(channels)" }
     if let trim = r["latencyMs"]?.number, trim != 0 { line += cFormat(", latency %+.1f ms", trim) }
     if let h = r["health"], h.object != nil {
         line += cFormat(", sync %+.1f µs, buffer %.0f ms, ratio %+.1f ppm, rtt %.0f µs, underruns %d, resyncs %d",

@@ -89,6 +89,24 @@ struct LeaderSession {
         case .roomMute(let room, let muted): try setRoom(["room": .string(room), "muted": .bool(muted)])
         case .roomLatency(let room, let ms): try setRoom(["room": .string(room), "latencyMs": JSONValue(ms)])
         case .eq(let e): try equalizer(e)
+        case .channels(let room, let map?):
+            show(try call("rooms.setChannels", ["room": .string(room), "channels": .string(map)])) {
+                "\($0["room"]?.string ?? room) plays \($0["channels"]?.string ?? map)"
+            }
+        case .channels(let room, nil):
+            let rooms = objects(try call("rooms.list")["rooms"])
+            guard let r = rooms.first(where: { $0["name"]?.string == room }) else { throw .refused("no room '\(room)'") }
+            if json { output(["room": .string(room), "channels": r["channels"] ?? "stereo"]) } else { print(describeRoom(r)) }
+        case .pair(let left, let right, let name):
+            var params: [String: JSONValue] = ["left": .string(left), "right": .string(right)]
+            if let name { params["name"] = .string(name) }
+            show(try call("rooms.pair", params)) { $0.object != nil ? describeRoom($0) : nil }
+        case .swapPair(let name):
+            show(try call("rooms.swapPair", ["room": .string(name)])) { $0.object != nil ? describeRoom($0) : nil }
+        case .unpair(let name):
+            show(try call("rooms.unpair", ["room": .string(name)])) {
+                "\($0["unpaired"]?.string ?? name) unpaired: " + ($0["rooms"]?.strings ?? []).joined(separator: " and ") + " are rooms of their own"
+            }
         case .group(let g): try group(g)
         case .party(let p): try party(p)
         case .watch: try watch()

@@ -51,15 +51,17 @@ public protocol LeaderControl: AnyObject, Sendable {
 
     // MARK: Rooms
 
-    /// Rooms known (connected, placed in a group, or configured), sorted.
+    /// Rooms known (connected, placed in a group, or configured), sorted; a stereo pair once, by its name.
     var knownRooms: [String] { get }
-    /// Rooms connected now, sorted.
+    /// Rooms connected now, sorted; a stereo pair by its name, while either speaker is.
     var followerNames: [String] { get }
+    /// Speakers connected now, by the names they joined with (a stereo pair's two apart), sorted.
+    var speakerNames: [String] { get }
     /// Each connected room's last health report, by name.
     var health: [String: HealthReport] { get }
     /// Each connected room's last sync report (v5 speakers), by name.
     var syncHealth: [String: SyncReport] { get }
-    /// A room's volume, mute and latency trim.
+    /// A room's volume, mute and latency trim (a pair's name: its left speaker's; a speaker's name: its own).
     func settings(of room: String) -> RoomSettings
     /// Sets a room's volume, mute and latency trim; applied at once if it is connected.
     func configure(room: String, _ settings: RoomSettings)
@@ -98,6 +100,21 @@ public protocol LeaderControl: AnyObject, Sendable {
     @discardableResult func savePreset(_ name: String, gains: [Double]) throws(EqualizerError) -> EqualizerPreset
     /// Deletes a custom preset.
     func deletePreset(_ name: String) throws(EqualizerError)
+    /// A room's own channel map (a stereo pair's speakers play their sides instead).
+    func channels(of room: String) -> ChannelMap
+    /// Sets a room's channel map; refused (typed) for an unknown room, a pair's speaker, or a speaker that cannot play one.
+    func setChannels(room: String, _ map: ChannelMap) throws(ChannelMapError)
+
+    // MARK: Stereo pairs
+
+    /// The stereo pairs: each is one room in `knownRooms` and `groups` (by its name), two speakers on the wire.
+    var stereoPairList: [StereoPair] { get }
+    /// Makes two rooms one: `left` plays the left channel, `right` the right; volume, mute, EQ and group shared.
+    @discardableResult func pair(left: String, right: String, name: String?) throws(ChannelMapError) -> StereoPair
+    /// Ends a pair (by its name or either speaker's).
+    @discardableResult func unpair(_ name: String) throws(ChannelMapError) -> StereoPair
+    /// Swaps a pair's sides (by its name or either speaker's).
+    @discardableResult func swapPair(_ name: String) throws(ChannelMapError) -> StereoPair
 
     // MARK: Groups
 

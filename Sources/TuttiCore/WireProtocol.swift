@@ -6,7 +6,7 @@ import Glibc
 /// where `length` counts the type byte and the body. Lengths are bounded by
 /// `WireProtocol.maxMessageBytes`; anything larger closes the connection.
 public enum WireProtocol {
-    public static let version: UInt16 = 7
+    public static let version: UInt16 = 8
     /// The oldest follower a leader still serves: a v2 follower plays, but
     /// is never sent `equalizer` (a message type it does not know).
     public static let oldestFollowerVersion: UInt16 = 2
@@ -27,6 +27,8 @@ public enum WireProtocol {
     /// The first version with the key handshake (`keyOffer`…), sealed
     /// frames after it, pairing, and authenticated clock datagrams.
     public static let handshakeVersion: UInt16 = 7
+    /// The first version that understands `channels` (a room's channel map, stereo pairs).
+    public static let channelMapVersion: UInt16 = 8
     /// A v7 clock request datagram is padded to a v7 response's size.
     public static let sealedClockDatagramBytes = 49
     /// A clock request datagram is padded to this (a response's size), so
@@ -72,6 +74,7 @@ public enum MessageType: UInt8, Sendable, CaseIterable {
     case follow = 13
     case equalizer = 14
     case syncReport = 15
+    case channels = 16
     // Room-key authentication (protocol v4); numbered apart, so other new messages can take 15 on.
     case authChallenge = 30
     case authResponse = 31
@@ -235,6 +238,8 @@ public enum Message: Equatable, Sendable {
     case follow(stream: StreamDescription, from: LeaderTime)
     /// Leader → follower (v3 and later): the room's equaliser.
     case equalizer(EqualizerSettings)
+    /// Leader → follower (v8 and later): which channels the room's speaker plays (a channel map, a side of a stereo pair).
+    case channels(ChannelMap)
     /// Leader → follower, after hello, when the leader has a room key: its nonce.
     case authChallenge(nonce: [UInt8])
     /// Follower → leader: its own nonce and its proof of the key over both nonces and its name.
@@ -276,6 +281,7 @@ public enum Message: Equatable, Sendable {
         case .roomCommand: .roomCommand
         case .follow: .follow
         case .equalizer: .equalizer
+        case .channels: .channels
         case .authChallenge: .authChallenge
         case .authResponse: .authResponse
         case .authProof: .authProof
@@ -361,6 +367,8 @@ public extension Message {
             case .auto: w.u8(0); w.u8(0)
             case .manual(let db): w.u8(1); w.halfDecibels(db)
             }
+        case .channels(let map):
+            w.u8(map.rawValue)
         case .authChallenge(let nonce):
             w.bytes(nonce)
         case .authResponse(let nonce, let proof):
@@ -463,6 +471,10 @@ public extension Message {
             do {
                 message = .equalizer(try EqualizerSettings(gains: gains, bass: bass, treble: treble, preamp: mode == 0 ? .auto : .manual(decibels: preamp)))
             } catch { throw .invalidField(type, error.description) }
+        case .channels:
+            let raw = try r.u8()
+            guard let map = ChannelMap(rawValue: raw) else { throw .invalidField(type, "channel map \(raw) is not 0…\(ChannelMap.allCases.count - 1)") }
+            message = .channels(map)
         case .authChallenge:
             message = .authChallenge(nonce: Array(try r.bytes(WireProtocol.nonceBytes)))
         case .authResponse:

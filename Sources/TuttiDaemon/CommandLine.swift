@@ -33,13 +33,14 @@ public enum DaemonUsage {
     public static let follower = FollowerUsage.text
 
     public static let demo = """
-    usage: tuttid demo [--seconds N] [--codec opus|pcm] [--dir DIR] [--eq PRESET] [--speakers N]
+    usage: tuttid demo [--seconds N] [--codec opus|pcm] [--dir DIR] [--eq PRESET] [--channels MAP|pair] [--speakers N]
 
     Plays a generated track from a leader to two virtual speakers (file
     outputs at -100 and +120 ppm) in one process and prints, once a second,
     how far apart the speakers are and their buffer levels. --eq gives
     every speaker that EQ preset (bench/realtime measures its cost);
-    --speakers 1 runs only the first.
+    --channels gives every speaker a channel map (stereo, left, right, mono,
+    swap), or makes the two one stereo pair; --speakers 1 runs only the first.
     """
 }
 
@@ -95,6 +96,12 @@ public extension DaemonCommand {
                         throw UsageError("--eq \(name): expected one of \(EqualizerPreset.builtIn.map(\.name).joined(separator: ", "))")
                     }
                     c.equalizerPreset = name
+                case "--channels":
+                    let text = try args.value(flag)
+                    guard text == "pair" || ChannelMap(name: text) != nil else {
+                        throw UsageError("--channels \(text): expected pair or one of \(ChannelMap.names.joined(separator: ", "))")
+                    }
+                    c.channels = text
                 case "--speakers": c.speakers = Array(c.speakers.prefix(Int(try args.number(flag, 1...2))))
                 case "--log-level": level = try args.logLevel(flag)
                 default: throw UsageError("unknown option \(flag) for demo (see tuttid demo --help)")

@@ -14,6 +14,8 @@ public struct DemoConfiguration: Sendable {
     public var directory: String? = nil
     /// An EQ preset for every speaker (nil: flat, bypassed).
     public var equalizerPreset: String? = nil
+    /// A channel map for every speaker, or "pair": the two speakers one stereo pair (nil: stereo).
+    public var channels: String? = nil
     public init() {}
 }
 
@@ -50,6 +52,17 @@ public enum Demo {
             followers.append(follower)
         }
         defer { for f in followers { f.stop() } }
+        if let channels = config.channels {
+            // Once the speakers have joined (a map is set on rooms the leader knows).
+            let names = config.speakers.map(\.name)
+            let deadline = Monotonic.now() + 5 * nanosecondsPerSecond
+            while Set(names).subtracting(leader.speakerNames).count > 0 && Monotonic.now() < deadline { Monotonic.sleep(nanoseconds: 10_000_000) }
+            if channels == "pair", names.count == 2 {
+                _ = try leader.pair(left: names[0], right: names[1], name: "Demo pair")
+            } else if let map = ChannelMap(name: channels) {
+                for name in names { try leader.setChannels(room: name, map) }
+            }
+        }
 
         say("tutti demo: leader on \(leader.endpoint) playing \(track) (\(config.codec)); speakers: "
             + config.speakers.map { "\($0.name) (DAC \($0.ppm > 0 ? "+" : "")\(Int($0.ppm)) ppm)" }.joined(separator: ", "))

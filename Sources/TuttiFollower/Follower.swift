@@ -199,6 +199,8 @@ public final class Follower: @unchecked Sendable {
     public var settings: RoomSettings { roomSettings.withLock { $0 } }
     /// The equaliser as last set by the leader.
     public var equalizer: EqualizerSettings { roomEqualizer.withLock { $0 } }
+    /// The channel map as last set by the leader (a pair's side, or the room's own).
+    public var channelMap: ChannelMap { engine.channelMap }
     /// Why the last connection attempt or session ended.
     public var lastFailure: String? { lastError.withLock { $0 } }
 
@@ -259,7 +261,8 @@ public final class Follower: @unchecked Sendable {
         var askedToPair = false
         var timer = SpeakerJoinTimer()
         var message = try reader.next()
-        if case .reject(let version, let reason)? = message, version < WireProtocol.handshakeVersion {
+        // An older leader refuses the version before any handshake (a v7 one too: it proves its key at the next attempt).
+        if case .reject(let version, let reason)? = message, version < announcedVersion.load(ordering: .relaxed) {
             try refusedByOlderLeader(version: version, reason: reason, pinned: pinned)
         }
         while true {
@@ -484,6 +487,8 @@ public final class Follower: @unchecked Sendable {
                 // Designed here, on the connection thread; the audio thread only swaps coefficients.
                 engine.setEqualizer(settings)
                 roomEqualizer.withLock { $0 = settings }
+            case .channels(let map):
+                engine.channelMap = map
             case .streamEnd(let id, let at):
                 try perform(intake.streamEnd(streamID: id, at: at))
             case .bye(let reason):
@@ -496,9 +501,10 @@ public final class Follower: @unchecked Sendable {
     }
 
     /// An older leader refused our version: speak its version next time,
-    /// unless this speaker is paired or keyed (an older leader cannot prove a key: never go down to it).
+    /// unless this speaker is paired or keyed and the leader predates the
+    /// handshake (it cannot prove a key: never go down to it).
     private func refusedByOlderLeader(version: UInt16, reason: String, pinned: [UInt8]?) throws -> Never {
-        if pinned != nil || configuration.roomKey != nil {
+        if version < WireProtocol.handshakeVersion, pinned != nil || configuration.roomKey != nil {
             throw FollowerError.refused(leaderVersion: version, reason: "\(reason); it cannot prove its key, update the leader")
         }
         if version >= WireProtocol.oldestFollowerVersion, version < announcedVersion.load(ordering: .relaxed) {
@@ -530,6 +536,7 @@ public final class Follower: @unchecked Sendable {
         if version < WireProtocol.clockChannelVersion { without.append("clock exchanges go over TCP, behind the audio") }
         if version < WireProtocol.streamDelayVersion { without.append("commands do not wait longer when this speaker's network is slow") }
         if version < WireProtocol.handshakeVersion { without.append("nothing is encrypted or authenticated (the leader is open)") }
+        if version < WireProtocol.channelMapVersion { without.append("it plays both channels (no channel map, no stereo pair)") }
         return without.joined(separator: "; ")
     }
 

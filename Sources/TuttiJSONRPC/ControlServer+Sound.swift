@@ -54,6 +54,36 @@ extension ControlServer {
                 let result = RoomEqualizer(settings: settings, preset: preset)
                 if result != leader.equalizer(of: room) { leader.setEqualizer(room: room, result) }
                 return ["room": .string(room), "eq": Self.eqObject(result)]
+            case "rooms.setChannels":
+                guard let room = params["room"]?.string, !room.isEmpty else { throw invalid("rooms.setChannels needs \"room\" (a room name)") }
+                guard let raw = params["channels"]?.string else {
+                    throw invalid("rooms.setChannels needs \"channels\": one of \(ChannelMap.names.joined(separator: ", "))")
+                }
+                guard let map = ChannelMap(name: raw) else { throw Self.rpcError(ChannelMapError.unknownMap(raw)) }
+                do { try leader.setChannels(room: room, map) } catch { throw Self.rpcError(error) }
+                return ["room": .string(room), "channels": .string(map.name)]
+            case "rooms.pair":
+                guard let left = params["left"]?.string, !left.isEmpty, let right = params["right"]?.string, !right.isEmpty else {
+                    throw invalid("rooms.pair needs \"left\" and \"right\" (two room names) and may have \"name\"")
+                }
+                if let n = params["name"], n.string == nil, n != .null { throw invalid("name must be a string (the pair's room name)") }
+                do {
+                    let pair = try leader.pair(left: left, right: right, name: params["name"]?.string)
+                    return pairObject(pair, health: leader.health)
+                } catch { throw Self.rpcError(error) }
+            case "rooms.unpair":
+                guard let name = params["room"]?.string ?? params["name"]?.string, !name.isEmpty else {
+                    throw invalid("rooms.unpair needs \"room\" (the pair's name, or either speaker's)")
+                }
+                do {
+                    let pair = try leader.unpair(name)
+                    return ["unpaired": .string(pair.name), "rooms": .array(pair.speakers.map(JSONValue.string))]
+                } catch { throw Self.rpcError(error) }
+            case "rooms.swapPair":
+                guard let name = params["room"]?.string ?? params["name"]?.string, !name.isEmpty else {
+                    throw invalid("rooms.swapPair needs \"room\" (the pair's name, or either speaker's)")
+                }
+                do { return pairObject(try leader.swapPair(name), health: leader.health) } catch { throw Self.rpcError(error) }
             case "eq.presets":
                 return ["presets": .array(leader.presets.map { ["name": .string($0.name), "gains": .numbers($0.gains), "builtIn": .bool($0.builtIn)] }),
                         "bands": .numbers(EqualizerSettings.bandFrequencies)]
@@ -97,6 +127,14 @@ extension ControlServer {
             }
         } catch let e as EqualizerError {
             throw invalid(e.description)
+        }
+    }
+
+    /// A refused channel map or pair: −32602 for what was asked wrongly, −32000 for what the room cannot do.
+    static func rpcError(_ e: ChannelMapError) -> RPCError {
+        switch e {
+        case .speakerTooOld, .notATuttiSpeaker, .inPair: RPCError(code: -32000, message: e.description)
+        default: RPCError(code: -32602, message: e.description)
         }
     }
 

@@ -89,8 +89,9 @@ public final class ControlServer: Service, JSONRPCServing, @unchecked Sendable {
         case .speakers: ("speakers.changed", { self.speakersObject() })
         case .health:
             ("rooms.health", {
-                ["rooms": .array(self.roomsObject().compactMap { room in
-                    room["health"].map { ["name": room["name"] ?? .null, "health": $0] }
+                // A stereo pair's health is its speakers', each by its own name.
+                ["rooms": .array(self.roomsObject().flatMap { room -> [JSONValue] in
+                    (room["speakers"]?.array ?? [room]).compactMap { r in r["health"].map { ["name": r["name"] ?? .null, "health": $0] } }
                 })]
             })
         }
@@ -418,7 +419,8 @@ public final class ControlServer: Service, JSONRPCServing, @unchecked Sendable {
             if let ms = try number(params, "latencyMs", in: -1_000...5_000) { settings.latencyTrimNanoseconds = Int64(ms * 1e6) }
             leader.configure(room: room, settings)
             leader.forgetBalance(ofGroup: leader.group(ofRoom: room).id) // the room's own level is the new balance
-            return .value(roomObject(room, settings: settings, health: leader.health[room]))
+            if let pair = leader.stereoPairList.first(where: { $0.name == room }) { return .value(pairObject(pair, health: leader.health)) }
+            return .value(roomObject(room, settings: leader.settings(of: room), health: leader.health[room]))
         default:
             if let result = try dispatchSound(method, params) { return .value(result) }
             if let result = try dispatchLibrary(method, params) { return result }
@@ -500,7 +502,27 @@ public final class ControlServer: Service, JSONRPCServing, @unchecked Sendable {
     func roomsObject() -> [JSONValue] {
         let health = leader.health
         let connected = Set(leader.followerNames)
-        return leader.knownRooms.map { roomObject($0, settings: leader.settings(of: $0), health: health[$0], connected: connected.contains($0)) }
+        let pairs = leader.stereoPairList
+        return leader.knownRooms.map { name in
+            if let pair = pairs.first(where: { $0.name == name }) { return pairObject(pair, health: health) }
+            return roomObject(name, settings: leader.settings(of: name), health: health[name], connected: connected.contains(name))
+        }
+    }
+
+    /// A stereo pair as one room: the shared volume, mute and EQ, and its two speakers, each with its side, trim and health.
+    func pairObject(_ pair: StereoPair, health: [String: HealthReport]) -> JSONValue {
+        let speakers = Set(leader.speakerNames)
+        var object = roomObject(pair.name, settings: leader.settings(of: pair.name), health: nil,
+                                connected: speakers.contains(pair.left) || speakers.contains(pair.right)).object ?? [:]
+        object["channels"] = "pair"
+        object["pair"] = ["left": .string(pair.left), "right": .string(pair.right)]
+        object["speakers"] = .array(pair.speakers.map { speaker in
+            var o = roomObject(speaker, settings: leader.settings(of: speaker), health: health[speaker], connected: speakers.contains(speaker)).object ?? [:]
+            o["side"] = .string(speaker == pair.left ? "left" : "right")
+            for key in ["eq", "group", "groupName"] { o[key] = nil } // the pair's
+            return .object(o)
+        })
+        return .object(object)
     }
 
     private func roomObject(_ name: String, settings: RoomSettings, health: HealthReport?, connected: Bool? = nil) -> JSONValue {
@@ -509,6 +531,7 @@ public final class ControlServer: Service, JSONRPCServing, @unchecked Sendable {
             "name": .string(name), "connected": .bool(connected ?? leader.followerNames.contains(name)), "volume": .int(settings.volume),
             "muted": .bool(settings.muted), "latencyMs": .number(Double(settings.latencyTrimNanoseconds) / 1e6), "group": .string(group.id),
             "groupName": .string(group.name), "eq": Self.eqObject(leader.equalizer(of: name)),
+            "channels": .string(leader.channels(of: name).name),
         ]
         if let h = health {
             var fields: [String: JSONValue] = [

@@ -109,7 +109,7 @@ extension FollowerSession {
         leader.admitDuringParty(room)
         let stream = leader.stream(forRoom: room)
         snapcastStream.store(stream.id, ordering: .releasing)
-        let settings = Self.snapcastSettings(leader.settings(of: room), bufferMilliseconds: leader.configuration.bufferMilliseconds)
+        let settings = Self.snapcastSettings(leader.settings(ofSpeaker: room), bufferMilliseconds: leader.configuration.bufferMilliseconds)
         try connection.send(settings.encoded(refersTo: helloID, sent: snapcastNow))
         try connection.send(SnapcastMessage.codecHeader(for: leader.configuration.codec).encoded(sent: snapcastNow))
         let version = hello["Version"]?.string ?? "?"

@@ -378,12 +378,19 @@ final class FollowerSession: @unchecked Sendable {
             let stream = leader.stream(forRoom: name!)
             try connection.send(Message.welcome(version: WireProtocol.version, stream: leader.describe(stream)).encoded())
             log.info("follower \(name!) joined from \(connection.peer)")
-            try connection.send(Message.settings(leader.settings(of: name!)).encoded())
+            try connection.send(Message.settings(leader.settings(ofSpeaker: name!)).encoded())
             if version >= WireProtocol.equalizerVersion {
                 // Always, flat too: a speaker keeps its last EQ across reconnects.
                 try connection.send(Message.equalizer(leader.equalizer(of: name!).settings).encoded())
             } else if !leader.equalizer(of: name!).settings.isFlat {
                 log.warning("room \(name!) speaks protocol v\(version): its EQ is kept but not heard until its tutti is updated")
+            }
+            let channels = leader.channelsToPlay(speaker: name!)
+            if version >= WireProtocol.channelMapVersion {
+                // Always, stereo too: a speaker keeps its last map across reconnects.
+                try connection.send(Message.channels(channels).encoded())
+            } else if channels != .stereo {
+                log.warning("room \(name!) speaks protocol v\(version): it plays both channels, not \(channels), until its tutti is updated")
             }
             leader.join(self, stream: stream)
             connection.setReceiveTimeout(milliseconds: 30_000)

@@ -8,9 +8,16 @@ import TuttiControlKit
 /// room plays its group's stream, and a room moved to another group switches
 /// to it a start latency ahead, on the same grid as the rooms already there.
 extension Leader {
-    /// Rooms the leader knows: connected, placed in a group, or configured.
+    /// Rooms the leader knows (connected, placed in a group, or configured),
+    /// as people see them: a stereo pair once, by its name.
     public var knownRooms: [String] {
-        var all = Set(followerNames).union(seenRooms.withLock { $0 })
+        let speakers = knownSpeakers
+        return stereoPairs.withLock { $0.collapse(speakers) }.sorted()
+    }
+
+    /// Every speaker the leader knows, by the name it joined with (a stereo pair's two apart), sorted.
+    var knownSpeakers: [String] {
+        var all = Set(connectedSpeakers).union(seenRooms.withLock { $0 })
         grouping.withLock { t in
             all.formUnion(t.assignment.keys)
             all.formUnion(t.beforeParty?.keys.map { $0 } ?? [])
@@ -18,25 +25,36 @@ extension Leader {
         return all.sorted()
     }
 
+    /// Each group's rooms as people see them (a stereo pair once; its speakers are always in one group).
     public var groups: [GroupStatus] {
-        let (table, known) = (grouping.withLock { $0 }, knownRooms)
+        let (table, known, pairs) = (grouping.withLock { $0 }, knownSpeakers, stereoPairs.withLock { $0 })
         let byGroup = streams.withLock { $0 }
         return table.groups.compactMap { g in
             guard let stream = byGroup[g.id] else { return nil }
-            return GroupStatus(id: g.id, name: g.name, rooms: table.rooms(in: g.id, of: known), streamID: stream.id,
+            return GroupStatus(id: g.id, name: g.name, rooms: pairs.collapse(table.rooms(in: g.id, of: known)).sorted(), streamID: stream.id,
                                nowPlaying: stream.player.nowPlaying())
         }
+    }
+
+    /// Rooms as people name them, as speakers: a stereo pair's name (or either speaker's) is both its speakers.
+    func expandedSpeakers(_ rooms: [String]) -> [String] {
+        let pairs = stereoPairs.withLock { $0 }
+        var out: [String] = []
+        for room in rooms { for s in pairs.speakers(of: room) where !out.contains(s) { out.append(s) } }
+        return out
     }
 
     public var partyActive: Bool { grouping.withLock { $0.partyActive } }
 
     /// The group a room is in (the main group if it was never placed).
     public func group(ofRoom room: String) -> RoomGroups.Group {
-        grouping.withLock { t in t.group(t.groupID(ofRoom: room))! }
+        let speaker = speakers(of: room)[0]
+        return grouping.withLock { t in t.group(t.groupID(ofRoom: speaker))! }
     }
 
     /// A new group with its own (empty, stopped) stream, holding `rooms`.
-    public func createGroup(name: String, rooms: [String]) throws(GroupError) -> GroupStatus {
+    public func createGroup(name: String, rooms named: [String]) throws(GroupError) -> GroupStatus {
+        let rooms = expandedSpeakers(named)
         let group: RoomGroups.Group = try changeGroups { (t) throws(GroupError) in
             let g = try t.create(name: name)
             for room in rooms { try t.move(room: room, to: g.id) }
@@ -67,7 +85,8 @@ extension Leader {
     }
 
     /// Moves rooms into a group.
-    public func moveRooms(_ rooms: [String], to idOrName: String) throws(GroupError) -> GroupStatus {
+    public func moveRooms(_ named: [String], to idOrName: String) throws(GroupError) -> GroupStatus {
+        let rooms = expandedSpeakers(named)
         let group = try changeGroups { (t) throws(GroupError) in
             guard let g = t.group(idOrName) else { throw .unknownGroup(idOrName, known: t.groups.map(\.name)) }
             for room in rooms { try t.move(room: room, to: g.id) }
@@ -79,7 +98,9 @@ extension Leader {
     /// A room leaves its group for a group of its own (named after it,
     /// created when needed), stopped, like a speaker taken out of a group.
     public func separate(room: String) throws(GroupError) -> GroupStatus {
-        let others = knownRooms.filter { $0 != room }
+        let own = Set(speakers(of: room))
+        let room = stereoPairs.withLock { $0.pair(containing: room)?.name } ?? room // a pair's group is named after the pair
+        let others = knownSpeakers.filter { !own.contains($0) }
         // A group already named after the room, that no other room is in, is reused.
         let existing = grouping.withLock { t in
             t.groups.first { $0.name.lowercased() == room.lowercased() }.flatMap { g in t.rooms(in: g.id, of: others).isEmpty ? g : nil }
@@ -94,7 +115,7 @@ extension Leader {
     /// Party mode: every room plays one group's stream (default: the main
     /// group). Where each room was is kept for `partyOff`.
     public func partyOn(group idOrName: String? = nil) throws(GroupError) -> GroupStatus {
-        let rooms = knownRooms
+        let rooms = knownSpeakers
         let group = try changeGroups { (t) throws(GroupError) in try t.partyOn(rooms: rooms, into: idOrName ?? RoomGroups.mainID) }
         log.info("party mode: every room (\(rooms.count)) plays \(group.name)")
         return status(of: group.id)!
@@ -123,7 +144,7 @@ extension Leader {
                                  prepare: (T) throws(GroupError) -> Void = { _ in }) throws(GroupError) -> T {
         groupChanges.lock()
         defer { groupChanges.unlock() }
-        let connected = followerNames
+        let connected = connectedSpeakers
         let before = grouping.withLock { t in Set(connected.map { t.groupID(ofRoom: $0) }) }
         var table = grouping.withLock { $0 }
         let result = try change(&table)

@@ -18,7 +18,27 @@ extension Leader {
     // MARK: Rooms
 
     /// Sets a room's volume, mute and latency trim; applied at once if it is connected.
+    /// A stereo pair is one room: its volume and mute reach both speakers.
+    /// Set by the pair's name, a latency trim moves both speakers' trims by
+    /// the same amount (the pair's shows its left speaker's), so the
+    /// difference between them stays; set by a speaker's name, the trim is
+    /// that speaker's alone.
     public func configure(room: String, _ settings: RoomSettings) {
+        guard let pair = stereoPairs.withLock({ $0.pair(named: room) ?? $0.pair(containing: room) }) else {
+            return configureSpeaker(room, settings)
+        }
+        let shift = room == pair.left || room == pair.right ? 0 : settings.latencyTrimNanoseconds - self.settings(ofSpeaker: pair.left).latencyTrimNanoseconds
+        for speaker in pair.speakers {
+            var s = speaker == room ? settings : self.settings(ofSpeaker: speaker)
+            s.volume = settings.volume
+            s.muted = settings.muted
+            s.latencyTrimNanoseconds = min(max(s.latencyTrimNanoseconds + shift, -nanosecondsPerSecond), 5 * nanosecondsPerSecond)
+            configureSpeaker(speaker, s)
+        }
+    }
+
+    /// One speaker's settings, kept and sent.
+    func configureSpeaker(_ room: String, _ settings: RoomSettings) {
         roomSettings.withLock { $0[room] = settings }
         markSoundDirty()
         let targets = sessions.withLock { $0.values.filter { $0.name == room } }
@@ -45,16 +65,38 @@ extension Leader {
     public func forgetBalance(ofGroup group: String) { groupBalance.withLock { _ = $0.removeValue(forKey: group) } }
 
     /// Forgets a room that is gone (Snapcast's Server.DeleteClient): its settings, and its place in a group.
+    /// A stereo pair's name forgets the pair and both its speakers; a pair
+    /// speaker's name ends its pair and forgets that speaker alone.
     public func forget(room: String) {
-        roomSettings.withLock { _ = $0.removeValue(forKey: room) }
-        seenRooms.withLock { _ = $0.remove(room) }
-        groupChanges.withLock { grouping.withLock { _ = try? $0.move(room: room, to: RoomGroups.mainID) } }
+        let ended = stereoPairs.withLock { t -> StereoPair? in try? t.unpair(room) }
+        let speakers = ended.map { $0.side(of: room) == nil ? $0.speakers : [room] } ?? [room]
+        if let ended {
+            // The other speaker stays, a room of its own again.
+            for s in ended.speakers where !speakers.contains(s) { sendChannels(toSpeaker: s) }
+            markSoundDirty()
+        }
+        for speaker in speakers {
+            roomSettings.withLock { _ = $0.removeValue(forKey: speaker) }
+            roomChannels.withLock { _ = $0.removeValue(forKey: speaker) }
+            seenRooms.withLock { _ = $0.remove(speaker) }
+            groupChanges.withLock { grouping.withLock { _ = try? $0.move(room: speaker, to: RoomGroups.mainID) } }
+        }
         events.emit(.rooms)
     }
 
+    /// A room's settings (a stereo pair's, by its name: its left speaker's;
+    /// volume and mute are the same on both, the latency trim is each speaker's).
     public func settings(of room: String) -> RoomSettings {
-        roomSettings.withLock { $0[room] } ?? RoomSettings()
+        settings(ofSpeaker: stereoPairs.withLock { $0.pair(named: room)?.left } ?? room)
     }
+
+    /// One speaker's own settings.
+    func settings(ofSpeaker speaker: String) -> RoomSettings {
+        roomSettings.withLock { $0[speaker] } ?? RoomSettings()
+    }
+
+    /// The speakers a setting on `room` reaches: a stereo pair's two (by its name or either speaker's), else the room.
+    func speakers(of room: String) -> [String] { stereoPairs.withLock { $0.speakers(of: room) } }
 
     /// Records a room's settings without sending them (a joining room gets them after its welcome).
     func storeSettings(_ settings: RoomSettings, room: String) {

@@ -16,13 +16,22 @@ struct KeptGroupSound: Sendable {
 extension Leader {
     // MARK: Equaliser
 
+    /// A room's equaliser (a stereo pair's: its left speaker's, which its right one shares).
     public func equalizer(of room: String) -> RoomEqualizer {
-        roomEqualizers.withLock { $0[room] } ?? RoomEqualizer()
+        let speaker = speakers(of: room)[0]
+        return roomEqualizers.withLock { $0[speaker] } ?? RoomEqualizer()
     }
 
     /// Sets a room's equaliser; sent at once to its speaker (protocol v3),
-    /// saved, and sent again whenever it reconnects.
+    /// saved, and sent again whenever it reconnects. A stereo pair's (by
+    /// its name or either speaker's) goes to both its speakers.
     public func setEqualizer(room: String, _ eq: RoomEqualizer) {
+        for speaker in speakers(of: room) { setSpeakerEqualizer(speaker, eq) }
+        events.emit(.mixer)
+    }
+
+    /// One speaker's equaliser, kept and sent.
+    func setSpeakerEqualizer(_ room: String, _ eq: RoomEqualizer) {
         roomEqualizers.withLock { $0[room] = eq }
         markSoundDirty()
         seenRooms.withLock { _ = $0.insert(room) }
@@ -37,7 +46,6 @@ extension Leader {
                 log.warning("room \(room) speaks protocol v\(session.version): its EQ is kept but not heard until its tutti is updated")
             }
         }
-        events.emit(.mixer)
     }
 
     /// A preset's settings, keeping the room's shelves and preamp choice.
@@ -91,13 +99,16 @@ extension Leader {
     func saveSound(to store: PlayerStateStore) {
         let settings = allRoomSettings
         let eqs = roomEqualizers.withLock { $0 }
+        let channels = roomChannels.withLock { $0 }
         var rooms: [String: PlayerStateStore.RoomSound] = [:]
-        for room in Set(settings.keys).union(eqs.keys) {
+        for room in Set(settings.keys).union(eqs.keys).union(channels.keys) {
             let eq = eqs[room] ?? RoomEqualizer()
-            rooms[room] = .init(settings: settings[room] ?? RoomSettings(), equalizer: eq.settings, preset: eq.preset)
+            rooms[room] = .init(settings: settings[room] ?? RoomSettings(), equalizer: eq.settings, preset: eq.preset,
+                                channels: channels[room] ?? .stereo)
         }
         do {
             try store.saveRooms(rooms)
+            try store.savePairs(stereoPairs.withLock { $0 })
             try store.savePresets(customPresets.withLock { $0 })
             recordSave(nil)
         } catch {
@@ -165,7 +176,7 @@ extension Leader {
     func applyKeptGroupSound(toJoining room: String) {
         let id = group(ofRoom: room).id
         guard let kept = keptGroupSound.withLock({ $0[id] }) else { return }
-        var s = settings(of: room)
+        var s = settings(ofSpeaker: room)
         if let v = kept.volume { s.volume = v }
         if let m = kept.muted { s.muted = m }
         storeSettings(s, room: room)

@@ -20,7 +20,7 @@ extension Leader {
         applyKeptGroupSound(toJoining: name)
         let stream = stream(forRoom: name)
         room.deliver(.follow(stream: describe(stream), from: LeaderTime(nanoseconds: Monotonic.now())))
-        room.deliver(.settings(settings(of: name)))
+        room.deliver(.settings(settings(ofSpeaker: name)))
         join(session, stream: stream)
     }
 

@@ -37,6 +37,10 @@ public final class Leader: @unchecked Sendable {
     let roomSettings = Mutex<[String: RoomSettings]>([:])
     /// Each room's equaliser and the preset it came from (Leader+Sound.swift).
     let roomEqualizers = Mutex<[String: RoomEqualizer]>([:])
+    /// Each room's own channel map (Leader+Channels.swift); a pair's speakers play their side instead.
+    let roomChannels = Mutex<[String: ChannelMap]>([:])
+    /// Stereo pairs: two speakers that are one room to people.
+    let stereoPairs = Mutex(StereoPairs())
     /// Presets people saved, usable in any room.
     let customPresets = Mutex<[EqualizerPreset]>([])
     /// A group volume or mute set while none of its rooms was known: applied to rooms as they join.
@@ -267,6 +271,10 @@ public final class Leader: @unchecked Sendable {
             let (rooms, presets) = (try store.loadRooms(), try store.loadPresets())
             roomSettings.withLock { s in for (name, r) in rooms { s[name] = r.settings } }
             roomEqualizers.withLock { e in for (name, r) in rooms { e[name] = RoomEqualizer(settings: r.equalizer, preset: r.preset) } }
+            roomChannels.withLock { c in for (name, r) in rooms where r.channels != .stereo { c[name] = r.channels } }
+            let pairs = try store.loadPairs()
+            stereoPairs.withLock { $0 = pairs }
+            seenRooms.withLock { s in for p in pairs.pairs { s.formUnion(p.speakers) } }
             seenRooms.withLock { $0.formUnion(rooms.keys) }
             customPresets.withLock { $0 = presets }
             for g in savedGroups?.groups ?? [] where g.id != RoomGroups.mainID {
@@ -347,7 +355,15 @@ public final class Leader: @unchecked Sendable {
     /// True once every file has been played (never with `loop`).
     public var finished: Bool { mainStream.player.ended }
 
-    public var followerNames: [String] { sessions.withLock { $0.values.compactMap { $0.name } }.sorted() }
+    /// Rooms connected now, as people see them: a stereo pair once, by its name, while either of its speakers is.
+    public var followerNames: [String] {
+        let speakers = connectedSpeakers
+        return stereoPairs.withLock { $0.collapse(speakers) }.sorted()
+    }
+
+    /// Speakers connected now, by the names they joined with (a pair's two apart), sorted.
+    var connectedSpeakers: [String] { sessions.withLock { $0.values.compactMap { $0.name } }.sorted() }
+    public var speakerNames: [String] { connectedSpeakers }
 
     public var health: [String: HealthReport] { healthReports.withLock { $0 } }
     /// Each v5 room's clock confidence and arrival margin.

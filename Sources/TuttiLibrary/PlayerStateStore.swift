@@ -24,13 +24,14 @@ public final class PlayerStateStore: Sendable {
         try database.withLock { (db: inout Database) throws(LibraryError) -> T in try body(db) }
     }
 
-    /// A room's volume, mute, latency trim and equaliser, as saved.
+    /// A room's volume, mute, latency trim, equaliser and channel map, as saved.
     public struct RoomSound: Equatable, Sendable {
         public var settings: RoomSettings
         public var equalizer: EqualizerSettings
         public var preset: String?
-        public init(settings: RoomSettings, equalizer: EqualizerSettings, preset: String?) {
-            self.settings = settings; self.equalizer = equalizer; self.preset = preset
+        public var channels: ChannelMap
+        public init(settings: RoomSettings, equalizer: EqualizerSettings, preset: String?, channels: ChannelMap = .stereo) {
+            self.settings = settings; self.equalizer = equalizer; self.preset = preset; self.channels = channels
         }
     }
 
@@ -49,6 +50,7 @@ public final class PlayerStateStore: Sendable {
                     ]
                     if case .manual(let db) = r.equalizer.preamp { object["preamp"] = .number(db) }
                     if let p = r.preset { object["preset"] = .string(p) }
+                    if r.channels != .stereo { object["channels"] = .string(r.channels.name) }
                     try put.run([.text(room), .text(JSONValue.object(object).serialized)])
                 }
             }
@@ -67,9 +69,31 @@ public final class PlayerStateStore: Sendable {
                                         latencyTrimNanoseconds: Int64(o["latencyNs"]?.integer ?? 0))
             let eq = (try? EqualizerSettings(gains: o["gains"]?.numbers ?? [], bass: o["bass"]?.number ?? 0, treble: o["treble"]?.number ?? 0,
                                              preamp: o["preamp"]?.number.map { .manual(decibels: $0) } ?? .auto)) ?? .flat
-            rooms[room] = RoomSound(settings: settings, equalizer: eq, preset: o["preset"]?.string)
+            rooms[room] = RoomSound(settings: settings, equalizer: eq, preset: o["preset"]?.string,
+                                    channels: o["channels"]?.string.flatMap { ChannelMap(name: $0) } ?? .stereo)
         }
         return rooms
+    }
+
+    /// Replaces the saved stereo pairs (one record in `player`, key `pairs`).
+    public func savePairs(_ pairs: StereoPairs) throws(LibraryError) {
+        let list: JSONValue = .array(pairs.pairs.map { ["name": .string($0.name), "left": .string($0.left), "right": .string($0.right)] })
+        try locked { db throws(LibraryError) in
+            try db.cached("INSERT INTO player (key, value) VALUES ('pairs', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value")
+                .run([.text(list.serialized)])
+        }
+    }
+
+    /// The saved stereo pairs (none if none were saved, or the record is unreadable).
+    public func loadPairs() throws(LibraryError) -> StereoPairs {
+        let rows = try locked { db throws(LibraryError) in
+            try db.query("SELECT value FROM player WHERE key = 'pairs'") { (s) throws(LibraryError) in s.text(0) }
+        }
+        guard let text = rows.first, let value = try? JSONValue.parse(Array(text.utf8)), let list = value.array else { return StereoPairs() }
+        return StereoPairs(list.compactMap { item in
+            guard let f = item.strings, let name = f["name"], let left = f["left"], let right = f["right"] else { return nil }
+            return StereoPair(name: name, left: left, right: right)
+        })
     }
 
     /// The live control tokens' digests (`ControlTokens`), oldest first.
@@ -243,7 +267,7 @@ public final class PlayerStateStore: Sendable {
             let rows = try db.query("SELECT position, id, uri, play_rank FROM queue ORDER BY position") { (s) throws(LibraryError) in
                 (Int(s.int(0)), UInt32(clamping: s.int(1)), s.text(2), Int(s.int(3)))
             }
-            let pairs = try db.query("SELECT key, value FROM player WHERE key != 'groups'") { (s) throws(LibraryError) in (s.text(0), s.text(1)) }
+            let pairs = try db.query("SELECT key, value FROM player WHERE key NOT IN ('groups', 'pairs')") { (s) throws(LibraryError) in (s.text(0), s.text(1)) }
             return (rows, pairs)
         }
         var values: [String: String] = [:]

@@ -83,6 +83,19 @@ struct CLICommandTests {
         #expect(try command("watch") == .watch)
     }
 
+    @Test("channels, pair, unpair: a room's channel map and stereo pairs")
+    func channels() throws {
+        #expect(try command("channels", "den", "mono") == .channels(room: "den", map: "mono"))
+        #expect(try command("channels", "den") == .channels(room: "den", map: nil))
+        #expect(try command("pair", "living-l", "living-r") == .pair(left: "living-l", right: "living-r", name: nil))
+        #expect(try command("pair", "living-l", "living-r", "Living room") == .pair(left: "living-l", right: "living-r", name: "Living room"))
+        #expect(try command("pair", "swap", "Living room") == .swapPair("Living room"))
+        #expect(try command("unpair", "Living room") == .unpair("Living room"))
+        #expect(usage("pair", "living-l") == "pair LEFT RIGHT [NAME]")
+        #expect(usage("unpair") == "unpair NAME (the pair's name, or either speaker's)")
+        #expect(usage("channels", "den", "left", "right") == "channels ROOM stereo|left|right|mono|swap")
+    }
+
     @Test("eq: a preset, gains, shelves and preamp; `bass` alone is a preset; later words win")
     func equalizer() throws {
         #expect(try command("eq", "den") == .eq(.show(room: "den")))

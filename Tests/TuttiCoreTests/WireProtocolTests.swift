@@ -44,6 +44,9 @@ let sampleMessages: [Message] = {
         .follow(stream: StreamDescription(streamID: 0, codec: .pcm, framesPerChunk: 1, bufferNanoseconds: 0), from: LeaderTime(nanoseconds: -1)),
         .equalizer(.flat),
         .equalizer(try! EqualizerSettings(gains: [-12, -1.5, 0, 2, 4, 4, 3, 2, 1, 12], bass: 6, treble: -3.5, preamp: .manual(decibels: -12))),
+        .channels(.stereo),
+        .channels(.left),
+        .channels(.swap),
         .syncReport(SyncReport()),
         .syncReport(SyncReport(clockUncertaintyNanoseconds: 12_345, clockSamples: .max, clockChannel: .datagram,
                                arrivalLeadMinimumNanoseconds: -5_000_000, lateChunks: 3)),
@@ -143,7 +146,7 @@ struct WireProtocolTests {
     @Test("Every MessageType case is covered by the samples")
     func everyTypeCovered() {
         #expect(Set(sampleMessages.map(\.type.rawValue)) == Set(MessageType.allCases.map(\.rawValue)))
-        #expect(MessageType.allCases.map(\.rawValue) == Array(1...15) + Array(30...32) + Array(40...47))
+        #expect(MessageType.allCases.map(\.rawValue) == Array(1...16) + Array(30...32) + Array(40...47))
     }
 
     @Test("Exact byte layout (big-endian) of fixed-size messages")
@@ -166,6 +169,9 @@ struct WireProtocolTests {
         // Equalizer: band count, ten gains, bass, treble, preamp mode and value; half-dB steps in signed bytes.
         let eq = try! EqualizerSettings(gains: [6, 5, 4, 2, 0, 0, 0, 0, 0, -0.5], treble: 1, preamp: .manual(decibels: -3))
         #expect(Message.equalizer(eq).encoded() == [0, 0, 0, 16, 14, 10, 12, 10, 8, 4, 0, 0, 0, 0, 0, 0xFF, 0, 2, 1, 0xFA])
+        // Channels: one byte, the map (v8).
+        #expect(Message.channels(.right).encoded() == [0, 0, 0, 2, 16, 2])
+        #expect(throws: ProtocolError.invalidField(.channels, "channel map 5 is not 0…4")) { try Message.decode(body: [16, 5]) }
         #expect(Message.chunk(Chunk(streamID: 0, sequence: 0, pts: .init(nanoseconds: 0), frames: 1, payload: [9, 8, 7])).encoded()
             == [0, 0, 0, 28, 6] + [UInt8](repeating: 0, count: 4 + 8 + 8) + [0, 0, 0, 1, 9, 8, 7])
     }
@@ -255,7 +261,7 @@ struct WireProtocolTests {
         #expect(throws: ProtocolError.emptyMessage) { try Message.decode(body: ArraySlice<UInt8>()) }
     }
 
-    @Test("Unknown type byte", arguments: [0, 16, 29, 33, 127, 200, 255] as [UInt8])
+    @Test("Unknown type byte", arguments: [0, 17, 29, 33, 127, 200, 255] as [UInt8])
     func unknownType(_ type: UInt8) {
         expectProtocolError(.unknownType(type), frame(type: type, body: []))
         expectProtocolError(.unknownType(type), frame(type: type, body: [1, 2, 3, 4]))

@@ -78,6 +78,7 @@ def used_keys():
     keys.update("state." + s for s in STATES)
     keys.update("lib." + s for s in SECTIONS)
     keys.update("now.repeat." + m for m in ["off", "all", "one"])
+    keys.update("chan." + c for c in ["stereo", "left", "right", "mono", "swap"])
     return keys
 
 

@@ -38,7 +38,9 @@ on the first failure (2 for bad arguments or a missing tool):
   mpc pause / play / volume seen by the page within 200 ms (the time
   printed); a room's volume slider changes rooms.list; the room moved into
   a new group by its group picker and back (groups.list); party on and off
-  (party.status); on the Sound screen a preset picked for the room, a band
+  (party.status); the room's channels from its card (rooms.list), two rooms
+  made one stereo pair with "Stereo pair" (one entry in rooms.list), swapped
+  and unpaired from the pair's card; on the Sound screen a preset picked for the room, a band
   raised from the keyboard (rooms.list), the group's speed and pitch from
   their sliders (player.status), and Normal puts both back.
 """
@@ -431,6 +433,45 @@ def run(args):
         wait_leader(leader, lambda: (lambda p: (p["party"] is False, p))(leader.call("party.status")), "party.status off", T)
         page.wait("document.querySelector('[data-test=party]').getAttribute('aria-pressed') === 'false'", "the Party button released")
         ok("party off", "party.status false")
+
+        # Channels: the room's map from its card; then two rooms made one stereo pair, swapped, and unpaired.
+        def room_named(n):
+            return next((r for r in leader.call("rooms.list")["rooms"] if r["name"] == n), None)
+        chan = page.one("room-channels", page.room(args.room))
+        page.dismiss_toasts()
+        page.d.execute_script("arguments[0].scrollIntoView({block: 'center'});", chan)
+        Select(chan).select_by_value("mono")
+        wait_leader(leader, lambda: (lambda r: (r["channels"] == "mono", r["channels"]))(room_named(args.room)), "%s to play mono" % args.room, T)
+        ok("channels", "%s set to mono from its card; rooms.list agrees" % args.room)
+        Select(page.one("room-channels", page.room(args.room))).select_by_value("stereo")
+        wait_leader(leader, lambda: (lambda r: (r["channels"] == "stereo", r["channels"]))(room_named(args.room)), "%s back to stereo" % args.room, T)
+        other = next(r["name"] for r in leader.call("rooms.list")["rooms"] if r["name"] != args.room and r.get("connected") and not r.get("pair"))
+        page.tap(page.one("pair-new"), "Stereo pair")
+        page.wait("document.querySelector('[data-test=pair-left]')", "the stereo pair dialog")
+        Select(page.one("pair-left")).select_by_value(args.room)
+        Select(page.one("pair-right")).select_by_value(other)
+        page.one("pair-name").send_keys("Web pair")
+        page.tap(page.one("modal-ok"), "Pair")
+        pair = wait_leader(leader, lambda: (lambda r: (r is not None and r.get("pair", {}).get("left") == args.room, r))(room_named("Web pair")),
+                           "rooms.list to have the pair 'Web pair'", T)
+        names = [r["name"] for r in leader.call("rooms.list")["rooms"]]
+        if args.room in names or other in names:
+            fail("rooms.list still lists the paired rooms apart: %s" % names)
+        page.wait("(function(){ const c = document.querySelector('[data-test=room][data-room=\"Web pair\"]');"
+                  " return c && c.querySelectorAll('[data-test=pair-speaker]').length === 2; })()", "the pair's card with its two speakers")
+        ok("pair: made", "%s left, %s right as 'Web pair': one entry in rooms.list (%s)" % (args.room, other, ", ".join(names)))
+        page.shot(shots, "rooms-pair")
+        page.tap(page.one("pair-swap", page.room("Web pair")), "Swap L/R")
+        wait_leader(leader, lambda: (lambda r: (r["pair"]["left"] == other, r["pair"]))(room_named("Web pair")), "the pair swapped", T)
+        page.wait("document.querySelector('[data-test=room][data-room=\"Web pair\"] [data-test=pair-speaker][data-side=left]').dataset.speaker === %s" % json.dumps(other),
+                  "the card to show %s on the left" % other)
+        ok("pair: swapped", "%s now plays left" % other)
+        page.tap(page.one("pair-unpair", page.room("Web pair")), "Unpair")
+        page.tap(page.one("modal-ok"), "Unpair (confirm)")
+        wait_leader(leader, lambda: (lambda r: (r is None, r))(room_named("Web pair")), "the pair gone from rooms.list", T)
+        page.wait("document.querySelector('[data-test=room][data-room=%s]') && document.querySelector('[data-test=room][data-room=%s]')"
+                  % (json.dumps(args.room), json.dumps(other)), "both rooms' cards back")
+        ok("pair: unpaired", "%s and %s are rooms of their own again" % (args.room, other))
 
         # Sound: the room's preset from the picker, one band from the keyboard, then the group's speed and pitch.
         page.tab("sound")

@@ -101,6 +101,15 @@ export const EN = {
   'rooms.noRooms': 'No rooms yet: choose this group in a room’s Group picker.', 'rooms.offline': 'The {name} speaker is offline',
   'rooms.online': 'The {name} speaker is connected', 'rooms.controlGroup': 'Control {name} from this phone',
   'rooms.renameGroup': 'Rename {name}', 'rooms.deleteGroup': 'Delete {name}', 'rooms.groupVolume': 'Volume of the group {name}',
+  // Stereo pairs and channels
+  'pair.new': 'Stereo pair', 'pair.needsTwo': 'A stereo pair needs two rooms: connect two speakers first',
+  'pair.leftSpeaker': 'Left speaker', 'pair.rightSpeaker': 'Right speaker', 'pair.name': 'Name of the pair',
+  'pair.twoDifferent': 'Pick two different rooms', 'pair.make': 'Make a stereo pair', 'pair.left': 'Left', 'pair.right': 'Right',
+  'pair.nameField': 'Name', 'pair.made': '{name}: {left} plays left, {right} right', 'pair.sideL': 'L', 'pair.sideR': 'R',
+  'pair.offline': '{name} (offline)', 'pair.swap': 'Swap L/R', 'pair.unpair': 'Unpair',
+  'pair.unpairAsk': 'Unpair “{name}”? Its two speakers become rooms of their own.',
+  'chan.label': 'Channels', 'chan.of': 'Channels of {name}', 'chan.stereo': 'Stereo', 'chan.left': 'Left only', 'chan.right': 'Right only',
+  'chan.mono': 'Mono (L+R)', 'chan.swap': 'Swapped',
   'health.offline': 'offline', 'health.connected': 'connected', 'health.ready': 'ready · clock ±{clock} µs · round trip {rtt} µs',
   'health.settling': 'settling ±{us} µs', 'health.inSync': 'in sync ±{us} µs', 'health.off': 'off by {ms} ms', 'health.buffer': ' · buffer {ms} ms',
   // Sound

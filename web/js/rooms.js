@@ -1,15 +1,18 @@
-// Rooms and groups: every room by group, with volume, mute, latency trim
-// and sync health (offline rooms greyed); each group's volume (the loudest
+// Rooms and groups: every room by group, with volume, mute, latency trim,
+// channels (a channel map, or a stereo pair's two speakers with their sides,
+// Swap and Unpair) and sync health (offline rooms greyed); "Stereo pair" makes
+// two rooms one; each group's volume (the loudest
 // room's, scaled keeping ratios), rename/delete, which group a room is in
 // (a picker), new groups, and the Party button.
 // Cards are updated in place so a slider under a finger is never redrawn.
 
-import { h, icon, iconButton, clear, toast, errText, ask, confirmBox, throttle } from './ui.js';
+import { h, icon, iconButton, clear, toast, errText, ask, confirmBox, formBox, throttle } from './ui.js';
 import { t, count } from './i18n.js';
 import { S, on, groupById } from './store.js';
 import { call, act, isUnknownMethod } from './rpc.js';
 
 const NEW = '\u0000new', OWN = '\u0000own';
+const CHANNELS = ['stereo', 'left', 'right', 'mono', 'swap'];
 
 function health(room) {
   if (!room || !room.connected) return { text: t('health.offline'), bad: true };
@@ -25,6 +28,14 @@ function health(room) {
   return { text, bad: err >= 1000 && !hl.settling };
 }
 
+// A stereo pair's health: each side's, shortened ("L in sync ±4 µs · R in sync ±6 µs"); a side in trouble in full.
+function pairHealth(room) {
+  const hs = (room.speakers || []).map((sp) => ({ side: t(sp.side === 'left' ? 'pair.sideL' : 'pair.sideR'), h: health(sp) }));
+  const bad = hs.filter((x) => x.h.bad);
+  if (bad.length) return { text: bad.map((x) => x.side + ' ' + x.h.text).join(' · '), bad: true };
+  return { text: hs.map((x) => x.side + ' ' + x.h.text.split(' · ')[0]).join(' · '), bad: false };
+}
+
 export function createRooms(selectGroup, go) {
   const party = h('button.party', { type: 'button', 'data-test': 'party', 'aria-pressed': 'false', onclick: toggleParty });
   const box = h('div.groups');
@@ -32,7 +43,9 @@ export function createRooms(selectGroup, go) {
   const requests = h('div.pairing', { role: 'region', 'aria-label': t('rooms.asking'), 'aria-live': 'polite', 'data-test': 'pairing' });
   const el = h('section.view', { id: 'view-rooms', 'aria-label': t('rooms.region') },
     h('header.bar', null, h('h1', { text: t('rooms.title') }),
-      h('div.acts', null, h('button.btn', { type: 'button', 'data-test': 'group-new', onclick: () => newGroup([]) }, icon('plus'), t('rooms.newGroup')))),
+      h('div.acts', null,
+        h('button.btn', { type: 'button', 'data-test': 'pair-new', onclick: () => makePair() }, icon('plus'), t('pair.new')),
+        h('button.btn', { type: 'button', 'data-test': 'group-new', onclick: () => newGroup([]) }, icon('plus'), t('rooms.newGroup')))),
     requests, party, box);
 
   function decide(name, allow) {
@@ -115,6 +128,61 @@ export function createRooms(selectGroup, go) {
     Promise.resolve(job).then(() => { delete sel.dataset.moving; sel.value = sel.dataset.group || 'main'; });
   }
 
+  // "Make a stereo pair": two rooms (not already pairs) become one, the first plays left.
+  function makePair() {
+    const free = S.rooms.filter((r) => !r.pair).map((r) => r.name);
+    if (free.length < 2) { toast(t('pair.needsTwo')); return; }
+    const pick = (test, label, i) => {
+      const sel = h('select.picker', { 'data-test': test, 'aria-label': label });
+      for (const n of free) sel.appendChild(h('option', { value: n, text: n }));
+      sel.value = free[i];
+      return sel;
+    };
+    const left = pick('pair-left', t('pair.leftSpeaker'), 0), right = pick('pair-right', t('pair.rightSpeaker'), 1);
+    const name = h('input.field', { type: 'text', 'data-test': 'pair-name', 'aria-label': t('pair.name'), placeholder: free[0] + ' + ' + free[1], autocomplete: 'off' });
+    const read = () => {
+      if (left.value === right.value) { toast(t('pair.twoDifferent')); return null; }
+      return { left: left.value, right: right.value, name: name.value.trim() };
+    };
+    formBox(t('pair.make'), [[t('pair.left'), left], [t('pair.right'), right], [t('pair.nameField'), name]], read, t('rooms.pair')).then((v) => {
+      if (!v) return;
+      const params = { left: v.left, right: v.right };
+      if (v.name) params.name = v.name;
+      call('rooms.pair', params).then((p) => toast(t('pair.made', { name: p.name, left: v.left, right: v.right }), 'info'), (e) => toast(errText(e)));
+    });
+  }
+
+  function setChannels(name, map, sel) {
+    call('rooms.setChannels', { room: name, channels: map }).then(null, (e) => {
+      toast(errText(e));
+      sel.value = sel.dataset.channels || 'stereo';
+    });
+  }
+
+  // A pair's speakers: each side with its own latency trim.
+  function renderPair(c, room) {
+    const key = JSON.stringify(room.speakers.map((sp) => [sp.name, sp.side, Math.round(sp.latencyMs || 0), !!sp.connected]));
+    if (c.pairRow.dataset.key === key && c.pairRow.contains(document.activeElement)) return;
+    c.pairRow.dataset.key = key;
+    clear(c.pairRow);
+    for (const sp of room.speakers) {
+      const lat = h('input.field.lat', { type: 'number', min: '-1000', max: '5000', step: '1', inputmode: 'numeric', value: String(Math.round(sp.latencyMs || 0)),
+        'data-test': 'pair-speaker-latency', 'aria-label': t('rooms.latencyOf', { name: sp.name }) });
+      lat.addEventListener('change', () => {
+        const v = Math.round(+lat.value);
+        if (!isFinite(v) || v < -1000 || v > 5000) { toast(t('rooms.latencyRange')); return; }
+        setRoom(sp.name, { latencyMs: v });
+      });
+      c.pairRow.appendChild(h('div.pspk', { 'data-test': 'pair-speaker', 'data-side': sp.side, 'data-speaker': sp.name },
+        h('span.lbl', { text: t(sp.side === 'left' ? 'pair.sideL' : 'pair.sideR') + ' · ' + (sp.connected ? sp.name : t('pair.offline', { name: sp.name })) }), lat, h('span.lbl', { text: t('rooms.ms') })));
+    }
+    c.pairRow.appendChild(h('div.acts', null,
+      h('button.btn.sm', { type: 'button', 'data-test': 'pair-swap', onclick: () => act('rooms.swapPair', { room: c.name }) }, t('pair.swap')),
+      h('button.btn.sm', { type: 'button', 'data-test': 'pair-unpair', onclick: () => {
+        confirmBox(t('pair.unpairAsk', { name: c.name }), t('pair.unpair')).then((yes) => { if (yes) act('rooms.unpair', { room: c.name }); });
+      } }, t('pair.unpair'))));
+  }
+
   function setRoom(name, params) {
     return call('rooms.set', Object.assign({ room: name }, params)).then(null, (e) => toast(errText(e)));
   }
@@ -126,6 +194,10 @@ export function createRooms(selectGroup, go) {
     c.volText = h('span.num', { 'data-test': 'room-volume-value' });
     c.mute = iconButton('vol', t('rooms.mute', { name }), 'room-mute', () => setRoom(name, { muted: !c.muted }), 'toggle');
     c.group = h('select.picker', { 'data-test': 'room-group', 'aria-label': t('rooms.groupOf', { name }), onchange: () => moveRoom(name, c.group.value, c.group) });
+    c.chan = h('select.picker', { 'data-test': 'room-channels', 'aria-label': t('chan.of', { name }), onchange: () => setChannels(name, c.chan.value, c.chan) });
+    for (const o of CHANNELS) c.chan.appendChild(h('option', { value: o, text: t('chan.' + o) }));
+    c.chanBox = h('label.glabel', null, h('span', { text: t('chan.label') }), c.chan);
+    c.pairRow = h('div.prow', { 'data-test': 'pair-speakers', hidden: true });
     c.lat = h('input.field.lat', { type: 'number', min: '-1000', max: '5000', step: '1', inputmode: 'numeric', 'data-test': 'room-latency', 'aria-label': t('rooms.latencyOf', { name }) });
     const sendLatency = () => {
       const v = Math.round(+c.lat.value);
@@ -137,24 +209,25 @@ export function createRooms(selectGroup, go) {
     const sendVol = throttle((v) => setRoom(name, { volume: v }), 120);
     c.vol.addEventListener('input', () => { c.dragging = true; c.volText.textContent = c.vol.value; c.vol.setAttribute('aria-valuetext', c.vol.value + '%'); sendVol(+c.vol.value); });
     c.vol.addEventListener('change', () => { sendVol(+c.vol.value); setTimeout(() => { c.dragging = false; }, 400); });
-    c.el = h('article.room', { 'data-test': 'room', 'data-room': name },
-      h('div.rt', null, h('h3', { text: name }), c.status),
-      h('div.vrow', null, c.mute, c.vol, c.volText),
-      h('div.orow', null,
-        h('label.glabel', null, h('span', { text: t('rooms.group') }), c.group),
-        h('div.latbox', null,
+    c.latBox = h('div.latbox', null,
           h('span.lbl', { text: t('rooms.latency') }),
           iconButton('minus', t('rooms.lessLatency', { name }), 'room-latency-down', () => nudge(-5), 'sm'),
           c.lat,
           iconButton('plus', t('rooms.moreLatency', { name }), 'room-latency-up', () => nudge(5), 'sm'),
-          h('span.lbl', { text: t('rooms.ms') }))));
+          h('span.lbl', { text: t('rooms.ms') }));
+    c.el = h('article.room', { 'data-test': 'room', 'data-room': name },
+      h('div.rt', null, h('h3', { text: name }), c.status),
+      h('div.vrow', null, c.mute, c.vol, c.volText),
+      h('div.orow', null, h('label.glabel', null, h('span', { text: t('rooms.group') }), c.group), c.latBox),
+      h('div.orow', null, c.chanBox),
+      c.pairRow);
     return c;
   }
 
   function update(c, groupId) {
     let room = null;
     for (const r of S.rooms) if (r.name === c.name) room = r;
-    const hl = health(room);
+    const hl = room && room.pair ? pairHealth(room) : health(room);
     c.el.classList.toggle('offline', !room || !room.connected);
     c.el.dataset.connected = room && room.connected ? '1' : '0';
     c.status.textContent = hl.text;
@@ -172,6 +245,16 @@ export function createRooms(selectGroup, go) {
         c.mute.title = label;
       }
       if (document.activeElement !== c.lat) c.lat.value = String(Math.round(room.latencyMs || 0));
+      const paired = !!room.pair;
+      c.el.dataset.pair = paired ? '1' : '0';
+      c.chanBox.hidden = paired;
+      c.latBox.hidden = paired; // each speaker of a pair has its own trim, below
+      c.pairRow.hidden = !paired;
+      if (paired) renderPair(c, room);
+      else {
+        c.chan.dataset.channels = room.channels || 'stereo';
+        if (document.activeElement !== c.chan) c.chan.value = room.channels || 'stereo';
+      }
     }
     if (groupId !== undefined) {
       c.group.dataset.group = groupId;

@@ -211,6 +211,35 @@ export function focusHeading(root) {
   head.focus({ preventScroll: true });
 }
 
+// A small form in the modal: `fields` are [label, element] pairs; `read()` gives the
+// value to resolve with, or null to stay open (it says why itself). Cancel: null.
+export function formBox(title, fields, read, okLabel) {
+  const opener = document.activeElement;
+  const openerTest = opener && opener.getAttribute ? opener.getAttribute('data-test') : null;
+  const openerView = opener && opener.closest ? opener.closest('.view') : null;
+  return new Promise((resolve) => {
+    const root = $('#modal');
+    const done = (v) => {
+      clear(root); root.hidden = true; document.removeEventListener('keydown', key);
+      restoreFocus(opener, openerTest, openerView);
+      resolve(v);
+    };
+    const key = (e) => { if (e.key === 'Escape') done(null); };
+    const ok = () => { const v = read(); if (v) done(v); };
+    clear(root).appendChild(h('div.dialog', { role: 'dialog', 'aria-modal': 'true', 'aria-label': title },
+      h('form', { onsubmit: (e) => { e.preventDefault(); ok(); } },
+        h('h2', { text: title }),
+        ...fields.map((f) => h('label.fld', null, h('span', { text: f[0] }), f[1])),
+        h('div.row.end',
+          h('button.btn', { type: 'button', 'data-test': 'modal-cancel', onclick: () => done(null) }, t('ui.cancel')),
+          h('button.btn.primary', { type: 'submit', 'data-test': 'modal-ok' }, okLabel || t('ui.ok'))))));
+    root.hidden = false;
+    root.onclick = (e) => { if (e.target === root) done(null); };
+    document.addEventListener('keydown', key);
+    setTimeout(() => { if (fields.length) fields[0][1].focus(); }, 30);
+  });
+}
+
 // Calls fn at most every `ms` while events keep coming, and once after the last.
 export function throttle(fn, ms) {
   let last = 0, timer = 0, args = null;
