@@ -44,13 +44,13 @@ extension ControlServer {
             // The Pairing PSK method: a Sendspin player shows a token (`SP:0…`); staged here, it admits
             // that one player to pair, and the pairing gives it a long-term key.
             guard let trust = leader.sendspinTrust else {
-                throw RPCError(code: -32000, message: "this leader runs no Sendspin server (start it with --sendspin)")
+                throw RPCError(code: -32000, UserMessage(.pairingNoSendspinServer))
             }
             guard let raw = params["token"]?.string, let token = SendspinPairingToken.parse(raw) else {
-                throw RPCError(code: -32602, message: "speakers.sendspinToken needs \"token\": the pairing token (SP:0…) the Sendspin player shows")
+                throw RPCError(code: -32602, UserMessage(.pairingNeedsSendspinToken))
             }
             do { try trust.stage(clientID: token.clientID, psk: token.psk) } catch {
-                throw RPCError(code: -32000, message: "the pairing token was not kept: \(error)")
+                throw RPCError(code: -32000, UserMessage(.pairingSendspinTokenNotKept, ["reason": "\(error)"]))
             }
             return ["staged": .string(token.clientID)]
         case "speakers.forget":
