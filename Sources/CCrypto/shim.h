@@ -44,6 +44,14 @@ typedef struct tutti_aes_gcm {
     int (* _Nonnull control)(EVP_CIPHER_CTX *_Nonnull context, int type, int arg, void *_Nullable pointer);
 } tutti_aes_gcm;
 
+// SHA-1, one call, for the one place a protocol insists on it: a Tutti speaker
+// playing for a Sendspin server checks the server's Sec-WebSocket-Accept
+// (RFC 6455). Opened at that speaker's first connection. The legacy one-shot
+// SHA1(), like SHA256_* above, keeps EVP's provider set-up out.
+typedef struct tutti_sha1 {
+    unsigned char *_Nullable (* _Nonnull digest)(const unsigned char *_Nullable data, size_t count, unsigned char *_Nullable md);
+} tutti_sha1;
+
 static const int tutti_gcm_get_tag = EVP_CTRL_GCM_GET_TAG;
 static const int tutti_gcm_set_tag = EVP_CTRL_GCM_SET_TAG;
 #endif

@@ -106,6 +106,9 @@ public enum MessageKey: String, CaseIterable, Sendable {
     case pairingNeedsCode = "pairing.needsCode"
     case pairingNoRequest = "pairing.noRequest"
     case pairingNotPaired = "pairing.notPaired"
+    case pairingNoSendspinServer = "pairing.noSendspinServer"
+    case pairingNeedsSendspinToken = "pairing.needsSendspinToken"
+    case pairingSendspinTokenNotKept = "pairing.sendspinTokenNotKept"
     // The `tutti` client
     case cliUnreachable = "cli.unreachable"
     case cliLoginFailed = "cli.loginFailed"
@@ -170,6 +173,9 @@ public enum MessageKey: String, CaseIterable, Sendable {
         case .pairingNeedsCode: #"speakers.pair needs "code": the six digits `sudo tutti-follower pair` shows"#
         case .pairingNoRequest: "no speaker named '{name}' is waiting to be allowed (see speakers.pending)"
         case .pairingNotPaired: "no paired speaker named '{name}' (see speakers.list)"
+        case .pairingNoSendspinServer: "this leader runs no Sendspin server (start it with --sendspin)"
+        case .pairingNeedsSendspinToken: #"speakers.sendspinToken needs "token": the pairing token (SP:0…) the Sendspin player shows"#
+        case .pairingSendspinTokenNotKept: "the pairing token was not kept: {reason}"
         case .cliUnreachable: "cannot reach the leader at {endpoint}{how}: {reason}"
         case .cliLoginFailed: "logging in to {endpoint}: {reason}"
         case .cliNoLeaderNamed: "no leader named '{name}' with a control port found over mDNS (tutti leaders lists them)"
@@ -226,6 +232,9 @@ public enum MessageKey: String, CaseIterable, Sendable {
         case .pairingNeedsCode: #"speakers.pair에는 "code"가 필요합니다: `sudo tutti-follower pair`가 보여 주는 여섯 자리 숫자"#
         case .pairingNoRequest: "허용을 기다리는 '{name}' 스피커가 없습니다 (speakers.pending 참고)"
         case .pairingNotPaired: "'{name}'(이)라는 페어링된 스피커가 없습니다 (speakers.list 참고)"
+        case .pairingNoSendspinServer: "이 리더는 Sendspin 서버를 실행하지 않습니다 (--sendspin으로 시작하세요)"
+        case .pairingNeedsSendspinToken: #"speakers.sendspinToken에는 "token"이 필요합니다: Sendspin 플레이어가 보여 주는 페어링 토큰 (SP:0…)"#
+        case .pairingSendspinTokenNotKept: "페어링 토큰을 저장하지 못했습니다: {reason}"
         case .cliUnreachable: "{endpoint}{how}의 리더에 연결할 수 없습니다: {reason}"
         case .cliLoginFailed: "{endpoint}에 로그인하는 중: {reason}"
         case .cliNoLeaderNamed: "mDNS에서 제어 포트가 있는 '{name}' 리더를 찾지 못했습니다 (tutti leaders로 목록을 볼 수 있습니다)"

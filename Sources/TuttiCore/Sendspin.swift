@@ -108,6 +108,16 @@ public enum SendspinClientMessage: Equatable, Sendable {
     /// `stream/request-format` for the player.
     case requestFormat(SendspinAudioFormat)
     case goodbye(reason: String)
+    /// `client/pair-init`: starts a pairing attempt admitted by the `pairingIndex`-th pairing
+    /// `server/activate` since the handshake; `commitment`: it carries `commit_B` (dynamic pairing code only).
+    case pairInit(pairingIndex: Int, commitment: Bool)
+    /// `client/pair-finalize` of the Pairing PSK flow: the new long-term PSK (32 bytes), or nil
+    /// when it carries a wrapped PSK (a pairing-code flow) or none.
+    case pairFinalize(longTermPSK: [UInt8]?)
+    /// `pair/abort` from the client.
+    case pairAbort(reason: String)
+    /// Another pairing message (`client/pair-pending`, `-auth`, `-confirm`, `-retry`): left over from an attempt this server did not start.
+    case pairOther(type: String)
     /// A type this server does not act on (ignored, as the spec asks of unknown messages).
     case other(type: String)
 }
@@ -155,6 +165,20 @@ public enum Sendspin {
             return .requestFormat(try format(player))
         case "client/goodbye":
             return .goodbye(reason: (try? shortText(payload["reason"] ?? "", "reason")) ?? "")
+        case "client/pair-init":
+            let index = try bounded(payload["pairing_index"], "pairing_index", 0...Int(Int32.max))
+            return .pairInit(pairingIndex: index, commitment: payload["commit_B"] != nil)
+        case "client/pair-finalize":
+            guard let text = payload["long_term_psk"] else { return .pairFinalize(longTermPSK: nil) }
+            guard payload["wrapped_psk"] == nil else { throw .malformed("client/pair-finalize carries both long_term_psk and wrapped_psk") }
+            guard let s = text.string, s.utf8.count <= 64, let psk = Base64URL.decode(s), psk.count == 32 else {
+                throw .malformed("long_term_psk is not 32 bytes in base64url")
+            }
+            return .pairFinalize(longTermPSK: psk)
+        case "pair/abort":
+            return .pairAbort(reason: (try? shortText(payload["reason"] ?? "", "reason")) ?? "")
+        case "client/pair-pending", "client/pair-auth", "client/pair-confirm", "client/pair-retry":
+            return .pairOther(type: type)
         default:
             return .other(type: type)
         }
@@ -283,6 +307,18 @@ public enum Sendspin {
     public static func serverActivate(playback: Bool, activeRoles: [String]) -> String {
         message("server/activate", ["activities": .strings(playback ? ["playback"] : []), "active_roles": .strings(activeRoles)])
     }
+
+    /// The `server/activate` that admits a pairing attempt: the pairing activity alone, no roles.
+    public static func serverActivatePairing(method: SendspinTrust.PairMethod) -> String {
+        message("server/activate", ["activities": .strings(["pairing"]), "active_roles": .strings([]),
+                                    "pairing": ["method": .string(method.rawValue)]])
+    }
+
+    /// The acknowledgement that the client's long-term PSK is stored.
+    public static func serverPairFinalize() -> String { message("server/pair-finalize", [:]) }
+
+    /// Ends a pairing attempt (`attempt_timeout`, `concurrent_attempt`, `method_not_supported`, `user_cancelled`).
+    public static func pairAbort(reason: String) -> String { message("pair/abort", ["reason": .string(reason)]) }
 
     /// The legacy (plain) path's `server/hello`, the answer to the client's.
     public static func serverHello(serverID: String, name: String, activeRoles: [String]) -> String {

@@ -119,6 +119,11 @@ public struct SendspinPlayerLink: Sendable {
         ])
     }
 
+    /// `client/goodbye`, the last message when the speaker stops (`shutdown`) or leaves for another server.
+    public static func goodbye(reason: String = "shutdown") -> String {
+        (["type": "client/goodbye", "payload": ["reason": .string(reason)]] as JSONValue).serialized
+    }
+
     /// `client/time` sent at `t1` (whole µs of it: the answer names the request by them). Nil before playback is active.
     public mutating func timeRequest(at t1: LocalTime) -> String? {
         guard phase == .active else { return nil }

@@ -272,3 +272,44 @@ public struct SendspinTrust: Sendable, Equatable {
         ]
     }
 }
+
+/// A Sendspin pairing token, version 0 (`SP:0…`): what a client shows a person
+/// for the Pairing PSK flow, to be pasted into the server. The text is RFC 4648
+/// base32 without padding, with `9` written for `2` (as aiosendspin writes it),
+/// of the client's static public key (its `client_id`) and the pairing PSK.
+/// Read leniently (spaces around, any case, the `SP:` prefix optional).
+public struct SendspinPairingToken: Equatable, Sendable {
+    public var clientID: String
+    public var psk: [UInt8]
+
+    /// Longest token text read (a version-0 token is 106 characters).
+    public static let maximumLength = 256
+
+    public static func parse(_ text: String) -> SendspinPairingToken? {
+        var t = String(text.drop { $0.isWhitespace }.reversed().drop { $0.isWhitespace }.reversed()).uppercased()
+        guard t.utf8.count <= maximumLength, t.unicodeScalars.allSatisfy(\.isASCII) else { return nil }
+        if t.hasPrefix("SP:") { t.removeFirst(3) }
+        guard t.first == "0" else { return nil }
+        var bits: UInt32 = 0, count = 0
+        var out: [UInt8] = []
+        for c in t.utf8.dropFirst() {
+            let v: UInt32
+            switch c {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"): v = UInt32(c - UInt8(ascii: "A"))
+            case UInt8(ascii: "9"): v = 26 // the token writes 2 as 9
+            case UInt8(ascii: "2")...UInt8(ascii: "7"): v = UInt32(c - UInt8(ascii: "2")) + 26
+            case UInt8(ascii: "="): continue
+            default: return nil
+            }
+            bits = bits << 5 | v
+            count += 5
+            if count >= 8 {
+                count -= 8
+                out.append(UInt8(truncatingIfNeeded: bits >> UInt32(count)))
+                bits &= (1 << UInt32(count)) - 1
+            }
+        }
+        guard out.count >= 64 else { return nil }
+        return SendspinPairingToken(clientID: Base64URL.encode(Array(out[0..<32])), psk: Array(out[32..<64]))
+    }
+}

@@ -29,12 +29,22 @@ public enum WebSocketOpening {
                       "Sec-WebSocket-Key: \(Base64.encode(key))\r\nSec-WebSocket-Version: 13\r\n\r\n").utf8)
     }
 
+    /// RFC 6455's GUID, appended to the key before hashing.
+    static let acceptGUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+
+    /// The `Sec-WebSocket-Accept` a server must answer the 16-byte `key` with:
+    /// base64 of SHA-1 of the key's base64 and the GUID. `sha1` is the digest (the shell's libcrypto).
+    public static func accept(key: [UInt8], sha1: ([UInt8]) -> [UInt8]) -> String {
+        Base64.encode(sha1(Array((Base64.encode(key) + acceptGUID).utf8)))
+    }
+
     /// The server's answer, once `bytes` hold all of it: nil while its end
     /// (a blank line) has not come; the bytes after it (the first frames),
-    /// or why it is not a switch to WebSocket. The accept hash is not
-    /// checked (SHA-1, which no library here offers cheaply): the status and
-    /// the upgrade header are, and every frame after is checked as it comes.
-    public static func response(_ bytes: [UInt8]) throws(WebSocketError) -> [UInt8]? {
+    /// or why it is not a switch to WebSocket. The status, the upgrade header
+    /// and, when `expectedAccept` is given, `Sec-WebSocket-Accept` are checked
+    /// (a proxy or a server that did not read our key answers otherwise);
+    /// every frame after is checked as it comes.
+    public static func response(_ bytes: [UInt8], expectedAccept: String? = nil) throws(WebSocketError) -> [UInt8]? {
         guard let end = headerEnd(bytes) else {
             if bytes.count > maximumResponseBytes { throw .refused("an answer of over \(maximumResponseBytes) bytes") }
             return nil
@@ -50,6 +60,15 @@ public enum WebSocketOpening {
                 && pair[1].trimmingSpaces.lowercased() == "websocket"
         }
         guard upgrade else { throw .refused("101 without Upgrade: websocket") }
+        if let expectedAccept {
+            let accepts = lines.dropFirst().compactMap { line -> Substring? in
+                let pair = line.split(separator: ":", maxSplits: 1)
+                return pair.count == 2 && pair[0].lowercased() == "sec-websocket-accept" ? pair[1].trimmingSpaces : nil
+            }
+            guard accepts.count == 1, accepts[0] == expectedAccept else {
+                throw .refused(accepts.isEmpty ? "101 without Sec-WebSocket-Accept" : "a Sec-WebSocket-Accept that does not answer our key")
+            }
+        }
         return Array(bytes[(end + 4)...])
     }
 

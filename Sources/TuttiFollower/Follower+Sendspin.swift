@@ -26,6 +26,12 @@ extension Follower {
         conn.setReceiveTimeout(milliseconds: Self.sendspinSilenceMilliseconds)
         let socket = SendspinSocket(connection: conn, address: address, identity: identity)
         try socket.open()
+        // On stop, the server hears why the player leaves (`client/goodbye`) before the close.
+        farewell.withLock { $0 = { [socket] in
+            try? socket.send(SendspinPlayerLink.goodbye(reason: "shutdown"))
+            socket.close(reason: "shutdown")
+        } }
+        defer { farewell.withLock { $0 = nil } }
         estimator.withLock { $0.reset() }
         let link = SharedLink(SendspinPlayerLink(configuration: SendspinPlayerLink.Configuration(name: configuration.name)))
         var writer: StreamWriter?

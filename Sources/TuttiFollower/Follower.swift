@@ -78,6 +78,8 @@ public final class Follower: @unchecked Sendable {
     private let clockOverStream = Atomic<Bool>(true)
     let running = Atomic<Bool>(true)
     let connection = Mutex<TCPConnection?>(nil)
+    /// What `stop` says before it closes the connection: a Sendspin session's `client/goodbye`.
+    let farewell = Mutex<(@Sendable () -> Void)?>(nil)
     let connectedAtomic = Atomic<Bool>(false)
     let concealedAtomic = Atomic<Int>(0)
     let connectionsAtomic = Atomic<Int>(0)
@@ -224,6 +226,7 @@ public final class Follower: @unchecked Sendable {
 
     public func stop() {
         running.store(false, ordering: .releasing)
+        farewell.withLock { f in defer { f = nil }; return f }?()
         connection.withLock { $0?.close() }
         engine.stop()
         engine.sink.close()

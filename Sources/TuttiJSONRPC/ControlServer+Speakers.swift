@@ -1,5 +1,6 @@
 import TuttiCore
 import TuttiControlKit
+import TuttiAuth
 
 /// `speakers.*`: paired speakers and pairing requests (docs/api.md).
 extension ControlServer {
@@ -39,6 +40,19 @@ extension ControlServer {
             case .nobodyWaiting: throw RPCError(code: -32000, UserMessage(.pairingNobodyWaiting))
             case .wrongCode: throw RPCError(code: -32000, UserMessage(.pairingWrongCode))
             }
+        case "speakers.sendspinToken":
+            // The Pairing PSK method: a Sendspin player shows a token (`SP:0…`); staged here, it admits
+            // that one player to pair, and the pairing gives it a long-term key.
+            guard let trust = leader.sendspinTrust else {
+                throw RPCError(code: -32000, UserMessage(.pairingNoSendspinServer))
+            }
+            guard let raw = params["token"]?.string, let token = SendspinPairingToken.parse(raw) else {
+                throw RPCError(code: -32602, UserMessage(.pairingNeedsSendspinToken))
+            }
+            do { try trust.stage(clientID: token.clientID, psk: token.psk) } catch {
+                throw RPCError(code: -32000, UserMessage(.pairingSendspinTokenNotKept, ["reason": "\(error)"]))
+            }
+            return ["staged": .string(token.clientID)]
         case "speakers.forget":
             let n = try name()
             guard leader.forgetSpeaker(n) else { throw RPCError(code: -32602, UserMessage(.pairingNotPaired, ["name": n])) }

@@ -74,7 +74,26 @@ final class SendspinPlayer: SurfaceRoom, @unchecked Sendable {
         var artworkStarted: [SendspinArtworkChannel]?
         /// What each channel was last sent: a cover's key, or "" for cleared.
         var artworkSent: [Int: String] = [:]
+        /// The Pairing PSK attempt of a client admitted under its staged pairing PSK.
+        var pairing: PairingAttempt?
     }
+
+    /// One attempt: the pairing `server/activate` went at `since` (monotonic ns).
+    struct PairingAttempt {
+        var index = 1
+        var since: Int64
+        var initSeen = false
+        /// The long-term PSK is stored and acknowledged: the connection ends shortly, and the client comes back under it.
+        var finishedAt: Int64?
+    }
+
+    /// How long a client has for `client/pair-init` after the pairing `server/activate`, and for the whole
+    /// attempt (aiosendspin's server bounds: 60 s and 180 s).
+    static let pairInitSeconds: Int64 = 60
+    static let pairAttemptSeconds: Int64 = 180
+    /// After `server/pair-finalize`, the connection closes this much later (the client has stored its record by then),
+    /// and the client reconnects under its long-term PSK: Tutti does not re-handshake on the open connection.
+    static let pairedCloseNanoseconds: Int64 = 2_000_000_000
 
     /// Wakes the server's notifier thread (which calls `refresh`).
     private let poke: @Sendable () -> Void
@@ -96,9 +115,20 @@ final class SendspinPlayer: SurfaceRoom, @unchecked Sendable {
 
     var roomName: String? { state.withLock { $0.admitted ? $0.room : nil } }
 
-    /// When to give up on a handshake that has not finished; nil once it has.
+    /// When to give up on a handshake that has not finished, or end a pairing attempt; nil when nothing waits.
     var handshakeDeadline: Int64? {
-        channel.withLock { $0.isEstablished } ? nil : openedAt + Int64(SendspinServerChannel.handshakeTimeoutSeconds) * 1_000_000_000
+        if !channel.withLock({ $0.isEstablished }) { return openedAt + Int64(SendspinServerChannel.handshakeTimeoutSeconds) * 1_000_000_000 }
+        guard let p = state.withLock({ $0.pairing }) else { return nil }
+        if let finished = p.finishedAt { return finished + Self.pairedCloseNanoseconds }
+        return p.since + (p.initSeen ? Self.pairAttemptSeconds : Self.pairInitSeconds) * 1_000_000_000
+    }
+
+    /// Why `handshakeDeadline` closes the connection (for the log).
+    var deadlineReason: String {
+        guard channel.withLock({ $0.isEstablished }) else { return "no handshake in \(SendspinServerChannel.handshakeTimeoutSeconds) s" }
+        guard let p = state.withLock({ $0.pairing }) else { return "no deadline" }
+        if p.finishedAt != nil { return "paired: it reconnects under its long-term PSK" }
+        return p.initSeen ? "pairing did not finish in \(Self.pairAttemptSeconds) s" : "no client/pair-init in \(Self.pairInitSeconds) s"
     }
     var hello: SendspinHello? { state.withLock { $0.hello } }
 
@@ -209,6 +239,16 @@ final class SendspinPlayer: SurfaceRoom, @unchecked Sendable {
         case .goodbye(let reason):
             log.info("Sendspin \(roomName ?? socket.peer) said goodbye (\(reason))")
             socket.terminate()
+        case .pairInit(let index, let commitment):
+            pairInit(index: index, commitment: commitment)
+        case .pairFinalize(let psk):
+            pairFinalize(psk)
+        case .pairAbort(let reason):
+            guard state.withLock({ $0.pairing != nil }) else { return }
+            log.info("Sendspin \(hello?.name ?? socket.peer) abandoned pairing (\(reason)); closing")
+            socket.terminate()
+        case .pairOther:
+            break // a pairing-code method's message: no attempt of that kind runs here
         case .other:
             break
         }
@@ -244,6 +284,10 @@ final class SendspinPlayer: SurfaceRoom, @unchecked Sendable {
             // Plain: the hello is answered with one that names the roles (the leader's speakers are open).
             queue(text: Sendspin.serverHello(serverID: server.id, name: server.name, activeRoles: hello.activeRoles))
             return admit()
+        }
+        if peer.category == .pairing {
+            // Admitted under the pairing PSK a person staged: it may only pair.
+            return startPairing(hello)
         }
         if leader.speakersMode == .open && hello.unpairedAccess || trust.mayPlay(peer) {
             return admit()
@@ -286,6 +330,55 @@ final class SendspinPlayer: SurfaceRoom, @unchecked Sendable {
             log.info("Sendspin \(hello.name) from \(socket.peer) may not join: \(error); closing")
             socket.terminate()
         }
+    }
+
+    // MARK: Pairing (the Pairing PSK method)
+
+    /// A client that connected under its staged pairing PSK is activated for pairing only.
+    private func startPairing(_ hello: SendspinHello) {
+        state.withLock { $0.pairing = PairingAttempt(since: Condition.now()) }
+        log.info("Sendspin \(hello.name) from \(socket.peer) connected with its pairing PSK: pairing")
+        queue(text: Sendspin.serverActivatePairing(method: .pairingPSK))
+        poke() // the notifier keeps the attempt's deadline
+    }
+
+    private func pairInit(index: Int, commitment: Bool) {
+        let verdict = state.withLock { s -> String? in
+            guard var p = s.pairing, p.finishedAt == nil else { return "" } // no attempt: a leftover, ignored
+            if index < p.index { return "" }
+            if index > p.index { return "client/pair-init names pairing activation \(index), ahead of the server's \(p.index)" }
+            if commitment { return "client/pair-init carries commit_B, which the Pairing PSK method has not" }
+            p.initSeen = true
+            s.pairing = p
+            return nil
+        }
+        guard let verdict, !verdict.isEmpty else { return }
+        log.info("Sendspin \(socket.peer): \(verdict); closing")
+        socket.terminate()
+    }
+
+    /// The client delivers its long-term PSK: stored on disk first, then acknowledged.
+    private func pairFinalize(_ psk: [UInt8]?) {
+        let ready = state.withLock { s -> (SendspinPeer, String)? in
+            guard let p = s.pairing, p.initSeen, p.finishedAt == nil, let peer = s.peer else { return nil }
+            return (peer, s.hello?.name ?? "")
+        }
+        guard let (peer, name) = ready else { return } // before its pair-init, or after: a leftover
+        guard let psk else {
+            log.info("Sendspin \(name) from \(socket.peer): client/pair-finalize without long_term_psk; closing")
+            return socket.terminate()
+        }
+        do {
+            try trust.finalizePairing(clientID: peer.id, psk: psk, method: .pairingPSK, name: name)
+        } catch {
+            log.warning("Sendspin \(name) from \(socket.peer): pairing not stored: \(error); closing")
+            return socket.terminate()
+        }
+        state.withLock { $0.pairing?.finishedAt = Condition.now() }
+        queue(text: Sendspin.serverPairFinalize())
+        log.info("Sendspin \(name) (\(peer.id.prefix(16))) is paired (Pairing PSK); it plays once it reconnects under its long-term PSK")
+        leader.events.emit(.speakers)
+        poke()
     }
 
     /// A waiting client a person has since allowed is activated; one denied is closed.

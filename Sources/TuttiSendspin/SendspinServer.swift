@@ -96,8 +96,8 @@ public final class SendspinServer: Service, WebSocketHandler, @unchecked Sendabl
             for player in open {
                 guard let deadline = player.handshakeDeadline else { continue }
                 if deadline <= now {
-                    log.info("Sendspin \(player.socket.peer): no handshake in \(SendspinServerChannel.handshakeTimeoutSeconds) s; closing")
-                    player.close(reason: "no handshake")
+                    log.info("Sendspin \(player.socket.peer): \(player.deadlineReason); closing")
+                    player.close(reason: player.deadlineReason)
                 } else {
                     next = min(next ?? deadline, deadline)
                 }

@@ -13,7 +13,8 @@ Lines on stdin are commands:
 
 Output on stdout, one JSON object a line: {"event": "listening", "port": p},
 {"event": "client", "name": ..., "id": ...} per player joined,
-{"event": "streaming"} once audio flows, {"event": "done", "command": ...}
+{"event": "streaming"} once audio flows, {"event": "removed", "id": ...} when a client is
+dropped from the server (at once after its client/goodbye), {"event": "done", "command": ...}
 after each command.
 """
 
@@ -24,7 +25,7 @@ import sys
 import wave
 
 from aiosendspin.noise import Identity, InMemoryServerPairingStore, TrustedUnpairedClient
-from aiosendspin.server import AudioFormat, ClientAddedEvent, SendspinServer
+from aiosendspin.server import AudioFormat, ClientAddedEvent, ClientRemovedEvent, SendspinServer
 
 
 class AdmitEveryone(InMemoryServerPairingStore):
@@ -53,6 +54,9 @@ async def main():
     enough = asyncio.Event()
 
     def on_event(srv, event):
+        if isinstance(event, ClientRemovedEvent):
+            # At once only for a client that said client/goodbye (shutdown); otherwise 180 s later.
+            say({"event": "removed", "id": event.client_id})
         if isinstance(event, ClientAddedEvent):
             client = srv.get_client(event.client_id)
             if client is None:

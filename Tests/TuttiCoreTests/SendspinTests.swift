@@ -22,6 +22,41 @@ struct SendspinProtocolTests {
         #expect(try Sendspin.parse(Array(#"{"type":"client/command","payload":{"controller":{"command":"repeat_one"}}}"#.utf8)) == .command(.repeatMode("one")))
     }
 
+    /// A pairing token as aiosendspin 10.2.1's `encode_psk_token` writes it (key 0…31, PSK 32…63),
+    /// read leniently (lower case, spaces, no prefix); anything else is refused.
+    @Test func aPairingTokenGivesTheClientAndItsPairingPSK() {
+        let text = "SP:0AAAQEAYEAUDAOCAJBIFQYDIOB4IBCEQTCQKRMFYYDENBWHA5DYPSAIJCEMSCKJRHFAUSUKZMFUXC6MBRGIZTINJWG44DSOR3HQ6T4PY"
+        let expected = SendspinPairingToken(clientID: "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8", psk: Array(32..<64))
+        #expect(SendspinPairingToken.parse(text) == expected)
+        #expect(SendspinPairingToken.parse("  " + text.lowercased() + "\n") == expected)
+        #expect(SendspinPairingToken.parse(String(text.dropFirst(3))) == expected)
+        for bad in ["", "SP:", "SP:1" + text.dropFirst(4), "SP:0AAAA", text + "é", String(text.map { $0 == "Q" ? "1" : $0 }),
+                    "SP:0" + String(repeating: "A", count: 300)] {
+            #expect(SendspinPairingToken.parse(bad) == nil, "\(bad)")
+        }
+    }
+
+    /// The Pairing PSK flow's messages, read and checked where they enter, and the server's.
+    @Test func pairingMessagesAreReadAndCheckedWhereTheyEnter() throws {
+        func parse(_ s: String) throws -> SendspinClientMessage { try Sendspin.parse(Array(s.utf8)) }
+        #expect(try parse(#"{"type":"client/pair-init","payload":{"pairing_index":1}}"#) == .pairInit(pairingIndex: 1, commitment: false))
+        #expect(try parse(#"{"type":"client/pair-init","payload":{"pairing_index":2,"commit_B":"x"}}"#) == .pairInit(pairingIndex: 2, commitment: true))
+        let psk = Base64URL.encode(Array(0..<32))
+        #expect(try parse(#"{"type":"client/pair-finalize","payload":{"long_term_psk":"\#(psk)"}}"#) == .pairFinalize(longTermPSK: Array(0..<32)))
+        #expect(try parse(#"{"type":"client/pair-finalize","payload":{"wrapped_psk":"abc"}}"#) == .pairFinalize(longTermPSK: nil))
+        #expect(try parse(#"{"type":"pair/abort","payload":{"reason":"user_cancelled"}}"#) == .pairAbort(reason: "user_cancelled"))
+        #expect(try parse(#"{"type":"client/pair-auth","payload":{}}"#) == .pairOther(type: "client/pair-auth"))
+        for bad in [#"{"type":"client/pair-init","payload":{}}"#, #"{"type":"client/pair-init","payload":{"pairing_index":-1}}"#,
+                    #"{"type":"client/pair-finalize","payload":{"long_term_psk":"\#(Base64URL.encode(Array(0..<31)))"}}"#,
+                    #"{"type":"client/pair-finalize","payload":{"long_term_psk":"not base64!"}}"#,
+                    #"{"type":"client/pair-finalize","payload":{"long_term_psk":"\#(psk)","wrapped_psk":"x"}}"#] {
+            #expect(throws: SendspinError.self) { try parse(bad) }
+        }
+        #expect(JSONValue.parsing(Sendspin.serverActivatePairing(method: .pairingPSK)) ==
+                ["type": "server/activate", "payload": ["activities": ["pairing"], "active_roles": [], "pairing": ["method": "pairing_psk"]]])
+        #expect(JSONValue.parsing(Sendspin.serverPairFinalize()) == ["type": "server/pair-finalize", "payload": [:]])
+    }
+
     @Test func audioHeadersAreNineOrThirteenBytesBigEndian() {
         #expect(Sendspin.binaryHeader(type: 4, timestamp: 0x0102030405060708, sendAhead: nil) == [4, 1, 2, 3, 4, 5, 6, 7, 8])
         #expect(Sendspin.binaryHeader(type: 4, timestamp: 1, sendAhead: 250_000) == [4, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0x03, 0xd0, 0x90])

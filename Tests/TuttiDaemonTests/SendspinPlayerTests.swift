@@ -170,6 +170,13 @@ final class AiosendspinServerRun {
         #expect(gap > 20_000_000, "a silent gap of \(gap / 1_000_000) ms after the clear (the buffered audio dropped)")
         #expect(level(output, around: cleared + 2_300_000_000) > full * 0.9, "the tone plays again after the clear")
         #expect(speaker.connected)
+
+        // Stopped, the speaker says client/goodbye (shutdown): aiosendspin's server drops it at
+        // once (a player that just vanished it keeps for 180 s, for a reconnect).
+        let stopped = Monotonic.now()
+        speaker.stop()
+        #expect(waitUntil(timeout: 10) { server.said("removed") }, "\(server.events) \(server.errors)")
+        print("Sendspin goodbye: the server dropped the stopped speaker \((Monotonic.now() - stopped) / 1_000_000) ms after stop")
     }
 
     /// CLOCK_MONOTONIC − CLOCK_MONOTONIC_RAW now (ns), and when (raw ns).

@@ -298,6 +298,83 @@ func clickAgreement(reference: [Int64], tutti: [Int64]) throws -> (signed: [Int6
         #expect(!stderr().contains("Traceback"), "\(stderr())")
     }
 
+    /// The Pairing PSK method, with aiosendspin's own `SendspinClient` (10.2.1)
+    /// on a leader whose speakers must be paired: the player shows its pairing
+    /// token, a person pastes it into the leader's API (`speakers.sendspinToken`);
+    /// the player connects under that pairing PSK, is activated for pairing
+    /// only, and its own client runs `client/pair-init` and
+    /// `client/pair-finalize`; the leader stores the long-term PSK (on disk,
+    /// 0600) and acknowledges. Reconnecting, the handshake names the long-term
+    /// PSK (`lt`), and the player becomes a room and gets audio with no person
+    /// asked again.
+    @Test(arguments: ["chachapoly", "aesgcm"]) func aStockClientPairsByPairingPSKThenPlaysUnderItsLongTermPSK(suite: String) throws {
+        let dir = makeTemporaryDirectory()
+        writeFile(dir + "/tone.wav", wavImage(toneWithClicks(seconds: 30, frequency: 440)))
+        let leader = try startLeader(files: [dir + "/tone.wav"], codec: .pcm, loop: true) { c in
+            c.control = Endpoint(host: "127.0.0.1", port: 0)
+            c.sendspin = Endpoint(host: "127.0.0.1", port: 0)
+            c.pairedSpeakersOnly = true
+            c.stateDirectory = dir
+        }
+        defer { leader.stop() }
+        let port = try #require(leader.sendspinEndpoint).port
+        let python = try SendspinVenv.ready()
+        let script = URL(fileURLWithPath: SendspinVenv.script).deletingLastPathComponent().appendingPathComponent("sendspin_pairing_client.py").path
+        let client = Process()
+        client.executableURL = URL(fileURLWithPath: python)
+        client.arguments = [script, "--url", "ws://127.0.0.1:\(port)/sendspin", "--name", "Porch", "--seconds", "30", "--suite", suite, "--out", dir + "/pair"]
+        client.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
+        _ = FileManager.default.createFile(atPath: dir + "/pair.stderr", contents: nil)
+        client.standardError = FileHandle(forWritingAtPath: dir + "/pair.stderr")
+        try client.run()
+        // SIGKILL: a test process may have SIGTERM blocked, and its children inherit the mask.
+        defer { if client.isRunning { kill(client.processIdentifier, SIGKILL) }; client.waitUntilExit() }
+        func records() -> [[String: JSONValue]] {
+            let text = (try? String(contentsOfFile: dir + "/pair.jsonl", encoding: .utf8)) ?? ""
+            return text.split(separator: "\n").compactMap { JSONValue.parsing(String($0))?.object }
+        }
+        func stderr() -> String { (try? String(contentsOfFile: dir + "/pair.stderr", encoding: .utf8)) ?? "" }
+        let control = try #require(leader.controlEndpoint)
+
+        // The token a person reads off the player, pasted into the leader.
+        #expect(waitUntil(timeout: 30) { records().contains { $0["kind"]?.string == "token" } }, "\(records()) \(stderr())")
+        let shown = try #require(records().first { $0["kind"]?.string == "token" })
+        let token = try #require(shown["token"]?.string)
+        #expect(token.hasPrefix("SP:0"))
+        let staged = try ControlClient(endpoint: control).call("speakers.sendspinToken", ["token": .string(token)])
+        #expect(staged.object?["staged"]?.string == shown["client_id"]?.string, "\(staged)")
+        #expect(throws: (any Error).self) { try ControlClient(endpoint: control).call("speakers.sendspinToken", ["token": "SP:0NOTATOKEN"]) }
+        writeFile(dir + "/pair.staged", [])
+
+        // Admitted under the pairing PSK, for pairing only; the client finalizes and keeps its record.
+        #expect(waitUntil(timeout: 30) { records().contains { $0["kind"]?.string == "paired" } }, "\(records()) \(stderr())")
+        let first = try #require(records().first { $0["kind"]?.string == "connected" })
+        #expect(first["psk"]?.string == "pairing", "\(first)")
+        #expect(records().contains { $0["kind"]?.string == "activities" && $0["activities"]?.strings == ["pairing"] }, "\(records())")
+        let trust = try String(contentsOfFile: dir + "/sendspin-trust.json", encoding: .utf8)
+        let file = try #require(JSONValue.parsing(trust)?.object)
+        let paired = file["paired"]?.objectArray ?? []
+        #expect(paired.count == 1 && paired.first?["client_id"]?.string == shown["client_id"]?.string
+                && paired.first?["pair_methods"]?.strings == ["pairing_psk"], "\(trust)")
+        let stagedLeft = file["staged"]?.array ?? []
+        #expect(stagedLeft.isEmpty, "the record supersedes the staged PSK: \(trust)")
+        let mode = try #require(FileManager.default.attributesOfItem(atPath: dir + "/sendspin-trust.json")[.posixPermissions] as? Int)
+        #expect(mode == 0o600)
+
+        // Back under its long-term PSK: a room, with audio, and nobody asked.
+        #expect(waitUntil(timeout: 30) { records().filter { $0["kind"]?.string == "connected" }.count == 2 }, "\(records()) \(stderr())")
+        let second = try #require(records().last { $0["kind"]?.string == "connected" })
+        #expect(second["psk"]?.string == "long_term", "\(second)")
+        #expect(waitUntil(timeout: 10) { leader.followerNames.contains("Porch") }, "\(leader.followerNames)")
+        #expect(waitUntil(timeout: 20) { (records().last { $0["kind"]?.string == "chunks" }?["count"]?.integer ?? 0) >= 150 }, "\(records()) \(stderr())")
+        let audio = try #require(records().last { $0["kind"]?.string == "chunks" })
+        #expect(audio["synced"]?.bool == true, "\(audio)")
+        let pending = try ControlClient(endpoint: control).call("speakers.pending").object?["pending"]?.objectArray ?? []
+        #expect(pending.isEmpty, "\(pending)")
+        #expect(!records().contains { $0["kind"]?.string == "error" }, "\(records())")
+        #expect(!stderr().contains("Traceback"), "\(stderr())")
+    }
+
     /// A display built on aiosendspin's own `SendspinClient` (10.2.1), with
     /// the artwork role only, asks for one album channel of 300×300 JPEG in
     /// its `client/state`: it gets the playing track's embedded cover (a
