@@ -45,6 +45,8 @@ let sampleMessages: [Message] = {
         .equalizer(.flat),
         .equalizer(try! EqualizerSettings(gains: [-12, -1.5, 0, 2, 4, 4, 3, 2, 1, 12], bass: 6, treble: -3.5, preamp: .manual(decibels: -12))),
         .channels(.stereo),
+        .overlay(OverlayChunk(announcementID: 7, codec: .opus, pts: LeaderTime(nanoseconds: 1_000_000), frames: 960,
+                              gainPerMille: 800, duckCentibels: 2_000, payload: [1, 2, 3])),
         .channels(.left),
         .channels(.swap),
         .syncReport(SyncReport()),
@@ -171,6 +173,19 @@ struct WireProtocolTests {
         #expect(Message.equalizer(eq).encoded() == [0, 0, 0, 16, 14, 10, 12, 10, 8, 4, 0, 0, 0, 0, 0, 0xFF, 0, 2, 1, 0xFA])
         // Channels: one byte, the map (v8).
         #expect(Message.channels(.right).encoded() == [0, 0, 0, 2, 16, 2])
+        // v9 overlay: bounds checked where they enter.
+        let overlayHead: [UInt8] = [17, 0, 0, 0, 1, 0] + [UInt8](repeating: 0, count: 8) + [0, 0, 0x03, 0xC0]
+        #expect(throws: ProtocolError.invalidField(.overlay, "gain 1001‰ above 1000")) {
+            try Message.decode(body: ArraySlice(overlayHead + [0x03, 0xE9, 0, 0]))
+        }
+        #expect(throws: ProtocolError.invalidField(.overlay, "duck 6001 cB above 6000")) {
+            try Message.decode(body: ArraySlice(overlayHead + [0, 100, 0x17, 0x71]))
+        }
+        #expect(throws: ProtocolError.invalidField(.overlay, "codec 9 unknown")) {
+            try Message.decode(body: ArraySlice([17, 0, 0, 0, 1, 9] + [UInt8](repeating: 0, count: 16)))
+        }
+        #expect(abs(OverlayChunk(announcementID: 1, codec: .pcm, pts: LeaderTime(nanoseconds: 0), frames: 1, gainPerMille: 1000,
+                                 duckCentibels: 2_000, payload: []).duckGain - 0.1) < 1e-6)
         #expect(throws: ProtocolError.invalidField(.channels, "channel map 5 is not 0…4")) { try Message.decode(body: [16, 5]) }
         #expect(Message.chunk(Chunk(streamID: 0, sequence: 0, pts: .init(nanoseconds: 0), frames: 1, payload: [9, 8, 7])).encoded()
             == [0, 0, 0, 28, 6] + [UInt8](repeating: 0, count: 4 + 8 + 8) + [0, 0, 0, 1, 9, 8, 7])

@@ -43,6 +43,7 @@ export function createRooms(selectGroup, go) {
   const el = h('section.view', { id: 'view-rooms', 'aria-label': 'Rooms and groups' },
     h('header.bar', null, h('h1', { text: 'Rooms' }),
       h('div.acts', null,
+        h('button.btn', { type: 'button', 'data-test': 'announce', onclick: () => announce() }, 'Announce'),
         h('button.btn', { type: 'button', 'data-test': 'pair-new', onclick: () => makePair() }, icon('plus'), 'Stereo pair'),
         h('button.btn', { type: 'button', 'data-test': 'group-new', onclick: () => newGroup([]) }, icon('plus'), 'New group'))),
     requests, party, box);
@@ -123,6 +124,30 @@ export function createRooms(selectGroup, go) {
     else job = call('groups.add', { group: target, rooms: [room] }).then(null, (e) => toast(errText(e)));
     // Until groups.changed redraws the cards, show where the room really is.
     Promise.resolve(job).then(() => { sel.value = sel.dataset.group || 'main'; });
+  }
+
+  // "Announce": text spoken (or a chime's URL played) over what the chosen rooms play, the music ducked.
+  function announce() {
+    const names = S.rooms.filter((r) => r.connected).map((r) => r.name);
+    if (!names.length) { toast('No room has a speaker connected'); return; }
+    const text = h('input.field', { type: 'text', 'data-test': 'announce-text', 'aria-label': 'What to say, or a URL to play', placeholder: 'Dinner is ready', autocomplete: 'off' });
+    const lang = h('select.picker', { 'data-test': 'announce-lang', 'aria-label': 'Voice' });
+    for (const [v, label] of [['en', 'English'], ['ko', '한국어'], ['de', 'Deutsch'], ['fr', 'Français'], ['es', 'Español'], ['ja', '日本語']]) lang.appendChild(h('option', { value: v, text: label }));
+    const boxes = names.map((n) => h('input', { type: 'checkbox', checked: true, value: n, 'data-test': 'announce-room', 'aria-label': n }));
+    const rooms = h('div.checks', null, ...boxes.map((b) => h('label', null, b, ' ' + b.value)));
+    const read = () => {
+      const chosen = boxes.filter((b) => b.checked).map((b) => b.value);
+      const said = text.value.trim();
+      if (!said) { toast('Type what to say, or a URL'); return null; }
+      if (!chosen.length) { toast('Pick at least one room'); return null; }
+      return { rooms: chosen, said };
+    };
+    formBox('Announce', [['Say', text], ['Voice', lang], ['Rooms', rooms]], read, 'Announce').then((v) => {
+      if (!v) return;
+      const params = { rooms: v.rooms };
+      if (/^(https?:\/\/|\/)/.test(v.said)) params.url = v.said; else { params.text = v.said; params.lang = lang.value; }
+      call('announce', params).then((r) => toast('Announcing in ' + r.speakers.join(', '), 'info'), (e) => toast(errText(e)));
+    });
   }
 
   // "Make a stereo pair": two rooms (not already pairs) become one, the first plays left.
