@@ -201,7 +201,7 @@ public struct OverlayChunk: Equatable, Sendable {
     /// The announcement's gain as a factor.
     public var gain: Float { Float(gainPerMille) / 1_000 }
     /// The music's gain while ducked, as a factor.
-    public var duckGain: Float { Float(pow(10, -Double(duckCentibels) / 200)) }
+    public var duckGain: Float { Float(pow(10, -Double(duckCentibels) / 2_000)) }
 }
 
 public struct Chunk: Equatable, Sendable {

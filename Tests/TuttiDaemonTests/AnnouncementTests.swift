@@ -176,3 +176,35 @@ import TuttiTestSupport
         #expect(step < 1_000_000, "\(step / 1000) µs apart")
     }
 }
+
+extension AnnouncementTests {
+    /// A speaker too old to mix one is named in the refusal, and nothing is sent to anyone.
+    @Test func aSpeakerTooOldIsListedInTheRefusal() throws {
+        let dir = makeTemporaryDirectory()
+        writeFile(dir + "/chime.wav", wavImage(Self.chime()))
+        let leader = try startLeader(files: []) { c in
+            c.control = Endpoint(host: "127.0.0.1", port: 0)
+            c.allowedFolders = [dir]
+        }
+        defer { leader.stop() }
+        let new = try startFollower(leader: leader.endpoint, name: "kitchen", output: .file(path: dir + "/k.raw", ppm: 0, delayMilliseconds: 0))
+        let old = try startFollower(leader: leader.endpoint, name: "study", output: .file(path: dir + "/s.raw", ppm: 0, delayMilliseconds: 0)) { c in
+            c.protocolVersion = WireProtocol.channelMapVersion
+        }
+        defer { new.stop(); old.stop() }
+        #expect(waitUntilInStep(leader, [new, old]))
+        let rpc = try ControlClient(endpoint: leader.controlEndpoint!)
+        func refusal(_ params: [String: JSONValue]) -> String {
+            do { _ = try rpc.call("announce", params); return "accepted" } catch { return "\(error)" }
+        }
+        #expect(refusal(["rooms": "all", "url": .string(dir + "/chime.wav")]).contains("these speakers cannot play announcements: study (protocol v8)"))
+        #expect(refusal(["rooms": ["kitchen", "study"], "url": .string(dir + "/chime.wav")]).contains("study (protocol v8)"))
+        // Outside the music folders: refused like a queue.add.
+        let outside = refusal(["rooms": ["kitchen"], "url": "/etc/passwd"])
+        #expect(outside.contains("/etc/passwd") && outside != "accepted", "\(outside)")
+        #expect(refusal(["rooms": ["attic"], "text": "hi"]).hasPrefix("no room 'attic'"))
+        // The kitchen alone: heard.
+        let ok = try rpc.call("announce", ["rooms": ["kitchen"], "url": .string(dir + "/chime.wav")]).object
+        #expect(ok?["speakers"]?.strings == ["kitchen"])
+    }
+}
