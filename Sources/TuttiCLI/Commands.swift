@@ -452,7 +452,7 @@ enum CLICommandTable {
     }
 
     private static func announce(_ w: Words) throws(UsageError) -> CLICommand {
-        var a = Announce()
+        var a = CLICommand.Announce()
         var words: [String] = []
         var i = 0
         let ops = w.operands

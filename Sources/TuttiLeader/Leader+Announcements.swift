@@ -140,7 +140,7 @@ extension Leader {
                 throw .undecodable("\(url): \(error)")
             }
             let path = folder + "/announcement"
-            try write(body, to: path)
+            try writeAnnouncementFile(body, to: path)
             return try decodedFrames(path, name: url)
         case .url(let path):
             // A path on the leader: as given when absolute, else in the music folder.
@@ -152,7 +152,7 @@ extension Leader {
         case .text(let text, let language):
             guard let espeak = OneShotProgram.find("espeak-ng") else { throw .speech("espeak-ng is not installed (apt install espeak-ng)") }
             // The text from a file: never an argument espeak-ng could read as an option.
-            try write(Array(text.utf8), to: folder + "/text")
+            try writeAnnouncementFile(Array(text.utf8), to: folder + "/text")
             do {
                 try OneShotProgram.run(espeak, ["-v", language, "-w", folder + "/speech.wav", "-f", folder + "/text"],
                                        timeoutSeconds: Self.speechTimeoutSeconds)
@@ -207,7 +207,7 @@ extension Leader {
         rmdir(folder)
     }
 
-    private func write(_ bytes: [UInt8], to path: String) throws(AnnouncementError) {
+    private func writeAnnouncementFile(_ bytes: [UInt8], to path: String) throws(AnnouncementError) {
         guard let file = fopen(path, "wb") else { throw .undecodable("cannot write \(path): \(String(cString: strerror(errno)))") }
         let written = bytes.withUnsafeBufferPointer { fwrite($0.baseAddress, 1, $0.count, file) }
         fclose(file)

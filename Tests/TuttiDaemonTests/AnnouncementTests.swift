@@ -40,7 +40,7 @@ import TuttiTestSupport
 
     @Test func aChimeOverTheMusicOfTwoRoomsIsHeardInStepWithTheMusicDucked() throws {
         let dir = makeTemporaryDirectory()
-        writeFile(dir + "/music.wav", wavImage(quantize(TestSignal.sine(frequency: 440, seconds: 16, amplitude: Float(Self.musicAmplitude)))))
+        writeFile(dir + "/music.wav", wavImage(quantize(TestSignal.sine(frequency: 440, seconds: 16, amplitude: Self.musicAmplitude))))
         writeFile(dir + "/chime.wav", wavImage(Self.chime()))
         let leader = try startLeader(files: [], codec: .opus) { c in
             c.control = Endpoint(host: "127.0.0.1", port: 0)
