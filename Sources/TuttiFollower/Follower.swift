@@ -765,7 +765,7 @@ struct AnnouncementIntake {
                 && index + Int(chunk.frames) <= ring.readStart + ring.capacity
             if !reachable { ring.beginStream(epoch: chunk.pts) }
             engine.duckGain = chunk.duckGain
-            log.info("announcement \(chunk.announcementID): mixed in from leader time \(chunk.pts.nanoseconds), music down \(Double(chunk.duckCentibels) / 10) dB")
+            log.info("announcement \(chunk.announcementID): mixed in from leader time \(chunk.pts.nanoseconds), music down \(Double(chunk.duckCentibels) / 100) dB")
         }
         let n: Int
         do {

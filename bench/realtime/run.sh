@@ -52,7 +52,7 @@ awk -v warm=2 '
     printf "playout thread, next %d s (steady state): %d allocations, %d mutex locks\n", n, a, l
   }' "$work/counts"
 cpu=$(echo "$user + $sys" | bc)
-echo "EQ: ${eq[1]:-flat (bypassed)}; channels: ${channels[1]:-stereo}; announcements: ${announce[0]:+a 2 s chime every 4 s}${announce[0]:-none}"
+echo "EQ: ${eq[1]:-flat (bypassed)}; channels: ${channels[1]:-stereo}; announcements: $([ ${#announce[@]} -gt 0 ] && echo "a 2 s chime every 4 s" || echo none)"
 echo "demo process (leader + 2 followers, opus): wall ${wall}s, cpu ${cpu}s ($(echo "scale=1; 100 * $cpu / $wall" | bc)% of one core), peak RSS $((rss / 1024)) MiB"
 steady=$(awk -v warm=2 '$1 >= warm { a += $2; l += $3 } END { print a + l }' "$work/counts")
 echo "realtime steady_allocs_plus_locks=$steady"
