@@ -16,6 +16,16 @@ import TuttiTestSupport
     static let toneAmplitude = 0.3
     static let volume = 0.7
 
+    /// Serves the files of a folder on a free loopback port, which it prints first.
+    static let fileServerScript = """
+    import functools, http.server, sys
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=sys.argv[1])
+    handler.log_message = lambda *a: None
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    print(server.server_address[1], flush=True)
+    server.serve_forever()
+    """
+
     /// A 2 s chime: 1 kHz at 0.3, with a click (4 frames at 0.9) 0.5 s in, to time it by.
     static func chime() -> [Int16] {
         var out: [Int16] = []
@@ -42,9 +52,14 @@ import TuttiTestSupport
         let dir = makeTemporaryDirectory()
         writeFile(dir + "/music.wav", wavImage(quantize(TestSignal.sine(frequency: 440, seconds: 16, amplitude: Self.musicAmplitude))))
         writeFile(dir + "/chime.wav", wavImage(Self.chime()))
+        // The chime by its URL, from a web server on this machine.
+        try Self.fileServerScript.write(toFile: dir + "/server.py", atomically: true, encoding: .utf8)
+        let server = try BackgroundServer(script: dir + "/server.py", arguments: [dir])
+        defer { server.stop() }
         let leader = try startLeader(files: [], codec: .opus) { c in
             c.control = Endpoint(host: "127.0.0.1", port: 0)
             c.allowedFolders = [dir]
+            c.network.destinations = StreamDestinationPolicy(allowsLocal: true) // the server is on 127.0.0.1
         }
         defer { leader.stop() }
         let rooms = [("kitchen", -100.0), ("living", 120.0), ("study", 0.0)]
@@ -65,7 +80,7 @@ import TuttiTestSupport
         let before = try rpc.call("player.status").object
         let asked = Monotonic.now()
 
-        let answer = try rpc.call("announce", ["rooms": ["kitchen", "living"], "url": .string(dir + "/chime.wav"), "volume": .number(Self.volume)]).object
+        let answer = try rpc.call("announce", ["rooms": ["kitchen", "living"], "url": .string("http://127.0.0.1:\(server.port)/chime.wav"), "volume": .number(Self.volume)]).object
         #expect(answer?["speakers"]?.strings == ["kitchen", "living"])
         #expect(abs((answer?["seconds"]?.number ?? 0) - 2) < 0.001)
         #expect(waitUntilPlayed(rooms.map { "\(dir)/\($0.0).raw" }, through: asked + 4_000_000_000))
