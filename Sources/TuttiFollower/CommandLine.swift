@@ -12,6 +12,10 @@ public enum FollowerUsage {
                              leader is found over mDNS (Avahi) before each connection
       --leader-name NAME     with several leaders announced, use this one
                              (default: the first by name)
+      --sendspin-server URL  play for a Sendspin server (Music Assistant, aiosendspin)
+                             instead of a Tutti leader: ws://HOST:PORT/PATH, or HOST:PORT
+                             (port 8927, path /sendspin by default); encrypted (Noise),
+                             joining with unpaired access (docs/sendspin.md)
       --name NAME            this room's name (default: the host name)
       --output OUTPUT        alsa:DEVICE (default alsa:default) or
                              file:PATH[,ppm=N][,delay-ms=N] (virtual DAC)
@@ -69,6 +73,7 @@ extension FollowerConfiguration {
             ConfigOption("buttons", "", .value(flag: "--buttons")),
             ConfigOption("leader", "auto", .value(flag: "--leader")),
             ConfigOption("leader-name", "", .value(flag: "--leader-name")),
+            ConfigOption("sendspin-server", "", .value(flag: "--sendspin-server")),
             ConfigOption("realtime", "yes", .disabledBy(flag: "--no-realtime")),
             ConfigOption("steer", "yes", .disabledBy(flag: "--no-steer")),
             ConfigOption("state", "", .value(flag: "--state")),
@@ -111,6 +116,13 @@ extension FollowerConfiguration {
                 if name.isEmpty { c.leaderName = nil; break }
                 guard name.utf8.count <= 63 else { throw UsageError("--leader-name must be 1–63 bytes") }
                 c.leaderName = name
+            case "--sendspin-server":
+                let text = try args.value(flag)
+                if text.isEmpty { c.sendspinServer = nil; break }
+                guard let address = SendspinServerAddress(parsing: text) else {
+                    throw UsageError("--sendspin-server: expected ws://HOST:PORT/PATH or HOST:PORT, not '\(text.prefix(80))'")
+                }
+                c.sendspinServer = address
             case "--name":
                 let name = try args.value(flag)
                 guard !name.isEmpty, name.utf8.count <= WireProtocol.maxNameBytes else {

@@ -22,6 +22,8 @@ public struct FollowerConfiguration: Sendable {
     /// With `leader` nil: the announced name of the leader to use (nil: the
     /// first by name among those found).
     public var leaderName: String? = nil
+    /// Play for this Sendspin server instead of a Tutti leader (`--sendspin-server`).
+    public var sendspinServer: SendspinServerAddress? = nil
     public var name = "follower"
     public var output = OutputSpec.alsa(device: "default")
     /// Who carries the room's volume: the samples, an ALSA mixer control, or nobody.
@@ -62,10 +64,10 @@ public final class Follower: @unchecked Sendable {
     let log: Logger
     /// Room for the longest buffer a leader allows (10 s) and then some; a
     /// stream only ever touches the part its own buffer needs.
-    private let timeline = AudioTimeline(seconds: 16)
-    private let clockModel = PublishedClockModel()
-    private let localClock: SimulatedClock
-    private let estimator = Mutex(ClockEstimator())
+    let timeline = AudioTimeline(seconds: 16)
+    let clockModel = PublishedClockModel()
+    let localClock: SimulatedClock
+    let estimator = Mutex(ClockEstimator())
     /// When the last clock reply came as a datagram (monotonic ns, 0: none this session).
     private let lastDatagramReply = Atomic<Int64>(0)
     /// Lead of each chunk on arrival (connection thread writes, health reads).
@@ -74,12 +76,12 @@ public final class Follower: @unchecked Sendable {
     private let streamDelay = Mutex(StreamDelayTail())
     /// Whether the clock exchanges currently go over the TCP stream.
     private let clockOverStream = Atomic<Bool>(true)
-    private let running = Atomic<Bool>(true)
-    private let connection = Mutex<TCPConnection?>(nil)
-    private let connectedAtomic = Atomic<Bool>(false)
-    private let concealedAtomic = Atomic<Int>(0)
-    private let connectionsAtomic = Atomic<Int>(0)
-    private let lastError = Mutex<String?>(nil)
+    let running = Atomic<Bool>(true)
+    let connection = Mutex<TCPConnection?>(nil)
+    let connectedAtomic = Atomic<Bool>(false)
+    let concealedAtomic = Atomic<Int>(0)
+    let connectionsAtomic = Atomic<Int>(0)
+    let lastError = Mutex<String?>(nil)
     private let roomSettings = Mutex(RoomSettings())
     private let roomEqualizer = Mutex(EqualizerSettings.flat)
     /// The DAC's mixer control with `--mixer hw:CONTROL` (connection thread only).
@@ -210,7 +212,7 @@ public final class Follower: @unchecked Sendable {
     public func start(whenEnded: @escaping @Sendable () -> Void = {}) {
         if let code = pairingCode {
             log.info("pairing code \(code.prefix(3)) \(code.dropFirst(3)): type it in the web app (Rooms), or run `tutti speakers pair \(code)` on the leader")
-        } else if pinnedLeader == nil && configuration.roomKey == nil {
+        } else if configuration.sendspinServer == nil && pinnedLeader == nil && configuration.roomKey == nil {
             log.warning("not paired: this speaker asks the leader it finds to let it join (allow it in the web app), and plays for any open leader; `sudo tutti-follower pair` pairs by code")
         }
         engine.start(realtime: configuration.realtime)
@@ -227,7 +229,7 @@ public final class Follower: @unchecked Sendable {
         engine.sink.close()
     }
 
-    private func now() -> LocalTime { localClock.local(fromReal: Monotonic.now()) }
+    func now() -> LocalTime { localClock.local(fromReal: Monotonic.now()) }
 
     private func connectLoop() {
         var backoff = ReconnectBackoff(policy: .speaker)
@@ -235,12 +237,12 @@ public final class Follower: @unchecked Sendable {
         var lastLogged = ""
         while running.load(ordering: .relaxed) {
             do {
-                try session()
+                if let server = configuration.sendspinServer { try sendspinSession(server) } else { try session() }
                 backoff.succeeded() // ended cleanly: the next attempt comes soon
             } catch {
                 let text = "\(error)"
                 lastError.withLock { $0 = text }
-                if text != lastLogged { log.warning("leader \(configuration.leader.map { "\($0)" } ?? "(mDNS)"): \(text); retrying"); lastLogged = text }
+                if text != lastLogged { log.warning("\(configuration.sendspinServer.map { "Sendspin server \($0)" } ?? "leader \(configuration.leader.map { "\($0)" } ?? "(mDNS)")"): \(text); retrying"); lastLogged = text }
             }
             connectedAtomic.store(false, ordering: .releasing)
             // `sudo tutti-follower pair` after three wrong codes: that request is over.
@@ -400,58 +402,12 @@ public final class Follower: @unchecked Sendable {
         // Ends when `conn` is closed (the defer above).
         startEssentialThread(name: "tutti-sync") { [self, keys] in syncLoop(conn, datagrams: datagrams, leaderVersion: leaderVersion, keys: keys) }
 
-        var decoder = try makeDecoder(stream.codec)
-        var intake = StreamIntake(stream: stream)
-        let scratch = UnsafeMutablePointer<Float>.allocate(capacity: WireProtocol.maxChunkFrames * 2)
-        defer { scratch.deallocate() }
-        var nextIndex: Int?     // grid index after the last frame written
+        let writer = try StreamWriter(stream: stream, timeline: timeline, log: log) { [unowned self] n in concealedAtomic.add(n, ordering: .relaxed) }
+        // Announcements (v9): decoded apart from the music, into the engine's overlay ring.
         var announcements = AnnouncementIntake(engine: engine)
+        let overlayScratch = UnsafeMutablePointer<Float>.allocate(capacity: WireProtocol.maxChunkFrames * 2)
+        defer { overlayScratch.deallocate() }
         conn.setReceiveTimeout(milliseconds: Int(SpeakerJoinTimer.sessionSilence / nanosecondsPerMillisecond))
-
-        /// Does what the intake decided, on the timeline and the decoder.
-        func perform(_ actions: [StreamIntake.Action]) throws {
-            for action in actions {
-                switch action {
-                case .begin(let epoch, let buffer):
-                    timeline.beginStream(epoch: epoch, bufferNanoseconds: buffer)
-                case .decode(let c, let floor):
-                    let index = timeline.frameIndex(of: c.pts)
-                    do {
-                        let n = try decoder.decode(c.payload, frames: Int(c.frames), into: scratch, maxFrames: WireProtocol.maxChunkFrames)
-                        let floorIndex = floor.map { timeline.frameIndex(of: $0) } ?? .min
-                        let skip = floorIndex > index ? min(n, floorIndex - index) : 0
-                        if skip < n { timeline.write(scratch + 2 * skip, count: n - skip, at: index + skip) }
-                        nextIndex = index + n
-                    } catch {
-                        log.warning("chunk \(c.sequence): \(error); concealing")
-                        let n = decoder.conceal(frames: Int(c.frames), into: scratch)
-                        timeline.write(scratch, count: n, at: index)
-                        nextIndex = index + n
-                        concealedAtomic.add(1, ordering: .relaxed)
-                    }
-                case .conceal(let count, let framesPerChunk):
-                    for _ in 0..<count {
-                        let n = decoder.conceal(frames: framesPerChunk, into: scratch)
-                        if let at = nextIndex { timeline.write(scratch, count: n, at: at); nextIndex = at + n }
-                    }
-                    concealedAtomic.add(count, ordering: .relaxed)
-                case .cut(let at, let fade):
-                    let index = timeline.frameIndex(of: at)
-                    // A 2.5 ms fade into a cut mid-audio, so a pause or skip does not click.
-                    if fade { timeline.fadeOut(before: index, count: 120) }
-                    timeline.flush(from: index)
-                    nextIndex = index
-                case .resetDecoder:
-                    decoder.reset()
-                case .follow(let next, let newCodec):
-                    if newCodec { decoder = try makeDecoder(next.codec) } else { decoder.reset() }
-                    log.info("following stream \(next.streamID) from now on (room moved to another group)")
-                case .end(let at):
-                    timeline.endStream(at: timeline.frameIndex(of: at))
-                    log.info("leader ended the stream")
-                }
-            }
-        }
 
         while running.load(ordering: .relaxed), let (message, arrival) = try reader.nextTimed() {
             switch message {
@@ -471,17 +427,17 @@ public final class Follower: @unchecked Sendable {
                 accept(ClockSample(t1: t1, t2: t2, t3: t3, t4: localClock.local(fromReal: arrival)), overStream: true)
             case .chunk(let chunk):
                 releaseStartUpCodeWhenDue()
-                if chunk.streamID == intake.stream.streamID, let model = clockModel.current() {
+                if chunk.streamID == writer.streamID, let model = clockModel.current() {
                     let real = arrival ?? reader.lastReadArrival ?? Monotonic.now()
                     let lead = chunk.pts - model.leaderTime(at: localClock.local(fromReal: real))
                     arrivalMargin.withLock { $0.record(lead: lead, at: real) }
                 }
-                try perform(intake.chunk(chunk))
+                try writer.chunk(chunk)
             case .flush(let id, let from, let fade):
-                try perform(intake.flush(streamID: id, from: from, fade: fade))
+                try writer.flush(streamID: id, from: from, fade: fade)
             case .follow(let next, let from):
                 // The room changed group: the old stream plays up to `from`, the new one from there.
-                try perform(intake.follow(next, from: from))
+                try writer.follow(next, from: from)
             case .settings(let settings):
                 apply(settings)
             case .equalizer(let settings):
@@ -491,9 +447,9 @@ public final class Follower: @unchecked Sendable {
             case .channels(let map):
                 engine.channelMap = map
             case .overlay(let chunk):
-                announcements.add(chunk, scratch: scratch, log: log)
+                announcements.add(chunk, scratch: overlayScratch, log: log)
             case .streamEnd(let id, let at):
-                try perform(intake.streamEnd(streamID: id, at: at))
+                try writer.streamEnd(streamID: id, at: at)
             case .bye(let reason):
                 throw FollowerError.leaderClosed(reason)
             default:
@@ -523,7 +479,7 @@ public final class Follower: @unchecked Sendable {
     /// 5 s into the first stream, start-up (options, connecting, the first
     /// decode and periods) is over: its code pages are unmapped, and only
     /// what runs while playing faults back (see `releaseStartUpCode`).
-    private func releaseStartUpCodeWhenDue() {
+    func releaseStartUpCodeWhenDue() {
         guard configuration.releasesStartUpCode, startUpCodeRelease >= 0 else { return }
         let now = Monotonic.now()
         if startUpCodeRelease == 0 { startUpCodeRelease = now + 5 * nanosecondsPerSecond; return }
@@ -546,7 +502,7 @@ public final class Follower: @unchecked Sendable {
 
     /// Volume by the mixer chosen (a mute fades over 30 ms, a change ramps
     /// over 5 ms), and the latency trim.
-    private func apply(_ settings: RoomSettings) {
+    func apply(_ settings: RoomSettings) {
         let before = roomSettings.withLock { old in defer { old = settings }; return old }
         let ramp = before.muted != settings.muted ? GainRamp.muteFrames : GainRamp.volumeFrames
         switch configuration.volumeMixer {
@@ -571,7 +527,7 @@ public final class Follower: @unchecked Sendable {
 
     /// An exchange's result: into the estimator, and out to the audio
     /// thread once the estimator is ready (so nothing plays on a guess).
-    private func accept(_ sample: ClockSample, overStream: Bool) {
+    func accept(_ sample: ClockSample, overStream: Bool) {
         let model: ClockModel? = estimator.withLock { e in
             e.add(sample, overStream: overStream) && e.ready ? e.model : nil
         }
@@ -715,12 +671,15 @@ public enum FollowerError: Error, CustomStringConvertible {
     case handshake(HandshakeFailure)
     /// Paired by `tutti-follower pair` while a request for approval waited: reconnecting as paired.
     case pairedMeanwhile
+    /// A Sendspin server broke the protocol, refused this speaker or closed.
+    case sendspin(String)
 
     public var description: String {
         switch self {
         case .roomKeyNeeded: "the leader needs a room key: set room-key (or room-key-file) in the [speaker] section of tutti.conf, or --room-key-file FILE"
         case .handshake(let failure): failure.description
         case .pairedMeanwhile: "paired by code meanwhile: joining as a paired speaker"
+        case .sendspin(let what): "Sendspin: \(what)"
         case .refused(let v, let reason): "leader (protocol v\(v)) refused this follower (v\(WireProtocol.version)): \(reason)"
         case .leaderClosed(let reason): "leader closed the connection: \(reason)"
         case .unexpected(let what): "unexpected \(what)"

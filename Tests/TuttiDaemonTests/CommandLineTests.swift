@@ -61,6 +61,17 @@ import TuttiTestSupport
         #expect(DaemonUsage.follower.contains("--leader-name") && DaemonUsage.leader.contains("--no-announce"))
     }
 
+    @Test func followerPlaysForASendspinServer() throws {
+        guard case .follower(let c) = try DaemonCommand.parse(["follower", "--sendspin-server", "ws://ma.local:8927/sendspin", "--name", "den"]).0,
+              case .follower(let short) = try DaemonCommand.parse(["follower", "--sendspin-server", "192.168.1.5:9000"]).0 else {
+            Issue.record("not a follower"); return
+        }
+        #expect(c.sendspinServer == SendspinServerAddress(host: "ma.local", port: 8927, path: "/sendspin"))
+        #expect(short.sendspinServer?.description == "ws://192.168.1.5:9000/sendspin")
+        #expect(DaemonUsage.follower.contains("--sendspin-server"))
+        #expect(throws: UsageError.self) { try DaemonCommand.parse(["follower", "--sendspin-server", "wss://ma.local"]) }
+    }
+
     @Test(arguments: [
         ["leader", "--play", "a", "--name", ""],
         ["leader", "--play", "a", "--name", String(repeating: "n", count: 64)],

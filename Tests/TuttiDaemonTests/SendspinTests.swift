@@ -23,11 +23,17 @@ final class SendspinClientRun {
     let input = Pipe()
     let prefix: String
 
-    init(port: UInt16, name: String, codec: String = "pcm", roles: String = "player", seconds: Double, prefix: String, extra: [String] = []) throws {
+    convenience init(port: UInt16, name: String, codec: String = "pcm", roles: String = "player", seconds: Double, prefix: String, extra: [String] = []) throws {
+        try self.init(script: SendspinVenv.script, arguments: ["--url", "ws://127.0.0.1:\(port)/sendspin", "--id", name, "--name", name,
+                                                               "--codec", codec, "--roles", roles, "--seconds", String(seconds), "--stdin", "--out", prefix] + extra,
+                      prefix: prefix)
+    }
+
+    /// `script` (one that writes PREFIX.jsonl and PREFIX.raw as sendspin_player.py does) with `arguments`.
+    init(script: String, arguments: [String], prefix: String) throws {
         self.prefix = prefix
         process.executableURL = URL(fileURLWithPath: try SendspinVenv.ready())
-        process.arguments = [SendspinVenv.script, "--url", "ws://127.0.0.1:\(port)/sendspin", "--id", name, "--name", name,
-                             "--codec", codec, "--roles", roles, "--seconds", String(seconds), "--stdin", "--out", prefix] + extra
+        process.arguments = [script] + arguments
         process.standardInput = input
         process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
         let errors = prefix + ".stderr"
@@ -73,15 +79,27 @@ final class SendspinClientRun {
         }
     }
 
-    var chunks: [(local: Int64, offset: Int, frames: Int)] {
+    /// Each chunk played: when (local ns), where in PREFIX.raw, how long, and its server time (µs).
+    var chunks: [(local: Int64, offset: Int, frames: Int, ts: Int64)] {
         records.filter { $0["kind"]?.string == "chunk" }.compactMap { r in
-            guard let local = r["local"]?.number, let offset = r["offset"]?.integer, let frames = r["frames"]?.integer else { return nil }
-            return (Int64(local), offset, frames)
+            guard let local = r["local"]?.number, let offset = r["offset"]?.integer, let frames = r["frames"]?.integer,
+                  let ts = r["ts"]?.number else { return nil }
+            return (Int64(local), offset, frames, Int64(ts))
         }
     }
 
     /// Local instants (ns) at which the reference time filter plays each click onset.
     func clickTimes(threshold: Int16 = 20_000, quietFrames: Int = 4_800) -> [Int64] {
+        clicks(threshold: threshold, quietFrames: quietFrames) { chunk, frames in chunk.local + Int64(frames) * 1_000_000_000 / 48_000 }
+    }
+
+    /// The server's own time (ns on its clock) of each click onset: where it put it on its timeline.
+    func clickServerTimes(threshold: Int16 = 20_000, quietFrames: Int = 4_800) -> [Int64] {
+        clicks(threshold: threshold, quietFrames: quietFrames) { chunk, frames in chunk.ts * 1_000 + Int64(frames) * 1_000_000_000 / 48_000 }
+    }
+
+    /// For each click onset in PREFIX.raw: `time` of the chunk it is in and the frames into it.
+    private func clicks(threshold: Int16, quietFrames: Int, time: ((local: Int64, offset: Int, frames: Int, ts: Int64), Int) -> Int64) -> [Int64] {
         let samples = readRaw(prefix + ".raw")
         let played = chunks
         var times: [Int64] = []
@@ -92,7 +110,7 @@ final class SendspinClientRun {
                 if quiet >= quietFrames {
                     while c < played.count, played[c].offset + played[c].frames <= i { c += 1 }
                     if c < played.count, played[c].offset <= i {
-                        times.append(played[c].local + Int64(i - played[c].offset) * 1_000_000_000 / 48_000)
+                        times.append(time(played[c], i - played[c].offset))
                     }
                 }
                 quiet = 0
@@ -102,6 +120,20 @@ final class SendspinClientRun {
         }
         return times
     }
+}
+
+/// For each reference click from 3 s after the first (its filter settled),
+/// reference − Tutti for the nearest Tutti click within 0.5 s (ns), and the
+/// median and p99 of their sizes.
+func clickAgreement(reference: [Int64], tutti: [Int64]) throws -> (signed: [Int64], median: Int64, p99: Int64) {
+    let start = try #require(reference.first) + 3_000_000_000
+    let signed = reference.filter { $0 >= start }.compactMap { t -> Int64? in
+        guard let nearest = tutti.min(by: { abs($0 - t) < abs($1 - t) }), abs(nearest - t) < 500_000_000 else { return nil }
+        return t - nearest
+    }
+    let sizes = signed.map { abs($0) }.sorted()
+    guard !sizes.isEmpty else { return ([], 0, 0) }
+    return (signed, sizes[sizes.count / 2], sizes[min(sizes.count - 1, Int((Double(sizes.count) * 0.99).rounded(.up)) - 1)])
 }
 
 /// Sendspin players from PyPI's aiosendspin 10 against a real Tutti leader:
@@ -143,16 +175,9 @@ final class SendspinClientRun {
 
         let reference = client.clickTimes()
         let tutti = clickTimes(dir + "/den.raw", ppm: 0)
-        let start = try #require(reference.first) + 3_000_000_000
-        let signed = reference.filter { $0 >= start }.compactMap { t -> Int64? in
-            guard let nearest = tutti.min(by: { abs($0 - t) < abs($1 - t) }), abs(nearest - t) < 500_000_000 else { return nil }
-            return t - nearest
-        }
-        let diffs = signed.map { abs($0) }.sorted()
-        #expect(diffs.count >= 6, "\(diffs.count) clicks compared: reference \(reference.count), Tutti \(tutti.count)")
-        let median = diffs.isEmpty ? 0 : diffs[diffs.count / 2]
-        let p99 = diffs.isEmpty ? 0 : diffs[min(diffs.count - 1, Int((Double(diffs.count) * 0.99).rounded(.up)) - 1)]
-        print("Sendspin PCM vs Tutti speaker: click difference median \(median / 1000) µs, p99 \(p99 / 1000) µs over \(diffs.count) clicks (signed µs: \(signed.map { $0 / 1000 }))")
+        let (signed, median, p99) = try clickAgreement(reference: reference, tutti: tutti)
+        #expect(signed.count >= 6, "\(signed.count) clicks compared: reference \(reference.count), Tutti \(tutti.count)")
+        print("Sendspin PCM vs Tutti speaker: click difference median \(median / 1000) µs, p99 \(p99 / 1000) µs over \(signed.count) clicks (signed µs: \(signed.map { $0 / 1000 }))")
         #expect(median < 1_000_000, "median \(median / 1000) µs: the spec asks ±1 ms")
         #expect(p99 < 2_000_000, "p99 \(p99 / 1000) µs")
     }

@@ -1,0 +1,116 @@
+import Synchronization
+import TuttiAudio
+import TuttiCore
+import TuttiNet
+import TuttiSystem
+
+/// A Tutti speaker as a Sendspin player (`--sendspin-server URL`): it joins
+/// a Sendspin server (Music Assistant, aiosendspin's) as a player. What the
+/// server's messages mean is TuttiCore's `SendspinPlayerLink`; this is the
+/// shell: the socket (`SendspinSocket`), a thread for time requests, and the
+/// link's actions done on the speaker's own clock model, stream writer and
+/// playout engine, exactly as for a Tutti leader.
+extension Follower {
+    /// A server that says nothing for this long (it answers time requests ten times a second) is gone.
+    static let sendspinSilenceMilliseconds = 10_000
+
+    /// One connection to the Sendspin server, until it ends.
+    func sendspinSession(_ address: SendspinServerAddress) throws {
+        let conn = try TCPConnection.connect(to: Endpoint(host: address.host, port: address.port))
+        connection.withLock { $0 = conn }
+        defer {
+            conn.close()
+            connection.withLock { $0 = nil }
+        }
+        guard running.load(ordering: .relaxed) else { return }
+        conn.setReceiveTimeout(milliseconds: Self.sendspinSilenceMilliseconds)
+        let socket = SendspinSocket(connection: conn, address: address, identity: identity)
+        try socket.open()
+        estimator.withLock { $0.reset() }
+        let link = SharedLink(SendspinPlayerLink(configuration: SendspinPlayerLink.Configuration(name: configuration.name)))
+        var writer: StreamWriter?
+        var clockStarted = false
+
+        func perform(_ actions: [SendspinPlayerLink.Action]) throws {
+            for action in actions {
+                switch action {
+                case .send(let text):
+                    try socket.send(text)
+                case .activated(let server):
+                    log.info("Sendspin server '\(server)' at \(address): playing as '\(configuration.name)' (client id \(socket.clientID))")
+                    connectedAtomic.store(true, ordering: .releasing)
+                    connectionsAtomic.add(1, ordering: .relaxed)
+                    lastError.withLock { $0 = nil }
+                    if !clockStarted {
+                        clockStarted = true
+                        // Ends when the connection closes (the defer above).
+                        startEssentialThread(name: "tutti-ss-clock") { [self] in sendspinClockLoop(socket, link: link) }
+                    }
+                case .waitingForApproval(let server):
+                    connectedAtomic.store(false, ordering: .releasing)
+                    log.info("Sendspin server '\(server)' has not allowed this speaker to play yet (client id \(socket.clientID)); waiting")
+                case .begin(let stream):
+                    writer = try StreamWriter(stream: stream, timeline: timeline, log: log) { [unowned self] n in concealedAtomic.add(n, ordering: .relaxed) }
+                case .chunk(let chunk):
+                    releaseStartUpCodeWhenDue()
+                    try writer?.chunk(chunk)
+                case .clear(let id, let from):
+                    try writer?.flush(streamID: id, from: from, fade: true)
+                case .end(let id, let at):
+                    try writer?.streamEnd(streamID: id, at: at)
+                case .settings(let settings):
+                    apply(settings)
+                case .clockSample(let sample):
+                    accept(sample, overStream: true)
+                    if estimator.withLock({ $0.ready }) { try perform(link.state.withLock { $0.clockBecameReady() }) }
+                case .group(let state, let name):
+                    log.debug("Sendspin group '\(name ?? "?")': \(state ?? "?")")
+                case .close(let reason):
+                    socket.close(code: 1002, reason: String(reason.prefix(100)))
+                    throw FollowerError.sendspin(reason)
+                }
+            }
+        }
+
+        while running.load(ordering: .relaxed) {
+            let next: (SendspinSocket.Received, arrival: Int64?)?
+            do { next = try socket.next() } catch NetError.timedOut(let what) {
+                // Waiting for a person to allow this speaker, the server may say nothing for minutes.
+                if link.state.withLock({ $0.phase }) == .waitingForApproval { continue }
+                throw NetError.timedOut(what)
+            }
+            guard let (message, arrival) = next else { break }
+            switch message {
+            case .text(let text):
+                let local = arrival.map { localClock.local(fromReal: $0) }
+                let serverNow = clockModel.current()?.leaderTime(at: now())
+                try perform(link.state.withLock { $0.received(text: text, arrival: local, serverNow: serverNow) })
+            case .binary(let bytes):
+                try perform(link.state.withLock { $0.received(binary: bytes) })
+            }
+        }
+        throw NetError.closed
+    }
+
+    /// Time requests, as `SendspinPlayerLink.timeRequestInterval` paces
+    /// them, each stamped under the send lock just before it is written.
+    private func sendspinClockLoop(_ socket: SendspinSocket, link: SharedLink) {
+        var sent = 0
+        while running.load(ordering: .relaxed) && !socket.connection.closed {
+            do {
+                try socket.send { [self] in
+                    let t1 = now()
+                    return link.state.withLock { $0.timeRequest(at: t1) }
+                }
+            } catch { return }
+            sent += 1
+            Monotonic.sleep(nanoseconds: SendspinPlayerLink.timeRequestInterval(sent: sent, ready: estimator.withLock { $0.ready }))
+        }
+    }
+}
+
+/// The link of one Sendspin session, shared by its connection thread and its clock thread.
+final class SharedLink: Sendable {
+    let state: Mutex<SendspinPlayerLink>
+    init(_ link: SendspinPlayerLink) { state = Mutex(link) }
+}

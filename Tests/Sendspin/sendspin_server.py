@@ -1,0 +1,118 @@
+"""aiosendspin's own SendspinServer (10.2.1), for a Tutti speaker to join as a player.
+
+It serves ws://127.0.0.1:PORT/sendspin (Noise KKpsk2 on every connection,
+as aiosendspin's server always asks), admits any client under unpaired
+access (as `sendspin serve` does), puts every player in the first one's
+group, and once --players players are in, loops a 48 kHz 16-bit stereo WAV
+through a PushStream as `sendspin serve` does, at most --buffer-ms ahead.
+
+Lines on stdin are commands:
+  clear                 stream/clear (as on a seek), then the file goes on
+  volume NAME N         server/command volume N to the player named NAME
+  mute NAME 0|1         server/command mute to it
+
+Output on stdout, one JSON object a line: {"event": "listening", "port": p},
+{"event": "client", "name": ..., "id": ...} per player joined,
+{"event": "streaming"} once audio flows, {"event": "done", "command": ...}
+after each command.
+"""
+
+import argparse
+import asyncio
+import json
+import sys
+import wave
+
+from aiosendspin.noise import Identity, InMemoryServerPairingStore, TrustedUnpairedClient
+from aiosendspin.server import AudioFormat, ClientAddedEvent, SendspinServer
+
+
+class AdmitEveryone(InMemoryServerPairingStore):
+    """Every client may play unpaired (no operator approves it), as `sendspin serve` does."""
+
+    async def trusted_unpaired(self, client_id):
+        return await super().trusted_unpaired(client_id) or TrustedUnpairedClient(client_id)
+
+
+def say(record):
+    sys.stdout.write(json.dumps(record) + "\n")
+    sys.stdout.flush()
+
+
+async def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--wav", required=True)
+    parser.add_argument("--players", type=int, default=1)
+    parser.add_argument("--buffer-ms", type=int, default=1500)
+    args = parser.parse_args()
+    loop = asyncio.get_running_loop()
+    server = SendspinServer(loop=loop, identity=Identity.generate(), server_name="aiosendspin test server",
+                            pairing_store=AdmitEveryone())
+    players = []
+    enough = asyncio.Event()
+
+    def on_event(srv, event):
+        if isinstance(event, ClientAddedEvent):
+            client = srv.get_client(event.client_id)
+            if client is None:
+                return
+            if players:
+                loop.create_task(players[0].group.add_client(client))
+            players.append(client)
+            say({"event": "client", "name": client.name, "id": client.client_id})
+            if len(players) >= args.players:
+                enough.set()
+
+    server.add_event_listener(on_event)
+    await server.start_server(port=args.port, host="127.0.0.1", advertise_addresses=[], discover_clients=False)
+    say({"event": "listening", "port": args.port})
+    await enough.wait()
+    await asyncio.sleep(1.5)  # group joins settle (aiosendspin delays a player's join 1 s for its clock)
+
+    with wave.open(args.wav, "rb") as w:
+        assert w.getframerate() == 48000 and w.getnchannels() == 2 and w.getsampwidth() == 2
+        pcm = w.readframes(w.getnframes())
+    fmt = AudioFormat(sample_rate=48000, bit_depth=16, channels=2)
+    stream = players[0].group.start_stream()
+    block = 4800 * 4  # 100 ms a push
+
+    async def push():
+        position = 0
+        streaming = False
+        while True:
+            stream.prepare_audio(pcm[position:position + block], fmt)
+            await stream.commit_audio()
+            if not streaming:
+                streaming = True
+                say({"event": "streaming"})
+            position = (position + block) % len(pcm)
+            await stream.sleep_to_limit_buffer(max_buffer_us=args.buffer_ms * 1000)
+
+    pusher = loop.create_task(push())
+
+    def player(name):
+        for c in players:
+            if c.name == name:
+                return c.role("player@v1")
+        return None
+
+    reader = asyncio.StreamReader()
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    while line := await reader.readline():
+        words = line.decode().split()
+        if not words:
+            continue
+        if words[0] == "clear":
+            stream.clear()
+        elif words[0] == "volume" and player(words[1]) is not None:
+            player(words[1]).set_volume(int(words[2]))
+        elif words[0] == "mute" and player(words[1]) is not None:
+            player(words[1]).set_mute(words[2] == "1")
+        say({"event": "done", "command": words})
+    pusher.cancel()
+    await server.close()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
