@@ -43,10 +43,12 @@ export function createRooms(selectGroup, go) {
   const el = h('section.view', { id: 'view-rooms', 'aria-label': 'Rooms and groups' },
     h('header.bar', null, h('h1', { text: 'Rooms' }),
       h('div.acts', null,
-        h('button.btn', { type: 'button', 'data-test': 'announce', onclick: () => announce() }, 'Announce'),
         h('button.btn', { type: 'button', 'data-test': 'pair-new', onclick: () => makePair() }, icon('plus'), 'Stereo pair'),
         h('button.btn', { type: 'button', 'data-test': 'group-new', onclick: () => newGroup([]) }, icon('plus'), 'New group'))),
-    requests, party, box);
+    requests, party,
+    // Announcements: a row of its own (the bar has room for two buttons on a phone).
+    h('div.row', null, h('button.btn', { type: 'button', 'data-test': 'announce', onclick: () => announce() }, icon('announce'), 'Announce')),
+    box);
 
   function decide(name, allow) {
     call(allow ? 'speakers.allow' : 'speakers.deny', { name }).then(
