@@ -16,6 +16,7 @@ packages=(
   avahi-daemon dbus                                                                         # mDNS: discovery tests run their own daemon on loopback
   shairport-sync                                                                            # AirPlay: the leader's managed receivers (AirPlayTests)
   chromium chromium-driver python3-selenium                                                 # the web app's tests drive a real browser
+  fonts-noto-cjk                                                                            # the web app in Korean: Hangul in its screenshots
   snapclient procps                                                                                # Snapcast compatibility: the stock client as a room
   pulseaudio libasound2-plugins                                                             # faults: a DAC that can be unplugged (ALSA's pulse plugin)
   iproute2                                                                                  # pairing: two hosts in network namespaces (scripts/netns-pairing-test.sh)
@@ -42,6 +43,9 @@ python3 -c 'import mpd' 2>/dev/null || python3 -m pip install --quiet python-mpd
   || python3 -m pip install --quiet --break-system-packages python-mpd2
 python3 -c 'import snapcast.control' 2>/dev/null || python3 -m pip install --quiet snapcast \
   || python3 -m pip install --quiet --break-system-packages snapcast
+# axe-core in Selenium, for Debian's python3 (the browser tests run under it): the web app's accessibility (i18n_test.py).
+/usr/bin/python3 -c 'import axe_selenium_python' 2>/dev/null || /usr/bin/python3 -m pip install --quiet axe-selenium-python \
+  || /usr/bin/python3 -m pip install --quiet --break-system-packages axe-selenium-python
 # feedgen writes the podcast feeds (RSS with itunes:*, Atom) the podcast tests serve.
 python3 -c 'import feedgen.feed' 2>/dev/null || python3 -m pip install --quiet feedgen \
   || python3 -m pip install --quiet --break-system-packages feedgen

@@ -125,7 +125,7 @@ extension CLICommand {
     public init(_ options: CLIOptions, workingDirectory: String) throws(UsageError) {
         let words = CommandWords(word: options.command, operands: options.operands, group: options.group, workingDirectory: workingDirectory)
         guard let entry = CLICommandTable.entry(named: options.command), let parse = entry.parse else {
-            throw UsageError("unknown command '\(options.command)' (tutti --help)")
+            throw UsageError(UserMessage(.cliUnknownCommand, ["command": options.command]))
         }
         self = try parse(words)
     }
@@ -148,7 +148,7 @@ struct CommandWords: Sendable {
 
     /// A queue position from 1, as a 0-based index.
     static func queueIndex(_ text: String?) throws(UsageError) -> Int {
-        guard let text, let n = Int(text), n >= 1 else { throw UsageError("queue positions are numbers from 1") }
+        guard let text, let n = Int(text), n >= 1 else { throw UsageError(UserMessage(.cliQueuePositions)) }
         return n - 1
     }
 
@@ -182,6 +182,7 @@ enum CLICommandTable {
 
     private typealias Words = CommandWords
     private static func usage(_ message: String) -> UsageError { UsageError(message) }
+    private static func usage(_ message: UserMessage) -> UsageError { UsageError(message) }
 
     static let rows: [CLICommandEntry] = [
         .init(names: ["status"], help: [("status", "what is playing, and every room with its sync health")]) { _ in .status },
@@ -190,28 +191,28 @@ enum CLICommandTable {
             .player(method: w.word == "next" ? "player.next" : "player.previous")
         },
         .init(names: ["seek"], help: [("seek SECONDS | +S | -S", "absolute or relative seek in the current track")]) { w throws(UsageError) in
-            guard let text = w.first, let value = Double(text), value.isFinite else { throw usage("seek needs SECONDS, +SECONDS or -SECONDS") }
+            guard let text = w.first, let value = Double(text), value.isFinite else { throw usage(UserMessage(.cliSeekNeeds)) }
             return .seek(value, relative: text.hasPrefix("+") || text.hasPrefix("-"))
         },
         .init(names: ["speed"], help: [("speed [0.5-2.0]", "the group's playback speed, pitch kept (1 is normal; positions stay in track time)")]) { w throws(UsageError) in
             guard let text = w.first else { return .speed(nil) }
-            guard let value = Double(text), value.isFinite else { throw usage("speed needs a number, 0.5–2.0 (1 is normal)") }
+            guard let value = Double(text), value.isFinite else { throw usage(UserMessage(.cliSpeedNeeds)) }
             return .speed(value)
         },
         .init(names: ["pitch"], help: [("pitch [-12..+12]", "the group's pitch in semitones, speed kept (0 is normal)")]) { w throws(UsageError) in
             guard let text = w.first else { return .pitch(nil) }
-            guard let value = Double(text), value.isFinite else { throw usage("pitch needs semitones, −12…+12 (0 is normal)") }
+            guard let value = Double(text), value.isFinite else { throw usage(UserMessage(.cliPitchNeeds)) }
             return .pitch(value)
         },
         .init(names: ["shuffle"], help: [("shuffle [on|off]", "toggle or set shuffle")]) { w throws(UsageError) in .shuffle(try onOff(w)) },
         .init(names: ["repeat"], help: [("repeat [off|all|one]", "cycle or set repeat")]) { w throws(UsageError) in
             guard let mode = w.first else { return .repeatMode(nil) }
-            guard ["off", "all", "one"].contains(mode) else { throw usage("repeat takes off, all or one") }
+            guard ["off", "all", "one"].contains(mode) else { throw usage(UserMessage(.cliRepeatTakes)) }
             return .repeatMode(mode)
         },
         .init(names: ["single"], help: [("single [on|off|oneshot]", "stop after the current track (toggle, every time, or once)")]) { w throws(UsageError) in
             guard let mode = w.first else { return .single(nil) }
-            guard ["off", "on", "oneshot", "once"].contains(mode) else { throw usage("single takes on, off or oneshot") }
+            guard ["off", "on", "oneshot", "once"].contains(mode) else { throw usage(UserMessage(.cliSingleTakes)) }
             return .single(mode == "once" ? "oneshot" : mode) // mpc says "once"
         },
         .init(names: ["consume"], help: [("consume [on|off]", "played tracks leave the queue")]) { w throws(UsageError) in .consume(try onOff(w)) },
@@ -222,7 +223,7 @@ enum CLICommandTable {
             ("queue del N | move FROM TO | clear | play N", ""),
         ], parse: queue),
         .init(names: ["search"], help: [("search TEXT", "search the library (artist:… album:… title:… genre: filters)")]) { w throws(UsageError) in
-            guard !w.operands.isEmpty else { throw usage("search needs text") }
+            guard !w.operands.isEmpty else { throw usage(UserMessage(.cliSearchNeedsText)) }
             return .search(w.operands.joined(separator: " "))
         },
         .init(names: ["searches"], help: [("searches [clear]", "recent searches")]) { w in .searches(clear: w.first == "clear") },
@@ -230,7 +231,7 @@ enum CLICommandTable {
             if w.word == "favorites" || w.word == "favourites" { return .favourites }
             var id: Int? = nil
             if let text = w.first {
-                guard let n = Int(text) else { throw usage("\(w.word) takes a track id") }
+                guard let n = Int(text) else { throw usage(UserMessage(.cliTakesTrackID, ["command": w.word])) }
                 id = n
             }
             return w.word == "like" ? .like(trackID: id) : .unlike(trackID: id)
@@ -264,11 +265,11 @@ enum CLICommandTable {
             ("vol --group GROUP 0-100", "a group's volume, keeping its rooms' balance (kept until a room joins)"),
         ]) { w throws(UsageError) in
             if let group = w.group {
-                guard let text = w.first, let v = Int(text), (0...100).contains(v) else { throw usage("vol --group GROUP needs a volume 0–100") }
+                guard let text = w.first, let v = Int(text), (0...100).contains(v) else { throw usage(UserMessage(.cliGroupVolumeNeeds)) }
                 return .groupVolume(group: group, v)
             }
             let room = try needRoom(w)
-            guard w.operands.count > 1, let v = Int(w.operands[1]), (0...100).contains(v) else { throw usage("vol needs ROOM and a volume 0–100") }
+            guard w.operands.count > 1, let v = Int(w.operands[1]), (0...100).contains(v) else { throw usage(UserMessage(.cliVolumeNeeds)) }
             return .roomVolume(room: room, v)
         },
         .init(names: ["mute", "unmute"], help: [("mute ROOM | unmute ROOM", "(mute --group GROUP | unmute --group GROUP: every room of the group)")]) { w throws(UsageError) in
@@ -313,7 +314,7 @@ enum CLICommandTable {
         },
         .init(names: ["latency"], help: [("latency ROOM MS", "compensate a speaker's delay after its DAC")]) { w throws(UsageError) in
             let room = try needRoom(w)
-            guard w.operands.count > 1, let ms = Double(w.operands[1]), ms.isFinite else { throw usage("latency needs ROOM and milliseconds") }
+            guard w.operands.count > 1, let ms = Double(w.operands[1]), ms.isFinite else { throw usage(UserMessage(.cliLatencyNeeds)) }
             return .roomLatency(room: room, milliseconds: ms)
         },
         .init(names: ["group", "groups"], help: [
@@ -341,12 +342,12 @@ enum CLICommandTable {
 
     private static func onOff(_ w: Words) throws(UsageError) -> Bool? {
         guard let arg = w.first else { return nil }
-        guard arg == "on" || arg == "off" else { throw usage("\(w.word) takes on or off") }
+        guard arg == "on" || arg == "off" else { throw usage(UserMessage(.cliOnOrOff, ["command": w.word])) }
         return arg == "on"
     }
 
     private static func needRoom(_ w: Words) throws(UsageError) -> String {
-        guard let room = w.first else { throw usage("\(w.word) needs a room name") }
+        guard let room = w.first else { throw usage(UserMessage(.cliNeedsRoom, ["command": w.word])) }
         return room
     }
 
@@ -356,10 +357,10 @@ enum CLICommandTable {
         case "list": return .queue(.list)
         case "add":
             let uris = rest.filter { $0 != "--next" }.map { $0.contains("://") ? $0 : w.absolute($0) }
-            guard !uris.isEmpty else { throw usage("queue add needs files or URLs") }
+            guard !uris.isEmpty else { throw usage(UserMessage(.cliQueueAddNeeds)) }
             return .queue(.add(uris: uris, next: rest.first == "--next"))
         case let sub where ["add-search", "add-album", "add-playlist"].contains(sub):
-            guard !rest.isEmpty else { throw usage("\(sub) needs an argument") }
+            guard !rest.isEmpty else { throw usage(UserMessage(.cliNeedsArgument, ["command": sub])) }
             switch sub {
             case "add-search": return .queue(.addSearch(rest.joined(separator: " ")))
             case "add-album": return .queue(.addAlbum(rest.joined(separator: " ")))
@@ -371,7 +372,7 @@ enum CLICommandTable {
             return .queue(.move(from: try Words.queueIndex(rest[0]), to: try Words.queueIndex(rest[1])))
         case "clear": return .queue(.clear)
         case "play": return .queue(.play(index: try Words.queueIndex(rest.first)))
-        case let sub: throw usage("unknown queue command '\(sub)'")
+        case let sub: throw usage(UserMessage(.cliUnknownSubcommand, ["command": "queue", "sub": sub]))
         }
     }
 
@@ -402,7 +403,7 @@ enum CLICommandTable {
             guard rest.count == 2 else { throw usage("playlist export ID FILE.m3u") }
             // A bare name goes to the leader's playlist folder (the only place it writes playlists).
             return .playlist(.export(id: try id(), path: rest[1].contains("/") ? w.absolute(rest[1]) : rest[1]))
-        default: throw usage("unknown playlist command '\(sub)'")
+        default: throw usage(UserMessage(.cliUnknownSubcommand, ["command": "playlist", "sub": sub]))
         }
     }
 
@@ -417,7 +418,7 @@ enum CLICommandTable {
             guard w.operands.count == 2 else { throw usage("cache remove URL") }
             return .cache(.remove(url: w.operands[1]))
         case "clear": return .cache(.clear)
-        case let sub: throw usage("unknown cache command '\(sub)'")
+        case let sub: throw usage(UserMessage(.cliUnknownSubcommand, ["command": "cache", "sub": sub]))
         }
     }
 
@@ -447,7 +448,7 @@ enum CLICommandTable {
         case "download":
             guard rest.count >= 2 else { throw usage("podcast download NAME EPISODE") }
             return .podcast(.download(podcast: rest[0], episode: rest.dropFirst().joined(separator: " ")))
-        case let sub: throw usage("unknown podcast command '\(sub)' (tutti podcast --help)")
+        case let sub: throw usage(UserMessage(.cliUnknownSubcommandHelp, ["command": "podcast", "sub": sub]))
         }
     }
 
@@ -557,7 +558,7 @@ enum CLICommandTable {
         case "delete":
             guard rest.count == 1 else { throw usage("group delete GROUP") }
             return .group(.delete(group: rest[0]))
-        case let sub: throw usage("unknown group command '\(sub)' (tutti group --help)")
+        case let sub: throw usage(UserMessage(.cliUnknownSubcommandHelp, ["command": "group", "sub": sub]))
         }
     }
 }

@@ -354,7 +354,7 @@ struct LeaderSession {
             self.show(r) { _ in "deleted preset \(name)" }
         case .show(let room):
             let rooms = objects(try call("rooms.list")["rooms"])
-            guard let r = rooms.first(where: { $0["name"]?.string == room }) else { throw .refused("no room '\(room)'") }
+            guard let r = rooms.first(where: { $0["name"]?.string == room }) else { throw .refused(UserMessage(.roomUnknown, ["room": room])) }
             show(["room": .string(room), "eq": r["eq"] ?? [:]])
         case .set(let room, let change):
             var params: [String: JSONValue] = ["room": .string(room)]

@@ -81,7 +81,7 @@ public enum CLIRequest: Equatable, Sendable {
             switch a {
             case "--host": o.host = try value("--host needs a value")
             case "--port":
-                guard let p = args.next.flatMap({ UInt16($0) }) else { throw UsageError("--port needs a number 1–65535") }
+                guard let p = args.next.flatMap({ UInt16($0) }) else { throw UsageError(UserMessage(.cliPortNeedsNumber)) }
                 _ = args.take(); o.port = p
             case "--json": o.json = true
             case "--password": o.password = try value("--password needs a value")

@@ -6,20 +6,33 @@ import TuttiNet
 
 /// Why `tutti` stopped short: the message for stderr and the exit code
 /// (1 the leader refused, 2 cannot reach the leader, 64 usage).
+/// The message is the catalogue's when there is one (`catalogued`), put in
+/// the person's language when it is written.
 public struct CLIFailure: Error, Equatable, CustomStringConvertible {
     public let message: String
     public let exitCode: Int32
+    public var catalogued: UserMessage? = nil
     public var description: String { message }
+
+    public init(message: String, exitCode: Int32) { self.message = message; self.exitCode = exitCode }
+    public init(_ message: UserMessage, exitCode: Int32) { self.message = message.description; self.exitCode = exitCode; catalogued = message }
+
+    /// What stderr says, in `language`.
+    public func text(in language: Language) -> String { catalogued?.text(in: language) ?? message }
 
     public static func usage(_ message: String) -> CLIFailure { CLIFailure(message: message, exitCode: 64) }
     public static func refused(_ message: String) -> CLIFailure { CLIFailure(message: message, exitCode: 1) }
     public static func unreachable(_ message: String) -> CLIFailure { CLIFailure(message: message, exitCode: 2) }
+    public static func usage(_ message: UserMessage) -> CLIFailure { CLIFailure(message, exitCode: 64) }
+    public static func refused(_ message: UserMessage) -> CLIFailure { CLIFailure(message, exitCode: 1) }
+    public static func unreachable(_ message: UserMessage) -> CLIFailure { CLIFailure(message, exitCode: 2) }
 }
 
-/// The environment variables `tutti` reads (TUTTI_HOST, TUTTI_PASSWORD).
+/// The environment variables `tutti` reads (TUTTI_HOST, TUTTI_PASSWORD, and
+/// the locale's LC_ALL, LC_MESSAGES, LANG, LANGUAGE for its language).
 public func tuttiEnvironment() -> [String: String] {
     var environment: [String: String] = [:]
-    for name in ["TUTTI_HOST", "TUTTI_PASSWORD"] {
+    for name in ["TUTTI_HOST", "TUTTI_PASSWORD", "LC_ALL", "LC_MESSAGES", "LANG", "LANGUAGE"] {
         if let value = getenv(name) { environment[name] = String(cString: value) }
     }
     return environment
@@ -37,6 +50,7 @@ public func currentDirectory() -> String {
 /// leader, 64 usage), having written why to stderr; `main` exits with it.
 public func runTutti(_ arguments: [String], environment: [String: String] = tuttiEnvironment(),
                      workingDirectory: String = currentDirectory()) -> Int32 {
+    let language = Language(localeEnvironment: environment)
     do throws(CLIFailure) {
         let options: CLIOptions
         let command: CLICommand
@@ -47,17 +61,18 @@ public func runTutti(_ arguments: [String], environment: [String: String] = tutt
             case .run(let o): options = o
             }
             command = try CLICommand(options, workingDirectory: workingDirectory)
-        } catch { throw CLIFailure.usage(error.message) }
-        try run(command, options, environment: environment)
+        } catch { throw error.catalogued.map { CLIFailure.usage($0) } ?? CLIFailure.usage(error.message) }
+        try run(command, options, environment: environment, language: language)
         return 0
     } catch {
-        writeError("tutti: \(error.message)\n")
+        writeError("tutti: \(error.text(in: language))\n")
         return error.exitCode
     }
 }
 
 /// Runs one parsed command: the two that need no leader, else at the leader.
-func run(_ command: CLICommand, _ options: CLIOptions, environment: [String: String]) throws(CLIFailure) {
+/// `language`: the leader is asked for its errors in it (each request's `lang`).
+func run(_ command: CLICommand, _ options: CLIOptions, environment: [String: String], language: Language = .english) throws(CLIFailure) {
     switch command {
     case .doctor(let arguments): throw runDoctor(arguments)
     case .leaders(let seconds):
@@ -69,12 +84,13 @@ func run(_ command: CLICommand, _ options: CLIOptions, environment: [String: Str
         let (endpoint, how) = try controlEndpoint(options, environment: environment)
         let client: ControlClient
         do { client = try ControlClient(endpoint: endpoint) } catch {
-            throw .unreachable("cannot reach the leader at \(endpoint)\(how): \(error)")
+            throw .unreachable(UserMessage(.cliUnreachable, ["endpoint": "\(endpoint)", "how": how, "reason": "\(error)"]))
         }
+        client.language = language
         // From another machine a leader with a password wants a login first.
         if let password = options.password {
             do { _ = try client.call("auth.login", ["password": .string(password)]) } catch let e as ControlClient.RemoteError {
-                throw .refused("logging in to \(endpoint): \(e.message)")
+                throw .refused(UserMessage(.cliLoginFailed, ["endpoint": "\(endpoint)", "reason": e.message]))
             } catch { throw .unreachable("\(error)") }
         }
         try LeaderSession(client: client, json: options.json, group: options.group).run(command)
@@ -87,12 +103,12 @@ func controlEndpoint(_ options: CLIOptions, environment: [String: String]) throw
     let host = options.host, port = options.port, leaderName = options.leaderName
     if let host, port == nil, host.contains(":") {
         // --host HOST:PORT, as TUTTI_HOST takes it.
-        guard let e = try? Endpoint(parsing: host, defaultPort: 4954) else { throw .usage("--host \(host): expected HOST or HOST:PORT") }
+        guard let e = try? Endpoint(parsing: host, defaultPort: 4954) else { throw .usage(UserMessage(.cliBadHost, ["setting": "--host \(host)"])) }
         return (e, "")
     }
     if host != nil || port != nil { return (Endpoint(host: host ?? "127.0.0.1", port: port ?? 4954), "") }
     if let env = environment["TUTTI_HOST"], !env.isEmpty {
-        guard let e = try? Endpoint(parsing: env, defaultPort: 4954) else { throw .usage("TUTTI_HOST=\(env): expected HOST or HOST:PORT") }
+        guard let e = try? Endpoint(parsing: env, defaultPort: 4954) else { throw .usage(UserMessage(.cliBadHost, ["setting": "TUTTI_HOST=\(env)"])) }
         return (e, " (TUTTI_HOST)")
     }
     // A leader on this machine answers at once; browsing takes about a second.
@@ -107,7 +123,7 @@ func controlEndpoint(_ options: CLIOptions, environment: [String: String]) throw
             return (Endpoint(host: chosen.isLocal ? "127.0.0.1" : chosen.address, port: control), " (found '\(chosen.name)' over mDNS)")
         }
     }
-    if let leaderName { throw .unreachable("no leader named '\(leaderName)' with a control port found over mDNS (tutti leaders lists them)") }
+    if let leaderName { throw .unreachable(UserMessage(.cliNoLeaderNamed, ["name": leaderName])) }
     return (Endpoint(host: "127.0.0.1", port: 4954), "")
 }
 
@@ -126,7 +142,7 @@ func runDoctor(_ arguments: [String]) -> CLIFailure {
         if !folder.isEmpty, access(folder + program, X_OK) == 0 { execv(folder + program, argv) }
         execvp(program, argv)
     }
-    return .unreachable("doctor needs tutti-follower or tuttid (beside tutti or on PATH): \(String(cString: strerror(errno)))")
+    return .unreachable(UserMessage(.cliDoctorMissing, ["reason": String(cString: strerror(errno))]))
 }
 
 /// Writes to stderr at once (stdout, buffered, is flushed at exit).

@@ -22,6 +22,9 @@ public final class ControlClient {
     private let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 16_384, alignment: 1)
     /// A notification's method and its params (an empty object when it has none).
     public var onNotification: ((String, JSONValue) -> Void)?
+    /// The language the leader's errors are wanted in: sent as each request's
+    /// `"lang"` (nil: none sent, the leader answers in English).
+    public var language: Language?
 
     public init(endpoint: Endpoint, timeoutMilliseconds: Int = 5_000) throws(NetError) {
         connection = try TCPConnection.connect(to: endpoint, timeoutMilliseconds: timeoutMilliseconds)
@@ -42,6 +45,7 @@ public final class ControlClient {
         nextID += 1
         var request: [String: JSONValue] = ["jsonrpc": "2.0", "id": JSONValue(id), "method": .string(method)]
         if !params.isEmpty { request["params"] = .object(params) }
+        if let language { request["lang"] = .string(language.rawValue) }
         try connection.send(Array((JSONValue.object(request).serialized + "\n").utf8))
         while true {
             let message = try readMessage()

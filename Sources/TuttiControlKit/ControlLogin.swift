@@ -25,13 +25,15 @@ public final class ControlLogin: Sendable {
         case limited(LoginLimiter.Refusal)
         case wrongPassword
         case unknownToken
-        public var description: String {
+        /// What the person is told, from the message catalogue.
+        public var message: UserMessage {
             switch self {
-            case .limited(let r): r.description
-            case .wrongPassword: "wrong password"
-            case .unknownToken: "the token is not valid (it was revoked, or the password changed): log in with the password"
+            case .limited(let r): r.message
+            case .wrongPassword: UserMessage(.loginWrongPassword)
+            case .unknownToken: UserMessage(.loginUnknownToken)
             }
         }
+        public var description: String { message.description }
     }
 
     private let password: String?

@@ -16,6 +16,7 @@ public protocol JSONRPCServing: AnyObject, Sendable {
     /// Where a client from `address` ("HOST:PORT") starts.
     func initialLevel(address: String) -> ControlAccess.Level
     /// One stateless request (no client): its reply, nil for a notification.
-    /// `bearer`: the token the request showed.
-    func handle(_ request: [UInt8], level: ControlAccess.Level, peer: String, bearer: String?) -> RPCReply?
+    /// `bearer`: the token the request showed; `language`: its errors' language
+    /// when the request names none (HTTP's `Accept-Language`).
+    func handle(_ request: [UInt8], level: ControlAccess.Level, peer: String, bearer: String?, language: Language?) -> RPCReply?
 }

@@ -38,12 +38,19 @@ public final class SurfaceClient: Sendable {
     }
 }
 
-/// A JSON-RPC error a method answers with: its code, and what the client is told.
+/// A JSON-RPC error a method answers with: its code, and what the client is
+/// told (from the message catalogue when it is there, in the request's
+/// language; else English text).
 public struct RPCError: Error, CustomStringConvertible {
     public var code: Int
     public var message: String
+    public var catalogued: UserMessage?
     public var description: String { message }
     public init(code: Int, message: String) { self.code = code; self.message = message }
+    public init(code: Int, _ message: UserMessage) { self.code = code; self.message = message.description; catalogued = message }
+
+    /// The message in `language` (English when it is not in the catalogue).
+    public func text(in language: Language) -> String { catalogued?.text(in: language) ?? message }
 }
 
 /// The clients of one JSON-RPC surface, however they came (a TCP line

@@ -1,8 +1,13 @@
 /// A command line that cannot be run; the message says what to fix. Exit 64.
+/// (`catalogued`: the message catalogue's, when it has this one; `message`
+/// is its English text. Two are equal when their English is.)
 public struct UsageError: Error, Equatable, CustomStringConvertible {
     public let message: String
+    public var catalogued: UserMessage? = nil
     public init(_ message: String) { self.message = message }
+    public init(_ message: UserMessage) { self.message = message.description; catalogued = message }
     public var description: String { message }
+    public static func == (a: UsageError, b: UsageError) -> Bool { a.message == b.message }
 }
 
 /// Reads flags and their values off a command line, front to back: the one

@@ -41,7 +41,8 @@ public struct LoginLimiter: Sendable {
         /// Whole seconds until the address may try again (at least 1).
         public var retryAfterSeconds: Int64
         public init(address: String, retryAfterSeconds: Int64) { self.address = address; self.retryAfterSeconds = retryAfterSeconds }
-        public var description: String { "too many failed logins from \(address); try again in \(retryAfterSeconds) s" }
+        public var message: UserMessage { UserMessage(.loginTooManyFailures, ["address": address, "seconds": String(retryAfterSeconds)]) }
+        public var description: String { message.description }
     }
 
     struct Entry: Sendable {

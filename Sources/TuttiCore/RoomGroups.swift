@@ -171,16 +171,19 @@ public enum GroupError: Error, Equatable, CustomStringConvertible {
     /// The system refused the group's player its thread (`reason`): nothing was created.
     case cannotStart(reason: String)
 
-    public var description: String {
+    /// What the person is told, from the message catalogue.
+    public var message: UserMessage {
         switch self {
-        case .unknownGroup(let g, let known): "no group '\(g)' (groups: \(known.joined(separator: ", ")))"
-        case .invalidName(let n): "group name '\(n)' must be 1–\(RoomGroups.maxNameBytes) bytes of printable text"
-        case .nameTaken(let n): "a group named '\(n)' already exists"
-        case .mainGroupIsPermanent: "the main group cannot be deleted (rooms nobody placed play it)"
-        case .tooMany(let n): "at most \(n) groups"
-        case .cannotStart(let reason): "the group's player could not start (\(reason)); nothing was changed: try again, or restart the leader if it goes on"
+        case .unknownGroup(let g, let known): UserMessage(.groupUnknown, ["group": g, "known": known.joined(separator: ", ")])
+        case .invalidName(let n): UserMessage(.groupInvalidName, ["name": n, "limit": String(RoomGroups.maxNameBytes)])
+        case .nameTaken(let n): UserMessage(.groupNameTaken, ["name": n])
+        case .mainGroupIsPermanent: UserMessage(.groupMainIsPermanent)
+        case .tooMany(let n): UserMessage(.groupTooMany, ["count": String(n)])
+        case .cannotStart(let reason): UserMessage(.groupCannotStart, ["reason": reason])
         }
     }
+
+    public var description: String { message.description }
 }
 
 extension String {

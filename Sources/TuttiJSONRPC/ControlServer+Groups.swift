@@ -7,7 +7,7 @@ extension ControlServer {
         guard method.hasPrefix("groups.") || method.hasPrefix("party.") else { return nil }
         func text(_ key: String) throws -> String {
             guard let v = params[key]?.string, !v.isEmpty, v.utf8.count <= 256 else {
-                throw RPCError(code: -32602, message: "\(method) needs \"\(key)\" (a non-empty string)")
+                throw RPCError(code: -32602, UserMessage(.requestNeedsText, ["method": method, "key": key]))
             }
             return v
         }
@@ -22,7 +22,7 @@ extension ControlServer {
             }
             let known = Set(leader.knownRooms)
             if let unknown = names.first(where: { !known.contains($0) }) {
-                throw RPCError(code: -32602, message: "no room '\(unknown)' (rooms: \(known.sorted().joined(separator: ", ")))")
+                throw RPCError(code: -32602, UserMessage(.roomUnknownOfKnown, ["room": unknown, "known": known.sorted().joined(separator: ", ")]))
             }
             return names
         }
@@ -40,7 +40,7 @@ extension ControlServer {
                 return groupObject(try leader.moveRooms(try rooms(required: true), to: try text("group")))
             case "groups.separate":
                 let room = try text("room")
-                guard leader.knownRooms.contains(room) else { throw RPCError(code: -32602, message: "no room '\(room)'") }
+                guard leader.knownRooms.contains(room) else { throw RPCError(code: -32602, UserMessage(.roomUnknown, ["room": room])) }
                 return groupObject(try leader.separate(room: room))
             case "party.on":
                 let target = params["group"] == nil ? nil : try text("group")
@@ -50,10 +50,10 @@ extension ControlServer {
             case "party.status":
                 return ["party": .bool(leader.partyActive)]
             default:
-                throw RPCError(code: -32601, message: "unknown method '\(method)' (see docs/api.md)")
+                throw RPCError(code: -32601, UserMessage(.requestUnknownMethod, ["method": method]))
             }
         } catch let e as GroupError {
-            throw RPCError(code: -32000, message: e.description)
+            throw RPCError(code: -32000, e.message)
         }
     }
 

@@ -27,21 +27,21 @@ extension ControlServer {
         case "speakers.allow", "speakers.deny":
             let n = try name()
             guard leader.decidePairing(name: n, allow: method == "speakers.allow") else {
-                throw RPCError(code: -32602, message: "no speaker named '\(n)' is waiting to be allowed (see speakers.pending)")
+                throw RPCError(code: -32602, UserMessage(.pairingNoRequest, ["name": n]))
             }
             return speakersObject()
         case "speakers.pair":
             guard let raw = params["code"]?.string, let code = normalizedPairingCode(raw) else {
-                throw RPCError(code: -32602, message: "speakers.pair needs \"code\": the six digits `sudo tutti-follower pair` shows")
+                throw RPCError(code: -32602, UserMessage(.pairingNeedsCode))
             }
             switch leader.pairByCode(code) {
             case .paired(let n): return ["paired": .string(n)]
-            case .nobodyWaiting: throw RPCError(code: -32000, message: "no speaker is waiting for a code: run `sudo tutti-follower pair` on it first")
-            case .wrongCode: throw RPCError(code: -32000, message: "wrong code (a speaker allows 3 tries, then shows a new one)")
+            case .nobodyWaiting: throw RPCError(code: -32000, UserMessage(.pairingNobodyWaiting))
+            case .wrongCode: throw RPCError(code: -32000, UserMessage(.pairingWrongCode))
             }
         case "speakers.forget":
             let n = try name()
-            guard leader.forgetSpeaker(n) else { throw RPCError(code: -32602, message: "no paired speaker named '\(n)' (see speakers.list)") }
+            guard leader.forgetSpeaker(n) else { throw RPCError(code: -32602, UserMessage(.pairingNotPaired, ["name": n])) }
             return speakersObject()
         default:
             return nil

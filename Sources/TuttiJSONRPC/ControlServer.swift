@@ -184,15 +184,16 @@ public final class ControlServer: Service, JSONRPCServing, @unchecked Sendable {
 
     /// A JSON-RPC error object to send back: its code and a message the user can act on.
 
-    public func handle(_ request: [UInt8], level: ControlAccess.Level, peer: String, bearer: String?) -> RPCReply? {
-        handle(request, level: level, peer: peer, bearer: bearer, login: { _, _ in })
+    public func handle(_ request: [UInt8], level: ControlAccess.Level, peer: String, bearer: String?, language: Language?) -> RPCReply? {
+        handle(request, level: level, peer: peer, bearer: bearer, language: language, login: { _, _ in })
     }
 
     /// One request from a client at `level`, connected from `peer`
     /// ("HOST:PORT"); `bearer`: the token a stateless request showed.
     /// `login` records a change of access (`auth.login`, `auth.logout`) and the token it came with.
+    /// Errors are in the request's `lang`, else `language`, else English.
     public func handle(_ line: [UInt8], level: ControlAccess.Level = .full, peer: String = "", bearer: String? = nil,
-                login: (ControlAccess.Level, String?) -> Void = { _, _ in }) -> RPCReply? {
+                language: Language? = nil, login: (ControlAccess.Level, String?) -> Void = { _, _ in }) -> RPCReply? {
         let request: JSONRPCRequest
         switch JSONRPCRequest.parse(line) {
         case .request(let r): request = r
@@ -200,6 +201,7 @@ public final class ControlServer: Service, JSONRPCServing, @unchecked Sendable {
         }
         let (id, method, params) = (request.id, request.method, request.params)
         let isNotification = id == nil
+        let language = request.language ?? language ?? .english
         do {
             let result: RPCResult
             if method.hasPrefix("auth.") {
@@ -207,13 +209,11 @@ public final class ControlServer: Service, JSONRPCServing, @unchecked Sendable {
             } else if ControlAccess.permits(level, method: method) {
                 result = try dispatch(method, params)
             } else {
-                throw RPCError(code: -32001, message: level == .guest
-                    ? "\(method): guests can only look; log in (auth.login {\"password\"}) to change anything"
-                    : "this leader needs a password from other machines: log in first (auth.login {\"password\"}; tutti --password, or the web app asks)")
+                throw RPCError(code: -32001, level == .guest ? UserMessage(.accessGuestOnlyLooks, ["method": method]) : UserMessage(.accessLoginFirst))
             }
             return id.map { RPCReply(id: $0, outcome: .result(result)) }
         } catch let e as RPCError {
-            return isNotification ? nil : .error(id: id, code: e.code, message: e.message)
+            return isNotification ? nil : .error(id: id, code: e.code, message: e.text(in: language))
         } catch {
             return isNotification ? nil : .error(id: id, code: -32603, message: "\(error)")
         }
@@ -227,8 +227,8 @@ public final class ControlServer: Service, JSONRPCServing, @unchecked Sendable {
         let access = leader.controlAccess
         func refusal(_ failure: ControlLogin.Failure) -> RPCError {
             switch failure {
-            case .limited: RPCError(code: -32002, message: failure.description)
-            case .wrongPassword, .unknownToken: RPCError(code: -32001, message: failure.description)
+            case .limited: RPCError(code: -32002, failure.message)
+            case .wrongPassword, .unknownToken: RPCError(code: -32001, failure.message)
             }
         }
         switch method {
@@ -253,7 +253,7 @@ public final class ControlServer: Service, JSONRPCServing, @unchecked Sendable {
                     return ["access": .string(ControlAccess.Level.full.name)]
                 }
             }
-            throw RPCError(code: -32602, message: "auth.login needs \"password\" (or the \"token\" a login returned)")
+            throw RPCError(code: -32602, UserMessage(.loginNeedsPassword))
         case "auth.logout":
             // The token named, or the one this request came with.
             guard let token = params["token"]?.string ?? bearer, !token.isEmpty, token.utf8.count <= 1_024 else {
@@ -286,9 +286,10 @@ public final class ControlServer: Service, JSONRPCServing, @unchecked Sendable {
 
     private func number(_ params: [String: JSONValue], _ key: String, in range: ClosedRange<Double>) throws -> Double? {
         guard let raw = params[key] else { return nil }
-        guard let v = raw.number else { throw RPCError(code: -32602, message: "\(key) must be a number") }
+        guard let v = raw.number else { throw RPCError(code: -32602, UserMessage(.requestNotANumber, ["key": key])) }
         guard v.isFinite, range.contains(v) else {
-            throw RPCError(code: -32602, message: "\(key) \(v) is outside \(range.lowerBound)…\(range.upperBound)")
+            throw RPCError(code: -32602, UserMessage(.requestOutOfRange, ["key": key, "value": "\(v)",
+                                                                          "low": "\(range.lowerBound)", "high": "\(range.upperBound)"]))
         }
         return v
     }
@@ -299,10 +300,10 @@ public final class ControlServer: Service, JSONRPCServing, @unchecked Sendable {
         switch params["group"] {
         case nil, .null?: group = nil
         case .string(let name)? where !name.isEmpty && name.utf8.count <= 256: group = name
-        default: throw RPCError(code: -32602, message: "group must be a group id or name (see groups.list)")
+        default: throw RPCError(code: -32602, UserMessage(.requestBadGroupParameter))
         }
         if let group, method.hasPrefix("player.") || method.hasPrefix("queue."), (try? leader.nowPlaying(group: group)) == nil {
-            throw RPCError(code: -32602, message: GroupError.unknownGroup(group, known: leader.groups.map(\.name)).description)
+            throw RPCError(code: -32602, GroupError.unknownGroup(group, known: leader.groups.map(\.name)).message)
         }
         func player(_ command: PlayerCommand) throws -> RPCResult {
             do {
@@ -320,7 +321,7 @@ public final class ControlServer: Service, JSONRPCServing, @unchecked Sendable {
                 // Monotonic nanoseconds: past 10^15 (11.6 days up) a Double would write them in exponent form, past 2^53 inexactly.
                 return .object(result, encoded: ["acceptedAt": .integer(outcome.acceptedAt), "effectiveAt": .integer(outcome.effectiveAt)])
             } catch {
-                throw RPCError(code: -32000, message: error.description)
+                throw RPCError(code: -32000, message: error.description) // PlayerError: English (not yet in the catalogue)
             }
         }
         func index(_ key: String) throws -> Int {
@@ -407,12 +408,12 @@ public final class ControlServer: Service, JSONRPCServing, @unchecked Sendable {
             return .value(["rooms": .array(roomsObject())])
         case "rooms.set":
             guard let room = params["room"]?.string, !room.isEmpty else {
-                throw RPCError(code: -32602, message: "rooms.set needs \"room\" (a room name)")
+                throw RPCError(code: -32602, UserMessage(.requestNeedsRoom, ["method": method]))
             }
             var settings = leader.settings(of: room)
             if let v = try number(params, "volume", in: 0...100) { settings.volume = UInt8(v.rounded()) }
             if let raw = params["muted"] {
-                guard let muted = raw.bool else { throw RPCError(code: -32602, message: "muted must be true or false") }
+                guard let muted = raw.bool else { throw RPCError(code: -32602, UserMessage(.requestMutedTrueOrFalse)) }
                 settings.muted = muted
             }
             if let ms = try number(params, "latencyMs", in: -1_000...5_000) { settings.latencyTrimNanoseconds = Int64(ms * 1e6) }
@@ -427,7 +428,7 @@ public final class ControlServer: Service, JSONRPCServing, @unchecked Sendable {
             if let result = try dispatchPodcasts(method, params, group: group) { return .value(result) }
             if let result = try dispatchGroups(method, params) { return .value(result) }
             if let result = try dispatchSpeakers(method, params) { return .value(result) }
-            throw RPCError(code: -32601, message: "unknown method '\(method)' (see docs/api.md)")
+            throw RPCError(code: -32601, UserMessage(.requestUnknownMethod, ["method": method]))
         }
     }
 

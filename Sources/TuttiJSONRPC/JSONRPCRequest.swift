@@ -9,6 +9,10 @@ public struct JSONRPCRequest {
     public var id: JSONValue?
     public var method: String
     public var params: [String: JSONValue]
+    /// The language its errors are wanted in: the request's own `"lang"`
+    /// member (beside `"method"`, a BCP 47 tag such as "ko" or "ko-KR"); nil
+    /// when it has none or the catalogue lacks it (docs/api.md, "Languages").
+    public var language: Language?
 
     /// A request, or the error to send back (JSON-RPC's code and message).
     public enum Parsed {
@@ -35,9 +39,10 @@ public struct JSONRPCRequest {
         guard request["jsonrpc"]?.string == "2.0", let method = request["method"]?.string else {
             return .invalid(id: id, code: -32600, message: "a request needs \"jsonrpc\": \"2.0\" and a \"method\" string")
         }
+        let language = request["lang"]?.string.flatMap { $0.utf8.count <= 35 ? Language(tag: $0) : nil }
         switch request["params"] {
-        case nil, .null?: return .request(JSONRPCRequest(id: id, method: method, params: [:]))
-        case .object(let object)?: return .request(JSONRPCRequest(id: id, method: method, params: object))
+        case nil, .null?: return .request(JSONRPCRequest(id: id, method: method, params: [:], language: language))
+        case .object(let object)?: return .request(JSONRPCRequest(id: id, method: method, params: object, language: language))
         default: return .invalid(id: id, code: -32602, message: "params must be an object")
         }
     }

@@ -134,7 +134,8 @@ public final class WebSurface: @unchecked Sendable {
                                    body: Array(failure.description.utf8))
             }
         }
-        guard let reply = control.handle(request.body, level: level, peer: request.peer, bearer: bearer) else { return WebResponse(status: 204) }
+        guard let reply = control.handle(request.body, level: level, peer: request.peer, bearer: bearer,
+                                         language: request.headers["accept-language"].flatMap { Language(acceptLanguage: $0) }) else { return WebResponse(status: 204) }
         return WebResponse(status: 200, headers: [("Content-Type", "application/json")], body: reply.bytes)
     }
 

@@ -23,8 +23,17 @@ func waitForTermination() {
     while sigwait(&termination, &received) != 0 {}
 }
 
+/// The language of what tuttid tells a person on stderr: POSIX's locale variables.
+let logLanguage: Language = {
+    var environment: [String: String] = [:]
+    for name in ["LC_ALL", "LC_MESSAGES", "LANG", "LANGUAGE"] { if let v = getenv(name) { environment[name] = String(cString: v) } }
+    return Language(localeEnvironment: environment)
+}()
+
+/// Exits with `message` on stderr: a usage error (64) as it is, a failure to start in words from the catalogue.
 func fail(_ message: String, code: Int32) -> Never {
-    StandardErrorLog.write("tuttid: \(message)\n")
+    let line = code == 64 ? "tuttid: \(message)" : UserMessage(.daemonCannotStart, ["reason": message]).text(in: logLanguage)
+    StandardErrorLog.write(line + "\n")
     exit(code)
 }
 

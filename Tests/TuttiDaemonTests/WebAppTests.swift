@@ -67,6 +67,38 @@ import TuttiTestSupport
         #expect(r.out.contains("ok"), "\(r.out)")
     }
 
+    /// The page in Korean (Chromium's --lang=ko), the leader's errors in it,
+    /// focus after dialogs, queue moves and route changes, volume on Now
+    /// playing, and axe-core in both languages (Tests/Web/i18n_test.py).
+    @Test func thePageSpeaksKoreanKeepsFocusAndPassesAxe() throws {
+        for tool in ["/usr/bin/chromium", "/usr/bin/chromedriver", "/usr/bin/lame"] {
+            try #require(FileManager.default.isExecutableFile(atPath: tool), "\(tool) is missing: run scripts/setup.sh")
+        }
+        let axe = try runProgram("/usr/bin/python3", ["-c", "import axe_selenium_python"], mergeErrors: true)
+        try #require(axe.status == 0, "axe-selenium-python is missing for /usr/bin/python3: run scripts/setup.sh")
+        let dir = makeTemporaryDirectory()
+        let music = dir + "/music"
+        try Self.makeMusic(music, dir: dir)
+        let leader = try startLeader(files: []) { c in
+            c.control = Endpoint(host: "127.0.0.1", port: 0)
+            c.web = WebOptions(endpoint: Endpoint(host: "127.0.0.1", port: 0), root: Self.repository + "/web")
+            c.musicDirectory = music
+            c.databasePath = dir + "/db/library.db"
+        }
+        defer { leader.stop() }
+        #expect(waitUntil(timeout: 20) { (try? leader.library?.trackCount()) == 5 }, "library scan")
+        let kitchen = try startFollower(leader: leader.endpoint, name: "kitchen", output: .file(path: dir + "/kitchen.raw", ppm: 0, delayMilliseconds: 0))
+        defer { kitchen.stop() }
+        #expect(waitUntil(timeout: 10) { leader.followerNames == ["kitchen"] }, "the room joined")
+        let web = try #require(leader.webEndpoint), control = try #require(leader.controlEndpoint)
+        var args = [Self.repository + "/Tests/Web/i18n_test.py", "--url", "http://127.0.0.1:\(web.port)",
+                    "--control-port", String(control.port), "--room", "kitchen", "--query", "aurora"]
+        if let shots = ProcessInfo.processInfo.environment["TUTTI_SCREENSHOTS"] { args += ["--screenshots", shots] }
+        let r = try runProgram("/usr/bin/python3", args, mergeErrors: true, timeout: 300)
+        print(r.out)
+        #expect(r.status == 0 && r.out.contains("all checks passed"), "the language and accessibility test failed:\n\(r.out)")
+    }
+
     @Test func theWebAppAsksForThePasswordOnceAndKeepsTheToken() throws {
         try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/chromedriver"), "chromedriver is missing: run scripts/setup.sh")
         let password = "living-room-7"

@@ -116,9 +116,12 @@ class Leader:
 
 
 class Page:
-    def __init__(self, url, timeout, dark=False):
+    def __init__(self, url, timeout, dark=False, lang=None):
         self.timeout = timeout
         opts = webdriver.ChromeOptions()
+        if lang:  # the browser's language, as a person's phone set to it sends it
+            opts.add_argument("--lang=%s" % lang)
+            opts.add_experimental_option("prefs", {"intl.accept_languages": lang})
         for a in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                   "--window-size=%d,%d" % PHONE, "--hide-scrollbars", "--no-first-run", "--disable-extensions"]:
             opts.add_argument(a)

@@ -3,7 +3,8 @@
 
 import { S, set, emit, remember, isPlaying } from './store.js';
 import { call, act, gp } from './rpc.js';
-import { toast, errText, plural } from './ui.js';
+import { toast, errText } from './ui.js';
+import { t, count } from './i18n.js';
 
 // A reply carrying a player status for the controlled group updates the page at once.
 export function applyStatus(r, group) {
@@ -66,7 +67,7 @@ function loadQueueTracks(q) {
   const next = () => {
     if (i >= want.length) return Promise.resolve();
     const path = want[i++];
-    return call('library.track', { path }).then((t) => { remember([t]); emit('tracks'); },
+    return call('library.track', { path }).then((tr) => { remember([tr]); emit('tracks'); },
       () => { S.tracks.set(path, null); }).then(next);
   };
   for (let k = 0; k < 6; k++) next(); // six requests in flight at most
@@ -80,22 +81,23 @@ export function addToQueue(what, how, label) {
   if (how === 'next' || how === 'play') params.next = true;
   return call('queue.add', gp(params)).then((r) => {
     const added = (r && r.added) || [];
-    if (!added.length) { toast('Nothing was added to the queue'); return; }
+    if (!added.length) { toast(t('add.nothing')); return; }
     if (how !== 'play') {
       applyStatus(r, g);
       afterEdit(g);
-      toast((label ? label + ': ' : '') + plural(added.length, 'track') + (how === 'next' ? ' will play next' : ' added to the queue'), 'info');
+      const text = t(how === 'next' ? 'add.next' : 'add.end', { tracks: count('count.tracks', added.length) });
+      toast(label ? t('add.labelled', { label, text }) : text, 'info');
       return;
     }
     return call('queue.list', gp()).then((q) => {
       let index = -1;
       for (const e of q.entries) if (e.id === added[0]) index = e.index;
-      if (index < 0) throw new Error('the added track is not in the queue any more');
+      if (index < 0) throw new Error(t('add.gone'));
       return call('queue.play', gp({ index }));
     }).then((st) => { applyStatus(st, g); afterEdit(g); });
   }).catch((e) => toast(errText(e)));
 }
 
 export function trackIds(tracks) {
-  return tracks.map((t) => t.id);
+  return tracks.map((tr) => tr.id);
 }

@@ -2,7 +2,8 @@
 // #/search, #/library/…, #/rooms), and the wiring of leader notifications
 // to the page's state. Everything talks JSON-RPC over /ws (rpc.js).
 
-import { h, icon, toast, errText } from './ui.js';
+import { h, icon, toast, errText, focusHeading } from './ui.js';
+import { t } from './i18n.js';
 import { S, on, emit, set, position, groupById } from './store.js';
 import { connect, call, onNotify } from './rpc.js';
 import { refreshGroup, setQueue, forgetTracks } from './actions.js';
@@ -17,12 +18,12 @@ import { createSound } from './sound.js';
 // The tabs, in order; the router, the tab bar and refresh-on-reconnect
 // pick them up from this list.
 const TABS = [
-  { id: 'now', label: 'Playing', icon: 'now', make: () => createNowPlaying(selectGroup) },
-  { id: 'queue', label: 'Queue', icon: 'queue', make: () => createQueue() },
-  { id: 'search', label: 'Search', icon: 'search', make: () => createSearch(go) },
-  { id: 'library', label: 'Library', icon: 'library', make: () => createLibrary(go) },
-  { id: 'rooms', label: 'Rooms', icon: 'rooms', make: () => createRooms(selectGroup, go) },
-  { id: 'sound', label: 'Sound', icon: 'sound', make: () => createSound() },
+  { id: 'now', label: 'tab.now', icon: 'now', make: () => createNowPlaying(selectGroup) },
+  { id: 'queue', label: 'tab.queue', icon: 'queue', make: () => createQueue() },
+  { id: 'search', label: 'tab.search', icon: 'search', make: () => createSearch(go) },
+  { id: 'library', label: 'tab.library', icon: 'library', make: () => createLibrary(go) },
+  { id: 'rooms', label: 'tab.rooms', icon: 'rooms', make: () => createRooms(selectGroup, go) },
+  { id: 'sound', label: 'tab.sound', icon: 'sound', make: () => createSound() },
 ];
 
 const views = {};
@@ -41,17 +42,22 @@ function route() {
   let id = parts[0];
   if (!views[id]) id = 'now';
   if (id === 'library') lastLibrary = parts.join('/') || 'library/artists';
-  for (const t of TABS) {
-    views[t.id].hidden = t.id !== id;
-    const b = document.querySelector('[data-test="tab-' + t.id + '"]');
-    if (b) b.setAttribute('aria-current', t.id === id ? 'page' : 'false');
+  for (const tab of TABS) {
+    views[tab.id].hidden = tab.id !== id;
+    const b = document.querySelector('[data-test="tab-' + tab.id + '"]');
+    if (b) b.setAttribute('aria-current', tab.id === id ? 'page' : 'false');
   }
   document.body.dataset.tab = id;
   const v = views[id];
-  if (v.route) v.route(parts.slice(1));
+  // A screen the person went to: focus moves to its heading, so a screen
+  // reader reads where it is (not on the first screen of a visit). The
+  // library draws its pages when their data comes, and focuses them then.
+  const moved = current !== null;
+  if (v.route) v.route(parts.slice(1), moved);
   else if (current !== id && v.refresh && S.connected) v.refresh();
   if (current !== id) {
     window.scrollTo(0, 0);
+    if (moved && !v.route) focusHeading(v);
     if (v.shown) v.shown();
   }
   current = id;
@@ -93,7 +99,7 @@ function wire() {
     if (p.party !== undefined && !!p.party !== S.party) { S.party = !!p.party; emit('party'); }
     set('groups', p.groups || []);
     if (!groupById(S.group)) {
-      toast('The group you controlled is gone: now controlling ' + ((groupById('main') || {}).name || 'the main group'), 'info');
+      toast(t('now.groupGone', { name: (groupById('main') || {}).name || t('now.mainGroup') }), 'info');
       selectGroup('main');
     } else if (S.group !== 'main') refreshGroup();
   });
@@ -129,13 +135,14 @@ function start() {
   try { S.group = localStorage.getItem('tutti.group') || 'main'; } catch (e) { S.group = 'main'; }
   const main = document.getElementById('views');
   const nav = document.getElementById('tabs');
-  for (const t of TABS) {
-    const v = t.make();
-    views[t.id] = v;
+  nav.setAttribute('aria-label', t('nav.screens'));
+  for (const tab of TABS) {
+    const v = tab.make();
+    views[tab.id] = v;
     v.hidden = true;
     main.appendChild(v);
-    nav.appendChild(h('button.tab', { type: 'button', 'data-test': 'tab-' + t.id, 'aria-label': t.label,
-      onclick: () => go(t.id === 'library' ? lastLibrary : t.id, t.id !== 'library') }, icon(t.icon), h('span', { text: t.label })));
+    nav.appendChild(h('button.tab', { type: 'button', 'data-test': 'tab-' + tab.id, 'aria-label': t(tab.label),
+      onclick: () => go(tab.id === 'library' ? lastLibrary : tab.id, tab.id !== 'library') }, icon(tab.icon), h('span', { text: t(tab.label) })));
   }
   const mini = createMiniPlayer((id) => go(id, true));
   document.body.insertBefore(mini, nav);

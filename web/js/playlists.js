@@ -2,7 +2,8 @@
 // playlists.import as content), and one playlist: play, add to queue,
 // rename, export as an .m3u download, delete, remove an entry.
 
-import { h, toast, errText, emptyNote, icon, iconButton, plural, ask, confirmBox } from './ui.js';
+import { h, toast, errText, emptyNote, icon, iconButton, ask, confirmBox } from './ui.js';
+import { t, count } from './i18n.js';
 import { call } from './rpc.js';
 import { trackList } from './tracks.js';
 import { addToQueue } from './actions.js';
@@ -14,33 +15,34 @@ export function playlistsPage(_, ctx) {
     onchange: () => { if (file.files[0]) importFile(file.files[0], ctx); file.value = ''; } });
   return call('playlists.list').then((r) => {
     const list = r.playlists || [];
-    return [ctx.page('Playlists', false, [
-      h('button.btn', { type: 'button', 'data-test': 'playlist-import', onclick: () => file.click() }, icon('upload'), 'Import'),
-      h('button.btn', { type: 'button', 'data-test': 'playlist-new', onclick: () => create(ctx) }, icon('plus'), 'New')]), file,
+    return [ctx.page(t('lib.playlists'), false, [
+      h('button.btn', { type: 'button', 'data-test': 'playlist-import', onclick: () => file.click() }, icon('upload'), t('pl.import')),
+      h('button.btn', { type: 'button', 'data-test': 'playlist-new', onclick: () => create(ctx) }, icon('plus'), t('ui.new'))]), file,
     list.length ? h('ul.list', null, list.map((p) => h('li.row', { 'data-test': 'playlist-row', 'data-id': p.id },
       h('button.main', { type: 'button', onclick: () => ctx.go('library/playlist/' + p.id) },
-        h('span.txt', null, h('span.t', { text: p.name }), h('span.s', { text: plural(p.entries, 'track') }))),
-      iconButton('play', 'Play ' + p.name, 'playlist-play', () => addToQueue({ playlist: p.id }, 'play')),
-      iconButton('plus', 'Add ' + p.name + ' to the queue', 'playlist-add', () => addToQueue({ playlist: p.id }, 'end', p.name))))) :
-      emptyNote('No playlists yet. Save the queue as one, or import an M3U file.')];
+        h('span.txt', null, h('span.t', { text: p.name }), h('span.s', { text: count('count.tracks', p.entries) }))),
+      iconButton('play', t('pl.play', { name: p.name }), 'playlist-play', () => addToQueue({ playlist: p.id }, 'play')),
+      iconButton('plus', t('pl.addToQueue', { name: p.name }), 'playlist-add', () => addToQueue({ playlist: p.id }, 'end', p.name))))) :
+      emptyNote(t('pl.none'))];
   });
 }
 
 function create(ctx) {
-  ask('New playlist', '', 'Create').then((name) => {
+  ask(t('pl.new'), '', t('ui.create')).then((name) => {
     if (name) call('playlists.create', { name }).then((p) => ctx.go('library/playlist/' + p.id), (e) => toast(errText(e)));
   });
 }
 
 function importFile(f, ctx) {
-  if (f.size > MAX_IMPORT) { toast('“' + f.name + '” is too large to send (' + Math.round(f.size / 1024) + ' KiB; at most 1 MiB)'); return; }
+  if (f.size > MAX_IMPORT) { toast(t('pl.tooLarge', { name: f.name, size: Math.round(f.size / 1024) })); return; }
   const reader = new FileReader();
-  reader.onerror = () => toast('Could not read “' + f.name + '”');
+  reader.onerror = () => toast(t('pl.unreadable', { name: f.name }));
   reader.onload = () => {
-    const name = f.name.replace(/\.m3u8?$/i, '') || 'Imported';
+    const name = f.name.replace(/\.m3u8?$/i, '') || t('pl.imported.default');
     call('playlists.import', { content: String(reader.result), name }).then((r) => {
       const lost = (r.unresolved || []).length;
-      toast('Imported “' + r.name + '”: ' + plural(r.added, 'track') + (lost ? ', ' + lost + ' not found in the library' : ''), lost ? 'error' : 'info');
+      const tracks = count('count.tracks', r.added);
+      toast(lost ? t('pl.importedMissing', { name: r.name, tracks, missing: lost }) : t('pl.imported', { name: r.name, tracks }), lost ? 'error' : 'info');
       ctx.rerender();
     }, (e) => toast(errText(e)));
   };
@@ -52,30 +54,30 @@ export function playlistPage(args, ctx) {
   return Promise.all([call('playlists.list'), call('playlists.entries', { id })]).then(([l, r]) => {
     let pl = null;
     for (const p of l.playlists || []) if (p.id === id) pl = p;
-    if (!pl) return [ctx.page('Playlist', true), emptyNote('This playlist does not exist any more.')];
+    if (!pl) return [ctx.page(t('pl.playlist'), true), emptyNote(t('pl.gone'))];
     const entries = r.entries || [];
     return [ctx.page(pl.name, true),
       h('div.row.wrap', null,
-        h('button.btn.primary', { type: 'button', 'data-test': 'playlist-play', disabled: !entries.length, onclick: () => addToQueue({ playlist: id }, 'play') }, icon('play'), 'Play'),
-        h('button.btn', { type: 'button', 'data-test': 'playlist-add', disabled: !entries.length, onclick: () => addToQueue({ playlist: id }, 'end', pl.name) }, icon('plus'), 'Add'),
-        h('button.btn', { type: 'button', 'data-test': 'playlist-rename', onclick: () => rename(pl, ctx) }, icon('edit'), 'Rename'),
-        h('button.btn', { type: 'button', 'data-test': 'playlist-export', onclick: () => exportM3U(pl) }, icon('download'), 'Export'),
-        h('button.btn.danger', { type: 'button', 'data-test': 'playlist-delete', onclick: () => del(pl) }, icon('trash'), 'Delete')),
-      entries.length ? trackList(entries, { extra: (t) => iconButton('x', 'Remove ' + t.title + ' from ' + pl.name, 'playlist-remove',
-        () => call('playlists.remove', { id, index: t.index }).then(() => ctx.rerender(), (e) => toast(errText(e)))) }) :
-        emptyNote('This playlist is empty.')];
+        h('button.btn.primary', { type: 'button', 'data-test': 'playlist-play', disabled: !entries.length, onclick: () => addToQueue({ playlist: id }, 'play') }, icon('play'), t('ui.play')),
+        h('button.btn', { type: 'button', 'data-test': 'playlist-add', disabled: !entries.length, onclick: () => addToQueue({ playlist: id }, 'end', pl.name) }, icon('plus'), t('ui.add')),
+        h('button.btn', { type: 'button', 'data-test': 'playlist-rename', onclick: () => rename(pl, ctx) }, icon('edit'), t('ui.rename')),
+        h('button.btn', { type: 'button', 'data-test': 'playlist-export', onclick: () => exportM3U(pl) }, icon('download'), t('pl.export')),
+        h('button.btn.danger', { type: 'button', 'data-test': 'playlist-delete', onclick: () => del(pl) }, icon('trash'), t('ui.delete'))),
+      entries.length ? trackList(entries, { extra: (tr) => iconButton('x', t('pl.removeFrom', { title: tr.title, name: pl.name }), 'playlist-remove',
+        () => call('playlists.remove', { id, index: tr.index }).then(() => ctx.rerender(), (e) => toast(errText(e)))) }) :
+        emptyNote(t('pl.empty'))];
   });
 }
 
 function rename(pl, ctx) {
-  ask('Rename “' + pl.name + '”', pl.name, 'Rename').then((name) => {
+  ask(t('pl.renameAsk', { name: pl.name }), pl.name, t('ui.rename')).then((name) => {
     if (name && name !== pl.name) call('playlists.rename', { id: pl.id, name }).then(() => ctx.rerender(), (e) => toast(errText(e)));
   });
 }
 
 function del(pl) {
-  confirmBox('Delete the playlist “' + pl.name + '”?', 'Delete').then((yes) => {
-    if (yes) call('playlists.delete', { id: pl.id }).then(() => { toast('Deleted “' + pl.name + '”', 'info'); history.back(); }, (e) => toast(errText(e)));
+  confirmBox(t('pl.deleteAsk', { name: pl.name }), t('ui.delete')).then((yes) => {
+    if (yes) call('playlists.delete', { id: pl.id }).then(() => { toast(t('pl.deleted', { name: pl.name }), 'info'); history.back(); }, (e) => toast(errText(e)));
   });
 }
 

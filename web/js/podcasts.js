@@ -5,7 +5,8 @@
 // as markup: the leader already strips HTML, and this page would show a
 // surviving tag as characters rather than run it.
 
-import { h, toast, errText, emptyNote, icon, iconButton, plural, fmtTime, confirmBox, hue } from './ui.js';
+import { h, toast, errText, emptyNote, icon, iconButton, fmtTime, confirmBox, hue } from './ui.js';
+import { t, count, date } from './i18n.js';
 import { call, gp } from './rpc.js';
 import { S } from './store.js';
 import { applyStatus } from './actions.js';
@@ -21,47 +22,47 @@ function cover(url, name, cls) {
 
 function day(ms) {
   if (!ms) return '';
-  return new Date(ms).toLocaleDateString(undefined, { year: 'numeric', month: 'short', day: 'numeric' });
+  return date(ms, { year: 'numeric', month: 'short', day: 'numeric' });
 }
 
 export function podcastsPage(_, ctx) {
-  const input = h('input.field', { type: 'url', placeholder: 'https://example.com/feed.xml', 'aria-label': 'Podcast feed URL',
-    'data-test': 'podcast-url', autocomplete: 'off', autocapitalize: 'off', spellcheck: 'false', inputmode: 'url' });
-  const button = h('button.btn.primary', { type: 'submit', 'data-test': 'podcast-subscribe' }, icon('plus'), 'Subscribe');
+  const input = h('input.field', { type: 'url', placeholder: 'https://example.com/feed.xml', 'aria-label': t('pod.feedURL'),
+    'data-test': 'podcast-url', autocapitalize: 'off', spellcheck: 'false', inputmode: 'url' });
+  const button = h('button.btn.primary', { type: 'submit', 'data-test': 'podcast-subscribe' }, icon('plus'), t('pod.subscribe'));
   function subscribe() {
     const url = input.value.trim();
-    if (!/^https?:\/\/[^\s/]+/i.test(url)) { toast('Enter the feed’s http:// or https:// address'); input.focus(); return; }
+    if (!/^https?:\/\/[^\s/]+/i.test(url)) { toast(t('pod.badURL')); input.focus(); return; }
     button.disabled = true;
     call('podcasts.subscribe', { url }).then((p) => {
-      toast('Subscribed to “' + p.title + '”', 'info');
+      toast(t('pod.subscribed', { title: p.title }), 'info');
       ctx.go('library/podcast/' + p.id);
     }, (e) => { button.disabled = false; toast(errText(e)); });
   }
   return call('podcasts.list').then((r) => {
     const list = r.podcasts || [];
-    return [ctx.page('Podcasts'),
+    return [ctx.page(t('lib.podcasts')),
       h('form.stack', { onsubmit: (e) => { e.preventDefault(); subscribe(); } }, input, h('div.row', null, button)),
       list.length ? h('ul.list', null, list.map((p) => h('li.row', { 'data-test': 'podcast-row', 'data-id': p.id },
         h('button.main', { type: 'button', onclick: () => ctx.go('library/podcast/' + p.id) },
           cover(p.image, p.title, 'sm'),
           h('span.txt', null, h('span.t', { text: p.title }),
-            h('span.s', { text: [p.author, plural(p.episodes, 'episode') + (p.unplayed ? ' · ' + p.unplayed + ' unplayed' : '')].filter(Boolean).join(' · ') })))))) :
-        emptyNote('No podcasts yet. Paste a feed’s address above to subscribe.')];
+            h('span.s', { text: [p.author, count('count.episodes', p.episodes) + (p.unplayed ? ' · ' + t('pod.unplayed', { n: p.unplayed }) : '')].filter(Boolean).join(' · ') })))))) :
+        emptyNote(t('pod.none'))];
   });
 }
 
 function episodeRow(e, show, ctx) {
   const started = !e.played && e.position >= 1;
   const state = e.played ? 'played' : (started ? 'started' : 'new');
-  const sub = [day(e.published), e.duration ? (started ? fmtTime(e.position) + ' of ' + fmtTime(e.duration) : fmtTime(e.duration)) : null,
-    e.played ? 'Played' : null].filter(Boolean).join(' · ');
+  const sub = [day(e.published), e.duration ? (started ? t('pod.of', { position: fmtTime(e.position), duration: fmtTime(e.duration) }) : fmtTime(e.duration)) : null,
+    e.played ? t('pod.played') : null].filter(Boolean).join(' · ');
   const progress = started && e.duration ? h('progress.prog', { max: String(Math.round(e.duration)), value: String(Math.round(e.position)),
-    'aria-label': 'Listened to ' + fmtTime(e.position) + ' of ' + fmtTime(e.duration), 'data-test': 'episode-progress' }) : null;
+    'aria-label': t('pod.listened', { position: fmtTime(e.position), duration: fmtTime(e.duration) }), 'data-test': 'episode-progress' }) : null;
   return h('li.row.episode', { 'data-test': 'episode-row', 'data-id': e.id, 'data-state': state },
-    h('button.main', { type: 'button', 'aria-label': (started ? 'Resume ' : 'Play ') + e.title, onclick: () => play(show, e) },
+    h('button.main', { type: 'button', 'aria-label': t(started ? 'pod.resume' : 'pod.playEpisode', { title: e.title }), onclick: () => play(show, e) },
       h('span.txt', null, h('span.t', { text: e.title, class: e.played ? 'done' : null }), h('span.s', { text: sub }), progress,
         e.description ? h('span.s.desc', { text: e.description, 'data-test': 'episode-description' }) : null)),
-    iconButton(e.played ? 'undo' : 'check', e.played ? 'Mark ' + e.title + ' unplayed' : 'Mark ' + e.title + ' played', 'episode-played',
+    iconButton(e.played ? 'undo' : 'check', t(e.played ? 'pod.markUnplayed' : 'pod.markPlayed', { title: e.title }), 'episode-played',
       () => call('podcasts.setPlayed', { podcast: show.id, episode: e.id, played: !e.played }).then(() => ctx.rerender(), (err) => toast(errText(err)))));
 }
 
@@ -69,7 +70,7 @@ function play(show, e) {
   const g = S.group;
   call('podcasts.play', gp({ podcast: show.id, episode: e.id })).then((r) => {
     applyStatus(r, g);
-    toast((r.resumedAt >= 1 ? 'Resuming “' + e.title + '” at ' + fmtTime(r.resumedAt) : 'Playing “' + e.title + '”'), 'info');
+    toast(r.resumedAt >= 1 ? t('pod.resuming', { title: e.title, position: fmtTime(r.resumedAt) }) : t('pod.playing', { title: e.title }), 'info');
   }, (err) => toast(errText(err)));
 }
 
@@ -79,20 +80,20 @@ export function podcastPage(args, ctx) {
     const show = r.podcast, episodes = r.episodes || [];
     const refresh = () => call('podcasts.refresh', { podcast: id }).then((o) => {
       const p = (o.podcasts || [])[0] || {};
-      toast(p.error ? p.error : (p.added ? plural(p.added, 'new episode') : 'No new episodes'), p.error ? 'error' : 'info');
+      toast(p.error ? p.error : (p.added ? count('count.newEpisodes', p.added) : t('pod.noNew')), p.error ? 'error' : 'info');
       ctx.rerender();
     }, (e) => toast(errText(e)));
-    const remove = () => confirmBox('Unsubscribe from “' + show.title + '”?', 'Unsubscribe').then((yes) => {
+    const remove = () => confirmBox(t('pod.unsubscribeAsk', { title: show.title }), t('pod.unsubscribe')).then((yes) => {
       if (yes) call('podcasts.unsubscribe', { podcast: id }).then(() => ctx.go('library/podcasts'), (e) => toast(errText(e)));
     });
-    return [ctx.page(show.title, true, [iconButton('refresh', 'Refresh ' + show.title, 'podcast-refresh', refresh)]),
+    return [ctx.page(show.title, true, [iconButton('refresh', t('pod.refresh', { title: show.title }), 'podcast-refresh', refresh)]),
       h('div.albumhead', null, cover(show.image, show.title, 'mid'),
         h('div.txt', null,
           show.author ? h('span.s', { text: show.author, 'data-test': 'podcast-author' }) : null,
-          h('span.s', { text: plural(show.episodes, 'episode') + ' · ' + show.unplayed + ' unplayed' }),
+          h('span.s', { text: count('count.episodes', show.episodes) + ' · ' + t('pod.unplayed', { n: show.unplayed }) }),
           show.description ? h('span.s.desc', { text: show.description, 'data-test': 'podcast-description' }) : null,
-          show.refreshError ? h('span.s.err', { text: 'Last refresh failed: ' + show.refreshError }) : null,
-          h('div.row', null, h('button.btn', { type: 'button', 'data-test': 'podcast-unsubscribe', onclick: remove }, 'Unsubscribe')))),
-      episodes.length ? h('ul.list', { 'data-test': 'episode-list' }, episodes.map((e) => episodeRow(e, show, ctx))) : emptyNote('No episodes.')];
+          show.refreshError ? h('span.s.err', { text: t('pod.refreshFailed', { error: show.refreshError }) }) : null,
+          h('div.row', null, h('button.btn', { type: 'button', 'data-test': 'podcast-unsubscribe', onclick: remove }, t('pod.unsubscribe'))))),
+      episodes.length ? h('ul.list', { 'data-test': 'episode-list' }, episodes.map((e) => episodeRow(e, show, ctx))) : emptyNote(t('pod.noEpisodes'))];
   });
 }

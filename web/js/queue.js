@@ -2,39 +2,48 @@
 // entry, move it up or down (or drag it by its handle), remove, clear,
 // and save the whole queue as a playlist.
 
-import { h, iconButton, icon, art, clear, ask, confirmBox, toast, errText, plural, emptyNote } from './ui.js';
+import { h, iconButton, icon, art, clear, ask, confirmBox, toast, errText, emptyNote } from './ui.js';
 import { S, on } from './store.js';
 import { call } from './rpc.js';
 import { player } from './actions.js';
+import { t, count } from './i18n.js';
 
 function describe(uri) {
-  const t = S.tracks.get(uri);
-  if (t) return { title: t.title, sub: [t.artist, t.album].filter(Boolean).join(' · '), cover: t.coverHash, name: t.album || t.title };
+  const tr = S.tracks.get(uri);
+  if (tr) return { title: tr.title, sub: [tr.artist, tr.album].filter(Boolean).join(' · '), cover: tr.coverHash, name: tr.album || tr.title };
   if (/^https?:\/\//i.test(uri)) {
     let host = uri;
     try { host = new URL(uri).host; } catch (e) { /* keep the text */ }
-    return { title: uri.split('/').pop() || host, sub: 'Stream · ' + host, cover: null, name: host, radio: true };
+    return { title: uri.split('/').pop() || host, sub: t('queue.stream', { host }), cover: null, name: host, radio: true };
   }
   return { title: uri.split('/').pop().replace(/\.[^.]+$/, ''), sub: uri, cover: null, name: uri };
 }
 
 export function createQueue() {
-  const count = h('span.count', { 'data-test': 'queue-count' });
+  const countEl = h('span.count', { 'data-test': 'queue-count' });
   const list = h('ul.list.queue', { 'data-test': 'queue-list' });
-  const el = h('section.view', { id: 'view-queue', 'aria-label': 'Queue' },
-    h('header.bar', null, h('h1', { text: 'Queue' }), count,
+  // Says where a moved track went (focus stays on it; see render).
+  const said = h('p.sr', { role: 'status', 'aria-live': 'polite', 'data-test': 'queue-said' });
+  const el = h('section.view', { id: 'view-queue', 'aria-label': t('queue.title') },
+    h('header.bar', null, h('h1', { text: t('queue.title') }), countEl,
       h('div.acts', null,
-        h('button.btn', { type: 'button', 'data-test': 'queue-save', onclick: save }, icon('download'), 'Save'),
-        h('button.btn', { type: 'button', 'data-test': 'queue-clear', onclick: clearQueue }, icon('trash'), 'Clear'))),
-    list);
+        h('button.btn', { type: 'button', 'data-test': 'queue-save', onclick: save }, icon('download'), t('ui.save')),
+        h('button.btn', { type: 'button', 'data-test': 'queue-clear', onclick: clearQueue }, icon('trash'), t('ui.clear')))),
+    list, said);
 
+  // The list is drawn anew on each change: focus on a row's button stays on
+  // the same entry's button (by id), wherever the entry moved to.
   function render() {
     const q = S.queue;
+    const active = document.activeElement;
+    const row = active && list.contains(active) && active.closest ? active.closest('li') : null;
+    const keep = row && row.dataset.id ? { id: row.dataset.id, test: active.getAttribute('data-test') } : null;
     clear(list);
     const entries = (q && q.entries) || [];
-    count.textContent = plural(entries.length, 'track');
+    countEl.textContent = count('count.tracks', entries.length);
     if (!entries.length) {
-      list.appendChild(h('li', null, emptyNote('The queue is empty. Add music from Search or the Library.')));
+      list.appendChild(h('li', null, emptyNote(t('queue.empty'))));
+      if (keep) focusHeadingOf();
       return;
     }
     const last = entries.length - 1;
@@ -44,44 +53,59 @@ export function createQueue() {
       const cur = shownCurrent === e.index;
       list.appendChild(h('li.row' + (cur ? '.current' : ''), { 'data-test': 'queue-row', 'data-index': e.index, 'data-id': e.id, 'data-uri': e.uri, 'data-title': d.title, 'aria-current': cur ? 'true' : null },
         h('span.handle', { 'aria-hidden': 'true', 'data-index': e.index }, icon('drag')),
-        h('button.main', { type: 'button', 'data-test': 'queue-play', 'aria-label': 'Play ' + d.title + ' from here', onclick: () => player('queue.play', { index: e.index }) },
+        h('button.main', { type: 'button', 'data-test': 'queue-play', 'aria-label': t('queue.playFrom', { title: d.title }), onclick: () => player('queue.play', { index: e.index }) },
           art(d.cover, d.name, 'sm'),
           h('span.txt', null, h('span.t', { text: d.title }), h('span.s', { text: (cur ? '▶ ' : '') + d.sub }))),
-        iconButton('up', 'Move ' + d.title + ' up', 'queue-up', () => move(e.index, e.index - 1), e.index === 0 ? 'dim' : null),
-        iconButton('down', 'Move ' + d.title + ' down', 'queue-down', () => move(e.index, e.index + 1), e.index === last ? 'dim' : null),
-        iconButton('x', 'Remove ' + d.title + ' from the queue', 'queue-remove', () => player('queue.remove', { index: e.index }))));
+        iconButton('up', t('queue.up', { title: d.title }), 'queue-up', () => move(e.index, e.index - 1), e.index === 0 ? 'dim' : null),
+        iconButton('down', t('queue.down', { title: d.title }), 'queue-down', () => move(e.index, e.index + 1), e.index === last ? 'dim' : null),
+        iconButton('x', t('queue.remove', { title: d.title }), 'queue-remove', () => player('queue.remove', { index: e.index }))));
     }
+    if (keep) {
+      const again = list.querySelector('li[data-id="' + keep.id + '"]');
+      const target = again && (again.querySelector('[data-test="' + keep.test + '"]') || again.querySelector('button'));
+      // The entry was removed: the row now in its place, else the heading.
+      if (target) target.focus(); else focusHeadingOf();
+    }
+  }
+
+  function focusHeadingOf() {
+    const first = list.querySelector('li button');
+    if (first) first.focus(); else { const hd = el.querySelector('h1'); hd.setAttribute('tabindex', '-1'); hd.focus(); }
   }
 
   function move(from, to) {
     const n = S.queue ? S.queue.entries.length : 0;
-    if (to < 0 || to >= n) { toast(to < 0 ? 'That track is already first' : 'That track is already last', 'info'); return; }
-    player('queue.move', { from, to });
+    if (to < 0 || to >= n) { toast(t(to < 0 ? 'queue.first' : 'queue.last'), 'info'); return; }
+    const e = S.queue.entries[from];
+    player('queue.move', { from, to }).then((r) => {
+      if (r) said.textContent = t('queue.moved', { title: describe(e.uri).title, n: to + 1 });
+    });
   }
 
   function clearQueue() {
     const n = S.queue ? S.queue.entries.length : 0;
-    if (!n) { toast('The queue is already empty', 'info'); return; }
-    confirmBox('Remove all ' + plural(n, 'track') + ' from the queue?', 'Clear').then((yes) => { if (yes) player('queue.clear'); });
+    if (!n) { toast(t('queue.alreadyEmpty'), 'info'); return; }
+    confirmBox(t('queue.clearAsk', { tracks: count('count.tracks', n) }), t('ui.clear')).then((yes) => { if (yes) player('queue.clear'); });
   }
 
   function save() {
     const entries = (S.queue && S.queue.entries) || [];
-    if (!entries.length) { toast('The queue is empty: nothing to save'); return; }
-    ask('Save the queue as a playlist', '', 'Save').then((name) => {
+    if (!entries.length) { toast(t('queue.nothingToSave')); return; }
+    ask(t('queue.saveAs'), '', t('ui.save')).then((name) => {
       if (!name) return;
       // playlists.saveQueue saves the main group's queue; another group's is saved track by track.
       const job = S.group === 'main' ? call('playlists.saveQueue', { name }) : saveOther(name, entries);
       job.then((r) => {
         const missing = (r.notInLibrary || []).length;
-        toast('Saved “' + r.name + '”: ' + plural(r.entries, 'track') + (missing ? ' (' + missing + ' not in the library left out)' : ''), 'info');
+        toast(missing ? t('queue.savedMissing', { name: r.name, tracks: count('count.tracks', r.entries), missing })
+          : t('queue.saved', { name: r.name, tracks: count('count.tracks', r.entries) }), 'info');
       }, (e) => toast(errText(e)));
     });
   }
 
   function saveOther(name, entries) {
     const ids = [], notInLibrary = [];
-    for (const e of entries) { const t = S.tracks.get(e.uri); if (t) ids.push(t.id); else notInLibrary.push(e.uri); }
+    for (const e of entries) { const tr = S.tracks.get(e.uri); if (tr) ids.push(tr.id); else notInLibrary.push(e.uri); }
     return call('playlists.create', { name }).then((p) => (ids.length ? call('playlists.add', { id: p.id, trackIds: ids }) : null)
       .then(() => ({ name: p.name, entries: ids.length, notInLibrary })));
   }

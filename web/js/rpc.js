@@ -5,6 +5,7 @@
 
 import { S, set, emit } from './store.js';
 import { toast, errText, askSecret } from './ui.js';
+import { t, language } from './i18n.js';
 
 const TIMEOUT_MS = 15000;
 // The leader's limit for one WebSocket message (WebServer.maximumMessageBytes): an M3U upload
@@ -47,7 +48,7 @@ export function connect() {
   clearTimeout(retryTimer);
   retryTimer = 0;
   if (ws && (ws.readyState === WebSocket.OPEN || ws.readyState === WebSocket.CONNECTING)) return;
-  banner(everOpen ? 'Reconnecting to the leader…' : 'Connecting to the leader…');
+  banner(t(everOpen ? 'conn.reconnecting' : 'conn.connecting'));
   let sock;
   try {
     sock = new WebSocket(wsURL());
@@ -73,7 +74,7 @@ export function connect() {
     try {
       m = JSON.parse(ev.data);
     } catch (e) {
-      toast('The leader sent something that is not JSON');
+      toast(t('conn.notJSON'));
       return;
     }
     receive(m);
@@ -101,7 +102,7 @@ function authenticate() {
 
 function askPassword(st) {
   banner(null);
-  return askSecret(st.guest ? 'Password for this Tutti (Cancel: only look)' : 'Password for this Tutti', 'Log in').then((pw) => {
+  return askSecret(t(st.guest ? 'conn.passwordGuest' : 'conn.password'), t('conn.login')).then((pw) => {
     if (pw === null) return null;
     return call('auth.login', { password: pw }).then((r) => {
       try { if (r.token) localStorage.setItem('tutti.token', r.token); } catch (e) { /* asked again next time */ }
@@ -131,18 +132,18 @@ function receive(m) {
 }
 
 function friendly(error, method) {
-  if (error.code === -32601) return 'This leader does not know “' + method + '” yet (update tuttid)';
-  return error.message || ('the leader refused ' + method);
+  if (error.code === -32601) return t('rpc.unknownMethod', { method });
+  return error.message || t('rpc.refused', { method });
 }
 
 function lost() {
   set('connected', false);
   for (const [, p] of pending) {
     clearTimeout(p.timer);
-    p.reject(new RpcError(0, 'the connection to the leader was lost', p.method));
+    p.reject(new RpcError(0, t('rpc.lost'), p.method));
   }
   pending.clear();
-  banner('Reconnecting to the leader…');
+  banner(t('conn.reconnecting'));
 }
 
 function scheduleRetry() {
@@ -177,21 +178,22 @@ window.addEventListener('pageshow', (e) => { if (e.persisted) wake(); });
 export function call(method, params, timeoutMs) {
   return new Promise((resolve, reject) => {
     if (!ws || ws.readyState !== WebSocket.OPEN) {
-      reject(new RpcError(0, 'not connected to the leader (reconnecting…)', method));
+      reject(new RpcError(0, t('rpc.notConnected'), method));
       return;
     }
     const id = nextId++;
-    const msg = { jsonrpc: '2.0', id, method };
+    // lang: the leader's errors come in the page's language (docs/api.md).
+    const msg = { jsonrpc: '2.0', id, method, lang: language() };
     if (params && Object.keys(params).length) msg.params = params;
     const text = JSON.stringify(msg);
     const bytes = typeof TextEncoder !== 'undefined' ? new TextEncoder().encode(text).length : text.length;
     if (bytes > MAX_MESSAGE) { // the leader would close the connection
-      reject(new RpcError(0, method + ' is too large to send (' + Math.ceil(bytes / 1024) + ' KiB; the leader takes at most ' + MAX_MESSAGE / 1024 + ' KiB at once)', method));
+      reject(new RpcError(0, t('rpc.tooLarge', { method, size: Math.ceil(bytes / 1024), max: MAX_MESSAGE / 1024 }), method));
       return;
     }
     const timer = setTimeout(() => {
       pending.delete(id);
-      reject(new RpcError(0, 'the leader did not answer ' + method + ' in time', method));
+      reject(new RpcError(0, t('rpc.timeout', { method }), method));
     }, timeoutMs || TIMEOUT_MS);
     pending.set(id, { resolve, reject, timer, method });
     ws.send(text);

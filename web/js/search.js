@@ -3,7 +3,8 @@
 // show while the field is empty. Results: artist and album hits found in
 // the tracks, then the tracks. A pasted http(s) URL can be played as a stream.
 
-import { h, clear, toast, errText, emptyNote, icon, art, plural } from './ui.js';
+import { h, clear, toast, errText, emptyNote, icon, art } from './ui.js';
+import { t, count } from './i18n.js';
 import { call, act } from './rpc.js';
 import { trackList } from './tracks.js';
 import { addToQueue } from './actions.js';
@@ -11,11 +12,11 @@ import { addToQueue } from './actions.js';
 const LIMIT = 100;
 
 export function createSearch(go) {
-  const input = h('input.field.search', { type: 'search', placeholder: 'Artists, albums, tracks', 'aria-label': 'Search the library',
-    'data-test': 'search-input', autocomplete: 'off', autocapitalize: 'off', spellcheck: 'false', enterkeyhint: 'search' });
+  const input = h('input.field.search', { type: 'search', placeholder: t('search.placeholder'), 'aria-label': t('search.label'),
+    'data-test': 'search-input', autocapitalize: 'off', spellcheck: 'false', enterkeyhint: 'search' });
   const out = h('div.results', { 'data-test': 'search-results' });
   const form = h('form.searchbar', { role: 'search', onsubmit: (e) => { e.preventDefault(); run(true); input.blur(); } }, icon('search'), input);
-  const el = h('section.view', { id: 'view-search', 'aria-label': 'Search' }, form, out);
+  const el = h('section.view', { id: 'view-search', 'aria-label': t('tab.search') }, h('h1.sr', { text: t('tab.search') }), form, out);
 
   let timer = 0, seq = 0, shownQuery = null;
   input.addEventListener('input', () => {
@@ -45,43 +46,44 @@ export function createSearch(go) {
     const tracks = r.tracks || [];
     out.dataset.query = q;
     out.dataset.count = String(tracks.length);
-    if (!tracks.length) { out.appendChild(emptyNote('Nothing found for “' + q + '”.')); return; }
+    if (!tracks.length) { out.appendChild(emptyNote(t('search.nothing', { query: q }))); return; }
     const artists = new Map(), albums = new Map();
-    for (const t of tracks) {
-      const a = t.albumArtist || t.artist;
-      if (t.artist) artists.set(t.artist, (artists.get(t.artist) || 0) + 1);
-      if (t.album) {
-        const k = (a || '') + '\u0000' + t.album;
-        if (!albums.has(k)) albums.set(k, { name: t.album, artist: a || '', coverHash: t.coverHash });
+    for (const tr of tracks) {
+      const a = tr.albumArtist || tr.artist;
+      if (tr.artist) artists.set(tr.artist, (artists.get(tr.artist) || 0) + 1);
+      if (tr.album) {
+        const k = (a || '') + '\u0000' + tr.album;
+        if (!albums.has(k)) albums.set(k, { name: tr.album, artist: a || '', coverHash: tr.coverHash });
       }
     }
     const topArtists = Array.from(artists.keys()).slice(0, 4);
     const topAlbums = Array.from(albums.values()).slice(0, 6);
     if (topArtists.length) {
-      out.appendChild(h('h2.sec', { text: 'Artists' }));
+      out.appendChild(h('h2.sec', { text: t('search.artists') }));
       out.appendChild(h('div.chips', null, topArtists.map((a) => h('button.chip', { type: 'button', 'data-test': 'search-artist',
         onclick: () => { recordPick(); go('library/artist/' + encodeURIComponent(a)); } }, a))));
     }
     if (topAlbums.length) {
-      out.appendChild(h('h2.sec', { text: 'Albums' }));
+      out.appendChild(h('h2.sec', { text: t('search.albums') }));
       out.appendChild(h('div.hscroll', null, topAlbums.map((al) => h('button.tile', { type: 'button', 'data-test': 'search-album',
         onclick: () => { recordPick(); go('library/album/' + encodeURIComponent(al.artist) + '/' + encodeURIComponent(al.name)); } },
         art(al.coverHash, al.name), h('span.t', { text: al.name }), h('span.s', { text: al.artist })))));
     }
-    out.appendChild(h('h2.sec', { text: 'Tracks' + (r.hasMore ? ' (first ' + tracks.length + ')' : '') }));
+    out.appendChild(h('h2.sec', { text: r.hasMore ? t('search.tracksFirst', { n: tracks.length }) : t('search.tracks') }));
     out.appendChild(trackList(tracks, { test: 'search-result', onPick: recordPick }));
     if (tracks.length > 1) {
       out.appendChild(h('div.row.end', null, h('button.btn', { type: 'button', 'data-test': 'search-add-all',
-        onclick: () => { recordPick(); addToQueue({ search: q }, 'end', 'All results'); } }, icon('plus'), 'Add all ' + (r.hasMore ? 'results' : plural(tracks.length, 'track')))));
+        onclick: () => { recordPick(); addToQueue({ search: q }, 'end', t('search.allResults')); } }, icon('plus'),
+        r.hasMore ? t('search.addAllResults') : t('search.addAll', { tracks: count('count.tracks', tracks.length) }))));
     }
   }
 
   function streamOffer(url) {
     clear(out);
-    out.appendChild(h('h2.sec', { text: 'Stream' }));
+    out.appendChild(h('h2.sec', { text: t('search.stream') }));
     out.appendChild(h('div.row.end', null,
-      h('button.btn.primary', { type: 'button', onclick: () => addToQueue({ uris: [url] }, 'play') }, icon('play'), 'Play this stream'),
-      h('button.btn', { type: 'button', onclick: () => addToQueue({ uris: [url] }, 'end', 'Stream') }, icon('plus'), 'Add to queue')));
+      h('button.btn.primary', { type: 'button', onclick: () => addToQueue({ uris: [url] }, 'play') }, icon('play'), t('search.playStream')),
+      h('button.btn', { type: 'button', onclick: () => addToQueue({ uris: [url] }, 'end', t('search.stream')) }, icon('plus'), t('ui.addToQueue'))));
   }
 
   function recent() {
@@ -91,9 +93,9 @@ export function createSearch(go) {
       clear(out);
       delete out.dataset.query;
       const list = r.searches || [];
-      if (!list.length) { out.appendChild(emptyNote('Search your music by artist, album or title.')); return; }
-      out.appendChild(h('div.bar', null, h('h2.sec', { text: 'Recent searches' }),
-        h('button.btn', { type: 'button', 'data-test': 'recent-clear', onclick: () => act('searches.clear').then((x) => { if (x) recent(); }) }, 'Clear')));
+      if (!list.length) { out.appendChild(emptyNote(t('search.hint'))); return; }
+      out.appendChild(h('div.bar', null, h('h2.sec', { text: t('search.recent') }),
+        h('button.btn', { type: 'button', 'data-test': 'recent-clear', onclick: () => act('searches.clear').then((x) => { if (x) recent(); }) }, t('ui.clear'))));
       out.appendChild(h('div.chips', null, list.map((s) => h('button.chip', { type: 'button', 'data-test': 'recent-search',
         onclick: () => { input.value = s; run(true); } }, s))));
     }, (e) => { if (mine === seq) toast(errText(e)); });

@@ -5,43 +5,49 @@
 // redrawn by the rooms.changed that follows their own change.
 // Below the rooms' EQ: the controlled group's speed (pitch kept) and pitch
 // (speed kept), set at the leader so every room of the group stays in step.
+// Last, this phone's own settings: the page's language.
 
 import { h, clear, toast, errText, ask, throttle } from './ui.js';
 import { S, on } from './store.js';
 import { call } from './rpc.js';
 import { player } from './actions.js';
+import { t, LANGUAGES, language, setLanguage } from './i18n.js';
 
 const BANDS = ['32', '64', '125', '250', '500', '1k', '2k', '4k', '8k', '16k'];
 const db = (v) => (v > 0 ? '+' : '') + (+v).toFixed(1).replace(/\.0$/, '');
 
 export function createSound() {
-  const roomSel = h('select.picker', { 'data-test': 'sound-room', 'aria-label': 'Room', onchange: () => { room = roomSel.value; render(); } });
-  const presetSel = h('select.picker', { 'data-test': 'sound-preset', 'aria-label': 'Preset', onchange: () => setEq({ preset: presetSel.value }) });
+  const roomSel = h('select.picker', { 'data-test': 'sound-room', 'aria-label': t('sound.room'), onchange: () => { room = roomSel.value; render(); } });
+  const presetSel = h('select.picker', { 'data-test': 'sound-preset', 'aria-label': t('sound.preset'), onchange: () => setEq({ preset: presetSel.value }) });
   const auto = h('input', { type: 'checkbox', 'data-test': 'sound-preamp-auto', onchange: () => setEq({ preamp: auto.checked ? 'auto' : +preamp.value }) });
-  const preamp = h('input.vol', { type: 'range', min: '-12', max: '12', step: '0.5', 'data-test': 'sound-preamp', 'aria-label': 'Preamp in dB' });
+  const preamp = h('input.vol', { type: 'range', min: '-12', max: '12', step: '0.5', 'data-test': 'sound-preamp', 'aria-label': t('sound.preampDb') });
   const preampText = h('span.num', { 'data-test': 'sound-preamp-value' });
   const bandsBox = h('div.bands');
-  const speed = h('input.vol', { type: 'range', min: '0.5', max: '2', step: '0.05', 'data-test': 'sound-speed', 'aria-label': 'Playback speed' });
+  const speed = h('input.vol', { type: 'range', min: '0.5', max: '2', step: '0.05', 'data-test': 'sound-speed', 'aria-label': t('sound.speedLabel') });
   const speedText = h('span.num', { 'data-test': 'sound-speed-value' });
-  const pitch = h('input.vol', { type: 'range', min: '-12', max: '12', step: '1', 'data-test': 'sound-pitch', 'aria-label': 'Pitch in semitones' });
+  const pitch = h('input.vol', { type: 'range', min: '-12', max: '12', step: '1', 'data-test': 'sound-pitch', 'aria-label': t('sound.pitchLabel') });
   const pitchText = h('span.num', { 'data-test': 'sound-pitch-value' });
   const resetTempo = h('button.btn', { type: 'button', 'data-test': 'sound-tempo-reset', onclick: () => {
     player('player.setSpeed', { speed: 1 }).then(() => player('player.setPitch', { semitones: 0 })).then(null, (e) => toast(errText(e)));
-  } }, 'Normal');
-  const el = h('section.view', { id: 'view-sound', 'aria-label': 'Sound' },
-    h('header.bar', null, h('h1', { text: 'Sound' }),
-      h('div.acts', null, h('button.btn', { type: 'button', 'data-test': 'sound-save', onclick: save }, 'Save preset'))),
-    h('div.orow', null, h('label.glabel', null, h('span', { text: 'Room' }), roomSel),
-      h('label.glabel', null, h('span', { text: 'Preset' }), presetSel)),
+  } }, t('sound.normal'));
+  const langSel = h('select.picker', { 'data-test': 'settings-language', onchange: () => setLanguage(langSel.value) },
+    LANGUAGES.map(([code, name]) => h('option', { value: code, lang: code, text: name, selected: code === language() })));
+  const el = h('section.view', { id: 'view-sound', 'aria-label': t('sound.title') },
+    h('header.bar', null, h('h1', { text: t('sound.title') }),
+      h('div.acts', null, h('button.btn', { type: 'button', 'data-test': 'sound-save', onclick: save }, t('sound.savePreset')))),
+    h('div.orow', null, h('label.glabel', null, h('span', { text: t('sound.room') }), roomSel),
+      h('label.glabel', null, h('span', { text: t('sound.preset') }), presetSel)),
     bandsBox,
-    h('div.vrow', null, h('label.glabel', null, auto, h('span', { text: 'Auto preamp' })), preamp, preampText),
-    h('h2', { text: 'Speed and pitch of this group' }),
-    h('div.vrow', null, h('span.glabel', { text: 'Speed' }), speed, speedText),
-    h('div.vrow', null, h('span.glabel', { text: 'Pitch' }), pitch, pitchText, resetTempo));
+    h('div.vrow', null, h('label.glabel', null, auto, h('span', { text: t('sound.autoPreamp') })), preamp, preampText),
+    h('h2', { text: t('sound.tempoTitle') }),
+    h('div.vrow', null, h('span.glabel', { text: t('sound.speed') }), speed, speedText),
+    h('div.vrow', null, h('span.glabel', { text: t('sound.pitch') }), pitch, pitchText, resetTempo),
+    h('h2', { text: t('settings.title') }),
+    h('div.orow', null, h('label.glabel', null, h('span', { text: t('settings.language') }), langSel)));
 
   let room = null, presets = [], dragging = false;
   const sliders = BANDS.map((label, i) => {
-    const s = h('input.band', { type: 'range', min: '-12', max: '12', step: '0.5', orient: 'vertical', 'data-test': 'sound-band', 'data-band': String(i), 'aria-label': label + ' Hz in dB' });
+    const s = h('input.band', { type: 'range', min: '-12', max: '12', step: '0.5', orient: 'vertical', 'data-test': 'sound-band', 'data-band': String(i), 'aria-label': t('sound.band', { band: label }) });
     const v = h('span.num', { 'data-test': 'sound-band-value' });
     s.addEventListener('input', () => { dragging = true; v.textContent = db(s.value); sendGains(); });
     s.addEventListener('change', () => { sendGains(); setTimeout(() => { dragging = false; render(); }, 400); });
@@ -54,7 +60,7 @@ export function createSound() {
   preamp.addEventListener('change', () => { sendPreamp(); setTimeout(() => { dragging = false; render(); }, 400); });
   // Each change restarts the group's audio at the point heard: send only where the finger stops.
   let tempoDragging = false;
-  const speedLabel = (v) => (+v).toFixed(2) + '×', pitchLabel = (v) => db(v) + ' st';
+  const speedLabel = (v) => (+v).toFixed(2) + '×', pitchLabel = (v) => t('sound.semitones', { n: db(v) });
   speed.addEventListener('input', () => { tempoDragging = true; speedText.textContent = speedLabel(speed.value); });
   speed.addEventListener('change', () => {
     player('player.setSpeed', { speed: +speed.value }).then(null, (e) => toast(errText(e))).then(() => { tempoDragging = false; renderTempo(); });
@@ -83,9 +89,9 @@ export function createSound() {
 
   function save() {
     if (!room) return;
-    ask('Save these bands as a preset', '', 'Save').then((name) => {
+    ask(t('sound.saveAsk'), '', t('ui.save')).then((name) => {
       if (!name) return;
-      return call('eq.save', { name, room }).then((p) => { toast('Saved the preset “' + p.name + '”', 'info'); loadPresets(); }, (e) => toast(errText(e)));
+      return call('eq.save', { name, room }).then((p) => { toast(t('sound.saved', { name: p.name }), 'info'); loadPresets(); }, (e) => toast(errText(e)));
     });
   }
 
@@ -101,7 +107,7 @@ export function createSound() {
     const r = S.rooms.find((x) => x.name === room);
     const eq = (r && r.eq) || { gains: [0, 0, 0, 0, 0, 0, 0, 0, 0, 0], preamp: 'auto', preampDb: 0, preset: 'Flat' };
     clear(presetSel);
-    if (!eq.preset) presetSel.appendChild(h('option', { value: '', text: 'Custom', selected: true, disabled: true }));
+    if (!eq.preset) presetSel.appendChild(h('option', { value: '', text: t('sound.custom'), selected: true, disabled: true }));
     for (const p of presets) presetSel.appendChild(h('option', { value: p.name, text: p.name + (p.builtIn ? '' : ' ★'), selected: p.name === eq.preset }));
     el.dataset.preset = eq.preset || '';
     if (dragging) return;

@@ -1,6 +1,8 @@
 // Small DOM helpers shared by every screen: element builder, icons,
 // artwork, time formatting, toasts and the modal prompt.
 
+import { t } from './i18n.js';
+
 // h('button.big', {data-test: 'x', onclick: f, 'aria-label': 'Play'}, child, ...)
 // A tag may carry classes after dots. Attribute values false/null are left out;
 // keys starting with "on" are event listeners; "text" sets textContent.
@@ -123,13 +125,9 @@ export function fmtTime(s) {
 }
 const pad = (n) => (n < 10 ? '0' : '') + n;
 
-export function plural(n, one, many) {
-  return n + ' ' + (n === 1 ? one : (many || one + 's'));
-}
-
 // The words for an error: a JSON-RPC error's message, or what went wrong.
 export function errText(e) {
-  if (!e) return 'something went wrong';
+  if (!e) return t('ui.error');
   if (typeof e === 'string') return e;
   return e.message || String(e);
 }
@@ -141,12 +139,12 @@ export function toast(msg, kind) {
   msg = String(msg);
   if (!/^[a-z]+:\/\//.test(msg)) msg = msg.charAt(0).toUpperCase() + msg.slice(1);
   for (const old of toastBox.children) if (old.firstChild.textContent === msg) old.remove(); // one of each at a time
-  const t = h('div.toast' + (kind === 'info' ? '.info' : ''), { 'data-test': 'toast', 'data-kind': kind || 'error', role: kind === 'info' ? 'status' : 'alert', onclick: () => t.remove() },
+  const box = h('div.toast' + (kind === 'info' ? '.info' : ''), { 'data-test': 'toast', 'data-kind': kind || 'error', role: kind === 'info' ? 'status' : 'alert', onclick: () => box.remove() },
     h('span', { text: msg }),
-    h('button.tx', { type: 'button', 'aria-label': 'Dismiss', onclick: () => t.remove() }, icon('x')));
-  toastBox.appendChild(t);
+    h('button.tx', { type: 'button', 'aria-label': t('ui.dismiss'), onclick: () => box.remove() }, icon('x')));
+  toastBox.appendChild(box);
   while (toastBox.children.length > 3) toastBox.removeChild(toastBox.firstChild);
-  setTimeout(() => t.remove(), kind === 'info' ? 2500 : 6000);
+  setTimeout(() => box.remove(), kind === 'info' ? 2500 : 6000);
 }
 
 // A modal asking for text (name of a playlist, group, …). Resolves to the
@@ -164,11 +162,21 @@ export function confirmBox(title, okLabel) {
   return modal(title, false, '', okLabel).then((v) => v !== null);
 }
 
+// Focus goes into the dialog, and back to the control that opened it when
+// it closes (or, if that control was redrawn meanwhile, to its successor
+// with the same data-test in the same screen, else the screen's heading).
 function modal(title, withInput, value, okLabel, type) {
+  const opener = document.activeElement;
+  const openerTest = opener && opener.getAttribute ? opener.getAttribute('data-test') : null;
+  const openerView = opener && opener.closest ? opener.closest('.view') : null;
   return new Promise((resolve) => {
     const root = $('#modal');
     const input = withInput ? h('input.field', { type: type || 'text', value: value || '', 'aria-label': title, 'data-test': 'modal-input', autocomplete: 'off' }) : null;
-    const done = (v) => { clear(root); root.hidden = true; document.removeEventListener('keydown', key); resolve(v); };
+    const done = (v) => {
+      clear(root); root.hidden = true; document.removeEventListener('keydown', key);
+      restoreFocus(opener, openerTest, openerView);
+      resolve(v);
+    };
     const ok = () => {
       if (!input) return done('');
       const v = input.value.trim();
@@ -179,8 +187,8 @@ function modal(title, withInput, value, okLabel, type) {
       h('form', { onsubmit: (e) => { e.preventDefault(); ok(); } },
         h('h2', { text: title }), input,
         h('div.row.end',
-          h('button.btn', { type: 'button', 'data-test': 'modal-cancel', onclick: () => done(null) }, 'Cancel'),
-          h('button.btn.primary', { type: 'submit', 'data-test': 'modal-ok' }, okLabel || 'OK')))));
+          h('button.btn', { type: 'button', 'data-test': 'modal-cancel', onclick: () => done(null) }, t('ui.cancel')),
+          h('button.btn.primary', { type: 'submit', 'data-test': 'modal-ok' }, okLabel || t('ui.ok'))))));
     root.hidden = false;
     root.onclick = (e) => { if (e.target === root) done(null); };
     document.addEventListener('keydown', key);
@@ -188,12 +196,35 @@ function modal(title, withInput, value, okLabel, type) {
   });
 }
 
+function restoreFocus(opener, test, view) {
+  if (opener && opener.isConnected && !opener.disabled && opener.offsetParent !== null) { opener.focus(); return; }
+  const again = test && view && view.isConnected ? view.querySelector('[data-test="' + test + '"]') : null;
+  if (again) again.focus();
+  else if (view) focusHeading(view);
+}
+
+// Moves focus to a screen's heading (made focusable by script only), so a
+// screen reader says where the person is now.
+export function focusHeading(root) {
+  const head = root && root.querySelector('h1, h2');
+  if (!head) return;
+  if (!head.hasAttribute('tabindex')) head.setAttribute('tabindex', '-1');
+  head.focus({ preventScroll: true });
+}
+
 // A small form in the modal: `fields` are [label, element] pairs; `read()` gives the
 // value to resolve with, or null to stay open (it says why itself). Cancel: null.
 export function formBox(title, fields, read, okLabel) {
+  const opener = document.activeElement;
+  const openerTest = opener && opener.getAttribute ? opener.getAttribute('data-test') : null;
+  const openerView = opener && opener.closest ? opener.closest('.view') : null;
   return new Promise((resolve) => {
     const root = $('#modal');
-    const done = (v) => { clear(root); root.hidden = true; document.removeEventListener('keydown', key); resolve(v); };
+    const done = (v) => {
+      clear(root); root.hidden = true; document.removeEventListener('keydown', key);
+      restoreFocus(opener, openerTest, openerView);
+      resolve(v);
+    };
     const key = (e) => { if (e.key === 'Escape') done(null); };
     const ok = () => { const v = read(); if (v) done(v); };
     clear(root).appendChild(h('div.dialog', { role: 'dialog', 'aria-modal': 'true', 'aria-label': title },
@@ -201,8 +232,8 @@ export function formBox(title, fields, read, okLabel) {
         h('h2', { text: title }),
         ...fields.map((f) => h('label.fld', null, h('span', { text: f[0] }), f[1])),
         h('div.row.end',
-          h('button.btn', { type: 'button', 'data-test': 'modal-cancel', onclick: () => done(null) }, 'Cancel'),
-          h('button.btn.primary', { type: 'submit', 'data-test': 'modal-ok' }, okLabel || 'OK')))));
+          h('button.btn', { type: 'button', 'data-test': 'modal-cancel', onclick: () => done(null) }, t('ui.cancel')),
+          h('button.btn.primary', { type: 'submit', 'data-test': 'modal-ok' }, okLabel || t('ui.ok'))))));
     root.hidden = false;
     root.onclick = (e) => { if (e.target === root) done(null); };
     document.addEventListener('keydown', key);

@@ -1,0 +1,296 @@
+// The message catalogue: every message a person reads from the daemons and
+// the `tutti` client, in English and Korean (docs/translating.md). Pure: the
+// language is chosen by the caller (`Language(localeEnvironment:)` for the
+// CLI and the daemon's log, the request's `lang` or `Accept-Language` for a
+// JSON-RPC error) and text is made with `UserMessage.text(in:)`. No Foundation,
+// no ICU: `tutti` stays small.
+
+/// A language of the catalogue.
+public enum Language: String, CaseIterable, Sendable {
+    case english = "en"
+    case korean = "ko"
+
+    /// A language tag as POSIX (`ko_KR.UTF-8`), BCP 47 (`ko-KR`) or bare (`ko`)
+    /// spells it; nil for a language the catalogue does not have.
+    public init?(tag: String) {
+        var primary = Substring(tag)
+        if let cut = primary.firstIndex(where: { $0 == "_" || $0 == "-" || $0 == "." || $0 == "@" || $0 == ";" }) { primary = primary[..<cut] }
+        let code = String(primary).trimmingSpaces.lowercased()
+        guard let language = Language(rawValue: code) else { return nil }
+        self = language
+    }
+
+    /// The language POSIX's rules pick: `LC_ALL`, else `LC_MESSAGES`, else
+    /// `LANG` (the first one set and not empty); English for C, POSIX and
+    /// any language the catalogue does not have. `LANGUAGE` (GNU's list of
+    /// preferences) is read first when the locale is not C, as gettext does.
+    public init(localeEnvironment environment: [String: String]) {
+        let locale = ["LC_ALL", "LC_MESSAGES", "LANG"].lazy.compactMap { environment[$0] }.first { !$0.isEmpty } ?? ""
+        if locale != "C" && locale != "POSIX" && !locale.isEmpty, let list = environment["LANGUAGE"], !list.isEmpty {
+            for tag in list.split(separator: ":") { if let l = Language(tag: String(tag)) { self = l; return } }
+        }
+        self = Language(tag: locale) ?? .english
+    }
+
+    /// The first language of an HTTP `Accept-Language` header the catalogue
+    /// has, by quality (`ko-KR,ko;q=0.9,en;q=0.8`); nil when none is.
+    public init?(acceptLanguage header: String) {
+        var best: (quality: Double, order: Int, language: Language)? = nil
+        for (order, item) in header.split(separator: ",").prefix(32).enumerated() {
+            let parts = item.split(separator: ";")
+            guard let tag = parts.first, let language = Language(tag: String(tag)) else { continue }
+            var quality = 1.0
+            for p in parts.dropFirst() {
+                let kv = String(p).trimmingSpaces
+                if kv.hasPrefix("q="), let q = Double(kv.dropFirst(2)), q.isFinite { quality = q }
+            }
+            guard quality > 0 else { continue }
+            if best == nil || quality > best!.quality { best = (quality, order, language) }
+        }
+        guard let best else { return nil }
+        self = best.language
+    }
+}
+
+/// What a person is told, before it is put in a language: a catalogue key
+/// and the values of its placeholders (`{room}` in the text).
+public struct UserMessage: Sendable, Equatable, CustomStringConvertible {
+    public var key: MessageKey
+    public var arguments: [String: String]
+
+    public init(_ key: MessageKey, _ arguments: [String: String] = [:]) {
+        self.key = key
+        self.arguments = arguments
+    }
+
+    /// The message in `language`, its placeholders filled in. A placeholder
+    /// without a value is left as it is written, so a missing argument shows.
+    public func text(in language: Language) -> String {
+        MessageCatalogue.fill(key.template(language), arguments)
+    }
+
+    /// English: what logs and older clients have always read.
+    public var description: String { text(in: .english) }
+}
+
+/// Every message of the catalogue. The raw value is the stable key that
+/// translators and clients see (docs/translating.md).
+public enum MessageKey: String, CaseIterable, Sendable {
+    // Access and logins (JSON-RPC)
+    case accessGuestOnlyLooks = "access.guestOnlyLooks"
+    case accessLoginFirst = "access.loginFirst"
+    case loginWrongPassword = "login.wrongPassword"
+    case loginUnknownToken = "login.unknownToken"
+    case loginTooManyFailures = "login.tooManyFailures"
+    case loginNeedsPassword = "login.needsPassword"
+    // Requests
+    case requestUnknownMethod = "request.unknownMethod"
+    case requestNotANumber = "request.notANumber"
+    case requestOutOfRange = "request.outOfRange"
+    case requestNeedsText = "request.needsText"
+    case requestNeedsRoom = "request.needsRoom"
+    case requestMutedTrueOrFalse = "request.mutedTrueOrFalse"
+    case requestBadGroupParameter = "request.badGroupParameter"
+    // Rooms and groups
+    case roomUnknown = "room.unknown"
+    case roomUnknownOfKnown = "room.unknownOfKnown"
+    case groupUnknown = "group.unknown"
+    case groupInvalidName = "group.invalidName"
+    case groupNameTaken = "group.nameTaken"
+    case groupMainIsPermanent = "group.mainIsPermanent"
+    case groupTooMany = "group.tooMany"
+    case groupCannotStart = "group.cannotStart"
+    // Pairing speakers
+    case pairingNobodyWaiting = "pairing.nobodyWaiting"
+    case pairingWrongCode = "pairing.wrongCode"
+    case pairingNeedsCode = "pairing.needsCode"
+    case pairingNoRequest = "pairing.noRequest"
+    case pairingNotPaired = "pairing.notPaired"
+    // The `tutti` client
+    case cliUnreachable = "cli.unreachable"
+    case cliLoginFailed = "cli.loginFailed"
+    case cliNoLeaderNamed = "cli.noLeaderNamed"
+    case cliBadHost = "cli.badHost"
+    case cliDoctorMissing = "cli.doctorMissing"
+    case cliUnknownCommand = "cli.unknownCommand"
+    case cliUnknownSubcommand = "cli.unknownSubcommand"
+    case cliUnknownSubcommandHelp = "cli.unknownSubcommandHelp"
+    case cliPortNeedsNumber = "cli.portNeedsNumber"
+    case cliQueuePositions = "cli.queuePositions"
+    case cliSeekNeeds = "cli.seekNeeds"
+    case cliSpeedNeeds = "cli.speedNeeds"
+    case cliPitchNeeds = "cli.pitchNeeds"
+    case cliRepeatTakes = "cli.repeatTakes"
+    case cliSingleTakes = "cli.singleTakes"
+    case cliSearchNeedsText = "cli.searchNeedsText"
+    case cliTakesTrackID = "cli.takesTrackID"
+    case cliGroupVolumeNeeds = "cli.groupVolumeNeeds"
+    case cliVolumeNeeds = "cli.volumeNeeds"
+    case cliLatencyNeeds = "cli.latencyNeeds"
+    case cliOnOrOff = "cli.onOrOff"
+    case cliNeedsRoom = "cli.needsRoom"
+    case cliQueueAddNeeds = "cli.queueAddNeeds"
+    case cliNeedsArgument = "cli.needsArgument"
+    // The daemon
+    case daemonCannotStart = "daemon.cannotStart"
+
+    /// The text in `language`, with its `{placeholders}`.
+    public func template(_ language: Language) -> String {
+        switch language {
+        case .english: english
+        case .korean: korean
+        }
+    }
+
+    private var english: String {
+        switch self {
+        case .accessGuestOnlyLooks: #"{method}: guests can only look; log in (auth.login {"password"}) to change anything"#
+        case .accessLoginFirst: #"this leader needs a password from other machines: log in first (auth.login {"password"}; tutti --password, or the web app asks)"#
+        case .loginWrongPassword: "wrong password"
+        case .loginUnknownToken: "the token is not valid (it was revoked, or the password changed): log in with the password"
+        case .loginTooManyFailures: "too many failed logins from {address}; try again in {seconds} s"
+        case .loginNeedsPassword: #"auth.login needs "password" (or the "token" a login returned)"#
+        case .requestUnknownMethod: "unknown method '{method}' (see docs/api.md)"
+        case .requestNotANumber: "{key} must be a number"
+        case .requestOutOfRange: "{key} {value} is outside {low}…{high}"
+        case .requestNeedsText: #"{method} needs "{key}" (a non-empty string)"#
+        case .requestNeedsRoom: #"{method} needs "room" (a room name)"#
+        case .requestMutedTrueOrFalse: "muted must be true or false"
+        case .requestBadGroupParameter: "group must be a group id or name (see groups.list)"
+        case .roomUnknown: "no room '{room}'"
+        case .roomUnknownOfKnown: "no room '{room}' (rooms: {known})"
+        case .groupUnknown: "no group '{group}' (groups: {known})"
+        case .groupInvalidName: "group name '{name}' must be 1–{limit} bytes of printable text"
+        case .groupNameTaken: "a group named '{name}' already exists"
+        case .groupMainIsPermanent: "the main group cannot be deleted (rooms nobody placed play it)"
+        case .groupTooMany: "at most {count} groups"
+        case .groupCannotStart: "the group's player could not start ({reason}); nothing was changed: try again, or restart the leader if it goes on"
+        case .pairingNobodyWaiting: "no speaker is waiting for a code: run `sudo tutti-follower pair` on it first"
+        case .pairingWrongCode: "wrong code (a speaker allows 3 tries, then shows a new one)"
+        case .pairingNeedsCode: #"speakers.pair needs "code": the six digits `sudo tutti-follower pair` shows"#
+        case .pairingNoRequest: "no speaker named '{name}' is waiting to be allowed (see speakers.pending)"
+        case .pairingNotPaired: "no paired speaker named '{name}' (see speakers.list)"
+        case .cliUnreachable: "cannot reach the leader at {endpoint}{how}: {reason}"
+        case .cliLoginFailed: "logging in to {endpoint}: {reason}"
+        case .cliNoLeaderNamed: "no leader named '{name}' with a control port found over mDNS (tutti leaders lists them)"
+        case .cliBadHost: "{setting}: expected HOST or HOST:PORT"
+        case .cliDoctorMissing: "doctor needs tutti-follower or tuttid (beside tutti or on PATH): {reason}"
+        case .cliUnknownCommand: "unknown command '{command}' (tutti --help)"
+        case .cliUnknownSubcommand: "unknown {command} command '{sub}'"
+        case .cliUnknownSubcommandHelp: "unknown {command} command '{sub}' (tutti {command} --help)"
+        case .cliPortNeedsNumber: "--port needs a number 1–65535"
+        case .cliQueuePositions: "queue positions are numbers from 1"
+        case .cliSeekNeeds: "seek needs SECONDS, +SECONDS or -SECONDS"
+        case .cliSpeedNeeds: "speed needs a number, 0.5–2.0 (1 is normal)"
+        case .cliPitchNeeds: "pitch needs semitones, −12…+12 (0 is normal)"
+        case .cliRepeatTakes: "repeat takes off, all or one"
+        case .cliSingleTakes: "single takes on, off or oneshot"
+        case .cliSearchNeedsText: "search needs text"
+        case .cliTakesTrackID: "{command} takes a track id"
+        case .cliGroupVolumeNeeds: "vol --group GROUP needs a volume 0–100"
+        case .cliVolumeNeeds: "vol needs ROOM and a volume 0–100"
+        case .cliLatencyNeeds: "latency needs ROOM and milliseconds"
+        case .cliOnOrOff: "{command} takes on or off"
+        case .cliNeedsRoom: "{command} needs a room name"
+        case .cliQueueAddNeeds: "queue add needs files or URLs"
+        case .cliNeedsArgument: "{command} needs an argument"
+        case .daemonCannotStart: "tuttid: cannot start: {reason}"
+        }
+    }
+
+    private var korean: String {
+        switch self {
+        case .accessGuestOnlyLooks: #"{method}: 손님은 보기만 할 수 있습니다. 바꾸려면 로그인하세요 (auth.login {"password"})"#
+        case .accessLoginFirst: #"이 리더는 다른 기기에서 접속하면 비밀번호가 필요합니다. 먼저 로그인하세요 (auth.login {"password"}, tutti --password, 또는 웹 앱이 물어봅니다)"#
+        case .loginWrongPassword: "비밀번호가 틀렸습니다"
+        case .loginUnknownToken: "토큰이 유효하지 않습니다 (취소되었거나 비밀번호가 바뀌었습니다). 비밀번호로 로그인하세요"
+        case .loginTooManyFailures: "{address}에서 로그인 실패가 너무 많습니다. {seconds}초 후에 다시 시도하세요"
+        case .loginNeedsPassword: #"auth.login에는 "password"(또는 로그인이 돌려준 "token")가 필요합니다"#
+        case .requestUnknownMethod: "알 수 없는 메서드 '{method}'입니다 (docs/api.md 참고)"
+        case .requestNotANumber: "{key}은(는) 숫자여야 합니다"
+        case .requestOutOfRange: "{key} {value}이(가) 범위 {low}…{high}을(를) 벗어났습니다"
+        case .requestNeedsText: #"{method}에는 "{key}"(비어 있지 않은 문자열)가 필요합니다"#
+        case .requestNeedsRoom: #"{method}에는 "room"(방 이름)이 필요합니다"#
+        case .requestMutedTrueOrFalse: "muted는 true 또는 false여야 합니다"
+        case .requestBadGroupParameter: "group은 그룹 ID나 이름이어야 합니다 (groups.list 참고)"
+        case .roomUnknown: "'{room}'(이)라는 방이 없습니다"
+        case .roomUnknownOfKnown: "'{room}'(이)라는 방이 없습니다 (방: {known})"
+        case .groupUnknown: "'{group}'(이)라는 그룹이 없습니다 (그룹: {known})"
+        case .groupInvalidName: "그룹 이름 '{name}'은(는) 인쇄 가능한 문자 1–{limit}바이트여야 합니다"
+        case .groupNameTaken: "'{name}'(이)라는 그룹이 이미 있습니다"
+        case .groupMainIsPermanent: "기본 그룹은 삭제할 수 없습니다 (아무 그룹에도 넣지 않은 방이 이 그룹을 재생합니다)"
+        case .groupTooMany: "그룹은 최대 {count}개까지입니다"
+        case .groupCannotStart: "그룹의 플레이어를 시작할 수 없습니다 ({reason}). 바뀐 것은 없습니다. 다시 시도하거나, 계속되면 리더를 다시 시작하세요"
+        case .pairingNobodyWaiting: "코드를 기다리는 스피커가 없습니다. 먼저 스피커에서 `sudo tutti-follower pair`를 실행하세요"
+        case .pairingWrongCode: "코드가 틀렸습니다 (스피커는 3번까지 허용하고, 그다음 새 코드를 보여 줍니다)"
+        case .pairingNeedsCode: #"speakers.pair에는 "code"가 필요합니다: `sudo tutti-follower pair`가 보여 주는 여섯 자리 숫자"#
+        case .pairingNoRequest: "허용을 기다리는 '{name}' 스피커가 없습니다 (speakers.pending 참고)"
+        case .pairingNotPaired: "'{name}'(이)라는 페어링된 스피커가 없습니다 (speakers.list 참고)"
+        case .cliUnreachable: "{endpoint}{how}의 리더에 연결할 수 없습니다: {reason}"
+        case .cliLoginFailed: "{endpoint}에 로그인하는 중: {reason}"
+        case .cliNoLeaderNamed: "mDNS에서 제어 포트가 있는 '{name}' 리더를 찾지 못했습니다 (tutti leaders로 목록을 볼 수 있습니다)"
+        case .cliBadHost: "{setting}: HOST 또는 HOST:PORT 형식이어야 합니다"
+        case .cliDoctorMissing: "doctor에는 tutti-follower나 tuttid가 필요합니다 (tutti와 같은 폴더나 PATH에): {reason}"
+        case .cliUnknownCommand: "알 수 없는 명령 '{command}'입니다 (tutti --help)"
+        case .cliUnknownSubcommand: "알 수 없는 {command} 명령 '{sub}'입니다"
+        case .cliUnknownSubcommandHelp: "알 수 없는 {command} 명령 '{sub}'입니다 (tutti {command} --help)"
+        case .cliPortNeedsNumber: "--port에는 1–65535 사이의 숫자가 필요합니다"
+        case .cliQueuePositions: "대기열 위치는 1부터 시작하는 숫자입니다"
+        case .cliSeekNeeds: "seek에는 SECONDS, +SECONDS 또는 -SECONDS가 필요합니다"
+        case .cliSpeedNeeds: "speed에는 0.5–2.0 사이의 숫자가 필요합니다 (1이 보통)"
+        case .cliPitchNeeds: "pitch에는 −12…+12 사이의 반음 수가 필요합니다 (0이 보통)"
+        case .cliRepeatTakes: "repeat에는 off, all, one 중 하나를 씁니다"
+        case .cliSingleTakes: "single에는 on, off, oneshot 중 하나를 씁니다"
+        case .cliSearchNeedsText: "search에는 검색어가 필요합니다"
+        case .cliTakesTrackID: "{command}에는 곡 ID가 필요합니다"
+        case .cliGroupVolumeNeeds: "vol --group GROUP에는 0–100 사이의 음량이 필요합니다"
+        case .cliVolumeNeeds: "vol에는 ROOM과 0–100 사이의 음량이 필요합니다"
+        case .cliLatencyNeeds: "latency에는 ROOM과 밀리초 값이 필요합니다"
+        case .cliOnOrOff: "{command}에는 on 또는 off를 씁니다"
+        case .cliNeedsRoom: "{command}에는 방 이름이 필요합니다"
+        case .cliQueueAddNeeds: "queue add에는 파일이나 URL이 필요합니다"
+        case .cliNeedsArgument: "{command}에는 인수가 필요합니다"
+        case .daemonCannotStart: "tuttid: 시작할 수 없습니다: {reason}"
+        }
+    }
+}
+
+/// Filling in placeholders, and reading them (for the catalogue's test).
+public enum MessageCatalogue {
+    /// The `{name}` placeholders of a template, in order of appearance. A
+    /// name is letters only: `{"password"}` in a text is not one.
+    public static func placeholders(_ template: String) -> [String] {
+        var names: [String] = []
+        var current: String? = nil
+        for c in template {
+            if c == "{" { current = ""; continue }
+            guard var name = current else { continue }
+            if c == "}" { if !name.isEmpty { names.append(name) }; current = nil; continue }
+            if c.isASCII && c.isLetter { name.append(c); current = name } else { current = nil }
+        }
+        return names
+    }
+
+    static func fill(_ template: String, _ arguments: [String: String]) -> String {
+        guard template.contains("{") else { return template }
+        var out = ""
+        var pending: String? = nil // "{" and the letters read since
+        for c in template {
+            if c == "{" { if let p = pending { out += p }; pending = "{"; continue }
+            guard let p = pending else { out.append(c); continue }
+            if c == "}" {
+                let name = String(p.dropFirst())
+                if !name.isEmpty, let value = arguments[name] { out += value } else { out += p + "}" }
+                pending = nil
+            } else if c.isASCII && c.isLetter {
+                pending = p + String(c)
+            } else {
+                out += p
+                out.append(c)
+                pending = nil
+            }
+        }
+        if let p = pending { out += p }
+        return out
+    }
+}
