@@ -148,7 +148,9 @@ install -D -m 0644 deploy/tutti-leader.service "$root/lib/systemd/system/tutti-l
 # at the first AAC, ALAC, Ogg, Opus, WMA… file or HLS stream: recommended, so a
 # leader that plays MP3 and FLAC only can do without it.
 # libswscale6 (FFmpeg's scaler, opened at the first cover a Sendspin display asks for): recommended too.
-control "$root" tutti-leader "tutti (= $version), $(shlibs "$root"), libcurl4 (>= 7.85.0), librubberband2, init-system-helpers (>= 1.54~)" "avahi-daemon, libavformat59, libswscale6" \
+# espeak-ng (a program the leader runs to speak an announcement's text, about 10 MiB with its voices):
+# recommended; without it a text announcement says to install it, and chimes and URLs still play.
+control "$root" tutti-leader "tutti (= $version), $(shlibs "$root"), libcurl4 (>= 7.85.0), librubberband2, init-system-helpers (>= 1.54~)" "avahi-daemon, libavformat59, libswscale6, espeak-ng" \
     "synchronised multi-room audio: leader and web app" \
     "The leader daemon (tuttid): a music library, queues and groups, Opus" \
     "streams to every speaker, JSON-RPC and MPD control, and the phone web app" \

@@ -21,6 +21,7 @@ packages=(
   pulseaudio libasound2-plugins                                                             # faults: a DAC that can be unplugged (ALSA's pulse plugin)
   iproute2                                                                                  # pairing: two hosts in network namespaces (scripts/netns-pairing-test.sh)
   libportaudio2                                                                             # Sendspin: the stock `sendspin` CLI's audio output (into a PulseAudio null sink)
+  espeak-ng                                                                                 # announcements: text spoken by the leader (AnnouncementTests), a voice per language, Korean included
 )
 
 missing=()

@@ -51,6 +51,7 @@ expect_in "${debs[2]}" ./usr/share/tutti/web/index.html
 expect_in "${debs[2]}" ./lib/systemd/system/tutti-leader.service
 [ "$(dpkg-deb --ctrl-tarfile "${debs[0]}" | tar -xO ./conffiles)" = /etc/tutti/tutti.conf ] || fail "tutti.conf is not a conffile"
 dpkg-deb --field "${debs[2]}" Recommends | grep -q 'libavformat59' || fail "the leader does not recommend libavformat59 (FFmpeg, opened at first use)"
+dpkg-deb --field "${debs[2]}" Recommends | grep -q 'espeak-ng' || fail "the leader does not recommend espeak-ng (announcements' text)"
 if dpkg-deb --field "${debs[2]}" Depends | grep -qE 'libav(format|codec|util|filter|device)|libswresample'; then fail "the leader depends on FFmpeg (it must only recommend it)"; fi
 if contents "${debs[1]}" | grep -q 'share/tutti\|tuttid'; then fail "the speaker package carries the leader's files"; fi
 

@@ -5,7 +5,8 @@ import TuttiSystem
 
 /// The follower's audio thread: reads frames from the timeline at the
 /// instants the leader's clock says, steers for the DAC's drift, applies
-/// the channel map, EQ and volume, and feeds the sink.
+/// the channel map, EQ and volume, mixes an announcement over it (ducking
+/// the music), and feeds the sink.
 ///
 /// Real-time discipline: every buffer is allocated in `init`; the loop talks
 /// to the rest of the process only through atomics and seqlocks; its only
@@ -41,6 +42,13 @@ public final class PlayoutEngine: @unchecked Sendable {
     private let volumeTarget = Atomic<UInt64>(UInt64(Float(1).bitPattern))
     /// The room's channel map (`ChannelMap.rawValue`), read once a period.
     private let channelMapTarget = Atomic<UInt8>(ChannelMap.stereo.rawValue)
+    /// Announcements (v9 `overlay`): frames on the leader's timeline, gain
+    /// already applied, written by the connection thread, mixed here over
+    /// what plays. 2^20 frames (21.8 s): the longest announcement a leader
+    /// sends is 20 s; pages are resident only once an announcement is written.
+    public let overlay = AudioTimeline(seconds: 20, guardFrames: 64)
+    /// The music's gain while an announcement plays (a Float's bits).
+    private let duckTarget = Atomic<UInt32>(Float(0.1).bitPattern)
     /// The room's equaliser, as last published (see `PublishedEqualizer`).
     public let equalizer: PublishedEqualizer
     private let equalizerKernel: EqualizerProcessor
@@ -111,6 +119,17 @@ public final class PlayoutEngine: @unchecked Sendable {
         set { channelMapTarget.store(newValue.rawValue, ordering: .relaxed) }
     }
 
+    /// How far the music goes down while an announcement plays (a factor, 0…1). Any thread.
+    public var duckGain: Float {
+        get { Float(bitPattern: duckTarget.load(ordering: .relaxed)) }
+        set { duckTarget.store(min(max(newValue.isFinite ? newValue : 0, 0), 1).bitPattern, ordering: .relaxed) }
+    }
+
+    /// The duck ramps over 50 ms (down before the announcement starts, up
+    /// after it), and holds 150 ms after its end so words a pause apart do not pump.
+    public static let duckRampFrames = 2_400
+    public static let duckHoldFrames = 7_200
+
     public var statistics: Statistics {
         var s = Statistics()
         if let (u, r, st, p) = counters.load() {
@@ -176,14 +195,19 @@ public final class PlayoutEngine: @unchecked Sendable {
         // A local: a stored property would be checked for exclusive access on every frame.
         var ramp = GainRamp()
         var channels = ChannelMapper()
+        // The music's duck factor now (1: not ducked), moved 1/2400 of the way per frame.
+        var duck: Float = 1
 
         while running.load(ordering: .relaxed) {
             let (queued, realNow) = sink.delay()
             let snap = timeline.snapshot()
             var target: Double?
+            // The leader time the next frame written leaves the DAC (for an announcement over silence).
+            var nextLeaveLeader: Int64?
             if let model = clock.current() {
                 let trim = latencyTrim.load(ordering: .relaxed)
                 let nowLeader = model.leaderTime(at: localClock.local(fromReal: realNow) + trim)
+                nextLeaveLeader = nowLeader.nanoseconds + StreamFormat.nanoseconds(frames: queued)
                 // What is queued drains at the DAC's own rate, which steering has
                 // measured: `ratio` stream frames per frame played. (At 48 kHz
                 // nominal, 60 ms queued in a DAC 150 ppm off was 9 µs of error.)
@@ -197,6 +221,16 @@ public final class PlayoutEngine: @unchecked Sendable {
             switch schedule.decide(moment, period: period) {
             case .silence(let frames):
                 channels.settle(on: ChannelMap(rawValue: channelMapTarget.load(ordering: .relaxed)) ?? .stereo)
+                // A room with nothing playing (or not yet) plays an announcement alone.
+                if let start = nextLeaveLeader, overlayPending(at: start) {
+                    let n = max(1, min(frames, period))
+                    block.update(repeating: 0, count: 2 * n)
+                    mixOverlay(frames: n, startLeader: start, step: 1, duck: &duck)
+                    for k in 0..<2 * n { output[k] = sampleToInt16(block[k]) }
+                    if !sink.write(output, frames: n) { return }
+                    continue
+                }
+                duck = 1
                 if !writeSilence(frames, to: sink) { return }
                 continue
             case .discard(let upTo, let frames):
@@ -241,7 +275,18 @@ public final class PlayoutEngine: @unchecked Sendable {
             // The channel map first: the EQ then shapes what this speaker really plays.
             channels.process(block, frames: period, target: ChannelMap(rawValue: channelMapTarget.load(ordering: .relaxed)) ?? .stereo)
             equalizerKernel.process(block, frames: period)
-            if ramp.gain == ramp.target {
+            let ptsNs = snap.epoch.nanoseconds + Int64(((blockStart - Double(snap.validStart)) * 62_500 / 3).rounded())
+            if duck != 1 || overlayPending(at: ptsNs) {
+                // An announcement: the music ducked, then volume, then the announcement at its own gain
+                // (a muted or quiet room still hears the doorbell).
+                for k in 0..<period {
+                    let g = ramp.next()
+                    block[2 * k] *= g
+                    block[2 * k + 1] *= g
+                }
+                mixOverlay(frames: period, startLeader: ptsNs, step: ratio, duck: &duck)
+                for k in 0..<2 * period { output[k] = sampleToInt16(block[k]) }
+            } else if ramp.gain == ramp.target {
                 // A steady gain (the usual case): one multiply and a conversion the compiler vectorises.
                 let g = ramp.gain
                 for k in 0..<2 * period { output[k] = sampleToInt16(block[k] * g) }
@@ -257,13 +302,53 @@ public final class PlayoutEngine: @unchecked Sendable {
 
             if !sink.write(output, frames: period) { break }
             underruns = sink.underruns
-            let ptsNs = snap.epoch.nanoseconds + Int64(((blockStart - Double(snap.validStart)) * 62_500 / 3).rounded())
             let leave = sink.lastWriteLeaveTime ?? (realNow + StreamFormat.nanoseconds(frames: queued))
             lastBlock.store(ptsNs, leave, 1, 0)
             counters.store(Int64(underruns), Int64(schedule.resyncs), Int64(starved), schedule.playing ? 1 : 0)
             let buffered = StreamFormat.nanoseconds(frames: max(0, writeEnd - Int(position)))
             figures.store(schedule.lastError, Int64(((ratio - 1) * 1e9).rounded()), buffered, schedule.lastResyncError)
         }
+    }
+
+    /// Whether an announcement's frames are within a ramp of `leaderNs`, or the hold after its end.
+    @inline(__always)
+    private func overlayPending(at leaderNs: Int64) -> Bool {
+        let o = overlay.snapshot()
+        guard o.generation > 0, o.writeEnd > o.validStart else { return false }
+        let position = Double(o.validStart) + StreamFormat.frames(nanoseconds: leaderNs - o.epoch.nanoseconds)
+        return position + Double(Self.duckRampFrames) >= Double(o.validStart) && position < Double(o.writeEnd + Self.duckHoldFrames)
+    }
+
+    /// Ducks `block` (music, volume applied) and adds the announcement, for
+    /// `frames` frames whose first leaves at `startLeader`, stepping `step`
+    /// announcement frames per frame (the music's steering ratio). Reads
+    /// the nearest frame: sub-frame timing (≤ 10 µs) is below what a voice
+    /// or a chime needs. No allocation, no lock.
+    @inline(__always)
+    private func mixOverlay(frames: Int, startLeader: Int64, step: Double, duck: inout Float) {
+        let o = overlay.snapshot()
+        let rampStep = 1 / Float(Self.duckRampFrames)
+        let low = Float(bitPattern: duckTarget.load(ordering: .relaxed))
+        var position = Double(o.validStart) + StreamFormat.frames(nanoseconds: startLeader - o.epoch.nanoseconds)
+        let valid = o.generation > 0
+        let readStart = overlay.readStart
+        for k in 0..<frames {
+            let i = Int(position.rounded())
+            let ducking = valid && i + Self.duckRampFrames >= o.validStart && i < o.writeEnd + Self.duckHoldFrames
+            let want: Float = ducking ? low : 1
+            if duck > want { duck = max(want, duck - rampStep) } else if duck < want { duck = min(want, duck + rampStep) }
+            var left = block[2 * k] * duck, right = block[2 * k + 1] * duck
+            if valid && i >= o.validStart && i < o.writeEnd && i >= readStart {
+                let f = overlay.frame(i)
+                left += f[0]; right += f[1]
+            }
+            block[2 * k] = left
+            block[2 * k + 1] = right
+            position += step
+        }
+        // Frames played are the writer's to reuse (the ring is the per-peer bound).
+        let played = min(Int(position.rounded()), o.writeEnd) - overlay.guardFrames
+        if valid && played > o.validStart { overlay.release(upTo: played) }
     }
 
     @inline(__always)

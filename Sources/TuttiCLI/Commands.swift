@@ -32,6 +32,7 @@ public enum CLICommand: Equatable, Sendable {
     /// nil map: show the room's channels.
     case channels(room: String, map: String?)
     case pair(left: String, right: String, name: String?), unpair(String), swapPair(String)
+    case announce(Announce)
     case group(Group)
     case party(Party)
     case watch
@@ -75,6 +76,19 @@ public enum CLICommand: Equatable, Sendable {
         case download(podcast: String, episode: String)
     }
 
+    /// `tutti announce`: who hears what (docs/sound.md "Announcements").
+    public struct Announce: Equatable, Sendable {
+        public var rooms: [String] = []
+        public var all = false
+        public var group: String? = nil
+        public var text: String? = nil
+        public var url: String? = nil
+        public var language: String? = nil
+        /// 0–100 (nil: the leader's default, 70).
+        public var volume: Int? = nil
+        public var duckDecibels: Double? = nil
+        public init() {}
+    }
     public enum Speakers: Equatable, Sendable {
         case list
         /// `allow`, `deny` or `forget` (`speakers.<verb>`) a speaker by name.
@@ -331,6 +345,11 @@ enum CLICommandTable {
             guard ops.count == 2 || ops.count == 3 else { throw usage("pair LEFT RIGHT [NAME]") }
             return .pair(left: ops[0], right: ops[1], name: ops.count == 3 ? ops[2] : nil)
         },
+        .init(names: ["announce"], help: [
+            ("announce --rooms R1,R2 TEXT", "speak TEXT (espeak-ng) over what the rooms play, the music ducked; --lang ko, …"),
+            ("announce --rooms R1,R2 --url URL|FILE", "play a chime or a file over the music instead"),
+            ("announce --all … | --group GROUP …", "every room, or a group's; --volume 0–100 (70), --duck DB (−20)"),
+        ], parse: announce),
         .init(names: ["unpair"], help: [("unpair NAME", "end a stereo pair: its speakers are rooms of their own again")]) { w throws(UsageError) in
             guard w.operands.count == 1 else { throw usage("unpair NAME (the pair's name, or either speaker's)") }
             return .unpair(w.operands[0])
@@ -477,6 +496,41 @@ enum CLICommandTable {
             return .podcast(.download(podcast: rest[0], episode: rest.dropFirst().joined(separator: " ")))
         case let sub: throw usage(UserMessage(.cliUnknownSubcommandHelp, ["command": "podcast", "sub": sub]))
         }
+    }
+
+    private static func announce(_ w: Words) throws(UsageError) -> CLICommand {
+        var a = CLICommand.Announce()
+        var words: [String] = []
+        var i = 0
+        let ops = w.operands
+        func value(_ flag: String) throws(UsageError) -> String {
+            i += 1
+            guard i < ops.count else { throw usage("\(flag) needs a value (tutti announce --help)") }
+            return ops[i]
+        }
+        while i < ops.count {
+            switch ops[i] {
+            case "--rooms", "--room":
+                a.rooms = try value(ops[i]).split(separator: ",").map(String.init).filter { !$0.isEmpty }
+            case "--all": a.all = true
+            case "--url": let u = try value("--url"); a.url = u.contains("://") ? u : w.absolute(u)
+            case "--lang": a.language = try value("--lang")
+            case "--volume":
+                guard let v = Int(try value("--volume")), (0...100).contains(v) else { throw usage("--volume needs 0–100") }
+                a.volume = v
+            case "--duck":
+                guard let d = Double(try value("--duck")), d.isFinite else { throw usage("--duck needs dB (e.g. -20)") }
+                a.duckDecibels = -abs(d)
+            default: words.append(ops[i])
+            }
+            i += 1
+        }
+        a.group = w.group
+        if !words.isEmpty { a.text = words.joined(separator: " ") }
+        let targets = (a.rooms.isEmpty ? 0 : 1) + (a.all ? 1 : 0) + (a.group == nil ? 0 : 1)
+        guard targets == 1 else { throw usage("announce needs one of --rooms R1,R2, --all or --group GROUP") }
+        guard (a.url == nil) != (a.text == nil) else { throw usage("announce needs TEXT or --url URL (not both)") }
+        return .announce(a)
     }
 
     private static func speakers(_ w: Words) throws(UsageError) -> CLICommand {

@@ -107,6 +107,22 @@ struct LeaderSession {
             show(try call("rooms.unpair", ["room": .string(name)])) {
                 "\($0["unpaired"]?.string ?? name) unpaired: " + ($0["rooms"]?.strings ?? []).joined(separator: " and ") + " are rooms of their own"
             }
+        case .announce(let a):
+            var params: [String: JSONValue] = [:]
+            if a.all { params["rooms"] = "all" } else if let g = a.group { params["group"] = .string(g) } else { params["rooms"] = .array(a.rooms.map(JSONValue.string)) }
+            if let url = a.url { params["url"] = .string(url) }
+            if let text = a.text { params["text"] = .string(text) }
+            if let lang = a.language { params["lang"] = .string(lang) }
+            if let v = a.volume { params["volume"] = .number(Double(v) / 100) }
+            if let d = a.duckDecibels { params["duck_db"] = .number(d) }
+            show(try call("announce", params)) { r in
+                let speakers = (r["speakers"]?.strings ?? []).joined(separator: ", ")
+                let missing = r["notConnected"]?.strings ?? []
+                let queued = r["queuedSeconds"]?.number ?? 0
+                return "announcing to \(speakers) (\(fixedPoint(r["seconds"]?.number ?? 0, decimals: 1)) s)"
+                    + (queued > 0 ? ", after the one playing" : "")
+                    + (missing.isEmpty ? "" : "; not connected: \(missing.joined(separator: ", "))")
+            }
         case .group(let g): try group(g)
         case .party(let p): try party(p)
         case .watch: try watch()

@@ -105,6 +105,11 @@ public protocol LeaderControl: AnyObject, Sendable {
     /// Sets a room's channel map; refused (typed) for an unknown room, a pair's speaker, or a speaker that cannot play one.
     func setChannels(room: String, _ map: ChannelMap) throws(ChannelMapError)
 
+    // MARK: Announcements
+
+    /// Mixes an announcement over what the chosen rooms play, in step, the music ducked; no queue changes.
+    func announce(_ request: AnnouncementRequest) throws(AnnouncementError) -> AnnouncementResult
+
     // MARK: Stereo pairs
 
     /// The stereo pairs: each is one room in `knownRooms` and `groups` (by its name), two speakers on the wire.

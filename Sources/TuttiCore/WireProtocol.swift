@@ -6,7 +6,7 @@ import Glibc
 /// where `length` counts the type byte and the body. Lengths are bounded by
 /// `WireProtocol.maxMessageBytes`; anything larger closes the connection.
 public enum WireProtocol {
-    public static let version: UInt16 = 8
+    public static let version: UInt16 = 9
     /// The oldest follower a leader still serves: a v2 follower plays, but
     /// is never sent `equalizer` (a message type it does not know).
     public static let oldestFollowerVersion: UInt16 = 2
@@ -29,6 +29,8 @@ public enum WireProtocol {
     public static let handshakeVersion: UInt16 = 7
     /// The first version that understands `channels` (a room's channel map, stereo pairs).
     public static let channelMapVersion: UInt16 = 8
+    /// The first version that mixes an announcement over what plays (`overlay`).
+    public static let overlayVersion: UInt16 = 9
     /// A v7 clock request datagram is padded to a v7 response's size.
     public static let sealedClockDatagramBytes = 49
     /// A clock request datagram is padded to this (a response's size), so
@@ -75,6 +77,7 @@ public enum MessageType: UInt8, Sendable, CaseIterable {
     case equalizer = 14
     case syncReport = 15
     case channels = 16
+    case overlay = 17
     // Room-key authentication (protocol v4); numbered apart, so other new messages can take 15 on.
     case authChallenge = 30
     case authResponse = 31
@@ -166,6 +169,41 @@ public struct StreamDescription: Equatable, Sendable {
 
 /// One encoded block of audio with the leader time at which its first
 /// frame must leave every DAC.
+/// One encoded block of an announcement (v9): mixed on the speaker over
+/// what plays, its first frame leaving the DAC at `pts`, the music ducked
+/// by `duckCentibels` while it plays (see docs/protocol.md).
+public struct OverlayChunk: Equatable, Sendable {
+    /// Which announcement (a new one resets the speaker's overlay decoder).
+    public var announcementID: UInt32
+    public var codec: Codec
+    public var pts: LeaderTime
+    public var frames: UInt32
+    /// The announcement's own gain, 0…1000 per mille.
+    public var gainPerMille: UInt16
+    /// How far the music goes down meanwhile, 0…6000 cB (0…60 dB).
+    public var duckCentibels: UInt16
+    public var payload: [UInt8]
+
+    public static let maxGainPerMille: UInt16 = 1_000
+    public static let maxDuckCentibels: UInt16 = 6_000
+
+    public init(announcementID: UInt32, codec: Codec, pts: LeaderTime, frames: UInt32, gainPerMille: UInt16,
+                duckCentibels: UInt16, payload: [UInt8]) {
+        self.announcementID = announcementID
+        self.codec = codec
+        self.pts = pts
+        self.frames = frames
+        self.gainPerMille = min(gainPerMille, Self.maxGainPerMille)
+        self.duckCentibels = min(duckCentibels, Self.maxDuckCentibels)
+        self.payload = payload
+    }
+
+    /// The announcement's gain as a factor.
+    public var gain: Float { Float(gainPerMille) / 1_000 }
+    /// The music's gain while ducked, as a factor.
+    public var duckGain: Float { Float(pow(10, -Double(duckCentibels) / 2_000)) }
+}
+
 public struct Chunk: Equatable, Sendable {
     public var streamID: UInt32
     public var sequence: UInt64
@@ -240,6 +278,8 @@ public enum Message: Equatable, Sendable {
     case equalizer(EqualizerSettings)
     /// Leader → follower (v8 and later): which channels the room's speaker plays (a channel map, a side of a stereo pair).
     case channels(ChannelMap)
+    /// Leader → follower (v9 and later): a block of an announcement, mixed over what plays.
+    case overlay(OverlayChunk)
     /// Leader → follower, after hello, when the leader has a room key: its nonce.
     case authChallenge(nonce: [UInt8])
     /// Follower → leader: its own nonce and its proof of the key over both nonces and its name.
@@ -282,6 +322,7 @@ public enum Message: Equatable, Sendable {
         case .follow: .follow
         case .equalizer: .equalizer
         case .channels: .channels
+        case .overlay: .overlay
         case .authChallenge: .authChallenge
         case .authResponse: .authResponse
         case .authProof: .authProof
@@ -341,6 +382,10 @@ public extension Message {
             w.u32(id); w.i64(t1.nanoseconds); w.i64(t2.nanoseconds); w.i64(t3.nanoseconds)
         case .chunk(let c):
             w.u32(c.streamID); w.u64(c.sequence); w.i64(c.pts.nanoseconds); w.u32(c.frames)
+            w.bytes(c.payload)
+        case .overlay(let c):
+            w.u32(c.announcementID); w.u8(c.codec.rawValue); w.i64(c.pts.nanoseconds); w.u32(c.frames)
+            w.u16(c.gainPerMille); w.u16(c.duckCentibels)
             w.bytes(c.payload)
         case .flush(let id, let from, let fade):
             w.u32(id); w.i64(from.nanoseconds); w.u8(fade ? 1 : 0)
@@ -471,6 +516,17 @@ public extension Message {
             do {
                 message = .equalizer(try EqualizerSettings(gains: gains, bass: bass, treble: treble, preamp: mode == 0 ? .auto : .manual(decibels: preamp)))
             } catch { throw .invalidField(type, error.description) }
+        case .overlay:
+            let id = try r.u32(), rawCodec = try r.u8(), pts = try r.i64(), frames = try r.u32()
+            let gain = try r.u16(), duck = try r.u16()
+            guard let codec = Codec(rawValue: rawCodec) else { throw .invalidField(type, "codec \(rawCodec) unknown") }
+            guard frames > 0, frames <= WireProtocol.maxChunkFrames else {
+                throw .invalidField(type, "overlay chunk of \(frames) frames outside 1…\(WireProtocol.maxChunkFrames)")
+            }
+            guard gain <= OverlayChunk.maxGainPerMille else { throw .invalidField(type, "gain \(gain)‰ above \(OverlayChunk.maxGainPerMille)") }
+            guard duck <= OverlayChunk.maxDuckCentibels else { throw .invalidField(type, "duck \(duck) cB above \(OverlayChunk.maxDuckCentibels)") }
+            message = .overlay(OverlayChunk(announcementID: id, codec: codec, pts: LeaderTime(nanoseconds: pts), frames: frames,
+                                            gainPerMille: gain, duckCentibels: duck, payload: r.rest()))
         case .channels:
             let raw = try r.u8()
             guard let map = ChannelMap(rawValue: raw) else { throw .invalidField(type, "channel map \(raw) is not 0…\(ChannelMap.allCases.count - 1)") }

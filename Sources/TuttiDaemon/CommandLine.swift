@@ -33,14 +33,16 @@ public enum DaemonUsage {
     public static let follower = FollowerUsage.text
 
     public static let demo = """
-    usage: tuttid demo [--seconds N] [--codec opus|pcm] [--dir DIR] [--eq PRESET] [--channels MAP|pair] [--speakers N]
+    usage: tuttid demo [--seconds N] [--codec opus|pcm] [--dir DIR] [--eq PRESET] [--channels MAP|pair] [--announce] [--speakers N]
 
     Plays a generated track from a leader to two virtual speakers (file
     outputs at -100 and +120 ppm) in one process and prints, once a second,
     how far apart the speakers are and their buffer levels. --eq gives
     every speaker that EQ preset (bench/realtime measures its cost);
     --channels gives every speaker a channel map (stereo, left, right, mono,
-    swap), or makes the two one stereo pair; --speakers 1 runs only the first.
+    swap), or makes the two one stereo pair; --announce mixes a 2 s chime
+    over the music of every speaker every 4 s (the music ducked); --speakers 1
+    runs only the first.
     """
 }
 
@@ -102,6 +104,7 @@ public extension DaemonCommand {
                         throw UsageError("--channels \(text): expected pair or one of \(ChannelMap.names.joined(separator: ", "))")
                     }
                     c.channels = text
+                case "--announce": c.announce = true
                 case "--speakers": c.speakers = Array(c.speakers.prefix(Int(try args.number(flag, 1...2))))
                 case "--log-level": level = try args.logLevel(flag)
                 default: throw UsageError("unknown option \(flag) for demo (see tuttid demo --help)")

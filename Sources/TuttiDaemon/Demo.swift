@@ -16,6 +16,8 @@ public struct DemoConfiguration: Sendable {
     public var equalizerPreset: String? = nil
     /// A channel map for every speaker, or "pair": the two speakers one stereo pair (nil: stereo).
     public var channels: String? = nil
+    /// A 2 s chime announced to every speaker every 4 s (bench/realtime: the overlay mix on the playout thread).
+    public var announce = false
     public init() {}
 }
 
@@ -34,6 +36,11 @@ public enum Demo {
         leaderConfig.files = [track]
         leaderConfig.loop = true
         leaderConfig.codec = config.codec
+        let chime = dir + "/demo-chime.wav"
+        if config.announce {
+            _ = FileManager.default.createFile(atPath: chime, contents: Data(TestSignal.wav16(TestSignal.sine(frequency: 1_000, seconds: 2, amplitude: 0.3))))
+            leaderConfig.allowedFolders = [dir]
+        }
         let leader = try Leader(configuration: leaderConfig, log: log.with(label: "leader"), surfaces: ControlSurfaces())
         try leader.start()
         defer { leader.stop() }
@@ -95,6 +102,14 @@ public enum Demo {
                 line += "  => speakers \(fixedPoint(apart, decimals: 1)) µs apart"
             }
             say(line)
+            if config.announce, tick % 4 == 2 {
+                do {
+                    let request = try AnnouncementRequest(target: .all, source: .url(chime))
+                    _ = try leader.announce(request)
+                } catch {
+                    say("announcement: \(error)")
+                }
+            }
             tick += 1
         }
         if !separations.isEmpty {

@@ -406,6 +406,10 @@ public final class Follower: @unchecked Sendable {
         startEssentialThread(name: "tutti-sync") { [self, keys] in syncLoop(conn, datagrams: datagrams, leaderVersion: leaderVersion, keys: keys) }
 
         let writer = try StreamWriter(stream: stream, timeline: timeline, log: log) { [unowned self] n in concealedAtomic.add(n, ordering: .relaxed) }
+        // Announcements (v9): decoded apart from the music, into the engine's overlay ring.
+        var announcements = AnnouncementIntake(engine: engine)
+        let overlayScratch = UnsafeMutablePointer<Float>.allocate(capacity: WireProtocol.maxChunkFrames * 2)
+        defer { overlayScratch.deallocate() }
         conn.setReceiveTimeout(milliseconds: Int(SpeakerJoinTimer.sessionSilence / nanosecondsPerMillisecond))
 
         while running.load(ordering: .relaxed), let (message, arrival) = try reader.nextTimed() {
@@ -445,6 +449,8 @@ public final class Follower: @unchecked Sendable {
                 roomEqualizer.withLock { $0 = settings }
             case .channels(let map):
                 engine.channelMap = map
+            case .overlay(let chunk):
+                announcements.add(chunk, scratch: overlayScratch, log: log)
             case .streamEnd(let id, let at):
                 try writer.streamEnd(streamID: id, at: at)
             case .bye(let reason):
@@ -493,6 +499,7 @@ public final class Follower: @unchecked Sendable {
         if version < WireProtocol.streamDelayVersion { without.append("commands do not wait longer when this speaker's network is slow") }
         if version < WireProtocol.handshakeVersion { without.append("nothing is encrypted or authenticated (the leader is open)") }
         if version < WireProtocol.channelMapVersion { without.append("it plays both channels (no channel map, no stereo pair)") }
+        if version < WireProtocol.overlayVersion { without.append("announcements are not heard here") }
         return without.joined(separator: "; ")
     }
 
@@ -686,5 +693,50 @@ public enum FollowerError: Error, CustomStringConvertible {
         case .noPairedLeaderFound(let f, let seen):
             "the leader this speaker is paired with (key \(f)) is not announced over mDNS (found: \(seen.isEmpty ? "none" : seen.map { "'\($0)'" }.joined(separator: ", "))); others are ignored (`sudo tutti-follower pair` pairs with another)"
         }
+    }
+}
+
+/// Announcements (v9 `overlay`) into the playout engine's overlay ring, on
+/// the connection thread: decoded with a decoder of their own, the gain
+/// applied, written at their PTS. A new announcement that starts within
+/// 1 s of the end of what is written continues that ring stream (queued
+/// announcements, music ducked between them); otherwise it starts afresh.
+struct AnnouncementIntake {
+    let engine: PlayoutEngine
+    private var decoder: (any ChunkDecoder)?
+    private var codec: Codec?
+    private var announcementID: UInt32?
+
+    init(engine: PlayoutEngine) { self.engine = engine }
+
+    mutating func add(_ chunk: OverlayChunk, scratch: UnsafeMutablePointer<Float>, log: Logger) {
+        let ring = engine.overlay
+        if chunk.codec != codec || decoder == nil {
+            do { decoder = try makeDecoder(chunk.codec) } catch {
+                log.warning("announcement: \(error)")
+                return
+            }
+            codec = chunk.codec
+        }
+        guard let decoder else { return }
+        if chunk.announcementID != announcementID {
+            decoder.reset()
+            announcementID = chunk.announcementID
+            let index = ring.hasStream ? ring.frameIndex(of: chunk.pts) : Int.min
+            let reachable = index >= ring.readStart && index <= ring.writeEnd + StreamFormat.sampleRate
+                && index + Int(chunk.frames) <= ring.readStart + ring.capacity
+            if !reachable { ring.beginStream(epoch: chunk.pts) }
+            engine.duckGain = chunk.duckGain
+            log.info("announcement \(chunk.announcementID): mixed in from leader time \(chunk.pts.nanoseconds), music down \(Double(chunk.duckCentibels) / 100) dB")
+        }
+        let n: Int
+        do {
+            n = try decoder.decode(chunk.payload, frames: Int(chunk.frames), into: scratch, maxFrames: WireProtocol.maxChunkFrames)
+        } catch {
+            n = decoder.conceal(frames: Int(chunk.frames), into: scratch)
+        }
+        let gain = chunk.gain
+        for k in 0..<2 * n { scratch[k] *= gain }
+        ring.write(scratch, count: n, at: ring.frameIndex(of: chunk.pts))
     }
 }

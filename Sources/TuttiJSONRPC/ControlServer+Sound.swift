@@ -84,6 +84,8 @@ extension ControlServer {
                     throw invalid("rooms.swapPair needs \"room\" (the pair's name, or either speaker's)")
                 }
                 do { return pairObject(try leader.swapPair(name), health: leader.health) } catch { throw Self.rpcError(error) }
+            case "announce":
+                return try announce(params)
             case "eq.presets":
                 return ["presets": .array(leader.presets.map { ["name": .string($0.name), "gains": .numbers($0.gains), "builtIn": .bool($0.builtIn)] }),
                         "bands": .numbers(EqualizerSettings.bandFrequencies)]
@@ -131,6 +133,57 @@ extension ControlServer {
     }
 
     /// A refused channel map or pair: −32602 for what was asked wrongly, −32000 for what the room cannot do.
+    /// `announce {rooms | group | "all", url | text, volume?, duck_db?, lang?}` (docs/api.md).
+    private func announce(_ params: [String: JSONValue]) throws -> JSONValue {
+        func invalid(_ message: String) -> RPCError { RPCError(code: -32602, message: message) }
+        let target: AnnouncementTarget
+        switch (params["rooms"], params["group"]) {
+        case (.string("all")?, nil), (nil, .string("all")?):
+            target = .all
+        case (.array(let list)?, nil):
+            let names = list.compactMap(\.string)
+            guard names.count == list.count, names.count <= 256 else { throw invalid("rooms must be a list of room names, or \"all\"") }
+            target = .rooms(names)
+        case (.string(let one)?, nil):
+            target = .rooms([one])
+        case (nil, .string(let group)?):
+            target = .group(group)
+        default:
+            throw invalid("announce needs \"rooms\" (a list of room names, or \"all\") or \"group\" (an id or name), not both")
+        }
+        let source: AnnouncementSource
+        switch (params["url"]?.string, params["text"]?.string) {
+        case (let url?, nil): source = .url(url)
+        case (nil, let text?):
+            let lang = params["lang"].map { $0.string } ?? AnnouncementRequest.defaultLanguage
+            guard let lang else { throw invalid("lang must be an espeak-ng voice name (en, ko, de, …)") }
+            source = .text(text, language: lang)
+        default: throw invalid("announce needs \"url\" (a file or http(s) URL) or \"text\" (spoken by espeak-ng), not both")
+        }
+        func number(_ key: String, _ fallback: Double) throws -> Double {
+            guard let raw = params[key], raw != .null else { return fallback }
+            guard let n = raw.number else { throw invalid("\(key) must be a number") }
+            return n
+        }
+        do {
+            let request = try AnnouncementRequest(target: target, source: source, volume: try number("volume", AnnouncementRequest.defaultVolume),
+                                                  duckDecibels: try number("duck_db", AnnouncementRequest.defaultDuckDecibels))
+            let r = try leader.announce(request)
+            return ["id": .int(Int(r.id)), "speakers": .array(r.speakers.map(JSONValue.string)),
+                    "notConnected": .array(r.notConnected.map(JSONValue.string)), "seconds": .number((r.seconds * 1000).rounded() / 1000),
+                    "queuedSeconds": .number((r.queuedSeconds * 1000).rounded() / 1000)]
+        } catch let e as AnnouncementError {
+            throw Self.rpcError(e)
+        }
+    }
+
+    static func rpcError(_ e: AnnouncementError) -> RPCError {
+        switch e {
+        case .nobodyListening, .speakersCannotAnnounce, .undecodable, .tooLong, .speech, .busy: RPCError(code: -32000, message: e.description)
+        default: RPCError(code: -32602, message: e.description)
+        }
+    }
+
     static func rpcError(_ e: ChannelMapError) -> RPCError {
         switch e {
         case .speakerTooOld, .notATuttiSpeaker, .inPair: RPCError(code: -32000, message: e.description)

@@ -230,6 +230,10 @@ public final class Leader: @unchecked Sendable {
 
     /// Wakes the heard-watcher: a command, or a player's next heard change moved.
     let heardWake = DispatchSemaphore(value: 0)
+    /// Announcements: when the next may start, and their blocks still to send (Leader+Announcements.swift).
+    let announcementQueue = Mutex(AnnouncementQueue())
+    let announcementOutbox = Mutex<[PendingOverlay]>([])
+    let announcementWake = DispatchSemaphore(value: 0)
     /// The main group's time heard playing: finished spans, and the start of the current one.
     let playTime = Mutex<(total: Int64, since: Int64?)>((0, nil))
 
@@ -466,6 +470,10 @@ public final class Leader: @unchecked Sendable {
             heardLoop()
         })
         if let podcasts { try services.start(CallbackService("podcasts", start: { podcasts.start() }, stop: { podcasts.stop() })) }
+        // Announcements' blocks go out paced, a second ahead of their PTS (every speaker's outbox stays small).
+        try services.start(LoopService("announcements", threadName: "tutti-announce", wake: { [announcementWake] in announcementWake.signal() }) { [self] in
+            announcementLoop()
+        })
     }
 
     /// mDNS and AirPlay: once everything they point at runs.

@@ -96,6 +96,30 @@ struct CLICommandTests {
         #expect(usage("channels", "den", "left", "right") == "channels ROOM stereo|left|right|mono|swap")
     }
 
+    @Test("announce: rooms, a group or all; text (with --lang) or --url; volume and duck")
+    func announce() throws {
+        var dinner = CLICommand.Announce()
+        dinner.rooms = ["kitchen", "living"]
+        dinner.text = "Dinner is ready"
+        #expect(try command("announce", "--rooms", "kitchen,living", "Dinner is ready") == .announce(dinner))
+        #expect(try command("announce", "--rooms", "kitchen,living", "Dinner", "is", "ready") == .announce(dinner))
+        var bell = CLICommand.Announce()
+        bell.all = true
+        bell.url = "/home/anna/bell.wav"
+        bell.volume = 40
+        bell.duckDecibels = -30
+        #expect(try command("announce", "--all", "--url", "bell.wav", "--volume", "40", "--duck", "30") == .announce(bell))
+        var korean = CLICommand.Announce()
+        korean.group = "Up"
+        korean.text = "저녁 먹어요"
+        korean.language = "ko"
+        #expect(try command("announce", "--lang", "ko", "저녁 먹어요", group: "Up") == .announce(korean))
+        #expect(usage("announce", "hello") == "announce needs one of --rooms R1,R2, --all or --group GROUP")
+        #expect(usage("announce", "--all") == "announce needs TEXT or --url URL (not both)")
+        #expect(usage("announce", "--all", "--url", "http://x/y.mp3", "hi") == "announce needs TEXT or --url URL (not both)")
+        #expect(usage("announce", "--all", "--volume", "200", "hi") == "--volume needs 0–100")
+    }
+
     @Test("eq: a preset, gains, shelves and preamp; `bass` alone is a preset; later words win")
     func equalizer() throws {
         #expect(try command("eq", "den") == .eq(.show(room: "den")))

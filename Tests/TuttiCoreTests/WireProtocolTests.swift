@@ -45,6 +45,8 @@ let sampleMessages: [Message] = {
         .equalizer(.flat),
         .equalizer(try! EqualizerSettings(gains: [-12, -1.5, 0, 2, 4, 4, 3, 2, 1, 12], bass: 6, treble: -3.5, preamp: .manual(decibels: -12))),
         .channels(.stereo),
+        .overlay(OverlayChunk(announcementID: 7, codec: .opus, pts: LeaderTime(nanoseconds: 1_000_000), frames: 960,
+                              gainPerMille: 800, duckCentibels: 2_000, payload: [1, 2, 3])),
         .channels(.left),
         .channels(.swap),
         .syncReport(SyncReport()),
@@ -146,7 +148,7 @@ struct WireProtocolTests {
     @Test("Every MessageType case is covered by the samples")
     func everyTypeCovered() {
         #expect(Set(sampleMessages.map(\.type.rawValue)) == Set(MessageType.allCases.map(\.rawValue)))
-        #expect(MessageType.allCases.map(\.rawValue) == Array(1...16) + Array(30...32) + Array(40...47))
+        #expect(MessageType.allCases.map(\.rawValue) == Array(1...17) + Array(30...32) + Array(40...47))
     }
 
     @Test("Exact byte layout (big-endian) of fixed-size messages")
@@ -171,6 +173,19 @@ struct WireProtocolTests {
         #expect(Message.equalizer(eq).encoded() == [0, 0, 0, 16, 14, 10, 12, 10, 8, 4, 0, 0, 0, 0, 0, 0xFF, 0, 2, 1, 0xFA])
         // Channels: one byte, the map (v8).
         #expect(Message.channels(.right).encoded() == [0, 0, 0, 2, 16, 2])
+        // v9 overlay: bounds checked where they enter.
+        let overlayHead: [UInt8] = [17, 0, 0, 0, 1, 0] + [UInt8](repeating: 0, count: 8) + [0, 0, 0x03, 0xC0]
+        #expect(throws: ProtocolError.invalidField(.overlay, "gain 1001‰ above 1000")) {
+            try Message.decode(body: ArraySlice(overlayHead + [0x03, 0xE9, 0, 0]))
+        }
+        #expect(throws: ProtocolError.invalidField(.overlay, "duck 6001 cB above 6000")) {
+            try Message.decode(body: ArraySlice(overlayHead + [0, 100, 0x17, 0x71]))
+        }
+        #expect(throws: ProtocolError.invalidField(.overlay, "codec 9 unknown")) {
+            try Message.decode(body: ArraySlice([17, 0, 0, 0, 1, 9] + [UInt8](repeating: 0, count: 16)))
+        }
+        #expect(abs(OverlayChunk(announcementID: 1, codec: .pcm, pts: LeaderTime(nanoseconds: 0), frames: 1, gainPerMille: 1000,
+                                 duckCentibels: 2_000, payload: []).duckGain - 0.1) < 1e-6)
         #expect(throws: ProtocolError.invalidField(.channels, "channel map 5 is not 0…4")) { try Message.decode(body: [16, 5]) }
         #expect(Message.chunk(Chunk(streamID: 0, sequence: 0, pts: .init(nanoseconds: 0), frames: 1, payload: [9, 8, 7])).encoded()
             == [0, 0, 0, 28, 6] + [UInt8](repeating: 0, count: 4 + 8 + 8) + [0, 0, 0, 1, 9, 8, 7])
@@ -261,7 +276,7 @@ struct WireProtocolTests {
         #expect(throws: ProtocolError.emptyMessage) { try Message.decode(body: ArraySlice<UInt8>()) }
     }
 
-    @Test("Unknown type byte", arguments: [0, 17, 29, 33, 127, 200, 255] as [UInt8])
+    @Test("Unknown type byte", arguments: [0, 18, 29, 33, 127, 200, 255] as [UInt8])
     func unknownType(_ type: UInt8) {
         expectProtocolError(.unknownType(type), frame(type: type, body: []))
         expectProtocolError(.unknownType(type), frame(type: type, body: [1, 2, 3, 4]))
@@ -270,8 +285,8 @@ struct WireProtocolTests {
     @Test("Truncated bodies throw .truncated with exact needed/had", arguments: sampleMessages)
     func truncated(_ message: Message) {
         let full = Array(message.encoded().dropFirst(5)) // body without length and type
-        // Chunk payload is "the rest": only its 24-byte header can be truncated.
-        let checked = message.type == .chunk ? 24 : full.count
+        // Chunk payload is "the rest": only its 24-byte header can be truncated (an overlay's 21).
+        let checked = message.type == .chunk ? 24 : message.type == .overlay ? 21 : full.count
         // A v6 syncReport cut to its v5 layout (without the stream delay) is a whole v5 report.
         var optionalTail: Int?
         if case .syncReport(let r) = message, r.streamDelayMaximumNanoseconds != nil { optionalTail = full.count - 8 }
@@ -288,7 +303,7 @@ struct WireProtocolTests {
                 #expect(t == message.type)
                 #expect(gotHad == had)
                 #expect(needed > had && needed <= full.count)
-                if had == full.count - 1 && message.type != .chunk {
+                if had == full.count - 1 && message.type != .chunk && message.type != .overlay {
                     #expect(needed == full.count) // the last field is the one missing a byte
                 }
             }
@@ -311,7 +326,7 @@ struct WireProtocolTests {
         expectProtocolError(.truncated(.timeRequest, needed: 12, had: 9), Array(cut[0..<(cut.count - 3)]))
     }
 
-    @Test("Trailing bytes throw .trailingBytes", arguments: sampleMessages.filter { $0.type != .chunk })
+    @Test("Trailing bytes throw .trailingBytes", arguments: sampleMessages.filter { $0.type != .chunk && $0.type != .overlay })
     func trailing(_ message: Message) {
         let body = Array(message.encoded().dropFirst(5))
         // A v5 syncReport's next 8 bytes are v6's stream delay: trailing bytes start after it.

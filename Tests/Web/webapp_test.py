@@ -40,7 +40,8 @@ on the first failure (2 for bad arguments or a missing tool):
   a new group by its group picker and back (groups.list); party on and off
   (party.status); the room's channels from its card (rooms.list), two rooms
   made one stereo pair with "Stereo pair" (one entry in rooms.list), swapped
-  and unpaired from the pair's card; on the Sound screen a preset picked for the room, a band
+  and unpaired from the pair's card; an announcement to the room from
+  Rooms → Announce (the leader answers with the room: `announce`); on the Sound screen a preset picked for the room, a band
   raised from the keyboard (rooms.list), the group's speed and pitch from
   their sliders (player.status), and Normal puts both back.
 """
@@ -472,6 +473,18 @@ def run(args):
         page.wait("document.querySelector('[data-test=room][data-room=%s]') && document.querySelector('[data-test=room][data-room=%s]')"
                   % (json.dumps(args.room), json.dumps(other)), "both rooms' cards back")
         ok("pair: unpaired", "%s and %s are rooms of their own again" % (args.room, other))
+        # Announce: text to this room alone; the toast names the speaker the leader sent it to.
+        page.dismiss_toasts()
+        page.tap(page.one("announce"), "Announce")
+        page.wait("document.querySelector('[data-test=announce-text]')", "the announce dialog")
+        page.one("announce-text").send_keys("Dinner is ready")
+        for box in page.all("announce-room"):
+            if (box.get_attribute("value") == args.room) != box.is_selected():
+                box.click()
+        page.tap(page.one("modal-ok"), "Announce (send)")
+        page.wait("[...document.querySelectorAll('[data-test=toast]')].some(t => t.textContent === %s)" % json.dumps("Announcing in " + args.room),
+                  "the toast 'Announcing in %s'" % args.room)
+        ok("announce", "'Dinner is ready' spoken in %s" % args.room)
 
         # Sound: the room's preset from the picker, one band from the keyboard, then the group's speed and pitch.
         page.tab("sound")

@@ -101,6 +101,11 @@ export const EN = {
   'rooms.noRooms': 'No rooms yet: choose this group in a room’s Group picker.', 'rooms.offline': 'The {name} speaker is offline',
   'rooms.online': 'The {name} speaker is connected', 'rooms.controlGroup': 'Control {name} from this phone',
   'rooms.renameGroup': 'Rename {name}', 'rooms.deleteGroup': 'Delete {name}', 'rooms.groupVolume': 'Volume of the group {name}',
+  // Announcements
+  'announce.button': 'Announce', 'announce.title': 'Announce', 'announce.say': 'Say', 'announce.sayLabel': 'What to say, or a URL to play',
+  'announce.placeholder': 'Dinner is ready', 'announce.voice': 'Voice', 'announce.rooms': 'Rooms',
+  'announce.noRooms': 'No room has a speaker connected', 'announce.needText': 'Type what to say, or a URL',
+  'announce.needRoom': 'Pick at least one room', 'announce.sent': 'Announcing in {rooms}',
   // Stereo pairs and channels
   'pair.new': 'Stereo pair', 'pair.needsTwo': 'A stereo pair needs two rooms: connect two speakers first',
   'pair.leftSpeaker': 'Left speaker', 'pair.rightSpeaker': 'Right speaker', 'pair.name': 'Name of the pair',

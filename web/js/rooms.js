@@ -46,7 +46,10 @@ export function createRooms(selectGroup, go) {
       h('div.acts', null,
         h('button.btn', { type: 'button', 'data-test': 'pair-new', onclick: () => makePair() }, icon('plus'), t('pair.new')),
         h('button.btn', { type: 'button', 'data-test': 'group-new', onclick: () => newGroup([]) }, icon('plus'), t('rooms.newGroup')))),
-    requests, party, box);
+    requests, party,
+    // Announcements: a row of its own (the bar has room for two buttons on a phone).
+    h('div.row', null, h('button.btn', { type: 'button', 'data-test': 'announce', onclick: () => announce() }, icon('announce'), t('announce.button'))),
+    box);
 
   function decide(name, allow) {
     call(allow ? 'speakers.allow' : 'speakers.deny', { name }).then(
@@ -126,6 +129,30 @@ export function createRooms(selectGroup, go) {
     // then where the room really is (update keeps dataset.group current).
     sel.dataset.moving = '1';
     Promise.resolve(job).then(() => { delete sel.dataset.moving; sel.value = sel.dataset.group || 'main'; });
+  }
+
+  // "Announce": text spoken (or a chime's URL played) over what the chosen rooms play, the music ducked.
+  function announce() {
+    const names = S.rooms.filter((r) => r.connected).map((r) => r.name);
+    if (!names.length) { toast(t('announce.noRooms')); return; }
+    const text = h('input.field', { type: 'text', 'data-test': 'announce-text', 'aria-label': t('announce.sayLabel'), placeholder: t('announce.placeholder'), autocomplete: 'off' });
+    const lang = h('select.picker', { 'data-test': 'announce-lang', 'aria-label': t('announce.voice') });
+    for (const [v, label] of [['en', 'English'], ['ko', '한국어'], ['de', 'Deutsch'], ['fr', 'Français'], ['es', 'Español'], ['ja', '日本語']]) lang.appendChild(h('option', { value: v, text: label }));
+    const boxes = names.map((n) => h('input', { type: 'checkbox', checked: true, value: n, 'data-test': 'announce-room', 'aria-label': n }));
+    const rooms = h('div.checks', null, ...boxes.map((b) => h('label', null, b, ' ' + b.value)));
+    const read = () => {
+      const chosen = boxes.filter((b) => b.checked).map((b) => b.value);
+      const said = text.value.trim();
+      if (!said) { toast(t('announce.needText')); return null; }
+      if (!chosen.length) { toast(t('announce.needRoom')); return null; }
+      return { rooms: chosen, said };
+    };
+    formBox(t('announce.title'), [[t('announce.say'), text], [t('announce.voice'), lang], [t('announce.rooms'), rooms]], read, t('announce.button')).then((v) => {
+      if (!v) return;
+      const params = { rooms: v.rooms };
+      if (/^(https?:\/\/|\/)/.test(v.said)) params.url = v.said; else { params.text = v.said; params.lang = lang.value; }
+      call('announce', params).then((r) => toast(t('announce.sent', { rooms: r.speakers.join(', ') }), 'info'), (e) => toast(errText(e)));
+    });
   }
 
   // "Make a stereo pair": two rooms (not already pairs) become one, the first plays left.
