@@ -249,45 +249,30 @@ func clickAgreement(reference: [Int64], tutti: [Int64]) throws -> (signed: [Int6
         }
         defer { leader.stop() }
         let port = try #require(leader.sendspinEndpoint).port
-        let python = try SendspinVenv.ready()
-        let script = URL(fileURLWithPath: SendspinVenv.script).deletingLastPathComponent().appendingPathComponent("sendspin_stock_client.py").path
-        let client = Process()
-        client.executableURL = URL(fileURLWithPath: python)
-        client.arguments = [script, "--url", "ws://127.0.0.1:\(port)/sendspin", "--name", "Garden", "--seconds", "60", "--suite", suite, "--out", dir + "/stock"]
-        client.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
-        _ = FileManager.default.createFile(atPath: dir + "/stock.stderr", contents: nil)
-        client.standardError = FileHandle(forWritingAtPath: dir + "/stock.stderr")
-        try client.run()
-        // SIGKILL: a test process may have SIGTERM blocked, and its children inherit the mask.
-        defer { if client.isRunning { kill(client.processIdentifier, SIGKILL) }; client.waitUntilExit() }
-        func records() -> [[String: JSONValue]] {
-            let text = (try? String(contentsOfFile: dir + "/stock.jsonl", encoding: .utf8)) ?? ""
-            return text.split(separator: "\n").compactMap { JSONValue.parsing(String($0))?.object }
-        }
-        func stderr() -> String { (try? String(contentsOfFile: dir + "/stock.stderr", encoding: .utf8)) ?? "" }
+        let client = try SendspinScriptRun("sendspin_stock_client.py", ["--url", "ws://127.0.0.1:\(port)/sendspin", "--name", "Garden", "--seconds", "60", "--suite", suite], out: dir + "/stock")
         let control = try #require(leader.controlEndpoint)
         // A connection per call: the waits below may outlast an idle control connection's welcome.
         func pending() throws -> [[String: JSONValue]] { try ControlClient(endpoint: control).call("speakers.pending").object?["pending"]?.objectArray ?? [] }
 
         // Encrypted under the Sentinel, admitted with nothing to do, and shown to a person.
-        #expect(waitUntil(timeout: 30) { records().contains { $0["kind"]?.string == "connected" } }, "\(records()) \(stderr())")
-        let connected = try #require(records().first { $0["kind"]?.string == "connected" })
+        #expect(waitUntil(timeout: 30) { client.records().contains { $0["kind"]?.string == "connected" } }, "\(client.records()) \(client.stderr())")
+        let connected = try #require(client.records().first { $0["kind"]?.string == "connected" })
         #expect(connected["psk"]?.string == "sentinel" && connected["server"]?.string != nil, "\(connected)")
         #expect(waitUntil(timeout: 10) { (try? pending())?.contains { $0["name"]?.string == "Garden" && $0["via"]?.string == "sendspin" } == true },
                 "\(String(describing: try? pending()))")
-        let early = records().filter { $0["kind"]?.string == "chunks" }.count
+        let early = client.records().filter { $0["kind"]?.string == "chunks" }.count
         #expect(early == 0, "no audio before a person allows it")
         #expect(!leader.followerNames.contains("Garden"), "not a room yet: \(leader.followerNames)")
 
         // Allowed where Tutti's speakers are: activated for playback, a room, audio.
         _ = try ControlClient(endpoint: control).call("speakers.allow", ["name": "Garden"])
         #expect(waitUntil(timeout: 10) { leader.followerNames.contains("Garden") }, "\(leader.followerNames)")
-        #expect(waitUntil(timeout: 10) { records().contains { $0["kind"]?.string == "activities" && $0["activities"]?.strings == ["playback"] } },
-                "\(records())")
-        #expect(waitUntil(timeout: 20) { (records().last { $0["kind"]?.string == "chunks" }?["count"]?.integer ?? 0) >= 150 }, "\(records()) \(stderr())")
-        let audio = try #require(records().last { $0["kind"]?.string == "chunks" })
+        #expect(waitUntil(timeout: 10) { client.records().contains { $0["kind"]?.string == "activities" && $0["activities"]?.strings == ["playback"] } },
+                "\(client.records())")
+        #expect(waitUntil(timeout: 20) { (client.records().last { $0["kind"]?.string == "chunks" }?["count"]?.integer ?? 0) >= 150 }, "\(client.records()) \(client.stderr())")
+        let audio = try #require(client.records().last { $0["kind"]?.string == "chunks" })
         #expect(audio["synced"]?.bool == true, "its time filter synchronised over the encrypted channel: \(audio)")
-        #expect(records().contains { $0["kind"]?.string == "stream" && $0["codec"]?.string == "pcm" })
+        #expect(client.records().contains { $0["kind"]?.string == "stream" && $0["codec"]?.string == "pcm" })
         let left = try pending().count
         #expect(left == 0)
         // Kept: the trust file names it as approved (mode 0600).
@@ -295,7 +280,7 @@ func clickAgreement(reference: [Int64], tutti: [Int64]) throws -> (signed: [Int6
         #expect(trust.contains("Garden"), "\(trust)")
         let mode = try #require(FileManager.default.attributesOfItem(atPath: dir + "/sendspin-trust.json")[.posixPermissions] as? Int)
         #expect(mode == 0o600)
-        #expect(!stderr().contains("Traceback"), "\(stderr())")
+        #expect(!client.stderr().contains("Traceback"), "\(client.stderr())")
     }
 
     /// The Pairing PSK method, with aiosendspin's own `SendspinClient` (10.2.1)
@@ -318,27 +303,12 @@ func clickAgreement(reference: [Int64], tutti: [Int64]) throws -> (signed: [Int6
         }
         defer { leader.stop() }
         let port = try #require(leader.sendspinEndpoint).port
-        let python = try SendspinVenv.ready()
-        let script = URL(fileURLWithPath: SendspinVenv.script).deletingLastPathComponent().appendingPathComponent("sendspin_pairing_client.py").path
-        let client = Process()
-        client.executableURL = URL(fileURLWithPath: python)
-        client.arguments = [script, "--url", "ws://127.0.0.1:\(port)/sendspin", "--name", "Porch", "--seconds", "30", "--suite", suite, "--out", dir + "/pair"]
-        client.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
-        _ = FileManager.default.createFile(atPath: dir + "/pair.stderr", contents: nil)
-        client.standardError = FileHandle(forWritingAtPath: dir + "/pair.stderr")
-        try client.run()
-        // SIGKILL: a test process may have SIGTERM blocked, and its children inherit the mask.
-        defer { if client.isRunning { kill(client.processIdentifier, SIGKILL) }; client.waitUntilExit() }
-        func records() -> [[String: JSONValue]] {
-            let text = (try? String(contentsOfFile: dir + "/pair.jsonl", encoding: .utf8)) ?? ""
-            return text.split(separator: "\n").compactMap { JSONValue.parsing(String($0))?.object }
-        }
-        func stderr() -> String { (try? String(contentsOfFile: dir + "/pair.stderr", encoding: .utf8)) ?? "" }
+        let client = try SendspinScriptRun("sendspin_pairing_client.py", ["--url", "ws://127.0.0.1:\(port)/sendspin", "--name", "Porch", "--seconds", "30", "--suite", suite], out: dir + "/pair")
         let control = try #require(leader.controlEndpoint)
 
         // The token a person reads off the player, pasted into the leader.
-        #expect(waitUntil(timeout: 30) { records().contains { $0["kind"]?.string == "token" } }, "\(records()) \(stderr())")
-        let shown = try #require(records().first { $0["kind"]?.string == "token" })
+        #expect(waitUntil(timeout: 30) { client.records().contains { $0["kind"]?.string == "token" } }, "\(client.records()) \(client.stderr())")
+        let shown = try #require(client.records().first { $0["kind"]?.string == "token" })
         let token = try #require(shown["token"]?.string)
         #expect(token.hasPrefix("SP:0"))
         let staged = try ControlClient(endpoint: control).call("speakers.sendspinToken", ["token": .string(token)])
@@ -347,10 +317,10 @@ func clickAgreement(reference: [Int64], tutti: [Int64]) throws -> (signed: [Int6
         writeFile(dir + "/pair.staged", [])
 
         // Admitted under the pairing PSK, for pairing only; the client finalizes and keeps its record.
-        #expect(waitUntil(timeout: 30) { records().contains { $0["kind"]?.string == "paired" } }, "\(records()) \(stderr())")
-        let first = try #require(records().first { $0["kind"]?.string == "connected" })
+        #expect(waitUntil(timeout: 30) { client.records().contains { $0["kind"]?.string == "paired" } }, "\(client.records()) \(client.stderr())")
+        let first = try #require(client.records().first { $0["kind"]?.string == "connected" })
         #expect(first["psk"]?.string == "pairing", "\(first)")
-        #expect(records().contains { $0["kind"]?.string == "activities" && $0["activities"]?.strings == ["pairing"] }, "\(records())")
+        #expect(client.records().contains { $0["kind"]?.string == "activities" && $0["activities"]?.strings == ["pairing"] }, "\(client.records())")
         let trust = try String(contentsOfFile: dir + "/sendspin-trust.json", encoding: .utf8)
         let file = try #require(JSONValue.parsing(trust)?.object)
         let paired = file["paired"]?.objectArray ?? []
@@ -362,17 +332,17 @@ func clickAgreement(reference: [Int64], tutti: [Int64]) throws -> (signed: [Int6
         #expect(mode == 0o600)
 
         // Back under its long-term PSK: a room, with audio, and nobody asked.
-        #expect(waitUntil(timeout: 30) { records().filter { $0["kind"]?.string == "connected" }.count == 2 }, "\(records()) \(stderr())")
-        let second = try #require(records().last { $0["kind"]?.string == "connected" })
+        #expect(waitUntil(timeout: 30) { client.records().filter { $0["kind"]?.string == "connected" }.count == 2 }, "\(client.records()) \(client.stderr())")
+        let second = try #require(client.records().last { $0["kind"]?.string == "connected" })
         #expect(second["psk"]?.string == "long_term", "\(second)")
         #expect(waitUntil(timeout: 10) { leader.followerNames.contains("Porch") }, "\(leader.followerNames)")
-        #expect(waitUntil(timeout: 20) { (records().last { $0["kind"]?.string == "chunks" }?["count"]?.integer ?? 0) >= 150 }, "\(records()) \(stderr())")
-        let audio = try #require(records().last { $0["kind"]?.string == "chunks" })
+        #expect(waitUntil(timeout: 20) { (client.records().last { $0["kind"]?.string == "chunks" }?["count"]?.integer ?? 0) >= 150 }, "\(client.records()) \(client.stderr())")
+        let audio = try #require(client.records().last { $0["kind"]?.string == "chunks" })
         #expect(audio["synced"]?.bool == true, "\(audio)")
         let pending = try ControlClient(endpoint: control).call("speakers.pending").object?["pending"]?.objectArray ?? []
         #expect(pending.isEmpty, "\(pending)")
-        #expect(!records().contains { $0["kind"]?.string == "error" }, "\(records())")
-        #expect(!stderr().contains("Traceback"), "\(stderr())")
+        #expect(!client.records().contains { $0["kind"]?.string == "error" }, "\(client.records())")
+        #expect(!client.stderr().contains("Traceback"), "\(client.stderr())")
     }
 
     /// A display built on aiosendspin's own `SendspinClient` (10.2.1), with
@@ -533,4 +503,34 @@ func clickAgreement(reference: [Int64], tutti: [Int64]) throws -> (signed: [Int6
         #expect(first.ts * 1_000 - clear.at >= 230_000_000, "first new chunk \((first.ts * 1_000 - clear.at) / 1_000_000) ms after the clear")
         #expect(first.ts * 1_000 - clear.at <= 300_000_000, "and not much later: \((first.ts * 1_000 - clear.at) / 1_000_000) ms")
     }
+}
+
+/// One of Tests/Sendspin's Python clients in the Sendspin venv: its JSON
+/// lines in OUT.jsonl, its errors in OUT.stderr; killed when the test ends
+/// (SIGKILL: a test process may have SIGTERM blocked, and its children
+/// inherit the mask).
+final class SendspinScriptRun {
+    private let process = Process()
+    private let out: String
+
+    init(_ script: String, _ arguments: [String], out: String) throws {
+        self.out = out
+        let path = URL(fileURLWithPath: SendspinVenv.script).deletingLastPathComponent().appendingPathComponent(script).path
+        process.executableURL = URL(fileURLWithPath: try SendspinVenv.ready())
+        process.arguments = [path] + arguments + ["--out", out]
+        process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
+        _ = FileManager.default.createFile(atPath: out + ".stderr", contents: nil)
+        process.standardError = FileHandle(forWritingAtPath: out + ".stderr")
+        try process.run()
+    }
+
+    /// What it has written so far, a record a line.
+    func records() -> [[String: JSONValue]] {
+        let text = (try? String(contentsOfFile: out + ".jsonl", encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").compactMap { JSONValue.parsing(String($0))?.object }
+    }
+
+    func stderr() -> String { (try? String(contentsOfFile: out + ".stderr", encoding: .utf8)) ?? "" }
+
+    deinit { if process.isRunning { kill(process.processIdentifier, SIGKILL) }; process.waitUntilExit() }
 }
