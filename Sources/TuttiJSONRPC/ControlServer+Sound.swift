@@ -177,8 +177,20 @@ extension ControlServer {
         }
     }
 
+    /// An unknown room or group in the catalogue's words (the asker's
+    /// language), as every other request says it.
+    static func unknownName(room: String?, group: String?, known: [String]) -> RPCError {
+        if let room {
+            return RPCError(code: -32602, known.isEmpty ? UserMessage(.roomUnknown, ["room": room])
+                                                        : UserMessage(.roomUnknownOfKnown, ["room": room, "known": known.joined(separator: ", ")]))
+        }
+        return RPCError(code: -32602, UserMessage(.groupUnknown, ["group": group ?? "", "known": known.joined(separator: ", ")]))
+    }
+
     static func rpcError(_ e: AnnouncementError) -> RPCError {
         switch e {
+        case .unknownRoom(let room, let known): unknownName(room: room, group: nil, known: known)
+        case .unknownGroup(let group, let known): unknownName(room: nil, group: group, known: known)
         case .nobodyListening, .speakersCannotAnnounce, .undecodable, .tooLong, .speech, .busy: RPCError(code: -32000, message: e.description)
         default: RPCError(code: -32602, message: e.description)
         }
@@ -186,6 +198,7 @@ extension ControlServer {
 
     static func rpcError(_ e: ChannelMapError) -> RPCError {
         switch e {
+        case .unknownRoom(let room, let known): unknownName(room: room, group: nil, known: known)
         case .speakerTooOld, .notATuttiSpeaker, .inPair: RPCError(code: -32000, message: e.description)
         default: RPCError(code: -32602, message: e.description)
         }

@@ -73,6 +73,9 @@ import TuttiTestSupport
         #expect(refusal("groups.delete", ["group": "main"]) == "기본 그룹은 삭제할 수 없습니다 (아무 그룹에도 넣지 않은 방이 이 그룹을 재생합니다)")
         #expect(refusal("rooms.set", ["room": "den", "volume": 400]) == "volume 400.0이(가) 범위 0.0…100.0을(를) 벗어났습니다")
         #expect(refusal("no.such", [:]) == "알 수 없는 메서드 'no.such'입니다 (docs/api.md 참고)")
+        // Announcements and channel maps name an unknown room as every other request does.
+        #expect(refusal("announce", ["rooms": ["attic"], "text": "hi"]) == "'attic'(이)라는 방이 없습니다")
+        #expect(refusal("rooms.setChannels", ["room": "attic", "channels": "left"]) == "'attic'(이)라는 방이 없습니다")
         client.language = .english
         #expect(refusal("no.such", [:]) == "unknown method 'no.such' (see docs/api.md)")
 
