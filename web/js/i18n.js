@@ -124,6 +124,13 @@ export const EN = {
   'sound.band': '{band} Hz in dB', 'sound.saveAsk': 'Save these bands as a preset', 'sound.saved': 'Saved the preset “{name}”',
   'sound.custom': 'Custom', 'sound.semitones': '{n} st',
   'settings.title': 'This phone', 'settings.language': 'Language',
+  // Play here (playhere.js)
+  'playhere.region': 'Play here', 'playhere.switch': 'Play here', 'playhere.name': 'Room name of this device',
+  'playhere.off': 'Off: this device only controls', 'playhere.joining': 'Joining…', 'playhere.playingAs': 'Playing here as {name}',
+  'playhere.logIn': 'Log in to play here',
+  'playhere.device.iphone': 'iPhone', 'playhere.device.ipad': 'iPad', 'playhere.device.androidPhone': 'Android phone',
+  'playhere.device.androidTablet': 'Android tablet', 'playhere.device.chromebook': 'Chromebook', 'playhere.device.mac': 'Mac',
+  'playhere.device.windows': 'Windows PC', 'playhere.device.linux': 'Linux PC', 'playhere.device.browser': 'Browser',
 };
 
 
