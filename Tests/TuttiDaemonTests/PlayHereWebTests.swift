@@ -57,7 +57,7 @@ import TuttiTestSupport
         #expect(waitUntil(timeout: 10) { leader.followerNames == ["kitchen"] }, "the speaker joined")
         let web = try #require(leader.webEndpoint), control = try #require(leader.controlEndpoint)
         var args = [Self.repository + "/Tests/Web/playhere_test.py", "--url", "http://127.0.0.1:\(web.port)",
-                    "--control-port", String(control.port), "--dac", dac, "--seconds", "15", "--bound-ms", "20"]
+                    "--control-port", String(control.port), "--dac", dac, "--seconds", "15", "--bound-ms", "20", "--realtime"]
         if let shots = ProcessInfo.processInfo.environment["TUTTI_SCREENSHOTS"] { args += ["--screenshot", shots + "/play-here.png"] }
         let r = try runProgram("/usr/bin/python3", args, mergeErrors: true, timeout: 180)
         print(r.out)

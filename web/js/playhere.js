@@ -26,7 +26,7 @@ const RATE = 48000;
 const KEEP_ON = 'tutti.playHere', KEEP_NAME = 'tutti.playHereName';
 const MAX_STEER = 0.005;      // ±0.5 % of resampling (9 cents), at most: a stalled output thread slips by tens of ms
 const STEER_SECONDS = 1;      // an error is steered away over about this long
-const RESYNC_S = 0.03;        // beyond this the chain restarts at the right place
+const RESYNC_S = 0.02;        // beyond this the chain restarts at the right place
 const LEAD_S = 0.01;          // a node is never started closer than this to now
 const WAITING_LIMIT = 150;    // chunks kept while the clock is learnt (3 s)
 
@@ -68,11 +68,12 @@ const clock = {
 // ---- The player ----------------------------------------------------------
 const P = {
   on: false, joined: null, ctx: null, gain: null, pingTimer: 0, pings: 0, started: false,
-  nodes: [], nextPts: null, nextCtx: 0, err: 0, rate: 1, outMap: null, trimS: 0,
-  waiting: [], chunks: 0, late: 0, resyncs: 0, heardAt: 0, startedAt: 0, volume: 100, muted: false,
+  nodes: [], nextPts: null, nextCtx: 0, err: 0, rate: 1, outMap: null, maps: [], trimS: 0,
+  waiting: [], chunks: 0, late: 0, resyncs: 0, why: [], heardAt: 0, startedAt: 0, volume: 100, muted: false,
 };
 // For tests and the curious: what the player is doing.
 window.tuttiPlayHere = P;
+P.clock = clock;
 
 function ping() {
   const b = new DataView(new ArrayBuffer(9));
@@ -107,7 +108,7 @@ function receive(buf) {
       if (buf.byteLength < 25) return;
       clock.add(v.getFloat64(1), Number(v.getBigInt64(9)), Number(v.getBigInt64(17)), performance.now());
       if (P.on && !P.started && clock.ready()) sendStart();
-      if (P.waiting.length && clock.ready()) { const w = P.waiting; P.waiting = []; for (const c of w) schedule(c); }
+      if (P.waiting.length && clock.ready() && outputReady()) { const w = P.waiting; P.waiting = []; for (const c of w) schedule(c); }
       break;
     }
     case 0x82: P.joined = new TextDecoder().decode(new Uint8Array(buf, 1)); P.started = true; render(); break;
@@ -116,7 +117,9 @@ function receive(buf) {
       const frames = v.getUint32(13);
       if (v.getUint8(17) !== 1 || buf.byteLength !== 18 + frames * 4) return;
       const c = { stream: v.getUint32(1), pts: Number(v.getBigInt64(5)), frames, pcm: new Int16Array(buf, 18, frames * 2) };
-      if (!clock.ready()) { if (P.waiting.length < WAITING_LIMIT) P.waiting.push(c); return; }
+      // Until the clock is learnt and the output says when it is heard, chunks wait (the leader sends a second ahead).
+      if (!clock.ready() || !outputReady()) { if (P.waiting.length < WAITING_LIMIT) P.waiting.push(c); return; }
+      if (P.waiting.length) { const w = P.waiting; P.waiting = []; for (const x of w) schedule(x); }
       schedule(c);
       break;
     }
@@ -136,15 +139,30 @@ function receive(buf) {
   }
 }
 
+// Whether the output says when its samples are heard (a context that runs, and
+// an output timestamp where the browser has them): before, the first figures
+// are guesses tens of ms apart, and the chain would restart on each.
+function outputReady() {
+  const ctx = P.ctx;
+  if (!ctx || ctx.state !== 'running') return false;
+  if (!ctx.getOutputTimestamp) return ctx.currentTime > 0.1;
+  const ts = ctx.getOutputTimestamp();
+  return ts.performanceTime > 0 && ts.contextTime > 0;
+}
+
 // The context time at which the sample at that time is heard, from the output
-// timestamp (smoothed: it moves by render quanta), or outputLatency before one.
+// timestamp (the median of the last five: one may come from a late callback),
+// or outputLatency before there is one. Not smoothed further: when the output
+// thread stalls, the context falls behind for real, and the chain must follow.
 function contextTimeOfPage(pageMs) {
   const ctx = P.ctx;
   const ts = ctx.getOutputTimestamp ? ctx.getOutputTimestamp() : null;
   let d;
   if (ts && ts.performanceTime > 0) d = ts.contextTime - ts.performanceTime / 1000;
   else d = ctx.currentTime - (ctx.outputLatency || ctx.baseLatency || 0) - performance.now() / 1000;
-  P.outMap = P.outMap === null ? d : P.outMap + 0.1 * (d - P.outMap);
+  P.maps.push(d);
+  if (P.maps.length > 5) P.maps.shift();
+  P.outMap = P.maps.slice().sort((a, b) => a - b)[P.maps.length >> 1];
   return pageMs / 1000 + P.outMap;
 }
 
@@ -162,7 +180,10 @@ function schedule(c) {
     P.rate = 1 + Math.max(-MAX_STEER, Math.min(MAX_STEER, P.err / STEER_SECONDS));
     start = P.nextCtx;
   } else {
-    if (P.nextPts !== null) P.resyncs++;
+    if (P.nextPts !== null) {
+      P.resyncs++;
+      if (P.why.length < 20) P.why.push([(c.pts - P.nextPts) / 1e6, (P.nextCtx - ideal) * 1000]); // why, in ms: for the curious
+    }
     P.err = 0;
     P.rate = 1;
     start = ideal;
@@ -258,6 +279,7 @@ function begin() {
   P.started = false;
   P.pings = 0;
   P.outMap = null;
+  P.maps = [];
   clock.samples = [];
   clock.model = null;
   cut(-Infinity);
