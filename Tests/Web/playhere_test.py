@@ -360,7 +360,11 @@ def run(a, pa):
                            a.timeout, "nexttrack to move the queue on")
         shown = wait_until(lambda: d.execute_script("const m = navigator.mediaSession.metadata; return m && m.title") == after.get("title"),
                            a.timeout, "the lock screen to show the next track")
-        print("ok media session: shows %r; nexttrack moved the queue to %r%s" % (title, after.get("title"), "" if shown else "?"))
+        keepalive = d.execute_script("const a = document.querySelector('[data-test=media-keepalive]'); return a && !a.paused && a.duration")
+        if not keepalive or keepalive < 5:
+            raise Failure("the silent media element that keeps the lock screen's controls does not play (%r)" % keepalive)
+        print("ok media session: shows %r; nexttrack moved the queue to %r%s; the silent %.0f s element plays" % (
+            title, after.get("title"), "" if shown else "?", keepalive))
 
         # Off: the room leaves.
         d.find_element(By.CSS_SELECTOR, "[data-test=play-here]").click()

@@ -231,12 +231,22 @@ function applyGain() {
 }
 
 // ---- The device's name ---------------------------------------------------
+// The first that matches the browser names the device.
+const DEVICES = [
+  [(ua) => /iPhone/.test(ua), () => t('playhere.device.iphone')],
+  [(ua) => /iPad/.test(ua) || (/Macintosh/.test(ua) && navigator.maxTouchPoints > 1), () => t('playhere.device.ipad')],
+  [(ua) => /Android/.test(ua) && /Mobile/.test(ua), () => t('playhere.device.androidPhone')],
+  [(ua) => /Android/.test(ua), () => t('playhere.device.androidTablet')],
+  [(ua) => /CrOS/.test(ua), () => t('playhere.device.chromebook')],
+  [(ua) => /Macintosh/.test(ua), () => t('playhere.device.mac')],
+  [(ua) => /Windows/.test(ua), () => t('playhere.device.windows')],
+  [(ua) => /Linux/.test(ua), () => t('playhere.device.linux')],
+  [() => true, () => t('playhere.device.browser')],
+];
+
 function deviceName() {
   const ua = navigator.userAgent || '';
-  const key = /iPhone/.test(ua) ? 'iphone' : /iPad/.test(ua) || (/Macintosh/.test(ua) && navigator.maxTouchPoints > 1) ? 'ipad'
-    : /Android/.test(ua) ? (/Mobile/.test(ua) ? 'androidPhone' : 'androidTablet') : /CrOS/.test(ua) ? 'chromebook'
-      : /Macintosh/.test(ua) ? 'mac' : /Windows/.test(ua) ? 'windows' : /Linux/.test(ua) ? 'linux' : 'browser';
-  return t('playhere.device.' + key);
+  return DEVICES.find(([matches]) => matches(ua))[1]();
 }
 
 function roomName() {
@@ -299,7 +309,7 @@ const silence = {
     b.setUint16(22, 1, true); b.setUint32(24, 8000, true); b.setUint32(28, 8000, true); b.setUint16(32, 1, true);
     b.setUint16(34, 8, true); s(36, 'data'); b.setUint32(40, n, true);
     for (let i = 0; i < n; i++) b.setUint8(44 + i, 128);
-    const el = h('audio', { loop: true, preload: 'auto', 'data-test': 'media-keepalive', 'aria-hidden': 'true' });
+    const el = h('audio', { loop: true, preload: 'auto', hidden: true, 'data-test': 'media-keepalive', 'aria-hidden': 'true' });
     el.src = URL.createObjectURL(new Blob([b.buffer], { type: 'audio/wav' }));
     el.volume = 0.0001; // some browsers ignore muted elements for the lock screen
     document.body.appendChild(el);
@@ -308,8 +318,9 @@ const silence = {
   // Plays while the group plays or this page plays here, once the person has touched the page.
   update() {
     if (!this.unlocked) return;
-    if (!this.el) this.el = this.make();
     const want = P.on || isPlaying(S.status);
+    if (!this.el && !want) return;
+    if (!this.el) this.el = this.make();
     if (want && this.el.paused) this.el.play().catch(() => { /* not allowed yet */ });
     else if (!want && !this.el.paused) this.el.pause();
   },
