@@ -69,7 +69,7 @@ const clock = {
 const P = {
   on: false, joined: null, ctx: null, gain: null, pingTimer: 0, pings: 0, started: false,
   nodes: [], nextPts: null, nextCtx: 0, err: 0, rate: 1, outMap: null, maps: [], trimS: 0,
-  waiting: [], chunks: 0, late: 0, resyncs: 0, why: [], heardAt: 0, startedAt: 0, volume: 100, muted: false,
+  waiting: [], chunks: 0, late: 0, resyncs: 0, why: [], steps: {}, heardAt: 0, startedAt: 0, volume: 100, muted: false,
 };
 // For tests and the curious: what the player is doing.
 window.tuttiPlayHere = P;
@@ -107,17 +107,23 @@ function receive(buf) {
     case 0x81: { // clock reply
       if (buf.byteLength < 25) return;
       clock.add(v.getFloat64(1), Number(v.getBigInt64(9)), Number(v.getBigInt64(17)), performance.now());
-      if (P.on && !P.started && clock.ready()) sendStart();
+      if (P.on && !P.started && clock.ready()) { if (!P.steps.clock) P.steps.clock = performance.now() - P.startedAt; sendStart(); }
       if (P.waiting.length && clock.ready() && outputReady()) { const w = P.waiting; P.waiting = []; for (const c of w) schedule(c); }
       break;
     }
-    case 0x82: P.joined = new TextDecoder().decode(new Uint8Array(buf, 1)); P.started = true; render(); break;
+    case 0x82:
+      P.joined = new TextDecoder().decode(new Uint8Array(buf, 1));
+      P.started = true;
+      if (!P.steps.joined) P.steps.joined = performance.now() - P.startedAt;
+      render();
+      break;
     case 0x83: { // audio
       if (!P.on || buf.byteLength < 18) return;
       const frames = v.getUint32(13);
       if (v.getUint8(17) !== 1 || buf.byteLength !== 18 + frames * 4) return;
       const c = { stream: v.getUint32(1), pts: Number(v.getBigInt64(5)), frames, pcm: new Int16Array(buf, 18, frames * 2) };
       // Until the clock is learnt and the output says when it is heard, chunks wait (the leader sends a second ahead).
+      if (!P.steps.audio) P.steps.audio = performance.now() - P.startedAt;
       if (!clock.ready() || !outputReady()) { if (P.waiting.length < WAITING_LIMIT) P.waiting.push(c); return; }
       if (P.waiting.length) { const w = P.waiting; P.waiting = []; for (const x of w) schedule(x); }
       schedule(c);
@@ -145,9 +151,10 @@ function receive(buf) {
 function outputReady() {
   const ctx = P.ctx;
   if (!ctx || ctx.state !== 'running') return false;
-  if (!ctx.getOutputTimestamp) return ctx.currentTime > 0.1;
-  const ts = ctx.getOutputTimestamp();
-  return ts.performanceTime > 0 && ts.contextTime > 0;
+  const ts = ctx.getOutputTimestamp ? ctx.getOutputTimestamp() : null;
+  const ready = ts ? ts.performanceTime > 0 && ts.contextTime > 0 : ctx.currentTime > 0.1;
+  if (ready && !P.steps.output) P.steps.output = performance.now() - P.startedAt;
+  return ready;
 }
 
 // The context time at which the sample at that time is heard, from the output
@@ -270,6 +277,7 @@ function setOn(on) {
     P.ctx.resume();
     P.startedAt = performance.now();
     P.heardAt = 0;
+    P.steps = {};
     begin();
   } else {
     clearTimeout(P.pingTimer);
