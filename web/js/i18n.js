@@ -125,7 +125,7 @@ export const EN = {
   'sound.custom': 'Custom', 'sound.semitones': '{n} st',
   'settings.title': 'This phone', 'settings.language': 'Language',
   // Play here (playhere.js)
-  'playhere.region': 'Play here', 'playhere.switch': 'Play here', 'playhere.name': 'Room name of this device',
+  'playhere.region': 'Play here', 'playhere.switch': 'Play here', 'playhere.name': 'Room name',
   'playhere.off': 'Off: this device only controls', 'playhere.joining': 'Joining…', 'playhere.playingAs': 'Playing here as {name}',
   'playhere.logIn': 'Log in to play here',
   'playhere.device.iphone': 'iPhone', 'playhere.device.ipad': 'iPad', 'playhere.device.androidPhone': 'Android phone',

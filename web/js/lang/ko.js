@@ -102,7 +102,7 @@ export default {
   'sound.band': '{band} Hz (dB)', 'sound.saveAsk': '이 대역을 프리셋으로 저장', 'sound.saved': '프리셋 “{name}”을(를) 저장했습니다',
   'sound.custom': '사용자 지정', 'sound.semitones': '{n}반음',
   'settings.title': '이 휴대폰', 'settings.language': '언어',
-  'playhere.region': '여기서 재생', 'playhere.switch': '여기서 재생', 'playhere.name': '이 기기의 방 이름',
+  'playhere.region': '여기서 재생', 'playhere.switch': '여기서 재생', 'playhere.name': '방 이름',
   'playhere.off': '꺼짐: 이 기기는 조작만 합니다', 'playhere.joining': '참여하는 중…', 'playhere.playingAs': '{name}(으)로 여기서 재생 중',
   'playhere.logIn': '여기서 재생하려면 로그인하세요',
   'playhere.device.iphone': 'iPhone', 'playhere.device.ipad': 'iPad', 'playhere.device.androidPhone': '안드로이드 휴대폰',
