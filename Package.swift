@@ -116,9 +116,11 @@ let package = Package(
         .target(name: "TuttiJSONRPC", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "TuttiNet", "TuttiLibrary", "TuttiStreams", "TuttiAuth", "TuttiControlKit"]),
         // The web app (`--web`): its files, covers, and the JSON-RPC API over WebSocket and POST (civetweb), against `LeaderControl` and `JSONRPCServing` only.
         .target(name: "TuttiWebApp", dependencies: ["TuttiCore", "TuttiSystem", "TuttiNet", "TuttiLibrary", "TuttiAuth", "TuttiWeb", "TuttiControlKit"]),
+        // Sources from outside the library that feed a group: AirPlay receivers, podcasts.
+        .target(name: "TuttiSources", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "TuttiLibrary", "TuttiStreams", "TuttiControlKit"]),
         // The leader's engine: streams, players, speaker sessions, groups, library access, mDNS and AirPlay;
         // `LeaderControl` for the surfaces, which it knows only as `LeaderSurfaces` (no surface module, no web server).
-        .target(name: "TuttiLeader", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "TuttiDecode", "TuttiNet", "TuttiLibrary", "TuttiInput", "TuttiStreams", "TuttiDiscovery", "TuttiTimeStretch", "TuttiAuth", "TuttiControlKit"]),
+        .target(name: "TuttiLeader", dependencies: ["TuttiSources", "TuttiCore", "TuttiSystem", "TuttiAudio", "TuttiDecode", "TuttiNet", "TuttiLibrary", "TuttiInput", "TuttiStreams", "TuttiDiscovery", "TuttiTimeStretch", "TuttiAuth", "TuttiControlKit"]),
         // Sendspin (Music Assistant's protocol): its players join as rooms, its controllers command groups; against `LeaderControl` only.
         .target(name: "TuttiSendspin", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "TuttiAuth", "TuttiDecode", "TuttiNet", "TuttiWeb", "TuttiControlKit"]),
         // Composition root: `tuttid`'s command line, the leader engine with its surfaces (`ControlSurfaces`), the demo, and the follower in the same binary.
@@ -148,7 +150,7 @@ let package = Package(
         .testTarget(name: "TuttiFuzzTests", dependencies: ["TuttiFuzzTargets"]),
         // The primitives against known vectors, and Sendspin's Noise against aiosendspin (PyPI).
         .testTarget(name: "TuttiAuthTests", dependencies: ["TuttiTestSupport", "TuttiAuth", "TuttiCore"], exclude: ["sendspin_noise_peer.py"]),
-        .testTarget(name: "TuttiDaemonTests", dependencies: ["TuttiTestSupport", "TuttiDaemon", "TuttiLeader", "TuttiFuzzTargets", "TuttiControlKit", "TuttiMPD", "TuttiJSONRPC", "TuttiWebApp", "TuttiDiscovery", "TuttiFollower", "TuttiControlClient", "TuttiAudio", "TuttiNet", "TuttiCore"]),
+        .testTarget(name: "TuttiDaemonTests", dependencies: ["TuttiTestSupport", "TuttiDaemon", "TuttiLeader", "TuttiSources", "TuttiFuzzTargets", "TuttiControlKit", "TuttiMPD", "TuttiJSONRPC", "TuttiWebApp", "TuttiDiscovery", "TuttiFollower", "TuttiControlClient", "TuttiAudio", "TuttiNet", "TuttiCore"]),
     ],
     swiftLanguageModes: [.v6]
 )

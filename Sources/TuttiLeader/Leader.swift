@@ -12,6 +12,7 @@ import TuttiNet
 import TuttiStreams
 import TuttiSystem
 import TuttiControlKit
+import TuttiSources
 
 // Sendable because shared state is in Mutexes and Atomics; the `var`s (main stream, clock socket, announcers) are set during init and start(), before the threads that read them, and never again.
 public final class Leader: @unchecked Sendable {
