@@ -4,10 +4,10 @@
 // WebSocket (binary messages; the wire is PlayHere in TuttiCore). The page
 // keeps a model of the leader's clock from pings (minimum-delay filtering),
 // learns when the AudioContext's samples are heard from getOutputTimestamp()
-// (outputLatency before it is known), and schedules each chunk as an
+// (chunks wait for the first; outputLatency where the browser has none), and schedules each chunk as an
 // AudioBufferSourceNode at the context time its PTS is heard. Drift between
 // the sound card and the leader is steered with the node's playbackRate (a
-// resampling rate), never by dropping samples; only an error over 30 ms
+// resampling rate), never by dropping samples; only an error over 20 ms
 // restarts the chain. Opus through WebCodecs is not used: WebCodecs exists
 // only on secure origins, and a leader on the LAN is plain http.
 //
