@@ -16,7 +16,8 @@ import TuttiTestSupport
 @Suite(.serialized) struct WebAppTests {
     static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
 
-    /// Tagged 10-minute MP3s (8 kHz mono: lame takes well under a second each), two albums with cover art.
+    /// Tagged 10-minute MP3s (8 kHz mono: lame takes well under a second each), two albums with cover art,
+    /// two genres (Ambient, Jazz).
     static func makeMusic(_ music: String, dir: String) throws {
         let source = dir + "/source.wav"
         writeFile(source, wavImage((0..<8_000 * 600).map { Int16(($0 % 40) * 100 - 2_000) }, rate: 8_000, channels: 1))
@@ -30,7 +31,8 @@ import TuttiTestSupport
                      ("Hallway Waltz", "Beta Crew", "Bee Sides", "2", "Beta Crew/02.mp3")]
         for (title, artist, album, track, path) in songs {
             try FileManager.default.createDirectory(atPath: music + "/" + (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-            var args = ["--quiet", "-b", "16", "--tt", title, "--ta", artist, "--tl", album, "--tn", track, "--ty", "2021"]
+            var args = ["--quiet", "-b", "16", "--tt", title, "--ta", artist, "--tl", album, "--tn", track, "--ty", "2021",
+                        "--tg", artist == "Beta Crew" ? "Jazz" : "Ambient"]
             if album != "Bee Sides" { args += ["--ti", cover] }
             let r = try runProgram("/usr/bin/lame", args + [source, music + "/" + path])
             #expect(r.status == 0, "lame: \(r.err)")
