@@ -19,7 +19,8 @@ first failure:
              held more than 120 rows in the page at once.
 Printed, not checked (timing belongs to bench/): the animation frame
 intervals while scrolling (requestAnimationFrame deltas: median, p99, max,
-and how many frames took over 50 ms), and the pages' fetch times.
+and how many frames took over 50 ms), and the same with the page still (the
+machine's floor).
 """
 
 import json
@@ -100,6 +101,12 @@ def run(args):
             fail("%d rows in the page before scrolling (at most %d: only what is on screen)" % (len(shown), MAX_ROWS))
         ok("first", "%d rows in the page, the leader's first %d results in order" % (len(shown), len(shown)))
 
+        # The machine's own frame interval, the page still: what scrolling is compared with.
+        idle = page.d.execute_async_script("""
+            const done = arguments[arguments.length - 1], d = [];
+            let last = performance.now();
+            function f(now) { d.push(now - last); last = now; if (d.length > 120) done(d.slice(1)); else requestAnimationFrame(f); }
+            requestAnimationFrame(f);""")
         page.d.set_script_timeout(args.limit + 30)
         r = page.d.execute_async_script(SCROLL, args.step, args.limit * 1000)
         if r.get("timeout"):
@@ -115,9 +122,11 @@ def run(args):
         fetches = page.d.execute_script("return performance.getEntriesByType('resource').length")
         print("frames      requestAnimationFrame intervals while scrolling: median %.1f ms, p99 %.1f ms, max %.1f ms, %d of %d over 50 ms"
               % (pct(d, 50), pct(d, 99), max(d), sum(1 for x in d if x > 50), len(d)), flush=True)
+        print("idle        requestAnimationFrame intervals, the page still: median %.1f ms, p99 %.1f ms (the machine's floor)"
+              % (pct(idle, 50), pct(idle, 99)), flush=True)
         if args.frames_json:
             with open(args.frames_json, "w") as f:
-                json.dump({"query": q, "total": total, "step": args.step, "deltas": d, "ms": r["ms"], "maxRows": r["maxRows"],
+                json.dump({"query": q, "total": total, "step": args.step, "deltas": d, "idle": idle, "ms": r["ms"], "maxRows": r["maxRows"],
                            "resources": fetches}, f)
         severe = [l["message"] for l in page.d.get_log("browser") if l.get("level") == "SEVERE" and "favicon" not in l["message"]]
         if severe:
