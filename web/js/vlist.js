@@ -19,7 +19,7 @@ const MORE_AHEAD = 100; // ask for the next page this many rows before the end
 export function vlist(opts) {
   const el = h('ul.list.vlist', { 'data-test': opts.test || null, 'aria-label': opts.label || null });
   const rows = new Map(); // index -> li
-  let count = 0, total = null, rowH = 0, frame = 0, loading = false;
+  let size = 0, total = null, rowH = 0, frame = 0, loading = false;
 
   function place(li, i) {
     li.style.top = (i * rowH) + 'px';
@@ -29,7 +29,7 @@ export function vlist(opts) {
   }
 
   function measure() {
-    if (rowH || !count) return;
+    if (rowH || !size) return;
     // One row's height as the page styles it (text zoom included).
     const probe = opts.render(0);
     probe.style.visibility = 'hidden';
@@ -44,10 +44,10 @@ export function vlist(opts) {
     if (!el.isConnected) { if (shown) api.close(); return; } // replaced by another list: gone for good
     shown = true;
     measure();
-    el.style.height = (count * rowH) + 'px';
+    el.style.height = (size * rowH) + 'px';
     const top = el.getBoundingClientRect().top; // the list's top relative to the screen
     const first = Math.max(0, Math.floor(-top / rowH) - OVERSCAN);
-    const last = Math.min(count - 1, Math.ceil((window.innerHeight - top) / rowH) + OVERSCAN);
+    const last = Math.min(size - 1, Math.ceil((window.innerHeight - top) / rowH) + OVERSCAN);
     const active = document.activeElement;
     for (const [i, li] of rows) {
       if ((i < first || i > last) && !li.contains(active)) { li.remove(); rows.delete(i); }
@@ -62,7 +62,7 @@ export function vlist(opts) {
       for (const [j, other] of rows) if (j > i && j < at) { at = j; before = other; }
       el.insertBefore(li, before);
     }
-    if (opts.more && !loading && total === null && last >= count - MORE_AHEAD) {
+    if (opts.more && !loading && total === null && last >= size - MORE_AHEAD) {
       loading = true;
       el.setAttribute('aria-busy', 'true');
       Promise.resolve(opts.more()).finally(() => { loading = false; el.removeAttribute('aria-busy'); schedule(); });
@@ -83,7 +83,7 @@ export function vlist(opts) {
   const api = {
     el,
     setCount(n, all) {
-      count = n;
+      size = n;
       total = all === undefined ? null : all;
       for (const [i, li] of rows) place(li, i);
       schedule();
