@@ -150,6 +150,7 @@ import TuttiTestSupport
             try #require(FileManager.default.isExecutableFile(atPath: tool), "\(tool) is missing: run scripts/setup.sh")
         }
         let dir = makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) } // 100,000 files: about 400 MB of blocks
         let music = dir + "/music"
         try Self.makeBigLibrary(music, dir: dir, tracks: 100_000)
         let leader = try startLeader(files: []) { c in
