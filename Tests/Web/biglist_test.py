@@ -13,6 +13,7 @@ first failure:
   total      library.search pages (500 a call) give the query's every result:
              the total the page must reach;
   first      the page shows the first page of results, in the leader's order;
+  keyboard   Tab from the first result walks on past the rows first drawn;
   scroll     scrolled --step px an animation frame (a fast fling) until the
              list is complete: the page loaded every result (its count is the
              total, its last row is the leader's last result) while it never
@@ -30,6 +31,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from webapp_test import Leader, Page, fail, ok, run_checks  # noqa: E402
+from selenium.webdriver.common.keys import Keys  # noqa: E402
 
 MAX_ROWS = 120
 
@@ -100,6 +102,18 @@ def run(args):
         if len(shown) > MAX_ROWS:
             fail("%d rows in the page before scrolling (at most %d: only what is on screen)" % (len(shown), MAX_ROWS))
         ok("first", "%d rows in the page, the leader's first %d results in order" % (len(shown), len(shown)))
+
+        # Tab walks on past the rows drawn: focus brings its neighbours in, in order.
+        page.d.execute_script("const b = document.querySelector('[data-test=search-result-play]'); b.focus();")
+        presses = 4 * (len(shown) + 10)  # four buttons a row: well past the rows first drawn
+        for _ in range(presses):
+            page.d.switch_to.active_element.send_keys(Keys.TAB)
+        pos = page.d.execute_script("const li = document.activeElement.closest('[data-test=search-result]');"
+                                    " return li ? +li.getAttribute('aria-posinset') : null;")
+        if not pos or pos < len(shown) + 10:
+            fail("after %d Tabs from the first result focus is on result %s (want past %d)" % (presses, pos, len(shown) + 10))
+        ok("keyboard", "%d Tabs from the first result: focus on result %d of the list (%d were drawn at first)" % (presses, pos, len(shown)))
+        page.d.execute_script("document.activeElement.blur(); window.scrollTo(0, 0)")
 
         # The machine's own frame interval, the page still: what scrolling is compared with.
         idle = page.d.execute_async_script("""
