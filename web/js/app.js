@@ -14,6 +14,7 @@ import { createLibrary } from './library.js';
 import { createRooms } from './rooms.js';
 import { setupMediaSession } from './media.js';
 import { createSound } from './sound.js';
+import { createTune } from './tune.js';
 
 // The tabs, in order; the router, the tab bar and refresh-on-reconnect
 // pick them up from this list.
@@ -23,7 +24,9 @@ const TABS = [
   { id: 'search', label: 'tab.search', icon: 'search', make: () => createSearch(go) },
   { id: 'library', label: 'tab.library', icon: 'library', make: () => createLibrary(go) },
   { id: 'rooms', label: 'tab.rooms', icon: 'rooms', make: () => createRooms(selectGroup, go) },
-  { id: 'sound', label: 'tab.sound', icon: 'sound', make: () => createSound() },
+  { id: 'sound', label: 'tab.sound', icon: 'sound', make: () => createSound(go) },
+  // Reached from Sound, not the tab bar.
+  { id: 'tune', label: 'tune.title', icon: 'sound', nav: false, make: () => createTune(go) },
 ];
 
 const views = {};
@@ -45,7 +48,7 @@ function route() {
   for (const tab of TABS) {
     views[tab.id].hidden = tab.id !== id;
     const b = document.querySelector('[data-test="tab-' + tab.id + '"]');
-    if (b) b.setAttribute('aria-current', tab.id === id ? 'page' : 'false');
+    if (b) b.setAttribute('aria-current', tab.id === id || (id === 'tune' && tab.id === 'sound') ? 'page' : 'false');
   }
   document.body.dataset.tab = id;
   const v = views[id];
@@ -141,6 +144,7 @@ function start() {
     views[tab.id] = v;
     v.hidden = true;
     main.appendChild(v);
+    if (tab.nav === false) continue;
     nav.appendChild(h('button.tab', { type: 'button', 'data-test': 'tab-' + tab.id, 'aria-label': t(tab.label),
       onclick: () => go(tab.id === 'library' ? lastLibrary : tab.id, tab.id !== 'library') }, icon(tab.icon), h('span', { text: t(tab.label) })));
   }

@@ -124,6 +124,24 @@ export const EN = {
   'sound.band': '{band} Hz in dB', 'sound.saveAsk': 'Save these bands as a preset', 'sound.saved': 'Saved the preset “{name}”',
   'sound.custom': 'Custom', 'sound.semitones': '{n} st',
   'settings.title': 'This phone', 'settings.language': 'Language',
+  // Tune rooms
+  'sound.tune': 'Tune rooms…',
+  'tune.title': 'Tune rooms', 'tune.intro': 'Stand where you listen and hold the phone still. Each room plays a short sweep, one after another, while this phone listens; the leader then sets every room’s delay so that all of them arrive here together.',
+  'tune.rooms': 'Rooms to tune', 'tune.noRooms': 'No room is connected.', 'tune.pickRooms': 'Choose at least one room (two to line rooms up).',
+  'tune.start': 'Listen and tune', 'tune.insecure': 'This browser keeps the microphone off on this address (it needs HTTPS, or the leader itself). Play the sweeps below, record them with any recorder, and choose the recording.',
+  'tune.elsewhere': 'Record with another device', 'tune.elsewhereHelp': 'Start recording first, then play the sweeps; stop when they are over and choose the file (WAV, M4A, MP3 …, at most 60 s).',
+  'tune.playOnly': 'Play the sweeps', 'tune.file': 'Recording to analyse', 'tune.opening': 'Opening the microphone…',
+  'tune.noMicrophone': 'The microphone could not be used: {reason}', 'tune.listening': 'Listening: sweeps in {rooms}. Keep quiet…',
+  'tune.recordNow': 'Playing sweeps in {rooms}: record now.', 'tune.played': 'The sweeps are over: choose the recording.',
+  'tune.stuck': 'The sweeps did not finish in time', 'tune.reading': 'Reading {name}…', 'tune.cannotDecode': 'This browser cannot read “{name}” as audio',
+  'tune.tooLong': 'The recording is too long: at most {max} s is analysed', 'tune.busy': 'The leader is analysing another recording: try again in a few seconds',
+  'tune.analysing': 'Analysing the recording…', 'tune.done': 'Measured. Check the rooms below, then apply.',
+  'tune.notUsable': 'Not every room was measured well enough to apply: see below.',
+  'tune.delay': 'Arrives after the first', 'tune.confidence': 'Confidence', 'tune.trim': 'Latency trim',
+  'tune.ms': '{value} ms', 'tune.db': '{value} dB', 'tune.trimChange': '{from} → {to} ms',
+  'tune.response': 'Response and EQ', 'tune.band': 'Band', 'tune.measured': 'Measured', 'tune.eq': 'EQ',
+  'tune.applyEq': 'Also set each room’s EQ (“Tuned” preset)', 'tune.apply': 'Apply',
+  'tune.applied': 'Applied the latency trims', 'tune.appliedEq': 'Applied the latency trims and the “Tuned” EQ presets',
 };
 
 
