@@ -124,7 +124,7 @@ public final class WebSurface: @unchecked Sendable {
         }
         if let refusal = request.crossSiteRefusal(log: log) { return refusal }
         let level: ControlAccess.Level, bearer: String?
-        switch access(request) {
+        switch accessLevel(request) {
         case .success(let a): (level, bearer) = a
         case .failure(let refusal): return refusal.response
         }
@@ -137,7 +137,7 @@ public final class WebSurface: @unchecked Sendable {
 
     /// Stateless access: a client from another machine shows its token (from
     /// auth.login) in every request; never the password.
-    private func access(_ request: WebRequest) -> Result<(ControlAccess.Level, String?), Refusal> {
+    private func accessLevel(_ request: WebRequest) -> Result<(ControlAccess.Level, String?), Refusal> {
         var level = control.initialLevel(address: request.peer)
         var bearer: String?
         if let authorization = request.headers["authorization"] {
@@ -171,7 +171,7 @@ public final class WebSurface: @unchecked Sendable {
         let language = request.queryValue("lang").flatMap { Language(tag: $0) }
             ?? request.headers["accept-language"].flatMap { Language(acceptLanguage: $0) } ?? .english
         let level: ControlAccess.Level
-        switch access(request) {
+        switch accessLevel(request) {
         case .success(let a): level = a.0
         case .failure(let refusal): return refusal.response
         }

@@ -134,14 +134,15 @@ export function createTune(go) {
   }
 
   function renderRooms() {
+    // Rooms stay as ticked; a room seen for the first time comes ticked.
     const keep = new Set(selected());
-    const first = roomsBox.childElementCount === 0;
+    const before = new Set(Array.from(roomsBox.querySelectorAll('input[type=checkbox]')).map((c) => c.value));
     clear(roomsBox);
     const names = S.rooms.filter((r) => r.connected).map((r) => r.name);
     if (!names.length) roomsBox.appendChild(h('p.tune-note', { text: t('tune.noRooms') }));
     for (const name of names) {
       roomsBox.appendChild(h('label.glabel.tune-room', null,
-        h('input', { type: 'checkbox', value: name, 'data-test': 'tune-room', 'data-room': name, checked: first || keep.has(name) }),
+        h('input', { type: 'checkbox', value: name, 'data-test': 'tune-room', 'data-room': name, checked: keep.has(name) || !before.has(name) }),
         h('span', { text: name })));
     }
     setBusy(busy);
