@@ -68,6 +68,7 @@ def browser(recording, lang=None):
     opts.binary_location = "/usr/bin/chromium"
     from selenium.webdriver.chrome.service import Service
     d = webdriver.Chrome(options=opts, service=Service("/usr/bin/chromedriver"))
+    d.set_script_timeout(120)  # axe-core on a loaded machine
     d.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
                       {"width": PHONE[0], "height": PHONE[1], "deviceScaleFactor": 2, "mobile": True})
     return d
@@ -148,7 +149,12 @@ def axe_check(d, label):
     from axe_selenium_python import Axe
     axe = Axe(d)
     axe.inject()
-    r = axe.run(context="#view-tune", options={"runOnly": {"type": "tag", "values": ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "best-practice"]}})
+    r = d.execute_async_script("""
+        const done = arguments[arguments.length - 1];
+        axe.run('#view-tune', { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21aa', 'best-practice'] } })
+          .then((r) => done(r), (e) => done({ error: String(e) }));""")
+    if "error" in r:
+        fail("axe %s could not run: %s" % (label, r["error"]))
     if r["violations"]:
         fail("axe %s: %s" % (label, " | ".join("%s (%s): %s" % (v["id"], v.get("impact"), "; ".join(
             "%s %s" % (n["target"], (n.get("failureSummary") or "").replace("\n", " ")[:160]) for n in v["nodes"][:3])) for v in r["violations"])))
@@ -217,7 +223,11 @@ def run(args):
         ok("record", "recorded %.1f s, analysed in %.1f s from Enter" % (seconds, time.time() - t0))
         measured = check_delays(found, rooms, args.truth_ms, "delays")
         # The response table open, for axe and the screenshot.
-        d.find_elements(By.CSS_SELECTOR, ".tune-response summary")[0].click()
+        summary = d.find_elements(By.CSS_SELECTOR, ".tune-response summary")[0]
+        d.execute_script("arguments[0].scrollIntoView({block: 'center'}); arguments[0].focus()", summary)
+        d.switch_to.active_element.send_keys(Keys.ENTER)
+        if not d.execute_script("return document.querySelector('.tune-response').open"):
+            fail("keyboard: Enter on \"Response and EQ\" did not open it")
         axe_check(d, "en")
         if args.screenshots:
             os.makedirs(args.screenshots, exist_ok=True)
@@ -280,6 +290,9 @@ def main():
         run(args)
     except Failure as e:
         print("FAIL " + str(e), flush=True)
+        sys.exit(1)
+    except WebDriverException as e:
+        print("FAIL the browser: " + str(e).splitlines()[0], flush=True)
         sys.exit(1)
     print("all checks passed", flush=True)
 
