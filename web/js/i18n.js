@@ -133,7 +133,7 @@ export const EN = {
   'tune.playOnly': 'Play the sweeps', 'tune.file': 'Recording to analyse', 'tune.opening': 'Opening the microphone…',
   'tune.noMicrophone': 'The microphone could not be used: {reason}', 'tune.listening': 'Listening: sweeps in {rooms}. Keep quiet…',
   'tune.recordNow': 'Playing sweeps in {rooms}: record now.', 'tune.played': 'The sweeps are over: choose the recording.',
-  'tune.stuck': 'The sweeps did not finish in time', 'tune.reading': 'Reading {name}…', 'tune.cannotDecode': 'This browser cannot read “{name}” as audio',
+  'tune.stuck': 'The sweeps did not finish in time', 'tune.suspended': 'the browser keeps sound off on this page: tap Listen and tune again', 'tune.reading': 'Reading {name}…', 'tune.cannotDecode': 'This browser cannot read “{name}” as audio',
   'tune.tooLong': 'The recording is too long: at most {max} s is analysed', 'tune.busy': 'The leader is analysing another recording: try again in a few seconds',
   'tune.analysing': 'Analysing the recording…', 'tune.done': 'Measured. Check the rooms below, then apply.',
   'tune.notUsable': 'Not every room was measured well enough to apply: see below.',

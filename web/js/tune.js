@@ -30,16 +30,19 @@ function canRecord() {
 }
 
 // The microphone, raw: no echo cancellation, noise suppression or automatic
-// gain (they would bend the sweeps and move their level), recorded from the
-// first channel at the microphone's own rate.
+// gain (they would bend the sweeps and move their level), its first channel
+// recorded. The audio context is made before the first await, while the tap
+// still counts as the person's gesture (Safari keeps a context made later
+// suspended); it runs at the device's rate, which is the microphone's on phones.
 async function openMicrophone() {
-  const stream = await navigator.mediaDevices.getUserMedia({
-    audio: { echoCancellation: false, noiseSuppression: false, autoGainControl: false, channelCount: 1 },
-  });
-  const track = stream.getAudioTracks()[0];
-  const rate = track && track.getSettings ? track.getSettings().sampleRate : undefined;
-  let ctx;
-  try { ctx = new AudioContext(rate ? { sampleRate: rate } : undefined); } catch (e) { ctx = new AudioContext(); }
+  const ctx = new AudioContext();
+  const resumed = ctx.resume().catch(() => {});
+  let stream;
+  try {
+    stream = await navigator.mediaDevices.getUserMedia({
+      audio: { echoCancellation: false, noiseSuppression: false, autoGainControl: false, channelCount: 1 },
+    });
+  } catch (e) { ctx.close(); throw e; }
   await ctx.audioWorklet.addModule(new URL('tune-worklet.js', import.meta.url).href);
   const source = ctx.createMediaStreamSource(stream);
   const node = new AudioWorkletNode(ctx, 'tutti-recorder');
@@ -52,7 +55,13 @@ async function openMicrophone() {
     frames += e.data.length;
   };
   source.connect(node);
-  if (ctx.state === 'suspended') await ctx.resume();
+  await Promise.race([resumed, sleep(3000)]);
+  if (ctx.state !== 'running') {
+    source.disconnect();
+    for (const tr of stream.getTracks()) tr.stop();
+    ctx.close();
+    throw new Error(t('tune.suspended'));
+  }
   return {
     seconds: () => frames / ctx.sampleRate,
     full: () => frames >= limit,

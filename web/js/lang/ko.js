@@ -110,7 +110,7 @@ export default {
   'tune.playOnly': '스윕 재생', 'tune.file': '분석할 녹음', 'tune.opening': '마이크를 여는 중…',
   'tune.noMicrophone': '마이크를 쓸 수 없습니다: {reason}', 'tune.listening': '듣는 중: {rooms}에서 스윕이 나옵니다. 조용히 해 주세요…',
   'tune.recordNow': '{rooms}에서 스윕이 나옵니다. 지금 녹음하세요.', 'tune.played': '스윕이 끝났습니다. 녹음을 고르세요.',
-  'tune.stuck': '스윕이 제시간에 끝나지 않았습니다', 'tune.reading': '{name} 읽는 중…', 'tune.cannotDecode': '이 브라우저는 “{name}”을(를) 오디오로 읽을 수 없습니다',
+  'tune.stuck': '스윕이 제시간에 끝나지 않았습니다', 'tune.suspended': '브라우저가 이 페이지의 소리를 꺼 두었습니다. 듣고 맞추기를 다시 누르세요', 'tune.reading': '{name} 읽는 중…', 'tune.cannotDecode': '이 브라우저는 “{name}”을(를) 오디오로 읽을 수 없습니다',
   'tune.tooLong': '녹음이 너무 깁니다. 최대 {max}초까지 분석합니다', 'tune.busy': '리더가 다른 녹음을 분석하는 중입니다. 몇 초 후에 다시 시도하세요',
   'tune.analysing': '녹음을 분석하는 중…', 'tune.done': '측정했습니다. 아래의 방들을 확인하고 적용하세요.',
   'tune.notUsable': '적용할 만큼 잘 측정되지 않은 방이 있습니다. 아래를 보세요.',
