@@ -13,6 +13,7 @@ import { createSearch } from './search.js';
 import { createLibrary } from './library.js';
 import { createRooms } from './rooms.js';
 import { setupMediaSession } from './media.js';
+import { createPlayHere, setupPlayHere } from './playhere.js';
 import { createSound } from './sound.js';
 import { createTune } from './tune.js';
 
@@ -142,6 +143,8 @@ function start() {
   for (const tab of TABS) {
     const v = tab.make();
     views[tab.id] = v;
+    // Play here sits on Rooms, under its title: this browser is one more room.
+    if (tab.id === 'rooms') v.insertBefore(createPlayHere(), v.children[1] || null);
     v.hidden = true;
     main.appendChild(v);
     if (tab.nav === false) continue;
@@ -155,6 +158,7 @@ function start() {
   document.addEventListener('visibilitychange', () => { scheduleTick(); if (!document.hidden) emit('tick'); });
   window.addEventListener('hashchange', route);
   setupMediaSession();
+  setupPlayHere();
   route();
   connect();
 }

@@ -142,6 +142,13 @@ export const EN = {
   'tune.response': 'Response and EQ', 'tune.band': 'Band', 'tune.measured': 'Measured', 'tune.eq': 'EQ',
   'tune.applyEq': 'Also set each room’s EQ (“Tuned” preset)', 'tune.apply': 'Apply',
   'tune.applied': 'Applied the latency trims', 'tune.appliedEq': 'Applied the latency trims and the “Tuned” EQ presets',
+  // Play here (playhere.js)
+  'playhere.region': 'Play here', 'playhere.switch': 'Play here', 'playhere.name': 'Room name',
+  'playhere.off': 'Off: this device only controls', 'playhere.joining': 'Joining…', 'playhere.playingAs': 'Playing here as {name}',
+  'playhere.logIn': 'Log in to play here',
+  'playhere.device.iphone': 'iPhone', 'playhere.device.ipad': 'iPad', 'playhere.device.androidPhone': 'Android phone',
+  'playhere.device.androidTablet': 'Android tablet', 'playhere.device.chromebook': 'Chromebook', 'playhere.device.mac': 'Mac',
+  'playhere.device.windows': 'Windows PC', 'playhere.device.linux': 'Linux PC', 'playhere.device.browser': 'Browser',
 };
 
 

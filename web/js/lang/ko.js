@@ -119,4 +119,10 @@ export default {
   'tune.response': '응답과 EQ', 'tune.band': '대역', 'tune.measured': '측정값', 'tune.eq': 'EQ',
   'tune.applyEq': '방마다 EQ도 설정 (“Tuned” 프리셋)', 'tune.apply': '적용',
   'tune.applied': '지연 보정을 적용했습니다', 'tune.appliedEq': '지연 보정과 “Tuned” EQ 프리셋을 적용했습니다',
+  'playhere.region': '여기서 재생', 'playhere.switch': '여기서 재생', 'playhere.name': '방 이름',
+  'playhere.off': '꺼짐: 이 기기는 조작만 합니다', 'playhere.joining': '참여하는 중…', 'playhere.playingAs': '{name}(으)로 여기서 재생 중',
+  'playhere.logIn': '여기서 재생하려면 로그인하세요',
+  'playhere.device.iphone': 'iPhone', 'playhere.device.ipad': 'iPad', 'playhere.device.androidPhone': '안드로이드 휴대폰',
+  'playhere.device.androidTablet': '안드로이드 태블릿', 'playhere.device.chromebook': '크롬북', 'playhere.device.mac': 'Mac',
+  'playhere.device.windows': 'Windows PC', 'playhere.device.linux': 'Linux PC', 'playhere.device.browser': '브라우저',
 };
