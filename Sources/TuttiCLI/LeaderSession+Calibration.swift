@@ -36,7 +36,7 @@ extension LeaderSession {
             let (samples, rate) = try readRecording(path)
             let result: CalibrationResult
             do { result = try Calibration.analyse(recording: samples, sampleRate: rate, plan: plan) } catch {
-                throw .refused("cannot use \(path): \(error.description)")
+                throw .refused(error.message)
             }
             var current: [String: Double] = [:]
             for r in objects(try call("rooms.list")["rooms"]) {
@@ -44,20 +44,10 @@ extension LeaderSession {
             }
             let trims = result.trims(current: current)
             if json {
-                let rooms: [JSONValue] = result.rooms.map { r in
-                    var o: [String: JSONValue] = ["room": .string(r.room), "confidenceDb": .number((r.confidenceDB * 10).rounded() / 10)]
-                    if let d = r.delayMilliseconds { o["delayMs"] = .number((d * 1000).rounded() / 1000) }
-                    if let t = trims[r.room] { o["trimMs"] = .number(t) }
-                    o["currentTrimMs"] = .number(current[r.room] ?? 0)
-                    if let p = r.problem { o["problem"] = .string(p.description); o["problemCode"] = .string(p.code) }
-                    if !r.responseDB.isEmpty {
-                        o["responseDb"] = .array(r.responseDB.map { $0.map { .number(($0 * 10).rounded() / 10) } ?? .null })
-                        o["eq"] = .numbers(r.correction)
-                    }
-                    return .object(o)
-                }
-                output(["rooms": .array(rooms), "recorderRatePpm": .number((result.recorderRatePPM * 10).rounded() / 10),
-                        "peakDbfs": .number((result.peakDBFS * 10).rounded() / 10), "usable": .bool(result.isUsable), "applied": .bool(apply && result.isUsable)])
+                // The same report as the web app's (`POST /calibrate`); problems in English, as `--json` always is.
+                guard case .object(var report) = result.report(current: current, language: .english) else { return }
+                report["applied"] = .bool(apply && result.isUsable)
+                output(.object(report))
             } else {
                 for r in result.rooms {
                     var line = "\(r.room): "

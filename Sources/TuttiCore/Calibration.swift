@@ -133,39 +133,40 @@ public enum CalibrationPlayError: Error, Equatable, CustomStringConvertible {
     }
 }
 
-/// Why a recording as a whole cannot be used, in words a person acts on.
+/// Why a recording as a whole cannot be used, in words a person acts on
+/// (the message catalogue's `calibration.*`, in English and Korean).
 public enum CalibrationRefusal: Error, Equatable, CustomStringConvertible {
     case sampleRateTooLow(Int)
     case tooShort(seconds: Double, needed: Double)
+    /// Longer than an upload may be (`CalibrationUpload.maximumSeconds`).
+    case tooLong(seconds: Double, limit: Double)
     case tooQuiet(peakDBFS: Double)
     case clipped(samples: Int)
     case tooNoisy
     case fewerThanTwoHeard
+    /// Not a WAV file `WAVParser` reads (the reason in English: it names the format found).
+    case notWAV(String)
+    /// No plan, or one that `CalibrationPlan(json:)` does not take.
+    case badPlan
 
     /// A stable key for the message catalogue.
-    public var code: String {
+    public var code: String { message.key.rawValue }
+
+    public var message: UserMessage {
         switch self {
-        case .sampleRateTooLow: "calibration.sampleRate"
-        case .tooShort: "calibration.tooShort"
-        case .tooQuiet: "calibration.tooQuiet"
-        case .clipped: "calibration.clipped"
-        case .tooNoisy: "calibration.tooNoisy"
-        case .fewerThanTwoHeard: "calibration.fewerThanTwo"
+        case .sampleRateTooLow(let r): UserMessage(.calibrationSampleRate, ["rate": String(r)])
+        case .tooShort(let s, let n): UserMessage(.calibrationTooShort, ["seconds": Calibration.format(s, 1), "needed": Calibration.format(n, 1)])
+        case .tooLong(let s, let l): UserMessage(.calibrationTooLong, ["seconds": Calibration.format(s, 1), "max": Calibration.format(l, 0)])
+        case .tooQuiet(let p): UserMessage(.calibrationTooQuiet, ["peak": Calibration.format(p, 0)])
+        case .clipped(let n): UserMessage(.calibrationClipped, ["count": String(n)])
+        case .tooNoisy: UserMessage(.calibrationTooNoisy)
+        case .fewerThanTwoHeard: UserMessage(.calibrationFewerThanTwo)
+        case .notWAV(let why): UserMessage(.calibrationNotWAV, ["reason": why])
+        case .badPlan: UserMessage(.calibrationBadPlan)
         }
     }
 
-    public var description: String {
-        switch self {
-        case .sampleRateTooLow(let r): "the recording is at \(r) Hz; record at 16 kHz or more"
-        case .tooShort(let s, let n):
-            "the recording is \(Calibration.format(s, 1)) s long but the sweeps take \(Calibration.format(n, 1)) s: start recording before they play and stop after the last"
-        case .tooQuiet(let p):
-            "the recording is too quiet (loudest \(Calibration.format(p, 0)) dBFS): raise the rooms' volume or bring the microphone closer"
-        case .clipped(let n): "the recording is clipped (\(n) samples at full scale): lower the rooms' volume or move the microphone away"
-        case .tooNoisy: "the sweeps were not heard above the noise: make the room quieter or raise the rooms' volume"
-        case .fewerThanTwoHeard: "only one sweep was heard: every room must be heard from the listening spot"
-        }
-    }
+    public var description: String { message.description }
 }
 
 /// What went wrong with one room's measurement.
@@ -177,23 +178,17 @@ public enum CalibrationProblem: Equatable, Sendable, CustomStringConvertible {
     /// Two arrivals of similar strength: an echo as loud as the direct sound.
     case twoPeaks(apartMilliseconds: Double)
 
-    public var code: String {
+    public var code: String { message.key.rawValue }
+
+    public var message: UserMessage {
         switch self {
-        case .notHeard: "calibration.notHeard"
-        case .tooNoisy: "calibration.roomNoisy"
-        case .twoPeaks: "calibration.twoPeaks"
+        case .notHeard: UserMessage(.calibrationNotHeard)
+        case .tooNoisy(let c): UserMessage(.calibrationRoomNoisy, ["confidence": Calibration.format(c, 0)])
+        case .twoPeaks(let ms): UserMessage(.calibrationTwoPeaks, ["apart": Calibration.format(ms, 1)])
         }
     }
 
-    public var description: String {
-        switch self {
-        case .notHeard: "not heard: check that the room plays and is within earshot of the microphone"
-        case .tooNoisy(let c):
-            "heard too faintly to trust (confidence \(Calibration.format(c, 0)) dB): raise its volume or make the room quieter"
-        case .twoPeaks(let ms):
-            "two arrivals \(Calibration.format(ms, 1)) ms apart, the echo as loud as the direct sound: hold the microphone where it sees the speaker"
-        }
-    }
+    public var description: String { message.description }
 }
 
 /// One room's measurement.
@@ -402,7 +397,8 @@ public enum Calibration {
         return (0..<recording.count).map { xr[$0] * scale }
     }
 
-    static func format(_ v: Double, _ decimals: Int) -> String {
+    /// `v` with `decimals` decimals, without Foundation (the catalogue's numbers).
+    public static func format(_ v: Double, _ decimals: Int) -> String {
         var scale = 1.0
         for _ in 0..<decimals { scale *= 10 }
         let r = (v * scale).rounded() / scale

@@ -197,6 +197,11 @@ public final class WebServer: @unchecked Sendable {
     public static let maximumMessageBytes = (1 << 20) + 64 * 1024
 
     public let requestedEndpoint: String
+    /// Paths whose request bodies may be larger than `maximumBodyBytes`, with their limit
+    /// (a recording for the analysis). Only one such body is read and handled at a time:
+    /// a second gets 503 before its body is read, so memory stays one upload's.
+    let largeBodies: [String: Int]
+    private let largeBodyInFlight = Atomic<Bool>(false)
     /// Messages from a peer beyond this close its WebSocket.
     public let maximumMessageBytes: Int
     /// What the log calls this server ("web app", "Sendspin").
@@ -235,8 +240,10 @@ public final class WebServer: @unchecked Sendable {
     /// the Snapcast port's 32) were 3 of a leader's 15 MiB (bench/resources).
     public init(endpoint: String, threads: Int = 24, timeoutMilliseconds: Int = 10_000,
                 webSocketPath: String = "/ws", maximumMessageBytes: Int = WebServer.maximumMessageBytes, label: String = "web app",
+                largeBodies: [String: Int] = [:],
                 socketHandler: (any WebSocketHandler)?, log: Logger, handler: @escaping Handler) {
         requestedEndpoint = endpoint
+        self.largeBodies = largeBodies
         self.maximumMessageBytes = maximumMessageBytes
         self.label = label
         self.threads = threads
@@ -382,22 +389,32 @@ public final class WebServer: @unchecked Sendable {
         }
         let peer = remoteAddress(info)
         var body: [UInt8] = []
-        if info.content_length > Int64(Self.maximumBodyBytes) {
-            return write(.text(413, "request body over \(Self.maximumBodyBytes) bytes"), to: connection)
+        let path = info.local_uri.map { String(cString: $0) } ?? "/"
+        let large = largeBodies[path]
+        let limit = large ?? Self.maximumBodyBytes
+        if info.content_length > Int64(limit) {
+            return write(.text(413, "request body over \(limit) bytes"), to: connection)
         }
+        if large != nil {
+            guard !largeBodyInFlight.exchange(true, ordering: .acquiringAndReleasing) else {
+                return write(.text(503, "another upload to \(path) is being handled: try again in a few seconds"), to: connection)
+            }
+        }
+        defer { if large != nil { largeBodyInFlight.store(false, ordering: .releasing) } }
         if info.content_length > 0 || headers["transfer-encoding"] != nil {
             var chunk = [UInt8](repeating: 0, count: 16_384)
+            if info.content_length > 0 { body.reserveCapacity(Int(info.content_length)) }
             while true {
                 let n = chunk.withUnsafeMutableBytes { mg_read(connection, $0.baseAddress, $0.count) }
                 if n <= 0 { break }
                 body += chunk[0..<Int(n)]
-                if body.count > Self.maximumBodyBytes {
-                    return write(.text(413, "request body over \(Self.maximumBodyBytes) bytes"), to: connection)
+                if body.count > limit {
+                    return write(.text(413, "request body over \(limit) bytes"), to: connection)
                 }
             }
         }
         let request = WebRequest(method: info.request_method.map { String(cString: $0) } ?? "GET",
-                                 path: info.local_uri.map { String(cString: $0) } ?? "/",
+                                 path: path,
                                  query: info.query_string.map { String(cString: $0) } ?? "",
                                  headers: headers, body: body, peer: peer)
         let handler = self.handler
@@ -438,6 +455,7 @@ public final class WebServer: @unchecked Sendable {
         case 401: "Unauthorized"
         case 413: "Payload Too Large"
         case 415: "Unsupported Media Type"
+        case 422: "Unprocessable Content"
         case 429: "Too Many Requests"
         case 503: "Service Unavailable"
         default: status < 400 ? "OK" : "Error"
@@ -716,5 +734,44 @@ extension WebServer {
         mg_set_user_connection_data(connection, nil)
         let record = Unmanaged<ConnectionRecord>.fromOpaque(raw).takeRetainedValue()
         if let admission = record.admission, let place = admission.place { shares.withLock { $0.release(admission.address, place: place) } }
+    }
+}
+
+extension WebRequest {
+    /// The value of `name` in the query (`a=1&b=x%20y`), percent-decoded
+    /// (`+` is a space, as forms send it); nil when absent or not UTF-8.
+    public func queryValue(_ name: String) -> String? {
+        for pair in query.split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard Self.percentDecoded(parts[0]) == name else { continue }
+            return parts.count > 1 ? Self.percentDecoded(parts[1]) : ""
+        }
+        return nil
+    }
+
+    static func percentDecoded(_ text: Substring) -> String? {
+        var bytes: [UInt8] = []
+        var i = text.utf8.startIndex
+        let utf8 = text.utf8
+        func hex(_ c: UInt8) -> UInt8? {
+            switch c {
+            case 48...57: c - 48
+            case 65...70: c - 55
+            case 97...102: c - 87
+            default: nil
+            }
+        }
+        while i != utf8.endIndex {
+            let c = utf8[i]
+            if c == UInt8(ascii: "%"), let j = utf8.index(i, offsetBy: 2, limitedBy: utf8.endIndex), j != utf8.endIndex,
+               let hi = hex(utf8[utf8.index(after: i)]), let lo = hex(utf8[j]) {
+                bytes.append(hi << 4 | lo)
+                i = utf8.index(after: j)
+                continue
+            }
+            bytes.append(c == UInt8(ascii: "+") ? 32 : c)
+            i = utf8.index(after: i)
+        }
+        return String(validating: bytes, as: UTF8.self)
     }
 }

@@ -17,6 +17,10 @@ import TuttiLibrary
 ///   object per text frame, notifications included: one API, not two.
 ///   Each page is a client of the JSON-RPC server (`JSONRPCServing`) with its own bounded outbox.
 /// * `POST /api` — one JSON-RPC request per body, for scripts.
+/// * `POST /calibrate?plan=JSON` — a recording of the sweeps `calibrate.play`
+///   played (a WAV file, at most 12 MiB and 60 s), analysed here with
+///   TuttiCore's `Calibration`: each room's delay, confidence, response and
+///   new trim, or why the recording cannot be used (docs/sound.md "Tuning rooms").
 // Sendable because `server` is set once in init and only read after; the rest is immutable.
 public final class WebSurface: @unchecked Sendable {
     private let leader: any LeaderControl
@@ -35,6 +39,7 @@ public final class WebSurface: @unchecked Sendable {
         assets = try WebAssets(root: root)
         pages = Pages(control: control, leader: leader, log: log, stallMilliseconds: leader.surfaceSettings.clientStallMilliseconds)
         let server = WebServer(endpoint: options.endpoint.description, timeoutMilliseconds: leader.surfaceSettings.clientStallMilliseconds,
+                               largeBodies: ["/calibrate": CalibrationUpload.maximumBytes],
                                socketHandler: pages, log: log) { [weak self] request in
             self?.respond(to: request) ?? .text(503, "the leader is stopping")
         }
@@ -71,6 +76,7 @@ public final class WebSurface: @unchecked Sendable {
     private func respond(to request: WebRequest) -> WebResponse {
         let path = request.path
         if path == "/api" { return api(request) }
+        if path == "/calibrate" { return calibrate(request) }
         guard request.method == "GET" || request.method == "HEAD" else {
             return .text(405, "only GET here (POST goes to /api)")
         }
@@ -117,26 +123,86 @@ public final class WebSurface: @unchecked Sendable {
             return .text(415, "send the JSON-RPC request with Content-Type: application/json")
         }
         if let refusal = request.crossSiteRefusal(log: log) { return refusal }
-        // Stateless: a client from another machine shows its token (from auth.login) in every request; never the password.
+        let level: ControlAccess.Level, bearer: String?
+        switch accessLevel(request) {
+        case .success(let a): (level, bearer) = a
+        case .failure(let refusal): return refusal.response
+        }
+        guard let reply = control.handle(request.body, level: level, peer: request.peer, bearer: bearer,
+                                         language: request.headers["accept-language"].flatMap { Language(acceptLanguage: $0) }) else { return WebResponse(status: 204) }
+        return WebResponse(status: 200, headers: [("Content-Type", "application/json")], body: reply.bytes)
+    }
+
+    struct Refusal: Error { var response: WebResponse }
+
+    /// Stateless access: a client from another machine shows its token (from
+    /// auth.login) in every request; never the password.
+    private func accessLevel(_ request: WebRequest) -> Result<(ControlAccess.Level, String?), Refusal> {
         var level = control.initialLevel(address: request.peer)
         var bearer: String?
         if let authorization = request.headers["authorization"] {
             guard authorization.hasPrefix("Bearer "), case let token = String(authorization.dropFirst(7)), !token.isEmpty, token.utf8.count <= 1_024 else {
-                return .text(401, "Authorization must be \"Bearer TOKEN\", with the token auth.login returned")
+                return .failure(Refusal(response: .text(401, "Authorization must be \"Bearer TOKEN\", with the token auth.login returned")))
             }
             switch leader.login.login(token: token, peer: request.peer) {
             case .success:
                 level = .full
                 bearer = token
             case .failure(let failure):
-                if case .limited = failure { return .text(429, failure.description) }
-                return WebResponse(status: 401, headers: [("WWW-Authenticate", "Bearer"), ("Content-Type", "text/plain; charset=utf-8")],
-                                   body: Array(failure.description.utf8))
+                if case .limited = failure { return .failure(Refusal(response: .text(429, failure.description))) }
+                return .failure(Refusal(response: WebResponse(status: 401, headers: [("WWW-Authenticate", "Bearer"), ("Content-Type", "text/plain; charset=utf-8")],
+                                                              body: Array(failure.description.utf8))))
             }
         }
-        guard let reply = control.handle(request.body, level: level, peer: request.peer, bearer: bearer,
-                                         language: request.headers["accept-language"].flatMap { Language(acceptLanguage: $0) }) else { return WebResponse(status: 204) }
-        return WebResponse(status: 200, headers: [("Content-Type", "application/json")], body: reply.bytes)
+        return .success((level, bearer))
+    }
+
+    /// A recording of a calibration plan, analysed (see the type's comment).
+    /// The answer is JSON: the report (`CalibrationResult.report`), or
+    /// `{"error": {"code", "message"}}` (422) with why the recording cannot
+    /// be used, in the page's language (`lang` in the query, else Accept-Language).
+    private func calibrate(_ request: WebRequest) -> WebResponse {
+        guard request.method == "POST" else { return .text(405, "POST a WAV recording to /calibrate?plan=PLAN") }
+        let type = request.headers["content-type"]?.lowercased() ?? ""
+        guard type.hasPrefix("audio/wav") || type.hasPrefix("audio/x-wav") || type.hasPrefix("audio/wave") else {
+            return .text(415, "send the recording as a WAV file with Content-Type: audio/wav")
+        }
+        if let refusal = request.crossSiteRefusal(log: log) { return refusal }
+        let language = request.queryValue("lang").flatMap { Language(tag: $0) }
+            ?? request.headers["accept-language"].flatMap { Language(acceptLanguage: $0) } ?? .english
+        let level: ControlAccess.Level
+        switch accessLevel(request) {
+        case .success(let a): level = a.0
+        case .failure(let refusal): return refusal.response
+        }
+        func json(_ status: Int, _ value: JSONValue) -> WebResponse {
+            WebResponse(status: status, headers: [("Content-Type", "application/json"), ("Cache-Control", "no-store")], body: Array(value.serialized.utf8))
+        }
+        func refused(_ status: Int, _ code: String, _ message: UserMessage) -> WebResponse {
+            json(status, ["error": ["code": .string(code), "message": .string(message.text(in: language))]])
+        }
+        guard level == .full else { return refused(403, MessageKey.accessLoginFirst.rawValue, UserMessage(.accessLoginFirst)) }
+        do throws(CalibrationRefusal) {
+            guard let text = request.queryValue("plan"), text.utf8.count <= 16_384, let value = JSONValue.parsing(text),
+                  let plan = CalibrationPlan(json: value) else { throw .badPlan }
+            let (samples, rate) = try CalibrationUpload.recording(wav: request.body)
+            let started = Self.monotonicMilliseconds()
+            let result = try Calibration.analyse(recording: samples, sampleRate: rate, plan: plan)
+            var current: [String: Double] = [:]
+            for room in plan.rooms { current[room] = Double(leader.settings(of: room).latencyTrimNanoseconds) / 1e6 }
+            log.info("calibration: analysed \(samples.count) samples at \(rate) Hz from \(request.peer) in \(Self.monotonicMilliseconds() - started) ms: "
+                     + result.rooms.map { "\($0.room) \($0.delayMilliseconds.map { Calibration.format($0, 3) } ?? "—") ms" }.joined(separator: ", "))
+            return json(200, result.report(current: current, language: language))
+        } catch {
+            log.info("calibration: the recording from \(request.peer) was refused: \(error.description)")
+            return refused(422, error.code, error.message)
+        }
+    }
+
+    private static func monotonicMilliseconds() -> Int64 {
+        var t = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &t)
+        return Int64(t.tv_sec) * 1_000 + Int64(t.tv_nsec) / 1_000_000
     }
 
     /// The pages connected over the WebSocket: each is a control client.

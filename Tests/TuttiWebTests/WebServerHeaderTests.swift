@@ -41,3 +41,18 @@ import TuttiTestSupport
         }
     }
 }
+
+/// The query of a request, as the web app's upload sends it (`encodeURIComponent`).
+@Suite struct WebRequestQueryTests {
+    @Test func aValueIsPercentDecodedAndAbsentOnesAreNil() {
+        let r = WebRequest(method: "POST", path: "/calibrate",
+                           query: "plan=%7B%22rooms%22%3A%5B%22%EB%B0%A9%22%2C%22b%20c%22%5D%7D&lang=ko&x=a+b&empty=&bad=%E",
+                           headers: [:], peer: "127.0.0.1:1")
+        #expect(r.queryValue("plan") == #"{"rooms":["방","b c"]}"#)
+        #expect(r.queryValue("lang") == "ko")
+        #expect(r.queryValue("x") == "a b")
+        #expect(r.queryValue("empty") == "")
+        #expect(r.queryValue("bad") == "%E")
+        #expect(r.queryValue("none") == nil)
+    }
+}

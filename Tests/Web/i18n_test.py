@@ -45,7 +45,7 @@ from selenium.webdriver.common.keys import Keys  # noqa: E402
 from selenium.webdriver.support.ui import Select  # noqa: E402
 
 WEB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "web", "js")
-SCREENS = ["now", "queue", "search", "library", "rooms", "sound"]
+SCREENS = ["now", "queue", "search", "library", "rooms", "sound", "tune"]
 # axe looks at these too: the library's sections with forms and grids.
 AXE_SCREENS = SCREENS + ["library/albums", "library/genres", "library/playlists", "library/radio", "library/podcasts"]
 STATES = ["playing", "paused", "stopped", "idle", "loading", "buffering", "error"]

@@ -22,7 +22,9 @@ const TABS = [
   { id: 'search', label: 'tab.search', icon: 'search', load: () => import('./search.js').then((m) => m.createSearch(go)) },
   { id: 'library', label: 'tab.library', icon: 'library', load: () => import('./library.js').then((m) => m.createLibrary(go)) },
   { id: 'rooms', label: 'tab.rooms', icon: 'rooms', load: () => import('./rooms.js').then((m) => m.createRooms(selectGroup, go)) },
-  { id: 'sound', label: 'tab.sound', icon: 'sound', load: () => import('./sound.js').then((m) => m.createSound()) },
+  { id: 'sound', label: 'tab.sound', icon: 'sound', load: () => import('./sound.js').then((m) => m.createSound(go)) },
+  // Reached from Sound, not the tab bar.
+  { id: 'tune', label: 'tune.title', icon: 'sound', nav: false, load: () => import('./tune.js').then((m) => m.createTune(go)) },
 ];
 
 // A screen fetched on demand: resolves once it is in the page.
@@ -62,7 +64,7 @@ function route() {
   for (const tab of TABS) {
     if (views[tab.id]) views[tab.id].hidden = tab.id !== id;
     const b = document.querySelector('[data-test="tab-' + tab.id + '"]');
-    if (b) b.setAttribute('aria-current', tab.id === id ? 'page' : 'false');
+    if (b) b.setAttribute('aria-current', tab.id === id || (id === 'tune' && tab.id === 'sound') ? 'page' : 'false');
   }
   document.body.dataset.tab = id;
   const v = views[id];
@@ -171,6 +173,7 @@ function start() {
       v.hidden = true;
       main.appendChild(v);
     }
+    if (tab.nav === false) continue;
     const early = tab.load ? () => { ensure(tab).catch(() => {}); } : null;
     nav.appendChild(h('button.tab', { type: 'button', 'data-test': 'tab-' + tab.id, 'aria-label': t(tab.label), onpointerenter: early, onfocus: early,
       onclick: () => go(tab.id === 'library' ? lastLibrary : tab.id, tab.id !== 'library') }, icon(tab.icon), h('span', { text: t(tab.label) })));

@@ -16,7 +16,7 @@ import { t, LANGUAGES, language, setLanguage } from './i18n.js';
 const BANDS = ['32', '64', '125', '250', '500', '1k', '2k', '4k', '8k', '16k'];
 const db = (v) => (v > 0 ? '+' : '') + (+v).toFixed(1).replace(/\.0$/, '');
 
-export function createSound() {
+export function createSound(go) {
   const roomSel = h('select.picker', { 'data-test': 'sound-room', 'aria-label': t('sound.room'), onchange: () => { room = roomSel.value; render(); } });
   const presetSel = h('select.picker', { 'data-test': 'sound-preset', 'aria-label': t('sound.preset'), onchange: () => setEq({ preset: presetSel.value }) });
   const auto = h('input', { type: 'checkbox', 'data-test': 'sound-preamp-auto', onchange: () => setEq({ preamp: auto.checked ? 'auto' : +preamp.value }) });
@@ -34,7 +34,8 @@ export function createSound() {
     LANGUAGES.map(([code, name]) => h('option', { value: code, lang: code, text: name, selected: code === language() })));
   const el = h('section.view', { id: 'view-sound', 'aria-label': t('sound.title') },
     h('header.bar', null, h('h1', { text: t('sound.title') }),
-      h('div.acts', null, h('button.btn', { type: 'button', 'data-test': 'sound-save', onclick: save }, t('sound.savePreset')))),
+      h('div.acts', null, h('button.btn', { type: 'button', 'data-test': 'sound-tune', onclick: () => go('tune') }, t('sound.tune')),
+        h('button.btn', { type: 'button', 'data-test': 'sound-save', onclick: save }, t('sound.savePreset')))),
     h('div.orow', null, h('label.glabel', null, h('span', { text: t('sound.room') }), roomSel),
       h('label.glabel', null, h('span', { text: t('sound.preset') }), presetSel)),
     bandsBox,
