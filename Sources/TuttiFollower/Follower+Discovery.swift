@@ -55,7 +55,7 @@ extension Follower {
     func findSendspinServer() throws(FollowerError) -> SendspinServerAddress {
         let wanted = configuration.leaderName
         let servers: [DiscoveredLeader]
-        do {
+        do throws(DiscoveryError) {
             let browser = try ServiceBrowser(type: Self.sendspinServiceType)
             defer { browser.stop() }
             _ = browser.wait(untilNanoseconds: Condition.deadline(afterSeconds: 3)) {

@@ -34,7 +34,7 @@ extension Follower {
         } }
         defer { farewell.withLock { $0 = nil } }
         estimator.withLock { $0.reset() }
-        let link = SharedLink(SendspinPlayerLink(configuration: SendspinPlayerLink.Configuration(name: configuration.name)))
+        let link = SharedLink(SendspinPlayerLink(configuration: SendspinPlayerLink.Configuration(name: configuration.name, formats: configuration.sendspinFormats)))
         var writer: StreamWriter?
         var clockStarted = false
 

@@ -27,7 +27,7 @@ final class StreamWriter {
         self.log = log
         self.concealed = concealed
         intake = StreamIntake(stream: stream)
-        self.decoder = try decoder ?? makeDecoder(stream.codec)
+        if let decoder { self.decoder = decoder } else { self.decoder = try makeDecoder(stream.codec) }
     }
 
     deinit { scratch.deallocate() }

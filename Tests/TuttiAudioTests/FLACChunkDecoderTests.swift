@@ -16,8 +16,8 @@ struct FLACChunkDecoderTests {
         // A 440 Hz tone on 16-bit steps, left and right apart.
         var input: [Float] = []
         for i in 0..<(960 * 12) {
-            let v = (Float(sin(Double(i) * 2 * Double.pi * 440 / 48_000)) * 12_000).rounded() / 32_768
-            input += [v, -v / 2]
+            let q = Int((sin(Double(i) * 2 * Double.pi * 440 / 48_000) * 12_000).rounded())
+            input += [Float(q) / 32_768, Float(-q / 2) / 32_768]
         }
         var frames: [[UInt8]] = []
         for block in 0..<12 {
