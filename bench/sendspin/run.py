@@ -2,7 +2,7 @@
 """bench/sendspin: a Sendspin player beside a Tutti speaker on one leader.
 
     bench/sendspin/run.py [--seconds 60] [--codec pcm|flac] [--runs 1] [--lead-ms 250] [--keep]
-    bench/sendspin/run.py --mode player [--codec pcm|flac|opus]   # a Tutti speaker on aiosendspin's server
+    bench/sendspin/run.py --mode player [--codec pcm|flac|opus|all]   # a Tutti speaker on aiosendspin's server
     TUTTID=/path/to/tuttid bench/sendspin/run.py        # a given build (default .build/release/tuttid)
 
 One run: a leader plays bench/sync's click tracks (gen_signal.py: a click a
@@ -251,7 +251,7 @@ def main():
     ap.add_argument("--warmup", type=float, default=12)
     ap.add_argument("--mode", default="server", choices=["server", "player"],
                     help="server: Tutti's leader serves a Sendspin player; player: a Tutti speaker plays for aiosendspin's server")
-    ap.add_argument("--codec", default="pcm", choices=["pcm", "flac", "opus"])
+    ap.add_argument("--codec", default="pcm", choices=["pcm", "flac", "opus", "all"], help="all: each codec in turn (player mode), then a table")
     ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--lead-ms", type=int, help="the Sendspin player's required_lead_time_ms (default: none sent)")
     ap.add_argument("--keep", action="store_true")
@@ -261,6 +261,26 @@ def main():
         sys.exit(f"no tuttid at {tuttid}: swift build -c release --product tuttid, or TUTTID=PATH")
     if not os.path.exists(VENV):
         sys.exit(f"no aiosendspin venv at {VENV}: run scripts/setup.sh")
+    if args.mode == "player" and args.codec == "all":
+        table = []
+        for codec in ("pcm", "flac", "opus"):
+            for n in range(args.runs):
+                run = tempfile.mkdtemp(prefix="tutti-sendspin.", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+                print(f"{codec} run {n + 1}: {run}")
+                try:
+                    run_player(argparse.Namespace(**{**vars(args), "codec": codec}), tuttid, run)
+                    diffs = analyse_player(run)
+                    if diffs:
+                        a = sorted(abs(d) for d in diffs)
+                        table.append((codec, len(diffs), analyze.median(a) / 1e3, analyze.percentile(a, 99) / 1e3, a[-1] / 1e3, analyze.median(diffs) / 1e3))
+                finally:
+                    if not args.keep:
+                        shutil.rmtree(run, ignore_errors=True)
+        print("\nTutti speaker vs aiosendspin's reference client, both on aiosendspin's server (µs)")
+        print(f"{'codec':6} {'pairs':>5} {'median':>8} {'p99':>8} {'max':>8} {'signed':>8}")
+        for codec, pairs, median, p99, largest, signed in table:
+            print(f"{codec:6} {pairs:5d} {median:8.1f} {p99:8.1f} {largest:8.1f} {signed:+8.1f}")
+        return
     for n in range(args.runs):
         run = tempfile.mkdtemp(prefix="tutti-sendspin.", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
         try:
