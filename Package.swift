@@ -78,6 +78,8 @@ let package = Package(
         // Pure logic: no I/O, no C, runs on injected time.
         .target(name: "TuttiCore"),
         // OS services without Foundation: named threads, the stderr log.
+        // Pure rules of buttons and remotes: gestures, rotary encoders, the mapping file (no I/O, injected time).
+        .target(name: "TuttiGestures", dependencies: ["TuttiCore"]),
         .target(name: "TuttiSystem", dependencies: ["TuttiCore", "CTuttiThread", "CTuttiSpawn"]),
         // Audio edge, a speaker's half: the Opus codec, sinks (ALSA), the playout engine.
         .target(name: "TuttiAudio", dependencies: ["TuttiCore", "TuttiSystem", "CALSA", "COpus"]),
@@ -96,14 +98,14 @@ let package = Package(
         // Network sources: HTTP(S) streams (libcurl), ICY metadata, offline cache, podcast feeds and station playlists (expat).
         .target(name: "TuttiStreams", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "TuttiDecode", "CCurl", "CExpat"]),
         // Buttons and remotes: Linux input events and GPIO lines.
-        .target(name: "TuttiInput", dependencies: ["TuttiCore", "TuttiSystem", "CGPIOD"]),
+        .target(name: "TuttiInput", dependencies: ["TuttiGestures", "TuttiCore", "TuttiSystem", "CGPIOD"]),
         // mDNS/DNS-SD through avahi-daemon: announcing leaders, finding them.
         .target(name: "TuttiDiscovery", dependencies: ["TuttiCore", "TuttiSystem", "CAvahi"]),
         // The web app's server: HTTP and WebSocket (civetweb), static files gzipped once (zlib).
         .target(name: "TuttiWeb", dependencies: ["TuttiCore", "TuttiSystem", "CCivetweb", "CZlib"]),
         // A speaker: clock model, jitter buffer, DAC. No Foundation, so a
         // speaker's process stays small (tutti-follower).
-        .target(name: "TuttiFollower", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "TuttiNet", "TuttiDiscovery", "TuttiInput", "TuttiAuth"]),
+        .target(name: "TuttiFollower", dependencies: ["TuttiGestures", "TuttiCore", "TuttiSystem", "TuttiAudio", "TuttiNet", "TuttiDiscovery", "TuttiInput", "TuttiAuth"]),
         // What every control surface needs of the leader, and nothing of its insides: the
         // `LeaderControl` protocol, its events and types, and the way clients are served
         // (TCPService and the accept loop, connection budgets, ClientWriter, logins).
@@ -116,9 +118,11 @@ let package = Package(
         .target(name: "TuttiJSONRPC", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "TuttiNet", "TuttiLibrary", "TuttiStreams", "TuttiAuth", "TuttiControlKit"]),
         // The web app (`--web`): its files, covers, and the JSON-RPC API over WebSocket and POST (civetweb), against `LeaderControl` and `JSONRPCServing` only.
         .target(name: "TuttiWebApp", dependencies: ["TuttiCore", "TuttiSystem", "TuttiNet", "TuttiLibrary", "TuttiAuth", "TuttiWeb", "TuttiControlKit"]),
+        // Sources from outside the library that feed a group: AirPlay receivers, podcasts.
+        .target(name: "TuttiSources", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "TuttiLibrary", "TuttiStreams", "TuttiControlKit"]),
         // The leader's engine: streams, players, speaker sessions, groups, library access, mDNS and AirPlay;
         // `LeaderControl` for the surfaces, which it knows only as `LeaderSurfaces` (no surface module, no web server).
-        .target(name: "TuttiLeader", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "TuttiDecode", "TuttiNet", "TuttiLibrary", "TuttiInput", "TuttiStreams", "TuttiDiscovery", "TuttiTimeStretch", "TuttiAuth", "TuttiControlKit"]),
+        .target(name: "TuttiLeader", dependencies: ["TuttiGestures", "TuttiSources", "TuttiCore", "TuttiSystem", "TuttiAudio", "TuttiDecode", "TuttiNet", "TuttiLibrary", "TuttiInput", "TuttiStreams", "TuttiDiscovery", "TuttiTimeStretch", "TuttiAuth", "TuttiControlKit"]),
         // Sendspin (Music Assistant's protocol): its players join as rooms, its controllers command groups; against `LeaderControl` only.
         .target(name: "TuttiSendspin", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "TuttiAuth", "TuttiDecode", "TuttiNet", "TuttiWeb", "TuttiControlKit"]),
         // Composition root: `tuttid`'s command line, the leader engine with its surfaces (`ControlSurfaces`), the demo, and the follower in the same binary.
@@ -134,21 +138,21 @@ let package = Package(
         .executableTarget(name: "tutti", dependencies: ["TuttiCLI"], linkerSettings: leanLink),
 
         // Fuzz targets: each parser that reads outside input, fed the way the daemons feed it (Fuzz/).
-        .target(name: "TuttiFuzzTargets", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAuth", "TuttiLeader", "TuttiControlKit", "TuttiMPD", "TuttiJSONRPC", "TuttiSnapcastControl", "TuttiFollower", "TuttiLibrary", "TuttiStreams", "TuttiDecode", "TuttiNet"],
+        .target(name: "TuttiFuzzTargets", dependencies: ["TuttiGestures", "TuttiCore", "TuttiSystem", "TuttiAuth", "TuttiLeader", "TuttiControlKit", "TuttiMPD", "TuttiJSONRPC", "TuttiSnapcastControl", "TuttiFollower", "TuttiLibrary", "TuttiStreams", "TuttiDecode", "TuttiNet"],
                 path: "Fuzz/Targets"),
 
-        .testTarget(name: "TuttiCoreTests", dependencies: ["TuttiCore"]),
+        .testTarget(name: "TuttiCoreTests", dependencies: ["TuttiGestures", "TuttiCore"]),
         .testTarget(name: "TuttiAudioTests", dependencies: ["TuttiTestSupport", "TuttiAudio", "TuttiDecode", "TuttiTimeStretch", "TuttiCore"]),
         .testTarget(name: "TuttiLibraryTests", dependencies: ["TuttiTestSupport", "TuttiLibrary", "TuttiAuth", "TuttiCore"]),
         .testTarget(name: "TuttiStreamsTests", dependencies: ["TuttiTestSupport", "TuttiStreams", "TuttiDecode", "TuttiAudio", "TuttiCore"]),
         .testTarget(name: "TuttiWebTests", dependencies: ["TuttiTestSupport", "TuttiWeb"]),
-        .testTarget(name: "TuttiInputTests", dependencies: ["TuttiInput", "TuttiCore"]),
+        .testTarget(name: "TuttiInputTests", dependencies: ["TuttiGestures", "TuttiInput", "TuttiCore"]),
         .testTarget(name: "TuttiCLITests", dependencies: ["TuttiCLI", "TuttiDiscovery", "TuttiCore"]),
         .testTarget(name: "TuttiDiscoveryTests", dependencies: ["TuttiTestSupport", "TuttiDiscovery", "TuttiDaemon", "TuttiLeader", "TuttiFollower", "TuttiControlClient", "TuttiAudio", "TuttiNet", "TuttiCore"]),
         .testTarget(name: "TuttiFuzzTests", dependencies: ["TuttiFuzzTargets"]),
         // The primitives against known vectors, and Sendspin's Noise against aiosendspin (PyPI).
         .testTarget(name: "TuttiAuthTests", dependencies: ["TuttiTestSupport", "TuttiAuth", "TuttiCore"], exclude: ["sendspin_noise_peer.py"]),
-        .testTarget(name: "TuttiDaemonTests", dependencies: ["TuttiTestSupport", "TuttiDaemon", "TuttiLeader", "TuttiFuzzTargets", "TuttiControlKit", "TuttiMPD", "TuttiJSONRPC", "TuttiWebApp", "TuttiDiscovery", "TuttiFollower", "TuttiControlClient", "TuttiAudio", "TuttiNet", "TuttiCore"]),
+        .testTarget(name: "TuttiDaemonTests", dependencies: ["TuttiGestures", "TuttiTestSupport", "TuttiDaemon", "TuttiLeader", "TuttiSources", "TuttiFuzzTargets", "TuttiControlKit", "TuttiMPD", "TuttiJSONRPC", "TuttiWebApp", "TuttiDiscovery", "TuttiFollower", "TuttiControlClient", "TuttiAudio", "TuttiNet", "TuttiCore"]),
     ],
     swiftLanguageModes: [.v6]
 )

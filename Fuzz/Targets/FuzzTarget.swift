@@ -1,6 +1,7 @@
 import Glibc
 import TuttiAuth
 import TuttiCore
+import TuttiGestures
 import TuttiDecode
 import TuttiLeader
 import TuttiJSONRPC

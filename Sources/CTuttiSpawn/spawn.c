@@ -1,6 +1,9 @@
 #define _GNU_SOURCE
 #include <spawn.h>
 #include <signal.h>
+#include <errno.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include "tutti_spawn.h"
 
 int tutti_spawn(pid_t *pid, const char *path, char *const argv[], char *const envp[],
@@ -28,4 +31,13 @@ int tutti_spawn(pid_t *pid, const char *path, char *const argv[], char *const en
     posix_spawnattr_destroy(&attributes);
     posix_spawn_file_actions_destroy(&actions);
     return rc;
+}
+
+int tutti_pidfd_open(pid_t pid) {
+#ifdef SYS_pidfd_open
+    return (int)syscall(SYS_pidfd_open, pid, 0);
+#else
+    errno = ENOSYS;
+    return -1;
+#endif
 }

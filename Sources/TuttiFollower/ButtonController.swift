@@ -1,5 +1,6 @@
 import Glibc
 import TuttiCore
+import TuttiGestures
 import TuttiInput
 import TuttiSystem
 

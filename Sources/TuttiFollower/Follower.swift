@@ -3,6 +3,7 @@ import Synchronization
 import TuttiAudio
 import TuttiAuth
 import TuttiCore
+import TuttiGestures
 import TuttiNet
 import TuttiSystem
 

@@ -1,6 +1,7 @@
 import Glibc
 import TuttiAudio
 import TuttiCore
+import TuttiGestures
 import TuttiDiscovery
 import TuttiInput
 import TuttiNet

@@ -1,4 +1,5 @@
 import TuttiCore
+import TuttiGestures
 
 /// What a button source reports to its handler.
 public enum ButtonSourceEvent: Sendable, Equatable, CustomStringConvertible {

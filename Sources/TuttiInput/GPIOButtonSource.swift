@@ -1,5 +1,6 @@
 import Synchronization
 import TuttiCore
+import TuttiGestures
 
 /// An edge on a requested GPIO line, in logical terms: `isActive` is true
 /// when the line went to its active level (a press, for a button).

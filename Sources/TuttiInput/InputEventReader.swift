@@ -1,6 +1,7 @@
 import Glibc
 import Synchronization
 import TuttiCore
+import TuttiGestures
 
 /// Turns input events into router calls: the evdev rules, without I/O.
 struct EvdevTranslator: Sendable {

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import TuttiCore
+import TuttiGestures
 import TuttiInput
 import TuttiLibrary
 import TuttiControlKit

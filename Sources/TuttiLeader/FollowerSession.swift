@@ -4,6 +4,7 @@ import Glibc
 import Synchronization
 import TuttiAudio
 import TuttiCore
+import TuttiGestures
 import TuttiTimeStretch
 import TuttiAuth
 import TuttiDiscovery

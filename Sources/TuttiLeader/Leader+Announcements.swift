@@ -97,7 +97,7 @@ extension Leader {
             q.append(contentsOf: blocks)
             q.sort { $0.pts < $1.pts }
         }
-        announcementWake.signal()
+        announcementPacer.withLock { $0 }?.poke()
         let seconds = Double(frames) / Double(StreamFormat.sampleRate)
         let queued = max(0, Double(start - (now + lead)) / 1e9)
         log.info("announcement \(id) to \(speakers.joined(separator: ", ")): \(fixedPoint(seconds, decimals: 1)) s, music down \(fixedPoint(-request.duckDecibels, decimals: 0)) dB"
@@ -215,25 +215,20 @@ extension Leader {
     }
 
     /// The blocks go out in PTS order, each batch about a second ahead of
-    /// its PTS; the thread sleeps between batches and when nothing waits.
-    func announcementLoop() {
-        while running.load(ordering: .relaxed) {
-            let horizon = Monotonic.now() + Self.announcementSendAhead + Self.announcementBatch
-            let due: ArraySlice<PendingOverlay> = announcementOutbox.withLock { q in
-                let n = q.firstIndex { $0.pts.nanoseconds > horizon } ?? q.count
-                defer { q.removeFirst(n) }
-                return q[..<n]
-            }
-            for block in due {
-                for session in block.sessions where !session.isClosed { session.send(block.message, encoded: block.bytes) }
-            }
-            if let next = announcementOutbox.withLock({ $0.first?.pts.nanoseconds }) {
-                let wait = max(next - Self.announcementSendAhead - Monotonic.now(), nanosecondsPerMillisecond)
-                _ = announcementWake.wait(timeout: .now() + .nanoseconds(Int(wait)))
-            } else {
-                announcementWake.wait()
-            }
+    /// its PTS; returns when the next batch is due (nil: none waits, and
+    /// the pacer's thread ends after lingering).
+    func announcementRound() -> Int64? {
+        let horizon = Monotonic.now() + Self.announcementSendAhead + Self.announcementBatch
+        let due: ArraySlice<PendingOverlay> = announcementOutbox.withLock { q in
+            let n = q.firstIndex { $0.pts.nanoseconds > horizon } ?? q.count
+            defer { q.removeFirst(n) }
+            return q[..<n]
         }
+        for block in due {
+            for session in block.sessions where !session.isClosed { session.send(block.message, encoded: block.bytes) }
+        }
+        guard let next = announcementOutbox.withLock({ $0.first?.pts.nanoseconds }) else { return nil }
+        return max(next - Self.announcementSendAhead, Monotonic.now() + nanosecondsPerMillisecond)
     }
 }
 

@@ -12,6 +12,7 @@ import TuttiNet
 import TuttiStreams
 import TuttiSystem
 import TuttiControlKit
+import TuttiSources
 
 // Sendable because shared state is in Mutexes and Atomics; the `var`s (main stream, clock socket, announcers) are set during init and start(), before the threads that read them, and never again.
 public final class Leader: @unchecked Sendable {
@@ -233,7 +234,8 @@ public final class Leader: @unchecked Sendable {
     /// Announcements: when the next may start, and their blocks still to send (Leader+Announcements.swift).
     let announcementQueue = Mutex(AnnouncementQueue())
     let announcementOutbox = Mutex<[PendingOverlay]>([])
-    let announcementWake = DispatchSemaphore(value: 0)
+    /// Paces announcements' blocks out; its thread runs only while some wait (set at start).
+    let announcementPacer = Mutex<OnDemandWorker?>(nil)
     /// The main group's time heard playing: finished spans, and the start of the current one.
     let playTime = Mutex<(total: Int64, since: Int64?)>((0, nil))
 
@@ -471,9 +473,9 @@ public final class Leader: @unchecked Sendable {
         })
         if let podcasts { try services.start(CallbackService("podcasts", start: { podcasts.start() }, stop: { podcasts.stop() })) }
         // Announcements' blocks go out paced, a second ahead of their PTS (every speaker's outbox stays small).
-        try services.start(LoopService("announcements", threadName: "tutti-announce", wake: { [announcementWake] in announcementWake.signal() }) { [self] in
-            announcementLoop()
-        })
+        let pacer = OnDemandWorker("announcements", threadName: "tutti-announce", log: log) { [self] in announcementRound() }
+        announcementPacer.withLock { $0 = pacer }
+        try services.start(pacer)
     }
 
     /// mDNS and AirPlay: once everything they point at runs.

@@ -1,6 +1,7 @@
 import Synchronization
 import TuttiAudio
 import TuttiCore
+import TuttiGestures
 import TuttiSystem
 import TuttiControlKit
 

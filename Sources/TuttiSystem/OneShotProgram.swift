@@ -45,16 +45,25 @@ public enum OneShotProgram {
         guard rc == 0 else { throw .cannotStart(program: path, reason: String(cString: strerror(rc))) }
         let deadline = Condition.now() + Int64(timeoutSeconds * 1e9)
         var status: Int32 = 0
+        // Sleeps until the child exits or the timeout (a pidfd in poll), not in WNOHANG rounds.
+        let exitSignal = tutti_pidfd_open(child)
+        defer { if exitSignal >= 0 { close(exitSignal) } }
         while true {
             let r = waitpid(child, &status, WNOHANG)
             if r == child { break }
             if r < 0 && errno != EINTR { throw .cannotStart(program: path, reason: String(cString: strerror(errno))) }
-            if Condition.now() > deadline {
+            let left = deadline - Condition.now()
+            if left <= 0 {
                 kill(-child, SIGKILL)
                 _ = waitpid(child, &status, 0)
                 throw .timedOut(program: path, seconds: timeoutSeconds)
             }
-            usleep(5_000)
+            if exitSignal >= 0 {
+                var watch = pollfd(fd: exitSignal, events: Int16(POLLIN), revents: 0)
+                _ = poll(&watch, 1, Int32(min(left / 1_000_000 + 1, 60_000)))
+            } else {
+                usleep(5_000) // a kernel before 5.3 has no pidfd: look every 5 ms
+            }
         }
         let exited = (status & 0x7f) == 0
         let code = exited ? (status >> 8) & 0xff : 128 + (status & 0x7f)

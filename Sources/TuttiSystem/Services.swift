@@ -184,3 +184,85 @@ public final class CallbackService: Service {
     public func start() throws { try starting() }
     public func stop() { stopping() }
 }
+
+/// Work that comes rarely (an announcement's blocks, paced out ahead of
+/// their time): its thread runs only while there is work, and lingers a
+/// moment after, so an idle process keeps no thread for it. `round` does
+/// what is due and returns when it wants its next round (CLOCK_MONOTONIC
+/// ns, as `Condition.now()`), or nil when nothing waits; whoever queues
+/// work calls `poke`. `stop` refuses new rounds, wakes the thread and
+/// joins it.
+// Sendable because `running`, `poked` and `stopping` are touched only under `condition`; the rest is immutable.
+public final class OnDemandWorker: Service, @unchecked Sendable {
+    public let serviceName: String
+    private let threadName: String
+    private let lingerSeconds: Double
+    private let round: @Sendable () -> Int64?
+    private let log: Logger?
+    private let condition = Condition()
+    private let threads: ThreadGroup
+    private var running = false
+    private var poked = false
+    private var stopping = false
+
+    public init(_ name: String, threadName: String, lingerSeconds: Double = 2, log: Logger? = nil,
+                round: @escaping @Sendable () -> Int64?) {
+        serviceName = name
+        self.threadName = threadName
+        self.lingerSeconds = lingerSeconds
+        self.log = log
+        self.round = round
+        threads = ThreadGroup(name: threadName)
+    }
+
+    /// Whether its thread runs now (for tests and the thread count).
+    public var isRunning: Bool { condition.withLock { running } }
+
+    public func start() {}
+
+    /// There is work: a round runs soon, on the running thread or a new one.
+    public func poke() {
+        condition.lock()
+        guard !stopping else { condition.unlock(); return }
+        poked = true
+        if running {
+            condition.signal()
+            condition.unlock()
+            return
+        }
+        running = true
+        condition.unlock()
+        do {
+            try threads.start { [self] in run() }
+        } catch {
+            condition.withLock { running = false }
+            log?.error("\(serviceName): \(error); its work waits for the next poke")
+        }
+    }
+
+    private func run() {
+        condition.lock()
+        while !stopping {
+            poked = false
+            condition.unlock()
+            let next = round()
+            condition.lock()
+            if poked || stopping { continue }
+            if let next {
+                condition.wait(untilNanoseconds: next)
+            } else if !condition.wait(untilNanoseconds: Condition.deadline(afterSeconds: lingerSeconds)) && !poked {
+                break // nothing came while it lingered: the next poke starts a thread again
+            }
+        }
+        running = false
+        condition.unlock()
+    }
+
+    public func stop() {
+        condition.withLock {
+            stopping = true
+            condition.broadcast()
+        }
+        threads.waitForAll()
+    }
+}

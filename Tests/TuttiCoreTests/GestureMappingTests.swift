@@ -1,5 +1,6 @@
 import Testing
 import TuttiCore
+import TuttiGestures
 
 private let example = """
     # Living room speaker

@@ -1,5 +1,6 @@
 import Testing
 import TuttiCore
+import TuttiGestures
 
 /// A point `n` milliseconds into a test's virtual time.
 func atMs(_ n: Int64) -> LocalTime { LocalTime(nanoseconds: n * nanosecondsPerMillisecond) }

@@ -1,5 +1,6 @@
 import Testing
 import TuttiCore
+import TuttiGestures
 
 /// Feeds states written as "AB" strings ("00", "10", …) and returns the
 /// steps reported, with "x" for each rejected transition.

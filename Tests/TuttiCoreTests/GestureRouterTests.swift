@@ -1,5 +1,6 @@
 import Testing
 import TuttiCore
+import TuttiGestures
 
 private func c(_ events: [ButtonCommandEvent]) -> [String] {
     events.map { "\($0.command) \($0.source) \($0.trigger) \($0.time.nanoseconds / nanosecondsPerMillisecond)" }

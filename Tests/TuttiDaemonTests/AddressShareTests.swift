@@ -5,6 +5,7 @@ import Testing
 import TuttiAudio
 import TuttiControlClient
 import TuttiCore
+import TuttiGestures
 import TuttiControlKit
 import TuttiDaemon
 import TuttiWebApp

@@ -5,6 +5,7 @@ import TuttiCore
 import TuttiNet
 import TuttiTestSupport
 @testable import TuttiDaemon
+import TuttiSources
 @testable import TuttiLeader
 @testable import TuttiControlKit
 @testable import TuttiMPD
@@ -131,13 +132,13 @@ struct ClientWriterTests {
 @Suite struct AirPlayDirectoryTests {
     @Test func onlyAPrivateDirectoryOfThisUsersIsUsed() throws {
         let dir = makeTemporaryDirectory()
-        try Leader.makePrivateDirectory(dir + "/a/airplay")
+        try AirPlayReceivers.makePrivateDirectory(dir + "/a/airplay")
         var info = stat()
         #expect(stat(dir + "/a/airplay", &info) == 0 && info.st_mode & 0o777 == 0o700)
-        try Leader.makePrivateDirectory(dir + "/a/airplay") // its own, again: accepted
+        try AirPlayReceivers.makePrivateDirectory(dir + "/a/airplay") // its own, again: accepted
         mkdir(dir + "/open", 0o777); chmod(dir + "/open", 0o777)
-        #expect(throws: AirPlayDirectoryError.self) { try Leader.makePrivateDirectory(dir + "/open") }
+        #expect(throws: AirPlayDirectoryError.self) { try AirPlayReceivers.makePrivateDirectory(dir + "/open") }
         mkdir(dir + "/target", 0o700); symlink(dir + "/target", dir + "/link")
-        #expect(throws: AirPlayDirectoryError.self) { try Leader.makePrivateDirectory(dir + "/link") }
+        #expect(throws: AirPlayDirectoryError.self) { try AirPlayReceivers.makePrivateDirectory(dir + "/link") }
     }
 }

@@ -1,6 +1,7 @@
 import Glibc
 import Testing
 import TuttiCore
+import TuttiGestures
 @testable import TuttiInput
 
 private func edge(_ line: Int, _ active: Bool, _ ms: Int64) -> GPIOEdge {

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import Testing
 import TuttiCore
+import TuttiGestures
 @testable import TuttiInput
 
 private let KEY_PLAYPAUSE: UInt16 = 164, KEY_NEXTSONG: UInt16 = 163, KEY_PREVIOUSSONG: UInt16 = 165

@@ -2,6 +2,7 @@ import Dispatch
 import Glibc
 import Synchronization
 import TuttiCore
+import TuttiGestures
 import TuttiInput
 
 /// Collects what a source reports and lets a test wait for the end.

@@ -1,4 +1,6 @@
 /// Which way a rotary encoder turned, as the mapping names it.
+
+import TuttiCore
 public enum EncoderDirection: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
     /// Line A leads line B (swap the wires, or the mapping, to reverse).
     case clockwise = "cw"

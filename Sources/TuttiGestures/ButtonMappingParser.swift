@@ -1,5 +1,7 @@
 /// A mistake in a mapping file: the line it is on (1-based), what kind,
 /// and a message that says how to fix it.
+
+import TuttiCore
 public struct ButtonMappingError: Error, Sendable, Equatable, CustomStringConvertible {
     public enum Code: String, Sendable, Equatable {
         case unknownDirective, missingArgument, badArgument, unknownOption

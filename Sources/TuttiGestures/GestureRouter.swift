@@ -5,6 +5,8 @@
 /// Pure and clock-free like its parts: the source passes the time of each
 /// edge and ticks it by `nextDeadline`. The returned commands are in time
 /// order. A value type; each source owns one and uses it from its thread.
+
+import TuttiCore
 public struct GestureRouter: Sendable {
     public let mapping: ButtonMapping
     public private(set) var recognizer: GestureRecognizer

@@ -24,9 +24,18 @@ import TuttiControlKit
 ///
 /// Thread contract: `update` from any thread (the work runs on its own
 /// queue); `nowPlaying`/`artwork`/`remote` from any thread.
-final class AirPlayReceivers: Sendable {
+/// What the receivers need of the leader: its groups, to run one receiver
+/// each, and its players, to let a phone take a group over and give it back.
+public protocol AirPlayHost: AnyObject, Sendable {
+    /// The groups now (which rooms play together, party mode).
+    var groupTable: RoomGroups { get }
+    var events: LeaderEventHub { get }
+    @discardableResult func perform(_ command: PlayerCommand, group: String?) throws(PlayerError) -> CommandOutcome
+}
+
+public final class AirPlayReceivers: Sendable {
     /// One running receiver: its program, its pipes, its session.
-    final class Receiver: Sendable {
+    public final class Receiver: Sendable {
         let plan: Mutex<AirPlayReceiverPlan.Receiver>
         let directory: String
         let program: Mutex<ChildProcess?> = Mutex(nil)
@@ -44,29 +53,35 @@ final class AirPlayReceivers: Sendable {
         var uri: String { "pipe:\(audioPipe)?rate=44100&format=s16le&channels=2&name=AirPlay" }
     }
 
-    let program: String
-    let directory: String
+    public let program: String
+    public let directory: String
     let log: Logger
+    /// How long a phone's last audio takes to be heard (the leader's buffer): a release waits that, and a second.
+    private let releaseGrace: Int64
     private let queue = DispatchQueue(label: "tutti-airplay")
     private let state = Mutex<(plan: AirPlayReceiverPlan, receivers: [String: Receiver])>((AirPlayReceiverPlan(), [:]))
     /// The leader, to drive groups and read them (weak: receivers never keep a stopped leader).
-    private let leaderBox: WeakLeader
+    private let hostBox: WeakHost
 
-    final class WeakLeader: Sendable {
+    final class WeakHost: Sendable {
         // Sendable: the reference is set once, before any thread reads it, and only read afterwards.
-        nonisolated(unsafe) weak var leader: Leader?
-        init(_ leader: Leader) { self.leader = leader }
+        nonisolated(unsafe) weak var host: (any AirPlayHost)?
+        init(_ host: any AirPlayHost) { self.host = host }
     }
 
-    init(leader: Leader, program: String, directory: String, log: Logger) {
-        leaderBox = WeakLeader(leader)
+    /// `bufferMilliseconds`: the leader's buffer, how long after it arrives a pipe's audio is heard.
+    public init(host: any AirPlayHost, program: String, directory: String, bufferMilliseconds: Int, log: Logger) {
+        hostBox = WeakHost(host)
         self.program = program
         self.directory = directory
+        // The release waits a second (a second phone that interrupts the first begins within it) and a buffer:
+        // the pipe's last audio is heard about a second after it arrives, and a release cuts what is not heard yet.
+        releaseGrace = Int64(bufferMilliseconds + 1_000) * 1_000_000
         self.log = log
     }
 
     /// The program to run: a path, or a name looked up in PATH (nil: not installed).
-    static func locate(_ program: String) -> String? {
+    public static func locate(_ program: String) -> String? {
         if program.contains("/") { return access(program, X_OK) == 0 ? program : nil }
         let path = (getenv("PATH").map { String(cString: $0) } ?? "/usr/bin:/bin") + ":/usr/sbin:/usr/bin"
         for dir in path.split(separator: ":") where access("\(dir)/\(program)", X_OK) == 0 { return "\(dir)/\(program)" }
@@ -74,14 +89,14 @@ final class AirPlayReceivers: Sendable {
     }
 
     /// The receivers follow the groups (now, on the receivers' queue).
-    func update() {
+    public func update() {
         queue.async { [self] in apply() }
     }
 
     /// Waits until what `update` asked for is done (tests, stop).
-    func settle() { queue.sync {} }
+    public func settle() { queue.sync {} }
 
-    func stop() {
+    public func stop() {
         queue.sync {
             let all = state.withLock { s in
                 defer { s.receivers.removeAll(); _ = s.plan.update(groups: [], partyGroup: nil, enabled: false) }
@@ -93,18 +108,18 @@ final class AirPlayReceivers: Sendable {
     }
 
     /// What the phone playing to `groupID` plays, while it holds the group.
-    func nowPlaying(group groupID: String) -> AirPlayNowPlaying? {
+    public func nowPlaying(group groupID: String) -> AirPlayNowPlaying? {
         guard let r = state.withLock({ $0.receivers[groupID] }) else { return nil }
         return r.session.withLock { $0.holding ? $0.nowPlaying : nil }
     }
 
     /// The receiver whose pipe `uri` is (its group plays it).
-    func receiver(playing uri: String) -> Receiver? {
+    public func receiver(playing uri: String) -> Receiver? {
         state.withLock { s in s.receivers.values.first { $0.uri == uri } }
     }
 
     /// The receivers running: group id → (name, RTSP port, pid).
-    var running: [String: (name: String, port: Int, pid: Int32?)] {
+    public var running: [String: (name: String, port: Int, pid: Int32?)] {
         state.withLock { s in
             s.receivers.mapValues { r in
                 let p = r.plan.withLock { $0 }
@@ -116,7 +131,7 @@ final class AirPlayReceivers: Sendable {
     /// A transport command for the phone holding `groupID`, sent back to it
     /// over DACP; false when no phone holds the group, or the group plays
     /// something else now (`playing`: what it plays): the command is Tutti's.
-    func forward(_ command: PlayerCommand, group groupID: String, playing: String) -> Bool {
+    public func forward(_ command: PlayerCommand, group groupID: String, playing: String) -> Bool {
         guard let path = DACPRemote.path(for: command), let r = state.withLock({ $0.receivers[groupID] }), r.uri == playing else { return false }
         let (holding, remote) = r.session.withLock { ($0.holding, $0.nowPlaying.remote) }
         guard holding else { return false }
@@ -147,17 +162,14 @@ final class AirPlayReceivers: Sendable {
     // MARK: On the queue
 
     private func apply() {
-        guard let leader = leaderBox.leader else { return }
-        let table = leader.grouping.withLock { $0 }
+        guard let leader = hostBox.host else { return }
+        let table = leader.groupTable
         let groups = table.groups.map { (id: $0.id, name: $0.name) }
         let actions = state.withLock { $0.plan.update(groups: groups, partyGroup: table.partyActive ? table.partyGroup : nil, enabled: true) }
         for action in actions {
             switch action {
             case .start(let plan):
-                // The release waits a second (a second phone that interrupts the first begins within it) and a buffer:
-                // the pipe's last audio is heard about a second after it arrives, and a release cuts what is not heard yet.
-                let grace = Int64(leader.configuration.bufferMilliseconds + 1_000) * 1_000_000
-                let r = Receiver(plan: plan, directory: directory + "/\(plan.slot)", releaseGrace: grace)
+                let r = Receiver(plan: plan, directory: directory + "/\(plan.slot)", releaseGrace: releaseGrace)
                 do {
                     try prepare(r)
                     try launch(r)
@@ -181,7 +193,7 @@ final class AirPlayReceivers: Sendable {
                 }
             case .stop(let groupID):
                 guard let r = state.withLock({ $0.receivers.removeValue(forKey: groupID) }) else { continue }
-                withdraw(r, releasing: leader.grouping.withLock { $0.group(groupID) } != nil)
+                withdraw(r, releasing: leader.groupTable.group(groupID) != nil)
                 log.info("AirPlay receiver \"\(r.plan.withLock { $0.name })\" withdrawn")
             }
         }
@@ -264,7 +276,7 @@ final class AirPlayReceivers: Sendable {
     }
 
     private func perform(_ actions: [AirPlaySession.Action], for r: Receiver) {
-        guard let leader = leaderBox.leader else { return }
+        guard let leader = hostBox.host else { return }
         let group = r.groupID
         var announce = false
         for action in actions {
@@ -289,4 +301,40 @@ final class AirPlayReceivers: Sendable {
         }
         if announce { leader.events.emit(group == RoomGroups.mainID ? .player : .groups) }
     }
+}
+
+extension AirPlayReceivers {
+    /// A folder of this user's own: under the service's RuntimeDirectory
+    /// (/run/tutti), else XDG_RUNTIME_DIR or /tmp. The same each run, so a
+    /// crashed run's pipes are found in the queues at the next start.
+    public static func defaultDirectory() -> String {
+        if let run = getenv("RUNTIME_DIRECTORY").map({ String(cString: $0) }), !run.isEmpty {
+            return "\(run.split(separator: ":").first.map(String.init) ?? run)/airplay"
+        }
+        if getuid() == 0, access("/run", W_OK) == 0 { return "/run/tutti/airplay" }
+        let base = getenv("XDG_RUNTIME_DIR").map { String(cString: $0) } ?? "/tmp"
+        return "\(base)/tutti-airplay-\(getuid())"
+    }
+
+    /// Makes `path` (mode 0700), or accepts it only if it is a real
+    /// directory of this user's that nobody else can write: the receivers'
+    /// config and pipes live there, and shairport-sync runs what its config
+    /// says (a directory another user made first in /tmp would be theirs).
+    public static func makePrivateDirectory(_ path: String) throws {
+        let parent = String(path[..<(path.lastIndex(of: "/") ?? path.endIndex)])
+        if !parent.isEmpty { try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true) }
+        if mkdir(path, 0o700) == 0 { return }
+        let made = errno
+        var info = stat()
+        guard made == EEXIST, lstat(path, &info) == 0 else { throw AirPlayDirectoryError(path: path, reason: String(cString: strerror(made))) }
+        guard info.st_mode & S_IFMT == S_IFDIR, info.st_uid == getuid(), info.st_mode & 0o022 == 0 else {
+            throw AirPlayDirectoryError(path: path, reason: "it exists and is not a directory of this user's that only it can write")
+        }
+    }
+}
+
+public struct AirPlayDirectoryError: Error, CustomStringConvertible {
+    public var path: String
+    public var reason: String
+    public var description: String { "\(path): \(reason)" }
 }

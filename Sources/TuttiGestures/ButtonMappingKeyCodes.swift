@@ -3,6 +3,8 @@
 /// keyboard or gpio-keys overlay is likely to send, and the relative axes
 /// a rotary-encoder overlay reports. Pure data, so the config parser can
 /// check names without touching the input layer.
+
+import TuttiCore
 public enum LinuxInputCode {
     public static let evSyn: UInt16 = 0x00
     public static let evKey: UInt16 = 0x01

@@ -1,20 +1,8 @@
+import TuttiCore
+
 // Buttons and remotes: which gesture of which button sends which command
 // (issue 5). The syntax is in hardware/buttons.md; the parser is in
 // ButtonMappingParser.swift.
-
-/// What a button can ask the player to do. The raw value is the word used
-/// in the config file.
-public enum ButtonCommand: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
-    case play, pause, toggle, stop, next, prev
-    case volumeUp = "vol+"
-    case volumeDown = "vol-"
-    case mute, like, party, shuffle
-    case `repeat`
-    /// The room's next EQ preset (Flat, Bass, Treble, …, then saved ones).
-    case eq
-
-    public var description: String { rawValue }
-}
 
 /// A command a source produced, with what caused it (for logs and for a
 /// leader that wants to know which room's button it was).

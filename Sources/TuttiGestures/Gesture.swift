@@ -1,6 +1,8 @@
 // Buttons: debounced edges in, gestures out (issue 5). Pure logic on
 // injected time, so every threshold can be tested to the nanosecond.
 
+import TuttiCore
+
 /// What a button did. The recogniser reports these; the mapping turns them
 /// into commands.
 public enum Gesture: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {

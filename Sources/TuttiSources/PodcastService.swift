@@ -180,7 +180,7 @@ public final class PodcastService: PodcastControl {
 
     /// Records where a group is in the episode it plays (from the
     /// checkpoint, every second); marks it played near its end.
-    func record(_ now: NowPlaying) {
+    public func record(_ now: NowPlaying) {
         // Playing or paused only: a stopped player is back at 0, which is not where the listener left off.
         guard now.state == .playing || now.state == .paused, !now.path.isEmpty, now.entryID != nil, isEpisode(now.path) else { return }
         let position = Int64((now.positionSeconds * 1000).rounded())
