@@ -117,7 +117,7 @@ let package = Package(
         // The leader's JSON-RPC API (`tutti`, programs, the web app's pages), against `LeaderControl` only.
         .target(name: "TuttiJSONRPC", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "TuttiNet", "TuttiLibrary", "TuttiStreams", "TuttiAuth", "TuttiControlKit"]),
         // The web app (`--web`): its files, covers, and the JSON-RPC API over WebSocket and POST (civetweb), against `LeaderControl` and `JSONRPCServing` only.
-        .target(name: "TuttiWebApp", dependencies: ["TuttiCore", "TuttiSystem", "TuttiNet", "TuttiLibrary", "TuttiAuth", "TuttiWeb", "TuttiControlKit"]),
+        .target(name: "TuttiWebApp", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "TuttiNet", "TuttiLibrary", "TuttiAuth", "TuttiWeb", "TuttiControlKit"]),
         // Sources from outside the library that feed a group: AirPlay receivers, podcasts.
         .target(name: "TuttiSources", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "TuttiLibrary", "TuttiStreams", "TuttiControlKit"]),
         // The leader's engine: streams, players, speaker sessions, groups, library access, mDNS and AirPlay;

@@ -19,6 +19,7 @@ packages=(
   fonts-noto-cjk                                                                            # the web app in Korean: Hangul in its screenshots
   snapclient procps                                                                                # Snapcast compatibility: the stock client as a room
   pulseaudio libasound2-plugins                                                             # faults: a DAC that can be unplugged (ALSA's pulse plugin)
+  pulseaudio-utils                                                                          # Play here: parec records what Chromium plays (PlayHereWebTests), pactl
   iproute2                                                                                  # pairing: two hosts in network namespaces (scripts/netns-pairing-test.sh)
   libportaudio2                                                                             # Sendspin: the stock `sendspin` CLI's audio output (into a PulseAudio null sink)
   espeak-ng                                                                                 # announcements: text spoken by the leader (AnnouncementTests), a voice per language, Korean included

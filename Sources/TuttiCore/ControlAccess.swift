@@ -37,7 +37,7 @@ public struct ControlAccess: Sendable, Equatable {
     /// JSON-RPC methods that change nothing: what a guest may call.
     public static let readOnlyMethods: Set<String> = [
         "player.status", "queue.list", "rooms.list", "groups.list", "party.status",
-        "library.search", "library.artists", "library.albums", "library.albumTracks", "library.track", "library.stats",
+        "library.search", "library.artists", "library.albums", "library.genres", "library.albumTracks", "library.track", "library.stats",
         "playlists.list", "playlists.entries", "favourites.list", "history.list", "searches.recent",
         "eq.presets", "cache.list", "cache.size", "podcasts.list", "podcasts.episodes",
     ]

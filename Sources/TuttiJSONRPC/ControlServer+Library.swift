@@ -143,8 +143,14 @@ extension ControlServer {
         })]
     }
 
-    private func albumsObject(_ lib: Library, artist: String?) throws -> JSONValue {
-        ["albums": .array(try wrap { () throws(LibraryError) in try lib.albums(artist: artist) }.map { a -> JSONValue in
+    private func genresObject(_ lib: Library) throws -> JSONValue {
+        ["genres": .array(try wrap { () throws(LibraryError) in try lib.genres() }.map {
+            ["name": .string($0.name), "albums": .int($0.albums), "tracks": .int($0.tracks)]
+        })]
+    }
+
+    private func albumsObject(_ lib: Library, artist: String?, genre: String? = nil) throws -> JSONValue {
+        ["albums": .array(try wrap { () throws(LibraryError) in try lib.albums(artist: artist, genre: genre) }.map { a -> JSONValue in
             var o: [String: JSONValue] = ["name": .string(a.name), "tracks": .int(a.tracks)]
             if let v = a.artist { o["artist"] = .string(v) }
             if let v = a.year { o["year"] = .int(v) }
@@ -176,6 +182,7 @@ extension ControlServer {
                     let seen = browseWarming.load(ordering: .acquiring)
                     _ = try? browseList("artists", lib) { try self.artistsObject(lib) }
                     _ = try? browseList("albums", lib) { try self.albumsObject(lib, artist: nil) }
+                    _ = try? browseList("genres", lib) { try self.genresObject(lib) }
                     if browseWarming.compareExchange(expected: seen, desired: 0, ordering: .acquiringAndReleasing).exchanged { return }
                 }
             }
@@ -369,8 +376,11 @@ extension ControlServer {
             return .encoded(try browseList("artists", lib) { try self.artistsObject(lib) })
         case "library.albums":
             let artist = params["artist"] == nil ? nil : try string(params, "artist", method: method, max: 1_024)
-            if let artist { return .value(try albumsObject(lib, artist: artist)) }
+            let genre = params["genre"] == nil ? nil : try string(params, "genre", method: method, max: 1_024)
+            if artist != nil || genre != nil { return .value(try albumsObject(lib, artist: artist, genre: genre)) }
             return .encoded(try browseList("albums", lib) { try self.albumsObject(lib, artist: nil) })
+        case "library.genres":
+            return .encoded(try browseList("genres", lib) { try self.genresObject(lib) })
         case "library.albumTracks":
             let album = try string(params, "album", method: method, max: 1_024)
             let artist = params["artist"] == nil ? nil : try string(params, "artist", method: method, max: 1_024)

@@ -7,6 +7,13 @@ public struct ArtistSummary: Equatable, Sendable {
     public var tracks: Int
 }
 
+public struct GenreSummary: Equatable, Sendable {
+    /// The genre as tagged (tracks without one are not listed).
+    public var name: String
+    public var albums: Int
+    public var tracks: Int
+}
+
 public struct AlbumSummary: Equatable, Sendable {
     public var name: String
     /// The album artist, or the track artist when there is none.
@@ -28,16 +35,29 @@ extension Library {
         }
     }
 
-    /// Albums (of one artist, or all), by artist then name; `limit` bounds a whole-library listing.
-    public func albums(artist: String? = nil, limit: Int = 5_000) throws(LibraryError) -> [AlbumSummary] {
+    /// Every genre with album and track counts, by name; "Jazz" and "jazz"
+    /// are one genre, named by its first spelling in byte order ("Jazz").
+    public func genres() throws(LibraryError) -> [GenreSummary] {
+        try reading { db throws(LibraryError) in
+            try db.query("""
+                SELECT min(genre), count(DISTINCT album), count(*) FROM tracks
+                WHERE genre IS NOT NULL AND genre <> '' GROUP BY genre COLLATE NOCASE ORDER BY 1 COLLATE NOCASE
+                """) { GenreSummary(name: $0.text(0), albums: Int($0.int(1)), tracks: Int($0.int(2))) }
+        }
+    }
+
+    /// Albums (of one artist, of one genre, or all), by artist then name; `limit` bounds a whole-library listing.
+    /// With a genre (any case), an album is listed when any of its tracks has it, with those tracks counted.
+    public func albums(artist: String? = nil, genre: String? = nil, limit: Int = 5_000) throws(LibraryError) -> [AlbumSummary] {
         // One artist: an equality the index on coalesce(album_artist, artist) answers (no "?1 IS NULL OR").
-        let filter = artist == nil ? "" : "AND coalesce(album_artist, artist) = ?1"
+        var filter = artist == nil ? "" : "AND coalesce(album_artist, artist) = ?1"
+        if genre != nil { filter += " AND genre = ?3 COLLATE NOCASE" }
         return try reading { db throws(LibraryError) in
             try db.query("""
                 SELECT album, coalesce(album_artist, artist) AS who, max(year), count(*), max(cover_hash) FROM tracks
                 WHERE album IS NOT NULL \(filter)
                 GROUP BY album, who ORDER BY who COLLATE NOCASE, album COLLATE NOCASE LIMIT ?2
-                """, [SQLValue(artist), .int(Int64(limit))]) {
+                """, [SQLValue(artist), .int(Int64(limit))] + (genre.map { [.text($0)] } ?? [])) {
                 AlbumSummary(name: $0.text(0), artist: $0.optionalText(1), year: $0.optionalInt(2).map { Int($0) },
                              tracks: Int($0.int(3)), coverHash: $0.optionalText(4))
             }

@@ -33,7 +33,7 @@ public final class WebSurface: @unchecked Sendable {
         self.log = log
         let root = try options.root ?? Self.findRoot()
         assets = try WebAssets(root: root)
-        pages = Pages(control: control, stallMilliseconds: leader.surfaceSettings.clientStallMilliseconds)
+        pages = Pages(control: control, leader: leader, log: log, stallMilliseconds: leader.surfaceSettings.clientStallMilliseconds)
         let server = WebServer(endpoint: options.endpoint.description, timeoutMilliseconds: leader.surfaceSettings.clientStallMilliseconds,
                                socketHandler: pages, log: log) { [weak self] request in
             self?.respond(to: request) ?? .text(503, "the leader is stopping")
@@ -140,15 +140,22 @@ public final class WebSurface: @unchecked Sendable {
     }
 
     /// The pages connected over the WebSocket: each is a control client.
+    /// Binary messages are "Play here" (WebSurface+PlayHere.swift).
     final class Pages: WebSocketHandler, Sendable {
         private let control: any JSONRPCServing
+        let leader: any LeaderControl
+        let log: Logger
         private let stallMilliseconds: Int
-        private let clients = Mutex<[ObjectIdentifier: SurfaceClient]>([:])
+        let clients = Mutex<[ObjectIdentifier: SurfaceClient]>([:])
+        /// The pages that play here, by socket.
+        let playing = Mutex<[ObjectIdentifier: PlayHereRoom]>([:])
         /// Closes pages that may do nothing and have not logged in within 10 s.
         let loginWatch = DeadlineWatch(name: "tutti-web-login")
 
-        init(control: any JSONRPCServing, stallMilliseconds: Int) {
+        init(control: any JSONRPCServing, leader: any LeaderControl, log: Logger, stallMilliseconds: Int) {
             self.control = control
+            self.leader = leader
+            self.log = log
             self.stallMilliseconds = stallMilliseconds
         }
 
@@ -169,6 +176,7 @@ public final class WebSurface: @unchecked Sendable {
         }
 
         func closed(_ socket: WebSocket) {
+            stopPlayingHere(socket, gone: true)
             guard let client = clients.withLock({ $0.removeValue(forKey: ObjectIdentifier(socket)) }) else { return }
             // civetweb pings a page that sends nothing, and drops one that stops answering (asleep, or gone).
             control.detach(client, reason: socket.closedByPage ? "connection closed" : "stopped answering pings, or the connection broke")

@@ -115,6 +115,46 @@ import TuttiTestSupport
         }
     }
 
+    /// Genre browsing (the web app's Genres): library.genres lists each tagged
+    /// genre with its album and track counts, library.albums {genre} its albums.
+    @Test func genresOverJSONRPC() throws {
+        let dir = makeTemporaryDirectory()
+        try FileManager.default.createDirectory(atPath: dir + "/music", withIntermediateDirectories: true)
+        writeFile(dir + "/tone.wav", TestSignal.wav16(TestSignal.music(seconds: 1)))
+        let tagged = [("g1.mp3", "Blue Train", "Coltrane", "Blue Train", "Jazz"), ("g2.mp3", "Moment's Notice", "Coltrane", "Blue Train", "Jazz"),
+                      ("g3.mp3", "So What", "Miles Davis", "Kind of Blue", "jazz"), ("g4.mp3", "Roxanne", "The Police", "Outlandos", "Rock"),
+                      ("g5.mp3", "Untagged", "Nobody", "Nothing", "")]
+        for (i, s) in tagged.enumerated() {
+            var args = ["lame", "--quiet", "-b", "32", "--tt", s.1, "--ta", s.2, "--tl", s.3, "--tn", "\(i + 1)"]
+            if !s.4.isEmpty { args += ["--tg", s.4] }
+            try runTool(args + [dir + "/tone.wav", dir + "/music/" + s.0])
+        }
+        let leader = try startLeader(files: []) { c in
+            c.musicDirectory = dir + "/music"
+            c.databasePath = dir + "/db/library.db"
+            c.control = Endpoint(host: "127.0.0.1", port: 0)
+        }
+        defer { leader.stop() }
+        #expect(waitUntil(timeout: 10) { ((try? leader.library?.trackCount()) ?? 0) == 5 })
+        let c = try ControlClient(endpoint: try #require(leader.controlEndpoint))
+        func obj(_ method: String, _ params: [String: JSONValue] = [:]) throws -> [String: JSONValue] { try #require(try c.call(method, params).object) }
+
+        // "Jazz" and "jazz" are one genre; by name; the untagged track is in none.
+        let genres = try obj("library.genres")["genres"]?.objectArray ?? []
+        #expect(genres.map { $0["name"]?.string ?? "" } == ["Jazz", "Rock"], "\(genres)")
+        #expect(genres.first?["albums"]?.integer == 2 && genres.first?["tracks"]?.integer == 3, "\(genres)")
+        let albums = try obj("library.albums", ["genre": "jazz"])["albums"]?.objectArray ?? []
+        #expect(albums.map { $0["name"]?.string } == ["Blue Train", "Kind of Blue"] && albums.first?["tracks"]?.integer == 2, "\(albums)")
+        #expect((try obj("library.albums", ["genre": "Rock", "artist": "The Police"])["albums"]?.objectArray)?.count == 1)
+        #expect((try obj("library.albums", ["genre": "Rock", "artist": "Coltrane"])["albums"]?.objectArray)?.isEmpty == true)
+        #expect((try obj("library.albums", ["genre": "Polka"])["albums"]?.objectArray)?.isEmpty == true)
+        // A second look is the cached copy, the same answer.
+        #expect(try obj("library.genres")["genres"]?.objectArray?.count == 2)
+        do { _ = try c.call("library.albums", ["genre": 5]); Issue.record("a number was taken as a genre") } catch let e as ControlClient.RemoteError {
+            #expect(e.code == -32602, "\(e.message)")
+        }
+    }
+
     /// The methods no other test calls directly, each with the result it must give.
     @Test func remainingMethodsOverJSONRPC() throws {
         let dir = makeTemporaryDirectory()

@@ -16,7 +16,8 @@ import TuttiTestSupport
 @Suite(.serialized) struct WebAppTests {
     static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
 
-    /// Tagged 10-minute MP3s (8 kHz mono: lame takes well under a second each), two albums with cover art.
+    /// Tagged 10-minute MP3s (8 kHz mono: lame takes well under a second each), two albums with cover art,
+    /// two genres (Ambient, Jazz).
     static func makeMusic(_ music: String, dir: String) throws {
         let source = dir + "/source.wav"
         writeFile(source, wavImage((0..<8_000 * 600).map { Int16(($0 % 40) * 100 - 2_000) }, rate: 8_000, channels: 1))
@@ -30,7 +31,8 @@ import TuttiTestSupport
                      ("Hallway Waltz", "Beta Crew", "Bee Sides", "2", "Beta Crew/02.mp3")]
         for (title, artist, album, track, path) in songs {
             try FileManager.default.createDirectory(atPath: music + "/" + (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-            var args = ["--quiet", "-b", "16", "--tt", title, "--ta", artist, "--tl", album, "--tn", track, "--ty", "2021"]
+            var args = ["--quiet", "-b", "16", "--tt", title, "--ta", artist, "--tl", album, "--tn", track, "--ty", "2021",
+                        "--tg", artist == "Beta Crew" ? "Jazz" : "Ambient"]
             if album != "Bee Sides" { args += ["--ti", cover] }
             let r = try runProgram("/usr/bin/lame", args + [source, music + "/" + path])
             #expect(r.status == 0, "lame: \(r.err)")
@@ -97,6 +99,115 @@ import TuttiTestSupport
         let r = try runProgram("/usr/bin/python3", args, mergeErrors: true, timeout: 300)
         print(r.out)
         #expect(r.status == 0 && r.out.contains("all checks passed"), "the language and accessibility test failed:\n\(r.out)")
+    }
+
+    /// The screens of issue 32's "screens people still miss" (Tests/Web/screens_test.py):
+    /// a track added to an existing playlist from search, its entries moved and
+    /// removed; ±15 s on Now playing; the now-playing mark in lists; genres →
+    /// albums → tracks; a network track saved for offline (cache.add); all by
+    /// keyboard alone where it counts, and axe-core on each new screen in both themes.
+    @Test func theScreensPeopleMissWork() throws {
+        for tool in ["/usr/bin/chromium", "/usr/bin/chromedriver", "/usr/bin/lame"] {
+            try #require(FileManager.default.isExecutableFile(atPath: tool), "\(tool) is missing: run scripts/setup.sh")
+        }
+        let axe = try runProgram("/usr/bin/python3", ["-c", "import axe_selenium_python"], mergeErrors: true)
+        try #require(axe.status == 0, "axe-selenium-python is missing for /usr/bin/python3: run scripts/setup.sh")
+        let dir = makeTemporaryDirectory()
+        let music = dir + "/music"
+        try Self.makeMusic(music, dir: dir)
+        // A network track to save for offline: one of the MP3s on a local HTTP server.
+        try FileManager.default.createDirectory(atPath: dir + "/www", withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: music + "/Beta Crew/01.mp3", toPath: dir + "/www/episode.mp3")
+        let server = try LocalFileServer(folder: dir + "/www", log: dir + "/http.log")
+        defer { server.stop() }
+        let leader = try startLeader(files: []) { c in
+            c.control = Endpoint(host: "127.0.0.1", port: 0)
+            c.web = WebOptions(endpoint: Endpoint(host: "127.0.0.1", port: 0), root: Self.repository + "/web")
+            c.musicDirectory = music
+            c.databasePath = dir + "/db/library.db"
+            c.network.destinations = StreamDestinationPolicy(allowsLocal: true) // the stream's server is this machine
+        }
+        defer { leader.stop() }
+        #expect(waitUntil(timeout: 20) { (try? leader.library?.trackCount()) == 5 }, "library scan")
+        let kitchen = try startFollower(leader: leader.endpoint, name: "kitchen", output: .file(path: dir + "/kitchen.raw", ppm: 0, delayMilliseconds: 0))
+        defer { kitchen.stop() }
+        #expect(waitUntil(timeout: 10) { leader.followerNames == ["kitchen"] }, "the room joined")
+        let web = try #require(leader.webEndpoint), control = try #require(leader.controlEndpoint)
+        var args = [Self.repository + "/Tests/Web/screens_test.py", "--url", "http://127.0.0.1:\(web.port)",
+                    "--control-port", String(control.port), "--stream", server.url("/episode.mp3")]
+        if let shots = ProcessInfo.processInfo.environment["TUTTI_SCREENSHOTS"] { args += ["--screenshots", shots] }
+        let r = try runProgram("/usr/bin/python3", args, mergeErrors: true, timeout: 300)
+        print(r.out)
+        #expect(r.status == 0 && r.out.contains("all checks passed"), "the screens test failed:\n\(r.out)")
+    }
+
+    /// 100,000 tracks (one tiny MP3 behind 100,000 ID3 tags, loaded by the
+    /// scan's bulk load): a one-letter prefix search scrolls through every
+    /// result in a list that keeps only its visible rows in the page
+    /// (Tests/Web/biglist_test.py, which also prints frame times while scrolling).
+    @Test func aOneLetterSearchInA100000TrackLibraryScrollsToItsEnd() throws {
+        for tool in ["/usr/bin/chromium", "/usr/bin/chromedriver", "/usr/bin/lame"] {
+            try #require(FileManager.default.isExecutableFile(atPath: tool), "\(tool) is missing: run scripts/setup.sh")
+        }
+        let dir = makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) } // 100,000 files: about 400 MB of blocks
+        let music = dir + "/music"
+        try Self.makeBigLibrary(music, dir: dir, tracks: 100_000)
+        let leader = try startLeader(files: []) { c in
+            c.control = Endpoint(host: "127.0.0.1", port: 0)
+            c.web = WebOptions(endpoint: Endpoint(host: "127.0.0.1", port: 0), root: Self.repository + "/web")
+            c.musicDirectory = music
+            c.databasePath = dir + "/db/library.db"
+        }
+        defer { leader.stop() }
+        let library = try #require(leader.library)
+        // The scan's end, not its rows: the word index is built last.
+        #expect(waitUntil(timeout: 600) { (try? library.trackCount()) == 100_000 && !library.isScanning }, "library scan of 100,000 files")
+        let web = try #require(leader.webEndpoint), control = try #require(leader.controlEndpoint)
+        let r = try runProgram("/usr/bin/python3", [Self.repository + "/Tests/Web/biglist_test.py", "--url", "http://127.0.0.1:\(web.port)",
+                                                    "--control-port", String(control.port), "--query", "q"], mergeErrors: true, timeout: 600)
+        print(r.out)
+        #expect(r.status == 0 && r.out.contains("all checks passed"), "the long-list test failed:\n\(r.out)")
+    }
+
+    /// `tracks` tagged MP3s: one 0.1 s MP3 from lame, each file its own ID3v2
+    /// tag in front of it (as bench/library's corpus, but tiny). Titles and
+    /// albums are two words of a 60-word list in which only "quiet" begins
+    /// with q, so a search for "q" finds a few thousand tracks.
+    static func makeBigLibrary(_ music: String, dir: String, tracks: Int) throws {
+        writeFile(dir + "/blip.wav", wavImage((0..<800).map { Int16(($0 % 40) * 100 - 2_000) }, rate: 8_000, channels: 1))
+        let encoded = try runProgram("/usr/bin/lame", ["--quiet", "-b", "8", dir + "/blip.wav", dir + "/blip.mp3"])
+        #expect(encoded.status == 0, "lame: \(encoded.err)")
+        let audio = try Array(Data(contentsOf: URL(fileURLWithPath: dir + "/blip.mp3")))
+        let words = ["amber", "bright", "cedar", "dawn", "ember", "falling", "garden", "harbor", "island", "jade", "kite", "lantern",
+                     "meadow", "night", "ocean", "paper", "quiet", "river", "silver", "thunder", "under", "velvet", "winter", "yellow",
+                     "zephyr", "autumn", "blue", "cloud", "desert", "echo", "forest", "golden", "hollow", "iron", "jasmine", "kind",
+                     "light", "moon", "north", "orbit", "pine", "rain", "shadow", "tide", "umber", "violet", "wild", "young", "zero",
+                     "arrow", "bridge", "crystal", "dream", "east", "fire", "glass", "heart", "ivory", "juniper", "lake"]
+        let firsts = ["Anna", "Ben", "Clara", "David", "Elena", "Frank", "Greta", "Hugo", "Ines", "Jonas", "Karin", "Leo", "Mina", "Nils"]
+        let lasts = ["Berg", "Costa", "Dahl", "Evans", "Fischer", "Grant", "Hale", "Ito", "Jensen", "Kim", "Lund", "Moreau", "Novak", "Olsen", "Park"]
+        let genres = ["Rock", "Pop", "Jazz", "Electronic", "Folk", "Classical", "Hip-Hop", "Ambient", "Soul", "Metal", "K-Pop", "Blues"]
+        var seed: UInt64 = 0x7475_7474_69 // a fixed library: the same every run
+        func next(_ n: Int) -> Int {
+            seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return Int((seed >> 33) % UInt64(n))
+        }
+        let perAlbum = 50
+        for albumIndex in 0..<(tracks + perAlbum - 1) / perAlbum {
+            let artist = firsts[next(firsts.count)] + " " + lasts[next(lasts.count)] + " \(albumIndex % 97)"
+            let album = words[next(words.count)].capitalized + " " + words[next(words.count)]
+            let genre = genres[next(genres.count)]
+            let folder = music + "/\(albumIndex / 100)/\(albumIndex)"
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            for n in 0..<min(perAlbum, tracks - albumIndex * perAlbum) {
+                let title = words[next(words.count)].capitalized + " " + words[next(words.count)]
+                let tag = ID3v2Writer.tag(version: 4, frames: [.text("TIT2", title), .text("TPE1", artist), .text("TALB", album),
+                                                                .text("TCON", genre), .text("TRCK", String(n + 1))])
+                guard FileManager.default.createFile(atPath: folder + "/\(n + 1).mp3", contents: Data(tag + audio)) else {
+                    throw CommandFailed(description: "could not write \(folder)/\(n + 1).mp3")
+                }
+            }
+        }
     }
 
     @Test func theWebAppAsksForThePasswordOnceAndKeepsTheToken() throws {

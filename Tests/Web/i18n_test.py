@@ -47,9 +47,9 @@ from selenium.webdriver.support.ui import Select  # noqa: E402
 WEB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "web", "js")
 SCREENS = ["now", "queue", "search", "library", "rooms", "sound"]
 # axe looks at these too: the library's sections with forms and grids.
-AXE_SCREENS = SCREENS + ["library/albums", "library/playlists", "library/radio", "library/podcasts"]
+AXE_SCREENS = SCREENS + ["library/albums", "library/genres", "library/playlists", "library/radio", "library/podcasts"]
 STATES = ["playing", "paused", "stopped", "idle", "loading", "buffering", "error"]
-SECTIONS = ["artists", "albums", "playlists", "favourites", "history", "radio", "podcasts"]
+SECTIONS = ["artists", "albums", "genres", "playlists", "favourites", "history", "radio", "podcasts"]
 HANGUL = re.compile("[\uac00-\ud7a3]")
 
 

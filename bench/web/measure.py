@@ -494,8 +494,11 @@ return null;
 
 
 def volume_cond(room, vol):
-    return ("(function(){ const c = document.querySelector('[data-test=room][data-room=%s] [data-test=room-volume]');"
-            " return c && +c.value === %d; })()" % (json.dumps(room), vol))
+    """The room's volume on Rooms (its card's slider), or on Now playing for a page
+    that has not opened Rooms (that screen is fetched when first shown)."""
+    return ("(function(){ const c = document.querySelector('[data-test=room][data-room=%s] [data-test=room-volume]')"
+            " || document.querySelector('[data-test=np-room-volume][data-room=%s]');"
+            " return c && +c.value === %d; })()" % (json.dumps(room), json.dumps(room), vol))
 
 
 def state_cond(state):

@@ -4,7 +4,7 @@
 import { S, set, emit, remember, isPlaying } from './store.js';
 import { call, act, gp } from './rpc.js';
 import { toast, errText } from './ui.js';
-import { t, count } from './i18n.js';
+import { t, count, bytes } from './i18n.js';
 
 // A reply carrying a player status for the controlled group updates the page at once.
 export function applyStatus(r, group) {
@@ -100,4 +100,29 @@ export function addToQueue(what, how, label) {
 
 export function trackIds(tracks) {
   return tracks.map((tr) => tr.id);
+}
+
+// Saves a network track or stream in the leader's offline cache (cache.add,
+// which answers once the whole file is there: minutes for a long episode).
+// The button, if given, says it is busy and then that it is saved.
+const saving = new Set();
+export function saveOffline(url, button) {
+  if (saving.has(url)) return Promise.resolve(null);
+  saving.add(url);
+  let name = url;
+  try { name = decodeURIComponent(new URL(url).pathname.split('/').pop()) || new URL(url).host; } catch (e) { /* the URL as typed */ }
+  if (button) button.setAttribute('aria-busy', 'true');
+  toast(t('offline.saving', { name }), 'info');
+  return call('cache.add', { url }, 30 * 60 * 1000).then((e) => {
+    toast(t('offline.saved', { name, size: bytes(e.size || 0) }), 'info');
+    if (button && button.isConnected) {
+      button.setAttribute('aria-label', t('offline.savedName', { name }));
+      button.title = t('offline.savedName', { name });
+      button.dataset.saved = 'true';
+    }
+    return e;
+  }, (e) => { toast(t('offline.failed', { name, error: errText(e) })); return null; }).finally(() => {
+    saving.delete(url);
+    if (button) button.removeAttribute('aria-busy');
+  });
 }

@@ -9,22 +9,37 @@ import { connect, call, onNotify } from './rpc.js';
 import { refreshGroup, setQueue, forgetTracks } from './actions.js';
 import { createNowPlaying, createMiniPlayer } from './nowplaying.js';
 import { createQueue } from './queue.js';
-import { createSearch } from './search.js';
-import { createLibrary } from './library.js';
-import { createRooms } from './rooms.js';
 import { setupMediaSession } from './media.js';
-import { createSound } from './sound.js';
+import { createPlayHere, setupPlayHere } from './playhere.js';
 
 // The tabs, in order; the router, the tab bar and refresh-on-reconnect
-// pick them up from this list.
+// pick them up from this list. Screens other than Now playing and Queue
+// are fetched when first shown (or when the pointer or focus reaches their
+// tab), not with the first screen (bench/web: its bytes).
 const TABS = [
   { id: 'now', label: 'tab.now', icon: 'now', make: () => createNowPlaying(selectGroup) },
   { id: 'queue', label: 'tab.queue', icon: 'queue', make: () => createQueue() },
-  { id: 'search', label: 'tab.search', icon: 'search', make: () => createSearch(go) },
-  { id: 'library', label: 'tab.library', icon: 'library', make: () => createLibrary(go) },
-  { id: 'rooms', label: 'tab.rooms', icon: 'rooms', make: () => createRooms(selectGroup, go) },
-  { id: 'sound', label: 'tab.sound', icon: 'sound', make: () => createSound() },
+  { id: 'search', label: 'tab.search', icon: 'search', load: () => import('./search.js').then((m) => m.createSearch(go)) },
+  { id: 'library', label: 'tab.library', icon: 'library', load: () => import('./library.js').then((m) => m.createLibrary(go)) },
+  { id: 'rooms', label: 'tab.rooms', icon: 'rooms', load: () => import('./rooms.js').then((m) => m.createRooms(selectGroup, go)) },
+  { id: 'sound', label: 'tab.sound', icon: 'sound', load: () => import('./sound.js').then((m) => m.createSound()) },
 ];
+
+// A screen fetched on demand: resolves once it is in the page.
+function ensure(tab) {
+  if (views[tab.id]) return Promise.resolve(views[tab.id]);
+  if (!tab.loading) {
+    tab.loading = tab.load().then((v) => {
+      // Play here sits on Rooms, under its title: this browser is one more room.
+      if (tab.id === 'rooms') v.insertBefore(createPlayHere(), v.children[1] || null);
+      v.hidden = true;
+      document.getElementById('views').appendChild(v);
+      views[tab.id] = v;
+      return v;
+    }, (e) => { tab.loading = null; toast(errText(e)); throw e; });
+  }
+  return tab.loading;
+}
 
 const views = {};
 let current = null;
@@ -40,10 +55,12 @@ function route() {
   const raw = location.hash.replace(/^#\/?/, '').replace(/\/$/, '');
   const parts = raw ? raw.split('/') : []; // inner parts may be empty (an album without an artist)
   let id = parts[0];
-  if (!views[id]) id = 'now';
+  const tab = TABS.find((x) => x.id === id);
+  if (!tab) id = 'now';
+  else if (!views[id]) { ensure(tab).then(route, () => {}); return; } // the screen before stays until this one is here
   if (id === 'library') lastLibrary = parts.join('/') || 'library/artists';
   for (const tab of TABS) {
-    views[tab.id].hidden = tab.id !== id;
+    if (views[tab.id]) views[tab.id].hidden = tab.id !== id;
     const b = document.querySelector('[data-test="tab-' + tab.id + '"]');
     if (b) b.setAttribute('aria-current', tab.id === id ? 'page' : 'false');
   }
@@ -103,10 +120,21 @@ function wire() {
       selectGroup('main');
     } else if (S.group !== 'main') refreshGroup();
   });
-  onNotify('library.changed', () => { forgetTracks(); if (current === 'library' || current === 'search') views[current].refresh(); });
-  onNotify('playlists.changed', () => { if (current === 'library' && /playlist/.test(lastLibrary)) views.library.refresh(); });
+  onNotify('library.changed', () => { forgetTracks(); if ((current === 'library' || current === 'search') && views[current]) views[current].refresh(); });
+  onNotify('playlists.changed', () => { if (current === 'library' && /playlist/.test(lastLibrary) && views.library) views.library.refresh(); });
   onNotify('cache.progress', () => { /* the page starts no downloads into the cache */ });
   on('open', refreshAll);
+  // Say when a speaker drops out or comes back (not on the first list), whichever screen shows.
+  let online = null;
+  on('rooms', () => {
+    const now = new Set(S.rooms.filter((r) => r.connected !== false).map((r) => r.name));
+    if (online) {
+      online.forEach((n) => { if (!now.has(n)) toast(t('rooms.offline', { name: n })); });
+      now.forEach((n) => { if (!online.has(n)) toast(t('rooms.online', { name: n }), 'info'); });
+    }
+    online = now;
+  });
+  on('connected', (c) => { if (!c) online = null; });
   // A track or stream that failed is said in words once, besides the line on Now playing.
   // An error already there when the page connects is only shown on Now playing.
   let lastError = null, fresh = true;
@@ -137,11 +165,14 @@ function start() {
   const nav = document.getElementById('tabs');
   nav.setAttribute('aria-label', t('nav.screens'));
   for (const tab of TABS) {
-    const v = tab.make();
-    views[tab.id] = v;
-    v.hidden = true;
-    main.appendChild(v);
-    nav.appendChild(h('button.tab', { type: 'button', 'data-test': 'tab-' + tab.id, 'aria-label': t(tab.label),
+    if (tab.make) {
+      const v = tab.make();
+      views[tab.id] = v;
+      v.hidden = true;
+      main.appendChild(v);
+    }
+    const early = tab.load ? () => { ensure(tab).catch(() => {}); } : null;
+    nav.appendChild(h('button.tab', { type: 'button', 'data-test': 'tab-' + tab.id, 'aria-label': t(tab.label), onpointerenter: early, onfocus: early,
       onclick: () => go(tab.id === 'library' ? lastLibrary : tab.id, tab.id !== 'library') }, icon(tab.icon), h('span', { text: t(tab.label) })));
   }
   const mini = createMiniPlayer((id) => go(id, true));
@@ -151,6 +182,7 @@ function start() {
   document.addEventListener('visibilitychange', () => { scheduleTick(); if (!document.hidden) emit('tick'); });
   window.addEventListener('hashchange', route);
   setupMediaSession();
+  setupPlayHere();
   route();
   connect();
 }

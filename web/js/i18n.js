@@ -36,7 +36,7 @@ export const EN = {
   'now.liked': 'Added to favourites', 'now.unliked': 'Removed from favourites', 'now.noRooms': '{name} (no rooms)',
   'now.silent': 'no rooms: nothing is heard', 'now.show': 'Show now playing', 'now.volume': 'Volume',
   'now.groupGone': 'The group you controlled is gone: now controlling {name}',
-  'now.mainGroup': 'the main group',
+  'now.mainGroup': 'the main group', 'now.skipBack': 'Back 15 seconds', 'now.skipForward': 'Forward 15 seconds',
   // Queue
   'queue.title': 'Queue', 'queue.empty': 'The queue is empty. Add music from Search or the Library.',
   'queue.playFrom': 'Play {title} from here', 'queue.up': 'Move {title} up', 'queue.down': 'Move {title} down',
@@ -50,8 +50,8 @@ export const EN = {
   'add.labelled': '{label}: {text}', 'add.gone': 'the added track is not in the queue any more',
   // Search
   'search.placeholder': 'Artists, albums, tracks', 'search.label': 'Search the library', 'search.nothing': 'Nothing found for “{query}”.',
-  'search.artists': 'Artists', 'search.albums': 'Albums', 'search.tracks': 'Tracks', 'search.tracksFirst': 'Tracks (first {n})',
-  'search.addAll': 'Add all {tracks}', 'search.addAllResults': 'Add all results', 'search.allResults': 'All results',
+  'search.artists': 'Artists', 'search.albums': 'Albums', 'search.tracks': 'Tracks', 'search.tracksSoFar': 'Tracks ({n} so far)',
+  'search.tracksAll': 'Tracks ({n})', 'search.addAllResults': 'Add all results', 'search.allResults': 'All results',
   'search.stream': 'Stream', 'search.playStream': 'Play this stream', 'search.hint': 'Search your music by artist, album or title.',
   'search.recent': 'Recent searches',
   // Library
@@ -59,9 +59,11 @@ export const EN = {
   'lib.favourites': 'Favourites', 'lib.history': 'History', 'lib.radio': 'Radio', 'lib.podcasts': 'Podcasts', 'lib.title': 'Library',
   'lib.noArtists': 'No artists in the library yet.', 'lib.noAlbums': 'No albums in the library yet.', 'lib.noAlbumsBy': 'No albums by {name}.',
   'lib.addAll': 'Add all', 'lib.unlike': 'Unlike {title}', 'lib.noFavourites': 'No favourites yet: tap the heart on Now playing.',
-  'lib.nothingPlayed': 'Nothing played yet.',
+  'lib.nothingPlayed': 'Nothing played yet.', 'lib.genres': 'Genres', 'lib.noGenres': 'No genres: none of the tracks is tagged with one.',
+  'lib.noAlbumsIn': 'No albums in {name}.',
   // Track lists
   'track.playNow': 'Play {title} now', 'track.playNext': 'Play {title} next', 'track.add': 'Add {title} to the queue',
+  'track.toPlaylist': 'Add {title} to a playlist', 'track.playingNow': '{label} (playing now)',
   // Playlists
   'pl.import': 'Import', 'pl.play': 'Play {name}', 'pl.addToQueue': 'Add {name} to the queue',
   'pl.none': 'No playlists yet. Save the queue as one, or import an M3U file.', 'pl.new': 'New playlist',
@@ -70,6 +72,12 @@ export const EN = {
   'pl.imported.default': 'Imported', 'pl.playlist': 'Playlist', 'pl.gone': 'This playlist does not exist any more.',
   'pl.export': 'Export', 'pl.removeFrom': 'Remove {title} from {name}', 'pl.empty': 'This playlist is empty.',
   'pl.renameAsk': 'Rename “{name}”', 'pl.deleteAsk': 'Delete the playlist “{name}”?', 'pl.deleted': 'Deleted “{name}”',
+  'pl.addTitle': 'Add “{title}” to a playlist', 'pl.newItem': 'New playlist…', 'pl.newName': 'Name of the new playlist',
+  'pl.added': 'Added “{title}” to “{name}”',
+  // Saving for offline (the leader's cache)
+  'offline.save': 'Save for offline', 'offline.saveName': 'Save {name} for offline', 'offline.saving': 'Saving “{name}” for offline…',
+  'offline.saved': 'Saved “{name}” for offline ({size})', 'offline.savedName': '{name} is saved for offline',
+  'offline.failed': 'Could not save “{name}” for offline: {error}',
   // Radio
   'radio.title': 'Radio and URLs', 'radio.url': 'Stream URL', 'radio.badURL': 'Enter an http:// or https:// address',
   'radio.recent': 'Recent streams', 'radio.play': 'Play {url}', 'radio.add': 'Add {url} to the queue', 'radio.none': 'Streams you play show here.',
@@ -127,6 +135,13 @@ export const EN = {
   'sound.band': '{band} Hz in dB', 'sound.saveAsk': 'Save these bands as a preset', 'sound.saved': 'Saved the preset “{name}”',
   'sound.custom': 'Custom', 'sound.semitones': '{n} st',
   'settings.title': 'This phone', 'settings.language': 'Language',
+  // Play here (playhere.js)
+  'playhere.region': 'Play here', 'playhere.switch': 'Play here', 'playhere.name': 'Room name',
+  'playhere.off': 'Off: this device only controls', 'playhere.joining': 'Joining…', 'playhere.playingAs': 'Playing here as {name}',
+  'playhere.logIn': 'Log in to play here',
+  'playhere.device.iphone': 'iPhone', 'playhere.device.ipad': 'iPad', 'playhere.device.androidPhone': 'Android phone',
+  'playhere.device.androidTablet': 'Android tablet', 'playhere.device.chromebook': 'Chromebook', 'playhere.device.mac': 'Mac',
+  'playhere.device.windows': 'Windows PC', 'playhere.device.linux': 'Linux PC', 'playhere.device.browser': 'Browser',
 };
 
 
@@ -188,6 +203,13 @@ export function t(key, args) {
     if (v === undefined || v === null) return m;
     return typeof v === 'number' ? num(v) : String(v);
   });
+}
+
+let sizes = null;
+// "4.2 MB" in the page's language.
+export function bytes(n) {
+  if (!sizes) sizes = new Intl.NumberFormat(lang, { style: 'unit', unit: 'megabyte', maximumFractionDigits: 1 });
+  return sizes.format(n / 1e6);
 }
 
 // "3 tracks", "3곡": a count with its noun.

@@ -1,17 +1,20 @@
-// Library: artists → albums → tracks, an albums grid with covers, and the
-// sections that share its sub-navigation: playlists, favourites, history,
-// radio, podcasts. Routes: #/library/<section>[/…].
+// Library: artists → albums → tracks, an albums grid with covers, genres →
+// albums, and the sections that share its sub-navigation: playlists,
+// favourites, history, radio, podcasts. Routes: #/library/<section>[/…].
+// The artists list and the albums grid keep only their visible rows in the
+// page (vlist.js): a library of 100,000 tracks has thousands of each.
 
-import { h, clear, art, toast, errText, emptyNote, icon, iconButton, fmtTime, focusHeading } from './ui.js';
+import { h, clear, art, toast, errText, emptyNote, icon, iconButton, fmtTime, focusHeading, hue } from './ui.js';
 import { t, count, date, time } from './i18n.js';
 import { call } from './rpc.js';
 import { trackList } from './tracks.js';
+import { vlist } from './vlist.js';
 import { addToQueue } from './actions.js';
 import { playlistsPage, playlistPage } from './playlists.js';
 import { radioPage } from './radio.js';
 import { podcastsPage, podcastPage } from './podcasts.js';
 
-const SECTIONS = ['artists', 'albums', 'playlists', 'favourites', 'history', 'radio', 'podcasts'];
+const SECTIONS = ['artists', 'albums', 'genres', 'playlists', 'favourites', 'history', 'radio', 'podcasts'];
 
 export function createLibrary(go) {
   const chips = h('nav.chips.sub', { 'aria-label': t('lib.sections') }, SECTIONS.map((id) =>
@@ -21,6 +24,7 @@ export function createLibrary(go) {
   let route = ['artists'];
   let seq = 0;
   let focusWhenDrawn = false; // a route the person went to: its heading takes focus once drawn
+  let focusNext = null; // what takes focus once the next draw is in (a moved playlist entry)
 
   function page(title, back, actions) {
     return h('header.bar', null,
@@ -33,13 +37,25 @@ export function createLibrary(go) {
     const mine = ++seq;
     const sec = route[0] || 'artists';
     for (const c of chips.children) c.setAttribute('aria-current', c.dataset.sec === sec || (sec === 'artist' && c.dataset.sec === 'artists') ||
-      (sec === 'album' && c.dataset.sec === 'albums') || (sec === 'playlist' && c.dataset.sec === 'playlists') ||
+      (sec === 'album' && c.dataset.sec === 'albums') || (sec === 'playlist' && c.dataset.sec === 'playlists') || (sec === 'genre' && c.dataset.sec === 'genres') ||
       (sec === 'podcast' && c.dataset.sec === 'podcasts') ? 'page' : 'false');
     const loader = LOADERS[sec] || LOADERS.artists;
-    const ctx = { page, go, rerender: render };
+    const ctx = { page, go, rerender: render, focusAfter: (fn) => { focusNext = fn; } };
+    // A redraw of the same page (an edit, a notification) keeps focus on the same control of the same row.
+    const active = document.activeElement;
+    const row = active && body.contains(active) ? active.closest('[data-key]') : null;
+    const keep = row ? { key: row.dataset.key, test: active.getAttribute('data-test') } : null;
     Promise.resolve(loader(route.slice(1).map(decodeURIComponent), ctx)).then((nodes) => {
       if (mine !== seq) return;
       clear(body).appendChild(h('div', null, nodes));
+      const want = focusNext;
+      focusNext = null;
+      if (want) want(body);
+      else if (keep) {
+        const again = body.querySelector('[data-key="' + CSS.escape(keep.key) + '"]');
+        const target = again && (again.querySelector('[data-test="' + keep.test + '"]') || again.querySelector('button'));
+        if (target) target.focus(); else focusHeading(body);
+      }
       if (focusWhenDrawn) { focusWhenDrawn = false; focusHeading(body); }
     }, (e) => {
       if (mine !== seq) return;
@@ -57,18 +73,52 @@ export function createLibrary(go) {
 function artistsPage(_, ctx) {
   return call('library.artists').then((r) => {
     const list = r.artists || [];
-    return [ctx.page(t('lib.artists')), list.length ? h('ul.list', null, list.map((a) =>
-      h('li.row', { 'data-test': 'artist-row' }, h('button.main', { type: 'button', onclick: () => ctx.go('library/artist/' + encodeURIComponent(a.name)) },
-        h('span.txt', null, h('span.t', { text: a.name }), h('span.s', { text: count('count.albums', a.albums) + ' · ' + count('count.tracks', a.tracks) })))))) :
-      emptyNote(t('lib.noArtists'))];
+    if (!list.length) return [ctx.page(t('lib.artists')), emptyNote(t('lib.noArtists'))];
+    const rows = vlist({ test: 'artist-list', label: t('lib.artists'), count: list.length, total: list.length, render: (i) => {
+      const a = list[i];
+      return h('li.row', { 'data-test': 'artist-row' }, h('button.main', { type: 'button', onclick: () => ctx.go('library/artist/' + encodeURIComponent(a.name)) },
+        h('span.txt', null, h('span.t', { text: a.name }), h('span.s', { text: count('count.albums', a.albums) + ' · ' + count('count.tracks', a.tracks) }))));
+    } });
+    return [ctx.page(t('lib.artists')), rows.el];
   });
 }
 
-function albumGrid(albums, ctx, showArtist) {
-  return h('div.grid', null, albums.map((al) => h('button.tile', { type: 'button', 'data-test': 'album-tile', 'data-album': al.name,
+function genresPage(_, ctx) {
+  return call('library.genres').then((r) => {
+    const list = r.genres || [];
+    return [ctx.page(t('lib.genres')), list.length ? h('ul.list', { 'data-test': 'genre-list' }, list.map((g) =>
+      h('li.row', { 'data-test': 'genre-row', 'data-genre': g.name }, h('button.main', { type: 'button', onclick: () => ctx.go('library/genre/' + encodeURIComponent(g.name)) },
+        h('span.art.ph.sm', { 'aria-hidden': 'true', style: '--h:' + hue(g.name) }, icon('genre')),
+        h('span.txt', null, h('span.t', { text: g.name }), h('span.s', { text: count('count.albums', g.albums) + ' · ' + count('count.tracks', g.tracks) })))))) :
+      emptyNote(t('lib.noGenres'))];
+  });
+}
+
+function genrePage(args, ctx) {
+  const name = args[0] || '';
+  return call('library.albums', { genre: name }).then((r) => {
+    const list = r.albums || [];
+    return [ctx.page(name, true), list.length ? albumGrid(list, ctx, true) : emptyNote(t('lib.noAlbumsIn', { name }))];
+  });
+}
+
+function albumTile(al, ctx, showArtist) {
+  return h('button.tile', { type: 'button', 'data-test': 'album-tile', 'data-album': al.name,
     onclick: () => ctx.go('library/album/' + encodeURIComponent(al.artist || '') + '/' + encodeURIComponent(al.name)) },
   art(al.coverHash, al.name), h('span.t', { text: al.name }),
-  h('span.s', { text: [showArtist ? al.artist : null, al.year].filter(Boolean).join(' · ') || count('count.tracks', al.tracks) }))));
+  h('span.s', { text: [showArtist ? al.artist : null, al.year].filter(Boolean).join(' · ') || count('count.tracks', al.tracks) }));
+}
+
+// A few dozen albums are one grid; more are rows of tiles in a vlist (as
+// many tiles a row as the screen's width takes, as the grid would).
+function albumGrid(albums, ctx, showArtist) {
+  if (albums.length <= 60) return h('div.grid', null, albums.map((al) => albumTile(al, ctx, showArtist)));
+  const width = Math.min(document.getElementById('views').clientWidth - 24, 656);
+  const cols = Math.max(1, Math.floor((width + 12) / (138 + 12)));
+  const rows = Math.ceil(albums.length / cols);
+  return vlist({ test: 'album-rows', label: t('lib.albums'), count: rows, total: rows, render: (r) =>
+    h('li.gridrow', null, h('div.grid', { style: 'grid-template-columns:repeat(' + cols + ',1fr)' },
+      albums.slice(r * cols, r * cols + cols).map((al) => albumTile(al, ctx, showArtist)))) }).el;
 }
 
 function albumsPage(_, ctx) {
@@ -135,7 +185,7 @@ function when(ms) {
 }
 
 const LOADERS = {
-  artists: artistsPage, artist: artistPage, albums: albumsPage, album: albumPage,
+  artists: artistsPage, artist: artistPage, albums: albumsPage, album: albumPage, genres: genresPage, genre: genrePage,
   playlists: playlistsPage, playlist: playlistPage, favourites: favouritesPage, history: historyPage, radio: radioPage,
   podcasts: podcastsPage, podcast: podcastPage,
 };

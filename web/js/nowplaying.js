@@ -1,12 +1,13 @@
-// Now playing: artwork, title, artist, album, seek bar, transport, shuffle,
-// repeat, like, and which group this phone controls (the group picker).
+// Now playing: artwork, title, artist, album, seek bar, transport (±15 s
+// for podcasts and audiobooks), shuffle, repeat, like, save a network track
+// for offline, and which group this phone controls (the group picker).
 // Also the mini player shown above the tab bar on the other screens, and
 // the volume of each room of the controlled group (as on Rooms).
 
 import { h, icon, iconButton, art, fmtTime, clear, toast, errText, throttle } from './ui.js';
 import { S, on, position, isPlaying, groupById } from './store.js';
 import { call, act } from './rpc.js';
-import { player, toggle } from './actions.js';
+import { player, toggle, saveOffline } from './actions.js';
 import { t } from './i18n.js';
 
 const STATES = ['playing', 'paused', 'stopped', 'idle', 'loading', 'buffering', 'error'];
@@ -30,15 +31,23 @@ export function createNowPlaying(selectGroup) {
   const prev = iconButton('prev', t('now.previous'), 'prev', () => player('player.previous'));
   const next = iconButton('next', t('now.next'), 'next', () => player('player.next'));
   const play = iconButton('play', t('ui.play'), 'play-pause', toggle, 'big');
+  const skip = (name, label, test, by) => {
+    const b = iconButton(name, label, test, () => player('player.seek', { by }), 'skip');
+    b.appendChild(h('b', { 'aria-hidden': 'true', text: '15' }));
+    return b;
+  };
+  const back = skip('back15', t('now.skipBack'), 'skip-back', -15);
+  const forward = skip('fwd15', t('now.skipForward'), 'skip-forward', 15);
+  const offline = iconButton('offline', t('offline.save'), 'np-offline', () => { const f = S.status && S.status.file; if (f) saveOffline(f, offline); });
   const volumes = h('div.np-vol', { role: 'group', 'aria-label': t('now.volume'), 'data-test': 'np-volumes' });
 
   const el = h('section.view.now', { id: 'view-now', 'aria-label': t('now.title') },
     h('div.np-top', null, h('label.where-l', null, h('span', { text: t('now.playingIn') }), picker), where),
     artBox,
-    h('div.np-meta', null, h('div.np-text', null, title, artist, album), like),
+    h('div.np-meta', null, h('div.np-text', null, title, artist, album), offline, like),
     stateEl,
     h('div.np-seek', null, seek, h('div.times', null, tPos, tDur)),
-    h('div.np-ctl', null, shuffle, prev, play, next, repeat),
+    h('div.np-ctl', null, shuffle, back, prev, play, next, forward, repeat),
     volumes);
 
   let dragging = false;
@@ -76,7 +85,17 @@ export function createNowPlaying(selectGroup) {
     repeat.setAttribute('aria-pressed', String(mode !== 'off'));
     repeat.dataset.mode = mode;
     prev.disabled = next.disabled = idle;
-    seek.disabled = !(s.duration > 0);
+    seek.disabled = back.disabled = forward.disabled = !(s.duration > 0);
+    // A network track (a podcast episode, a file URL) can be kept on the leader; a library file is there already.
+    const net = /^https?:\/\//i.test(s.file || '');
+    offline.hidden = !net;
+    if (net && offline.dataset.file !== s.file) {
+      offline.dataset.file = s.file;
+      delete offline.dataset.saved;
+      const label = t('offline.saveName', { name: s.title || (s.file || '').split('/').pop() });
+      offline.setAttribute('aria-label', label);
+      offline.title = label;
+    }
     seek.max = String(s.duration > 0 ? s.duration : 1);
     tDur.textContent = s.duration > 0 ? fmtTime(s.duration) : (s.station ? t('now.live') : '');
     if (s.trackId !== shownTrackId) {

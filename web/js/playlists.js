@@ -1,11 +1,14 @@
 // Playlists: list, new, M3U import (a picked file's text goes to
 // playlists.import as content), and one playlist: play, add to queue,
-// rename, export as an .m3u download, delete, remove an entry.
+// rename, export as an .m3u download, delete; move an entry up or down
+// (focus stays on it, and where it went is said) or remove it. Tracks are
+// added to a playlist from any track list (tracks.js: addToPlaylist).
 
 import { h, toast, errText, emptyNote, icon, iconButton, ask, confirmBox } from './ui.js';
 import { t, count } from './i18n.js';
 import { call } from './rpc.js';
-import { trackList } from './tracks.js';
+import { trackRow } from './tracks.js';
+import { remember } from './store.js';
 import { addToQueue } from './actions.js';
 
 const MAX_IMPORT = 1024 * 1024; // playlists.import takes at most 1 MiB of M3U (rpc.js says so if its JSON is over the message limit)
@@ -63,10 +66,37 @@ export function playlistPage(args, ctx) {
         h('button.btn', { type: 'button', 'data-test': 'playlist-rename', onclick: () => rename(pl, ctx) }, icon('edit'), t('ui.rename')),
         h('button.btn', { type: 'button', 'data-test': 'playlist-export', onclick: () => exportM3U(pl) }, icon('download'), t('pl.export')),
         h('button.btn.danger', { type: 'button', 'data-test': 'playlist-delete', onclick: () => del(pl) }, icon('trash'), t('ui.delete'))),
-      entries.length ? trackList(entries, { extra: (tr) => iconButton('x', t('pl.removeFrom', { title: tr.title, name: pl.name }), 'playlist-remove',
-        () => call('playlists.remove', { id, index: tr.index }).then(() => ctx.rerender(), (e) => toast(errText(e)))) }) :
-        emptyNote(t('pl.empty'))];
+      entries.length ? entryList(entries, pl, ctx) : emptyNote(t('pl.empty')), said];
   });
+}
+
+// Where a moved entry went, said by a screen reader (focus stays on the entry's button).
+const said = h('p.sr', { role: 'status', 'aria-live': 'polite', 'data-test': 'playlist-said' });
+
+function entryList(entries, pl, ctx) {
+  remember(entries);
+  const last = entries.length - 1;
+  const move = (tr, to, test) => {
+    if (to < 0 || to > last) { toast(t(to < 0 ? 'queue.first' : 'queue.last'), 'info'); return; }
+    call('playlists.move', { id: pl.id, from: tr.index, to }).then(() => {
+      said.textContent = t('queue.moved', { title: tr.title, n: to + 1 });
+      ctx.focusAfter((body) => {
+        const b = body.querySelector('li[data-key="' + to + '"] [data-test="' + test + '"]');
+        if (b) b.focus();
+      });
+      ctx.rerender();
+    }, (e) => toast(errText(e)));
+  };
+  return h('ul.list', { 'data-test': 'playlist-entries' }, entries.map((tr) => {
+    const li = trackRow(tr, { test: 'playlist-entry', plain: true, extra: () => [
+      iconButton('up', t('queue.up', { title: tr.title }), 'playlist-up', () => move(tr, tr.index - 1, 'playlist-up'), tr.index === 0 ? 'dim' : null),
+      iconButton('down', t('queue.down', { title: tr.title }), 'playlist-down', () => move(tr, tr.index + 1, 'playlist-down'), tr.index === last ? 'dim' : null),
+      iconButton('x', t('pl.removeFrom', { title: tr.title, name: pl.name }), 'playlist-remove',
+        () => call('playlists.remove', { id: pl.id, index: tr.index }).then(() => ctx.rerender(), (e) => toast(errText(e))))] });
+    li.dataset.key = String(tr.index);
+    li.dataset.index = String(tr.index);
+    return li;
+  }));
 }
 
 function rename(pl, ctx) {

@@ -1,11 +1,11 @@
 // Queue: the controlled group's queue in the user's order; play from an
 // entry, move it up or down (or drag it by its handle), remove, clear,
-// and save the whole queue as a playlist.
+// save the whole queue as a playlist, and save a network entry for offline.
 
 import { h, iconButton, icon, art, clear, ask, confirmBox, toast, errText, emptyNote } from './ui.js';
 import { S, on } from './store.js';
 import { call } from './rpc.js';
-import { player } from './actions.js';
+import { player, saveOffline } from './actions.js';
 import { t, count } from './i18n.js';
 
 function describe(uri) {
@@ -53,11 +53,14 @@ export function createQueue() {
       const cur = shownCurrent === e.index;
       list.appendChild(h('li.row' + (cur ? '.current' : ''), { 'data-test': 'queue-row', 'data-index': e.index, 'data-id': e.id, 'data-uri': e.uri, 'data-title': d.title, 'aria-current': cur ? 'true' : null },
         h('span.handle', { 'aria-hidden': 'true', 'data-index': e.index }, icon('drag')),
-        h('button.main', { type: 'button', 'data-test': 'queue-play', 'aria-label': t('queue.playFrom', { title: d.title }), onclick: () => player('queue.play', { index: e.index }) },
+        h('button.main', { type: 'button', 'data-test': 'queue-play', onclick: () => player('queue.play', { index: e.index }),
+          'aria-label': cur ? t('track.playingNow', { label: t('queue.playFrom', { title: d.title }) }) : t('queue.playFrom', { title: d.title }) },
           art(d.cover, d.name, 'sm'),
-          h('span.txt', null, h('span.t', { text: d.title }), h('span.s', { text: (cur ? '▶ ' : '') + d.sub }))),
+          h('span.txt', null, h('span.t', null, cur ? h('span.playing-mark', { 'data-test': 'playing-mark', 'aria-hidden': 'true' }, icon('vol')) : null, d.title),
+            h('span.s', { text: d.sub }))),
         iconButton('up', t('queue.up', { title: d.title }), 'queue-up', () => move(e.index, e.index - 1), e.index === 0 ? 'dim' : null),
         iconButton('down', t('queue.down', { title: d.title }), 'queue-down', () => move(e.index, e.index + 1), e.index === last ? 'dim' : null),
+        d.radio ? iconButton('offline', t('offline.saveName', { name: d.title }), 'queue-offline', (ev) => saveOffline(e.uri, ev.currentTarget)) : null,
         iconButton('x', t('queue.remove', { title: d.title }), 'queue-remove', () => player('queue.remove', { index: e.index }))));
     }
     if (keep) {

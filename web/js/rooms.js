@@ -422,17 +422,6 @@ export function createRooms(selectGroup, go) {
     cards.forEach((c, name) => { if (!seenRooms.has(name)) { c.el.remove(); cards.delete(name); } });
   }
 
-  // Say when a speaker drops out or comes back (not on the first list).
-  let online = null;
-  on('rooms', () => {
-    const now = new Set(S.rooms.filter((r) => r.connected !== false).map((r) => r.name));
-    if (online) {
-      online.forEach((n) => { if (!now.has(n)) toast(t('rooms.offline', { name: n })); });
-      now.forEach((n) => { if (!online.has(n)) toast(t('rooms.online', { name: n }), 'info'); });
-    }
-    online = now;
-  });
-  on('connected', (c) => { if (!c) online = null; });
   on('rooms', render);
   on('groups', render);
   on('party', renderParty);

@@ -27,6 +27,15 @@ export class RpcError extends Error {
   }
 }
 
+// Play here (playhere.js): binary messages both ways on the same socket.
+let binaryListener = null;
+export function onBinary(fn) { binaryListener = fn; }
+export function sendBinary(bytes) {
+  if (!ws || ws.readyState !== WebSocket.OPEN) return false;
+  ws.send(bytes);
+  return true;
+}
+
 export function onNotify(method, fn) {
   (listeners[method] || (listeners[method] = [])).push(fn);
 }
@@ -57,6 +66,7 @@ export function connect() {
     return;
   }
   ws = sock;
+  sock.binaryType = 'arraybuffer'; // binary messages are Play here's (playhere.js)
   sock.onopen = () => {
     if (ws !== sock) return;
     backoff = 500;
@@ -70,6 +80,7 @@ export function connect() {
   };
   sock.onmessage = (ev) => {
     if (ws !== sock) return;
+    if (typeof ev.data !== 'string') { if (binaryListener) binaryListener(ev.data); return; }
     let m;
     try {
       m = JSON.parse(ev.data);

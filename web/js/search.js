@@ -1,15 +1,19 @@
 // Search as you type: library.search (record:false) 150 ms after the last
 // key; Enter, or tapping a result, records the search. Recent searches
 // show while the field is empty. Results: artist and album hits found in
-// the tracks, then the tracks. A pasted http(s) URL can be played as a stream.
+// the first page of tracks, then every track, a page at a time as the list
+// scrolls (a long list keeps only the rows on screen: vlist.js). A pasted
+// http(s) URL can be played as a stream, or saved for offline.
 
 import { h, clear, toast, errText, emptyNote, icon, art } from './ui.js';
 import { t, count } from './i18n.js';
 import { call, act } from './rpc.js';
-import { trackList } from './tracks.js';
-import { addToQueue } from './actions.js';
+import { trackRow } from './tracks.js';
+import { addToQueue, saveOffline } from './actions.js';
+import { remember } from './store.js';
+import { vlist } from './vlist.js';
 
-const LIMIT = 100;
+const PAGE = 200; // library.search takes at most 500 a call
 
 export function createSearch(go) {
   const input = h('input.field.search', { type: 'search', placeholder: t('search.placeholder'), 'aria-label': t('search.label'),
@@ -30,10 +34,10 @@ export function createSearch(go) {
     const mine = ++seq;
     if (!q) { shownQuery = null; recent(); return; }
     if (/^https?:\/\/\S+$/i.test(q)) { streamOffer(q); return; }
-    call('library.search', { query: q, limit: LIMIT, record: !!record }).then((r) => {
+    call('library.search', { query: q, limit: PAGE, record: !!record }).then((r) => {
       if (mine !== seq) return; // an older answer, overtaken by newer typing
       shownQuery = q;
-      show(q, r);
+      show(q, r, mine);
     }, (e) => { if (mine === seq) toast(errText(e)); });
   }
 
@@ -41,12 +45,13 @@ export function createSearch(go) {
     if (shownQuery) call('searches.record', { query: shownQuery }).catch((e) => toast(errText(e)));
   }
 
-  function show(q, r) {
+  function show(q, r, mine) {
     clear(out);
-    const tracks = r.tracks || [];
-    out.dataset.query = q;
+    const tracks = (r.tracks || []).slice();
+    remember(tracks);
     out.dataset.count = String(tracks.length);
-    if (!tracks.length) { out.appendChild(emptyNote(t('search.nothing', { query: q }))); return; }
+    out.dataset.complete = String(!r.hasMore);
+    if (!tracks.length) { out.dataset.query = q; out.appendChild(emptyNote(t('search.nothing', { query: q }))); return; }
     const artists = new Map(), albums = new Map();
     for (const tr of tracks) {
       const a = tr.albumArtist || tr.artist;
@@ -69,13 +74,29 @@ export function createSearch(go) {
         onclick: () => { recordPick(); go('library/album/' + encodeURIComponent(al.artist) + '/' + encodeURIComponent(al.name)); } },
         art(al.coverHash, al.name), h('span.t', { text: al.name }), h('span.s', { text: al.artist })))));
     }
-    out.appendChild(h('h2.sec', { text: r.hasMore ? t('search.tracksFirst', { n: tracks.length }) : t('search.tracks') }));
-    out.appendChild(trackList(tracks, { test: 'search-result', onPick: recordPick }));
-    if (tracks.length > 1) {
-      out.appendChild(h('div.row.end', null, h('button.btn', { type: 'button', 'data-test': 'search-add-all',
-        onclick: () => { recordPick(); addToQueue({ search: q }, 'end', t('search.allResults')); } }, icon('plus'),
-        r.hasMore ? t('search.addAllResults') : t('search.addAll', { tracks: count('count.tracks', tracks.length) }))));
-    }
+    const heading = h('h2.sec', { 'data-test': 'search-tracks-heading' });
+    const said = () => { heading.textContent = r.hasMore ? t('search.tracksSoFar', { n: tracks.length }) : t('search.tracksAll', { n: tracks.length }); };
+    said();
+    out.appendChild(h('div.bar', null, heading, tracks.length > 1 ? h('button.btn', { type: 'button', 'data-test': 'search-add-all',
+      onclick: () => { recordPick(); addToQueue({ search: q }, 'end', t('search.allResults')); } }, icon('plus'), t('search.addAllResults')) : null));
+    // The rest a page at a time, as the list nears its end.
+    const list = vlist({ test: 'search-list', label: t('search.tracks'), count: tracks.length, total: r.hasMore ? null : tracks.length,
+      render: (i) => trackRow(tracks[i], { test: 'search-result', onPick: recordPick }),
+      more: () => call('library.search', { query: q, limit: PAGE, offset: tracks.length }).then((next) => {
+        if (mine !== seq) return;
+        const got = next.tracks || [];
+        remember(got);
+        for (const tr of got) tracks.push(tr);
+        r = next;
+        const done = !next.hasMore || !got.length;
+        out.dataset.count = String(tracks.length);
+        out.dataset.complete = String(done);
+        said();
+        list.setCount(tracks.length, done ? tracks.length : null);
+      }, (e) => { toast(errText(e)); list.setCount(tracks.length, tracks.length); }) });
+    out.appendChild(list.el);
+    list.draw();
+    out.dataset.query = q;
   }
 
   function streamOffer(url) {
@@ -83,7 +104,8 @@ export function createSearch(go) {
     out.appendChild(h('h2.sec', { text: t('search.stream') }));
     out.appendChild(h('div.row.end', null,
       h('button.btn.primary', { type: 'button', onclick: () => addToQueue({ uris: [url] }, 'play') }, icon('play'), t('search.playStream')),
-      h('button.btn', { type: 'button', onclick: () => addToQueue({ uris: [url] }, 'end', t('search.stream')) }, icon('plus'), t('ui.addToQueue'))));
+      h('button.btn', { type: 'button', onclick: () => addToQueue({ uris: [url] }, 'end', t('search.stream')) }, icon('plus'), t('ui.addToQueue')),
+      h('button.btn', { type: 'button', 'data-test': 'search-offline', onclick: (e) => saveOffline(url, e.currentTarget) }, icon('offline'), t('offline.save'))));
   }
 
   function recent() {

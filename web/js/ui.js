@@ -79,6 +79,11 @@ const ICONS = {
   refresh: 'M21 12a9 9 0 1 1-2.6-6.4L21 8M21 3v5h-5',
   note: 'M9 18V5l12-2v13M9 18a3 3 0 1 1-6 0 3 3 0 0 1 6 0zM21 16a3 3 0 1 1-6 0 3 3 0 0 1 6 0z',
   drag: 'M5 9h14M5 15h14',
+  listadd: 'M3 6h12M3 12h12M3 18h7M17 14v8M13 18h8',
+  back15: 'M4 4v5h5M4.6 9A8 8 0 1 1 4 13',
+  fwd15: 'M20 4v5h-5M19.4 9A8 8 0 1 0 20 13',
+  offline: 'M12 3v10M8 9l4 4 4-4M4 15v4a2 2 0 0 0 2 2h12a2 2 0 0 0 2-2v-4',
+  genre: 'M4 4h7v7H4zM13 4h7v7h-7zM4 13h7v7H4zM13 13h7v7h-7z',
   sound: 'M4 21v-7M4 10V3M12 21v-9M12 8V3M20 21v-5M20 12V3M1 14h6M9 8h6M17 16h6',
 };
 

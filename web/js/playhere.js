@@ -1,0 +1,380 @@
+// Play here: this browser becomes a room (named after the device, and
+// editable), in step with the house. The leader sends the group's audio as
+// 16-bit PCM chunks stamped with its play time (PTS) over the app's own
+// WebSocket (binary messages; the wire is PlayHere in TuttiCore). The page
+// keeps a model of the leader's clock from pings (minimum-delay filtering),
+// learns when the AudioContext's samples are heard from getOutputTimestamp()
+// (chunks wait for the first; outputLatency where the browser has none), and schedules each chunk as an
+// AudioBufferSourceNode at the context time its PTS is heard. Drift between
+// the sound card and the leader is steered with the node's playbackRate (a
+// resampling rate), never by dropping samples; only an error over 20 ms
+// restarts the chain. Opus through WebCodecs is not used: WebCodecs exists
+// only on secure origins, and a leader on the LAN is plain http.
+//
+// Media Session: a silent, looping <audio> element plays while the group
+// plays (the page is a room or only a remote), because Chrome on Android and
+// Safari on iOS show lock-screen controls only for a page whose media
+// element plays, and Web Audio alone does not count; it also keeps the
+// audio session alive when the screen locks.
+
+import { h, toast } from './ui.js';
+import { t } from './i18n.js';
+import { S, on, isPlaying } from './store.js';
+import { onBinary, sendBinary } from './rpc.js';
+
+const RATE = 48000;
+const KEEP_ON = 'tutti.playHere', KEEP_NAME = 'tutti.playHereName';
+const MAX_STEER = 0.005;      // ±0.5 % of resampling (9 cents), at most: a stalled output thread slips by tens of ms
+const STEER_SECONDS = 1;      // an error is steered away over about this long
+const RESYNC_S = 0.02;        // beyond this the chain restarts at the right place
+const LEAD_S = 0.01;          // a node is never started closer than this to now
+const WAITING_LIMIT = 150;    // chunks kept while the clock is learnt (3 s)
+
+// ---- The leader's clock: leader ms = page ms + offset (+ skew) ----------
+const clock = {
+  samples: [], // { at: page ms, offset: ms, rtt: ms }
+  add(t0, received, sent, t3) {
+    const rtt = (t3 - t0) - (sent - received) / 1e6;
+    if (!(rtt >= 0) || rtt > 2000) return;
+    const offset = ((received / 1e6 - t0) + (sent / 1e6 - t3)) / 2;
+    this.samples.push({ at: (t0 + t3) / 2, offset, rtt });
+    if (this.samples.length > 64) this.samples.shift();
+    this.fit();
+  },
+  // The samples with the least delay in the window carry the truth; the
+  // others waited in a queue. With 10 s or more of them, a line (skew).
+  fit() {
+    const best = this.samples.slice().sort((a, b) => a.rtt - b.rtt).slice(0, Math.max(3, this.samples.length >> 2));
+    let n = 0, sx = 0, sy = 0;
+    for (const s of best) { n++; sx += s.at; sy += s.offset; }
+    const mx = sx / n, my = sy / n;
+    let sxx = 0, sxy = 0;
+    for (const s of best) { sxx += (s.at - mx) * (s.at - mx); sxy += (s.at - mx) * (s.offset - my); }
+    const span = Math.max(...best.map((s) => s.at)) - Math.min(...best.map((s) => s.at));
+    let skew = span >= 10000 && sxx > 0 ? sxy / sxx : 0;
+    if (Math.abs(skew) > 5e-4) skew = 0; // no crystal is 500 ppm off: a bad fit
+    this.model = { mx, my, skew, rtt: best[0].rtt };
+  },
+  ready() { return this.samples.length >= 4 && !!this.model; },
+  offsetAt(page) { const m = this.model; return m.my + m.skew * (page - m.mx); },
+  // The page time (ms) at which it is leader time `ns`.
+  pageTime(ns) {
+    const l = ns / 1e6;
+    const p = l - this.offsetAt(l - this.model.my);
+    return l - this.offsetAt(p);
+  },
+};
+
+// ---- The player ----------------------------------------------------------
+const P = {
+  on: false, joined: null, ctx: null, gain: null, pingTimer: 0, pings: 0, started: false,
+  nodes: [], nextPts: null, nextCtx: 0, err: 0, rate: 1, outMap: null, maps: [], trimS: 0,
+  waiting: [], chunks: 0, late: 0, resyncs: 0, why: [], steps: {}, heardAt: 0, startedAt: 0, volume: 100, muted: false,
+};
+// For tests and the curious: what the player is doing.
+window.tuttiPlayHere = P;
+P.clock = clock;
+
+function ping() {
+  const b = new DataView(new ArrayBuffer(9));
+  b.setUint8(0, 1);
+  b.setFloat64(1, performance.now());
+  sendBinary(b.buffer);
+}
+
+// Pings: 8 quickly (the clock is ready in about 100 ms), then twice a
+// second for 20 s, then every 2 s.
+function schedulePings() {
+  clearTimeout(P.pingTimer);
+  if (!P.on) return;
+  ping();
+  P.pings++;
+  P.pingTimer = setTimeout(schedulePings, P.pings < 8 ? 15 : P.pings < 48 ? 500 : 2000);
+}
+
+function sendStart() {
+  const name = new TextEncoder().encode(roomName()).slice(0, 64);
+  const b = new Uint8Array(1 + name.length);
+  b[0] = 2;
+  b.set(name, 1);
+  P.started = sendBinary(b.buffer);
+}
+
+function receive(buf) {
+  const v = new DataView(buf);
+  if (buf.byteLength < 1) return;
+  switch (v.getUint8(0)) {
+    case 0x81: { // clock reply
+      if (buf.byteLength < 25) return;
+      clock.add(v.getFloat64(1), Number(v.getBigInt64(9)), Number(v.getBigInt64(17)), performance.now());
+      if (P.on && !P.started && clock.ready()) { if (!P.steps.clock) P.steps.clock = performance.now() - P.startedAt; sendStart(); }
+      if (P.waiting.length && clock.ready() && outputReady()) { const w = P.waiting; P.waiting = []; for (const c of w) schedule(c); }
+      break;
+    }
+    case 0x82:
+      P.joined = new TextDecoder().decode(new Uint8Array(buf, 1));
+      P.started = true;
+      if (!P.steps.joined) P.steps.joined = performance.now() - P.startedAt;
+      render();
+      break;
+    case 0x83: { // audio
+      if (!P.on || buf.byteLength < 18) return;
+      const frames = v.getUint32(13);
+      if (v.getUint8(17) !== 1 || buf.byteLength !== 18 + frames * 4) return;
+      const c = { stream: v.getUint32(1), pts: Number(v.getBigInt64(5)), frames, pcm: new Int16Array(buf, 18, frames * 2) };
+      // Until the clock is learnt and the output says when it is heard, chunks wait (the leader sends a second ahead).
+      if (!P.steps.audio) P.steps.audio = performance.now() - P.startedAt;
+      if (!clock.ready() || !outputReady()) { if (P.waiting.length < WAITING_LIMIT) P.waiting.push(c); return; }
+      if (P.waiting.length) { const w = P.waiting; P.waiting = []; for (const x of w) schedule(x); }
+      schedule(c);
+      break;
+    }
+    case 0x84: cut(Number(v.getBigInt64(1))); break;
+    case 0x85: P.volume = v.getUint8(1); P.muted = v.getUint8(2) === 1; P.trimS = Number(v.getBigInt64(3)) / 1e9; applyGain(); break;
+    case 0x86: { // stopped
+      const why = new TextDecoder().decode(new Uint8Array(buf, 1));
+      P.joined = null;
+      P.started = false;
+      cut(-Infinity);
+      if (P.on && why === 'log in to play here') { setOn(false); toast(t('playhere.logIn')); }
+      else if (P.on) setTimeout(() => { if (P.on && !P.started) begin(); }, 2000); // the leader let the room go: join again
+      render();
+      break;
+    }
+    default: break;
+  }
+}
+
+// Whether the output says when its samples are heard (a context that runs, and
+// an output timestamp where the browser has them): before, the first figures
+// are guesses tens of ms apart, and the chain would restart on each.
+function outputReady() {
+  const ctx = P.ctx;
+  if (!ctx || ctx.state !== 'running') return false;
+  const ts = ctx.getOutputTimestamp ? ctx.getOutputTimestamp() : null;
+  const ready = ts ? ts.performanceTime > 0 && ts.contextTime > 0 : ctx.currentTime > 0.1;
+  if (ready && !P.steps.output) P.steps.output = performance.now() - P.startedAt;
+  return ready;
+}
+
+// The context time at which the sample at that time is heard, from the output
+// timestamp (the median of the last five: one may come from a late callback),
+// or outputLatency before there is one. Not smoothed further: when the output
+// thread stalls, the context falls behind for real, and the chain must follow.
+function contextTimeOfPage(pageMs) {
+  const ctx = P.ctx;
+  const ts = ctx.getOutputTimestamp ? ctx.getOutputTimestamp() : null;
+  let d;
+  if (ts && ts.performanceTime > 0) d = ts.contextTime - ts.performanceTime / 1000;
+  else d = ctx.currentTime - (ctx.outputLatency || ctx.baseLatency || 0) - performance.now() / 1000;
+  P.maps.push(d);
+  if (P.maps.length > 5) P.maps.shift();
+  P.outMap = P.maps.slice().sort((a, b) => a - b)[P.maps.length >> 1];
+  return pageMs / 1000 + P.outMap;
+}
+
+function schedule(c) {
+  const ctx = P.ctx;
+  if (!ctx) return;
+  P.chunks++;
+  const ideal = contextTimeOfPage(clock.pageTime(c.pts)) - P.trimS;
+  const dur = c.frames / RATE;
+  let start, offset = 0;
+  const continues = P.nextPts !== null && Math.abs(c.pts - P.nextPts) < 1e6 && Math.abs(P.nextCtx - ideal) < RESYNC_S;
+  if (continues) {
+    // Late (positive error): play a little faster until it is gone.
+    P.err += 0.1 * ((P.nextCtx - ideal) - P.err);
+    P.rate = 1 + Math.max(-MAX_STEER, Math.min(MAX_STEER, P.err / STEER_SECONDS));
+    start = P.nextCtx;
+  } else {
+    if (P.nextPts !== null) {
+      P.resyncs++;
+      if (P.why.length < 20) P.why.push([(c.pts - P.nextPts) / 1e6, (P.nextCtx - ideal) * 1000]); // why, in ms: for the curious
+    }
+    P.err = 0;
+    P.rate = 1;
+    start = ideal;
+  }
+  const now = ctx.currentTime + LEAD_S;
+  if (start < now) { // too late for its start: the part still ahead plays
+    offset = (now - start) * P.rate;
+    if (offset >= dur) { P.late++; P.nextPts = null; return; }
+    start = now;
+  }
+  const buffer = ctx.createBuffer(2, c.frames, RATE);
+  const l = buffer.getChannelData(0), r = buffer.getChannelData(1), pcm = c.pcm;
+  for (let i = 0, j = 0; i < c.frames; i++, j += 2) { l[i] = pcm[j] / 32768; r[i] = pcm[j + 1] / 32768; }
+  const src = ctx.createBufferSource();
+  src.buffer = buffer;
+  src.playbackRate.value = P.rate;
+  src.connect(P.gain);
+  src.start(start, offset);
+  const node = { src, pts: c.pts, end: c.pts + c.frames * 1e9 / RATE, at: start - offset / P.rate, rate: P.rate };
+  P.nodes.push(node);
+  src.onended = () => { const i = P.nodes.indexOf(node); if (i >= 0) P.nodes.splice(i, 1); };
+  P.nextPts = node.end;
+  P.nextCtx = start + (dur - offset) / P.rate;
+  if (!P.heardAt) { P.heardAt = performance.now() + (start - ctx.currentTime) * 1000; }
+}
+
+// Nothing from leader time `from` on plays (a pause, a skip, another group).
+function cut(from) {
+  for (const n of P.nodes.slice()) {
+    if (n.end <= from) continue;
+    try {
+      if (n.pts >= from) { n.src.onended = null; n.src.stop(); n.src.disconnect(); P.nodes.splice(P.nodes.indexOf(n), 1); }
+      else n.src.stop(n.at + (from - n.pts) / 1e9 / n.rate);
+    } catch (e) { /* already ended */ }
+  }
+  P.nextPts = null;
+  P.waiting = [];
+}
+
+function applyGain() {
+  if (!P.gain) return;
+  // As a speaker does: 100 is 0 dB, each step −0.5 dB; 0 and mute are silence.
+  const g = P.muted || P.volume === 0 ? 0 : Math.pow(10, ((P.volume - 100) * 0.5) / 20);
+  P.gain.gain.setTargetAtTime(g, P.ctx.currentTime, 0.02);
+}
+
+// ---- The device's name ---------------------------------------------------
+// The first that matches the browser names the device.
+const DEVICES = [
+  [(ua) => /iPhone/.test(ua), () => t('playhere.device.iphone')],
+  [(ua) => /iPad/.test(ua) || (/Macintosh/.test(ua) && navigator.maxTouchPoints > 1), () => t('playhere.device.ipad')],
+  [(ua) => /Android/.test(ua) && /Mobile/.test(ua), () => t('playhere.device.androidPhone')],
+  [(ua) => /Android/.test(ua), () => t('playhere.device.androidTablet')],
+  [(ua) => /CrOS/.test(ua), () => t('playhere.device.chromebook')],
+  [(ua) => /Macintosh/.test(ua), () => t('playhere.device.mac')],
+  [(ua) => /Windows/.test(ua), () => t('playhere.device.windows')],
+  [(ua) => /Linux/.test(ua), () => t('playhere.device.linux')],
+  [() => true, () => t('playhere.device.browser')],
+];
+
+function deviceName() {
+  const ua = navigator.userAgent || '';
+  return DEVICES.find(([matches]) => matches(ua))[1]();
+}
+
+function roomName() {
+  let n = null;
+  try { n = localStorage.getItem(KEEP_NAME); } catch (e) { /* not kept */ }
+  return (n && n.trim()) || deviceName();
+}
+
+// ---- On and off ------------------------------------------------------------
+function setOn(on) {
+  P.on = on;
+  try { localStorage.setItem(KEEP_ON, on ? '1' : '0'); } catch (e) { /* not kept */ }
+  if (on) {
+    if (!P.ctx) {
+      const AC = window.AudioContext || window.webkitAudioContext;
+      try { P.ctx = new AC({ sampleRate: RATE, latencyHint: 'interactive' }); } catch (e) { P.ctx = new AC(); }
+      P.gain = P.ctx.createGain();
+      P.gain.connect(P.ctx.destination);
+      applyGain();
+    }
+    P.ctx.resume();
+    P.startedAt = performance.now();
+    P.heardAt = 0;
+    P.steps = {};
+    begin();
+  } else {
+    clearTimeout(P.pingTimer);
+    if (P.started) sendBinary(new Uint8Array([3]).buffer);
+    P.started = false;
+    P.joined = null;
+    cut(-Infinity);
+    if (P.ctx) P.ctx.suspend();
+  }
+  silence.update();
+  render();
+}
+
+// A (re)connection: the clock is learnt again and the room joins again.
+function begin() {
+  if (!P.on) return;
+  P.started = false;
+  P.pings = 0;
+  P.outMap = null;
+  P.maps = [];
+  clock.samples = [];
+  clock.model = null;
+  cut(-Infinity);
+  schedulePings();
+}
+
+// ---- Media Session's silent element ----------------------------------------
+const silence = {
+  el: null,
+  unlocked: false,
+  // 6 s of 8 kHz 8-bit mono silence, made here (no download): Chrome shows
+  // controls only for media of 5 s or more.
+  make() {
+    const n = 8000 * 6, b = new DataView(new ArrayBuffer(44 + n));
+    const s = (o, x) => { for (let i = 0; i < x.length; i++) b.setUint8(o + i, x.charCodeAt(i)); };
+    s(0, 'RIFF'); b.setUint32(4, 36 + n, true); s(8, 'WAVEfmt '); b.setUint32(16, 16, true); b.setUint16(20, 1, true);
+    b.setUint16(22, 1, true); b.setUint32(24, 8000, true); b.setUint32(28, 8000, true); b.setUint16(32, 1, true);
+    b.setUint16(34, 8, true); s(36, 'data'); b.setUint32(40, n, true);
+    for (let i = 0; i < n; i++) b.setUint8(44 + i, 128);
+    const el = h('audio', { loop: true, preload: 'auto', hidden: true, 'data-test': 'media-keepalive', 'aria-hidden': 'true' });
+    el.src = URL.createObjectURL(new Blob([b.buffer], { type: 'audio/wav' }));
+    el.volume = 0.0001; // some browsers ignore muted elements for the lock screen
+    document.body.appendChild(el);
+    return el;
+  },
+  // Plays while the group plays or this page plays here, once the person has touched the page.
+  update() {
+    if (!this.unlocked) return;
+    const want = P.on || isPlaying(S.status);
+    if (!this.el && !want) return;
+    if (!this.el) this.el = this.make();
+    if (want && this.el.paused) this.el.play().catch(() => { /* not allowed yet */ });
+    else if (!want && !this.el.paused) this.el.pause();
+  },
+};
+
+// ---- The switch ------------------------------------------------------------
+let sw = null, nameInput = null, state = null;
+
+function render() {
+  if (!sw) return;
+  sw.setAttribute('aria-checked', String(P.on));
+  state.textContent = !P.on ? t('playhere.off') : P.joined ? t('playhere.playingAs', { name: P.joined }) : t('playhere.joining');
+}
+
+export function createPlayHere() {
+  sw = h('button.switch', { type: 'button', role: 'switch', 'aria-checked': 'false', 'data-test': 'play-here',
+    'aria-describedby': 'play-here-state', onclick: () => setOn(!P.on) }, h('span.knob', { 'aria-hidden': 'true' }), h('span', { text: t('playhere.switch') }));
+  nameInput = h('input.text', { type: 'text', 'data-test': 'play-here-name', maxlength: '40', value: roomName(), autocomplete: 'off',
+    'aria-label': t('playhere.name'),
+    onchange: () => {
+      const v = nameInput.value.trim();
+      try { localStorage.setItem(KEEP_NAME, v); } catch (e) { /* not kept */ }
+      if (!v) nameInput.value = roomName();
+      if (P.on) { sendStart(); }
+    } });
+  state = h('span.phstate', { id: 'play-here-state', 'data-test': 'play-here-state', 'aria-live': 'polite' });
+  render();
+  return h('div.playhere', { role: 'group', 'aria-label': t('playhere.region') }, sw,
+    h('label.glabel', null, h('span', { text: t('playhere.name') }), nameInput), state);
+}
+
+export function setupPlayHere() {
+  onBinary(receive);
+  // A new connection: the leader does not know this page; a wake on the same one changes nothing.
+  on('connected', (c) => { if (!c) { P.started = false; P.joined = null; cut(-Infinity); render(); } });
+  on('open', () => { if (P.on && !P.started) begin(); });
+  on('status', () => silence.update());
+  // Audio may start only after a touch or a key: the first one unlocks the silent element.
+  const unlock = () => { silence.unlocked = true; silence.update(); };
+  document.addEventListener('pointerdown', unlock, { once: true, capture: true });
+  document.addEventListener('keydown', unlock, { once: true, capture: true });
+  let keep = null;
+  try { keep = localStorage.getItem(KEEP_ON); } catch (e) { /* not kept */ }
+  // Back on after a reload: the context may wait for a touch (autoplay rules) and then plays.
+  if (keep === '1') {
+    setOn(true);
+    if (P.ctx && P.ctx.state !== 'running') document.addEventListener('pointerdown', () => P.ctx.resume(), { once: true });
+  }
+}
