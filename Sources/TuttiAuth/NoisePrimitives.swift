@@ -53,6 +53,13 @@ public struct NoisePrimitives: NoiseCrypto {
         return out
     }
 
+    /// SHA-512 (libsodium), for CPace's generator, session key and tags.
+    public static let sha512: CPace.SHA512 = { bytes in
+        var out = [UInt8](repeating: 0, count: 64)
+        _ = crypto_hash_sha512(&out, bytes, UInt64(bytes.count))
+        return out
+    }
+
     public func hmacSHA256(key: [UInt8], _ parts: [[UInt8]]) -> [UInt8] {
         var state = crypto_auth_hmacsha256_state()
         _ = crypto_auth_hmacsha256_init(&state, key, key.count)

@@ -20,9 +20,13 @@ public struct SendspinPlayerLink: Sendable {
         public var bufferNanoseconds: Int64
         /// How long before its play time the first chunk after a start or clear must come.
         public var requiredLeadMilliseconds: Int
+        /// The formats offered, preferred first (the server takes the first it can send): some of `playable`.
+        public var formats: [SendspinAudioFormat]
 
-        public init(name: String, bufferNanoseconds: Int64 = 2 * nanosecondsPerSecond, requiredLeadMilliseconds: Int = 200) {
+        public init(name: String, bufferNanoseconds: Int64 = 2 * nanosecondsPerSecond, requiredLeadMilliseconds: Int = 200,
+                    formats: [SendspinAudioFormat] = SendspinPlayerLink.playable) {
             self.name = name; self.bufferNanoseconds = bufferNanoseconds; self.requiredLeadMilliseconds = requiredLeadMilliseconds
+            self.formats = formats.isEmpty ? SendspinPlayerLink.playable : formats
         }
 
         /// `buffer_capacity` in bytes: the buffer as 16-bit stereo PCM at 48 kHz.
@@ -47,8 +51,8 @@ public struct SendspinPlayerLink: Sendable {
         case activated(server: String)
         /// The server gave no player role: it waits for a person to allow this speaker.
         case waitingForApproval(server: String)
-        /// A new stream: a fresh intake and decoder for it.
-        case begin(StreamDescription)
+        /// A new stream: a fresh intake, and a decoder for its format (FLAC's STREAMINFO in `header`, else empty).
+        case begin(StreamDescription, format: SendspinAudioFormat, header: [UInt8])
         /// Audio for the current stream (its PTS on the server's clock).
         case chunk(Chunk)
         /// `stream/clear`: drop what has not played from `from` (the server's now), fading into it.
@@ -65,8 +69,16 @@ public struct SendspinPlayerLink: Sendable {
         case close(String)
     }
 
-    /// The one format this speaker offers and plays (`Codec.pcm` on Tutti's wire).
-    public static let format = SendspinAudioFormat(codec: .pcm, sampleRate: 48_000, channels: 2, bitDepth: 16)
+    /// 16-bit stereo PCM at 48 kHz (`Codec.pcm` on Tutti's wire).
+    public static let pcm = SendspinAudioFormat(codec: .pcm, sampleRate: 48_000, channels: 2, bitDepth: 16)
+    /// FLAC, 16-bit stereo at 48 kHz: lossless at about half PCM's bytes (libFLAC decodes it).
+    public static let flac = SendspinAudioFormat(codec: .flac, sampleRate: 48_000, channels: 2, bitDepth: 16)
+    /// Opus, stereo at 48 kHz (libopus decodes it); lossy, for a thin link.
+    public static let opus = SendspinAudioFormat(codec: .opus, sampleRate: 48_000, channels: 2, bitDepth: 16)
+    /// What this speaker plays, in the order it offers them by default.
+    public static let playable = [flac, pcm, opus]
+    /// A FLAC `codec_header` (`fLaC` and its metadata blocks) beyond this closes the connection.
+    public static let maximumCodecHeaderBytes = 8 * 1024
     /// A text message from the server beyond this closes the connection.
     public static let maximumTextBytes = 64 * 1024
     /// Time requests kept for matching (older ones are forgotten: a late answer is not a sample).
@@ -82,6 +94,8 @@ public struct SendspinPlayerLink: Sendable {
     public private(set) var settings = RoomSettings()
     /// The stream being played (nil: none since the last `stream/end`).
     public private(set) var streamID: UInt32?
+    /// Its format, as `stream/start` gave it.
+    public private(set) var format: SendspinAudioFormat?
     /// The group's playback state and name from the last `group/update`.
     public private(set) var groupState: String?
     public private(set) var groupName: String?
@@ -98,13 +112,13 @@ public struct SendspinPlayerLink: Sendable {
 
     // MARK: What this speaker sends
 
-    /// `client/hello`, the answer to `server/hello`: a player of 16-bit stereo PCM at 48 kHz,
+    /// `client/hello`, the answer to `server/hello`: a player of the configured formats (FLAC, PCM, Opus),
     /// volume and mute, unpaired access enabled (a stock player's default).
     public var hello: String {
         message("client/hello", [
             "name": .string(configuration.name),
             "supported_roles": ["player@v1"],
-            "player@v1_support": ["supported_formats": [Self.format.json], "buffer_capacity": .int(configuration.bufferCapacityBytes)],
+            "player@v1_support": ["supported_formats": .array(configuration.formats.map(\.json)), "buffer_capacity": .int(configuration.bufferCapacityBytes)],
             "unpaired_access": ["enabled": true],
         ])
     }
@@ -194,7 +208,8 @@ public struct SendspinPlayerLink: Sendable {
         }
     }
 
-    /// A binary message: an audio chunk (type 4) of the current stream, cut to Tutti's chunk size.
+    /// A binary message: an audio chunk (type 4) of the current stream; PCM cut to Tutti's chunk
+    /// size, a FLAC frame or Opus packet whole (its header says how long it lasts).
     public mutating func received(binary: [UInt8]) -> [Action] {
         guard let type = binary.first, type == Sendspin.audioChunkType, phase == .active else { return [] }
         guard binary.count > Self.chunkHeaderBytes else { return [.close("an audio chunk of \(binary.count) bytes")] }
@@ -202,11 +217,21 @@ public struct SendspinPlayerLink: Sendable {
         for i in 1...8 { micros = micros << 8 | Int64(binary[i]) }
         guard (0...Self.maximumTimestampMicroseconds).contains(micros) else { return [.close("an audio chunk at \(micros) µs")] }
         let bytes = binary.count - Self.chunkHeaderBytes
+        guard let id = streamID, let format else { ignoredChunks += 1; return [] }
+        let start = LeaderTime(nanoseconds: micros * 1_000)
+        if format.codec != .pcm {
+            let packet = Array(binary[Self.chunkHeaderBytes...])
+            let samples = format.codec == .flac ? CodecFrames.flacSamples(packet) : CodecFrames.opusSamples(packet)
+            guard let samples, samples <= WireProtocol.maxChunkFrames else {
+                return [.close("a \(format.codec.rawValue) chunk of \(bytes) bytes whose header gives no length up to \(WireProtocol.maxChunkFrames) frames")]
+            }
+            defer { sequence &+= 1 }
+            lastEnd = start + Self.nanoseconds(frames: samples)
+            return [.chunk(Chunk(streamID: id, sequence: sequence, pts: start, frames: UInt32(samples), payload: packet))]
+        }
         guard bytes % 4 == 0 else { return [.close("an audio chunk of \(bytes) bytes (not whole 16-bit stereo frames)")] }
-        guard let id = streamID else { ignoredChunks += 1; return [] }
         var actions: [Action] = []
         var offset = 0
-        let start = LeaderTime(nanoseconds: micros * 1_000)
         let frames = bytes / 4
         while offset < frames {
             let n = min(frames - offset, WireProtocol.maxChunkFrames)
@@ -270,17 +295,28 @@ public struct SendspinPlayerLink: Sendable {
 
     private mutating func streamStart(_ payload: [String: JSONValue]) -> [Action] {
         guard let player = payload["player"]?.object else { return [] } // another role's stream
-        let format: SendspinAudioFormat
-        do { format = try Sendspin.format(player) } catch { return [.close("stream/start: \(error)")] }
-        guard format == Self.format else {
-            return [.close("stream/start in \(format.codec.rawValue) \(format.sampleRate) Hz \(format.channels) ch \(format.bitDepth) bit (this speaker offered PCM 48 kHz 16-bit stereo)")]
+        var asked: SendspinAudioFormat
+        do { asked = try Sendspin.format(player) } catch { return [.close("stream/start: \(error)")] }
+        if asked.codec == .opus { asked.bitDepth = 16 } // Opus has none; the spec's examples say 16
+        guard configuration.formats.contains(asked) else {
+            return [.close("stream/start in \(asked.codec.rawValue) \(asked.sampleRate) Hz \(asked.channels) ch \(asked.bitDepth) bit (this speaker offered \(configuration.formats.map { "\($0.codec.rawValue) \($0.bitDepth) bit" }.joined(separator: ", ")), 48 kHz stereo)")]
+        }
+        var header: [UInt8] = []
+        if asked.codec == .flac, let text = player["codec_header"]?.string {
+            guard text.utf8.count <= Self.maximumCodecHeaderBytes * 4 / 3 + 4, let bytes = Base64.decode(Array(text.utf8)),
+                  bytes.count >= 4, bytes.starts(with: Array("fLaC".utf8)) else {
+                return [.close("stream/start: a FLAC codec_header that is not fLaC and its metadata")]
+            }
+            header = bytes
         }
         // The same format again while a stream plays: the stream goes on.
-        guard streamID == nil else { return [] }
+        guard streamID == nil || asked != format else { return [] }
         lastStreamID &+= 1
         streamID = lastStreamID
+        format = asked
         lastEnd = nil
-        return [.begin(StreamDescription(streamID: lastStreamID, codec: .pcm, framesPerChunk: 960, bufferNanoseconds: configuration.bufferNanoseconds))]
+        return [.begin(StreamDescription(streamID: lastStreamID, codec: asked.codec == .opus ? .opus : .pcm, framesPerChunk: 960,
+                                         bufferNanoseconds: configuration.bufferNanoseconds), format: asked, header: header)]
     }
 
     private mutating func command(_ player: [String: JSONValue]?) -> [Action] {

@@ -15,7 +15,11 @@ public enum FollowerUsage {
       --sendspin-server URL  play for a Sendspin server (Music Assistant, aiosendspin)
                              instead of a Tutti leader: ws://HOST:PORT/PATH, or HOST:PORT
                              (port 8927, path /sendspin by default); encrypted (Noise),
-                             joining with unpaired access (docs/sendspin.md)
+                             joining with unpaired access (docs/sendspin.md). "mdns":
+                             find one announced as _sendspin-server._tcp (Avahi) before
+                             each connection (--leader-name picks one by name)
+      --sendspin-codecs LIST the formats offered to a Sendspin server, preferred first:
+                             flac, pcm, opus (default flac,pcm,opus)
       --name NAME            this room's name (default: the host name)
       --output OUTPUT        alsa:DEVICE (default alsa:default) or
                              file:PATH[,ppm=N][,delay-ms=N] (virtual DAC)
@@ -74,6 +78,7 @@ extension FollowerConfiguration {
             ConfigOption("leader", "auto", .value(flag: "--leader")),
             ConfigOption("leader-name", "", .value(flag: "--leader-name")),
             ConfigOption("sendspin-server", "", .value(flag: "--sendspin-server")),
+            ConfigOption("sendspin-codecs", "flac,pcm,opus", .value(flag: "--sendspin-codecs")),
             ConfigOption("realtime", "yes", .disabledBy(flag: "--no-realtime")),
             ConfigOption("steer", "yes", .disabledBy(flag: "--no-steer")),
             ConfigOption("state", "", .value(flag: "--state")),
@@ -118,11 +123,23 @@ extension FollowerConfiguration {
                 c.leaderName = name
             case "--sendspin-server":
                 let text = try args.value(flag)
-                if text.isEmpty { c.sendspinServer = nil; break }
+                c.sendspinDiscovery = text == "mdns"
+                if text.isEmpty || text == "mdns" { c.sendspinServer = nil; break }
                 guard let address = SendspinServerAddress(parsing: text) else {
                     throw UsageError("--sendspin-server: expected ws://HOST:PORT/PATH or HOST:PORT, not '\(text.prefix(80))'")
                 }
                 c.sendspinServer = address
+            case "--sendspin-codecs":
+                let names = try args.value(flag).split(separator: ",").map { String($0.filter { $0 != " " }).lowercased() }
+                var formats: [SendspinAudioFormat] = []
+                for name in names {
+                    guard let format = SendspinPlayerLink.playable.first(where: { $0.codec.rawValue == name }) else {
+                        throw UsageError("--sendspin-codecs: '\(name.prefix(20))' is not flac, pcm or opus")
+                    }
+                    if !formats.contains(format) { formats.append(format) }
+                }
+                guard !formats.isEmpty else { throw UsageError("--sendspin-codecs: name at least one of flac, pcm, opus") }
+                c.sendspinFormats = formats
             case "--name":
                 let name = try args.value(flag)
                 guard !name.isEmpty, name.utf8.count <= WireProtocol.maxNameBytes else {

@@ -2,6 +2,7 @@ import TuttiAudio
 import TuttiCore
 import TuttiDiscovery
 import TuttiNet
+import TuttiSystem
 
 extension Follower {
     /// Browses for `_tutti._tcp` and picks the leader: for a paired speaker
@@ -46,4 +47,36 @@ extension Follower {
     func distrust(_ endpoint: Endpoint) {
         distrusted.withLock { $0[endpoint.description] = Monotonic.now() + 60 * nanosecondsPerSecond }
     }
+
+    /// Browses for `_sendspin-server._tcp` (Music Assistant, aiosendspin's
+    /// `sendspin serve`) and picks the one named `leaderName`, else the first
+    /// by name; its TXT `path` is the WebSocket's (`/sendspin` without one).
+    /// - Throws: `FollowerError` when Avahi is not there or none is found (the connect loop retries).
+    func findSendspinServer() throws(FollowerError) -> SendspinServerAddress {
+        let wanted = configuration.leaderName
+        let servers: [DiscoveredLeader]
+        do throws(DiscoveryError) {
+            let browser = try ServiceBrowser(type: Self.sendspinServiceType)
+            defer { browser.stop() }
+            _ = browser.wait(untilNanoseconds: Condition.deadline(afterSeconds: 3)) {
+                if browser.failure != nil { return true }
+                if let wanted { return browser.leaders.contains { $0.name == wanted } }
+                return browser.settled
+            }
+            if let failure = browser.failure { throw failure }
+            servers = browser.leaders
+        } catch { throw .discovery(error.message) }
+        guard let chosen = DiscoveredLeader.choose(from: servers, named: wanted) else {
+            throw .noLeaderFound(named: wanted, seen: servers.map(\.name))
+        }
+        let path = chosen.txt["path"].flatMap { $0.hasPrefix("/") && $0.utf8.count <= 256 && !$0.contains(" ") ? $0 : nil } ?? SendspinServerAddress.defaultPath
+        let address = SendspinServerAddress(host: chosen.isLocal ? "127.0.0.1" : chosen.address, port: chosen.port, path: path)
+        let summary = "'\(chosen.name)' at \(address)"
+        if foundLeader.withLock({ last in defer { last = summary }; return last != summary }) {
+            log.info("found Sendspin server \(summary) over mDNS")
+        }
+        return address
+    }
+
+    static let sendspinServiceType = "_sendspin-server._tcp"
 }

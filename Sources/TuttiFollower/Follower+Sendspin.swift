@@ -14,8 +14,9 @@ extension Follower {
     /// A server that says nothing for this long (it answers time requests ten times a second) is gone.
     static let sendspinSilenceMilliseconds = 10_000
 
-    /// One connection to the Sendspin server, until it ends.
-    func sendspinSession(_ address: SendspinServerAddress) throws {
+    /// One connection to the Sendspin server (the configured one, or the one found over mDNS), until it ends.
+    func sendspinSession() throws {
+        let address = try configuration.sendspinServer ?? findSendspinServer()
         let conn = try TCPConnection.connect(to: Endpoint(host: address.host, port: address.port))
         connection.withLock { $0 = conn }
         defer {
@@ -33,7 +34,7 @@ extension Follower {
         } }
         defer { farewell.withLock { $0 = nil } }
         estimator.withLock { $0.reset() }
-        let link = SharedLink(SendspinPlayerLink(configuration: SendspinPlayerLink.Configuration(name: configuration.name)))
+        let link = SharedLink(SendspinPlayerLink(configuration: SendspinPlayerLink.Configuration(name: configuration.name, formats: configuration.sendspinFormats)))
         var writer: StreamWriter?
         var clockStarted = false
 
@@ -55,8 +56,11 @@ extension Follower {
                 case .waitingForApproval(let server):
                     connectedAtomic.store(false, ordering: .releasing)
                     log.info("Sendspin server '\(server)' has not allowed this speaker to play yet (client id \(socket.clientID)); waiting")
-                case .begin(let stream):
-                    writer = try StreamWriter(stream: stream, timeline: timeline, log: log) { [unowned self] n in concealedAtomic.add(n, ordering: .relaxed) }
+                case .begin(let stream, let format, let header):
+                    // PCM and Opus are Tutti's own wire codecs; FLAC is decoded in TuttiCore (no libFLAC in a speaker).
+                    let decoder: (any ChunkDecoder)? = format.codec == .flac ? FLACChunkDecoder(header: header) : nil
+                    writer = try StreamWriter(stream: stream, timeline: timeline, log: log, decoder: decoder) { [unowned self] n in concealedAtomic.add(n, ordering: .relaxed) }
+                    log.info("Sendspin stream \(stream.streamID): \(format.codec.rawValue) \(format.sampleRate) Hz \(format.bitDepth) bit")
                 case .chunk(let chunk):
                     releaseStartUpCodeWhenDue()
                     try writer?.chunk(chunk)

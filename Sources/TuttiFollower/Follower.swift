@@ -25,6 +25,12 @@ public struct FollowerConfiguration: Sendable {
     public var leaderName: String? = nil
     /// Play for this Sendspin server instead of a Tutti leader (`--sendspin-server`).
     public var sendspinServer: SendspinServerAddress? = nil
+    /// Play for a Sendspin server found over mDNS (`--sendspin-server mdns`), when `sendspinServer` is nil.
+    public var sendspinDiscovery = false
+    /// The formats offered to a Sendspin server, preferred first (`--sendspin-codecs`).
+    public var sendspinFormats = SendspinPlayerLink.playable
+    /// A Sendspin server's player rather than a Tutti leader's speaker.
+    public var playsForSendspin: Bool { sendspinServer != nil || sendspinDiscovery }
     public var name = "follower"
     public var output = OutputSpec.alsa(device: "default")
     /// Who carries the room's volume: the samples, an ALSA mixer control, or nobody.
@@ -215,7 +221,7 @@ public final class Follower: @unchecked Sendable {
     public func start(whenEnded: @escaping @Sendable () -> Void = {}) {
         if let code = pairingCode {
             log.info("pairing code \(code.prefix(3)) \(code.dropFirst(3)): type it in the web app (Rooms), or run `tutti speakers pair \(code)` on the leader")
-        } else if configuration.sendspinServer == nil && pinnedLeader == nil && configuration.roomKey == nil {
+        } else if !configuration.playsForSendspin && pinnedLeader == nil && configuration.roomKey == nil {
             log.warning("not paired: this speaker asks the leader it finds to let it join (allow it in the web app), and plays for any open leader; `sudo tutti-follower pair` pairs by code")
         }
         engine.start(realtime: configuration.realtime)
@@ -241,12 +247,12 @@ public final class Follower: @unchecked Sendable {
         var lastLogged = ""
         while running.load(ordering: .relaxed) {
             do {
-                if let server = configuration.sendspinServer { try sendspinSession(server) } else { try session() }
+                if configuration.playsForSendspin { try sendspinSession() } else { try session() }
                 backoff.succeeded() // ended cleanly: the next attempt comes soon
             } catch {
                 let text = "\(error)"
                 lastError.withLock { $0 = text }
-                if text != lastLogged { log.warning("\(configuration.sendspinServer.map { "Sendspin server \($0)" } ?? "leader \(configuration.leader.map { "\($0)" } ?? "(mDNS)")"): \(text); retrying"); lastLogged = text }
+                if text != lastLogged { log.warning("\(configuration.playsForSendspin ? "Sendspin server \(configuration.sendspinServer.map { "\($0)" } ?? "(mDNS)")" : "leader \(configuration.leader.map { "\($0)" } ?? "(mDNS)")"): \(text); retrying"); lastLogged = text }
             }
             connectedAtomic.store(false, ordering: .releasing)
             // `sudo tutti-follower pair` after three wrong codes: that request is over.

@@ -20,12 +20,14 @@ final class StreamWriter {
     /// Grid index after the last frame written.
     private(set) var nextIndex: Int?
 
-    init(stream: StreamDescription, timeline: AudioTimeline, log: Logger, concealed: @escaping (Int) -> Void) throws(AudioError) {
+    /// `decoder`: one for the stream's codec unless given (a Sendspin server's FLAC).
+    init(stream: StreamDescription, timeline: AudioTimeline, log: Logger, decoder: (any ChunkDecoder)? = nil,
+         concealed: @escaping (Int) -> Void) throws(AudioError) {
         self.timeline = timeline
         self.log = log
         self.concealed = concealed
         intake = StreamIntake(stream: stream)
-        decoder = try makeDecoder(stream.codec)
+        if let decoder { self.decoder = decoder } else { self.decoder = try makeDecoder(stream.codec) }
     }
 
     deinit { scratch.deallocate() }

@@ -10,6 +10,7 @@ Lines on stdin are commands:
   clear                 stream/clear (as on a seek), then the file goes on
   volume NAME N         server/command volume N to the player named NAME
   mute NAME 0|1         server/command mute to it
+  formats               say each player's negotiated format ({"event": "formats", "players": {NAME: {...}}})
 
 Output on stdout, one JSON object a line: {"event": "listening", "port": p},
 {"event": "client", "name": ..., "id": ...} per player joined,
@@ -113,6 +114,15 @@ async def main():
             player(words[1]).set_volume(int(words[2]))
         elif words[0] == "mute" and player(words[1]) is not None:
             player(words[1]).set_mute(words[2] == "1")
+        elif words[0] == "formats":
+            # What each player is sent (codec, rate, depth), as the server negotiated it.
+            found = {}
+            for c in players:
+                effective = c.role("player@v1")._effective_format()
+                if effective is not None:
+                    codec, fmt = effective
+                    found[c.name] = {"codec": codec.value, "sample_rate": fmt.sample_rate, "bit_depth": fmt.bit_depth}
+            say({"event": "formats", "players": found})
         say({"event": "done", "command": words})
     pusher.cancel()
     await server.close()

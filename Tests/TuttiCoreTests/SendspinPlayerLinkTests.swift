@@ -26,7 +26,7 @@ struct SendspinPlayerLinkTests {
         return out + [UInt8](repeating: fill, count: frames * 4)
     }
 
-    @Test func theHelloOffersPCMAndTheStateSaysAvailableOnlyOnceTheClockIsReady() throws {
+    @Test func theHelloOffersFLACPCMAndOpusAndTheStateSaysAvailableOnlyOnceTheClockIsReady() throws {
         var link = Link(configuration: .init(name: "Den", bufferNanoseconds: 2 * nanosecondsPerSecond, requiredLeadMilliseconds: 200))
         // Nothing but server/hello is understood first.
         #expect(link.received(text: bytes(#"{"type":"stream/start","payload":{}}"#), arrival: nil, serverNow: nil) == [.close("stream/start before server/hello")])
@@ -35,7 +35,9 @@ struct SendspinPlayerLinkTests {
         #expect(sent(hello) == [[
             "type": "client/hello",
             "payload": ["name": "Den", "supported_roles": ["player@v1"], "unpaired_access": ["enabled": true],
-                        "player@v1_support": ["supported_formats": [["codec": "pcm", "sample_rate": 48_000, "channels": 2, "bit_depth": 16]],
+                        "player@v1_support": ["supported_formats": [["codec": "flac", "sample_rate": 48_000, "channels": 2, "bit_depth": 16],
+                                                                     ["codec": "pcm", "sample_rate": 48_000, "channels": 2, "bit_depth": 16],
+                                                                     ["codec": "opus", "sample_rate": 48_000, "channels": 2, "bit_depth": 16]],
                                               "buffer_capacity": 384_000]],
         ]])
         #expect(link.phase == .awaitingActivation && link.serverName == "Music Assistant")
@@ -91,7 +93,7 @@ struct SendspinPlayerLinkTests {
         #expect(link.received(binary: chunk(1_000_000, frames: 960)).isEmpty && link.ignoredChunks == 1)
         let start = link.received(text: bytes(#"{"type":"stream/start","payload":{"server_transmitted":5,"player":{"codec":"pcm","sample_rate":48000,"channels":2,"bit_depth":16}}}"#),
                                   arrival: nil, serverNow: nil)
-        #expect(start == [.begin(StreamDescription(streamID: 1, codec: .pcm, framesPerChunk: 960, bufferNanoseconds: 2 * nanosecondsPerSecond))])
+        #expect(start == [.begin(StreamDescription(streamID: 1, codec: .pcm, framesPerChunk: 960, bufferNanoseconds: 2 * nanosecondsPerSecond), format: Link.pcm, header: [])])
         // Server µs become leader ns; sequences are numbered here.
         #expect(link.received(binary: chunk(1_000_000, frames: 960)) == [.chunk(Chunk(streamID: 1, sequence: 0, pts: LeaderTime(nanoseconds: 1_000_000_000), frames: 960,
                                                                                           payload: [UInt8](repeating: 1, count: 3_840)))])
@@ -113,14 +115,74 @@ struct SendspinPlayerLinkTests {
         #expect(link.received(binary: chunk(1_400_000, frames: 480)).isEmpty)
         let again = link.received(text: bytes(#"{"type":"stream/start","payload":{"player":{"codec":"pcm","sample_rate":48000,"channels":2,"bit_depth":16}}}"#),
                                   arrival: nil, serverNow: nil)
-        #expect(again == [.begin(StreamDescription(streamID: 2, codec: .pcm, framesPerChunk: 960, bufferNanoseconds: 2 * nanosecondsPerSecond))])
+        #expect(again == [.begin(StreamDescription(streamID: 2, codec: .pcm, framesPerChunk: 960, bufferNanoseconds: 2 * nanosecondsPerSecond), format: Link.pcm, header: [])])
         // What this speaker cannot play, or a chunk that is not whole frames, ends the connection.
         #expect(link.received(binary: Array(chunk(1_500_000, frames: 1).dropLast())) == [.close("an audio chunk of 3 bytes (not whole 16-bit stereo frames)")])
         #expect(link.received(binary: [4, 0, 0]) == [.close("an audio chunk of 3 bytes")])
         var other = activeLink()
         let flac = other.received(text: bytes(#"{"type":"stream/start","payload":{"player":{"codec":"flac","sample_rate":44100,"channels":2,"bit_depth":24}}}"#),
                                   arrival: nil, serverNow: nil)
-        #expect(flac == [.close("stream/start in flac 44100 Hz 2 ch 24 bit (this speaker offered PCM 48 kHz 16-bit stereo)")])
+        #expect(flac == [.close("stream/start in flac 44100 Hz 2 ch 24 bit (this speaker offered flac 16 bit, pcm 16 bit, opus 16 bit, 48 kHz stereo)")])
+    }
+
+    /// FLAC and Opus chunks pass whole, as long as their own headers say, on the server's time.
+    @Test func flacAndOpusChunksLastWhatTheirHeadersSay() throws {
+        var link = activeLink()
+        let header: [UInt8] = Array("fLaC".utf8) + [0x80, 0, 0, 34] + [UInt8](repeating: 7, count: 34)
+        let start = link.received(text: bytes(#"{"type":"stream/start","payload":{"player":{"codec":"flac","sample_rate":48000,"channels":2,"bit_depth":16,"codec_header":"\#(Base64.encode(header))"}}}"#),
+                                  arrival: nil, serverNow: nil)
+        #expect(start == [.begin(StreamDescription(streamID: 1, codec: .pcm, framesPerChunk: 960, bufferNanoseconds: 2 * nanosecondsPerSecond), format: Link.flac, header: header)])
+        // A FLAC frame header: sync, block size code 0b0111 (16-bit size − 1 after the frame number), 48 kHz, stereo, 16 bit.
+        let frame: [UInt8] = [0xff, 0xf8, 0x7a, 0x08, 0x05, 0x11, 0xff, 0x00, 0x42]
+        var packet = Array(chunk(2_000_000, frames: 0).prefix(13)) + frame
+        #expect(link.received(binary: packet) == [.chunk(Chunk(streamID: 1, sequence: 0, pts: LeaderTime(nanoseconds: 2_000_000_000), frames: 4_608, payload: frame))])
+        // stream/end ends after the frame: 4,608 frames at 48 kHz are 96 ms.
+        #expect(link.received(text: bytes(#"{"type":"stream/end","payload":{}}"#), arrival: nil, serverNow: nil)
+                == [.end(streamID: 1, at: LeaderTime(nanoseconds: 2_096_000_000))])
+        // A FLAC chunk whose bytes are no frame header closes the connection.
+        _ = link.received(text: bytes(#"{"type":"stream/start","payload":{"player":{"codec":"flac","sample_rate":48000,"channels":2,"bit_depth":16}}}"#), arrival: nil, serverNow: nil)
+        packet = Array(chunk(2_100_000, frames: 2))
+        #expect(link.received(binary: packet) == [.close("a flac chunk of 8 bytes whose header gives no length up to 4800 frames")])
+
+        // Opus: a new stream (another format); a 20 ms CELT packet (config 31, one frame) is 960 frames.
+        var opus = activeLink()
+        let started = opus.received(text: bytes(#"{"type":"stream/start","payload":{"player":{"codec":"opus","sample_rate":48000,"channels":2,"bit_depth":16}}}"#), arrival: nil, serverNow: nil)
+        #expect(started == [.begin(StreamDescription(streamID: 1, codec: .opus, framesPerChunk: 960, bufferNanoseconds: 2 * nanosecondsPerSecond), format: Link.opus, header: [])])
+        let celt: [UInt8] = [0xfc, 1, 2, 3]
+        #expect(opus.received(binary: Array(chunk(3_000_000, frames: 0).prefix(13)) + celt)
+                == [.chunk(Chunk(streamID: 1, sequence: 0, pts: LeaderTime(nanoseconds: 3_000_000_000), frames: 960, payload: celt))])
+        // Another format mid-stream starts a new stream; one not offered closes.
+        let pcm = opus.received(text: bytes(#"{"type":"stream/start","payload":{"player":{"codec":"pcm","sample_rate":48000,"channels":2,"bit_depth":16}}}"#), arrival: nil, serverNow: nil)
+        #expect(pcm == [.begin(StreamDescription(streamID: 2, codec: .pcm, framesPerChunk: 960, bufferNanoseconds: 2 * nanosecondsPerSecond), format: Link.pcm, header: [])])
+        var pcmOnly = Link(configuration: .init(name: "Den", formats: [Link.pcm]))
+        _ = pcmOnly.received(text: bytes(#"{"type":"server/hello","payload":{"name":"MA"}}"#), arrival: nil, serverNow: nil)
+        _ = pcmOnly.received(text: bytes(#"{"type":"server/activate","payload":{"active_roles":["player@v1"]}}"#), arrival: nil, serverNow: nil)
+        #expect(pcmOnly.received(text: bytes(#"{"type":"stream/start","payload":{"player":{"codec":"opus","sample_rate":48000,"channels":2}}}"#), arrival: nil, serverNow: nil)
+                == [.close("stream/start in opus 48000 Hz 2 ch 16 bit (this speaker offered pcm 16 bit, 48 kHz stereo)")])
+    }
+
+    /// RFC 6716's TOC and the FLAC frame header, each case.
+    @Test func packetLengthsFromOpusTOCsAndFLACFrameHeaders() {
+        // Opus: SILK 10/20/40/60 ms, hybrid 10/20, CELT 2.5…20; code 1 and 2 two frames, code 3 counted.
+        #expect(CodecFrames.opusSamples([0 << 3]) == 480)
+        #expect(CodecFrames.opusSamples([3 << 3]) == 2_880)
+        #expect(CodecFrames.opusSamples([13 << 3]) == 960)
+        #expect(CodecFrames.opusSamples([16 << 3]) == 120)
+        #expect(CodecFrames.opusSamples([31 << 3 | 1]) == 1_920)
+        #expect(CodecFrames.opusSamples([31 << 3 | 2]) == 1_920)
+        #expect(CodecFrames.opusSamples([31 << 3 | 3, 6]) == 5_760)
+        #expect(CodecFrames.opusSamples([31 << 3 | 3, 7]) == nil) // 140 ms: over the RFC's 120
+        #expect(CodecFrames.opusSamples([31 << 3 | 3]) == nil)
+        #expect(CodecFrames.opusSamples([]) == nil)
+        // FLAC: coded sizes, and the 8- and 16-bit fields after a one- or two-byte frame number.
+        #expect(CodecFrames.flacSamples([0xff, 0xf8, 0x1a, 0x08, 0x00]) == 192)
+        #expect(CodecFrames.flacSamples([0xff, 0xf8, 0x5a, 0x08, 0x00]) == 4_608)
+        #expect(CodecFrames.flacSamples([0xff, 0xf9, 0xca, 0x08, 0x00]) == 4_096)
+        #expect(CodecFrames.flacSamples([0xff, 0xf8, 0x6a, 0x08, 0x00, 0x3f]) == 64)
+        #expect(CodecFrames.flacSamples([0xff, 0xf8, 0x7a, 0x08, 0xc2, 0x80, 0x03, 0xbf]) == 960)
+        #expect(CodecFrames.flacSamples([0xff, 0xf8, 0x0a, 0x08, 0x00]) == nil) // reserved
+        #expect(CodecFrames.flacSamples([0xff, 0xf8, 0x7a, 0x08, 0x00, 0x03]) == nil) // cut
+        #expect(CodecFrames.flacSamples([0x66, 0x4c, 0x61, 0x43, 0x00]) == nil)
     }
 
     @Test func volumeAndMuteCommandsAreTheRoomsSettingsAndReported() throws {

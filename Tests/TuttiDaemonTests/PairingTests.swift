@@ -272,6 +272,7 @@ import TuttiTestSupport
             c.stateDirectory = state
             c.control = Endpoint(host: "127.0.0.1", port: 0)
             c.web = WebOptions(endpoint: Endpoint(host: "127.0.0.1", port: 0), root: repository + "/web")
+            c.sendspin = Endpoint(host: "127.0.0.1", port: 0)
         }
         defer { leader.stop() }
         let kitchen = try speaker(leader, "kitchen", state: makeTemporaryDirectory())
@@ -280,14 +281,21 @@ import TuttiTestSupport
         #expect(waitUntil(timeout: 5) { leader.pairingRequests.count == 2 })
         let web = try #require(leader.webEndpoint), control = try #require(leader.controlEndpoint)
         var args = [repository + "/Tests/Web/pairing_test.py", "--url", "http://127.0.0.1:\(web.port)", "--control-port", String(control.port),
-                    "--approve", "kitchen", "--code-room", "den", "--code", try #require(den.pairingCode)]
+                    "--approve", "kitchen", "--code-room", "den", "--code", try #require(den.pairingCode),
+                    // A Sendspin player's Pairing PSK token (SendspinTests' example), pasted into its own field.
+                    "--sendspin-token", Self.sendspinToken]
         if let shots = ProcessInfo.processInfo.environment["TUTTI_SCREENSHOTS"] { args += ["--screenshot", shots + "/pairing.png"] }
         let r = try runProgram("/usr/bin/python3", args, mergeErrors: true, timeout: 120)
         print(r.out)
         #expect(r.status == 0 && r.out.contains("all checks passed"), "the pairing browser test failed:\n\(r.out)")
         #expect(waitUntil(timeout: 5) { kitchen.connected && den.paired })
         #expect(Set(leader.pairedSpeakers.map(\.name)) == ["kitchen", "den"])
+        // The token the page sent is staged for its player, and for it only.
+        let token = try #require(SendspinPairingToken.parse(Self.sendspinToken))
+        #expect(leader.sendspinTrust?.trust.staged.map(\.clientID) == [token.clientID])
     }
+
+    static let sendspinToken = "SP:0AAAQEAYEAUDAOCAJBIFQYDIOB4IBCEQTCQKRMFYYDENBWHA5DYPSAIJCEMSCKJRHFAUSUKZMFUXC6MBRGIZTINJWG44DSOR3HQ6T4PY"
 }
 
 /// A TCP relay that flips one bit of what the leader sends, at a byte offset.

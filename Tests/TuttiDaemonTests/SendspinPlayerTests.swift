@@ -3,6 +3,8 @@ import Testing
 import TuttiAudio
 import TuttiCore
 import TuttiDaemon
+import TuttiDiscovery
+import TuttiFollower
 import TuttiNet
 import TuttiTestSupport
 
@@ -79,20 +81,28 @@ final class AiosendspinServerRun {
 
     /// Each click leaves the Tutti speaker's file DAC where aiosendspin's
     /// reference filter plays it, and where the server put it on its own
-    /// clock: median within 1 ms (the spec) of each.
-    @Test func aTuttiSpeakerPlaysInStepWithAiosendspinsReferenceClient() throws {
+    /// clock: median within 1 ms (the spec) of each. The speaker offers one
+    /// codec a run (the server encodes FLAC and Opus with FFmpeg through
+    /// PyAV); the reference client takes PCM, so its times are the source's.
+    @Test(arguments: ["pcm", "flac", "opus"])
+    func aTuttiSpeakerPlaysInStepWithAiosendspinsReferenceClient(codec: String) throws {
+        let format = try #require(SendspinPlayerLink.playable.first { $0.codec.rawValue == codec })
         let dir = makeTemporaryDirectory()
         writeFile(dir + "/clicks.wav", wavImage(toneWithClicks(seconds: 30, frequency: 440)))
         let server = try AiosendspinServerRun(wav: dir + "/clicks.wav", players: 2, prefix: dir + "/server")
         defer { server.stop() }
         #expect(waitUntil(timeout: 20) { server.said("listening") }, "\(server.errors)")
         let clocksAtStart = Self.monotonicMinusRaw()
-        let speaker = try speaker(server, name: "den", output: dir + "/den.raw")
+        let speaker = try speaker(server, name: "den", output: dir + "/den.raw") { $0.sendspinFormats = [format] }
         defer { speaker.stop() }
         let client = try startReference(server, seconds: 25, prefix: dir + "/ref")
         defer { client.stop() }
         #expect(waitUntil(timeout: 20) { server.said("streaming") }, "\(server.events) \(server.errors) \(client.errors)")
         #expect(speaker.connected)
+        // The server sends the speaker what it offered.
+        #expect(server.command("formats"))
+        let sent = server.events.last { $0["event"]?.string == "formats" }?["players"]?["den"]?["codec"]?.string
+        #expect(sent == codec, "\(server.events.last { $0["event"]?.string == "formats" } ?? [:])")
         // 14 s of clicks played by the reference (its filter settled for the first few).
         #expect(waitUntil(timeout: 40) { client.chunks.reduce(0) { $0 + $1.frames } >= 14 * 48_000 }, "\(client.chunks.count) chunks; \(client.errors)")
         let last = try #require(client.chunks.last).local
@@ -114,14 +124,14 @@ final class AiosendspinServerRun {
             return raw + clocksAtStart.offset + Int64((Double(clocksAtEnd.offset - clocksAtStart.offset) * f).rounded())
         }
         let (trueSigned, trueMedian, trueP99) = try clickAgreement(reference: truth, tutti: tutti)
-        print("Tutti speaker vs aiosendspin's server's own timeline: click difference median \(trueMedian / 1000) µs, p99 \(trueP99 / 1000) µs over \(trueSigned.count) clicks (signed µs: \(trueSigned.map { $0 / 1000 }))")
+        print("[\(codec)] Tutti speaker vs aiosendspin's server's own timeline: click difference median \(trueMedian / 1000) µs, p99 \(trueP99 / 1000) µs over \(trueSigned.count) clicks (signed µs: \(trueSigned.map { $0 / 1000 }))")
         #expect(trueMedian < 1_000_000 && trueP99 < 2_000_000, "median \(trueMedian / 1000) µs, p99 \(trueP99 / 1000) µs from the server's timeline")
-        print("Tutti speaker on aiosendspin's server vs its reference client: click difference median \(median / 1000) µs, p99 \(p99 / 1000) µs over \(signed.count) clicks (signed µs: \(signed.map { $0 / 1000 }))")
+        print("[\(codec)] Tutti speaker on aiosendspin's server vs its reference client: click difference median \(median / 1000) µs, p99 \(p99 / 1000) µs over \(signed.count) clicks (signed µs: \(signed.map { $0 / 1000 }))")
         // The reference filter's own error against the same truth. On this loaded 2-core machine
         // its estimate has strayed by milliseconds for a while (its client stamps a time answer when
         // its event loop reads it): then it is no judge, and the run says so rather than failing.
         let (_, referenceError, _) = try clickAgreement(reference: truth, tutti: reference)
-        print("aiosendspin's reference client vs its server's timeline: median \(referenceError / 1000) µs")
+        print("[\(codec)] aiosendspin's reference client vs its server's timeline: median \(referenceError / 1000) µs")
         withKnownIssue("aiosendspin's reference filter strayed \(referenceError / 1000) µs from its own server's timeline", isIntermittent: true) {
             #expect(median < 1_000_000, "median \(median / 1000) µs: the spec asks ±1 ms")
             #expect(p99 < 2_000_000, "p99 \(p99 / 1000) µs")
@@ -177,6 +187,35 @@ final class AiosendspinServerRun {
         speaker.stop()
         #expect(waitUntil(timeout: 10) { server.said("removed") }, "\(server.events) \(server.errors)")
         print("Sendspin goodbye: the server dropped the stopped speaker \((Monotonic.now() - stopped) / 1_000_000) ms after stop")
+    }
+
+    /// With `--sendspin-server mdns` the speaker finds the server announced
+    /// as `_sendspin-server._tcp` (a real avahi-daemon; the announcement
+    /// made through Avahi, as Music Assistant's host would carry it, its TXT
+    /// `path` the server's) and plays what it sends.
+    @Test func aSpeakerFindsTheSendspinServerOverMDNSAndPlays() throws {
+        let daemon = try AvahiTestDaemon()
+        try daemon.start()
+        let dir = makeTemporaryDirectory()
+        writeFile(dir + "/tone.wav", wavImage(quantize(TestSignal.sine(frequency: 1_000, seconds: 20, amplitude: 0.5))))
+        let server = try AiosendspinServerRun(wav: dir + "/tone.wav", players: 1, prefix: dir + "/server")
+        defer { server.stop() }
+        #expect(waitUntil(timeout: 20) { server.said("listening") }, "\(server.errors)")
+        let name = "Music Assistant test \(UInt32.random(in: 0...UInt32.max))"
+        let announcement = try ServicePublisher(name: name, port: server.port, txt: ["path": "/sendspin"], type: "_sendspin-server._tcp", log: .silent)
+        defer { announcement.stop() }
+        #expect(announcement.waitUntilEstablished(timeout: 10) != nil)
+        let output = dir + "/hall.raw"
+        let speaker = try startFollower(leader: Endpoint(host: "127.0.0.1", port: 1), name: "hall", output: .file(path: output, ppm: 0, delayMilliseconds: 0)) { c in
+            c.leader = nil
+            c.sendspinDiscovery = true
+            c.leaderName = name
+        }
+        defer { speaker.stop() }
+        #expect(waitUntil(timeout: 30) { server.said("streaming") }, "\(server.events) \(server.errors) \(speaker.lastFailure ?? "")")
+        #expect(speaker.connected)
+        let full = 16_384 / 2.0.squareRoot()
+        #expect(waitUntil(timeout: 20) { level(output, around: Monotonic.now() - 200_000_000) > full * 0.9 }, "\(level(output, around: Monotonic.now() - 200_000_000))")
     }
 
     /// CLOCK_MONOTONIC − CLOCK_MONOTONIC_RAW now (ns), and when (raw ns).

@@ -67,6 +67,18 @@ def run(args):
         page.tap(page.one("pair-submit"), "Pair")
         names = wait_leader(leader, lambda: paired(leader, args.code_room), "%s paired by code" % args.code_room, args.timeout)
         ok("paired by code", "paired: %s" % ", ".join(names))
+
+        if args.sendspin_token:
+            # "Pair a Sendspin player": open it, paste the token the player shows, Pair.
+            box = page.one("sendspin-pairing")
+            page.tap(box.find_element(By.TAG_NAME, "summary"), "Pair a Sendspin player")
+            field = page.one("sendspin-token")
+            if field.get_attribute("aria-label") != "Pair a Sendspin player":
+                fail("the token field's accessible name is %r" % field.get_attribute("aria-label"))
+            field.send_keys("  " + args.sendspin_token.lower() + " ")
+            page.tap(page.one("sendspin-token-submit"), "Pair (Sendspin)")
+            page.wait("document.querySelector('[data-test=sendspin-token]').value === ''", "the token field to clear once kept")
+            ok("Sendspin token", "kept by the leader (the field cleared)")
     finally:
         page.quit()
 
@@ -78,6 +90,7 @@ def main():
     ap.add_argument("--approve", required=True)
     ap.add_argument("--code-room", required=True)
     ap.add_argument("--code", required=True)
+    ap.add_argument("--sendspin-token", help="a Pairing PSK token (SP:0…) to paste into the Sendspin field")
     ap.add_argument("--screenshot")
     ap.add_argument("--timeout", type=float, default=10)
     args = ap.parse_args()

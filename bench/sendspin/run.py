@@ -2,6 +2,7 @@
 """bench/sendspin: a Sendspin player beside a Tutti speaker on one leader.
 
     bench/sendspin/run.py [--seconds 60] [--codec pcm|flac] [--runs 1] [--lead-ms 250] [--keep]
+    bench/sendspin/run.py --mode player [--codec pcm|flac|opus|all]   # a Tutti speaker on aiosendspin's server
     TUTTID=/path/to/tuttid bench/sendspin/run.py        # a given build (default .build/release/tuttid)
 
 One run: a leader plays bench/sync's click tracks (gen_signal.py: a click a
@@ -155,6 +156,61 @@ def run_once(args, tuttid, run):
     return accepted
 
 
+def run_player(args, tuttid, run):
+    """The other way round: aiosendspin's own server (Tests/Sendspin/sendspin_server.py) streams a
+    click track to a Tutti speaker (`tuttid follower --sendspin-server`, offering one codec) and to
+    aiosendspin's reference client (PCM; its filter decides when each chunk plays)."""
+    subprocess.run([sys.executable, os.path.join(ROOT, "bench", "sync", "gen_signal.py"), run, "--seconds", str(int(args.seconds + 30))], check=True)
+    port = free_port()
+    procs = []
+    try:
+        server = subprocess.Popen([VENV, os.path.join(ROOT, "Tests", "Sendspin", "sendspin_server.py"), "--port", str(port),
+                                   "--wav", f"{run}/A.wav", "--players", "2"], stdin=subprocess.PIPE,
+                                  stdout=open(f"{run}/server.out", "w"), stderr=open(f"{run}/server.log", "w"))
+        procs.append(server)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and "listening" not in open(f"{run}/server.out").read():
+            time.sleep(0.1)
+        url = f"ws://127.0.0.1:{port}/sendspin"
+        speaker = subprocess.Popen([tuttid, "follower", "--sendspin-server", url, "--sendspin-codecs", args.codec, "--name", "den",
+                                    "--output", f"file:{run}/den.raw", "--no-realtime"], stderr=open(f"{run}/den.log", "w"))
+        procs.append(speaker)
+        client = subprocess.Popen([VENV, os.path.join(ROOT, "Tests", "Sendspin", "sendspin_reference_player.py"), "--url", url,
+                                   "--name", "reference", "--seconds", str(args.seconds + 5), "--out", f"{run}/porch"],
+                                  stderr=open(f"{run}/porch.stderr", "w"))
+        procs.append(client)
+        time.sleep(args.seconds)
+        server.stdin.write(b"formats\n")
+        server.stdin.flush()
+        time.sleep(1)
+        for line in open(f"{run}/server.out"):
+            r = json.loads(line)
+            if r.get("event") == "formats":
+                print(f"the server sends: {r['players']}")
+    finally:
+        for p in reversed(procs):
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM if p is procs[1] else signal.SIGKILL)
+        for p in procs:
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+
+
+def analyse_player(run):
+    den = analyze.FileDAC("den", f"{run}/den.raw", 0)
+    ref = SendspinRoom(f"{run}/porch")
+    start = den.clicks[0] + 5e9 if den.clicks else 0  # both clock models settle first
+    pairs = [p for p in analyze.pair_clicks(ref.clicks, den.clicks) if p[0] >= start]
+    diffs = [b - a for a, b in pairs]
+    print(f"clicks: {len(diffs)} pairs, Tutti speaker minus aiosendspin's reference client (µs): " +
+          (f"median {analyze.median([abs(d) for d in diffs]) / 1e3:.1f}, "
+           f"p99 {analyze.percentile(sorted(abs(d) for d in diffs), 99) / 1e3:.1f}, "
+           f"max {max(abs(d) for d in diffs) / 1e3:.1f}, signed median {analyze.median(diffs) / 1e3:+.1f}" if diffs else "none"))
+    return diffs
+
+
 def analyse(run, accepted):
     den = analyze.FileDAC("den", f"{run}/den.raw", 0)
     porch = SendspinRoom(f"{run}/porch")
@@ -193,7 +249,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seconds", type=float, default=60)
     ap.add_argument("--warmup", type=float, default=12)
-    ap.add_argument("--codec", default="pcm", choices=["pcm", "flac"])
+    ap.add_argument("--mode", default="server", choices=["server", "player"],
+                    help="server: Tutti's leader serves a Sendspin player; player: a Tutti speaker plays for aiosendspin's server")
+    ap.add_argument("--codec", default="pcm", choices=["pcm", "flac", "opus", "all"], help="all: each codec in turn (player mode), then a table")
     ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--lead-ms", type=int, help="the Sendspin player's required_lead_time_ms (default: none sent)")
     ap.add_argument("--keep", action="store_true")
@@ -203,10 +261,37 @@ def main():
         sys.exit(f"no tuttid at {tuttid}: swift build -c release --product tuttid, or TUTTID=PATH")
     if not os.path.exists(VENV):
         sys.exit(f"no aiosendspin venv at {VENV}: run scripts/setup.sh")
+    if args.mode == "player" and args.codec == "all":
+        table = []
+        for codec in ("pcm", "flac", "opus"):
+            for n in range(args.runs):
+                run = tempfile.mkdtemp(prefix="tutti-sendspin.", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+                print(f"{codec} run {n + 1}: {run}")
+                try:
+                    run_player(argparse.Namespace(**{**vars(args), "codec": codec}), tuttid, run)
+                    diffs = analyse_player(run)
+                    if diffs:
+                        a = sorted(abs(d) for d in diffs)
+                        table.append((codec, len(diffs), analyze.median(a) / 1e3, analyze.percentile(a, 99) / 1e3, a[-1] / 1e3, analyze.median(diffs) / 1e3))
+                finally:
+                    if not args.keep:
+                        shutil.rmtree(run, ignore_errors=True)
+        print("\nTutti speaker vs aiosendspin's reference client, both on aiosendspin's server (µs)")
+        print(f"{'codec':6} {'pairs':>5} {'median':>8} {'p99':>8} {'max':>8} {'signed':>8}")
+        for codec, pairs, median, p99, largest, signed in table:
+            print(f"{codec:6} {pairs:5d} {median:8.1f} {p99:8.1f} {largest:8.1f} {signed:+8.1f}")
+        return
     for n in range(args.runs):
         run = tempfile.mkdtemp(prefix="tutti-sendspin.", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
-        print(f"run {n + 1}: {run} ({args.codec} to the Sendspin player, {args.seconds:.0f} s)")
         try:
+            if args.mode == "player":
+                print(f"run {n + 1}: {run} (a Tutti speaker on aiosendspin's server, {args.codec}, beside its reference client, {args.seconds:.0f} s)")
+                run_player(args, tuttid, run)
+                analyse_player(run)
+                continue
+            if args.codec == "opus":
+                sys.exit("--codec opus: only with --mode player (Tutti's leader sends Opus only when its own wire is Opus)")
+            print(f"run {n + 1}: {run} ({args.codec} to the Sendspin player, {args.seconds:.0f} s)")
             accepted = run_once(args, tuttid, run)
             analyse(run, accepted)
         finally:

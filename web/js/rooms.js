@@ -41,12 +41,13 @@ export function createRooms(selectGroup, go) {
   const box = h('div.groups');
   // Speakers asking to join this leader (paired by default): allow or deny, or type the code one shows.
   const requests = h('div.pairing', { role: 'region', 'aria-label': t('rooms.asking'), 'aria-live': 'polite', 'data-test': 'pairing' });
+  const tokenBox = sendspinToken();
   const el = h('section.view', { id: 'view-rooms', 'aria-label': t('rooms.region') },
     h('header.bar', null, h('h1', { text: t('rooms.title') }),
       h('div.acts', null,
         h('button.btn', { type: 'button', 'data-test': 'pair-new', onclick: () => makePair() }, icon('plus'), t('pair.new')),
         h('button.btn', { type: 'button', 'data-test': 'group-new', onclick: () => newGroup([]) }, icon('plus'), t('rooms.newGroup')))),
-    requests, party,
+    requests, tokenBox, party,
     // Announcements: a row of its own (the bar has room for two buttons on a phone).
     h('div.row', null, h('button.btn', { type: 'button', 'data-test': 'announce', onclick: () => announce() }, icon('announce'), t('announce.button'))),
     box);
@@ -65,9 +66,27 @@ export function createRooms(selectGroup, go) {
       (e) => toast(errText(e))).finally(() => { button.disabled = false; });
   }
 
+  // A Sendspin player's pairing token (SP:0…, the Pairing PSK method): pasted here, that player may pair.
+  function sendspinToken() {
+    const input = h('input', { type: 'text', autocomplete: 'off', spellcheck: 'false', maxlength: '256', placeholder: 'SP:0…',
+      'aria-label': t('rooms.sendspinToken'), 'data-test': 'sendspin-token' });
+    const button = h('button.btn.sm.primary', { type: 'submit', 'data-test': 'sendspin-token-submit' }, t('rooms.sendspinPair'));
+    const submit = (ev) => {
+      ev.preventDefault();
+      const token = input.value.trim();
+      if (!token) { input.focus(); return; }
+      button.disabled = true;
+      call('speakers.sendspinToken', { token }).then(() => { input.value = ''; toast(t('rooms.sendspinStaged'), 'info'); },
+        (e) => toast(errText(e))).finally(() => { button.disabled = false; });
+    };
+    return h('details.sendspin-token', { 'data-test': 'sendspin-pairing' }, h('summary', { text: t('rooms.sendspinToken') }),
+      h('form.pair-request', { onsubmit: submit }, h('p', null, h('small', { text: t('rooms.sendspinTokenHelp') })), h('div.acts', null, input, button)));
+  }
+
   function renderRequests() {
     clear(requests);
     const sp = S.speakers;
+    tokenBox.hidden = !sp; // a guest cannot pair
     const pending = sp && sp.pending ? sp.pending : [];
     requests.hidden = !pending.length;
     const byApproval = pending.filter((p) => p.by !== 'code');
