@@ -25,12 +25,13 @@ final class ImpairmentRelay {
         program = try BackgroundProgram("/usr/bin/env", ["python3", repo.appendingPathComponent("bench/sync/relay.py").path] + arguments
             + ports.map { "\($0):127.0.0.1:\(target.port)" })
         // Listening once a connection to its last port is taken (the leader drops that one: no hello).
-        let deadline = Monotonic.now() + 10 * nanosecondsPerSecond
+        // Python's start-up alone can take seconds on a loaded 2-core machine: 30 s, as LocalFileServer.
+        let deadline = Monotonic.now() + 30 * nanosecondsPerSecond
         while Monotonic.now() < deadline {
             if let probe = try? TCPConnection.connect(to: endpoint(count - 1)) { probe.close(); return }
             usleep(20_000)
         }
-        throw CommandFailed(description: "bench/sync/relay.py did not listen within 10 s")
+        throw CommandFailed(description: "bench/sync/relay.py did not listen within 30 s")
     }
 
     func endpoint(_ i: Int) -> Endpoint { Endpoint(host: "127.0.0.1", port: ports[i]) }
