@@ -230,12 +230,13 @@ public final class OnDemandWorker: Service, @unchecked Sendable {
             condition.unlock()
             return
         }
-        running = true
-        condition.unlock()
+        // Started under the lock, so a stop() that comes next waits for this thread too.
         do {
             try threads.start { [self] in run() }
+            running = true
+            condition.unlock()
         } catch {
-            condition.withLock { running = false }
+            condition.unlock()
             log?.error("\(serviceName): \(error); its work waits for the next poke")
         }
     }
