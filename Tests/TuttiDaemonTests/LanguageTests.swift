@@ -82,6 +82,7 @@ import TuttiTestSupport
         #expect(refusal("rooms.setChannels", ["room": "attic", "channels": "sideways"])?.hasPrefix("'sideways'은(는) 채널 맵이 아닙니다") == true)
         #expect(refusal("rooms.unpair", ["room": "Living"]) == "'Living'(이)라는 스테레오 페어가 없습니다 (페어가 하나도 없습니다)")
         #expect(refusal("eq.delete", ["name": "Flat"]) == "'Flat'은(는) 기본 프리셋입니다. 다른 이름으로 저장하세요")
+        #expect(refusal("library.search", ["query": "x"]) == "음악 라이브러리가 없습니다. 리더를 --music DIR(또는 --db PATH)로 시작하세요")
         client.language = .english
         #expect(refusal("no.such", [:]) == "unknown method 'no.such' (see docs/api.md)")
         #expect(refusal("player.next", [:]) == "the queue is empty")
