@@ -235,7 +235,12 @@ import TuttiTestSupport
                      Acoustics(path: dir + "/r.raw", delay: 0.0113, reflections: reverb())]
         let speakers = ["kitchen", "living-l", "living-r"]
         let resyncs = speakers.map { leader.health[$0]?.hardResyncs ?? 0 }
-        let first = try calibrate(port: port, dir: dir, rooms: rooms, names: ["kitchen", "Living room"], speakers: speakers, apply: true, round: 1)
+        let first = try calibrate(port: port, dir: dir, rooms: rooms, names: ["kitchen", "Living room"], speakers: speakers, apply: false, round: 1)
+        // As a person reads it, and applied: the pair once, with a line per side.
+        let text = try runTutti(port: port, ["calibrate", "--analyse", dir + "/recording-1.wav", "--rooms", "kitchen,Living room", "--apply"])
+        print(text.out)
+        #expect(text.status == 0 && text.out.contains("\nLiving room (stereo pair):\n  left living-l: delay ") && text.out.contains("\n  right living-r: delay ")
+                && text.out.hasSuffix("applied\n"), "\(text.out)")
         #expect(first.plan.slots == ["kitchen", "living-l", "living-r", "kitchen"])
         #expect(first.plan.rooms == ["kitchen", "Living room"])
         #expect(first.analysis["usable"]?.bool == true, "\(first.analysis.serialized)")
