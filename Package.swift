@@ -168,3 +168,35 @@ if Context.environment["TUTTI_FUZZ"] == "1" {
 for target in package.targets where target.type != .system {
     target.swiftSettings = (target.swiftSettings ?? []) + strict
 }
+
+// Every target names every target it builds on, not only its direct
+// dependencies: SwiftPM gives a module's compile command the .swiftmodule
+// files of the listed dependencies alone as inputs, and the compiler leaves
+// a .swiftmodule untouched when its contents did not change. A module that
+// sees another one only through a third (tuttid sees TuttiLeader through
+// TuttiDaemon's `@_exported import`) was then not compiled again when that
+// one changed: release builds inline a class's allocation size and enum
+// case numbers across modules, so an incremental build kept main.o
+// allocating the Leader 8 bytes smaller than its initialiser writes (heap
+// corruption: glibc's "corrupted size vs. prev_size" during a scan), and a
+// stale enum case index printed the wrong catalogue message. Conditions
+// of the direct dependencies are kept; those added here have none. System
+// libraries are left to their owning module (their flags reach every
+// dependant anyway).
+func dependencyName(_ dependency: Target.Dependency) -> String? {
+    switch dependency {
+    case .targetItem(let name, _), .byNameItem(let name, _): name
+    default: nil
+    }
+}
+let targetsByName = Dictionary(uniqueKeysWithValues: package.targets.map { ($0.name, $0) })
+for target in package.targets {
+    var named = Set(target.dependencies.compactMap(dependencyName))
+    var pending = Array(named)
+    while let name = pending.popLast() {
+        for next in targetsByName[name]?.dependencies.compactMap(dependencyName) ?? [] where named.insert(next).inserted {
+            pending.append(next)
+            if targetsByName[next]?.type != .system { target.dependencies.append(.target(name: next)) }
+        }
+    }
+}
