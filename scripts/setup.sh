@@ -23,6 +23,7 @@ packages=(
   iproute2                                                                                  # pairing: two hosts in network namespaces (scripts/netns-pairing-test.sh)
   libportaudio2                                                                             # Sendspin: the stock `sendspin` CLI's audio output (into a PulseAudio null sink)
   espeak-ng                                                                                 # announcements: text spoken by the leader (AnnouncementTests), a voice per language, Korean included
+  python3-jinja2 python3-yaml                                                               # announcements: docs/sound.md's Home Assistant rest_command rendered as Home Assistant renders it (Jinja2)
 )
 
 missing=()

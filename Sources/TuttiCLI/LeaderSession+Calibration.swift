@@ -3,7 +3,8 @@ import TuttiCore
 
 /// `tutti calibrate`: plays a plan at the leader, or analyses a recording
 /// of one here (the same analysis as the leader's, TuttiCore) and applies
-/// the trims with `rooms.set`.
+/// the trims with `rooms.set`. A stereo pair is measured as its two sides,
+/// each trimmed by its speaker's own name.
 extension LeaderSession {
     func calibrate(_ c: CLICommand.Calibrate) throws(CLIFailure) {
         switch c {
@@ -24,23 +25,31 @@ extension LeaderSession {
             }
             if json { output(plan) } else { print("done: now analyse the recording with `tutti calibrate --analyse REC.wav --rooms \(rooms.joined(separator: ","))`") }
         case .analyse(let path, let planPath, let rooms, let slot, let apply, let equalise):
+            // Each speaker's trim now (a pair's two apart), and the pairs, which turn a pair's name into its two sides.
+            var current: [String: Double] = [:]
+            var pairs: [StereoPair] = []
+            for r in objects(try call("rooms.list")["rooms"]) {
+                guard let name = r["name"]?.string else { continue }
+                current[name] = r["latencyMs"]?.number ?? 0
+                for s in objects(r["speakers"]) { if let n = s["name"]?.string { current[n] = s["latencyMs"]?.number ?? 0 } }
+                if let left = r["pair"]?["left"]?.string, let right = r["pair"]?["right"]?.string {
+                    pairs.append(StereoPair(name: name, left: left, right: right))
+                }
+            }
             let plan: CalibrationPlan
             if let planPath {
-                guard let text = try? readWhole(planPath), let value = JSONValue.parsing(text), let p = CalibrationPlan(json: value) else {
+                guard let text = try? readWhole(planPath), let value = JSONValue.parsing(text),
+                      let p = CalibrationPlan(json: value, pairs: StereoPairs(pairs)) else {
                     throw .usage("\(planPath) is not a plan as `tutti --json calibrate --play` prints it")
                 }
                 plan = p
             } else {
-                plan = CalibrationPlan(rooms: rooms ?? [], slotNanoseconds: Int64((slot ?? 2_000) * 1e6))
+                plan = CalibrationPlan(rooms: rooms ?? [], pairs: StereoPairs(pairs), slotNanoseconds: Int64((slot ?? 2_000) * 1e6))
             }
             let (samples, rate) = try readRecording(path)
             let result: CalibrationResult
             do { result = try Calibration.analyse(recording: samples, sampleRate: rate, plan: plan) } catch {
                 throw .refused(error.message)
-            }
-            var current: [String: Double] = [:]
-            for r in objects(try call("rooms.list")["rooms"]) {
-                if let name = r["name"]?.string { current[name] = r["latencyMs"]?.number ?? 0 }
             }
             let trims = result.trims(current: current)
             if json {
@@ -49,33 +58,44 @@ extension LeaderSession {
                 report["applied"] = .bool(apply && result.isUsable)
                 output(.object(report))
             } else {
-                for r in result.rooms {
-                    var line = "\(r.room): "
+                func measured(_ r: CalibrationRoomResult) -> String {
+                    var line = ""
                     if let d = r.delayMilliseconds { line += cFormat("delay %.3f ms, ", d) }
                     line += cFormat("confidence %.0f dB", r.confidenceDB)
                     if let t = trims[r.room] { line += cFormat(", trim %.3f → %.3f ms", current[r.room] ?? 0, t) }
                     if let p = r.problem { line += " — " + p.description }
-                    print(line)
-                    if !r.responseDB.isEmpty {
-                        let bands = r.responseDB.map { $0.map { cFormat("%+.1f", $0) } ?? "—" }.joined(separator: " ")
-                        print("  response (32 Hz … 16 kHz, dB): \(bands)")
-                        print("  EQ to flatten it: \(r.correction.map { cFormat("%+.1f", $0) }.joined(separator: " "))")
+                    return line
+                }
+                for group in result.byRoom {
+                    if group.isPair {
+                        print("\(group.room) (stereo pair):")
+                        for r in group.measured { print("  \((r.side ?? .stereo).name) \(r.room): \(measured(r))") }
+                    } else {
+                        print("\(group.room): \(measured(group.measured[0]))")
+                    }
+                    let response = group.responseDB
+                    if !response.isEmpty {
+                        let bands = response.map { $0.map { cFormat("%+.1f", $0) } ?? "—" }.joined(separator: " ")
+                        print("  response (32 Hz … 16 kHz, dB\(group.isPair ? ", both sides" : "")): \(bands)")
+                        print("  EQ to flatten it: \(group.correction.map { cFormat("%+.1f", $0) }.joined(separator: " "))")
                     }
                 }
                 print(cFormat("recorder clock %+.1f ppm, loudest %.1f dBFS", result.recorderRatePPM, result.peakDBFS))
             }
             if equalise {
                 guard result.isUsable else { throw .refused("no EQ written: a room's measurement cannot be trusted (see above)") }
-                for r in result.rooms where !r.responseDB.isEmpty {
-                    let name = "Tuned \(today()) \(String(r.room.prefix(40)))"
-                    _ = try call("eq.save", ["name": .string(name), "gains": .numbers(r.correction)])
-                    _ = try call("rooms.setEq", ["room": .string(r.room), "preset": .string(name)])
-                    if !json { print("\(r.room): EQ preset \"\(name)\" (switch back with `tutti eq \(r.room) Flat`)") }
+                // A pair has one EQ: set by its name, from both sides' response.
+                for group in result.byRoom where !group.responseDB.isEmpty {
+                    let name = "Tuned \(today()) \(String(group.room.prefix(40)))"
+                    _ = try call("eq.save", ["name": .string(name), "gains": .numbers(group.correction)])
+                    _ = try call("rooms.setEq", ["room": .string(group.room), "preset": .string(name)])
+                    if !json { print("\(group.room): EQ preset \"\(name)\" (switch back with `tutti eq \(group.room) Flat`)") }
                 }
             }
             guard apply else { return }
             guard result.isUsable else { throw .refused("not applied: a room's measurement cannot be trusted (see above)") }
             guard trims.values.allSatisfy({ (-1_000...5_000).contains($0) }) else { throw .refused("not applied: a trim would be outside −1000…5000 ms") }
+            // By each speaker's own name: a side of a pair is trimmed alone.
             for (room, ms) in trims.sorted(by: { $0.key < $1.key }) where ms != current[room] {
                 _ = try call("rooms.set", ["room": .string(room), "latencyMs": .number(ms)])
             }

@@ -51,15 +51,53 @@ public struct CalibrationSweep: Equatable, Sendable {
     }
 }
 
+/// What one slot of a plan measures: a room's speaker, or one side of a
+/// stereo pair. A pair's two speakers are measured one after the other, as
+/// two sources, so each gets its own latency trim (set by the speaker's
+/// own name, which reaches that speaker alone).
+public struct CalibrationSource: Equatable, Sendable {
+    /// The speaker, by the name it joined with: its trim is set by this name.
+    public var speaker: String
+    /// The room people see: the pair's name for a side of a pair, else the speaker's.
+    public var room: String
+    /// The side it plays in its pair (`.left` or `.right`); nil for a room of its own.
+    public var side: ChannelMap?
+
+    public init(speaker: String, room: String? = nil, side: ChannelMap? = nil) {
+        self.speaker = speaker; self.room = room ?? speaker; self.side = side
+    }
+
+    /// The sources a list of rooms measures, in order: a stereo pair (by its
+    /// name, or either speaker's) as its left speaker then its right, any
+    /// other name as itself. A room named twice (a pair by its name and by a
+    /// speaker's) is measured once.
+    public static func expanding(_ rooms: [String], pairs: StereoPairs) -> [CalibrationSource] {
+        var out: [CalibrationSource] = []
+        for name in rooms {
+            let sources: [CalibrationSource]
+            if let p = pairs.pair(named: name) ?? pairs.pair(containing: name) {
+                sources = [CalibrationSource(speaker: p.left, room: p.name, side: .left),
+                           CalibrationSource(speaker: p.right, room: p.name, side: .right)]
+            } else {
+                sources = [CalibrationSource(speaker: name)]
+            }
+            for s in sources where !out.contains(where: { $0.speaker == s.speaker }) { out.append(s) }
+        }
+        return out
+    }
+}
+
 /// What `calibrate.play` plays: slot i starts `i × slot` after the first,
-/// one room per slot, in the order of `slots`. The first room plays again
+/// one speaker per slot, in the order of `slots`. The first plays again
 /// in a last slot, so the analysis measures the recorder's clock rate
 /// against the leader's (a phone 50 ppm off would otherwise add 0.1 ms per
 /// 2 s slot).
 public struct CalibrationPlan: Equatable, Sendable {
-    /// The rooms measured, each once, in the order played.
+    /// The rooms measured as people see them (a stereo pair once, by its name), in the order played.
     public var rooms: [String]
-    /// The room of each slot: `rooms`, then the first room again when there are two or more.
+    /// What each slot measures, each once, in the order played: a room's speaker, or each side of a pair.
+    public var sources: [CalibrationSource]
+    /// The speaker of each slot: `sources`' speakers, then the first again when there are two or more.
     public var slots: [String]
     public var slotNanoseconds: Int64
     public var sweep: CalibrationSweep
@@ -69,11 +107,25 @@ public struct CalibrationPlan: Equatable, Sendable {
     public static let defaultSlotNanoseconds: Int64 = 2_000_000_000
     /// A slot must hold the sweep and enough silence either side for the rooms' differences (±¼ slot).
     public static let slotRange: ClosedRange<Int64> = 1_500_000_000...10_000_000_000
+    /// The most sources a plan measures.
+    public static let maximumSources = 32
 
-    public init(rooms: [String], slotNanoseconds: Int64 = defaultSlotNanoseconds, sweep: CalibrationSweep = .standard,
+    /// The plan of `rooms`: a stereo pair of `pairs` (named by its name or
+    /// either speaker's) is measured as its two sides, left then right.
+    public init(rooms: [String], pairs: StereoPairs = StereoPairs(), slotNanoseconds: Int64 = defaultSlotNanoseconds,
+                sweep: CalibrationSweep = .standard, startLeaderNanoseconds: Int64? = nil) {
+        self.init(sources: CalibrationSource.expanding(rooms, pairs: pairs), slotNanoseconds: slotNanoseconds, sweep: sweep,
+                  startLeaderNanoseconds: startLeaderNanoseconds)
+    }
+
+    public init(sources: [CalibrationSource], slotNanoseconds: Int64 = defaultSlotNanoseconds, sweep: CalibrationSweep = .standard,
                 startLeaderNanoseconds: Int64? = nil) {
+        var rooms: [String] = []
+        for s in sources where !rooms.contains(s.room) { rooms.append(s.room) }
         self.rooms = rooms
-        self.slots = rooms.count >= 2 ? rooms + [rooms[0]] : rooms
+        self.sources = sources
+        let speakers = sources.map(\.speaker)
+        self.slots = speakers.count >= 2 ? speakers + [speakers[0]] : speakers
         self.slotNanoseconds = slotNanoseconds
         self.sweep = sweep
         self.startLeaderNanoseconds = startLeaderNanoseconds
@@ -86,7 +138,13 @@ public struct CalibrationPlan: Equatable, Sendable {
     public var duration: Double { slotStart(slots.count - 1) + sweep.seconds }
 
     public var json: JSONValue {
-        var o: [String: JSONValue] = ["rooms": .array(rooms.map { .string($0) }), "slots": .array(slots.map { .string($0) }),
+        let sources: [JSONValue] = self.sources.map { s in
+            var o: [String: JSONValue] = ["speaker": .string(s.speaker), "room": .string(s.room)]
+            if let side = s.side { o["side"] = .string(side.name) }
+            return .object(o)
+        }
+        var o: [String: JSONValue] = ["rooms": .array(rooms.map { .string($0) }), "sources": .array(sources),
+                                      "slots": .array(slots.map { .string($0) }),
                                       "slotMs": .number(Double(slotNanoseconds) / 1e6),
                                       "sweep": ["startHz": .number(sweep.startFrequency), "endHz": .number(sweep.endFrequency),
                                                 "seconds": .number(sweep.seconds), "fadeSeconds": .number(sweep.fadeSeconds)]]
@@ -97,9 +155,11 @@ public struct CalibrationPlan: Equatable, Sendable {
         return .object(o)
     }
 
-    /// A plan as `json` writes it; nil when it is not one.
-    public init?(json: JSONValue) {
-        guard let rooms = json["rooms"]?.strings, !rooms.isEmpty, rooms.count <= 32, Set(rooms).count == rooms.count,
+    /// A plan as `json` writes it; nil when it is not one. A plan without
+    /// `sources` (written by hand, or before pairs were measured apart)
+    /// measures its rooms as `pairs` says.
+    public init?(json: JSONValue, pairs: StereoPairs = StereoPairs()) {
+        guard let rooms = json["rooms"]?.strings, !rooms.isEmpty, rooms.count <= Self.maximumSources, Set(rooms).count == rooms.count,
               let slotMs = json["slotMs"]?.number, slotMs.isFinite else { return nil }
         let slot = Int64((slotMs * 1e6).rounded())
         guard Self.slotRange.contains(slot) else { return nil }
@@ -110,7 +170,23 @@ public struct CalibrationPlan: Equatable, Sendable {
             sweep = CalibrationSweep(startFrequency: a, endFrequency: b, seconds: t, fadeSeconds: f)
         }
         guard sweep.seconds * 1e9 < Double(slot) * 0.75 else { return nil }
-        self.init(rooms: rooms, slotNanoseconds: slot, sweep: sweep, startLeaderNanoseconds: json["startLeaderNs"]?.integer.map(Int64.init))
+        var sources = CalibrationSource.expanding(rooms, pairs: pairs)
+        if let list = json["sources"] {
+            guard let items = list.array, !items.isEmpty, items.count <= Self.maximumSources else { return nil }
+            sources = []
+            for item in items {
+                guard let speaker = item["speaker"]?.string, !speaker.isEmpty, let room = item["room"]?.string, rooms.contains(room),
+                      !sources.contains(where: { $0.speaker == speaker }) else { return nil }
+                var side: ChannelMap?
+                if let name = item["side"] {
+                    guard let n = name.string, let s = ChannelMap(name: n), s == .left || s == .right else { return nil }
+                    side = s
+                }
+                sources.append(CalibrationSource(speaker: speaker, room: room, side: side))
+            }
+        }
+        guard !sources.isEmpty, sources.count <= Self.maximumSources else { return nil }
+        self.init(sources: sources, slotNanoseconds: slot, sweep: sweep, startLeaderNanoseconds: json["startLeaderNs"]?.integer.map(Int64.init))
     }
 }
 
@@ -191,9 +267,14 @@ public enum CalibrationProblem: Equatable, Sendable, CustomStringConvertible {
     public var description: String { message.description }
 }
 
-/// One room's measurement.
+/// One source's measurement: a room's speaker, or one side of a stereo pair.
 public struct CalibrationRoomResult: Equatable, Sendable {
+    /// The speaker measured (its trim is set by this name): a room's, or one side of a pair.
     public var room: String
+    /// The stereo pair it is a side of (nil: a room of its own).
+    public var pair: String?
+    /// Its side in that pair.
+    public var side: ChannelMap?
     /// Arrival relative to the plan, ms, relative to the earliest room (so ≥ 0); nil when not found.
     public var delayMilliseconds: Double?
     /// Peak to noise of the deconvolved arrival, dB.
@@ -203,6 +284,36 @@ public struct CalibrationRoomResult: Equatable, Sendable {
     public var responseDB: [Double?] = []
     /// EQ gains that flatten it (`Calibration.correction`).
     public var correction: [Double] { Calibration.correction(for: responseDB) }
+
+    public init(room: String, pair: String? = nil, side: ChannelMap? = nil, delayMilliseconds: Double?, confidenceDB: Double,
+                problem: CalibrationProblem? = nil, responseDB: [Double?] = []) {
+        self.room = room; self.pair = pair; self.side = side
+        self.delayMilliseconds = delayMilliseconds; self.confidenceDB = confidenceDB; self.problem = problem; self.responseDB = responseDB
+    }
+}
+
+/// A room as people see it in a result: a room of its own (one measurement),
+/// or a stereo pair with its two sides (left, then right).
+public struct CalibrationRoomGroup: Equatable, Sendable {
+    /// The room's name (a pair's name).
+    public var room: String
+    /// Its measurements: one, or a pair's two sides.
+    public var measured: [CalibrationRoomResult]
+
+    public var isPair: Bool { measured.contains { $0.pair != nil } }
+
+    /// The room's response at the EQ's band centres: a pair's is the mean of
+    /// its two sides' (it has one EQ); empty when a side was not measured.
+    public var responseDB: [Double?] {
+        guard !measured.isEmpty, measured.allSatisfy({ !$0.responseDB.isEmpty }) else { return [] }
+        return measured[0].responseDB.indices.map { band in
+            let values = measured.compactMap { $0.responseDB.indices.contains(band) ? $0.responseDB[band] : nil }
+            return values.count == measured.count ? values.reduce(0, +) / Double(values.count) : nil
+        }
+    }
+
+    /// EQ gains that flatten `responseDB`.
+    public var correction: [Double] { Calibration.correction(for: responseDB) }
 }
 
 public struct CalibrationResult: Equatable, Sendable {
@@ -211,6 +322,17 @@ public struct CalibrationResult: Equatable, Sendable {
     public var recorderRatePPM: Double
     /// The recording's loudest sample, dBFS.
     public var peakDBFS: Double
+
+    /// The results as people see the rooms: each stereo pair once, with its sides, in the order measured.
+    public var byRoom: [CalibrationRoomGroup] {
+        var out: [CalibrationRoomGroup] = []
+        for r in rooms {
+            let name = r.pair ?? r.room
+            if r.pair != nil, let i = out.firstIndex(where: { $0.room == name && $0.isPair }) { out[i].measured.append(r) }
+            else { out.append(CalibrationRoomGroup(room: name, measured: [r])) }
+        }
+        return out
+    }
 
     /// Whether every room has a delay without a problem.
     public var isUsable: Bool { rooms.allSatisfy { $0.problem == nil && $0.delayMilliseconds != nil } }
@@ -286,7 +408,7 @@ public enum Calibration {
 
         // The recorder's rate, from the first room heard twice.
         var ratio = 1.0
-        if plan.slots.count > plan.rooms.count, let first = finds.first, let last = finds.last,
+        if plan.slots.count > plan.sources.count, let first = finds.first, let last = finds.last,
            first.confidenceDB >= trustedDB, last.confidenceDB >= trustedDB, first.echo == nil, last.echo == nil {
             let r = (last.position - first.position) / (Double(plan.slots.count - 1) * slot)
             if abs(r - 1) < 1e-3 { ratio = r }
@@ -294,7 +416,8 @@ public enum Calibration {
         // Each slot's arrival less where the plan puts it (on the recorder's clock), in leader seconds.
         var offsets: [String: Double] = [:]
         var results: [CalibrationRoomResult] = []
-        for (i, room) in plan.rooms.enumerated() {
+        for (i, source) in plan.sources.enumerated() {
+            let room = source.speaker
             let f = finds[i]
             var problem: CalibrationProblem?
             if f.confidenceDB < heardDB { problem = .notHeard }
@@ -303,7 +426,8 @@ public enum Calibration {
             if f.confidenceDB >= heardDB {
                 offsets[room] = (f.position - Double(i) * slot * ratio) / fs / ratio
             }
-            var result = CalibrationRoomResult(room: room, delayMilliseconds: nil, confidenceDB: f.confidenceDB, problem: problem)
+            var result = CalibrationRoomResult(room: room, pair: source.side == nil ? nil : source.room, side: source.side,
+                                               delayMilliseconds: nil, confidenceDB: f.confidenceDB, problem: problem)
             if problem == nil { result.responseDB = response(recording, sampleRate: sampleRate, sweep: plan.sweep, at: f.position) }
             results.append(result)
         }

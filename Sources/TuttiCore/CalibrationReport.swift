@@ -36,22 +36,49 @@ public enum CalibrationUpload {
 
 extension CalibrationResult {
     /// The analysis as JSON, with the trims that line the rooms up
-    /// (`current`: each room's trim while measured, ms) and each problem in
-    /// `language`: `rooms` [{room, delayMs, confidenceDb, trimMs,
-    /// currentTrimMs, problem, problemCode, responseDb, eq}],
+    /// (`current`: each speaker's trim while measured, ms) and each problem
+    /// in `language`: `rooms` [{room, delayMs, confidenceDb, trimMs,
+    /// currentTrimMs, problem, problemCode, responseDb, eq}], a stereo pair
+    /// once as {room, pair: {left, right}, sides: [{side, speaker, delayMs,
+    /// confidenceDb, trimMs, currentTrimMs, problem, problemCode,
+    /// responseDb}], confidenceDb (its weaker side's), problem (its first
+    /// side's), responseDb and eq (the pair's, from both sides)};
     /// `bandsHz`, `recorderRatePpm`, `peakDbfs`, `usable`.
     public func report(current: [String: Double], language: Language) -> JSONValue {
         let trims = trims(current: current)
         func rounded(_ v: Double, _ scale: Double) -> JSONValue { .number((v * scale).rounded() / scale) }
-        let rooms: [JSONValue] = self.rooms.map { r in
-            var o: [String: JSONValue] = ["room": .string(r.room), "confidenceDb": rounded(r.confidenceDB, 10),
-                                          "currentTrimMs": .number(current[r.room] ?? 0)]
+        func measurement(_ r: CalibrationRoomResult) -> [String: JSONValue] {
+            var o: [String: JSONValue] = ["confidenceDb": rounded(r.confidenceDB, 10), "currentTrimMs": .number(current[r.room] ?? 0)]
             if let d = r.delayMilliseconds { o["delayMs"] = rounded(d, 1000) }
             if let t = trims[r.room] { o["trimMs"] = .number(t) }
             if let p = r.problem { o["problem"] = .string(p.message.text(in: language)); o["problemCode"] = .string(p.code) }
-            if !r.responseDB.isEmpty {
-                o["responseDb"] = .array(r.responseDB.map { $0.map { rounded($0, 10) } ?? .null })
-                o["eq"] = .numbers(r.correction)
+            if !r.responseDB.isEmpty { o["responseDb"] = .array(r.responseDB.map { $0.map { rounded($0, 10) } ?? .null }) }
+            return o
+        }
+        let rooms: [JSONValue] = byRoom.map { group in
+            var o: [String: JSONValue]
+            if group.isPair {
+                let sides: [JSONValue] = group.measured.map { r in
+                    var side = measurement(r)
+                    side["speaker"] = .string(r.room)
+                    side["side"] = .string((r.side ?? .stereo).name)
+                    return .object(side)
+                }
+                o = ["room": .string(group.room), "sides": .array(sides),
+                     "confidenceDb": rounded(group.measured.map(\.confidenceDB).min() ?? 0, 10)]
+                var pair: [String: JSONValue] = [:]
+                for r in group.measured { if let side = r.side { pair[side.name] = .string(r.room) } }
+                o["pair"] = .object(pair)
+                if let p = group.measured.compactMap(\.problem).first { o["problem"] = .string(p.message.text(in: language)); o["problemCode"] = .string(p.code) }
+            } else {
+                o = measurement(group.measured[0])
+                o.removeValue(forKey: "responseDb")
+            }
+            o["room"] = .string(group.room)
+            let response = group.responseDB
+            if !response.isEmpty {
+                o["responseDb"] = .array(response.map { $0.map { rounded($0, 10) } ?? .null })
+                o["eq"] = .numbers(group.correction)
             }
             return .object(o)
         }

@@ -17,7 +17,7 @@ extension Leader {
 
     /// Every speaker the leader knows, by the name it joined with (a stereo pair's two apart), sorted.
     var knownSpeakers: [String] {
-        var all = Set(connectedSpeakers).union(seenRooms.withLock { $0 })
+        var all = Set(connectedSpeakers).union(seenRooms.withLock { $0.names })
         grouping.withLock { t in
             all.formUnion(t.assignment.keys)
             all.formUnion(t.beforeParty?.keys.map { $0 } ?? [])

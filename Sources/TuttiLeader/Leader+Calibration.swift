@@ -8,8 +8,9 @@ import TuttiControlKit
 
 /// Playing a calibration plan for real: every listed room moves into a
 /// temporary group that plays the plan (a sweep at the start of each slot,
-/// silence between), and only the slot's room is unmuted, switched half way
-/// through the silence before each sweep. Afterwards the groups, the rooms'
+/// silence between), and only the slot's speaker is unmuted, switched half
+/// way through the silence before each sweep. A stereo pair's two speakers
+/// have a slot each (left, then right), so each gets its own trim. Afterwards the groups, the rooms'
 /// settings and what was playing are put back. Everything else that plays is
 /// paused meanwhile, so the microphone hears the sweeps alone.
 extension Leader {
@@ -18,16 +19,20 @@ extension Leader {
     /// The sweep's peak level, linear (−6 dBFS).
     static let calibrationAmplitude = 0.5
 
-    /// Starts playing `rooms`' plan and returns it (its slot times on the
+    /// Starts playing `rooms`' plan (a stereo pair, by its name or either
+    /// speaker's, as its two sides) and returns it (its slot times on the
     /// leader's clock are filled once the stream has them, within about a
     /// start latency). Returns at once; `calibrationRunning` tells when it is over.
     public func playCalibration(rooms: [String], slotNanoseconds: Int64 = CalibrationPlan.defaultSlotNanoseconds) throws(CalibrationPlayError) -> CalibrationPlan {
-        guard !rooms.isEmpty, rooms.count <= 32, Set(rooms).count == rooms.count else { throw .noRooms }
+        guard !rooms.isEmpty, rooms.count <= CalibrationPlan.maximumSources, Set(rooms).count == rooms.count else { throw .noRooms }
         guard CalibrationPlan.slotRange.contains(slotNanoseconds) else { throw .badSlot }
-        let connected = Set(followerNames)
-        if let missing = rooms.first(where: { !connected.contains($0) }) { throw .notConnected(missing) }
+        var plan = CalibrationPlan(rooms: rooms, pairs: stereoPairs.withLock { $0 }, slotNanoseconds: slotNanoseconds)
+        guard plan.sources.count <= CalibrationPlan.maximumSources else { throw .noRooms }
+        let connected = Set(connectedSpeakers)
+        if let missing = plan.sources.first(where: { !connected.contains($0.speaker) }) { throw .notConnected(missing.speaker) }
         guard !calibrating.exchange(true, ordering: .acquiringAndReleasing) else { throw .busy }
-        var plan = CalibrationPlan(rooms: rooms, slotNanoseconds: slotNanoseconds)
+        // Each speaker's own settings: the gate mutes a pair's two apart.
+        let speakers = plan.sources.map(\.speaker)
 
         // The plan as a file the group's player plays: 48 kHz, 16-bit stereo.
         let path = FileManager.default.temporaryDirectory.path + "/tutti-calibration-\(getpid()).wav"
@@ -51,7 +56,7 @@ extension Leader {
 
         // What to put back.
         let savedTable = grouping.withLock { $0 }
-        let savedSettings = rooms.map { settings(of: $0) }
+        let savedSettings = speakers.map { settings(ofSpeaker: $0) }
         let playing = streams.withLock { Array($0.values) }.filter { $0.player.nowPlaying().state.isActive }
         for stream in playing { _ = try? stream.player.submit(.pause) }
 
@@ -60,18 +65,18 @@ extension Leader {
             var name = "Calibration"
             var n = 2
             while grouping.withLock({ $0.group(name) }) != nil { name = "Calibration \(n)"; n += 1 }
-            group = try createGroup(name: name, rooms: rooms)
+            group = try createGroup(name: name, rooms: plan.rooms)
         } catch {
             for stream in playing { _ = try? stream.player.submit(.play) }
             try? FileManager.default.removeItem(atPath: path)
             calibrating.store(false, ordering: .releasing)
             throw .cannotStart("\(error)")
         }
-        @Sendable func gate(open room: String) {
-            for (i, r) in rooms.enumerated() {
+        @Sendable func gate(open speaker: String) {
+            for (i, r) in speakers.enumerated() {
                 var s = savedSettings[i]
-                s.muted = r != room
-                configure(room: r, s)
+                s.muted = r != speaker
+                configureSpeaker(r, s)
             }
         }
         gate(open: plan.slots[0])
@@ -83,7 +88,7 @@ extension Leader {
         } catch {
             log.error("calibration: \(error)")
         }
-        log.info("calibration: \(plan.slots.count) sweeps in \(rooms.joined(separator: ", ")), one every \(Double(slotNanoseconds) / 1e9) s")
+        log.info("calibration: \(plan.slots.count) sweeps in \(plan.slots.joined(separator: ", ")), one every \(Double(slotNanoseconds) / 1e9) s")
 
         // When the file's first frame is heard, on the leader's clock.
         let deadline = Monotonic.now() + 3_000_000_000
@@ -96,7 +101,7 @@ extension Leader {
 
         let restore: @Sendable () -> Void = { [self] in
             calibrationRun.withLock { $0 = nil }
-            for (i, r) in rooms.enumerated() { configure(room: r, savedSettings[i]) }
+            for (i, r) in speakers.enumerated() { configureSpeaker(r, savedSettings[i]) }
             _ = try? changeGroups { (t) throws(GroupError) in t = savedTable }
             if let removed = streams.withLock({ $0.removeValue(forKey: group.id) }) { removed.player.stop() }
             if let stateStore { try? stateStore.forget(group: group.id) }
@@ -105,7 +110,7 @@ extension Leader {
             log.info("calibration: done; rooms, groups and playback as they were")
             calibrating.store(false, ordering: .releasing)
         }
-        // The gating: each slot's room unmuted a quarter slot before its sweep.
+        // The gating: each slot's speaker unmuted a quarter slot before its sweep.
         let slots = plan.slots, firstHeard = start ?? (Monotonic.now() + 200_000_000)
         let leadNs = Int64(Self.calibrationLead * 1e9), quarter = slotNanoseconds / 4
         let end = firstHeard + leadNs + Int64(plan.duration * 1e9) + 300_000_000

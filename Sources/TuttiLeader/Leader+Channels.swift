@@ -29,7 +29,7 @@ extension Leader {
         guard knownSpeakers.contains(room) else { throw .unknownRoom(room, known: knownRooms) }
         try checkPlaysChannelMaps(room)
         roomChannels.withLock { $0[room] = map == .stereo ? nil : map }
-        seenRooms.withLock { _ = $0.insert(room) }
+        remember(room: room)
         markSoundDirty()
         sendChannels(toSpeaker: room)
         log.info("room \(room) plays \(map)")

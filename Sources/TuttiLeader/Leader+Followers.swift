@@ -147,7 +147,7 @@ extension Leader {
     /// Called by a session once its follower is welcomed to `stream`: it
     /// gets the chunks still ahead of now (the live position) then everything new.
     func join(_ session: FollowerSession, stream: LeaderStream) {
-        if let name = session.name { seenRooms.withLock { _ = $0.insert(name) } }
+        if let name = session.name { remember(room: name) }
         let now = LeaderTime(nanoseconds: Monotonic.now())
         stream.backlog.withLock { chunks in
             for chunk in chunks where chunk.pts > now { session.send(chunk.message, encoded: chunk.bytes) }

@@ -64,6 +64,25 @@ extension Leader {
     /// A room's own volume changed: its group's balance is what the rooms are at now.
     public func forgetBalance(ofGroup group: String) { groupBalance.withLock { _ = $0.removeValue(forKey: group) } }
 
+    /// A room joined or was given settings: listed from now on, offline
+    /// when its speaker is off. Past `SeenRooms.limit` names the oldest that
+    /// nothing keeps is forgotten (a peer that joins under a new name each time).
+    func remember(room: String) {
+        var kept = Set(connectedSpeakers)
+        kept.formUnion(roomSettings.withLock { $0.keys })
+        kept.formUnion(roomEqualizers.withLock { $0.keys })
+        kept.formUnion(roomChannels.withLock { $0.keys })
+        stereoPairs.withLock { for p in $0.pairs { kept.formUnion(p.speakers) } }
+        grouping.withLock { t in
+            kept.formUnion(t.assignment.keys)
+            kept.formUnion(t.beforeParty?.keys.map { $0 } ?? [])
+        }
+        let forgotten = seenRooms.withLock { $0.saw(room, keeping: kept) }
+        if !forgotten.isEmpty {
+            log.info("forgot \(forgotten.count) offline room(s) with no settings, oldest first \(forgotten[0]): more than \(SeenRooms.defaultLimit) names")
+        }
+    }
+
     /// Forgets a room that is gone (Snapcast's Server.DeleteClient): its settings, and its place in a group.
     /// A stereo pair's name forgets the pair and both its speakers; a pair
     /// speaker's name ends its pair and forgets that speaker alone.
@@ -78,7 +97,7 @@ extension Leader {
         for speaker in speakers {
             roomSettings.withLock { _ = $0.removeValue(forKey: speaker) }
             roomChannels.withLock { _ = $0.removeValue(forKey: speaker) }
-            seenRooms.withLock { _ = $0.remove(speaker) }
+            seenRooms.withLock { $0.forget(speaker) }
             groupChanges.withLock { grouping.withLock { _ = try? $0.move(room: speaker, to: RoomGroups.mainID) } }
         }
         events.emit(.rooms)

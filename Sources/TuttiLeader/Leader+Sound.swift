@@ -34,7 +34,7 @@ extension Leader {
     func setSpeakerEqualizer(_ room: String, _ eq: RoomEqualizer) {
         roomEqualizers.withLock { $0[room] = eq }
         markSoundDirty()
-        seenRooms.withLock { _ = $0.insert(room) }
+        remember(room: room)
         let message = Message.equalizer(eq.settings)
         let bytes = message.encoded()
         for session in sessions(ofRoom: room) {

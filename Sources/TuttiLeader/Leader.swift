@@ -220,7 +220,8 @@ public final class Leader: @unchecked Sendable {
     var clockServer: UDPSocket?
     let lastHealthAnnounced = Atomic<Int64>(0)
     /// Every room that has joined since start: a speaker switched off is still a room (shown offline).
-    let seenRooms = Mutex<Set<String>>([])
+    /// Bounded (`SeenRooms`): an open leader's peer may join under a new name on every connection.
+    let seenRooms = Mutex(SeenRooms())
     /// Speaker connections (Tutti and Snapcast) served at once; a home has a few dozen rooms at most.
     /// With a room key, 8 places beyond it are lent for 2 s to speakers that go on to prove it.
     let sessionBudget = ConnectionBudget(name: "speaker port", limit: 256, provisionalReserve: 8)
@@ -284,8 +285,10 @@ public final class Leader: @unchecked Sendable {
             roomChannels.withLock { c in for (name, r) in rooms where r.channels != .stereo { c[name] = r.channels } }
             let pairs = try store.loadPairs()
             stereoPairs.withLock { $0 = pairs }
-            seenRooms.withLock { s in for p in pairs.pairs { s.formUnion(p.speakers) } }
-            seenRooms.withLock { $0.formUnion(rooms.keys) }
+            seenRooms.withLock { s in
+                for p in pairs.pairs { s.saw(all: p.speakers) }
+                s.saw(all: rooms.keys.sorted())
+            }
             customPresets.withLock { $0 = presets }
             for g in savedGroups?.groups ?? [] where g.id != RoomGroups.mainID {
                 groupSnapshots[g.id] = try store.load(group: g.id, seed: seed)

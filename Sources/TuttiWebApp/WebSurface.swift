@@ -184,12 +184,13 @@ public final class WebSurface: @unchecked Sendable {
         guard level == .full else { return refused(403, MessageKey.accessLoginFirst.rawValue, UserMessage(.accessLoginFirst)) }
         do throws(CalibrationRefusal) {
             guard let text = request.queryValue("plan"), text.utf8.count <= 16_384, let value = JSONValue.parsing(text),
-                  let plan = CalibrationPlan(json: value) else { throw .badPlan }
+                  let plan = CalibrationPlan(json: value, pairs: StereoPairs(leader.stereoPairList)) else { throw .badPlan }
             let (samples, rate) = try CalibrationUpload.recording(wav: request.body)
             let started = Self.monotonicMilliseconds()
             let result = try Calibration.analyse(recording: samples, sampleRate: rate, plan: plan)
             var current: [String: Double] = [:]
-            for room in plan.rooms { current[room] = Double(leader.settings(of: room).latencyTrimNanoseconds) / 1e6 }
+            // Each speaker's own trim (a side of a pair by its speaker's name).
+            for source in plan.sources { current[source.speaker] = Double(leader.settings(of: source.speaker).latencyTrimNanoseconds) / 1e6 }
             log.info("calibration: analysed \(samples.count) samples at \(rate) Hz from \(request.peer) in \(Self.monotonicMilliseconds() - started) ms: "
                      + result.rooms.map { "\($0.room) \($0.delayMilliseconds.map { Calibration.format($0, 3) } ?? "—") ms" }.joined(separator: ", "))
             return json(200, result.report(current: current, language: language))

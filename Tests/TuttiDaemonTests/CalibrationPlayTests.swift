@@ -91,7 +91,8 @@ import TuttiTestSupport
         var arrivals: [String: Double]
     }
 
-    func calibrate(port: UInt16, dir: String, rooms: [Acoustics], names: [String], apply: Bool, round: Int) throws -> Run {
+    /// `names` are the rooms asked for; `speakers` (default: the same) name each of `rooms`' speakers, a pair's two apart.
+    func calibrate(port: UInt16, dir: String, rooms: [Acoustics], names: [String], speakers: [String]? = nil, apply: Bool, round: Int) throws -> Run {
         let played = try runTutti(port: port, ["--json", "calibrate", "--play", names.joined(separator: ",")])
         #expect(played.status == 0, "\(played.out)")
         let planJSON = try #require(jsonDocument(played.out), "\(played.out)")
@@ -100,7 +101,7 @@ import TuttiTestSupport
         let from = start - 300_000_000, seconds = plan.duration + 0.6
         #expect(waitUntilPlayed(rooms.map(\.path), through: from + Int64(seconds * 1e9)))
         var arrivals: [String: Double] = [:]
-        for (room, name) in zip(rooms, names) {
+        for (room, name) in zip(rooms, speakers ?? names) {
             let slot = plan.slots.firstIndex(of: name)!
             let slotStart = start + Int64(slot) * plan.slotNanoseconds
             let left = try #require(sweepStart(room.path, near: slotStart), "room \(name) played no sweep")
@@ -193,6 +194,107 @@ import TuttiTestSupport
             #expect(eq.settings.gains.allSatisfy { $0 <= 3 && $0 >= -12 })
         }
         print(tuned.out)
+    }
+
+    /// A stereo pair measured as two sources: the pair's left speaker and its
+    /// right play their sweeps one after the other, so each side gets its own
+    /// trim (the right speaker 7 ms late after its DAC and trimmed 3 ms, heard
+    /// 11.3 ms away; the left 4.1 ms away; a third room, the kitchen, 2.9 ms).
+    /// `tutti calibrate --play "kitchen,Living room"` and `--analyse --apply`
+    /// find each side's delay within 0.1 ms of what the DACs played, the pair
+    /// shows as one room with its two sides, and played again with the trims
+    /// the three speakers arrive within 0.1 ms. The web app's upload (`POST
+    /// /calibrate` with the plan the page sends when it did not play the
+    /// sweeps, rooms only) finds the same sides.
+    @Test func aStereoPairsTwoSpeakersAreMeasuredApartAndEachTrimmed() throws {
+        let dir = makeTemporaryDirectory()
+        let leader = try startLeader(files: []) { c in
+            c.control = Endpoint(host: "127.0.0.1", port: 0)
+            c.web = WebOptions(endpoint: Endpoint(host: "127.0.0.1", port: 0), root: WebAppTests.repository + "/web")
+        }
+        defer { leader.stop() }
+        let port = try #require(leader.controlEndpoint?.port), web = try #require(leader.webEndpoint).port
+        let k = try startFollower(leader: leader.endpoint, name: "kitchen", output: .file(path: dir + "/k.raw", ppm: 0, delayMilliseconds: 0))
+        let l = try startFollower(leader: leader.endpoint, name: "living-l", output: .file(path: dir + "/l.raw", ppm: 0, delayMilliseconds: 0))
+        let r = try startFollower(leader: leader.endpoint, name: "living-r", output: .file(path: dir + "/r.raw", ppm: 0, delayMilliseconds: 7))
+        defer { k.stop(); l.stop(); r.stop() }
+        #expect(waitUntilInStep(leader, [k, l, r], timeout: 20))
+        _ = try leader.pair(left: "living-l", right: "living-r", name: "Living room")
+        leader.configure(room: "living-r", RoomSettings(volume: 100, muted: false, latencyTrimNanoseconds: 3_000_000))
+        #expect(leader.settings(of: "living-l").latencyTrimNanoseconds == 0)
+
+        var rng = SplitMix64(seed: 7)
+        func reverb() -> [(Int, Double)] {
+            (0..<20).map { _ in
+                let after = 0.002 + rng.unit() * 0.3
+                return (Int(after * Double(Self.rate)), 0.5 * pow(10, -3 * after / 0.3) * (rng.unit() < 0.5 ? -1 : 1))
+            }
+        }
+        let rooms = [Acoustics(path: dir + "/k.raw", delay: 0.0029, reflections: reverb()),
+                     Acoustics(path: dir + "/l.raw", delay: 0.0041, reflections: reverb()),
+                     Acoustics(path: dir + "/r.raw", delay: 0.0113, reflections: reverb())]
+        let speakers = ["kitchen", "living-l", "living-r"]
+        let resyncs = speakers.map { leader.health[$0]?.hardResyncs ?? 0 }
+        let first = try calibrate(port: port, dir: dir, rooms: rooms, names: ["kitchen", "Living room"], speakers: speakers, apply: false, round: 1)
+        // As a person reads it, and applied: the pair once, with a line per side.
+        let text = try runTutti(port: port, ["calibrate", "--analyse", dir + "/recording-1.wav", "--rooms", "kitchen,Living room", "--apply"])
+        print(text.out)
+        #expect(text.status == 0 && text.out.contains("\nLiving room (stereo pair):\n  left living-l: delay ") && text.out.contains("\n  right living-r: delay ")
+                && text.out.hasSuffix("applied\n"), "\(text.out)")
+        #expect(first.plan.slots == ["kitchen", "living-l", "living-r", "kitchen"])
+        #expect(first.plan.rooms == ["kitchen", "Living room"])
+        #expect(first.analysis["usable"]?.bool == true, "\(first.analysis.serialized)")
+
+        // The report: the kitchen, and the pair once with its two sides.
+        let entries = try #require(first.analysis["rooms"]?.array)
+        #expect(entries.map { $0["room"]?.string } == ["kitchen", "Living room"])
+        let sides = try #require(entries.last?["sides"]?.array)
+        #expect(sides.map { $0["side"]?.string } == ["left", "right"] && sides.map { $0["speaker"]?.string } == ["living-l", "living-r"])
+        var delays = ["kitchen": entries[0]["delayMs"]?.number ?? .nan]
+        for s in sides { delays[s["speaker"]?.string ?? ""] = s["delayMs"]?.number ?? .nan }
+        for speaker in ["living-l", "living-r"] {
+            let found = delays[speaker]! - delays["kitchen"]!, truth = (first.arrivals[speaker]! - first.arrivals["kitchen"]!) / 1e6
+            print("calibration: \(speaker) after the kitchen by \(found) ms measured, \(truth) ms from the DACs")
+            #expect(abs(found - truth) < 0.1, "\(speaker): measured \(found) ms, the DACs say \(truth) ms")
+        }
+        // Each side trimmed by its own name: the latest (the right speaker) keeps its 3 ms, the others are delayed.
+        let latest = delays.values.max()!
+        #expect(leader.settings(of: "living-r").latencyTrimNanoseconds == 3_000_000)
+        let trimL = Double(leader.settings(of: "living-l").latencyTrimNanoseconds) / 1e6
+        let trimK = Double(leader.settings(of: "kitchen").latencyTrimNanoseconds) / 1e6
+        #expect(abs(trimL - (0 - (latest - delays["living-l"]!))) < 0.002, "trim of living-l \(trimL) ms")
+        #expect(abs(trimK - (0 - (latest - delays["kitchen"]!))) < 0.002, "trim of the kitchen \(trimK) ms")
+        #expect(abs((sides[0]["trimMs"]?.number ?? .nan) - trimL) < 0.001 && sides[1]["trimMs"]?.number == 3, "\(sides)")
+        // The pair is still one room, its speakers' sides as they were.
+        #expect(leader.stereoPairList == [StereoPair(name: "Living room", left: "living-l", right: "living-r")])
+        #expect(!leader.settings(of: "living-l").muted && !leader.settings(of: "living-r").muted && !leader.settings(of: "kitchen").muted)
+
+        // The web app's upload of the same recording, with the plan a page sends when it did not play the sweeps itself.
+        let plan = #"{"rooms":["kitchen","Living room"],"slotMs":2000}"#
+        let wav = try Data(contentsOf: URL(fileURLWithPath: dir + "/recording-1.wav"))
+        let path = "/calibrate?plan=" + (plan.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")
+        let head = "POST \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(web)\r\nConnection: close\r\nContent-Type: audio/wav\r\nContent-Length: \(wav.count)\r\n\r\n"
+        let answer = exchange(port: web, Array(head.utf8) + Array(wav))
+        let uploaded = try #require(JSONValue.parsing(httpBody(answer)), "\(answer)")
+        let webSides = try #require(uploaded["rooms"]?.array?.last?["sides"]?.array, "\(uploaded.serialized)")
+        #expect(webSides.map { $0["speaker"]?.string } == ["living-l", "living-r"])
+        for (s, speaker) in zip(webSides, ["living-l", "living-r"]) {
+            #expect(abs((s["delayMs"]?.number ?? .nan) - delays[speaker]!) < 0.001, "\(uploaded.serialized)")
+            #expect(s["currentTrimMs"]?.number == (speaker == "living-l" ? trimL : 3)) // each speaker's own trim now
+        }
+
+        // Played again once the speakers have moved to their trims: all three arrive together.
+        #expect(waitUntil(timeout: 30) {
+            let h = leader.health
+            return zip(speakers, resyncs).dropLast().allSatisfy { (h[$0]?.hardResyncs ?? 0) > $1 } && speakers.allSatisfy { s in
+                h[s].map { abs($0.outputErrorNanoseconds) < 20_000 && abs($0.resampleRatioPPB) < 10_000 } ?? false
+            }
+        }, "\(leader.health)")
+        let second = try calibrate(port: port, dir: dir, rooms: rooms, names: ["Living room", "kitchen"], speakers: speakers, apply: false, round: 2)
+        #expect(second.plan.slots == ["living-l", "living-r", "kitchen", "living-l"])
+        let arrivals = speakers.map { second.arrivals[$0]! / 1e6 }
+        print("calibration after the trims: arrivals \(arrivals) ms after their slots (DACs); measured \(second.analysis.serialized)")
+        #expect(arrivals.max()! - arrivals.min()! < 0.1, "after the trims the speakers arrive \(arrivals) ms after their slots")
     }
 
     /// A leader stopped while the sweeps play saves the rooms as they were, not muted in a temporary group.

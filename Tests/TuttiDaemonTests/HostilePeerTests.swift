@@ -188,4 +188,35 @@ import TuttiTestSupport
         #expect((try real.call("player.status").object) != nil, "the client already there is answered")
         for c in flood { c.close() }
     }
+
+    /// An open leader (any speaker joins) lists a room that has joined even
+    /// when its speaker is off; one host joining under a new name on each of
+    /// 400 connections must not grow that list for good, nor push out the
+    /// rooms people set up.
+    @Test func aPeerJoiningUnderANewNameEachTimeLeavesTheRoomListBounded() throws {
+        let leader = try startLeader(files: []) { c in c.control = Endpoint(host: "127.0.0.1", port: 0) }
+        defer { leader.stop() }
+        func join(_ name: String) throws -> Bool {
+            let speaker = try TCPConnection.connect(to: leader.endpoint)
+            defer { speaker.close() }
+            try speaker.send(Message.hello(version: WireProtocol.streamDelayVersion, name: name).encoded())
+            speaker.setReceiveTimeout(milliseconds: 5_000)
+            guard case .welcome? = try MessageReader(connection: speaker).next() else { return false }
+            return true
+        }
+        #expect(try join("kitchen"))
+        #expect(waitUntil(timeout: 10) { leader.knownRooms.contains("kitchen") && leader.followerNames.isEmpty })
+        let control = try ControlClient(endpoint: leader.controlEndpoint!)
+        _ = try control.call("rooms.set", ["room": "kitchen", "volume": 40])
+        var welcomed = 0
+        for i in 0..<400 where try join("guest-\(i)") { welcomed += 1 }
+        #expect(welcomed == 400)
+        #expect(waitUntil(timeout: 10) { leader.followerNames.isEmpty }, "every guest connection ended")
+        let listed = try control.call("rooms.list").object?["rooms"]?.array ?? []
+        let names = listed.compactMap { $0.object?["name"]?.string }
+        print("400 names joined from one host: rooms.list lists \(names.count)")
+        #expect(names.count == SeenRooms.defaultLimit, "\(names.count) rooms listed")
+        #expect(names.contains("kitchen"), "the room with a volume set is kept")
+        #expect(names.contains("guest-399") && !names.contains("guest-0"), "the newest names are listed, the oldest forgotten")
+    }
 }

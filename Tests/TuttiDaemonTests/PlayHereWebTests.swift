@@ -57,11 +57,14 @@ import TuttiTestSupport
         #expect(waitUntil(timeout: 10) { leader.followerNames == ["kitchen"] }, "the speaker joined")
         let web = try #require(leader.webEndpoint), control = try #require(leader.controlEndpoint)
         var args = [Self.repository + "/Tests/Web/playhere_test.py", "--url", "http://127.0.0.1:\(web.port)",
-                    "--control-port", String(control.port), "--dac", dac, "--seconds", "15", "--bound-ms", "20", "--realtime"]
+                    "--control-port", String(control.port), "--dac", dac, "--seconds", "15", "--bound-ms", "20", "--realtime",
+                    // Bounds only a fault breaks, beside other suites on two cores; bench/web/playhere.sh measures the targets.
+                    "--timeout", "30", "--start-bound-ms", "5000"]
         if let shots = ProcessInfo.processInfo.environment["TUTTI_SCREENSHOTS"] { args += ["--screenshot", shots + "/play-here.png"] }
         let r = try runProgram("/usr/bin/python3", args, mergeErrors: true, timeout: 180)
         print(r.out)
-        #expect(r.status == 0, "the browser test failed:\n\(r.out)")
+        let failure = r.out.split(separator: "\n").first { $0.hasPrefix("FAIL") }.map(String.init) ?? ""
+        #expect(r.status == 0, "the browser test failed: \(failure)\n\(r.out)")
         #expect(r.out.contains("ok sync"), "\(r.out)")
         #expect(waitUntil(timeout: 5) { leader.followerNames == ["kitchen"] }, "the browser's room left with the switch off")
     }

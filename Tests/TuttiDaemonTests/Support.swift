@@ -68,7 +68,15 @@ func leaveTime(ofFrame frame: Int, timing: [(frame: Int, time: Int64)], ppm: Dou
     return block.time + Int64(Double(frame - block.frame) / rate * 1e9)
 }
 
-let testLog = Logger.silent
+/// Silent, unless TUTTI_TEST_LOG is set (to debug, info, warning or error): then lines at that level and above go to stderr.
+let testLog: Logger = {
+    guard let raw = ProcessInfo.processInfo.environment["TUTTI_TEST_LOG"] else { return Logger.silent }
+    let least = ["debug": Logger.Level.debug, "info": .info, "warning": .warning, "error": .error][raw] ?? .info
+    return Logger(label: "test") { level, label, message in
+        guard level >= least else { return }
+        FileHandle.standardError.write(Data("\(Monotonic.now() / 1_000_000) ms \(level) \(label): \(message)\n".utf8))
+    }
+}()
 
 /// A leader on an ephemeral loopback port.
 /// Keeps every log line, for tests that check what was logged.

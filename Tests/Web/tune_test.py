@@ -13,7 +13,11 @@ chromium-driver, and PyPI's axe-selenium-python):
                spot hears them (Chromium plays it once, from when the page
                opens the microphone: `%noloop`)
   --rooms      the connected rooms the recording holds, in the order played
-  --truth-ms   how much later the second room arrives than the first (ms)
+               (a stereo pair by its name: its two sides are measured apart)
+  --truth-ms   how much later the second speaker arrives than the first (ms;
+               a pair's left and right are two speakers)
+  --pair-only  only record, check the pair's card (one room, two sides), axe
+               in English, and apply (the rest is the two-room run's)
 
 Checks, one printed line each with its figure; exit status 1 and a message on
 the first failure (2 for a missing tool):
@@ -103,6 +107,7 @@ def open_screen(d, url, rooms, timeout):
 
 
 def results(d, rooms, timeout, what):
+    """Each speaker's (delay, trim, problem): a room's card, or each side of a pair's card."""
     wait(d, "document.querySelectorAll('[data-test=tune-result]').length === %d || document.querySelector('[data-test=tune-view-error]')" % len(rooms)
          + " || (document.querySelector('[data-test=tune-error]').textContent !== '' && document.getElementById('view-tune').dataset.busy !== '1')",
          "the analysis of %s" % what, timeout)
@@ -111,14 +116,20 @@ def results(d, rooms, timeout, what):
         fail("%s: the page says %r" % (what, err))
     found = {}
     for el in d.find_elements(By.CSS_SELECTOR, '[data-test="tune-result"]'):
-        room, delay = el.get_attribute("data-room"), el.get_attribute("data-delay-ms")
-        if not delay:
-            fail("%s: room %s has no delay (%s)" % (what, room, el.text.replace("\n", " / ")))
-        found[room] = (float(delay), el.get_attribute("data-trim-ms"), el.get_attribute("data-problem"))
+        sides = el.find_elements(By.CSS_SELECTOR, '[data-test="tune-side"]')
+        measured = [(s.get_attribute("data-speaker"), s) for s in sides] or [(el.get_attribute("data-room"), el)]
+        if sides and [s.get_attribute("data-side") for s in sides] != ["left", "right"]:
+            fail("%s: the pair %s shows sides %s" % (what, el.get_attribute("data-room"), [s.get_attribute("data-side") for s in sides]))
+        for name, m in measured:
+            delay = m.get_attribute("data-delay-ms")
+            if not delay:
+                fail("%s: %s has no delay (%s)" % (what, name, el.text.replace("\n", " / ")))
+            found[name] = (float(delay), m.get_attribute("data-trim-ms"), el.get_attribute("data-problem"))
     return found
 
 
 def check_delays(found, rooms, truth, what):
+    rooms = list(found)  # the speakers, in the order shown: a pair's left then right
     measured = found[rooms[1]][0] - found[rooms[0]][0]
     err = measured - truth
     if abs(err) > LIMIT_MS:
@@ -212,8 +223,9 @@ def run(args):
         open_screen(d, args.url, rooms, args.timeout)
         if not d.execute_script("return window.isSecureContext && !!navigator.mediaDevices"):
             fail("the page at %s is not a secure context: no microphone" % args.url)
-        order = keyboard(d)
-        ok("keyboard", "Tab reaches %s" % " → ".join(x or "?" for x in order))
+        if not args.pair_only:
+            order = keyboard(d)
+            ok("keyboard", "Tab reaches %s" % " → ".join(x or "?" for x in order))
         start = one(d, "tune-start")
         d.execute_script("arguments[0].focus()", start)
         t0 = time.time()
@@ -243,16 +255,23 @@ def run(args):
         d.switch_to.active_element.send_keys(Keys.ENTER)
         wait(d, "document.getElementById('view-tune').dataset.applied === '1'", "Apply", args.timeout)
         listed = {r["name"]: r for r in leader.call("rooms.list")["rooms"]}
+        # A pair's speakers are listed inside it, each with its own trim.
+        trims = {r["name"]: r.get("latencyMs") for r in listed.values()}
+        for r in listed.values():
+            for sp in r.get("speakers") or []:
+                trims[sp["name"]] = sp.get("latencyMs")
+        for speaker, (_, want, _) in found.items():
+            got = trims.get(speaker)
+            if got is None or abs(got - float(want)) > 0.001:
+                fail("apply: %s latencyMs %r, the page showed %s" % (speaker, got, want))
         for room in rooms:
-            want = float(found[room][1])
-            got = listed[room].get("latencyMs")
-            if got is None or abs(got - want) > 0.001:
-                fail("apply: %s latencyMs %r, the page showed %.3f" % (room, got, want))
             preset = (listed[room].get("eq") or {}).get("preset") or ""
             if not preset.startswith("Tuned "):
                 fail("apply: %s has EQ preset %r, not a Tuned one" % (room, preset))
-        ok("apply", "trims %s; presets %s" % (", ".join("%s %.3f ms" % (r, listed[r]["latencyMs"]) for r in rooms),
+        ok("apply", "trims %s; presets %s" % (", ".join("%s %.3f ms" % (s, trims[s]) for s in found),
                                               ", ".join(repr(listed[r]["eq"]["preset"]) for r in rooms)))
+        if args.pair_only:
+            return
 
         one(d, "tune-file").send_keys(os.path.abspath(args.recording))
         again = results(d, rooms, args.timeout, "the chosen file")
@@ -261,6 +280,8 @@ def run(args):
             fail("file: %.3f ms from the file, %.3f ms from the microphone" % (by_file, measured))
     finally:
         d.quit()
+    if args.pair_only:
+        return  # (returned above, after apply)
 
     d = browser(args.recording, lang="ko")
     try:
@@ -285,6 +306,7 @@ def main():
     ap.add_argument("--truth-ms", type=float, required=True)
     ap.add_argument("--screenshots")
     ap.add_argument("--timeout", type=float, default=60)
+    ap.add_argument("--pair-only", action="store_true")
     args = ap.parse_args()
     try:
         run(args)

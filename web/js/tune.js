@@ -270,20 +270,46 @@ export function createTune(go) {
     applyRow.hidden = true;
   }
 
+  // One measurement's facts: a room's, or one side of a stereo pair's.
+  function facts(r) {
+    return h('dl.tune-facts', null,
+      h('dt', { text: t('tune.delay') }), h('dd', { 'data-test': 'tune-delay', text: r.delayMs === undefined ? '—' : t('tune.ms', { value: fixed(r.delayMs, 3) }) }),
+      h('dt', { text: t('tune.confidence') }), h('dd', { text: t('tune.db', { value: fixed(r.confidenceDb, 0) }) }),
+      h('dt', { text: t('tune.trim') }), h('dd', { 'data-test': 'tune-trim', text: r.trimMs === undefined ? '—' :
+        t('tune.trimChange', { from: fixed(r.currentTrimMs || 0, 3), to: fixed(r.trimMs, 3) }) }));
+  }
+
+  // What Apply sets: each speaker's trim by its own name (a pair's two sides apart).
+  function measurements() {
+    const out = [];
+    for (const r of report.rooms) {
+      if (r.sides) for (const s of r.sides) out.push({ name: s.speaker, m: s });
+      else out.push({ name: r.room, m: r });
+    }
+    return out;
+  }
+
   function render() {
     clear(results);
     if (!report) return;
     for (const r of report.rooms) {
-      const facts = h('dl.tune-facts', null,
-        h('dt', { text: t('tune.delay') }), h('dd', { 'data-test': 'tune-delay', text: r.delayMs === undefined ? '—' : t('tune.ms', { value: fixed(r.delayMs, 3) }) }),
-        h('dt', { text: t('tune.confidence') }), h('dd', { text: t('tune.db', { value: fixed(r.confidenceDb, 0) }) }),
-        h('dt', { text: t('tune.trim') }), h('dd', { 'data-test': 'tune-trim', text: r.trimMs === undefined ? '—' :
-          t('tune.trimChange', { from: fixed(r.currentTrimMs || 0, 3), to: fixed(r.trimMs, 3) }) }));
-      const card = h('div.room.tune-card', { 'data-test': 'tune-result', 'data-room': r.room,
-        'data-delay-ms': r.delayMs === undefined ? '' : String(r.delayMs), 'data-trim-ms': r.trimMs === undefined ? '' : String(r.trimMs),
-        'data-problem': r.problemCode || '' },
-      h('h3', { text: r.room }), facts,
-      r.problem ? h('p.tune-error', { 'data-test': 'tune-problem', text: r.problem }) : null);
+      const card = h('div.room.tune-card', { 'data-test': 'tune-result', 'data-room': r.room, 'data-problem': r.problemCode || '' },
+        h('h3', { text: r.room }));
+      if (r.sides) {
+        card.dataset.pair = '1';
+        card.appendChild(h('p.tune-note', { text: t('tune.pairNote') }));
+        for (const s of r.sides) {
+          card.appendChild(h('div.tune-side', { 'data-test': 'tune-side', 'data-side': s.side, 'data-speaker': s.speaker,
+            'data-delay-ms': s.delayMs === undefined ? '' : String(s.delayMs), 'data-trim-ms': s.trimMs === undefined ? '' : String(s.trimMs) },
+          h('h4', { text: t('tune.side', { side: t(s.side === 'right' ? 'pair.right' : 'pair.left'), speaker: s.speaker }) }), facts(s),
+          s.problem ? h('p.tune-error', { 'data-test': 'tune-problem', text: s.problem }) : null));
+        }
+      } else {
+        card.dataset.delayMs = r.delayMs === undefined ? '' : String(r.delayMs);
+        card.dataset.trimMs = r.trimMs === undefined ? '' : String(r.trimMs);
+        card.appendChild(facts(r));
+        if (r.problem) card.appendChild(h('p.tune-error', { 'data-test': 'tune-problem', text: r.problem }));
+      }
       if (r.responseDb) {
         const rows = BANDS.map((band, i) => h('tr', null, h('th', { scope: 'row', text: band }),
           h('td', { text: r.responseDb[i] === null ? '—' : t('tune.db', { value: signed(r.responseDb[i], 1) }) }),
@@ -304,10 +330,11 @@ export function createTune(go) {
     const day = new Date();
     const iso = day.getFullYear() + '-' + String(day.getMonth() + 1).padStart(2, '0') + '-' + String(day.getDate()).padStart(2, '0');
     try {
-      for (const r of report.rooms) {
-        if (r.trimMs !== undefined && r.trimMs !== r.currentTrimMs) await call('rooms.set', { room: r.room, latencyMs: r.trimMs });
+      for (const { name, m } of measurements()) {
+        if (m.trimMs !== undefined && m.trimMs !== m.currentTrimMs) await call('rooms.set', { room: name, latencyMs: m.trimMs });
       }
       if (withEq.checked) {
+        // A pair has one EQ: set by its name.
         for (const r of report.rooms) {
           if (!r.eq) continue;
           const name = 'Tuned ' + iso + ' ' + r.room.slice(0, 40);
@@ -315,7 +342,7 @@ export function createTune(go) {
           await call('rooms.setEq', { room: r.room, preset: name });
         }
       }
-      for (const r of report.rooms) if (r.trimMs !== undefined) r.currentTrimMs = r.trimMs;
+      for (const { m } of measurements()) if (m.trimMs !== undefined) m.currentTrimMs = m.trimMs;
       el.dataset.applied = '1';
       render();
       toast(withEq.checked ? t('tune.appliedEq') : t('tune.applied'), 'info');
