@@ -54,7 +54,8 @@ let package = Package(
         systemLibrary("CSoxr", pkgConfig: "soxr", apt: "libsoxr-dev"),
         systemLibrary("CSQLite", pkgConfig: "sqlite3", apt: "libsqlite3-dev"),
         systemLibrary("CAvahi", pkgConfig: "avahi-client", apt: "libavahi-client-dev"),
-        systemLibrary("CFLAC", pkgConfig: "flac", apt: "libflac-dev"),
+        // No pkg-config: opened at the first FLAC file, Sendspin FLAC stream or encoder (dlopen), never linked.
+        systemLibrary("CFLAC", pkgConfig: nil, apt: "libflac-dev"),
         systemLibrary("CGPIOD", pkgConfig: "libgpiod", apt: "libgpiod-dev"),
         systemLibrary("CCivetweb", pkgConfig: nil, apt: "libcivetweb-dev"), // Debian ships no civetweb.pc
         systemLibrary("CZlib", pkgConfig: "zlib", apt: "zlib1g-dev"),
@@ -81,9 +82,9 @@ let package = Package(
         // Pure rules of buttons and remotes: gestures, rotary encoders, the mapping file (no I/O, injected time).
         .target(name: "TuttiGestures", dependencies: ["TuttiCore"]),
         .target(name: "TuttiSystem", dependencies: ["TuttiCore", "CTuttiThread", "CTuttiSpawn"]),
-        // Audio edge, a speaker's half: the Opus codec, sinks (ALSA), the playout engine.
-        .target(name: "TuttiAudio", dependencies: ["TuttiCore", "TuttiSystem", "CALSA", "COpus"]),
-        // Audio edge, the leader's half: file and stream decoders (libmpg123, libFLAC, WAV; FFmpeg for every other format), the tags and exact length they read for the library, the resampler (libsoxr).
+        // Audio edge, a speaker's half: the Opus codec, libFLAC (opened at first use: a Sendspin server's FLAC, the leader's files and Sendspin encoder), sinks (ALSA), the playout engine.
+        .target(name: "TuttiAudio", dependencies: ["TuttiCore", "TuttiSystem", "CALSA", "COpus", "CFLAC"]),
+        // Audio edge, the leader's half: file and stream decoders (libmpg123, FLAC through TuttiAudio's libFLAC, WAV; FFmpeg for every other format), the tags and exact length they read for the library, the resampler (libsoxr).
         .target(name: "TuttiDecode", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "CMPG123", "CFLAC", "CSoxr", "CFFmpeg"]),
         // Speed and pitch at the leader (librubberband); its own module, so speakers do not load it.
         .target(name: "TuttiTimeStretch", dependencies: ["TuttiCore", "TuttiSystem", "CRubberBand"]),
