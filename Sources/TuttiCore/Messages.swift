@@ -148,6 +148,13 @@ public enum MessageKey: String, CaseIterable, Sendable {
     case calibrationNotWAV = "calibration.notWAV"
     case calibrationBadPlan = "calibration.badPlan"
     case calibrationBusy = "calibration.busy"
+    // Previews (GET /preview/ID)
+    case previewBadTrack = "preview.badTrack"
+    case previewUnknownTrack = "preview.unknownTrack"
+    case previewNoLibrary = "preview.noLibrary"
+    case previewUndecodable = "preview.undecodable"
+    case previewBusy = "preview.busy"
+    case previewTooMany = "preview.tooMany"
     // The daemon
     case daemonCannotStart = "daemon.cannotStart"
 
@@ -227,6 +234,12 @@ public enum MessageKey: String, CaseIterable, Sendable {
         case .calibrationNotWAV: "the recording is not a WAV file the leader can read ({reason})"
         case .calibrationBadPlan: "the sweeps' plan is missing or wrong: play the sweeps again, or name the rooms measured"
         case .calibrationBusy: "another recording is being analysed: try again in a few seconds"
+        case .previewBadTrack: "“{id}” is not a track id: a preview is asked for as /preview/ID, with the id library.search gives"
+        case .previewUnknownTrack: "the library has no track {id} (it may have been removed): search again"
+        case .previewNoLibrary: "this leader has no music library to preview"
+        case .previewUndecodable: "track {id} cannot be previewed: {reason}"
+        case .previewBusy: "the leader is making other previews: try again in a few seconds"
+        case .previewTooMany: "too many previews from {address}: try again in {seconds} s"
         case .daemonCannotStart: "tuttid: cannot start: {reason}"
         }
     }
@@ -299,6 +312,12 @@ public enum MessageKey: String, CaseIterable, Sendable {
         case .calibrationNotWAV: "녹음이 리더가 읽을 수 있는 WAV 파일이 아닙니다 ({reason})"
         case .calibrationBadPlan: "스윕 계획이 없거나 잘못되었습니다. 스윕을 다시 재생하거나 측정한 방을 지정하세요"
         case .calibrationBusy: "다른 녹음을 분석하는 중입니다. 몇 초 후에 다시 시도하세요"
+        case .previewBadTrack: "“{id}”는 트랙 ID가 아닙니다. 미리 듣기는 library.search가 주는 ID로 /preview/ID 형식으로 요청합니다"
+        case .previewUnknownTrack: "라이브러리에 트랙 {id}이(가) 없습니다 (삭제되었을 수 있습니다). 다시 검색하세요"
+        case .previewNoLibrary: "이 리더에는 미리 들을 음악 라이브러리가 없습니다"
+        case .previewUndecodable: "트랙 {id}을(를) 미리 들을 수 없습니다: {reason}"
+        case .previewBusy: "리더가 다른 미리 듣기를 만드는 중입니다. 몇 초 후에 다시 시도하세요"
+        case .previewTooMany: "{address}에서 미리 듣기 요청이 너무 많습니다. {seconds}초 후에 다시 시도하세요"
         case .daemonCannotStart: "tuttid: 시작할 수 없습니다: {reason}"
         }
     }
