@@ -170,9 +170,11 @@ public struct PreviewRateLimit: Sendable {
 
 /// An Ogg Opus file (RFC 7845) written from Opus packets of 48 kHz stereo:
 /// the identification header and comment header each on a page of its own,
-/// then the audio packets, a page a second, the last page marked as the end
-/// and carrying the exact length (`granule` = pre-skip + samples), so a
-/// decoder trims the encoder's look-ahead at the start and the padding at the end.
+/// then the audio packets, a page a second. A page's granule position counts
+/// every sample decoded up to its last packet, the pre-skip (the encoder's
+/// look-ahead, which the decoder drops) included; the last page is marked
+/// as the end and carries pre-skip + samples, so the decoder also drops the
+/// padding of the last packet and the length comes out exact.
 public struct OggOpusWriter: Sendable {
     public let serial: UInt32
     public let preSkip: Int
@@ -187,7 +189,7 @@ public struct OggOpusWriter: Sendable {
     public init(serial: UInt32, preSkip: Int, channels: UInt8 = 2, vendor: String = "Tutti") {
         self.serial = serial
         self.preSkip = preSkip
-        granule = Int64(preSkip)
+        granule = 0
         var head = Array("OpusHead".utf8)
         head.append(1) // version
         head.append(channels)

@@ -8,13 +8,14 @@ import TuttiCore
 
     @Test func theWindowIsTheMiddleThirtySecondsOrTheWholeTrack() {
         // 3 minutes at 44.1 kHz: 75 s in, 30 s long.
-        #expect(PreviewWindow.frames(total: 180 * 44_100, rate: 44_100) == (75 * 44_100, 30 * 44_100))
+        func w(_ total: Int, _ rate: Int) -> [Int] { let x = PreviewWindow.frames(total: total, rate: rate); return [x.start, x.count] }
+        #expect(w(180 * 44_100, 44_100) == [75 * 44_100, 30 * 44_100])
         // Shorter than 30 s: all of it.
-        #expect(PreviewWindow.frames(total: 20 * 48_000, rate: 48_000) == (0, 20 * 48_000))
-        #expect(PreviewWindow.frames(total: 30 * 48_000, rate: 48_000) == (0, 30 * 48_000))
+        #expect(w(20 * 48_000, 48_000) == [0, 20 * 48_000])
+        #expect(w(30 * 48_000, 48_000) == [0, 30 * 48_000])
         // An odd remainder rounds toward the start; a length unknown: the first 30 s.
-        #expect(PreviewWindow.frames(total: 30 * 48_000 + 3, rate: 48_000) == (1, 30 * 48_000))
-        #expect(PreviewWindow.frames(total: 0, rate: 48_000) == (0, 30 * 48_000))
+        #expect(w(30 * 48_000 + 3, 48_000) == [1, 30 * 48_000])
+        #expect(w(0, 48_000) == [0, 30 * 48_000])
     }
 
     func preview(_ n: Int, _ tag: UInt8 = 1) -> TrackPreview { TrackPreview(bytes: [UInt8](repeating: tag, count: n), cached: false, encodeMilliseconds: 7) }
@@ -68,8 +69,10 @@ import TuttiCore
     }
 
     /// The pages of a stream, parsed back: (flags, granule, sequence, packets), each page's CRC checked.
-    func pages(_ bytes: [UInt8]) -> [(flags: UInt8, granule: Int64, sequence: UInt32, packets: [[UInt8]])] {
-        var out: [(UInt8, Int64, UInt32, [[UInt8]])] = []
+    struct Page { var flags: UInt8; var granule: Int64; var sequence: UInt32; var packets: [[UInt8]] }
+
+    func pages(_ bytes: [UInt8]) -> [Page] {
+        var out: [Page] = []
         var at = 0
         while at < bytes.count {
             #expect(Array(bytes[at..<at + 4]) == Array("OggS".utf8))
@@ -89,7 +92,7 @@ import TuttiCore
                 body += Int(l)
                 if l < 255 { packets.append(current); current = [] }
             }
-            out.append((flags, granule, sequence, packets))
+            out.append(Page(flags: flags, granule: granule, sequence: sequence, packets: packets))
             at += length
         }
         return out
@@ -104,14 +107,15 @@ import TuttiCore
         let bytes = w.finish(samples: 120 * 960 - 100 - 312)
         let p = pages(bytes)
         #expect(p.count == 5, "head, tags, 50 + 50 + 20 packets")
-        #expect(p.map(\.sequence) == [0, 1, 2, 3, 4])
+        #expect(p.map { $0.sequence } == [0, 1, 2, 3, 4])
         #expect(p[0].flags == 0x02 && p[0].granule == 0 && Array(p[0].packets[0].prefix(8)) == Array("OpusHead".utf8))
         let head = p[0].packets[0]
         #expect(head[8] == 1 && head[9] == 2 && Int(head[10]) | Int(head[11]) << 8 == 312, "version 1, stereo, pre-skip")
         #expect(Array(p[1].packets[0].prefix(8)) == Array("OpusTags".utf8) && p[1].granule == 0)
-        #expect(p[2].packets.count == 50 && p[2].granule == 312 + 50 * 960 && p[2].flags == 0)
+        // Granules count decoded samples, the pre-skip among them.
+        #expect(p[2].packets.count == 50 && p[2].granule == 50 * 960 && p[2].flags == 0)
         #expect(p[2].packets[7].count == 300 && p[2].packets[7].allSatisfy { $0 == 7 })
-        #expect(p[3].packets.count == 50 && p[3].granule == 312 + 100 * 960)
+        #expect(p[3].packets.count == 50 && p[3].granule == 100 * 960)
         #expect(p[4].packets.count == 20 && p[4].flags == 0x04, "the last page ends the stream")
         #expect(p[4].granule == 120 * 960 - 100, "pre-skip + samples: the decoder drops the padding")
     }

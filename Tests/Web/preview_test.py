@@ -171,7 +171,7 @@ def run(a, pa):
         d.execute_script("location.hash = '#/library'")
         wait_until(lambda: d.execute_script("return window.tuttiPreview.id === null && !window.tuttiPreview.src"), a.timeout,
                    "the preview to stop on another screen")
-        print("ok screen change: stopped (the second preview came from the leader's cache: %s)" % cache)
+        print("ok screen change: stopped (Middle Tone again came from a cache, the browser's or the leader's: its answer said %s)" % cache)
 
         # 5. Nothing in the house changed.
         after = state(a.control_port)

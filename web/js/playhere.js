@@ -73,7 +73,7 @@ const P = {
 };
 // A preview (see "Previews" below): the track, its node, and for tests and the curious its figures.
 const PV = { id: null, src: null, gain: null, analyser: null, seq: 0, pressedAt: 0, startAt: 0, bytes: 0, fetchMs: 0, decodeMs: 0,
-  encodeMs: null, cache: null, duration: 0, played: 0, error: null };
+  encodeMs: null, cache: null, duration: 0, at: 0, played: 0, error: null };
 // For tests and the curious: what the player is doing.
 window.tuttiPlayHere = P;
 window.tuttiPreview = PV;
@@ -368,6 +368,7 @@ export function togglePreview(id) {
       src.onended = () => { if (PV.src === src) stopPreview(); };
       const at = ctx.currentTime + LEAD_S;
       src.start(at);
+      PV.at = at;
       PV.src = src; PV.gain = gain; PV.analyser = analyser; PV.duration = audio.duration;
       // When it is heard, in page time: the context's output latency after its start.
       PV.startAt = performance.now() + (LEAD_S + (ctx.outputLatency || ctx.baseLatency || 0)) * 1000;
@@ -384,7 +385,7 @@ export function togglePreview(id) {
 export function stopPreview() {
   PV.seq++;
   if (PV.src) {
-    PV.played = P.ctx.currentTime;
+    PV.played = Math.max(0, P.ctx.currentTime - PV.at); // seconds heard, for the curious
     try { PV.src.onended = null; PV.src.stop(); } catch (e) { /* already ended */ }
     PV.src.disconnect();
     PV.gain.disconnect();
