@@ -23,48 +23,54 @@ import TuttiCore
     @Test func theCacheKeepsAPreviewAMinuteWithinItsEntriesAndBytes() {
         var c = PreviewCache(limits: .init(entries: 3, bytes: 1_000, lifetimeNanoseconds: 60 * s))
         let t0: Int64 = 1_000 * s
-        #expect(c.lookup(1, now: t0) == nil)
-        #expect(c.store(1, preview(300), now: t0))
-        #expect(c.store(2, preview(300), now: t0 + 1 * s))
-        #expect(c.store(3, preview(300), now: t0 + 2 * s))
-        #expect(c.count == 3 && c.bytes == 900)
+        // Mutating calls cannot sit inside #expect: these make them first.
+        func store(_ id: Int64, _ p: TrackPreview, now: Int64) -> Bool { c.store(id, p, now: now) }
+        func lookup(_ id: Int64, now: Int64) -> TrackPreview? { c.lookup(id, now: now) }
+        #expect(lookup(1, now: t0) == nil)
+        #expect(store(1, preview(300), now: t0))
+        #expect(c.count == 1 && c.bytes == 300)
         // A hit says it is one, and keeps the encode's time.
-        let hit = c.lookup(1, now: t0 + 60 * s - 1)
+        let hit = lookup(1, now: t0 + 60 * s - 1)
         #expect(hit?.cached == true && hit?.bytes.count == 300 && hit?.encodeMilliseconds == 7)
         // A minute after it was stored: gone, and its bytes with it.
-        #expect(c.lookup(1, now: t0 + 60 * s) == nil)
-        #expect(c.count == 2 && c.bytes == 600)
-        // A fourth entry over three pushes out the oldest (2).
-        #expect(c.store(4, preview(100), now: t0 + 61 * s))
-        #expect(c.store(5, preview(100), now: t0 + 62 * s))
-        #expect(c.count == 3 && c.bytes == 500)
-        #expect(c.lookup(2, now: t0 + 62 * s) == nil && c.lookup(3, now: t0 + 62 * s) != nil)
-        // Over the bytes: the oldest go until it fits (3 and 4: 300 + 100 of 500 freed for 900).
-        #expect(c.store(6, preview(900), now: t0 + 63 * s))
-        #expect(c.count == 1 && c.bytes == 900)
-        #expect(c.lookup(5, now: t0 + 63 * s) == nil && c.lookup(6, now: t0 + 63 * s)?.bytes.count == 900)
+        #expect(lookup(1, now: t0 + 60 * s) == nil)
+        #expect(c.count == 0 && c.bytes == 0)
+        // Three entries at most: a fourth pushes out the oldest (2).
+        let t1 = t0 + 100 * s
+        #expect(store(2, preview(300), now: t1))
+        #expect(store(3, preview(300), now: t1 + 1 * s))
+        #expect(store(4, preview(300), now: t1 + 2 * s))
+        #expect(c.count == 3 && c.bytes == 900)
+        #expect(store(5, preview(100), now: t1 + 3 * s))
+        #expect(c.count == 3 && c.bytes == 700)
+        #expect(lookup(2, now: t1 + 3 * s) == nil && lookup(3, now: t1 + 3 * s) != nil)
+        // 1,000 bytes at most: 600 more push out the oldest (3) until they fit.
+        #expect(store(6, preview(600), now: t1 + 4 * s))
+        #expect(c.count == 3 && c.bytes == 1_000)
+        #expect(lookup(3, now: t1 + 4 * s) == nil && lookup(4, now: t1 + 4 * s) != nil && lookup(6, now: t1 + 4 * s)?.bytes.count == 600)
         // One preview larger than the whole cache is not kept, and pushes nothing out.
-        #expect(!c.store(7, preview(1_001), now: t0 + 64 * s))
-        #expect(c.count == 1 && c.bytes == 900)
-        // Storing a track again replaces it (bytes counted once).
-        #expect(c.store(6, preview(200, 2), now: t0 + 65 * s))
-        #expect(c.count == 1 && c.bytes == 200 && c.lookup(6, now: t0 + 65 * s)?.bytes.first == 2)
+        #expect(!store(7, preview(1_001), now: t1 + 5 * s))
+        #expect(c.count == 3 && c.bytes == 1_000)
+        // Storing a track again replaces it (its bytes counted once).
+        #expect(store(6, preview(200, 2), now: t1 + 6 * s))
+        #expect(c.count == 3 && c.bytes == 600 && lookup(6, now: t1 + 6 * s)?.bytes.first == 2)
     }
 
     @Test func theThirtyFirstRequestInAMinuteIsRefusedUntilTheWindowEnds() {
         var l = PreviewRateLimit(policy: .init(requests: 30, windowNanoseconds: 60 * s, capacity: 2))
         let phone = SourceAddress.parse("192.168.1.20")!, tablet = SourceAddress.parse("192.168.1.21")!
+        func admit(_ a: SourceAddress, now: Int64) -> Int64? { l.admit(a, now: now) }
         let t0: Int64 = 5_000 * s
-        for i in 0..<30 { #expect(l.admit(phone, now: t0 + Int64(i) * s / 10) == nil, "request \(i + 1)") }
-        #expect(l.admit(phone, now: t0 + 10 * s) == 50, "refused, 50 s before the window ends")
-        #expect(l.admit(phone, now: t0 + 60 * s - 1) == 1)
+        for i in 0..<30 { #expect(admit(phone, now: t0 + Int64(i) * s / 10) == nil, "request \(i + 1)") }
+        #expect(admit(phone, now: t0 + 10 * s) == 50, "refused, 50 s before the window ends")
+        #expect(admit(phone, now: t0 + 60 * s - 1) == 1)
         // Another address has its own allowance.
-        #expect(l.admit(tablet, now: t0 + 10 * s) == nil)
+        #expect(admit(tablet, now: t0 + 10 * s) == nil)
         // A new window.
-        #expect(l.admit(phone, now: t0 + 60 * s) == nil)
+        #expect(admit(phone, now: t0 + 60 * s) == nil)
         // Two addresses at most: a third pushes out the one whose window began first (the tablet's).
         let third = SourceAddress.parse("10.0.0.9")!
-        #expect(l.admit(third, now: t0 + 61 * s) == nil)
+        #expect(admit(third, now: t0 + 61 * s) == nil)
         #expect(l.count == 2)
     }
 
