@@ -222,7 +222,7 @@ public final class PlayoutEngine: @unchecked Sendable {
             case .silence(let frames):
                 channels.settle(on: ChannelMap(rawValue: channelMapTarget.load(ordering: .relaxed)) ?? .stereo)
                 // A room with nothing playing (or not yet) plays an announcement alone.
-                if let start = nextLeaveLeader, overlayPending(at: start) {
+                if let start = nextLeaveLeader, overlayPending(at: start, frames: max(1, min(frames, period))) {
                     let n = max(1, min(frames, period))
                     block.update(repeating: 0, count: 2 * n)
                     mixOverlay(frames: n, startLeader: start, step: 1, duck: &duck)
@@ -276,7 +276,7 @@ public final class PlayoutEngine: @unchecked Sendable {
             channels.process(block, frames: period, target: ChannelMap(rawValue: channelMapTarget.load(ordering: .relaxed)) ?? .stereo)
             equalizerKernel.process(block, frames: period)
             let ptsNs = snap.epoch.nanoseconds + Int64(((blockStart - Double(snap.validStart)) * 62_500 / 3).rounded())
-            if duck != 1 || overlayPending(at: ptsNs) {
+            if duck != 1 || overlayPending(at: ptsNs, frames: period) {
                 // An announcement: the music ducked, then volume, then the announcement at its own gain
                 // (a muted or quiet room still hears the doorbell).
                 for k in 0..<period {
@@ -310,13 +310,16 @@ public final class PlayoutEngine: @unchecked Sendable {
         }
     }
 
-    /// Whether an announcement's frames are within a ramp of `leaderNs`, or the hold after its end.
+    /// Whether an announcement's frames are within a ramp of the `frames`
+    /// frames from `leaderNs`, or the hold after its end. The whole block
+    /// counts: a ramp due in its middle starts there (`mixOverlay` ramps
+    /// frame by frame), not a period late, so every room ducks at the same frame.
     @inline(__always)
-    private func overlayPending(at leaderNs: Int64) -> Bool {
+    private func overlayPending(at leaderNs: Int64, frames: Int) -> Bool {
         let o = overlay.snapshot()
         guard o.generation > 0, o.writeEnd > o.validStart else { return false }
         let position = Double(o.validStart) + StreamFormat.frames(nanoseconds: leaderNs - o.epoch.nanoseconds)
-        return position + Double(Self.duckRampFrames) >= Double(o.validStart) && position < Double(o.writeEnd + Self.duckHoldFrames)
+        return position + Double(frames + Self.duckRampFrames) >= Double(o.validStart) && position < Double(o.writeEnd + Self.duckHoldFrames)
     }
 
     /// Ducks `block` (music, volume applied) and adds the announcement, for
