@@ -180,6 +180,13 @@ public protocol LeaderControl: AnyObject, Sendable {
     var podcastControl: (any PodcastControl)? { get }
     /// The offline cache for network tracks (nil: no place for it).
     var cache: StreamCache? { get }
+
+    // MARK: Previews
+
+    /// 30 s from the middle of a library track as Ogg Opus, for one phone
+    /// (no player, queue or history touched): from the cache, or made on
+    /// the leader's preview worker while the caller waits.
+    func preview(of track: TrackID) throws(PreviewError) -> TrackPreview
 }
 
 extension LeaderControl {

@@ -212,6 +212,13 @@ public enum MessageKey: String, CaseIterable, Sendable {
     case playerPositionsWithin = "player.positionsWithin"
     case playerNoEntryID = "player.noEntryID"
     case playerCalibrationNoStream = "player.calibrationNoStream"
+    // Previews (GET /preview/ID)
+    case previewBadTrack = "preview.badTrack"
+    case previewUnknownTrack = "preview.unknownTrack"
+    case previewNoLibrary = "preview.noLibrary"
+    case previewUndecodable = "preview.undecodable"
+    case previewBusy = "preview.busy"
+    case previewTooMany = "preview.tooMany"
 
     /// The text in `language`, with its `{placeholders}`.
     public func template(_ language: Language) -> String {
@@ -347,6 +354,12 @@ public enum MessageKey: String, CaseIterable, Sendable {
         case .playerPositionsWithin: "positions must be within 0…{last}"
         case .playerNoEntryID: "no queue entry with id {id}"
         case .playerCalibrationNoStream: "the calibration group has no stream"
+        case .previewBadTrack: "“{id}” is not a track id: a preview is asked for as /preview/ID, with the id library.search gives"
+        case .previewUnknownTrack: "the library has no track {id} (it may have been removed): search again"
+        case .previewNoLibrary: "this leader has no music library to preview"
+        case .previewUndecodable: "track {id} cannot be previewed: {reason}"
+        case .previewBusy: "the leader is making other previews: try again in a few seconds"
+        case .previewTooMany: "too many previews from {address}: try again in {seconds} s"
         case .daemonCannotStart: "tuttid: cannot start: {reason}"
         }
     }
@@ -477,6 +490,12 @@ public enum MessageKey: String, CaseIterable, Sendable {
         case .playerPositionsWithin: "위치는 0…{last} 범위여야 합니다"
         case .playerNoEntryID: "ID가 {id}인 대기열 항목이 없습니다"
         case .playerCalibrationNoStream: "보정 그룹에 스트림이 없습니다"
+        case .previewBadTrack: "“{id}”는 트랙 ID가 아닙니다. 미리 듣기는 library.search가 주는 ID로 /preview/ID 형식으로 요청합니다"
+        case .previewUnknownTrack: "라이브러리에 트랙 {id}이(가) 없습니다 (삭제되었을 수 있습니다). 다시 검색하세요"
+        case .previewNoLibrary: "이 리더에는 미리 들을 음악 라이브러리가 없습니다"
+        case .previewUndecodable: "트랙 {id}을(를) 미리 들을 수 없습니다: {reason}"
+        case .previewBusy: "리더가 다른 미리 듣기를 만드는 중입니다. 몇 초 후에 다시 시도하세요"
+        case .previewTooMany: "{address}에서 미리 듣기 요청이 너무 많습니다. {seconds}초 후에 다시 시도하세요"
         case .daemonCannotStart: "tuttid: 시작할 수 없습니다: {reason}"
         }
     }

@@ -237,6 +237,8 @@ public final class Leader: @unchecked Sendable {
     let announcementOutbox = Mutex<[PendingOverlay]>([])
     /// Paces announcements' blocks out; its thread runs only while some wait (set at start).
     let announcementPacer = Mutex<OnDemandWorker?>(nil)
+    /// Makes the web app's previews (with a library; set at start).
+    let previewService = Mutex<PreviewService?>(nil)
     /// The main group's time heard playing: finished spans, and the start of the current one.
     let playTime = Mutex<(total: Int64, since: Int64?)>((0, nil))
 
@@ -479,6 +481,12 @@ public final class Leader: @unchecked Sendable {
         let pacer = OnDemandWorker("announcements", threadName: "tutti-announce", log: log) { [self] in announcementRound() }
         announcementPacer.withLock { $0 = pacer }
         try services.start(pacer)
+        // Previews for the web app: a thread only while one is being made.
+        if let library {
+            let previews = PreviewService(library: library, log: log.with(label: "preview"))
+            previewService.withLock { $0 = previews }
+            try services.start(previews)
+        }
     }
 
     /// mDNS and AirPlay: once everything they point at runs.
@@ -560,4 +568,13 @@ extension Leader: LeaderControl {
                         musicDirectory: configuration.musicDirectory)
     }
     public var podcastControl: (any PodcastControl)? { podcasts }
+
+    public func preview(of track: TrackID) throws(PreviewError) -> TrackPreview {
+        guard library != nil else { throw .noLibrary }
+        guard let service = previewService.withLock({ $0 }) else { throw .stopping }
+        return try service.preview(track).get()
+    }
+
+    /// Previews encoded since start (a cache hit adds none).
+    public var previewEncodes: Int { previewService.withLock { $0 }?.encodes.load(ordering: .relaxed) ?? 0 }
 }

@@ -17,18 +17,22 @@ import TuttiLibrary
 ///   object per text frame, notifications included: one API, not two.
 ///   Each page is a client of the JSON-RPC server (`JSONRPCServing`) with its own bounded outbox.
 /// * `POST /api` — one JSON-RPC request per body, for scripts.
+/// * `GET /preview/TRACKID` — 30 s from the middle of a library track as
+///   Ogg Opus, for this page only (WebSurface+Preview.swift).
 /// * `POST /calibrate?plan=JSON` — a recording of the sweeps `calibrate.play`
 ///   played (a WAV file, at most 12 MiB and 60 s), analysed here with
 ///   TuttiCore's `Calibration`: each room's delay, confidence, response and
 ///   new trim, or why the recording cannot be used (docs/sound.md "Tuning rooms").
 // Sendable because `server` is set once in init and only read after; the rest is immutable.
 public final class WebSurface: @unchecked Sendable {
-    private let leader: any LeaderControl
+    let leader: any LeaderControl
     private let control: any JSONRPCServing
-    private let log: Logger
+    let log: Logger
     private var server: WebServer!
     private let assets: WebAssets
     private let pages: Pages
+    /// Previews asked for per client address (`GET /preview/ID`).
+    let previewLimits = Mutex(PreviewRateLimit())
 
     /// `control`: the JSON-RPC server the pages and `/api` speak to.
     public init(leader: any LeaderControl, control: any JSONRPCServing, options: WebOptions, log: Logger) throws {
@@ -77,6 +81,7 @@ public final class WebSurface: @unchecked Sendable {
         let path = request.path
         if path == "/api" { return api(request) }
         if path == "/calibrate" { return calibrate(request) }
+        if path.hasPrefix(Self.previewPrefix) { return preview(request) }
         guard request.method == "GET" || request.method == "HEAD" else {
             return .text(405, "only GET here (POST goes to /api)")
         }
@@ -137,7 +142,7 @@ public final class WebSurface: @unchecked Sendable {
 
     /// Stateless access: a client from another machine shows its token (from
     /// auth.login) in every request; never the password.
-    private func accessLevel(_ request: WebRequest) -> Result<(ControlAccess.Level, String?), Refusal> {
+    func accessLevel(_ request: WebRequest) -> Result<(ControlAccess.Level, String?), Refusal> {
         var level = control.initialLevel(address: request.peer)
         var bearer: String?
         if let authorization = request.headers["authorization"] {

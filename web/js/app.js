@@ -10,7 +10,7 @@ import { refreshGroup, setQueue, forgetTracks } from './actions.js';
 import { createNowPlaying, createMiniPlayer } from './nowplaying.js';
 import { createQueue } from './queue.js';
 import { setupMediaSession } from './media.js';
-import { createPlayHere, setupPlayHere } from './playhere.js';
+import { createPlayHere, setupPlayHere, stopPreview } from './playhere.js';
 
 // The tabs, in order; the router, the tab bar and refresh-on-reconnect
 // pick them up from this list. Screens other than Now playing and Queue
@@ -53,8 +53,12 @@ function go(path, replace) {
   if (replace) { history.replaceState(null, '', hash); route(); } else location.hash = hash;
 }
 
+let lastRoute = null;
+
 function route() {
   const raw = location.hash.replace(/^#\/?/, '').replace(/\/$/, '');
+  // A preview belongs to the screen it was started on.
+  if (raw !== lastRoute) { stopPreview(); lastRoute = raw; }
   const parts = raw ? raw.split('/') : []; // inner parts may be empty (an album without an artist)
   let id = parts[0];
   const tab = TABS.find((x) => x.id === id);

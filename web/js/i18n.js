@@ -64,6 +64,7 @@ export const EN = {
   // Track lists
   'track.playNow': 'Play {title} now', 'track.playNext': 'Play {title} next', 'track.add': 'Add {title} to the queue',
   'track.toPlaylist': 'Add {title} to a playlist', 'track.playingNow': '{label} (playing now)',
+  'track.preview': 'Preview {title} on this phone', 'preview.failed': 'The preview could not be played',
   // Playlists
   'pl.import': 'Import', 'pl.play': 'Play {name}', 'pl.addToQueue': 'Add {name} to the queue',
   'pl.none': 'No playlists yet. Save the queue as one, or import an M3U file.', 'pl.new': 'New playlist',

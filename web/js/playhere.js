@@ -18,7 +18,7 @@
 // audio session alive when the screen locks.
 
 import { h, toast } from './ui.js';
-import { t } from './i18n.js';
+import { t, language } from './i18n.js';
 import { S, on, isPlaying } from './store.js';
 import { onBinary, sendBinary } from './rpc.js';
 
@@ -71,8 +71,12 @@ const P = {
   nodes: [], nextPts: null, nextCtx: 0, err: 0, rate: 1, outMap: null, maps: [], trimS: 0,
   waiting: [], chunks: 0, late: 0, resyncs: 0, why: [], steps: {}, heardAt: 0, startedAt: 0, volume: 100, muted: false,
 };
+// A preview (see "Previews" below): the track, its node, and for tests and the curious its figures.
+const PV = { id: null, src: null, gain: null, analyser: null, seq: 0, pressedAt: 0, startAt: 0, bytes: 0, fetchMs: 0, decodeMs: 0,
+  encodeMs: null, cache: null, duration: 0, at: 0, played: 0, error: null };
 // For tests and the curious: what the player is doing.
 window.tuttiPlayHere = P;
+window.tuttiPreview = PV;
 P.clock = clock;
 
 function ping() {
@@ -230,10 +234,24 @@ function cut(from) {
   P.waiting = [];
 }
 
+// The page's one AudioContext (Play here's and the previews'), made at the first touch that needs it.
+function ensureContext() {
+  if (!P.ctx) {
+    const AC = window.AudioContext || window.webkitAudioContext;
+    try { P.ctx = new AC({ sampleRate: RATE, latencyHint: 'interactive' }); } catch (e) { P.ctx = new AC(); }
+    P.gain = P.ctx.createGain();
+    P.gain.connect(P.ctx.destination);
+    applyGain();
+  }
+  return P.ctx;
+}
+
 function applyGain() {
   if (!P.gain) return;
   // As a speaker does: 100 is 0 dB, each step −0.5 dB; 0 and mute are silence.
-  const g = P.muted || P.volume === 0 ? 0 : Math.pow(10, ((P.volume - 100) * 0.5) / 20);
+  // While a preview plays, the room's music here is 20 dB down (on this phone only).
+  const duck = PV.src ? 0.1 : 1;
+  const g = P.muted || P.volume === 0 ? 0 : duck * Math.pow(10, ((P.volume - 100) * 0.5) / 20);
   P.gain.gain.setTargetAtTime(g, P.ctx.currentTime, 0.02);
 }
 
@@ -267,13 +285,7 @@ function setOn(on) {
   P.on = on;
   try { localStorage.setItem(KEEP_ON, on ? '1' : '0'); } catch (e) { /* not kept */ }
   if (on) {
-    if (!P.ctx) {
-      const AC = window.AudioContext || window.webkitAudioContext;
-      try { P.ctx = new AC({ sampleRate: RATE, latencyHint: 'interactive' }); } catch (e) { P.ctx = new AC(); }
-      P.gain = P.ctx.createGain();
-      P.gain.connect(P.ctx.destination);
-      applyGain();
-    }
+    ensureContext();
     P.ctx.resume();
     P.startedAt = performance.now();
     P.heardAt = 0;
@@ -285,7 +297,7 @@ function setOn(on) {
     P.started = false;
     P.joined = null;
     cut(-Infinity);
-    if (P.ctx) P.ctx.suspend();
+    if (P.ctx && !PV.src && PV.id === null) P.ctx.suspend(); // a preview still plays through it
   }
   silence.update();
   render();
@@ -302,6 +314,88 @@ function begin() {
   clock.model = null;
   cut(-Infinity);
   schedulePings();
+}
+
+// ---- Previews ----------------------------------------------------------------
+// 30 s from the middle of a library track (GET preview/ID: Ogg Opus the leader
+// cuts and encodes, docs/api.md), played on this phone only, through this
+// page's one AudioContext: no room, queue, history or player changes. One at
+// a time: another preview, the same button again, or another screen stops it.
+// Its buttons (tracks.js) carry data-preview=ID and aria-pressed while it plays.
+
+function markPreview(id, on) {
+  if (id === null) return;
+  for (const b of document.querySelectorAll('button[data-preview="' + id + '"]')) b.setAttribute('aria-pressed', String(on));
+}
+
+// The track whose preview plays or loads now (null: none).
+export function previewing() { return PV.id; }
+
+export function togglePreview(id) {
+  const again = PV.id === id;
+  stopPreview();
+  if (again) return;
+  const ctx = ensureContext();
+  ctx.resume(); // in the press: autoplay rules let a touched page start audio
+  const mine = ++PV.seq;
+  Object.assign(PV, { id, pressedAt: performance.now(), startAt: 0, bytes: 0, fetchMs: 0, decodeMs: 0, encodeMs: null, cache: null, error: null, played: 0 });
+  markPreview(id, true);
+  const headers = {};
+  try { const token = localStorage.getItem('tutti.token'); if (token) headers.Authorization = 'Bearer ' + token; } catch (e) { /* none kept */ }
+  fetch('preview/' + encodeURIComponent(id) + '?lang=' + encodeURIComponent(language()), { headers })
+    .then((r) => {
+      if (r.ok) { PV.encodeMs = +r.headers.get('Tutti-Preview-Encode-Ms'); PV.cache = r.headers.get('Tutti-Preview-Cache'); return r.arrayBuffer(); }
+      return r.json().then((j) => { throw new Error((j && j.error && j.error.message) || t('preview.failed')); },
+        (e) => { throw new Error(t('preview.failed')); });
+    })
+    .then((buf) => {
+      if (mine !== PV.seq) return null;
+      PV.bytes = buf.byteLength;
+      PV.fetchMs = performance.now() - PV.pressedAt;
+      return ctx.decodeAudioData(buf);
+    })
+    .then((audio) => {
+      if (!audio || mine !== PV.seq) return;
+      PV.decodeMs = performance.now() - PV.pressedAt - PV.fetchMs;
+      const src = ctx.createBufferSource();
+      src.buffer = audio;
+      const gain = ctx.createGain();
+      const analyser = ctx.createAnalyser();
+      analyser.fftSize = 8192;
+      src.connect(gain);
+      gain.connect(ctx.destination);
+      gain.connect(analyser); // what plays, for tests (Tests/Web/preview_test.py)
+      src.onended = () => { if (PV.src === src) stopPreview(); };
+      const at = ctx.currentTime + LEAD_S;
+      src.start(at);
+      PV.at = at;
+      PV.src = src; PV.gain = gain; PV.analyser = analyser; PV.duration = audio.duration;
+      // When it is heard, in page time: the context's output latency after its start.
+      PV.startAt = performance.now() + (LEAD_S + (ctx.outputLatency || ctx.baseLatency || 0)) * 1000;
+      applyGain();
+    })
+    .catch((e) => {
+      if (mine !== PV.seq) return;
+      PV.error = e.message || String(e);
+      stopPreview();
+      toast(PV.error);
+    });
+}
+
+export function stopPreview() {
+  PV.seq++;
+  if (PV.src) {
+    PV.played = Math.max(0, P.ctx.currentTime - PV.at); // seconds heard, for the curious
+    try { PV.src.onended = null; PV.src.stop(); } catch (e) { /* already ended */ }
+    PV.src.disconnect();
+    PV.gain.disconnect();
+    PV.analyser.disconnect();
+  }
+  const id = PV.id;
+  PV.src = null; PV.gain = null; PV.id = null;
+  markPreview(id, false);
+  applyGain();
+  if (!P.on && P.ctx && P.ctx.state === 'running') P.ctx.suspend(); // nothing else plays here
 }
 
 // ---- Media Session's silent element ----------------------------------------

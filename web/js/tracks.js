@@ -1,5 +1,5 @@
 // A list of library tracks with the actions every list offers: play now
-// (tap the row), play next, add to queue, add to a playlist. The track that
+// (tap the row), a preview on this phone, play next, add to queue, add to a playlist. The track that
 // plays now is marked in every list (aria-current and a speaker icon).
 
 import { h, art, iconButton, icon, fmtTime, toast, errText, formBox } from './ui.js';
@@ -7,6 +7,7 @@ import { addToQueue } from './actions.js';
 import { S, on, remember } from './store.js';
 import { call } from './rpc.js';
 import { t } from './i18n.js';
+import { togglePreview, previewing } from './playhere.js';
 
 // opts: test (data-test of a row, default "track-row"), onPick(track) called
 // before an action (search records the query), extra(track) -> more buttons,
@@ -22,6 +23,8 @@ export function trackRow(tr, opts) {
       art(tr.coverHash, tr.album || tr.title, 'sm'),
       h('span.txt', null, h('span.t', { text: tr.title }), h('span.s', { text: sub })),
       tr.duration ? h('span.d', { text: fmtTime(tr.duration) }) : null),
+    // A preview on this phone only (playhere.js); aria-pressed while it plays.
+    tr.id !== undefined ? previewButton(tr, test) : null,
     opts.plain ? null : [
       iconButton('playnext', t('track.playNext', { title: tr.title }), test + '-next', () => { pick(); addToQueue({ trackIds: [tr.id] }, 'next', tr.title); }),
       iconButton('plus', t('track.add', { title: tr.title }), test + '-add', () => { pick(); addToQueue({ trackIds: [tr.id] }, 'end', tr.title); }),
@@ -29,6 +32,13 @@ export function trackRow(tr, opts) {
     opts.extra ? opts.extra(tr) : null);
   mark(li, tr.id === playingId());
   return li;
+}
+
+function previewButton(tr, test) {
+  const b = iconButton('preview', t('track.preview', { title: tr.title }), test + '-preview', () => togglePreview(tr.id), 'toggle');
+  b.dataset.preview = String(tr.id);
+  b.setAttribute('aria-pressed', String(previewing() === tr.id));
+  return b;
 }
 
 export function trackList(tracks, opts) {

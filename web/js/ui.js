@@ -80,6 +80,7 @@ const ICONS = {
   note: 'M9 18V5l12-2v13M9 18a3 3 0 1 1-6 0 3 3 0 0 1 6 0zM21 16a3 3 0 1 1-6 0 3 3 0 0 1 6 0z',
   drag: 'M5 9h14M5 15h14',
   listadd: 'M3 6h12M3 12h12M3 18h7M17 14v8M13 18h8',
+  preview: 'M3 18v-6a9 9 0 0 1 18 0v6M21 19a2 2 0 0 1-2 2h-1v-6h3zM3 19a2 2 0 0 0 2 2h1v-6H3z',
   back15: 'M4 4v5h5M4.6 9A8 8 0 1 1 4 13',
   fwd15: 'M20 4v5h-5M19.4 9A8 8 0 1 0 20 13',
   offline: 'M12 3v10M8 9l4 4 4-4M4 15v4a2 2 0 0 0 2 2h12a2 2 0 0 0 2-2v-4',

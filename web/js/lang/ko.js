@@ -49,6 +49,7 @@ export default {
   'lib.noAlbumsIn': '{name} 장르의 앨범이 없습니다.',
   'track.playNow': '{title} 지금 재생', 'track.playNext': '{title} 다음에 재생', 'track.add': '{title} 대기열에 추가',
   'track.toPlaylist': '{title} 재생목록에 추가', 'track.playingNow': '{label} (지금 재생 중)',
+  'track.preview': '이 휴대폰에서 {title} 미리 듣기', 'preview.failed': '미리 듣기를 재생할 수 없습니다',
   'pl.import': '가져오기', 'pl.play': '{name} 재생', 'pl.addToQueue': '{name} 대기열에 추가',
   'pl.none': '아직 재생목록이 없습니다. 대기열을 저장하거나 M3U 파일을 가져오세요.', 'pl.new': '새 재생목록',
   'pl.tooLarge': '“{name}”은(는) 너무 커서 보낼 수 없습니다 ({size} KiB, 최대 1 MiB)', 'pl.unreadable': '“{name}”을(를) 읽을 수 없습니다',
