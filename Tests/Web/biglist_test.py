@@ -105,7 +105,10 @@ def run(args):
 
         # Tab walks on past the rows drawn: focus brings its neighbours in, in order.
         page.d.execute_script("const b = document.querySelector('[data-test=search-result-play]'); b.focus();")
-        presses = 4 * (len(shown) + 10)  # four buttons a row: well past the rows first drawn
+        # As many Tabs as the first row has focusable controls, times the rows: well past the rows first drawn.
+        stops = page.d.execute_script("return document.querySelector('[data-test=search-result]')"
+                                      ".querySelectorAll('button, a[href], input, [tabindex]:not([tabindex=\"-1\"])').length")
+        presses = max(1, stops) * (len(shown) + 10)
         for _ in range(presses):
             page.d.switch_to.active_element.send_keys(Keys.TAB)
         pos = page.d.execute_script("const li = document.activeElement.closest('[data-test=search-result]');"
