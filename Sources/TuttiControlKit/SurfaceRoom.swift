@@ -15,4 +15,14 @@ public protocol SurfaceRoom: AnyObject, Sendable {
     func deliver(_ message: Message)
     /// The leader ends the room's part (it is stopping, or the room was detached).
     func close(reason: String)
+    /// What the room is, for the errors that say why it cannot do something (a reverb).
+    var kind: SurfaceRoomKind { get }
+}
+
+/// The kinds of surface room.
+public enum SurfaceRoomKind: Sendable {
+    /// A Sendspin player (a stock one, or a Home Assistant speaker).
+    case sendspinPlayer
+    /// A browser playing here (the web app's Play here).
+    case browser
 }

@@ -148,6 +148,16 @@ public enum MessageKey: String, CaseIterable, Sendable {
     case calibrationNotWAV = "calibration.notWAV"
     case calibrationBadPlan = "calibration.badPlan"
     case calibrationBusy = "calibration.busy"
+    // Reverb (rooms.setReverb, tutti reverb)
+    case reverbOutOfRange = "reverb.outOfRange"
+    case reverbUnknownPreset = "reverb.unknownPreset"
+    case reverbNeedsSettings = "reverb.needsSettings"
+    case reverbOffWithMix = "reverb.offWithMix"
+    case reverbSpeakerTooOld = "reverb.speakerTooOld"
+    case reverbSnapclient = "reverb.snapclient"
+    case reverbSendspinPlayer = "reverb.sendspinPlayer"
+    case reverbBrowser = "reverb.browser"
+    case cliReverbNeeds = "cli.reverbNeeds"
     // The daemon
     case daemonCannotStart = "daemon.cannotStart"
 
@@ -227,6 +237,15 @@ public enum MessageKey: String, CaseIterable, Sendable {
         case .calibrationNotWAV: "the recording is not a WAV file the leader can read ({reason})"
         case .calibrationBadPlan: "the sweeps' plan is missing or wrong: play the sweeps again, or name the rooms measured"
         case .calibrationBusy: "another recording is being analysed: try again in a few seconds"
+        case .reverbOutOfRange: "reverb {what} {value} is outside {range}"
+        case .reverbUnknownPreset: "no reverb preset '{name}' (presets: {known}, or off)"
+        case .reverbNeedsSettings: #"rooms.setReverb needs "preset" ({presets} or off) or "mix" (0–100 %), "size" or "damping" (0–1)"#
+        case .reverbOffWithMix: "off is a mix of 0 %, not {mix} %"
+        case .reverbSpeakerTooOld: "the {room} speaker speaks protocol v{version} and cannot play reverb (v{needed} needed): update its tutti"
+        case .reverbSnapclient: "{room} is a Snapcast client: it plays what it is sent and has no reverb (a Tutti speaker has)"
+        case .reverbSendspinPlayer: "{room} is a Sendspin player: it plays what it is sent and has no reverb (a Tutti speaker has)"
+        case .reverbBrowser: "{room} is a browser playing here: it has no reverb (a Tutti speaker has)"
+        case .cliReverbNeeds: "reverb needs ROOM, then a preset (Small room, Medium room, Large hall, Plate, Cathedral) or off, and a mix 0–100"
         case .daemonCannotStart: "tuttid: cannot start: {reason}"
         }
     }
@@ -299,6 +318,15 @@ public enum MessageKey: String, CaseIterable, Sendable {
         case .calibrationNotWAV: "녹음이 리더가 읽을 수 있는 WAV 파일이 아닙니다 ({reason})"
         case .calibrationBadPlan: "스윕 계획이 없거나 잘못되었습니다. 스윕을 다시 재생하거나 측정한 방을 지정하세요"
         case .calibrationBusy: "다른 녹음을 분석하는 중입니다. 몇 초 후에 다시 시도하세요"
+        case .reverbOutOfRange: "잔향 {what} {value}이(가) 범위 {range}를 벗어났습니다"
+        case .reverbUnknownPreset: "'{name}'(이)라는 잔향 프리셋이 없습니다 (프리셋: {known}, 또는 off)"
+        case .reverbNeedsSettings: #"rooms.setReverb에는 "preset"({presets} 또는 off)이나 "mix"(0–100 %), "size", "damping"(0–1)이 필요합니다"#
+        case .reverbOffWithMix: "off는 믹스 0 %입니다. {mix} %가 아닙니다"
+        case .reverbSpeakerTooOld: "{room} 스피커는 프로토콜 v{version}을(를) 사용해 잔향을 재생할 수 없습니다 (v{needed} 필요): 스피커의 tutti를 업데이트하세요"
+        case .reverbSnapclient: "{room}은(는) Snapcast 클라이언트입니다: 받은 소리를 그대로 재생하며 잔향이 없습니다 (Tutti 스피커에는 있습니다)"
+        case .reverbSendspinPlayer: "{room}은(는) Sendspin 플레이어입니다: 받은 소리를 그대로 재생하며 잔향이 없습니다 (Tutti 스피커에는 있습니다)"
+        case .reverbBrowser: "{room}은(는) 여기서 재생하는 브라우저입니다: 잔향이 없습니다 (Tutti 스피커에는 있습니다)"
+        case .cliReverbNeeds: "reverb에는 ROOM, 그다음 프리셋(Small room, Medium room, Large hall, Plate, Cathedral) 또는 off, 그리고 0–100 사이의 믹스가 필요합니다"
         case .daemonCannotStart: "tuttid: 시작할 수 없습니다: {reason}"
         }
     }
