@@ -550,10 +550,17 @@ public extension Message {
             guard mix <= 100 else { throw .invalidField(type, "mix \(mix) % above 100") }
             guard size <= 1000, damping <= 1000 else { throw .invalidField(type, "size \(size)‰ or damping \(damping)‰ above 1000") }
             guard code <= ReverbPreset.allCases.count else { throw .invalidField(type, "preset \(code) is not 0…\(ReverbPreset.allCases.count)") }
+            // A preset carries its own size and damping (one encoding per message), which the follower uses exactly.
+            let preset = code > 0 ? ReverbPreset.allCases[Int(code) - 1] : nil
+            if let preset {
+                let own = (UInt16((preset.size * 1000).rounded()), UInt16((preset.damping * 1000).rounded()))
+                guard (size, damping) == own else {
+                    throw .invalidField(type, "preset \(code) carries size \(own.0)‰ and damping \(own.1)‰, not \(size)‰ and \(damping)‰")
+                }
+            }
             do {
-                // A preset's own size and damping (exact), else the custom values sent.
-                if code > 0 {
-                    message = .reverb(try ReverbSettings(preset: ReverbPreset.allCases[Int(code) - 1], mix: Double(mix)))
+                if let preset {
+                    message = .reverb(try ReverbSettings(preset: preset, mix: Double(mix)))
                 } else {
                     message = .reverb(try ReverbSettings(mix: Double(mix), size: Double(size) / 1000, damping: Double(damping) / 1000))
                 }

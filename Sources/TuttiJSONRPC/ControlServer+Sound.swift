@@ -231,7 +231,7 @@ extension ControlServer {
 
     /// A room's reverb as `rooms.list` shows it.
     static func reverbObject(_ r: ReverbSettings) -> JSONValue {
-        ["preset": r.preset.map { .string($0.rawValue) } ?? .null, "mix": .number(r.mix), "size": .number((r.size * 1000).rounded() / 1000),
+        ["preset": r.preset.map { JSONValue.string($0.rawValue) } ?? .null, "mix": .number(r.mix), "size": .number((r.size * 1000).rounded() / 1000),
          "damping": .number(r.damping), "decaySeconds": .number((r.decaySeconds * 100).rounded() / 100), "off": .bool(r.isOff)]
     }
 

@@ -14,10 +14,14 @@ seconds=${1:-30}
 preset=${2:-Cathedral}
 mix=${3:-30}
 work=$(mktemp -d)
-swift build -c release --product tuttid >/dev/null
-swift build -c release --product tutti-follower >/dev/null
-swift build -c release --product tutti >/dev/null
-bin=.build/release
+# BIN=DIR measures release builds of yours (tuttid, tutti-follower and tutti in DIR).
+bin=${BIN:-}
+if [ -z "$bin" ]; then
+  swift build -c release --product tuttid >/dev/null
+  swift build -c release --product tutti-follower >/dev/null
+  swift build -c release --product tutti >/dev/null
+  bin=.build/release
+fi
 python3 - "$work/music.wav" <<'PY'
 import math, random, struct, sys, wave
 random.seed(1)
