@@ -14,9 +14,6 @@ import { call } from './rpc.js';
 import { player } from './actions.js';
 import { t, LANGUAGES, language, setLanguage } from './i18n.js';
 
-// The leader's preset names (rooms.setReverb), each with its catalogue key.
-const REVERBS = [['Small room', 'sound.reverbSmallRoom'], ['Medium room', 'sound.reverbMediumRoom'], ['Large hall', 'sound.reverbLargeHall'],
-  ['Plate', 'sound.reverbPlate'], ['Cathedral', 'sound.reverbCathedral']];
 const OFF = 'off';
 const BANDS = ['32', '64', '125', '250', '500', '1k', '2k', '4k', '8k', '16k'];
 const db = (v) => (v > 0 ? '+' : '') + (+v).toFixed(1).replace(/\.0$/, '');
@@ -29,8 +26,11 @@ export function createSound(go) {
   const preampText = h('span.num', { 'data-test': 'sound-preamp-value' });
   const bandsBox = h('div.bands');
   const reverbSel = h('select.picker', { 'data-test': 'sound-reverb', 'aria-label': t('sound.reverbPreset'), onchange: () => setReverb({ preset: reverbSel.value }) });
+  // The leader's preset names (rooms.setReverb), each shown in the page's language.
+  const reverbs = [['Small room', t('sound.reverbSmallRoom')], ['Medium room', t('sound.reverbMediumRoom')], ['Large hall', t('sound.reverbLargeHall')],
+    ['Plate', t('sound.reverbPlate')], ['Cathedral', t('sound.reverbCathedral')]];
   reverbSel.appendChild(h('option', { value: OFF, text: t('sound.reverbOff') }));
-  for (const [name, key] of REVERBS) reverbSel.appendChild(h('option', { value: name, text: t(key) }));
+  for (const [name, text] of reverbs) reverbSel.appendChild(h('option', { value: name, text }));
   const reverbMix = h('input.vol', { type: 'range', min: '0', max: '100', step: '1', 'data-test': 'sound-reverb-mix', 'aria-label': t('sound.reverbMixLabel') });
   const reverbMixText = h('span.num', { 'data-test': 'sound-reverb-mix-value' });
   const speed = h('input.vol', { type: 'range', min: '0.5', max: '2', step: '0.05', 'data-test': 'sound-speed', 'aria-label': t('sound.speedLabel') });
