@@ -54,7 +54,8 @@ let package = Package(
         systemLibrary("CSoxr", pkgConfig: "soxr", apt: "libsoxr-dev"),
         systemLibrary("CSQLite", pkgConfig: "sqlite3", apt: "libsqlite3-dev"),
         systemLibrary("CAvahi", pkgConfig: "avahi-client", apt: "libavahi-client-dev"),
-        systemLibrary("CFLAC", pkgConfig: "flac", apt: "libflac-dev"),
+        // No pkg-config: opened at the first FLAC file, Sendspin FLAC stream or encoder (dlopen), never linked.
+        systemLibrary("CFLAC", pkgConfig: nil, apt: "libflac-dev"),
         systemLibrary("CGPIOD", pkgConfig: "libgpiod", apt: "libgpiod-dev"),
         systemLibrary("CCivetweb", pkgConfig: nil, apt: "libcivetweb-dev"), // Debian ships no civetweb.pc
         systemLibrary("CZlib", pkgConfig: "zlib", apt: "zlib1g-dev"),
@@ -81,9 +82,9 @@ let package = Package(
         // Pure rules of buttons and remotes: gestures, rotary encoders, the mapping file (no I/O, injected time).
         .target(name: "TuttiGestures", dependencies: ["TuttiCore"]),
         .target(name: "TuttiSystem", dependencies: ["TuttiCore", "CTuttiThread", "CTuttiSpawn"]),
-        // Audio edge, a speaker's half: the Opus codec, sinks (ALSA), the playout engine.
-        .target(name: "TuttiAudio", dependencies: ["TuttiCore", "TuttiSystem", "CALSA", "COpus"]),
-        // Audio edge, the leader's half: file and stream decoders (libmpg123, libFLAC, WAV; FFmpeg for every other format), the tags and exact length they read for the library, the resampler (libsoxr).
+        // Audio edge, a speaker's half: the Opus codec, libFLAC (opened at first use: a Sendspin server's FLAC, the leader's files and Sendspin encoder), sinks (ALSA), the playout engine.
+        .target(name: "TuttiAudio", dependencies: ["TuttiCore", "TuttiSystem", "CALSA", "COpus", "CFLAC"]),
+        // Audio edge, the leader's half: file and stream decoders (libmpg123, FLAC through TuttiAudio's libFLAC, WAV; FFmpeg for every other format), the tags and exact length they read for the library, the resampler (libsoxr).
         .target(name: "TuttiDecode", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "CMPG123", "CFLAC", "CSoxr", "CFFmpeg"]),
         // Speed and pitch at the leader (librubberband); its own module, so speakers do not load it.
         .target(name: "TuttiTimeStretch", dependencies: ["TuttiCore", "TuttiSystem", "CRubberBand"]),
@@ -167,4 +168,36 @@ if Context.environment["TUTTI_FUZZ"] == "1" {
 // Every Swift target: `any` spelled out, and warnings are errors in release builds.
 for target in package.targets where target.type != .system {
     target.swiftSettings = (target.swiftSettings ?? []) + strict
+}
+
+// Every target names every target it builds on, not only its direct
+// dependencies: SwiftPM gives a module's compile command the .swiftmodule
+// files of the listed dependencies alone as inputs, and the compiler leaves
+// a .swiftmodule untouched when its contents did not change. A module that
+// sees another one only through a third (tuttid sees TuttiLeader through
+// TuttiDaemon's `@_exported import`) was then not compiled again when that
+// one changed: release builds inline a class's allocation size and enum
+// case numbers across modules, so an incremental build kept main.o
+// allocating the Leader 8 bytes smaller than its initialiser writes (heap
+// corruption: glibc's "corrupted size vs. prev_size" during a scan), and a
+// stale enum case index printed the wrong catalogue message. Conditions
+// of the direct dependencies are kept; those added here have none. System
+// libraries are left to their owning module (their flags reach every
+// dependant anyway).
+func dependencyName(_ dependency: Target.Dependency) -> String? {
+    switch dependency {
+    case .targetItem(let name, _), .byNameItem(let name, _): name
+    default: nil
+    }
+}
+let targetsByName = Dictionary(uniqueKeysWithValues: package.targets.map { ($0.name, $0) })
+for target in package.targets {
+    var named = Set(target.dependencies.compactMap(dependencyName))
+    var pending = Array(named)
+    while let name = pending.popLast() {
+        for next in targetsByName[name]?.dependencies.compactMap(dependencyName) ?? [] where named.insert(next).inserted {
+            pending.append(next)
+            if targetsByName[next]?.type != .system { target.dependencies.append(.target(name: next)) }
+        }
+    }
 }

@@ -200,6 +200,26 @@ put("flac", "tagged", open(flac, "rb").read())
 flac2 = os.path.join(tmp, "b.flac")
 run("flac", "--silent", "--force", "--no-seektable", "--padding=0", "-o", flac2, short)
 put("flac", "plain", open(flac2, "rb").read())
+
+# --- sendspin-flac: a Sendspin server's FLAC as a speaker gets it: [2-byte length][codec_header],
+# then [2-byte length][frame] a chunk. 16 and 24 bit, 960-sample blocks (one 20 ms chunk each).
+def sendspin_flac(path):
+    data = open(path, "rb").read()
+    at, last = 4, False
+    while not last:
+        last = data[at] & 0x80 != 0
+        at += 4 + int.from_bytes(data[at + 1:at + 4], "big")
+    header, frames = data[:at], data[at:]
+    starts = [i for i in range(len(frames) - 1) if frames[i] == 0xFF and frames[i + 1] & 0xFE == 0xF8]
+    out = struct.pack(">H", len(header)) + header
+    for a, b in zip(starts, starts[1:] + [len(frames)]):
+        out += struct.pack(">H", b - a) + frames[a:b]
+    return out
+for bits in (16, 24):
+    f = os.path.join(tmp, "s%d.flac" % bits)
+    run("ffmpeg", "-v", "error", "-y", "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000:duration=0.2", "-ac", "2",
+        "-c:a", "flac", "-frame_size", "960", "-sample_fmt", "s16" if bits == 16 else "s32", "-bits_per_raw_sample", str(bits), f)
+    put("sendspin-flac", "tone%d" % bits, sendspin_flac(f))
 print("seeds written under", root)
 
 # --- podcast feeds (FeedParser: expat), whole documents.

@@ -1,4 +1,5 @@
 import Glibc
+import TuttiAudio
 import TuttiAuth
 import TuttiCore
 import TuttiGestures
@@ -31,6 +32,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     case mpdExec = "mpd-exec", jsonrpcExec = "jsonrpc-exec", snapcastExec = "snapcast-exec"
     /// A Sendspin connection's security: the first message, Noise message 2, and fragment reassembly.
     case sendspinNoise = "sendspin-noise"
+    /// A Sendspin server's FLAC as a Tutti speaker decodes it: `codec_header`, then one frame a chunk, into libFLAC.
+    case sendspinFLAC = "sendspin-flac"
 
     /// Runs one input. Returns normally for every input the parser handles
     /// (accepting or refusing it); traps on a bug.
@@ -56,6 +59,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .jsonrpcExec: CommandExecution.jsonrpc(bytes)
         case .snapcastExec: CommandExecution.snapcast(bytes)
         case .sendspinNoise: Self.sendspinNoise(bytes)
+        case .sendspinFLAC: Self.sendspinFLAC(bytes)
         }
     }
 
@@ -100,6 +104,29 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
                 if case .close = e { closed = true }
                 if case .sendRaw(_, let raw) = e { precondition(raw.count <= 65_535 * 2) }
             }
+        }
+    }
+
+    /// A Sendspin FLAC stream as the speaker meets it: `[length, 2 bytes][codec_header]`, then
+    /// chunks `[length, 2 bytes][frame]`, each through `FLACChunkDecoder` (libFLAC) into a
+    /// buffer of a Tutti chunk's size. Whatever comes in: an error or a frame that fits, every
+    /// sample a finite value in [−1, 1].
+    static func sendspinFLAC(_ bytes: [UInt8]) {
+        func record(at i: inout Int) -> [UInt8]? {
+            guard i + 2 <= bytes.count else { return nil }
+            let n = Int(bytes[i]) << 8 | Int(bytes[i + 1])
+            defer { i = min(bytes.count, i + 2 + n) }
+            return Array(bytes[(i + 2)..<min(bytes.count, i + 2 + n)])
+        }
+        var at = 0
+        guard let header = record(at: &at), let decoder = try? FLACChunkDecoder(header: header) else { return }
+        let flacOutput = UnsafeMutablePointer<Float>.allocate(capacity: 2 * WireProtocol.maxChunkFrames)
+        defer { flacOutput.deallocate() }
+        while let chunk = record(at: &at) {
+            guard let n = try? decoder.decode(chunk, frames: CodecFrames.flacSamples(chunk) ?? 0, into: flacOutput,
+                                               maxFrames: WireProtocol.maxChunkFrames) else { continue }
+            precondition(n >= 0 && n <= WireProtocol.maxChunkFrames, "\(n) frames into a chunk of \(WireProtocol.maxChunkFrames)")
+            for i in 0..<(2 * n) { precondition(flacOutput[i].isFinite && abs(flacOutput[i]) <= 1, "sample \(flacOutput[i])") }
         }
     }
 

@@ -243,7 +243,7 @@ public final class PlayoutEngine: @unchecked Sendable {
                 // so it never resumes mid-tail under the next music.
                 let ringing = !reverbKernel.isBypassed && tail < reverbTailFrames.load(ordering: .relaxed)
                 // A room with nothing playing (or not yet) plays an announcement alone.
-                let announcing = nextLeaveLeader.map { overlayPending(at: $0) } ?? false
+                let announcing = nextLeaveLeader.map { overlayPending(at: $0, frames: max(1, min(frames, period))) } ?? false
                 if ringing || announcing {
                     let n = max(1, min(frames, period))
                     block.update(repeating: 0, count: 2 * n)
@@ -313,7 +313,7 @@ public final class PlayoutEngine: @unchecked Sendable {
             // The reverb after the EQ (it shapes the room the EQ'd music sounds in), before the volume.
             reverbKernel.process(block, frames: period)
             let ptsNs = snap.epoch.nanoseconds + Int64(((blockStart - Double(snap.validStart)) * 62_500 / 3).rounded())
-            if duck != 1 || overlayPending(at: ptsNs) {
+            if duck != 1 || overlayPending(at: ptsNs, frames: period) {
                 // An announcement: the music ducked, then volume, then the announcement at its own gain
                 // (a muted or quiet room still hears the doorbell).
                 for k in 0..<period {
@@ -347,13 +347,16 @@ public final class PlayoutEngine: @unchecked Sendable {
         }
     }
 
-    /// Whether an announcement's frames are within a ramp of `leaderNs`, or the hold after its end.
+    /// Whether an announcement's frames are within a ramp of the `frames`
+    /// frames from `leaderNs`, or the hold after its end. The whole block
+    /// counts: a ramp due in its middle starts there (`mixOverlay` ramps
+    /// frame by frame), not a period late, so every room ducks at the same frame.
     @inline(__always)
-    private func overlayPending(at leaderNs: Int64) -> Bool {
+    private func overlayPending(at leaderNs: Int64, frames: Int) -> Bool {
         let o = overlay.snapshot()
         guard o.generation > 0, o.writeEnd > o.validStart else { return false }
         let position = Double(o.validStart) + StreamFormat.frames(nanoseconds: leaderNs - o.epoch.nanoseconds)
-        return position + Double(Self.duckRampFrames) >= Double(o.validStart) && position < Double(o.writeEnd + Self.duckHoldFrames)
+        return position + Double(frames + Self.duckRampFrames) >= Double(o.validStart) && position < Double(o.writeEnd + Self.duckHoldFrames)
     }
 
     /// Ducks `block` (music, volume applied) and adds the announcement, for

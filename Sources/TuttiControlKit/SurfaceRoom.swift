@@ -1,7 +1,7 @@
 import TuttiCore
 
 /// A room that a surface serves over a protocol of its own (a Sendspin
-/// player): the leader treats it as it treats a speaker (it is listed,
+/// player, a web page that plays here): the leader treats it as it treats a speaker (it is listed,
 /// grouped, moved, its volume and mute are the room's) and hands it the
 /// messages a speaker of its group gets: `follow` (its stream, on joining
 /// and on a change of group), `chunk` (audio encoded once for every room,
@@ -15,6 +15,11 @@ public protocol SurfaceRoom: AnyObject, Sendable {
     func deliver(_ message: Message)
     /// The leader ends the room's part (it is stopping, or the room was detached).
     func close(reason: String)
+    /// True: the room plays its channel map and EQ (it is sent `channels`
+    /// and `equalizer` as a Tutti speaker is, on joining and on a change);
+    /// false (the default): it plays what it is sent, and a channel map is
+    /// refused for it.
+    var playsRoomSound: Bool { get }
     /// What the room is, for the errors that say why it cannot do something (a reverb).
     var kind: SurfaceRoomKind { get }
 }
@@ -25,4 +30,8 @@ public enum SurfaceRoomKind: Sendable {
     case sendspinPlayer
     /// A browser playing here (the web app's Play here).
     case browser
+}
+
+extension SurfaceRoom {
+    public var playsRoomSound: Bool { false }
 }

@@ -119,149 +119,155 @@ func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
     return d == 0
 }
 
-/// Integers modulo p = 2^255 − 19, four 64-bit limbs (little-endian), kept
-/// below p. Only what Elligator 2 needs; not constant-time (the input is a
-/// hash of a code both sides already hold, and the result is public).
+/// Integers modulo p = 2^255 − 19 for Elligator 2, in constant time: five
+/// 51-bit limbs (a value, not necessarily below p, until `bytes` reduces it),
+/// products in 128 bits, carries by shifts and masks, selections by masks,
+/// and the exponentiations (inverse, Legendre symbol) by one fixed addition
+/// chain. No branch and no memory index depends on a value, so the time taken
+/// says nothing of the pairing code the generator is derived from.
+///
+/// Hand-written because no Debian library exposes the map CPace's X25519
+/// suite needs: libsodium's `crypto_core_ed25519_from_uniform` runs
+/// Elligator 2 but returns the Edwards point times the cofactor 8 (another
+/// point; its u-coordinate is not the draft's generator), and its
+/// `from_hash` is RFC 9380's hash to curve; OpenSSL has no map at all.
 struct Field25519: Equatable {
-    var limbs: [UInt64]
+    var l0, l1, l2, l3, l4: UInt64
 
-    static let p: [UInt64] = [0xffff_ffff_ffff_ffed, 0xffff_ffff_ffff_ffff, 0xffff_ffff_ffff_ffff, 0x7fff_ffff_ffff_ffff]
+    static let mask: UInt64 = (1 << 51) - 1
     static let zero = Field25519(0)
     static let one = Field25519(1)
 
-    init(_ small: UInt64) { limbs = [small, 0, 0, 0] }
-    init(reducing l: [UInt64]) { limbs = l; reduceOnce(); reduceOnce() }
+    init(_ l0: UInt64, _ l1: UInt64, _ l2: UInt64, _ l3: UInt64, _ l4: UInt64) {
+        self.l0 = l0; self.l1 = l1; self.l2 = l2; self.l3 = l3; self.l4 = l4
+    }
 
-    /// 32 little-endian bytes, the top bit dropped (RFC 7748's u decoding), reduced.
+    /// A small constant (below 2^51).
+    init(_ small: UInt64) { self.init(small, 0, 0, 0, 0) }
+
+    /// 32 little-endian bytes, the top bit dropped (RFC 7748's u decoding); p to 2^255 − 1 read as themselves, mod p.
     init(bytes: [UInt8]) {
-        var l = [UInt64](repeating: 0, count: 4)
-        for i in 0..<32 { l[i / 8] |= UInt64(bytes[i]) << (8 * UInt64(i % 8)) }
-        l[3] &= 0x7fff_ffff_ffff_ffff
-        self.init(reducing: l)
+        precondition(bytes.count == 32, "a field element is 32 bytes")
+        func word(_ i: Int) -> UInt64 {
+            var w: UInt64 = 0
+            for k in 0..<8 { w |= UInt64(bytes[8 * i + k]) << UInt64(8 * k) }
+            return w
+        }
+        let w0 = word(0), w1 = word(1), w2 = word(2), w3 = word(3) & 0x7fff_ffff_ffff_ffff
+        self.init(w0 & Self.mask, (w0 >> 51 | w1 << 13) & Self.mask, (w1 >> 38 | w2 << 26) & Self.mask,
+                  (w2 >> 25 | w3 << 39) & Self.mask, w3 >> 12)
     }
 
-    var bytes: [UInt8] { (0..<32).map { UInt8(truncatingIfNeeded: limbs[$0 / 8] >> (8 * UInt64($0 % 8))) } }
-
-    /// Subtracts p when the value is at least p.
-    private mutating func reduceOnce() {
-        var geq = true
-        for i in (0..<4).reversed() where limbs[i] != Self.p[i] { geq = limbs[i] > Self.p[i]; break }
-        if geq { limbs = Self.subtract(limbs, Self.p).0 }
+    /// The value below p, 32 little-endian bytes.
+    var bytes: [UInt8] {
+        var h = carried().carried() // every limb below 2^51 + 2^13·19, then below 2^51: h < 2^255
+        // q = 1 exactly when h ≥ p (h + 19 reaches 2^255); then h − p is h + 19 − 2^255.
+        var q = (h.l0 &+ 19) >> 51
+        q = (h.l1 &+ q) >> 51
+        q = (h.l2 &+ q) >> 51
+        q = (h.l3 &+ q) >> 51
+        q = (h.l4 &+ q) >> 51
+        h.l0 &+= 19 &* q
+        h.l1 &+= h.l0 >> 51; h.l0 &= Self.mask
+        h.l2 &+= h.l1 >> 51; h.l1 &= Self.mask
+        h.l3 &+= h.l2 >> 51; h.l2 &= Self.mask
+        h.l4 &+= h.l3 >> 51; h.l3 &= Self.mask
+        h.l4 &= Self.mask // drops the 2^255
+        let w0 = h.l0 | h.l1 << 51, w1 = h.l1 >> 13 | h.l2 << 38, w2 = h.l2 >> 26 | h.l3 << 25, w3 = h.l3 >> 39 | h.l4 << 12
+        var out = [UInt8](repeating: 0, count: 32)
+        for (i, w) in [w0, w1, w2, w3].enumerated() {
+            for k in 0..<8 { out[8 * i + k] = UInt8(truncatingIfNeeded: w >> UInt64(8 * k)) }
+        }
+        return out
     }
 
-    static func subtract(_ a: [UInt64], _ b: [UInt64]) -> ([UInt64], Bool) {
-        var out = a
-        var borrow = false
-        for i in 0..<4 {
-            let (d1, o1) = a[i].subtractingReportingOverflow(b[i])
-            let (d2, o2) = d1.subtractingReportingOverflow(borrow ? 1 : 0)
-            out[i] = d2
-            borrow = o1 || o2
-        }
-        return (out, borrow)
+    /// The same value with each limb's excess carried up (the top's as 19 × 2^0): limbs below 2^51 + 2^18.
+    func carried() -> Field25519 {
+        var h = self
+        h.l1 &+= h.l0 >> 51; h.l0 &= Self.mask
+        h.l2 &+= h.l1 >> 51; h.l1 &= Self.mask
+        h.l3 &+= h.l2 >> 51; h.l2 &= Self.mask
+        h.l4 &+= h.l3 >> 51; h.l3 &= Self.mask
+        h.l0 &+= 19 &* (h.l4 >> 51); h.l4 &= Self.mask
+        return h
     }
 
-    /// A value below 2^256 plus `carry` × 2^256, folded (2^256 ≡ 38) and reduced below p.
-    static func fold(_ l: [UInt64], carry: UInt64) -> Field25519 {
-        var out = l
-        var c = carry &* 38
-        for i in 0..<4 {
-            let (s, o) = out[i].addingReportingOverflow(c)
-            out[i] = s
-            c = o ? 1 : 0
-        }
-        if c > 0 { // wrapped past 2^256 once more: add 38 again (the low limb cannot overflow now)
-            out[0] &+= 38
-        }
-        // Below 2^256: take bit 255 off as 19.
-        let top = out[3] >> 63
-        out[3] &= 0x7fff_ffff_ffff_ffff
-        var add = top * 19
-        for i in 0..<4 {
-            let (s, o) = out[i].addingReportingOverflow(add)
-            out[i] = s
-            add = o ? 1 : 0
-        }
-        return Field25519(reducing: out)
-    }
+    /// Equal modulo p, compared in constant time.
+    static func == (a: Field25519, b: Field25519) -> Bool { constantTimeEqual(a.bytes, b.bytes) }
 
     static func + (a: Field25519, b: Field25519) -> Field25519 {
-        var out = [UInt64](repeating: 0, count: 4)
-        var carry: UInt64 = 0
-        for i in 0..<4 {
-            let (s1, o1) = a.limbs[i].addingReportingOverflow(b.limbs[i])
-            let (s2, o2) = s1.addingReportingOverflow(carry)
-            out[i] = s2
-            carry = (o1 ? 1 : 0) + (o2 ? 1 : 0)
-        }
-        return fold(out, carry: carry)
+        Field25519(a.l0 &+ b.l0, a.l1 &+ b.l1, a.l2 &+ b.l2, a.l3 &+ b.l3, a.l4 &+ b.l4).carried()
+    }
+
+    /// a + 2p − b limb by limb (b's limbs are below 2^51 + 2^18 < 2p's), so no limb goes below zero.
+    static func - (a: Field25519, b: Field25519) -> Field25519 {
+        let twoP0: UInt64 = 0xf_ffff_ffff_ffda, twoP: UInt64 = 0xf_ffff_ffff_fffe
+        return Field25519(a.l0 &+ twoP0 &- b.l0, a.l1 &+ twoP &- b.l1, a.l2 &+ twoP &- b.l2,
+                          a.l3 &+ twoP &- b.l3, a.l4 &+ twoP &- b.l4).carried()
     }
 
     static prefix func - (a: Field25519) -> Field25519 { zero - a }
 
-    static func - (a: Field25519, b: Field25519) -> Field25519 {
-        let (d, borrow) = subtract(a.limbs, b.limbs)
-        guard borrow else { return Field25519(reducing: d) }
-        // Negative: add p back (wrapping past 2^256 cancels the borrow).
-        var out = d
-        var carry: UInt64 = 0
-        for i in 0..<4 {
-            let (s1, o1) = out[i].addingReportingOverflow(p[i])
-            let (s2, o2) = s1.addingReportingOverflow(carry)
-            out[i] = s2
-            carry = (o1 ? 1 : 0) + (o2 ? 1 : 0)
-        }
-        return Field25519(reducing: out)
-    }
-
     static func * (a: Field25519, b: Field25519) -> Field25519 {
-        var t = [UInt64](repeating: 0, count: 8)
-        for i in 0..<4 {
-            var carry: UInt64 = 0
-            for j in 0..<4 {
-                let (high, low) = a.limbs[i].multipliedFullWidth(by: b.limbs[j])
-                let (s1, o1) = t[i + j].addingReportingOverflow(low)
-                let (s2, o2) = s1.addingReportingOverflow(carry)
-                t[i + j] = s2
-                carry = high &+ (o1 ? 1 : 0) &+ (o2 ? 1 : 0)
-            }
-            t[i + 4] = carry
-        }
-        // low + 38 × high.
-        var out = [UInt64](repeating: 0, count: 4)
-        var carry: UInt64 = 0
-        for i in 0..<4 {
-            let (high, low) = t[i + 4].multipliedFullWidth(by: 38)
-            let (s1, o1) = t[i].addingReportingOverflow(low)
-            let (s2, o2) = s1.addingReportingOverflow(carry)
-            out[i] = s2
-            carry = high &+ (o1 ? 1 : 0) &+ (o2 ? 1 : 0)
-        }
-        return fold(out, carry: carry)
+        func m(_ x: UInt64, _ y: UInt64) -> UInt128 { UInt128(x) * UInt128(y) }
+        // 2^255 ≡ 19: the limbs past the top fold back times 19.
+        let b1 = 19 &* b.l1, b2 = 19 &* b.l2, b3 = 19 &* b.l3, b4 = 19 &* b.l4
+        let r0 = m(a.l0, b.l0) + m(a.l1, b4) + m(a.l2, b3) + m(a.l3, b2) + m(a.l4, b1)
+        var r1 = m(a.l0, b.l1) + m(a.l1, b.l0) + m(a.l2, b4) + m(a.l3, b3) + m(a.l4, b2)
+        var r2 = m(a.l0, b.l2) + m(a.l1, b.l1) + m(a.l2, b.l0) + m(a.l3, b4) + m(a.l4, b3)
+        var r3 = m(a.l0, b.l3) + m(a.l1, b.l2) + m(a.l2, b.l1) + m(a.l3, b.l0) + m(a.l4, b4)
+        var r4 = m(a.l0, b.l4) + m(a.l1, b.l3) + m(a.l2, b.l2) + m(a.l3, b.l1) + m(a.l4, b.l0)
+        let mask = UInt128(Self.mask)
+        r1 += r0 >> 51
+        r2 += r1 >> 51
+        r3 += r2 >> 51
+        r4 += r3 >> 51
+        let top = UInt64(truncatingIfNeeded: r4 >> 51) // below 2^64 / 19
+        return Field25519(UInt64(truncatingIfNeeded: r0 & mask) &+ 19 &* top, UInt64(truncatingIfNeeded: r1 & mask),
+                          UInt64(truncatingIfNeeded: r2 & mask), UInt64(truncatingIfNeeded: r3 & mask),
+                          UInt64(truncatingIfNeeded: r4 & mask)).carried()
     }
 
-    /// self^e, e as four little-endian limbs.
-    func power(_ e: [UInt64]) -> Field25519 {
-        var result = Field25519.one
-        for i in (0..<256).reversed() {
-            result = result * result
-            if (e[i / 64] >> UInt64(i % 64)) & 1 == 1 { result = result * self }
-        }
-        return result
+    /// self^(2^n): n squarings (n is a constant of the chain, never a secret).
+    func squared(times n: Int) -> Field25519 {
+        var x = self
+        for _ in 0..<n { x = x * x }
+        return x
     }
 
-    /// 1/x, and 0 for 0 (x^(p−2)).
-    var inverse: Field25519 { power(Field25519.subtract(Self.p, [2, 0, 0, 0]).0) }
+    /// self^(2^250 − 1), with self^11 and self^2 met on the way: the common
+    /// start of the inverse and the Legendre symbol (ref10's chain).
+    private func chain() -> (z250: Field25519, z11: Field25519, z2: Field25519) {
+        let z2 = self * self
+        let z9 = z2.squared(times: 2) * self
+        let z11 = z9 * z2
+        let z5 = (z11 * z11) * z9 // 2^5 − 1
+        let z10 = z5.squared(times: 5) * z5
+        let z20 = z10.squared(times: 10) * z10
+        let z40 = z20.squared(times: 20) * z20
+        let z50 = z40.squared(times: 10) * z10
+        let z100 = z50.squared(times: 50) * z50
+        let z200 = z100.squared(times: 100) * z100
+        let z250 = z200.squared(times: 50) * z50
+        return (z250, z11, z2)
+    }
 
-    /// x^((p−1)/2): 1 for a square, p − 1 for a non-square, 0 for 0.
+    /// 1/x, and 0 for 0: x^(p − 2) = x^(2^255 − 21).
+    var inverse: Field25519 {
+        let c = chain()
+        return c.z250.squared(times: 5) * c.z11
+    }
+
+    /// x^((p − 1)/2) = x^(2^254 − 10): 1 for a square, p − 1 for a non-square, 0 for 0.
     var legendre: Field25519 {
-        let pMinus1 = Field25519.subtract(Self.p, [1, 0, 0, 0]).0
-        let half = [pMinus1[0] >> 1 | pMinus1[1] << 63, pMinus1[1] >> 1 | pMinus1[2] << 63, pMinus1[2] >> 1 | pMinus1[3] << 63, pMinus1[3] >> 1]
-        return power(half)
+        let c = chain()
+        return c.z250.squared(times: 4) * c.z2.squared(times: 1) * c.z2 // (2^250 − 1)·2^4 + 4 + 2
     }
 
     /// Elligator 2 onto Curve25519 (A = 486662, Z = 2), as the draft's
-    /// X25519 suite maps: the u-coordinate, 32 little-endian bytes.
+    /// X25519 suite maps: the u-coordinate, 32 little-endian bytes. Both
+    /// branches of the map are computed from the Legendre symbol as a field
+    /// element (1, −1, or 0), so no branch is taken on the input.
     static func elligator2(_ hash: [UInt8]) -> [UInt8] {
         let a = Field25519(486_662), z = Field25519(2)
         let r = Field25519(bytes: hash)

@@ -73,26 +73,29 @@ public enum ChannelMapError: Error, Equatable, Sendable, CustomStringConvertible
     /// No pair by that name (or holding that room).
     case unknownPair(String, known: [String])
 
-    public var description: String {
+    /// What the person is told (the catalogue's `channels.*`).
+    public var message: UserMessage {
         switch self {
         case .unknownMap(let name):
-            "'\(name)' is not a channel map: use one of \(ChannelMap.names.joined(separator: ", "))"
+            UserMessage(.channelsUnknownMap, ["name": name, "names": ChannelMap.names.joined(separator: ", ")])
         case .unknownRoom(let room, let known):
-            "no room '\(room)'" + (known.isEmpty ? "" : " (rooms: \(known.joined(separator: ", ")))")
+            known.isEmpty ? UserMessage(.roomUnknown, ["room": room]) : UserMessage(.roomUnknownOfKnown, ["room": room, "known": known.joined(separator: ", ")])
         case .speakerTooOld(let room, let version):
-            "the \(room) speaker speaks protocol v\(version) and cannot play a channel map (v\(WireProtocol.channelMapVersion) needed): update its tutti"
+            UserMessage(.channelsSpeakerTooOld, ["room": room, "version": "\(version)", "needed": "\(WireProtocol.channelMapVersion)"])
         case .notATuttiSpeaker(let room, let kind):
-            "\(room) is a \(kind): it plays both channels as it is sent them; channel maps and stereo pairs need a Tutti speaker"
+            UserMessage(kind == "Snapcast client" ? .channelsSnapclient : .channelsSendspinPlayer, ["room": room])
         case .inPair(let room, let pair):
-            "\(room) is a speaker of the stereo pair '\(pair)': swap its sides (rooms.swapPair) or unpair it first"
+            UserMessage(.channelsInPair, ["room": room, "pair": pair])
         case .sameRoom(let room):
-            "a stereo pair needs two different rooms, not \(room) twice"
+            UserMessage(.channelsSameRoom, ["room": room])
         case .badPairName(let name):
-            "'\(name)' cannot name a stereo pair: 1–64 bytes, and not another room's or pair's name"
+            UserMessage(.channelsBadPairName, ["name": name])
         case .unknownPair(let name, let known):
-            "no stereo pair '\(name)'" + (known.isEmpty ? " (there are none)" : " (pairs: \(known.joined(separator: ", ")))")
+            known.isEmpty ? UserMessage(.channelsNoPairs, ["name": name]) : UserMessage(.channelsUnknownPair, ["name": name, "known": known.joined(separator: ", ")])
         }
     }
+
+    public var description: String { message.description }
 }
 
 /// Applies a room's channel map to a block of interleaved stereo float

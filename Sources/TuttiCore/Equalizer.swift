@@ -62,15 +62,18 @@ public enum EqualizerError: Error, Equatable, CustomStringConvertible {
     case builtInPreset(String)
     case badPresetName(String)
 
-    public var description: String {
+    /// What the person is told (the catalogue's `eq.*`).
+    public var message: UserMessage {
         switch self {
-        case .bandCount(let n): "an equaliser has 10 bands (32 Hz … 16 kHz), not \(n)"
-        case .outOfRange(let what, let v): "\(what) \(v) dB is outside −12…+12 dB"
-        case .unknownPreset(let name, let known): "no preset '\(name)' (presets: \(known.joined(separator: ", ")))"
-        case .builtInPreset(let name): "'\(name)' is a built-in preset: save yours under another name"
-        case .badPresetName(let name): "preset name '\(name)' must be 1–64 bytes"
+        case .bandCount(let n): UserMessage(.eqBandCount, ["count": "\(n)"])
+        case .outOfRange(let what, let v): UserMessage(.eqOutOfRange, ["what": what, "value": "\(v)"])
+        case .unknownPreset(let name, let known): UserMessage(.eqUnknownPreset, ["name": name, "known": known.joined(separator: ", ")])
+        case .builtInPreset(let name): UserMessage(.eqBuiltInPreset, ["name": name])
+        case .badPresetName(let name): UserMessage(.eqBadPresetName, ["name": name])
         }
     }
+
+    public var description: String { message.description }
 }
 
 /// A named set of band gains.

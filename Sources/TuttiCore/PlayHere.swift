@@ -148,13 +148,18 @@ public enum PlayHere {
 /// What the leader sends one Play here page, as rules: the messages a
 /// speaker of its group gets (`Message`) become the page's. Pure; its
 /// owner (TuttiWebApp's `PlayHereRoom`) holds it under a lock and performs
-/// the actions: decodes audio to 16-bit PCM, and queues what to send on the
-/// page's bounded writer.
+/// the actions: decodes audio, plays the room's channel map and EQ on it
+/// (`PlayHereSound`: the page plays what it is sent, so they are made at
+/// the leader), makes it 16-bit PCM, and queues what to send on the page's
+/// bounded writer.
 public struct PlayHereSession: Sendable {
     public enum Action: Equatable, Sendable {
         /// Decode this chunk (in the leader's wire codec) and send it as `PlayHere.audio`.
         case sendAudio(Chunk)
         case send([UInt8])
+        /// The room's channel map or EQ changed: the audio made from now on plays it (`PlayHereSound`).
+        case setChannels(ChannelMap)
+        case setEqualizer(EqualizerSettings)
     }
 
     /// The stream the room follows (0: none yet).
@@ -188,6 +193,10 @@ public struct PlayHereSession: Sendable {
             guard s != settings else { return [] }
             settings = s
             return [.send(PlayHere.settings(s))]
+        case .channels(let map):
+            return [.setChannels(map)]
+        case .equalizer(let eq):
+            return [.setEqualizer(eq)]
         default:
             return []
         }

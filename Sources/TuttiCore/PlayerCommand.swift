@@ -59,30 +59,30 @@ extension PlayerCommand {
         switch self {
         case .seek(let seconds):
             guard seconds.isFinite, seconds >= 0 else {
-                return .failure(.invalid("seek position must be a number of seconds ≥ 0 (not \(seconds))"))
+                return .failure(.invalid(UserMessage(.playerSeekPosition, ["seconds": "\(seconds)"])))
             }
             return .success(.seek(seconds: min(seconds, Self.maximumSeconds)))
         case .seekBy(let seconds):
-            guard seconds.isFinite else { return .failure(.invalid("seek offset must be a finite number of seconds (not \(seconds))")) }
+            guard seconds.isFinite else { return .failure(.invalid(UserMessage(.playerSeekOffset, ["seconds": "\(seconds)"]))) }
             return .success(.seekBy(seconds: max(-Self.maximumSeconds, min(seconds, Self.maximumSeconds))))
         case .playIndex(let index), .remove(let index):
-            guard index >= 0 else { return .failure(.invalid("queue positions start at 0 (not \(index))")) }
+            guard index >= 0 else { return .failure(.invalid(UserMessage(.playerPositionsFromZero, ["index": "\(index)"]))) }
         case .move(let from, let to):
-            guard from >= 0, to >= 0 else { return .failure(.invalid("queue positions start at 0 (not \(min(from, to)))")) }
+            guard from >= 0, to >= 0 else { return .failure(.invalid(UserMessage(.playerPositionsFromZero, ["index": "\(min(from, to))"]))) }
         case .add(let uris, _):
             guard uris.count <= Self.maximumQueueEntries else {
-                return .failure(.invalid("at most \(Self.maximumQueueEntries) entries fit in the queue (\(uris.count) given)"))
+                return .failure(.invalid(UserMessage(.playerTooManyToAdd, ["max": "\(Self.maximumQueueEntries)", "count": "\(uris.count)"])))
             }
         case .speed(let value):
             guard PlaybackTempo.validSpeed(value) != nil else {
-                return .failure(.invalid("speed must be \(PlaybackTempo.speedRange.lowerBound)–\(PlaybackTempo.speedRange.upperBound)× (not \(value))"))
+                return .failure(.invalid(PlayerError.speedRange(value)))
             }
         case .pitch(let value):
             guard PlaybackTempo.validPitch(value) != nil else {
-                return .failure(.invalid("pitch must be \(Int(PlaybackTempo.pitchRange.lowerBound)) to +\(Int(PlaybackTempo.pitchRange.upperBound)) semitones (not \(value))"))
+                return .failure(.invalid(PlayerError.pitchRange(value)))
             }
         case .cue(let uri), .uncue(let uri):
-            guard !uri.isEmpty, uri.utf8.count <= 4_096 else { return .failure(.invalid("a source of 1…4096 bytes")) }
+            guard !uri.isEmpty, uri.utf8.count <= 4_096 else { return .failure(.invalid(UserMessage(.playerSourceLength))) }
         case .play, .pause, .toggle, .stop, .next, .previous, .clear, .shuffle, .repeatMode, .single, .consume, .removeEntry:
             break
         }
@@ -114,14 +114,30 @@ public enum PlayerState: String, Sendable {
     public var isActive: Bool { self == .playing || self == .loading || self == .buffering }
 }
 
+/// Why a player command was refused, as the person is told (the message
+/// catalogue's `player.*`); `description` is its English text, for logs and MPD.
 public enum PlayerError: Error, CustomStringConvertible, Equatable {
-    case invalid(String)
+    /// The command cannot be done as asked (a position out of the queue, an empty queue, a number out of range).
+    case invalid(UserMessage)
+    /// The group's player did not take the command in time.
     case busy
-    public var description: String {
+
+    public var message: UserMessage {
         switch self {
-        case .invalid(let what): what
-        case .busy: "the player did not answer in time"
+        case .invalid(let message): message
+        case .busy: UserMessage(.playerBusy)
         }
+    }
+
+    public var description: String { message.description }
+
+    static func speedRange(_ value: Double) -> UserMessage {
+        UserMessage(.playerSpeedRange, ["low": "\(PlaybackTempo.speedRange.lowerBound)", "high": "\(PlaybackTempo.speedRange.upperBound)", "value": "\(value)"])
+    }
+
+    static func pitchRange(_ value: Double) -> UserMessage {
+        UserMessage(.playerPitchRange, ["low": "\(Int(PlaybackTempo.pitchRange.lowerBound))", "high": "\(Int(PlaybackTempo.pitchRange.upperBound))",
+                                        "value": "\(value)"])
     }
 }
 

@@ -90,21 +90,21 @@ public struct Transport: Sendable {
             pausedAt = TrackPosition(track: heard.track, frame: 0)
         case .play:
             guard state != .playing else { break }
-            guard !queue.isEmpty else { return .failure(.invalid("the queue is empty")) }
+            guard !queue.isEmpty else { return .failure(.invalid(UserMessage(.playerQueueEmpty))) }
             let target = heardIndex != nil ? heard : TrackPosition(track: queue.entries[queue.order[0]].id, frame: 0)
             out.actions = restart(at: at, from: target, durations: durations)
         case .next:
             guard let id = entryID(queue.stepForward(manual: true)) else {
-                return .failure(.invalid(queue.isEmpty ? "the queue is empty" : "already at the last track"))
+                return .failure(.invalid(UserMessage(queue.isEmpty ? .playerQueueEmpty : .playerAtLastTrack)))
             }
             out.actions = restart(at: at, from: TrackPosition(track: id, frame: 0), durations: durations)
         case .previous:
             guard let id = entryID(queue.stepBack(elapsedSeconds: Double(heard.frame) / Double(StreamFormat.sampleRate))) else {
-                return .failure(.invalid("the queue is empty"))
+                return .failure(.invalid(UserMessage(.playerQueueEmpty)))
             }
             out.actions = restart(at: at, from: TrackPosition(track: id, frame: 0), durations: durations)
         case .seek(let seconds), .seekBy(let seconds):
-            guard heardIndex != nil else { return .failure(.invalid("nothing to seek in")) }
+            guard heardIndex != nil else { return .failure(.invalid(UserMessage(.playerNothingToSeek))) }
             // Checked: |seconds| ≤ maximumSeconds, so the frames fit; their sum saturates all the same.
             var frame = StreamFormat.frames(seconds: seconds)
             if case .seekBy = command {
@@ -119,13 +119,13 @@ public struct Transport: Sendable {
             if state == .playing { out.actions = restart(at: at, from: target, durations: durations) } else { pausedAt = target }
         case .playIndex(let index):
             guard queue.entries.indices.contains(index) else {
-                return .failure(.invalid("no queue entry \(index) (the queue has \(queue.count))"))
+                return .failure(.invalid(UserMessage(.playerNoEntry, ["index": "\(index)", "count": "\(queue.count)"])))
             }
             out.actions = restart(at: at, from: TrackPosition(track: queue.entries[index].id, frame: 0), durations: durations)
         case .add(let uris, let next):
-            guard !uris.isEmpty else { return .failure(.invalid("nothing to add")) }
+            guard !uris.isEmpty else { return .failure(.invalid(UserMessage(.playerNothingToAdd))) }
             guard uris.count <= PlayerCommand.maximumQueueEntries - queue.count else {
-                return .failure(.invalid("the queue is full: it holds at most \(PlayerCommand.maximumQueueEntries) entries (it has \(queue.count))"))
+                return .failure(.invalid(UserMessage(.playerQueueFull, ["max": "\(PlayerCommand.maximumQueueEntries)", "count": "\(queue.count)"])))
             }
             let wasEmpty = queue.isEmpty
             out.added = next ? queue.insertNext(uris) : queue.add(uris)
@@ -133,7 +133,7 @@ public struct Transport: Sendable {
             out.actions = revalidateUpcoming(from: at)
         case .remove(let index):
             guard queue.entries.indices.contains(index) else {
-                return .failure(.invalid("no queue entry \(index) (the queue has \(queue.count))"))
+                return .failure(.invalid(UserMessage(.playerNoEntry, ["index": "\(index)", "count": "\(queue.count)"])))
             }
             let removingHeard = queue.entries[index].id == heard.track
             let successor = removingHeard ? entryID(queue.stepForward(manual: true)) : nil
@@ -151,7 +151,7 @@ public struct Transport: Sendable {
             }
         case .move(let from, let to):
             guard queue.entries.indices.contains(from), queue.entries.indices.contains(to) else {
-                return .failure(.invalid("positions must be within 0…\(queue.count - 1)"))
+                return .failure(.invalid(UserMessage(.playerPositionsWithin, ["last": "\(queue.count - 1)"])))
             }
             queue.move(from: from, to: to)
             out.actions = revalidateUpcoming(from: at)
@@ -171,17 +171,17 @@ public struct Transport: Sendable {
         case .consume(let on):
             queue.consume = on
         case .removeEntry(let id):
-            guard let index = queue.index(ofID: id) else { return .failure(.invalid("no queue entry with id \(id)")) }
+            guard let index = queue.index(ofID: id) else { return .failure(.invalid(UserMessage(.playerNoEntryID, ["id": "\(id)"]))) }
             return apply(.remove(index: index), at: at, durations: durations)
         case .speed(let value):
             guard let speed = PlaybackTempo.validSpeed(value) else {
-                return .failure(.invalid("speed must be \(PlaybackTempo.speedRange.lowerBound)–\(PlaybackTempo.speedRange.upperBound)×"))
+                return .failure(.invalid(PlayerError.speedRange(value)))
             }
             out.actions = retune(PlaybackTempo(speed: speed, pitchSemitones: tempo.pitchSemitones), at: at,
                                  heard: heardIndex == nil ? nil : heard, durations: durations)
         case .pitch(let value):
             guard let pitch = PlaybackTempo.validPitch(value) else {
-                return .failure(.invalid("pitch must be \(Int(PlaybackTempo.pitchRange.lowerBound)) to +\(Int(PlaybackTempo.pitchRange.upperBound)) semitones"))
+                return .failure(.invalid(PlayerError.pitchRange(value)))
             }
             out.actions = retune(PlaybackTempo(speed: tempo.speed, pitchSemitones: pitch), at: at,
                                  heard: heardIndex == nil ? nil : heard, durations: durations)
@@ -198,7 +198,7 @@ public struct Transport: Sendable {
             let previous = live.map { $0.0.previous } ?? (heardIndex != nil ? heard : nil)
             if let (_, i) = live { queue.remove(at: i) }
             guard queue.count < PlayerCommand.maximumQueueEntries else {
-                return .failure(.invalid("the queue is full: it holds at most \(PlayerCommand.maximumQueueEntries) entries"))
+                return .failure(.invalid(UserMessage(.playerQueueFull, ["max": "\(PlayerCommand.maximumQueueEntries)", "count": "\(queue.count)"])))
             }
             if let p = previous, let i = queue.index(ofID: p.track) { queue.select(i) }
             out.added = queue.insertNext([uri])

@@ -23,7 +23,7 @@ public final class FLACDecoder: AudioDecoder {
         do {
             try decoder.open(path: path, write: flacWrite, metadata: flacMetadata, error: flacError, client: Unmanaged.passUnretained(self).toOpaque())
         } catch {
-            throw .cannotOpen(path: path, reason: "libFLAC could not open it (init status \(error.status ?? 0))")
+            throw .cannotOpen(path: path, reason: error.status.map { "libFLAC could not open it (init status \($0))" } ?? error.description)
         }
         guard decoder.processMetadata(), sampleRate > 0 else {
             throw .undecodable(path: path, reason: failure ?? "no FLAC stream information")

@@ -1,9 +1,10 @@
 import CFLAC
 import CMPG123
+import TuttiAudio
 
 /// What an MP3 or FLAC file says about itself: its exact length and rate,
 /// its tag values as written, and its pictures. Read here, through the
-/// decoders' own libmpg123 and libFLAC (one owner per C library); the
+/// decoders' own libmpg123 and TuttiAudio's libFLAC decoder (one owner per C library); the
 /// music library cleans the values and keeps them (TuttiLibrary's Tags).
 public struct FileTags: Sendable {
     public var sampleRate = 0

@@ -57,8 +57,8 @@ extension Follower {
                     connectedAtomic.store(false, ordering: .releasing)
                     log.info("Sendspin server '\(server)' has not allowed this speaker to play yet (client id \(socket.clientID)); waiting")
                 case .begin(let stream, let format, let header):
-                    // PCM and Opus are Tutti's own wire codecs; FLAC is decoded in TuttiCore (no libFLAC in a speaker).
-                    let decoder: (any ChunkDecoder)? = format.codec == .flac ? FLACChunkDecoder(header: header) : nil
+                    // PCM and Opus are Tutti's own wire codecs; FLAC goes through libFLAC, opened at the first FLAC stream.
+                    let decoder: (any ChunkDecoder)? = format.codec == .flac ? try FLACChunkDecoder(header: header) : nil
                     writer = try StreamWriter(stream: stream, timeline: timeline, log: log, decoder: decoder) { [unowned self] n in concealedAtomic.add(n, ordering: .relaxed) }
                     log.info("Sendspin stream \(stream.streamID): \(format.codec.rawValue) \(format.sampleRate) Hz \(format.bitDepth) bit")
                 case .chunk(let chunk):

@@ -8,7 +8,7 @@ extension ControlServer {
     func dispatchCache(_ method: String, _ params: [String: JSONValue]) throws -> JSONValue? {
         guard method.hasPrefix("cache.") else { return nil }
         guard let cache = leader.cache else {
-            throw RPCError(code: -32000, message: "no offline cache: start the leader with --music DIR (or --db PATH)")
+            throw RPCError(code: -32000, UserMessage(.cacheNone))
         }
         func entry(_ e: StreamCache.Entry) -> JSONValue {
             ["url": .string(e.url), "size": .int(e.size), "added": .int(Int(e.added.timeIntervalSince1970 * 1000)),

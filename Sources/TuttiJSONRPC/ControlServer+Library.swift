@@ -9,7 +9,7 @@ import TuttiControlKit
 extension ControlServer {
     func library() throws -> Library {
         guard let library = leader.library else {
-            throw RPCError(code: -32000, message: "no music library: start the leader with --music DIR (or --db PATH)")
+            throw RPCError(code: -32000, UserMessage(.libraryNone))
         }
         return library
     }
@@ -95,14 +95,14 @@ extension ControlServer {
     }
 
     private func wrap<T>(_ body: () throws(LibraryError) -> T) throws -> T {
-        do { return try body() } catch { throw RPCError(code: -32000, message: error.description) }
+        do { return try body() } catch { throw RPCError(code: -32000, error.message) }
     }
 
     /// The track heard now, for like/unlike without an id.
     private func currentTrack(_ library: Library) throws -> Track {
         let path = leader.nowPlaying.path
         guard !path.isEmpty, let track = try wrap({ () throws(LibraryError) in try library.track(atPath: path) }) else {
-            throw RPCError(code: -32000, message: "nothing from the library is playing")
+            throw RPCError(code: -32000, UserMessage(.libraryNothingPlaying))
         }
         return track
     }
@@ -116,7 +116,7 @@ extension ControlServer {
             if let ids = params["trackIds"]?.integers {
                 return try ids.map { id in
                     guard let t = try wrap({ () throws(LibraryError) in try library.track(TrackID(Int64(id))) }) else {
-                        throw RPCError(code: -32000, message: "no track with id \(id)")
+                        throw RPCError(code: -32000, UserMessage(.libraryNoTrack, ["id": "\(id)"]))
                     }
                     return t.path
                 }
@@ -241,7 +241,7 @@ extension ControlServer {
                 let id = TrackID(Int64(try integer(params, "id", method: method)))
                 track = try wrap { () throws(LibraryError) in try library.track(id) }
             }
-            guard let track else { throw RPCError(code: -32000, message: "no such track") }
+            guard let track else { throw RPCError(code: -32000, UserMessage(.libraryNoSuchTrack)) }
             var o = Self.trackObject(track)
             o["liked"] = .bool(try wrap { () throws(LibraryError) in try library.isLiked(track.id) })
             return .value(.object(o))
@@ -261,7 +261,7 @@ extension ControlServer {
             if params["id"] == nil { track = try currentTrack(library) } else {
                 let id = TrackID(Int64(try integer(params, "id", method: method)))
                 guard let t = try wrap({ () throws(LibraryError) in try library.track(id) }) else {
-                    throw RPCError(code: -32000, message: "no track with id \(id.rawValue)")
+                    throw RPCError(code: -32000, UserMessage(.libraryNoTrack, ["id": "\(id.rawValue)"]))
                 }
                 track = t
             }

@@ -11,7 +11,7 @@ import TuttiControlKit
 extension ControlServer {
     private func podcastService() throws -> any PodcastControl {
         guard let podcasts = leader.podcastControl else {
-            throw RPCError(code: -32000, message: "no library for podcasts: start the leader with --music DIR (or --db PATH)")
+            throw RPCError(code: -32000, UserMessage(.podcastsNoLibrary))
         }
         return podcasts
     }
@@ -52,7 +52,7 @@ extension ControlServer {
         do {
             guard let p = try service.library.findPodcast(key) else { throw RPCError(code: -32602, message: "no podcast \(key) (see podcasts.list)") }
             return p
-        } catch let e as LibraryError { throw RPCError(code: -32000, message: e.description) }
+        } catch let e as LibraryError { throw RPCError(code: -32000, e.message) }
     }
 
     /// `episode`: its id, or text of its title; nil when not given.
@@ -78,7 +78,7 @@ extension ControlServer {
 
     /// Runs a library call; its `LibraryError` becomes the JSON-RPC error.
     private func libraryCall<T>(_ body: () throws -> T) throws -> T {
-        do { return try body() } catch let error as LibraryError { throw RPCError(code: -32000, message: error.description) }
+        do { return try body() } catch let error as LibraryError { throw RPCError(code: -32000, error.message) }
     }
 
     private func queue(of group: String?) throws -> PlayQueue {
@@ -146,7 +146,7 @@ extension ControlServer {
             guard let episode = try episodeParameter(params, of: podcast, in: service) else {
                 throw RPCError(code: -32602, message: "podcasts.download needs \"episode\"")
             }
-            guard let cache = leader.cache else { throw RPCError(code: -32000, message: "no offline cache: start the leader with --music DIR (or --db PATH)") }
+            guard let cache = leader.cache else { throw RPCError(code: -32000, UserMessage(.cacheNone)) }
             do { _ = try leader.confine(episode.url) } catch { throw RPCError(code: -32602, message: error.description) }
             do {
                 let entry = try cache.add(episode.url)
@@ -159,7 +159,7 @@ extension ControlServer {
             let episodes = try libraryCall { try service.library.episodes(of: podcast.id) }
             // No episode named: the newest not yet played (or the newest of all).
             guard let episode = try episodeParameter(params, of: podcast, in: service) ?? episodes.first(where: { !$0.played }) ?? episodes.first else {
-                throw RPCError(code: -32000, message: "'\(podcast.title)' has no episodes")
+                throw RPCError(code: -32000, UserMessage(.podcastsNoEpisodes, ["title": podcast.title]))
             }
             return try playEpisode(episode, of: podcast, group: group)
         default:
@@ -182,7 +182,7 @@ extension ControlServer {
             queue = try self.queue(of: group)
             index = added.first.flatMap(queue.index(ofID:))
         }
-        guard let index else { throw RPCError(code: -32000, message: "the episode could not be queued") }
+        guard let index else { throw RPCError(code: -32000, UserMessage(.podcastsNotQueued)) }
         if let speed = podcast.speed { _ = try perform(.speed(speed)) }
         var outcome = try perform(.playIndex(index))
         let resume = episode.played ? 0 : Double(episode.positionMs) / 1000

@@ -130,7 +130,7 @@ extension ControlServer {
                 return nil
             }
         } catch let e as EqualizerError {
-            throw invalid(e.description)
+            throw RPCError(code: -32602, e.message)
         }
     }
 
@@ -238,8 +238,8 @@ extension ControlServer {
     static func rpcError(_ e: ChannelMapError) -> RPCError {
         switch e {
         case .unknownRoom(let room, let known): unknownName(room: room, group: nil, known: known)
-        case .speakerTooOld, .notATuttiSpeaker, .inPair: RPCError(code: -32000, message: e.description)
-        default: RPCError(code: -32602, message: e.description)
+        case .speakerTooOld, .notATuttiSpeaker, .inPair: RPCError(code: -32000, e.message)
+        default: RPCError(code: -32602, e.message)
         }
     }
 

@@ -321,7 +321,7 @@ public final class ControlServer: Service, JSONRPCServing, @unchecked Sendable {
                 // Monotonic nanoseconds: past 10^15 (11.6 days up) a Double would write them in exponent form, past 2^53 inexactly.
                 return .object(result, encoded: ["acceptedAt": .integer(outcome.acceptedAt), "effectiveAt": .integer(outcome.effectiveAt)])
             } catch {
-                throw RPCError(code: -32000, message: error.description) // PlayerError: English (not yet in the catalogue)
+                throw RPCError(code: -32000, error.message)
             }
         }
         func index(_ key: String) throws -> Int {

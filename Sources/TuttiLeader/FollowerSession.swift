@@ -68,6 +68,16 @@ final class FollowerSession: @unchecked Sendable {
     /// deadline is the request's life, not 10 s.
     private let awaitingPairing = Atomic<Bool>(false)
 
+    /// Whether the peer plays a channel map sent to it: a Tutti speaker of
+    /// protocol v8 or later, or a surface's room that plays its room's sound.
+    var playsChannelMaps: Bool {
+        switch dialect {
+        case .tutti: version >= WireProtocol.channelMapVersion
+        case .snapcast: false
+        case .surface: surfaceRoom?.playsRoomSound == true
+        }
+    }
+
     /// Snapcast only: the stream whose chunks go to this client (a
     /// snapclient knows no streams: chunks of the one it left are dropped here).
     let snapcastStream = Atomic<UInt32>(0)

@@ -25,6 +25,12 @@ extension Leader {
     /// once: a speaker's outbox holds at most ~1.25 s of an announcement.
     static let announcementSendAhead: Int64 = nanosecondsPerSecond
     static let announcementBatch: Int64 = 250 * nanosecondsPerMillisecond
+    /// The least time from the request to the announcement's first frame.
+    /// A command's lead (100 ms) is too short here: every speaker must hold
+    /// the first blocks before the music's 50 ms duck ramp starts, or the
+    /// duck starts late in a loaded room (and the first blocks come too late
+    /// to play). A doorbell 0.3 s after the press is still at once to a person.
+    static let announcementLead: Int64 = 300 * nanosecondsPerMillisecond
     /// The most a network announcement may weigh, and espeak-ng's output.
     static let announcementMaxBytes = 16 << 20
     /// espeak-ng speaks 1000 bytes of text in well under a second here; a voice that hangs is killed.
@@ -76,8 +82,8 @@ extension Leader {
             throw .undecodable("encoding: \(error)")
         }
 
-        // On the leader's timeline, the command lead from now (the largest of the rooms' groups), or after the one playing.
-        let lead = speakers.map { stream(forRoom: $0).commandLead.nanoseconds }.max() ?? 0
+        // On the leader's timeline, `announcementLead` from now (or the largest command lead of the rooms' groups), or after the one playing.
+        let lead = max(Self.announcementLead, speakers.map { stream(forRoom: $0).commandLead.nanoseconds }.max() ?? 0)
         let now = LeaderTime(nanoseconds: Monotonic.now())
         let start = try announcementQueue.withLock { (q: inout AnnouncementQueue) throws(AnnouncementError) -> LeaderTime in
             if let busy = q.busyUntil, busy - now > 60 * nanosecondsPerSecond { throw .busy(seconds: Double(busy - now) / 1e9) }

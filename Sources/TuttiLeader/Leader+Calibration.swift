@@ -82,7 +82,7 @@ extension Leader {
         gate(open: plan.slots[0])
         let stream = streams.withLock { $0[group.id] }
         do {
-            guard let stream else { throw PlayerError.invalid("the calibration group has no stream") }
+            guard let stream else { throw PlayerError.invalid(UserMessage(.playerCalibrationNoStream)) }
             _ = try stream.player.submit(.add(uris: [path], next: false))
             _ = try stream.player.submit(.playIndex(0))
         } catch {

@@ -21,7 +21,8 @@ extension Leader {
     /// Sets a room's channel map: kept, saved, and sent at once to its
     /// speaker (and whenever it joins). Refused for a pair's speaker (its
     /// side is the pair's), an unknown room, and a speaker that cannot play
-    /// one (older than protocol v8, a snapclient, a Sendspin player).
+    /// one (older than protocol v8, a snapclient, a Sendspin player); a web
+    /// page that plays here plays it (the leader makes its PCM).
     public func setChannels(room: String, _ map: ChannelMap) throws(ChannelMapError) {
         if let pair = stereoPairs.withLock({ $0.pair(named: room) ?? $0.pair(containing: room) }) {
             throw .inPair(room: room, pair: pair.name)
@@ -102,7 +103,8 @@ extension Leader {
         for session in sessions(ofRoom: speaker) {
             switch session.dialect {
             case .snapcast: throw .notATuttiSpeaker(room: speaker, kind: "Snapcast client")
-            case .surface: throw .notATuttiSpeaker(room: speaker, kind: "Sendspin player")
+            case .surface:
+                if session.surfaceRoom?.playsRoomSound != true { throw .notATuttiSpeaker(room: speaker, kind: "Sendspin player") }
             case .tutti:
                 if session.version < WireProtocol.channelMapVersion { throw .speakerTooOld(room: speaker, version: session.version) }
             }
@@ -113,7 +115,7 @@ extension Leader {
     func sendChannels(toSpeaker speaker: String) {
         let message = Message.channels(channelsToPlay(speaker: speaker))
         let bytes = message.encoded()
-        for session in sessions(ofRoom: speaker) where session.dialect == .tutti && session.version >= WireProtocol.channelMapVersion {
+        for session in sessions(ofRoom: speaker) where session.playsChannelMaps {
             session.send(message, encoded: bytes)
         }
     }

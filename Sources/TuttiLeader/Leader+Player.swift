@@ -43,7 +43,7 @@ extension Leader {
         guard let group else { return mainStream }
         let found = grouping.withLock { $0.group(group) }.flatMap { g in streams.withLock { $0[g.id] } }
         guard let found else {
-            throw .invalid(GroupError.unknownGroup(group, known: grouping.withLock { $0.groups.map(\.name) }).description)
+            throw .invalid(GroupError.unknownGroup(group, known: grouping.withLock { $0.groups.map(\.name) }).message)
         }
         return found
     }

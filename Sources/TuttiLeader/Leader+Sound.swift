@@ -40,6 +40,12 @@ extension Leader {
         for session in sessions(ofRoom: room) {
             if session.dialect == .snapcast {
                 log.warning("room \(room) is a snapclient: it has no EQ; its EQ is kept for a Tutti speaker")
+            } else if session.dialect == .surface {
+                if session.surfaceRoom?.playsRoomSound == true {
+                    session.send(message, encoded: bytes)
+                } else {
+                    log.warning("room \(room) is a Sendspin player: it has no EQ; its EQ is kept for a Tutti speaker")
+                }
             } else if session.version >= WireProtocol.equalizerVersion {
                 session.send(message, encoded: bytes)
             } else {

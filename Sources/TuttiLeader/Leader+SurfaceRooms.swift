@@ -4,9 +4,11 @@ import TuttiControlKit
 import TuttiDiscovery
 import TuttiNet
 
-/// Rooms that a surface serves (Sendspin players): each is a
-/// `FollowerSession` of the surface dialect, so it is listed, grouped and
-/// sent its group's chunks as a speaker is; the surface owns its connection.
+/// Rooms that a surface serves (Sendspin players, web pages that play
+/// here): each is a `FollowerSession` of the surface dialect, so it is
+/// listed, grouped and sent its group's chunks as a speaker is (and its
+/// channel map and EQ where it plays them: `SurfaceRoom.playsRoomSound`);
+/// the surface owns its connection.
 extension Leader {
     public var streamCodec: Codec { configuration.codec }
 
@@ -21,6 +23,10 @@ extension Leader {
         let stream = stream(forRoom: name)
         room.deliver(.follow(stream: describe(stream), from: LeaderTime(nanoseconds: Monotonic.now())))
         room.deliver(.settings(settings(ofSpeaker: name)))
+        if room.playsRoomSound {
+            room.deliver(.channels(channelsToPlay(speaker: name)))
+            room.deliver(.equalizer(equalizer(of: name).settings))
+        }
         join(session, stream: stream)
     }
 

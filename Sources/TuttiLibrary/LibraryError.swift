@@ -1,3 +1,5 @@
+import TuttiCore
+
 /// Errors from the music library: what failed, on which file or object,
 /// and what SQLite or the file system said. `description` is a sentence a
 /// user can act on.
@@ -20,6 +22,9 @@ public enum LibraryError: Error, CustomStringConvertible, Equatable, Sendable {
     case invalidArgument(String)
     /// Reading or writing a file (M3U, …) failed.
     case io(path: String, reason: String)
+    /// What a person asked cannot be done as asked (a playlist entry that is
+    /// not there, a playlist without a name…), said in the catalogue's words.
+    case refused(UserMessage)
 
     public var description: String {
         switch self {
@@ -44,7 +49,46 @@ public enum LibraryError: Error, CustomStringConvertible, Equatable, Sendable {
             what
         case .io(let path, let reason):
             "\(path): \(reason)"
+        case .refused(let message):
+            message.description
         }
+    }
+
+    /// What the person is told (the catalogue's `library.*`): what a surface
+    /// writes in the person's language; `description` stays the English, for logs.
+    public var message: UserMessage {
+        switch self {
+        case .sqlite(let operation, let code, let message):
+            UserMessage(code & 0xff == 13 ? .libraryDiskFull : .libraryDatabase, ["operation": operation, "reason": message, "code": "\(code)"])
+        case .cannotOpenDatabase(let path, let reason):
+            UserMessage(.libraryCannotOpen, ["path": path, "reason": reason])
+        case .databaseTooNew(let path, let found, let supported, let writtenBy):
+            UserMessage(writtenBy == nil ? .libraryTooNew : .libraryTooNewBy,
+                        ["path": path, "found": "\(found)", "supported": "\(supported)", "writer": writtenBy ?? ""])
+        case .corruptSchema(let path, let reason):
+            UserMessage(.libraryNotUsable, ["path": path, "reason": reason])
+        case .musicFolder(let path, let reason):
+            UserMessage(.libraryMusicFolder, ["path": path, "reason": reason])
+        case .scanInProgress:
+            UserMessage(.libraryScanRunning)
+        case .notFound(let what):
+            Self.notFound(what)
+        case .invalidArgument(let what):
+            UserMessage(.libraryDetail, ["detail": what])
+        case .io(let path, let reason):
+            UserMessage(.libraryFile, ["path": path, "reason": reason])
+        case .refused(let message):
+            message
+        }
+    }
+
+    /// "track 5", "playlist 3", "podcast 2", "episode 9" (the ids' descriptions) by kind; anything else as given.
+    private static func notFound(_ what: String) -> UserMessage {
+        let parts = what.split(separator: " ", maxSplits: 1).map(String.init)
+        let keys: [String: MessageKey] = ["track": .libraryNoTrack, "playlist": .libraryNoPlaylist, "podcast": .libraryNoPodcast,
+                                          "episode": .libraryNoEpisode]
+        if parts.count == 2, let key = keys[parts[0]], Int64(parts[1]) != nil { return UserMessage(key, ["id": parts[1]]) }
+        return UserMessage(.libraryNotFound, ["what": what])
     }
 }
 

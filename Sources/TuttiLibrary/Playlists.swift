@@ -1,4 +1,5 @@
 import Glibc
+import TuttiCore
 import TuttiSystem
 
 /// Playlists: ordered lists of library tracks (a track may appear more
@@ -70,7 +71,7 @@ extension Library {
         try locked { db throws(LibraryError) in
             try db.transaction { () throws(LibraryError) in
                 let ids = try Self.entryIDs(id, db)
-                guard ids.indices.contains(index) else { throw .invalidArgument("no entry \(index) in \(id) (it has \(ids.count))") }
+                guard ids.indices.contains(index) else { throw .refused(UserMessage(.playlistNoEntry, ["index": "\(index)", "id": "\(id.rawValue)", "count": "\(ids.count)"])) }
                 try db.run("DELETE FROM playlist_entries WHERE id = ?", [.int(ids[index])])
                 try Self.touch(id, db)
             }
@@ -83,7 +84,7 @@ extension Library {
             try db.transaction { () throws(LibraryError) in
                 var ids = try Self.entryIDs(id, db)
                 guard ids.indices.contains(from), ids.indices.contains(to) else {
-                    throw .invalidArgument("cannot move entry \(from) to \(to) in \(id) (it has \(ids.count))")
+                    throw .refused(UserMessage(.playlistCannotMove, ["from": "\(from)", "to": "\(to)", "id": "\(id.rawValue)", "count": "\(ids.count)"]))
                 }
                 ids.insert(ids.remove(at: from), at: to)
                 try Self.renumber(ids, db)
@@ -105,7 +106,7 @@ extension Library {
     public func importM3U(path: String, name: String? = nil) throws(LibraryError) -> M3UImportReport {
         let bytes = try Self.readFile(path)
         guard M3U.isPlaylist(M3U.parse(bytes: bytes)) else {
-            throw .invalidArgument("\(path) is not a playlist (an M3U lists audio files or stream URLs, one a line)")
+            throw .refused(UserMessage(.playlistNotM3U, ["path": path]))
         }
         let base = M3U.normalize(path.hasPrefix("/") ? path : Self.currentDirectory() + "/" + path)
         let directory = String(base[..<(base.lastIndex(of: "/") ?? base.startIndex)])
@@ -213,7 +214,7 @@ extension Library {
     // MARK: Helpers (run with the lock held)
 
     private static func validName(_ name: String) throws(LibraryError) -> String {
-        guard let clean = TagText.clean(name) else { throw .invalidArgument("a playlist needs a name") }
+        guard let clean = TagText.clean(name) else { throw .refused(UserMessage(.playlistNeedsName)) }
         return clean
     }
 
@@ -246,7 +247,7 @@ extension Library {
     private static func insert(_ tracks: [TrackID], into id: PlaylistID, at index: Int?, _ db: Database) throws(LibraryError) {
         var ids = try entryIDs(id, db)
         let at = index ?? ids.count
-        guard at >= 0, at <= ids.count else { throw .invalidArgument("cannot insert at \(at) in \(id) (it has \(ids.count))") }
+        guard at >= 0, at <= ids.count else { throw .refused(UserMessage(.playlistCannotInsert, ["at": "\(at)", "id": "\(id.rawValue)", "count": "\(ids.count)"])) }
         var added: [Int64] = []
         for track in tracks {
             guard try db.scalarInt("SELECT 1 FROM tracks WHERE id = ?", [.int(track.rawValue)]) != nil else { throw .notFound(track.description) }

@@ -139,7 +139,7 @@ extension MPDServer {
             }
         } catch {
             switch error {
-            case .invalid(let what): throw MPDError(.argument, what)
+            case .invalid(let what): throw MPDError(.argument, what.description)
             case .busy: throw MPDError(.playerSync, error.description)
             }
         }

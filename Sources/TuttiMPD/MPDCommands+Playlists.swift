@@ -91,6 +91,7 @@ extension MPDServer {
             case .notFound: throw .noExist("No such playlist")
             case .invalidArgument(let what) where what == "exists": throw MPDError(.exist, "Playlist already exists")
             case .invalidArgument(let what): throw .argument(what)
+            case .refused(let message): throw .argument(message.description)
             default: throw .system(error.description)
             }
         }

@@ -51,6 +51,8 @@ final class PlayHereRoom: SurfaceRoom, @unchecked Sendable {
         for action in session.withLock({ $0.handle(message) }) {
             switch action {
             case .send(let bytes): writer.send(bytes)
+            case .setChannels(let map): codec.withLock { $0.sound.set(channels: map) }
+            case .setEqualizer(let eq): codec.withLock { $0.sound.set(equalizer: eq) }
             case .sendAudio(let chunk):
                 guard let pcm = codec.withLock({ $0.pcm(chunk) }) else {
                     log.info("Play here \(name): a chunk of stream \(chunk.streamID) could not be decoded; skipped")
@@ -60,6 +62,9 @@ final class PlayHereRoom: SurfaceRoom, @unchecked Sendable {
             }
         }
     }
+
+    /// The room plays its channel map and EQ: the leader sends it both, as it sends a Tutti speaker.
+    var playsRoomSound: Bool { true }
 
     /// The room ends: the page is told (it may start again), and nothing more is sent.
     func close(reason: String) {
@@ -81,10 +86,11 @@ final class PlayHereRoom: SurfaceRoom, @unchecked Sendable {
         writer.close(reason: "connection closed")
     }
 
-    /// The group's chunks (in the leader's wire codec) as 16-bit PCM: PCM passes as it is, Opus is decoded.
+    /// The group's chunks (in the leader's wire codec) as 16-bit PCM in
+    /// the room's channel map and EQ: PCM is read as it is, Opus decoded.
     struct Transcoder {
         private let decoder: (any ChunkDecoder)?
-        private var samples = [Float](repeating: 0, count: 2 * PlayHere.maximumFrames)
+        let sound = PlayHereSound()
 
         init(_ codec: Codec) throws(AudioError) {
             decoder = codec == .pcm ? nil : try makeDecoder(codec)
@@ -92,20 +98,17 @@ final class PlayHereRoom: SurfaceRoom, @unchecked Sendable {
 
         func reset() { decoder?.reset() }
 
-        mutating func pcm(_ chunk: Chunk) -> [UInt8]? {
+        func pcm(_ chunk: Chunk) -> [UInt8]? {
             let frames = Int(chunk.frames)
-            guard let decoder else { return chunk.payload.count == frames * 4 ? chunk.payload : nil }
-            let got: Int? = samples.withUnsafeMutableBufferPointer { p in
-                try? decoder.decode(chunk.payload, frames: frames, into: p.baseAddress!, maxFrames: PlayHere.maximumFrames)
+            guard frames <= PlayHereSound.maxFrames else { return nil }
+            if let decoder {
+                guard let got = try? decoder.decode(chunk.payload, frames: frames, into: sound.buffer, maxFrames: PlayHereSound.maxFrames),
+                      got == frames else { return nil }
+            } else {
+                guard chunk.payload.count == frames * 4 else { return nil }
+                sound.load(s16: chunk.payload, frames: frames)
             }
-            guard let got, got == frames else { return nil }
-            var out = [UInt8](repeating: 0, count: frames * 4)
-            for i in 0..<(frames * 2) {
-                let v = UInt16(bitPattern: Int16(max(-32_768, min(32_767, (samples[i] * 32_768).rounded()))))
-                out[2 * i] = UInt8(v & 0xff)
-                out[2 * i + 1] = UInt8(v >> 8)
-            }
-            return out
+            return sound.render(frames: frames)
         }
     }
 }

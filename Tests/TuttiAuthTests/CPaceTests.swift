@@ -71,5 +71,31 @@ struct CPaceTests {
         // p itself reads as 0; p − 1 + 1 wraps to 0.
         #expect(Field25519(bytes: hex("edffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f")) == .zero)
         #expect(Field25519(bytes: hex("ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f")) + .one == .zero)
+        // Against Python's integers (pow, %), a value read from all-ones bytes (2^255 − 1, above p) included.
+        let y = Field25519(bytes: [UInt8](repeating: 0xff, count: 32))
+        #expect((x * y).bytes == hex("70d35b409d6f8606742e97dca249dec1e532d189f751522a9c563c3476bec44b"))
+        #expect(y.inverse.bytes == hex("89e3388ee3388ee3388ee3388ee3388ee3388ee3388ee3388ee3388ee3388e23"))
+        #expect((x - y).bytes == hex("bf529383fa7707ab9482cfefc1aee151f049366b38afcb1e255a03ca940a524b"))
+        #expect(x.legendre == -Field25519.one && y.legendre == -Field25519.one && (x * x).legendre == .one)
+        // Long chains stay reduced: (x·y)^(2^1000) two ways.
+        #expect((x * y).squared(times: 1_000) == x.squared(times: 1_000) * y.squared(times: 1_000))
+    }
+
+    /// The map alone, against PyPI `cpace` 0.1.0's `_elligator2(_decode_u(bytes))`:
+    /// zero, one, p, p ± 1, 2^256 − 1 (its top bit dropped) and random hashes.
+    @Test func elligator2MapsAsCPaceZeroOneZeroDoes() {
+        let vectors = [
+            ("0000000000000000000000000000000000000000000000000000000000000000", "0000000000000000000000000000000000000000000000000000000000000000"),
+            ("ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff", "1e5942dd97c756040d27755f1e5b11349cd47d796c45d07052f7e5b11541c349"),
+            ("edffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f", "0000000000000000000000000000000000000000000000000000000000000000"),
+            ("eeffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f", "9cdb525555555555555555555555555555555555555555555555555555555555"),
+            ("ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f", "9cdb525555555555555555555555555555555555555555555555555555555555"),
+            ("0100000000000000000000000000000000000000000000000000000000000000", "9cdb525555555555555555555555555555555555555555555555555555555555"),
+            ("8c135899d89b491682ed58646a04f9081ad871a639cd5915ff7f54ea9b8a6bd6", "56891b656cadb89ba137103942c4b4e88ce0e89cbdc9be9d4a4ef636ac72da49"),
+            ("ba3372fa2b386fc868accaaf9086328bac6c4c4783c038d169f5c9788424c04e", "90d642f3e29c03c359772d98d12a6ff037fb45406d88782321ab25f547e36254"),
+            ("c14c96b5a57865d29ed9c6e519bbf0e35edb234326b057cd118d65296aa0a76d", "06eb651c18e5c7c9c072ebd72bf216c0a8aebb42cfb604bf3c4079df634e0051"),
+            ("7748ef9ea82752bedfd8b2f9f7a2bbbbf7ac34ab4703f8c10566ec6ae98c226f", "04f680eaddeda38fe386b9879a1969ef5ee97e29de184132351b77688fcdab79"),
+        ]
+        for (input, output) in vectors { #expect(Field25519.elligator2(hex(input)) == hex(output), "\(input)") }
     }
 }

@@ -1,3 +1,4 @@
+import Glibc
 import Testing
 import TuttiCore
 
@@ -64,5 +65,99 @@ import TuttiCore
         #expect(s.close(reason: "bye") == [.send(PlayHere.stopped(reason: "bye"))])
         #expect(s.close(reason: "again") == [])
         #expect(s.handle(.chunk(chunk(2, 960))) == [], "closed")
+    }
+
+    @Test func theSessionHandsOnTheRoomsChannelMapAndEQ() throws {
+        var s = PlayHereSession()
+        let eq = try EqualizerSettings(gains: [0, 0, 0, 0, 0, -6, 0, 0, 0, 0])
+        #expect(s.handle(.channels(.left)) == [.setChannels(.left)])
+        #expect(s.handle(.equalizer(eq)) == [.setEqualizer(eq)])
+        _ = s.close(reason: "bye")
+        #expect(s.handle(.channels(.right)) == [], "closed")
+    }
+
+    /// 16-bit stereo PCM of `frames` frames: 1 kHz left, 440 Hz right, at −14 dBFS, with ±300 LSB of noise.
+    static func pcm(frames: Int, from start: Int = 0) -> [UInt8] {
+        var random = SplitMix64(seed: UInt64(start + 1))
+        var out: [UInt8] = []
+        for i in start..<(start + frames) {
+            for f in [1_000.0, 440.0] {
+                let v = 0.2 * sin(2 * Double.pi * f * Double(i) / 48_000) + Double(Int(random.next() % 601) - 300) / 32_768
+                let s = UInt16(bitPattern: sampleToInt16(Float(v)))
+                out += [UInt8(s & 0xff), UInt8(s >> 8)]
+            }
+        }
+        return out
+    }
+
+    static func samples(_ pcm: [UInt8]) -> [Int16] {
+        stride(from: 0, to: pcm.count, by: 2).map { Int16(bitPattern: UInt16(pcm[$0]) | UInt16(pcm[$0 + 1]) << 8) }
+    }
+
+    /// Amplitude of `frequency` on one channel over whole periods (a sine and cosine fit).
+    static func amplitude(_ s: [Int16], channel: Int, frequency: Double) -> Double {
+        let frames = s.count / 2
+        let n = Int((Double(frames) * frequency / 48_000).rounded(.down) * 48_000 / frequency)
+        var a = 0.0, b = 0.0
+        for i in 0..<n {
+            let w = 2 * Double.pi * frequency * Double(i) / 48_000
+            a += Double(s[2 * i + channel]) / 32_768 * sin(w); b += Double(s[2 * i + channel]) / 32_768 * cos(w)
+        }
+        return 2 * (a * a + b * b).squareRoot() / Double(n)
+    }
+
+    @Test func thePagesSoundIsBitExactAtStereoAndFlatThenMapsAndFiltersAsASpeaker() throws {
+        let sound = PlayHereSound()
+        var at = 0
+        func chunk(_ frames: Int = 960) -> (sent: [UInt8], heard: [UInt8]) {
+            let sent = Self.pcm(frames: frames, from: at)
+            at += frames
+            sound.load(s16: sent, frames: frames)
+            return (sent, sound.render(frames: frames))
+        }
+        // Stereo and flat: every sample as it came, whole chunks and odd ones, full scale too.
+        for frames in [960, 1, 4_800, 7] {
+            let c = chunk(frames)
+            #expect(c.heard == c.sent)
+        }
+        let extremes: [UInt8] = [0x00, 0x80, 0xff, 0x7f, 0x01, 0x00, 0xff, 0xff]
+        sound.load(s16: extremes, frames: 2)
+        #expect(sound.render(frames: 2) == extremes)
+
+        // A map set while audio flows fades in over 10 ms, then the left plays on both outputs exactly.
+        sound.set(channels: .left)
+        let fading = Self.samples(chunk(480).heard)
+        #expect(fading[0] != fading[1], "the fade starts from stereo")
+        for _ in 0..<2 {
+            let s = Self.samples(chunk().heard)
+            #expect(stride(from: 0, to: s.count, by: 2).allSatisfy { s[$0] == s[$0 + 1] })
+        }
+
+        // The 1 kHz band −6 dB: after its 10 ms fade and the filter's settling, −6 dB ± 0.5 at 1 kHz.
+        sound.set(equalizer: try EqualizerSettings(gains: [0, 0, 0, 0, 0, -6, 0, 0, 0, 0]))
+        for _ in 0..<5 { _ = chunk() }
+        let filtered = Self.samples(chunk(4_800).heard)
+        let gain = 20 * log10(Self.amplitude(filtered, channel: 0, frequency: 1_000) / 0.2)
+        #expect(abs(gain + 6) < 0.5, "\(gain) dB")
+        #expect(stride(from: 0, to: filtered.count, by: 2).allSatisfy { filtered[$0] == filtered[$0 + 1] }, "the EQ keeps the map's copies alike")
+
+        // Back to stereo and flat: once both have faded out, bit-exact again.
+        sound.set(channels: .stereo)
+        sound.set(equalizer: .flat)
+        _ = chunk()
+        for _ in 0..<3 {
+            let c = chunk()
+            #expect(c.heard == c.sent)
+        }
+    }
+
+    @Test func aMapSetBeforeTheFirstAudioIsExactFromItsFirstFrame() {
+        let sound = PlayHereSound()
+        sound.set(channels: .right)
+        let sent = Self.pcm(frames: 960)
+        sound.load(s16: sent, frames: 960)
+        let s = Self.samples(sound.render(frames: 960)), source = Self.samples(sent)
+        let rightOnBoth = stride(from: 0, to: s.count, by: 2).allSatisfy { (i: Int) -> Bool in s[i] == source[i + 1] && s[i + 1] == source[i + 1] }
+        #expect(rightOnBoth)
     }
 }

@@ -31,7 +31,7 @@ import TuttiCore
     }
 
     func failure(_ t: inout Transport, _ command: PlayerCommand, at: Int) -> String? {
-        if case .failure(.invalid(let why)) = t.apply(command, at: at) { return why }
+        if case .failure(.invalid(let why)) = t.apply(command, at: at) { return why.description }
         return nil
     }
 
@@ -240,7 +240,7 @@ import TuttiCore
     /// oversized adds are errors.
     @Test func everyCommandsNumbersAreCheckedBeforeTheyBecomeFrames() throws {
         func refusal(_ command: PlayerCommand) -> String? {
-            if case .failure(.invalid(let why)) = command.checked() { return why }
+            if case .failure(.invalid(let why)) = command.checked() { return why.description }
             return nil
         }
         for bad in [Double.nan, .infinity, -.infinity, -1] {

@@ -102,6 +102,31 @@ import TuttiTestSupport
         print("announcement click, kitchen against living: \(step / 1000) µs")
         #expect(step < 1_000_000, "\(step / 1000) µs apart")
 
+        // The duck in step too: when the music (440 Hz, before the chime starts)
+        // first falls below half its level, by each DAC's clock. The 50 ms ramp
+        // starts at one frame of the leader's timeline in every room, not
+        // at a period boundary of each speaker's own.
+        var halfway: [Int64] = []
+        for ((room, ppm), click) in zip(rooms.prefix(2), [kitchenClicks.first, livingClicks.first]) {
+            let path = "\(dir)/\(room).raw"
+            let samples = readRaw(path)
+            let chimeStart = try #require(click.flatMap { Self.frame(at: $0, path, ppm: ppm) }) - 24_000
+            // Peaks of each half cycle of the music (55 frames), from 150 ms before the chime to its start.
+            let half = 55, threshold = Int(0.5 * Self.musicAmplitude * 32_768)
+            var at: Int?
+            for window in stride(from: chimeStart - 7_200, to: chimeStart - half, by: half) {
+                let peak = (window..<(window + half)).map { abs(Int(samples[2 * $0])) }.max() ?? 0
+                if peak < threshold { at = window; break }
+            }
+            let frame = try #require(at, "\(room): the music did not duck before the chime")
+            halfway.append(try #require(leaveTime(ofFrame: frame, timing: readTiming(path), ppm: ppm)))
+            print("\(room): the music half down \(chimeStart - frame) frames before the chime")
+        }
+        let duckApart = abs(halfway[0] - halfway[1])
+        print("duck, kitchen against living: half down \(Double(duckApart) / 1e6) ms apart")
+        // Half-cycle windows: 1.15 ms of resolution; a period late in one room was 9–29 ms.
+        #expect(duckApart < 3_000_000, "the duck is \(Double(duckApart) / 1e6) ms apart")
+
         // Levels around the chime in each room that heard it.
         let music = Self.musicAmplitude, tone = Self.toneAmplitude * Self.volume
         for ((room, ppm), click) in zip(rooms.prefix(2), [kitchenClicks.first, livingClicks.first]) {

@@ -76,8 +76,18 @@ import TuttiTestSupport
         // Announcements and channel maps name an unknown room as every other request does.
         #expect(refusal("announce", ["rooms": ["attic"], "text": "hi"]) == "'attic'(이)라는 방이 없습니다")
         #expect(refusal("rooms.setChannels", ["room": "attic", "channels": "left"]) == "'attic'(이)라는 방이 없습니다")
+        // The player's refusals (PlayerError), channel maps' and the equaliser's come from the catalogue too.
+        #expect(refusal("player.next", [:]) == "대기열이 비어 있습니다")
+        #expect(refusal("queue.play", ["index": 3]) == "대기열에 3번 항목이 없습니다 (대기열에는 0개가 있습니다)")
+        #expect(refusal("rooms.setChannels", ["room": "attic", "channels": "sideways"])?.hasPrefix("'sideways'은(는) 채널 맵이 아닙니다") == true)
+        #expect(refusal("rooms.unpair", ["room": "Living"]) == "'Living'(이)라는 스테레오 페어가 없습니다 (페어가 하나도 없습니다)")
+        #expect(refusal("eq.delete", ["name": "Flat"]) == "'Flat'은(는) 기본 프리셋입니다. 다른 이름으로 저장하세요")
+        #expect(refusal("library.search", ["query": "x"]) == "음악 라이브러리가 없습니다. 리더를 --music DIR(또는 --db PATH)로 시작하세요")
         client.language = .english
         #expect(refusal("no.such", [:]) == "unknown method 'no.such' (see docs/api.md)")
+        #expect(refusal("player.next", [:]) == "the queue is empty")
+        #expect(refusal("eq.delete", ["name": "Flat"]) == "'Flat' is a built-in preset: save yours under another name")
+        #expect(refusal("rooms.unpair", ["room": "Living"]) == "no stereo pair 'Living' (there are none)")
 
         // POST /api: Accept-Language when the request has no lang; its lang when it has.
         let web = try #require(leader.webEndpoint).port

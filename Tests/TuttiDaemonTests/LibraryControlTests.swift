@@ -89,6 +89,16 @@ import TuttiTestSupport
         _ = try obj("playlists.rename", ["id": JSONValue(pid), "name": "Late"])
         let entries = try obj("playlists.entries", ["id": JSONValue(pid)])["entries"]?.objectArray ?? []
         #expect(entries.map { $0["title"]?.string } == ["Night Drive", "Noon Heat", "Night Drive"])
+        // A playlist edit that cannot be done is said in the request's language (the message catalogue's playlist.*, library.*).
+        let korean = try ControlClient(endpoint: try #require(leader.controlEndpoint))
+        korean.language = .korean
+        func refusal(_ client: ControlClient, _ method: String, _ params: [String: JSONValue]) -> String? {
+            do { _ = try client.call(method, params); return nil } catch let e as ControlClient.RemoteError { return e.message } catch { return "\(error)" }
+        }
+        #expect(refusal(korean, "playlists.remove", ["id": JSONValue(pid), "index": 9]) == "\(pid)번 재생 목록에 9번 항목이 없습니다 (항목 3개)")
+        #expect(refusal(c, "playlists.remove", ["id": JSONValue(pid), "index": 9]) == "no entry 9 in playlist \(pid) (it has 3)")
+        #expect(refusal(korean, "playlists.entries", ["id": 99_999]) == "99999번 재생 목록을 찾을 수 없습니다")
+        #expect(refusal(korean, "favourites.like", ["id": 99_999]) == "ID가 99999인 곡이 없습니다")
         // In the playlist folder (beside the library); anywhere else is refused.
         let m3u = dir + "/db/playlists/late.m3u"
         _ = try obj("playlists.export", ["id": JSONValue(pid), "path": JSONValue(m3u)])
