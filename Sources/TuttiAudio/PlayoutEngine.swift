@@ -259,7 +259,7 @@ public final class PlayoutEngine: @unchecked Sendable {
                             block[2 * k + 1] *= g
                         }
                     }
-                    if announcing, let start = nextLeaveLeader { mixOverlay(frames: n, startLeader: start, step: 1, duck: &duck) }
+                    if announcing, let start = nextLeaveLeader { mixOverlay(frames: n, startLeader: start, step: 1, duck: &duck) } else { duck = 1 }
                     for k in 0..<2 * n { output[k] = sampleToInt16(block[k]) }
                     if !sink.write(output, frames: n) { return }
                     continue
