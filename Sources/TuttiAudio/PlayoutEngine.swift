@@ -5,7 +5,7 @@ import TuttiSystem
 
 /// The follower's audio thread: reads frames from the timeline at the
 /// instants the leader's clock says, steers for the DAC's drift, applies
-/// the channel map, EQ and volume, mixes an announcement over it (ducking
+/// the channel map, EQ, reverb and volume, mixes an announcement over it (ducking
 /// the music), and feeds the sink.
 ///
 /// Real-time discipline: every buffer is allocated in `init`; the loop talks
@@ -52,6 +52,11 @@ public final class PlayoutEngine: @unchecked Sendable {
     /// The room's equaliser, as last published (see `PublishedEqualizer`).
     public let equalizer: PublishedEqualizer
     private let equalizerKernel: EqualizerProcessor
+    /// The room's reverb, as last published (see `PublishedReverb`); run after the EQ.
+    public let reverb: PublishedReverb
+    private let reverbKernel: ReverbProcessor
+    /// How long a reverb's tail rings on in silence (frames: 1.5 × its RT60, −90 dB), after which the kernel rests.
+    private let reverbTailFrames = Atomic<Int>(0)
     private let counters = SeqLockedValues()   // underruns, resyncs, starved, playing
     private let figures = SeqLockedValues()    // error, ratio ppb, buffered ns, 0
     private let lastBlock = SeqLockedValues()  // pts (leader ns), leave (monotonic ns), 0, 0
@@ -80,6 +85,9 @@ public final class PlayoutEngine: @unchecked Sendable {
         let published = PublishedEqualizer()
         equalizer = published
         equalizerKernel = EqualizerProcessor(source: published, maxFrames: period)
+        let room = PublishedReverb()
+        reverb = room
+        reverbKernel = ReverbProcessor(source: room)
     }
 
     deinit { output.deallocate(); block.deallocate() }
@@ -109,6 +117,14 @@ public final class PlayoutEngine: @unchecked Sendable {
     /// One caller at a time (the follower's connection thread).
     public func setEqualizer(_ settings: EqualizerSettings) {
         equalizer.publish(EqualizerDesign(settings))
+    }
+
+    /// The room's reverb: handed over lock-free; the mix moves over 10 ms,
+    /// a new size or damping fades the old room out and the new one in.
+    /// 0 % is bypassed (bit-exact). One caller at a time (the follower's connection thread).
+    public func setReverb(_ settings: ReverbSettings) {
+        reverbTailFrames.store(Int(1.5 * settings.decaySeconds * Double(StreamFormat.sampleRate)), ordering: .relaxed)
+        reverb.publish(settings)
     }
 
     /// Which channels the speaker plays (a channel map, or its side of a
@@ -197,6 +213,8 @@ public final class PlayoutEngine: @unchecked Sendable {
         var channels = ChannelMapper()
         // The music's duck factor now (1: not ducked), moved 1/2400 of the way per frame.
         var duck: Float = 1
+        // Frames of silence the reverb's tail has rung on since the music stopped.
+        var tail = 0
 
         while running.load(ordering: .relaxed) {
             let (queued, realNow) = sink.delay()
@@ -221,11 +239,27 @@ public final class PlayoutEngine: @unchecked Sendable {
             switch schedule.decide(moment, period: period) {
             case .silence(let frames):
                 channels.settle(on: ChannelMap(rawValue: channelMapTarget.load(ordering: .relaxed)) ?? .stereo)
+                // The reverb's tail rings out after the music (a pause, a skip's gap) as a room's would,
+                // so it never resumes mid-tail under the next music.
+                let ringing = !reverbKernel.isBypassed && tail < reverbTailFrames.load(ordering: .relaxed)
                 // A room with nothing playing (or not yet) plays an announcement alone.
-                if let start = nextLeaveLeader, overlayPending(at: start, frames: max(1, min(frames, period))) {
+                let announcing = nextLeaveLeader.map { overlayPending(at: $0, frames: max(1, min(frames, period))) } ?? false
+                if ringing || announcing {
                     let n = max(1, min(frames, period))
                     block.update(repeating: 0, count: 2 * n)
-                    mixOverlay(frames: n, startLeader: start, step: 1, duck: &duck)
+                    if ringing {
+                        reverbKernel.process(block, frames: n)
+                        tail += n
+                        let volume = volumeTarget.load(ordering: .relaxed)
+                        let targetGain = Float(bitPattern: UInt32(truncatingIfNeeded: volume))
+                        if targetGain != ramp.target { ramp.move(to: targetGain, frames: Int(volume >> 32)) }
+                        for k in 0..<n {
+                            let g = ramp.next()
+                            block[2 * k] *= g
+                            block[2 * k + 1] *= g
+                        }
+                    }
+                    if announcing, let start = nextLeaveLeader { mixOverlay(frames: n, startLeader: start, step: 1, duck: &duck) } else { duck = 1 }
                     for k in 0..<2 * n { output[k] = sampleToInt16(block[k]) }
                     if !sink.write(output, frames: n) { return }
                     continue
@@ -243,6 +277,7 @@ public final class PlayoutEngine: @unchecked Sendable {
                 continue
             case .play:
                 position = schedule.position
+                tail = 0
             }
             let ratio = schedule.ratio
 
@@ -275,6 +310,8 @@ public final class PlayoutEngine: @unchecked Sendable {
             // The channel map first: the EQ then shapes what this speaker really plays.
             channels.process(block, frames: period, target: ChannelMap(rawValue: channelMapTarget.load(ordering: .relaxed)) ?? .stereo)
             equalizerKernel.process(block, frames: period)
+            // The reverb after the EQ (it shapes the room the EQ'd music sounds in), before the volume.
+            reverbKernel.process(block, frames: period)
             let ptsNs = snap.epoch.nanoseconds + Int64(((blockStart - Double(snap.validStart)) * 62_500 / 3).rounded())
             if duck != 1 || overlayPending(at: ptsNs, frames: period) {
                 // An announcement: the music ducked, then volume, then the announcement at its own gain

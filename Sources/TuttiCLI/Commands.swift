@@ -29,6 +29,8 @@ public enum CLICommand: Equatable, Sendable {
     case roomVolume(room: String, Int), roomMute(room: String, Bool), roomLatency(room: String, milliseconds: Double)
     case groupVolume(group: String, Int), groupMute(group: String, Bool)
     case eq(Equalizer)
+    /// Neither preset nor mix: show the room's reverb.
+    case reverb(room: String, preset: String?, mix: Double?)
     /// nil map: show the room's channels.
     case channels(room: String, map: String?)
     case pair(left: String, right: String, name: String?), unpair(String), swapPair(String)
@@ -326,6 +328,21 @@ enum CLICommandTable {
             ("eq presets", "every preset with its gains"),
             ("eq save NAME ROOM|g1,…,g10 | eq delete NAME", "your presets, saved at the leader"),
         ], parse: equalizer),
+        .init(names: ["reverb"], help: [
+            ("reverb ROOM [PRESET] [MIX]", "the room's reverb: Small room, Medium room, Large hall (hall), Plate, Cathedral, at MIX 0–100 %"),
+            ("reverb ROOM off", "no reverb (the mix at 0 %: the music untouched)"),
+        ]) { w throws(UsageError) in
+            let room = try needRoom(w)
+            var words = Array(w.operands.dropFirst())
+            // The last word is the mix when it is a number; the words before it name the preset ("Large hall").
+            var mix: Double? = nil
+            if let last = words.last, let n = Double(last.hasSuffix("%") ? String(last.dropLast()) : last) {
+                guard n.isFinite else { throw usage(UserMessage(.cliReverbNeeds)) }
+                mix = n
+                words.removeLast()
+            }
+            return .reverb(room: room, preset: words.isEmpty ? nil : words.joined(separator: " "), mix: mix)
+        },
         .init(names: ["channels"], help: [
             ("channels ROOM stereo|left|right|mono|swap", "which channels the room's speaker plays (mono: L+R at −6 dB)"),
         ]) { w throws(UsageError) in

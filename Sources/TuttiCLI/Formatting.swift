@@ -53,6 +53,13 @@ public func describeStatus(_ s: JSONValue) -> String {
 }
 
 /// One room of `rooms.list`: volume, trim and sync health.
+/// A room's reverb as `rooms.list` gives it: "Large hall at 30 % (RT60 1.8 s)", "off".
+public func describeReverb(_ r: JSONValue?) -> String {
+    guard let r, r["off"]?.bool == false else { return "off" }
+    let name = r["preset"]?.string ?? cFormat("custom (size %.2f, damping %.2f)", r["size"]?.number ?? 0, r["damping"]?.number ?? 0)
+    return name + cFormat(" at %.0f %% (RT60 %.1f s)", r["mix"]?.number ?? 0, r["decaySeconds"]?.number ?? 0)
+}
+
 public func describeRoom(_ r: JSONValue) -> String {
     let group = r["group"]?.string.map { $0 == "main" ? "" : " [\(r["groupName"]?.string ?? $0)]" } ?? ""
     var line = "\(r["name"]?.string ?? "?")\(group): volume \(r["volume"]?.integer ?? 0)\((r["muted"]?.bool ?? false) ? " (muted)" : "")"
@@ -65,6 +72,7 @@ public func describeRoom(_ r: JSONValue) -> String {
         return line + ", stereo pair: " + sides.joined(separator: ", ")
     }
     if let channels = r["channels"]?.string, channels != "stereo" { line += ", plays \(channels)" }
+    if let reverb = r["reverb"], reverb["off"]?.bool == false { line += ", reverb \(describeReverb(reverb))" }
     if let trim = r["latencyMs"]?.number, trim != 0 { line += cFormat(", latency %+.1f ms", trim) }
     if let h = r["health"], h.object != nil {
         line += cFormat(", sync %+.1f µs, buffer %.0f ms, ratio %+.1f ppm, rtt %.0f µs, underruns %d, resyncs %d",

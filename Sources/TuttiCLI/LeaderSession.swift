@@ -89,6 +89,15 @@ struct LeaderSession {
         case .roomMute(let room, let muted): try setRoom(["room": .string(room), "muted": .bool(muted)])
         case .roomLatency(let room, let ms): try setRoom(["room": .string(room), "latencyMs": JSONValue(ms)])
         case .eq(let e): try equalizer(e)
+        case .reverb(let room, nil, nil):
+            let rooms = objects(try call("rooms.list")["rooms"])
+            guard let r = rooms.first(where: { $0["name"]?.string == room }) else { throw .refused("no room '\(room)'") }
+            if json { output(["room": .string(room), "reverb": r["reverb"] ?? .null]) } else { print("\(room): reverb \(describeReverb(r["reverb"]))") }
+        case .reverb(let room, let preset, let mix):
+            var params: [String: JSONValue] = ["room": .string(room)]
+            if let preset { params["preset"] = .string(preset) }
+            if let mix { params["mix"] = JSONValue(mix) }
+            show(try call("rooms.setReverb", params)) { "\($0["room"]?.string ?? room): reverb \(describeReverb($0["reverb"]))" }
         case .channels(let room, let map?):
             show(try call("rooms.setChannels", ["room": .string(room), "channels": .string(map)])) {
                 "\($0["room"]?.string ?? room) plays \($0["channels"]?.string ?? map)"

@@ -104,6 +104,10 @@ public protocol LeaderControl: AnyObject, Sendable {
     func channels(of room: String) -> ChannelMap
     /// Sets a room's channel map; refused (typed) for an unknown room, a pair's speaker, or a speaker that cannot play one.
     func setChannels(room: String, _ map: ChannelMap) throws(ChannelMapError)
+    /// A room's reverb (a stereo pair's, by its name or either speaker's; off unless set).
+    func reverb(of room: String) -> ReverbSettings
+    /// Sets a room's reverb (a pair's on both speakers); refused (typed) for an unknown room or a speaker that cannot play one.
+    func setReverb(room: String, _ settings: ReverbSettings) throws(ReverbRefusal)
 
     // MARK: Announcements
 

@@ -20,6 +20,16 @@ public protocol SurfaceRoom: AnyObject, Sendable {
     /// false (the default): it plays what it is sent, and a channel map is
     /// refused for it.
     var playsRoomSound: Bool { get }
+    /// What the room is, for the errors that say why it cannot do something (a reverb).
+    var kind: SurfaceRoomKind { get }
+}
+
+/// The kinds of surface room.
+public enum SurfaceRoomKind: Sendable {
+    /// A Sendspin player (a stock one, or a Home Assistant speaker).
+    case sendspinPlayer
+    /// A browser playing here (the web app's Play here).
+    case browser
 }
 
 extension SurfaceRoom {

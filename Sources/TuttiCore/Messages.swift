@@ -219,6 +219,16 @@ public enum MessageKey: String, CaseIterable, Sendable {
     case previewUndecodable = "preview.undecodable"
     case previewBusy = "preview.busy"
     case previewTooMany = "preview.tooMany"
+    // Reverb (rooms.setReverb, tutti reverb)
+    case reverbOutOfRange = "reverb.outOfRange"
+    case reverbUnknownPreset = "reverb.unknownPreset"
+    case reverbNeedsSettings = "reverb.needsSettings"
+    case reverbOffWithMix = "reverb.offWithMix"
+    case reverbSpeakerTooOld = "reverb.speakerTooOld"
+    case reverbSnapclient = "reverb.snapclient"
+    case reverbSendspinPlayer = "reverb.sendspinPlayer"
+    case reverbBrowser = "reverb.browser"
+    case cliReverbNeeds = "cli.reverbNeeds"
 
     /// The text in `language`, with its `{placeholders}`.
     public func template(_ language: Language) -> String {
@@ -360,6 +370,15 @@ public enum MessageKey: String, CaseIterable, Sendable {
         case .previewUndecodable: "track {id} cannot be previewed: {reason}"
         case .previewBusy: "the leader is making other previews: try again in a few seconds"
         case .previewTooMany: "too many previews from {address}: try again in {seconds} s"
+        case .reverbOutOfRange: "reverb {what} {value} is outside {range}"
+        case .reverbUnknownPreset: "no reverb preset '{name}' (presets: {known}, or off)"
+        case .reverbNeedsSettings: #"rooms.setReverb needs "preset" ({presets} or off) or "mix" (0–100 %), "size" or "damping" (0–1)"#
+        case .reverbOffWithMix: "off is a mix of 0 %, not {mix} %"
+        case .reverbSpeakerTooOld: "the {room} speaker speaks protocol v{version} and cannot play reverb (v{needed} needed): update its tutti"
+        case .reverbSnapclient: "{room} is a Snapcast client: it plays what it is sent and has no reverb (a Tutti speaker has)"
+        case .reverbSendspinPlayer: "{room} is a Sendspin player: it plays what it is sent and has no reverb (a Tutti speaker has)"
+        case .reverbBrowser: "{room} is a browser playing here: it has no reverb (a Tutti speaker has)"
+        case .cliReverbNeeds: "reverb needs ROOM, then a preset (Small room, Medium room, Large hall, Plate, Cathedral) or off, and a mix 0–100"
         case .daemonCannotStart: "tuttid: cannot start: {reason}"
         }
     }
@@ -496,6 +515,15 @@ public enum MessageKey: String, CaseIterable, Sendable {
         case .previewUndecodable: "트랙 {id}을(를) 미리 들을 수 없습니다: {reason}"
         case .previewBusy: "리더가 다른 미리 듣기를 만드는 중입니다. 몇 초 후에 다시 시도하세요"
         case .previewTooMany: "{address}에서 미리 듣기 요청이 너무 많습니다. {seconds}초 후에 다시 시도하세요"
+        case .reverbOutOfRange: "잔향 {what} {value}이(가) 범위 {range}를 벗어났습니다"
+        case .reverbUnknownPreset: "'{name}'(이)라는 잔향 프리셋이 없습니다 (프리셋: {known}, 또는 off)"
+        case .reverbNeedsSettings: #"rooms.setReverb에는 "preset"({presets} 또는 off)이나 "mix"(0–100 %), "size", "damping"(0–1)이 필요합니다"#
+        case .reverbOffWithMix: "off는 믹스 0 %입니다. {mix} %가 아닙니다"
+        case .reverbSpeakerTooOld: "{room} 스피커는 프로토콜 v{version}을(를) 사용해 잔향을 재생할 수 없습니다 (v{needed} 필요): 스피커의 tutti를 업데이트하세요"
+        case .reverbSnapclient: "{room}은(는) Snapcast 클라이언트입니다: 받은 소리를 그대로 재생하며 잔향이 없습니다 (Tutti 스피커에는 있습니다)"
+        case .reverbSendspinPlayer: "{room}은(는) Sendspin 플레이어입니다: 받은 소리를 그대로 재생하며 잔향이 없습니다 (Tutti 스피커에는 있습니다)"
+        case .reverbBrowser: "{room}은(는) 여기서 재생하는 브라우저입니다: 잔향이 없습니다 (Tutti 스피커에는 있습니다)"
+        case .cliReverbNeeds: "reverb에는 ROOM, 그다음 프리셋(Small room, Medium room, Large hall, Plate, Cathedral) 또는 off, 그리고 0–100 사이의 믹스가 필요합니다"
         case .daemonCannotStart: "tuttid: 시작할 수 없습니다: {reason}"
         }
     }

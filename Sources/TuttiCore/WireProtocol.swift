@@ -6,7 +6,7 @@ import Glibc
 /// where `length` counts the type byte and the body. Lengths are bounded by
 /// `WireProtocol.maxMessageBytes`; anything larger closes the connection.
 public enum WireProtocol {
-    public static let version: UInt16 = 9
+    public static let version: UInt16 = 10
     /// The oldest follower a leader still serves: a v2 follower plays, but
     /// is never sent `equalizer` (a message type it does not know).
     public static let oldestFollowerVersion: UInt16 = 2
@@ -31,6 +31,8 @@ public enum WireProtocol {
     public static let channelMapVersion: UInt16 = 8
     /// The first version that mixes an announcement over what plays (`overlay`).
     public static let overlayVersion: UInt16 = 9
+    /// The first version that understands `reverb` (a room's reverb, run after the EQ).
+    public static let reverbVersion: UInt16 = 10
     /// A v7 clock request datagram is padded to a v7 response's size.
     public static let sealedClockDatagramBytes = 49
     /// A clock request datagram is padded to this (a response's size), so
@@ -41,6 +43,11 @@ public enum WireProtocol {
     public static let maxReasonBytes = 512
     public static let maxChunkFrames = 4_800 // 100 ms at 48 kHz
     public static let headerBytes = 5
+
+    /// A reverb preset on the wire: 1… in `ReverbPreset.allCases` order (0: custom values).
+    public static func reverbPresetCode(_ preset: ReverbPreset) -> UInt8 {
+        UInt8(ReverbPreset.allCases.firstIndex(of: preset)! + 1)
+    }
 }
 
 /// How a stream's chunks are encoded on the wire.
@@ -78,6 +85,7 @@ public enum MessageType: UInt8, Sendable, CaseIterable {
     case syncReport = 15
     case channels = 16
     case overlay = 17
+    case reverb = 18
     // Room-key authentication (protocol v4); numbered apart, so other new messages can take 15 on.
     case authChallenge = 30
     case authResponse = 31
@@ -278,6 +286,8 @@ public enum Message: Equatable, Sendable {
     case equalizer(EqualizerSettings)
     /// Leader → follower (v8 and later): which channels the room's speaker plays (a channel map, a side of a stereo pair).
     case channels(ChannelMap)
+    /// Leader → follower (v10 and later): the room's reverb (mix, size, damping, and the preset they came from).
+    case reverb(ReverbSettings)
     /// Leader → follower (v9 and later): a block of an announcement, mixed over what plays.
     case overlay(OverlayChunk)
     /// Leader → follower, after hello, when the leader has a room key: its nonce.
@@ -323,6 +333,7 @@ public enum Message: Equatable, Sendable {
         case .equalizer: .equalizer
         case .channels: .channels
         case .overlay: .overlay
+        case .reverb: .reverb
         case .authChallenge: .authChallenge
         case .authResponse: .authResponse
         case .authProof: .authProof
@@ -414,6 +425,9 @@ public extension Message {
             }
         case .channels(let map):
             w.u8(map.rawValue)
+        case .reverb(let r):
+            w.u8(UInt8(r.mix)); w.u8(r.preset.map { WireProtocol.reverbPresetCode($0) } ?? 0)
+            w.u16(UInt16((r.size * 1000).rounded())); w.u16(UInt16((r.damping * 1000).rounded()))
         case .authChallenge(let nonce):
             w.bytes(nonce)
         case .authResponse(let nonce, let proof):
@@ -531,6 +545,26 @@ public extension Message {
             let raw = try r.u8()
             guard let map = ChannelMap(rawValue: raw) else { throw .invalidField(type, "channel map \(raw) is not 0…\(ChannelMap.allCases.count - 1)") }
             message = .channels(map)
+        case .reverb:
+            let mix = try r.u8(), code = try r.u8(), size = try r.u16(), damping = try r.u16()
+            guard mix <= 100 else { throw .invalidField(type, "mix \(mix) % above 100") }
+            guard size <= 1000, damping <= 1000 else { throw .invalidField(type, "size \(size)‰ or damping \(damping)‰ above 1000") }
+            guard code <= ReverbPreset.allCases.count else { throw .invalidField(type, "preset \(code) is not 0…\(ReverbPreset.allCases.count)") }
+            // A preset carries its own size and damping (one encoding per message), which the follower uses exactly.
+            let preset = code > 0 ? ReverbPreset.allCases[Int(code) - 1] : nil
+            if let preset {
+                let own = (UInt16((preset.size * 1000).rounded()), UInt16((preset.damping * 1000).rounded()))
+                guard (size, damping) == own else {
+                    throw .invalidField(type, "preset \(code) carries size \(own.0)‰ and damping \(own.1)‰, not \(size)‰ and \(damping)‰")
+                }
+            }
+            do {
+                if let preset {
+                    message = .reverb(try ReverbSettings(preset: preset, mix: Double(mix)))
+                } else {
+                    message = .reverb(try ReverbSettings(mix: Double(mix), size: Double(size) / 1000, damping: Double(damping) / 1000))
+                }
+            } catch { throw .invalidField(type, error.description) }
         case .authChallenge:
             message = .authChallenge(nonce: Array(try r.bytes(WireProtocol.nonceBytes)))
         case .authResponse:

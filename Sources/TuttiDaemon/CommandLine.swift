@@ -33,14 +33,15 @@ public enum DaemonUsage {
     public static let follower = FollowerUsage.text
 
     public static let demo = """
-    usage: tuttid demo [--seconds N] [--codec opus|pcm] [--dir DIR] [--eq PRESET] [--channels MAP|pair] [--announce] [--speakers N]
+    usage: tuttid demo [--seconds N] [--codec opus|pcm] [--dir DIR] [--eq PRESET] [--channels MAP|pair] [--reverb PRESET[:MIX]] [--announce] [--speakers N]
 
     Plays a generated track from a leader to two virtual speakers (file
     outputs at -100 and +120 ppm) in one process and prints, once a second,
     how far apart the speakers are and their buffer levels. --eq gives
     every speaker that EQ preset (bench/realtime measures its cost);
     --channels gives every speaker a channel map (stereo, left, right, mono,
-    swap), or makes the two one stereo pair; --announce mixes a 2 s chime
+    swap), or makes the two one stereo pair; --reverb gives every speaker
+    a reverb preset at MIX % (default 30); --announce mixes a 2 s chime
     over the music of every speaker every 4 s (the music ducked); --speakers 1
     runs only the first.
     """
@@ -98,6 +99,15 @@ public extension DaemonCommand {
                         throw UsageError("--eq \(name): expected one of \(EqualizerPreset.builtIn.map(\.name).joined(separator: ", "))")
                     }
                     c.equalizerPreset = name
+                case "--reverb":
+                    // "Large hall:30", "hall" (30 %).
+                    let text = try args.value(flag)
+                    let parts = text.split(separator: ":", maxSplits: 1).map(String.init)
+                    guard let preset = ReverbPreset.named(parts.first ?? ""),
+                          let reverb = try? ReverbSettings(preset: preset, mix: parts.count > 1 ? Double(parts[1]) ?? -1 : 30) else {
+                        throw UsageError("--reverb \(text): expected PRESET[:MIX], a preset of \(ReverbPreset.allCases.map(\.rawValue).joined(separator: ", ")) and a mix 0–100")
+                    }
+                    c.reverb = reverb
                 case "--channels":
                     let text = try args.value(flag)
                     guard text == "pair" || ChannelMap(name: text) != nil else {

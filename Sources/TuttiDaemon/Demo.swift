@@ -16,6 +16,8 @@ public struct DemoConfiguration: Sendable {
     public var equalizerPreset: String? = nil
     /// A channel map for every speaker, or "pair": the two speakers one stereo pair (nil: stereo).
     public var channels: String? = nil
+    /// A reverb for every speaker (nil: off, bypassed).
+    public var reverb: ReverbSettings? = nil
     /// A 2 s chime announced to every speaker every 4 s (bench/realtime: the overlay mix on the playout thread).
     public var announce = false
     public init() {}
@@ -59,11 +61,16 @@ public enum Demo {
             followers.append(follower)
         }
         defer { for f in followers { f.stop() } }
-        if let channels = config.channels {
-            // Once the speakers have joined (a map is set on rooms the leader knows).
-            let names = config.speakers.map(\.name)
+        let names = config.speakers.map(\.name)
+        if config.channels != nil || config.reverb != nil {
+            // Once the speakers have joined (a map or a reverb is set on rooms the leader knows).
             let deadline = Monotonic.now() + 5 * nanosecondsPerSecond
             while Set(names).subtracting(leader.speakerNames).count > 0 && Monotonic.now() < deadline { Monotonic.sleep(nanoseconds: 10_000_000) }
+        }
+        if let reverb = config.reverb {
+            for name in names { try leader.setReverb(room: name, reverb) }
+        }
+        if let channels = config.channels {
             if channels == "pair", names.count == 2 {
                 _ = try leader.pair(left: names[0], right: names[1], name: "Demo pair")
             } else if let map = ChannelMap(name: channels) {

@@ -93,6 +93,7 @@ public final class Follower: @unchecked Sendable {
     let lastError = Mutex<String?>(nil)
     private let roomSettings = Mutex(RoomSettings())
     private let roomEqualizer = Mutex(EqualizerSettings.flat)
+    private let roomReverb = Mutex(ReverbSettings.off)
     /// The DAC's mixer control with `--mixer hw:CONTROL` (connection thread only).
     private let hardwareMixer: ALSAMixerControl?
     /// The version announced in hello: lowered once to an older leader's, so this speaker still plays there (without EQ).
@@ -210,6 +211,8 @@ public final class Follower: @unchecked Sendable {
     public var settings: RoomSettings { roomSettings.withLock { $0 } }
     /// The equaliser as last set by the leader.
     public var equalizer: EqualizerSettings { roomEqualizer.withLock { $0 } }
+    /// The reverb as last set by the leader (off until it says otherwise).
+    public var reverb: ReverbSettings { roomReverb.withLock { $0 } }
     /// The channel map as last set by the leader (a pair's side, or the room's own).
     public var channelMap: ChannelMap { engine.channelMap }
     /// Why the last connection attempt or session ended.
@@ -456,6 +459,9 @@ public final class Follower: @unchecked Sendable {
                 roomEqualizer.withLock { $0 = settings }
             case .channels(let map):
                 engine.channelMap = map
+            case .reverb(let settings):
+                engine.setReverb(settings)
+                roomReverb.withLock { $0 = settings }
             case .overlay(let chunk):
                 announcements.add(chunk, scratch: overlayScratch, log: log)
             case .streamEnd(let id, let at):
@@ -507,6 +513,7 @@ public final class Follower: @unchecked Sendable {
         if version < WireProtocol.handshakeVersion { without.append("nothing is encrypted or authenticated (the leader is open)") }
         if version < WireProtocol.channelMapVersion { without.append("it plays both channels (no channel map, no stereo pair)") }
         if version < WireProtocol.overlayVersion { without.append("announcements are not heard here") }
+        if version < WireProtocol.reverbVersion { without.append("there is no reverb") }
         return without.joined(separator: "; ")
     }
 

@@ -54,6 +54,8 @@ extension ControlServer {
                 let result = RoomEqualizer(settings: settings, preset: preset)
                 if result != leader.equalizer(of: room) { leader.setEqualizer(room: room, result) }
                 return ["room": .string(room), "eq": Self.eqObject(result)]
+            case "rooms.setReverb":
+                return try setReverb(params)
             case "rooms.setChannels":
                 guard let room = params["room"]?.string, !room.isEmpty else { throw invalid("rooms.setChannels needs \"room\" (a room name)") }
                 guard let raw = params["channels"]?.string else {
@@ -194,6 +196,43 @@ extension ControlServer {
         case .nobodyListening, .speakersCannotAnnounce, .undecodable, .tooLong, .speech, .busy: RPCError(code: -32000, message: e.description)
         default: RPCError(code: -32602, message: e.description)
         }
+    }
+
+    /// `rooms.setReverb {room, preset | mix, size, damping}` (docs/api.md): the room's reverb changed as asked.
+    private func setReverb(_ params: [String: JSONValue]) throws -> JSONValue {
+        guard let room = params["room"]?.string, !room.isEmpty else {
+            throw RPCError(code: -32602, UserMessage(.requestNeedsRoom, ["method": "rooms.setReverb"]))
+        }
+        func number(_ key: String) throws -> Double? {
+            guard let raw = params[key], raw != .null else { return nil }
+            guard let n = raw.number else { throw RPCError(code: -32602, UserMessage(.requestNotANumber, ["key": key])) }
+            return n
+        }
+        let preset: String?
+        switch params["preset"] {
+        case nil, .null?: preset = nil
+        case .string(let s)?: preset = s
+        default: throw RPCError(code: -32602, ReverbRefusal.needsSettings.message)
+        }
+        do {
+            let settings = try ReverbSettings.resolving(preset: preset, mix: try number("mix"), size: try number("size"), damping: try number("damping"),
+                                                        from: leader.reverb(of: room))
+            try leader.setReverb(room: room, settings)
+            return ["room": .string(room), "reverb": Self.reverbObject(leader.reverb(of: room))]
+        } catch let e as ReverbRefusal {
+            throw Self.rpcError(e)
+        }
+    }
+
+    /// A refused reverb: −32602 for what was asked wrongly, −32000 for what the room cannot do; in the asker's language.
+    static func rpcError(_ e: ReverbRefusal) -> RPCError {
+        RPCError(code: e.isAboutTheRoom ? -32000 : -32602, e.message)
+    }
+
+    /// A room's reverb as `rooms.list` shows it.
+    static func reverbObject(_ r: ReverbSettings) -> JSONValue {
+        ["preset": r.preset.map { JSONValue.string($0.rawValue) } ?? .null, "mix": .number(r.mix), "size": .number((r.size * 1000).rounded() / 1000),
+         "damping": .number(r.damping), "decaySeconds": .number((r.decaySeconds * 100).rounded() / 100), "off": .bool(r.isOff)]
     }
 
     static func rpcError(_ e: ChannelMapError) -> RPCError {

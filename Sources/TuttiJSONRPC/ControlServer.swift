@@ -520,7 +520,7 @@ public final class ControlServer: Service, JSONRPCServing, @unchecked Sendable {
         object["speakers"] = .array(pair.speakers.map { speaker in
             var o = roomObject(speaker, settings: leader.settings(of: speaker), health: health[speaker], connected: speakers.contains(speaker)).object ?? [:]
             o["side"] = .string(speaker == pair.left ? "left" : "right")
-            for key in ["eq", "group", "groupName"] { o[key] = nil } // the pair's
+            for key in ["eq", "reverb", "group", "groupName"] { o[key] = nil } // the pair's
             return .object(o)
         })
         return .object(object)
@@ -532,7 +532,7 @@ public final class ControlServer: Service, JSONRPCServing, @unchecked Sendable {
             "name": .string(name), "connected": .bool(connected ?? leader.followerNames.contains(name)), "volume": .int(settings.volume),
             "muted": .bool(settings.muted), "latencyMs": .number(Double(settings.latencyTrimNanoseconds) / 1e6), "group": .string(group.id),
             "groupName": .string(group.name), "eq": Self.eqObject(leader.equalizer(of: name)),
-            "channels": .string(leader.channels(of: name).name),
+            "channels": .string(leader.channels(of: name).name), "reverb": Self.reverbObject(leader.reverb(of: name)),
         ]
         if let h = health {
             var fields: [String: JSONValue] = [

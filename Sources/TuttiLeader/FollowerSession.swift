@@ -403,6 +403,13 @@ final class FollowerSession: @unchecked Sendable {
             } else if channels != .stereo {
                 log.warning("room \(name!) speaks protocol v\(version): it plays both channels, not \(channels), until its tutti is updated")
             }
+            let reverb = leader.reverb(of: name!)
+            if version >= WireProtocol.reverbVersion {
+                // Always, off too: a speaker keeps its last reverb across reconnects.
+                try connection.send(Message.reverb(reverb).encoded())
+            } else if !reverb.isOff {
+                log.warning("room \(name!) speaks protocol v\(version): its reverb (\(reverb.summary)) is kept but not heard until its tutti is updated")
+            }
             leader.join(self, stream: stream)
             connection.setReceiveTimeout(milliseconds: 30_000)
             while let (message, arrival) = try reader.nextTimed() {

@@ -56,6 +56,7 @@ extension Leader {
         follower.muted = lead.muted
         configureSpeaker(right, follower)
         setSpeakerEqualizer(right, roomEqualizers.withLock { $0[left] } ?? RoomEqualizer())
+        setSpeakerReverb(right, roomReverbs.withLock { $0[left] } ?? .off)
         var changed = Set(pair.speakers)
         for p in ended { changed.formUnion(p.speakers) }
         for speaker in changed.sorted() { sendChannels(toSpeaker: speaker) }

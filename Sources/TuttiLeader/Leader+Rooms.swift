@@ -72,6 +72,7 @@ extension Leader {
         kept.formUnion(roomSettings.withLock { $0.keys })
         kept.formUnion(roomEqualizers.withLock { $0.keys })
         kept.formUnion(roomChannels.withLock { $0.keys })
+        kept.formUnion(roomReverbs.withLock { $0.keys })
         stereoPairs.withLock { for p in $0.pairs { kept.formUnion(p.speakers) } }
         grouping.withLock { t in
             kept.formUnion(t.assignment.keys)
@@ -97,6 +98,7 @@ extension Leader {
         for speaker in speakers {
             roomSettings.withLock { _ = $0.removeValue(forKey: speaker) }
             roomChannels.withLock { _ = $0.removeValue(forKey: speaker) }
+            roomReverbs.withLock { _ = $0.removeValue(forKey: speaker) }
             seenRooms.withLock { $0.forget(speaker) }
             groupChanges.withLock { grouping.withLock { _ = try? $0.move(room: speaker, to: RoomGroups.mainID) } }
         }

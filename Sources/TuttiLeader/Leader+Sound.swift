@@ -106,11 +106,12 @@ extension Leader {
         let settings = allRoomSettings
         let eqs = roomEqualizers.withLock { $0 }
         let channels = roomChannels.withLock { $0 }
+        let reverbs = roomReverbs.withLock { $0 }
         var rooms: [String: PlayerStateStore.RoomSound] = [:]
-        for room in Set(settings.keys).union(eqs.keys).union(channels.keys) {
+        for room in Set(settings.keys).union(eqs.keys).union(channels.keys).union(reverbs.keys) {
             let eq = eqs[room] ?? RoomEqualizer()
             rooms[room] = .init(settings: settings[room] ?? RoomSettings(), equalizer: eq.settings, preset: eq.preset,
-                                channels: channels[room] ?? .stereo)
+                                channels: channels[room] ?? .stereo, reverb: reverbs[room] ?? .off)
         }
         do {
             try store.saveRooms(rooms)

@@ -40,6 +40,8 @@ public final class Leader: @unchecked Sendable {
     let roomEqualizers = Mutex<[String: RoomEqualizer]>([:])
     /// Each room's own channel map (Leader+Channels.swift); a pair's speakers play their side instead.
     let roomChannels = Mutex<[String: ChannelMap]>([:])
+    /// Each room's reverb, when it has one other than off (Leader+Reverb.swift).
+    let roomReverbs = Mutex<[String: ReverbSettings]>([:])
     /// Stereo pairs: two speakers that are one room to people.
     let stereoPairs = Mutex(StereoPairs())
     /// Presets people saved, usable in any room.
@@ -285,6 +287,7 @@ public final class Leader: @unchecked Sendable {
             roomSettings.withLock { s in for (name, r) in rooms { s[name] = r.settings } }
             roomEqualizers.withLock { e in for (name, r) in rooms { e[name] = RoomEqualizer(settings: r.equalizer, preset: r.preset) } }
             roomChannels.withLock { c in for (name, r) in rooms where r.channels != .stereo { c[name] = r.channels } }
+            roomReverbs.withLock { c in for (name, r) in rooms where r.reverb != .off { c[name] = r.reverb } }
             let pairs = try store.loadPairs()
             stereoPairs.withLock { $0 = pairs }
             seenRooms.withLock { s in

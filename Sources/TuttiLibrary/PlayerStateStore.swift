@@ -24,14 +24,15 @@ public final class PlayerStateStore: Sendable {
         try database.withLock { (db: inout Database) throws(LibraryError) -> T in try body(db) }
     }
 
-    /// A room's volume, mute, latency trim, equaliser and channel map, as saved.
+    /// A room's volume, mute, latency trim, equaliser, channel map and reverb, as saved.
     public struct RoomSound: Equatable, Sendable {
         public var settings: RoomSettings
         public var equalizer: EqualizerSettings
         public var preset: String?
         public var channels: ChannelMap
-        public init(settings: RoomSettings, equalizer: EqualizerSettings, preset: String?, channels: ChannelMap = .stereo) {
-            self.settings = settings; self.equalizer = equalizer; self.preset = preset; self.channels = channels
+        public var reverb: ReverbSettings
+        public init(settings: RoomSettings, equalizer: EqualizerSettings, preset: String?, channels: ChannelMap = .stereo, reverb: ReverbSettings = .off) {
+            self.settings = settings; self.equalizer = equalizer; self.preset = preset; self.channels = channels; self.reverb = reverb
         }
     }
 
@@ -51,6 +52,12 @@ public final class PlayerStateStore: Sendable {
                     if case .manual(let db) = r.equalizer.preamp { object["preamp"] = .number(db) }
                     if let p = r.preset { object["preset"] = .string(p) }
                     if r.channels != .stereo { object["channels"] = .string(r.channels.name) }
+                    if r.reverb != .off {
+                        // A key of the room's record (a JSON text): no migration, older leaders ignore it.
+                        var reverb: [String: JSONValue] = ["mix": .number(r.reverb.mix), "size": .number(r.reverb.size), "damping": .number(r.reverb.damping)]
+                        if let p = r.reverb.preset { reverb["preset"] = .string(p.rawValue) }
+                        object["reverb"] = .object(reverb)
+                    }
                     try put.run([.text(room), .text(JSONValue.object(object).serialized)])
                 }
             }
@@ -70,9 +77,18 @@ public final class PlayerStateStore: Sendable {
             let eq = (try? EqualizerSettings(gains: o["gains"]?.numbers ?? [], bass: o["bass"]?.number ?? 0, treble: o["treble"]?.number ?? 0,
                                              preamp: o["preamp"]?.number.map { .manual(decibels: $0) } ?? .auto)) ?? .flat
             rooms[room] = RoomSound(settings: settings, equalizer: eq, preset: o["preset"]?.string,
-                                    channels: o["channels"]?.string.flatMap { ChannelMap(name: $0) } ?? .stereo)
+                                    channels: o["channels"]?.string.flatMap { ChannelMap(name: $0) } ?? .stereo,
+                                    reverb: o["reverb"].flatMap(Self.reverb) ?? .off)
         }
         return rooms
+    }
+
+    /// A saved reverb: a preset's own size and damping, else the values saved (nil: unreadable).
+    static func reverb(_ value: JSONValue) -> ReverbSettings? {
+        guard let mix = value["mix"]?.number else { return nil }
+        if let name = value["preset"]?.string, let preset = ReverbPreset(rawValue: name) { return try? ReverbSettings(preset: preset, mix: mix) }
+        guard let size = value["size"]?.number, let damping = value["damping"]?.number else { return nil }
+        return try? ReverbSettings(mix: mix, size: size, damping: damping)
     }
 
     /// Replaces the saved stereo pairs (one record in `player`, key `pairs`).

@@ -28,6 +28,7 @@ import TuttiControlKit
 /// socket's write lock: never queued behind audio.
 // Sendable because the mutable state is in `state` and `channel` (Mutexes) and `encrypted` (an atomic); the rest is immutable.
 final class SendspinPlayer: SurfaceRoom, @unchecked Sendable {
+    var kind: SurfaceRoomKind { .sendspinPlayer }
     let socket: WebSocket
     private let leader: any LeaderControl
     private let log: Logger

@@ -20,6 +20,7 @@ import TuttiWeb
 /// `close` from any.
 // Sendable because the mutable state is in `session` and `codec` (Mutexes) and `retired` (an atomic); the rest is immutable after init.
 final class PlayHereRoom: SurfaceRoom, @unchecked Sendable {
+    var kind: SurfaceRoomKind { .browser }
     let name: String
     private let socket: WebSocket
     private let log: Logger

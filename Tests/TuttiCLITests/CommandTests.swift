@@ -96,6 +96,16 @@ struct CLICommandTests {
         #expect(usage("channels", "den", "left", "right") == "channels ROOM stereo|left|right|mono|swap")
     }
 
+    @Test("reverb: ROOM, then a preset (its words), then a mix; off; the mix alone; nothing (show)")
+    func reverb() throws {
+        #expect(try command("reverb", "kitchen", "Hall", "30") == .reverb(room: "kitchen", preset: "Hall", mix: 30))
+        #expect(try command("reverb", "kitchen", "Large", "hall", "30%") == .reverb(room: "kitchen", preset: "Large hall", mix: 30))
+        #expect(try command("reverb", "kitchen", "off") == .reverb(room: "kitchen", preset: "off", mix: nil))
+        #expect(try command("reverb", "kitchen", "45") == .reverb(room: "kitchen", preset: nil, mix: 45))
+        #expect(try command("reverb", "kitchen") == .reverb(room: "kitchen", preset: nil, mix: nil))
+        #expect(usage("reverb", "kitchen", "Hall", "nan") == "reverb needs ROOM, then a preset (Small room, Medium room, Large hall, Plate, Cathedral) or off, and a mix 0–100")
+    }
+
     @Test("announce: rooms, a group or all; text (with --lang) or --url; volume and duck")
     func announce() throws {
         var dinner = CLICommand.Announce()

@@ -49,6 +49,9 @@ let sampleMessages: [Message] = {
                               gainPerMille: 800, duckCentibels: 2_000, payload: [1, 2, 3])),
         .channels(.left),
         .channels(.swap),
+        .reverb(.off),
+        .reverb(try! ReverbSettings(preset: .largeHall, mix: 30)),
+        .reverb(try! ReverbSettings(mix: 100, size: 0.25, damping: 0.125)),
         .syncReport(SyncReport()),
         .syncReport(SyncReport(clockUncertaintyNanoseconds: 12_345, clockSamples: .max, clockChannel: .datagram,
                                arrivalLeadMinimumNanoseconds: -5_000_000, lateChunks: 3)),
@@ -148,7 +151,7 @@ struct WireProtocolTests {
     @Test("Every MessageType case is covered by the samples")
     func everyTypeCovered() {
         #expect(Set(sampleMessages.map(\.type.rawValue)) == Set(MessageType.allCases.map(\.rawValue)))
-        #expect(MessageType.allCases.map(\.rawValue) == Array(1...17) + Array(30...32) + Array(40...47))
+        #expect(MessageType.allCases.map(\.rawValue) == Array(1...18) + Array(30...32) + Array(40...47))
     }
 
     @Test("Exact byte layout (big-endian) of fixed-size messages")
@@ -187,6 +190,13 @@ struct WireProtocolTests {
         #expect(abs(OverlayChunk(announcementID: 1, codec: .pcm, pts: LeaderTime(nanoseconds: 0), frames: 1, gainPerMille: 1000,
                                  duckCentibels: 2_000, payload: []).duckGain - 0.1) < 1e-6)
         #expect(throws: ProtocolError.invalidField(.channels, "channel map 5 is not 0…4")) { try Message.decode(body: [16, 5]) }
+        // v10 reverb: mix %, preset (0 custom, 1… in ReverbPreset order), size and damping in ‰; a preset's own values on decoding.
+        #expect(Message.reverb(try! ReverbSettings(preset: .largeHall, mix: 30)).encoded() == [0, 0, 0, 7, 18, 30, 3, 0x02, 0xAB, 0x01, 0xC2])
+        #expect(Message.reverb(try! ReverbSettings(mix: 5, size: 0.25, damping: 1)).encoded() == [0, 0, 0, 7, 18, 5, 0, 0, 250, 0x03, 0xE8])
+        #expect(throws: ProtocolError.invalidField(.reverb, "mix 101 % above 100")) { try Message.decode(body: [18, 101, 0, 0, 0, 0, 0]) }
+        #expect(throws: ProtocolError.invalidField(.reverb, "preset 6 is not 0…5")) { try Message.decode(body: [18, 10, 6, 0, 0, 0, 0]) }
+        #expect(throws: ProtocolError.invalidField(.reverb, "size 1001‰ or damping 0‰ above 1000")) { try Message.decode(body: [18, 10, 0, 0x03, 0xE9, 0, 0]) }
+        #expect(throws: ProtocolError.invalidField(.reverb, "preset 3 carries size 683‰ and damping 450‰, not 0‰ and 0‰")) { try Message.decode(body: [18, 10, 3, 0, 0, 0, 0]) }
         #expect(Message.chunk(Chunk(streamID: 0, sequence: 0, pts: .init(nanoseconds: 0), frames: 1, payload: [9, 8, 7])).encoded()
             == [0, 0, 0, 28, 6] + [UInt8](repeating: 0, count: 4 + 8 + 8) + [0, 0, 0, 1, 9, 8, 7])
     }
@@ -276,7 +286,7 @@ struct WireProtocolTests {
         #expect(throws: ProtocolError.emptyMessage) { try Message.decode(body: ArraySlice<UInt8>()) }
     }
 
-    @Test("Unknown type byte", arguments: [0, 18, 29, 33, 127, 200, 255] as [UInt8])
+    @Test("Unknown type byte", arguments: [0, 19, 29, 33, 127, 200, 255] as [UInt8])
     func unknownType(_ type: UInt8) {
         expectProtocolError(.unknownType(type), frame(type: type, body: []))
         expectProtocolError(.unknownType(type), frame(type: type, body: [1, 2, 3, 4]))

@@ -43,7 +43,9 @@ on the first failure (2 for bad arguments or a missing tool):
   and unpaired from the pair's card; an announcement to the room from
   Rooms → Announce (the leader answers with the room: `announce`); on the Sound screen a preset picked for the room, a band
   raised from the keyboard (rooms.list), the group's speed and pitch from
-  their sliders (player.status), and Normal puts both back.
+  their sliders (player.status), and Normal puts both back; the room's
+  reverb: Large hall from its picker, the mix raised from the keyboard, then
+  Off (rooms.list).
 """
 
 import argparse
@@ -526,6 +528,26 @@ def run(args):
         page.tap(page.one("sound-tempo-reset"), "the Normal button")
         wait_leader(leader, lambda: (lambda s: (s["speed"] == 1 and s["pitch"] == 0, s))(leader.call("player.status")), "speed 1 and pitch 0 again", T)
         ok("sound: normal", "speed 1, pitch 0 after Normal")
+
+        # Reverb: a preset from its picker (the mix at the default 25 % while it was off), the mix from
+        # the keyboard, then Off (the preset kept at 0 %).
+        def room_reverb():
+            return next(r for r in leader.call("rooms.list")["rooms"] if r["name"] == args.room)["reverb"]
+        Select(page.one("sound-reverb")).select_by_value("Large hall")
+        wait_leader(leader, lambda: (lambda r: (r.get("preset") == "Large hall" and r["mix"] == 25, r))(room_reverb()),
+                    "%s to have a Large hall at 25 %%" % args.room, T)
+        page.wait("document.getElementById('view-sound').dataset.reverb === 'Large hall'", "the reverb picker to show Large hall")
+        mix = page.one("sound-reverb-mix")
+        page.d.execute_script("arguments[0].scrollIntoView({block: 'center'}); arguments[0].focus();", mix)
+        mix.send_keys(*([Keys.ARROW_RIGHT] * 5))
+        rv = wait_leader(leader, lambda: (lambda r: (r["mix"] == 30 and r.get("preset") == "Large hall", r))(room_reverb()),
+                         "the reverb mix to read 30 %", T)
+        page.wait("document.getElementById('view-sound').dataset.reverbMix === '30'", "the page to show a mix of 30 %")
+        ok("sound: reverb", "%s: Large hall from the picker, mix raised to %s %% from the keyboard; RT60 %s s" % (args.room, rv["mix"], rv.get("decaySeconds")))
+        Select(page.one("sound-reverb")).select_by_value("off")
+        rv = wait_leader(leader, lambda: (lambda r: (r["off"] and r["mix"] == 0, r))(room_reverb()), "the reverb to be off", T)
+        page.wait("document.getElementById('view-sound').dataset.reverb === 'off'", "the reverb picker to show Off")
+        ok("sound: reverb off", "Off from the picker: mix %s %%, preset %r kept for the next mix" % (rv["mix"], rv.get("preset")))
 
         if shots:
             page.tab("library")

@@ -138,6 +138,9 @@ export const EN = {
   'settings.title': 'This phone', 'settings.language': 'Language',
   // Tune rooms
   'sound.tune': 'Tune rooms…',
+  'sound.reverbTitle': 'Reverb', 'sound.reverbPreset': 'Reverb', 'sound.reverbOff': 'Off', 'sound.reverbMix': 'Mix',
+  'sound.reverbMixLabel': 'Reverb mix in percent', 'sound.reverbSmallRoom': 'Small room', 'sound.reverbMediumRoom': 'Medium room',
+  'sound.reverbLargeHall': 'Large hall', 'sound.reverbPlate': 'Plate', 'sound.reverbCathedral': 'Cathedral',
   'tune.title': 'Tune rooms', 'tune.intro': 'Stand where you listen and hold the phone still. Each room plays a short sweep, one after another, while this phone listens; the leader then sets every room’s delay so that all of them arrive here together.',
   'tune.rooms': 'Rooms to tune', 'tune.noRooms': 'No room is connected.', 'tune.pickRooms': 'Choose at least one room (two to line rooms up).',
   'tune.start': 'Listen and tune', 'tune.insecure': 'This browser keeps the microphone off on this address (it needs HTTPS, or the leader itself). Play the sweeps below, record them with any recorder, and choose the recording.',

@@ -3,6 +3,7 @@
 // (headroom for the largest boost) or manual. Saving names the current
 // gains as a preset usable in every room. Sliders under a finger are never
 // redrawn by the rooms.changed that follows their own change.
+// Below it, the room's reverb: a preset (or Off) and the wet/dry mix, 0–100 %.
 // Below the rooms' EQ: the controlled group's speed (pitch kept) and pitch
 // (speed kept), set at the leader so every room of the group stays in step.
 // Last, this phone's own settings: the page's language.
@@ -13,6 +14,7 @@ import { call } from './rpc.js';
 import { player } from './actions.js';
 import { t, LANGUAGES, language, setLanguage } from './i18n.js';
 
+const OFF = 'off';
 const BANDS = ['32', '64', '125', '250', '500', '1k', '2k', '4k', '8k', '16k'];
 const db = (v) => (v > 0 ? '+' : '') + (+v).toFixed(1).replace(/\.0$/, '');
 
@@ -23,6 +25,14 @@ export function createSound(go) {
   const preamp = h('input.vol', { type: 'range', min: '-12', max: '12', step: '0.5', 'data-test': 'sound-preamp', 'aria-label': t('sound.preampDb') });
   const preampText = h('span.num', { 'data-test': 'sound-preamp-value' });
   const bandsBox = h('div.bands');
+  const reverbSel = h('select.picker', { 'data-test': 'sound-reverb', 'aria-label': t('sound.reverbPreset'), onchange: () => setReverb({ preset: reverbSel.value }) });
+  // The leader's preset names (rooms.setReverb), each shown in the page's language.
+  const reverbs = [['Small room', t('sound.reverbSmallRoom')], ['Medium room', t('sound.reverbMediumRoom')], ['Large hall', t('sound.reverbLargeHall')],
+    ['Plate', t('sound.reverbPlate')], ['Cathedral', t('sound.reverbCathedral')]];
+  reverbSel.appendChild(h('option', { value: OFF, text: t('sound.reverbOff') }));
+  for (const [name, text] of reverbs) reverbSel.appendChild(h('option', { value: name, text }));
+  const reverbMix = h('input.vol', { type: 'range', min: '0', max: '100', step: '1', 'data-test': 'sound-reverb-mix', 'aria-label': t('sound.reverbMixLabel') });
+  const reverbMixText = h('span.num', { 'data-test': 'sound-reverb-mix-value' });
   const speed = h('input.vol', { type: 'range', min: '0.5', max: '2', step: '0.05', 'data-test': 'sound-speed', 'aria-label': t('sound.speedLabel') });
   const speedText = h('span.num', { 'data-test': 'sound-speed-value' });
   const pitch = h('input.vol', { type: 'range', min: '-12', max: '12', step: '1', 'data-test': 'sound-pitch', 'aria-label': t('sound.pitchLabel') });
@@ -40,6 +50,9 @@ export function createSound(go) {
       h('label.glabel', null, h('span', { text: t('sound.preset') }), presetSel)),
     bandsBox,
     h('div.vrow', null, h('label.glabel', null, auto, h('span', { text: t('sound.autoPreamp') })), preamp, preampText),
+    h('h2', { text: t('sound.reverbTitle') }),
+    h('div.orow', null, h('label.glabel', null, h('span', { text: t('sound.reverbPreset') }), reverbSel)),
+    h('div.vrow', null, h('span.glabel', { text: t('sound.reverbMix') }), reverbMix, reverbMixText),
     h('h2', { text: t('sound.tempoTitle') }),
     h('div.vrow', null, h('span.glabel', { text: t('sound.speed') }), speed, speedText),
     h('div.vrow', null, h('span.glabel', { text: t('sound.pitch') }), pitch, pitchText, resetTempo),
@@ -59,6 +72,17 @@ export function createSound(go) {
   const sendPreamp = throttle(() => setEq({ preamp: +preamp.value }), 120);
   preamp.addEventListener('input', () => { dragging = true; auto.checked = false; preampText.textContent = db(preamp.value); sendPreamp(); });
   preamp.addEventListener('change', () => { sendPreamp(); setTimeout(() => { dragging = false; render(); }, 400); });
+  // The mix while a finger drags it: sent throttled; the slider is not redrawn under it.
+  let mixDragging = false;
+  const sendMix = throttle(() => setReverb({ mix: +reverbMix.value }), 120);
+  reverbMix.addEventListener('input', () => { mixDragging = true; reverbMixText.textContent = reverbMix.value + ' %'; sendMix(); });
+  reverbMix.addEventListener('change', () => { sendMix(); setTimeout(() => { mixDragging = false; render(); }, 400); });
+
+  function setReverb(params) {
+    if (!room) return;
+    call('rooms.setReverb', Object.assign({ room }, params)).then(null, (e) => { toast(errText(e)); render(); });
+  }
+
   // Each change restarts the group's audio at the point heard: send only where the finger stops.
   let tempoDragging = false;
   const speedLabel = (v) => (+v).toFixed(2) + '×', pitchLabel = (v) => t('sound.semitones', { n: db(v) });
@@ -111,6 +135,17 @@ export function createSound(go) {
     if (!eq.preset) presetSel.appendChild(h('option', { value: '', text: t('sound.custom'), selected: true, disabled: true }));
     for (const p of presets) presetSel.appendChild(h('option', { value: p.name, text: p.name + (p.builtIn ? '' : ' ★'), selected: p.name === eq.preset }));
     el.dataset.preset = eq.preset || '';
+    const rv = (r && r.reverb) || { off: true, mix: 0, preset: null };
+    el.dataset.reverb = rv.off ? OFF : (rv.preset || 'custom');
+    el.dataset.reverbMix = String(rv.mix);
+    if (document.activeElement !== reverbSel) {
+      const custom = !rv.off && !rv.preset;
+      let c = reverbSel.querySelector('option[value=""]');
+      if (custom && !c) reverbSel.appendChild(c = h('option', { value: '', text: t('sound.custom'), disabled: true }));
+      if (!custom && c) c.remove();
+      reverbSel.value = rv.off ? OFF : (rv.preset || '');
+    }
+    if (!mixDragging) { reverbMix.value = String(rv.mix); reverbMixText.textContent = rv.mix + ' %'; }
     if (dragging) return;
     sliders.forEach((b, i) => { b.s.value = String(eq.gains[i]); b.v.textContent = db(eq.gains[i]); });
     auto.checked = eq.preamp === 'auto';
