@@ -124,6 +124,40 @@ import TuttiTestSupport
         #expect(median < 1_000_000 && (diffs.last ?? .max) < 5_000_000, "median \(median / 1000) µs, max \((diffs.last ?? 0) / 1000) µs")
     }
 
+    /// The mix changed four times while a sine plays: what the file DAC
+    /// wrote has no click, only the sine's own curve (its largest second
+    /// difference, 14 at half scale for 220 Hz, against ~0.3 full scale for a
+    /// mix changed at once).
+    @Test func mixChangesWhilePlayingMakeNoClickOnTheDAC() throws {
+        let dir = makeTemporaryDirectory()
+        var sine: [Int16] = []
+        for i in 0..<(48_000 * 7) { let v = Int16(16_384 * sin(2 * Double.pi * 220 * Double(i) / 48_000)); sine += [v, v] }
+        writeFile(dir + "/sine.wav", wavImage(sine))
+        let leader = try startLeader(files: [])
+        defer { leader.stop() }
+        let room = try startFollower(leader: leader.endpoint, name: "den", output: .file(path: dir + "/den.raw", ppm: 0, delayMilliseconds: 0), steering: false)
+        defer { room.stop() }
+        #expect(waitUntilInStep(leader, [room]))
+        let started = Monotonic.now()
+        _ = try leader.perform(.add(uris: [dir + "/sine.wav"], next: false))
+        _ = try leader.perform(.playIndex(0))
+        for (second, mix) in [(2, 60.0), (3, 10.0), (4, 80.0), (5, 0.0)] {
+            #expect(waitUntilPlayed([dir + "/den.raw"], through: started + Int64(second) * 1_000_000_000))
+            try leader.setReverb(room: "den", try ReverbSettings(preset: .mediumRoom, mix: mix))
+        }
+        #expect(waitUntilPlayed([dir + "/den.raw"], through: started + 7_500_000_000))
+        room.stop()
+        let raw = readRaw(dir + "/den.raw")
+        let left = stride(from: 0, to: raw.count, by: 2).map { Int(raw[$0]) }
+        let first = try #require(left.firstIndex { $0 != 0 }), last = try #require(left.lastIndex { $0 != 0 })
+        // Away from the sine's own start and end (its first sample is a corner of its own).
+        var worst = 0
+        for i in (first + 9_600)..<(last - 9_600) { worst = max(worst, abs(left[i] - 2 * left[i - 1] + left[i - 2])) }
+        print("reverb mix changed 4 times on the DAC: largest second difference \(worst) (the sine's own 14)")
+        #expect(last - first > 48_000 * 6, "the sine played \(Double(last - first) / 48_000) s")
+        #expect(worst <= 100, "a click: a second difference of \(worst)")
+    }
+
     @Test func setFromTheCLIAndJSONRPCRefusedWhereItCannotPlayAndKeptAcrossARestart() throws {
         let dir = makeTemporaryDirectory()
         func leader() throws -> Leader {
