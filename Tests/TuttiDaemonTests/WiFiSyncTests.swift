@@ -16,22 +16,24 @@ final class ImpairmentRelay {
 
     init(target: Endpoint, count: Int, arguments: [String]) throws {
         let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        // Free ports: bound and closed at once (the relay binds them again just after).
-        ports = try (0..<count).map { _ in
-            let probe = try TCPListener(endpoint: Endpoint(host: "127.0.0.1", port: 0))
-            defer { probe.close() }
-            return probe.endpoint.port
-        }
+        // The relay picks its ports (TCP and UDP free alike) and writes them down once it listens on all.
+        let portsFile = makeTemporaryDirectory() + "/ports"
         program = try BackgroundProgram("/usr/bin/env", ["python3", repo.appendingPathComponent("bench/sync/relay.py").path] + arguments
-            + ports.map { "\($0):127.0.0.1:\(target.port)" })
-        // Listening once a connection to its last port is taken (the leader drops that one: no hello).
+            + ["--ports-file", portsFile] + (0..<count).map { _ in "0:127.0.0.1:\(target.port)" })
         // Python's start-up alone can take seconds on a loaded 2-core machine: 30 s, as LocalFileServer.
         let deadline = Monotonic.now() + 30 * nanosecondsPerSecond
+        var found: [UInt16] = []
         while Monotonic.now() < deadline {
-            if let probe = try? TCPConnection.connect(to: endpoint(count - 1)) { probe.close(); return }
+            let text = (try? String(contentsOfFile: portsFile, encoding: .utf8)) ?? ""
+            found = text.split(separator: "\n").compactMap { UInt16($0) }
+            if found.count == count { break }
             usleep(20_000)
         }
-        throw CommandFailed(description: "bench/sync/relay.py did not listen within 30 s")
+        guard found.count == count else {
+            program.stop()
+            throw CommandFailed(description: "bench/sync/relay.py did not listen within 30 s")
+        }
+        ports = found
     }
 
     func endpoint(_ i: Int) -> Endpoint { Endpoint(host: "127.0.0.1", port: ports[i]) }

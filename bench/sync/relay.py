@@ -235,12 +235,22 @@ class Mapping:
         self.stalls = Stalls(stall_spec, random.Random(self.rng.random()))
         self.directions = {"down": Direction(random.Random(self.rng.random())), "up": Direction(random.Random(self.rng.random()))}
         self.lines = []
-        tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        tcp.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        tcp.bind(("127.0.0.1", listen_port))
+        # Port 0: one the kernel picks whose UDP twin is free too (a port
+        # probed and closed by the caller may be taken again before this binds).
+        for attempt in range(100):
+            tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            tcp.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            tcp.bind(("127.0.0.1", listen_port))
+            self.udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            try:
+                self.udp.bind(("127.0.0.1", tcp.getsockname()[1]))
+                break
+            except OSError:
+                tcp.close(); self.udp.close()
+                if listen_port != 0 or attempt == 99:
+                    raise
+        self.port = tcp.getsockname()[1]
         tcp.listen(16)
-        self.udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self.udp.bind(("127.0.0.1", listen_port))
         self.udp_peers = {}
         self.udp_lock = threading.Lock()
         threading.Thread(target=self.accept_loop, args=(tcp,), daemon=True).start()
@@ -337,7 +347,8 @@ def main():
     p.add_argument("--order", choices=["independent", "fifo"], default="independent",
                    help="independent: datagrams overtake; fifo: one queue per direction (see above)")
     p.add_argument("--stats", help="write per-line counts (JSON) here on exit")
-    p.add_argument("mappings", nargs="+", help="LISTEN_PORT:TARGET_HOST:TARGET_PORT")
+    p.add_argument("--ports-file", help="write the ports listened on here, one a line, once all listen (for LISTEN_PORT 0)")
+    p.add_argument("mappings", nargs="+", help="LISTEN_PORT:TARGET_HOST:TARGET_PORT (0: a free port, see --ports-file)")
     a = p.parse_args()
     both = None
     if a.impair:
@@ -364,6 +375,10 @@ def main():
         os._exit(0)
     signal.signal(signal.SIGTERM, finish)
     signal.signal(signal.SIGINT, finish)
+    if a.ports_file:
+        with open(a.ports_file + ".tmp", "w") as f:
+            f.write("".join("%d\n" % mp.port for mp in maps))
+        os.rename(a.ports_file + ".tmp", a.ports_file)
     print("relay ready", flush=True)
     while True:
         time.sleep(3600)
