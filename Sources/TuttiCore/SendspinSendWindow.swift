@@ -72,7 +72,7 @@ public struct SendspinSendWindow<Item: Sendable>: Sendable {
     }
 
     public let limits: Limits
-    /// Released chunks the player still holds (in the order sent).
+    /// Released chunks the player still holds, by their end (in the order sent, where ends come in order).
     private var counted: [Counted] = []
     /// Messages not yet released, in order.
     private var held: [Entry] = []
@@ -143,7 +143,9 @@ public struct SendspinSendWindow<Item: Sendable>: Sendable {
                 }
                 guard countedBytes + bytes <= limits.capacity, counted.count < limits.maximumEntries else { return out }
                 held.removeFirst()
-                counted.append(Counted(start: start, end: end, bytes: bytes, item: first.item))
+                // By end: a chunk out of order (one an encoder held across a cut) must not keep those that end before it counted.
+                let at = counted.lastIndex { $0.end <= end }.map { $0 + 1 } ?? 0
+                counted.insert(Counted(start: start, end: end, bytes: bytes, item: first.item), at: at)
                 countedBytes += bytes
                 peakBytes = max(peakBytes, countedBytes)
                 out.append(first.item)
@@ -175,7 +177,7 @@ public struct SendspinSendWindow<Item: Sendable>: Sendable {
     /// before the cut goes again, then what was held before the cut;
     /// chunks from the cut on are dropped. Returns what to send after the clear.
     public mutating func clear(cut: Int64, now: Int64) -> [Item] {
-        var again: [Entry] = counted.filter { $0.start > now && $0.start < cut }
+        var again: [Entry] = counted.filter { $0.start > now && $0.start < cut }.sorted { $0.start < $1.start }
             .map { Entry(kind: .audio(start: $0.start, end: $0.end, bytes: $0.bytes), item: $0.item) }
         for e in held {
             if case .audio(let start, _, _) = e.kind, start >= cut { continue }

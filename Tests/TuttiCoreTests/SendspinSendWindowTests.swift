@@ -164,6 +164,33 @@ import TuttiCore
         #expect(w.offer("n", start: s9, end: e9, bytes: 6_000, now: due2) == ["n"])
     }
 
+    /// A chunk that plays long after those sent around it (FLAC's encoder
+    /// gives back a block it held across a seek's cut) keeps only its own
+    /// bytes counted: the ones that end before it free theirs at their end.
+    @Test func aChunkOutOfOrderDoesNotHoldBackThoseThatEndBeforeIt() {
+        var w = Window(limits: .init(capacity: 9_000, maximumEntries: 60))
+        var sent: [String] = []
+        let (s0, e0) = Self.times(0)
+        sent += w.offer("c0", start: s0, end: e0, bytes: 3_000, now: 0)
+        let (s50, e50) = Self.times(50)
+        sent += w.offer("stray", start: s50, end: e50, bytes: 3_000, now: 0)
+        for n in 1..<4 {
+            let (start, end) = Self.times(n)
+            sent += w.offer("c\(n)", start: start, end: end, bytes: 3_000, now: 0)
+        }
+        #expect(sent == ["c0", "stray", "c1"] && w.heldCount == 2)
+        // c0 ends first: room for c2, then c1's end for c3; the stray stays counted to its own end.
+        let due0 = e0 + Window.defaultReleaseGuard
+        #expect(w.nextRelease == due0)
+        #expect(w.release(now: due0) == ["c2"])
+        let due1 = Self.times(1).1 + Window.defaultReleaseGuard
+        #expect(w.nextRelease == due1)
+        #expect(w.release(now: due1) == ["c3"])
+        #expect(w.countedBytes == 9_000 && w.countedCount == 3)
+        // A clear sends again, in play order, what starts before the cut and after now (c2 is playing).
+        #expect(w.clear(cut: Self.times(60).0, now: due1) == ["c3", "stray"])
+    }
+
     @Test func itHoldsAndCountsNoMoreThanItsBound() {
         var w = Window(limits: .init(capacity: 3_000, maximumEntries: 4))
         for n in 0..<10 {
