@@ -206,11 +206,18 @@ public struct SurfaceSettings: Sendable {
     public var clientStallMilliseconds: Int
     /// The music folder, for surfaces that show files (MPD's `lsinfo`).
     public var musicDirectory: String?
+    /// Frames in each chunk the group's source sends (a Sendspin player's smallest buffer is two chunks).
+    public var framesPerChunk: Int
+    /// How far ahead of its time the source sends each chunk: the most audio a room is ever sent ahead.
+    public var bufferAheadNanoseconds: Int64
 
-    public init(outboxLimits: ClientOutbox.Limits, clientStallMilliseconds: Int, musicDirectory: String?) {
+    public init(outboxLimits: ClientOutbox.Limits, clientStallMilliseconds: Int, musicDirectory: String?,
+                framesPerChunk: Int = 960, bufferAheadNanoseconds: Int64 = 1_000_000_000) {
         self.outboxLimits = outboxLimits
         self.clientStallMilliseconds = clientStallMilliseconds
         self.musicDirectory = musicDirectory
+        self.framesPerChunk = framesPerChunk
+        self.bufferAheadNanoseconds = bufferAheadNanoseconds
     }
 }
 

@@ -568,7 +568,8 @@ public final class Leader: @unchecked Sendable {
 extension Leader: LeaderControl {
     public var surfaceSettings: SurfaceSettings {
         SurfaceSettings(outboxLimits: configuration.outboxLimits, clientStallMilliseconds: configuration.clientStallMilliseconds,
-                        musicDirectory: configuration.musicDirectory)
+                        musicDirectory: configuration.musicDirectory, framesPerChunk: configuration.framesPerChunk,
+                        bufferAheadNanoseconds: Int64(configuration.bufferMilliseconds) * nanosecondsPerMillisecond)
     }
     public var podcastControl: (any PodcastControl)? { podcasts }
 

@@ -29,6 +29,9 @@ final class SendspinAudioEncoder {
     /// FLAC: the PTS of the blocks fed and not yet out (libFLAC holds one).
     private var pendingPTS: [Int64] = []
 
+    /// Chunks fed and not yet given back (FLAC's held block): the next this many `encode`s give them.
+    var heldChunks: Int { pendingPTS.count }
+
     /// The chunk for this player, with the leader time (ns) of its first
     /// frame; nil while the encoder holds it (FLAC's one block).
     func encode(_ chunk: Chunk) throws -> (pts: Int64, payload: [UInt8])? {

@@ -43,8 +43,9 @@ final class SendspinPlayer: SurfaceRoom, @unchecked Sendable {
     let openedAt = Condition.now()
     private var writer: ClientWriter!
     private let state = Mutex(State())
-    /// Chunks already sent, kept about one buffer back, to send again after a `stream/clear`.
-    static let keptChunks = 64
+    /// Held by whoever takes audio-path messages (stream control and chunks) from the send window
+    /// and queues them, so the source thread and the notifier's releases queue them in the window's order.
+    private let sendOrder = Mutex(())
 
     struct State {
         var hello: SendspinHello?
@@ -63,7 +64,14 @@ final class SendspinPlayer: SurfaceRoom, @unchecked Sendable {
         var sentState: String?
         var sentGroup: String?
         var encoder: SendspinAudioEncoder?
-        var sent: [(pts: Int64, frame: [UInt8])] = []
+        /// What of the audio goes now and what waits for room in the player's `buffer_capacity`;
+        /// it also keeps what was sent and not yet played, to send again after a `stream/clear`.
+        var window: SendspinSendWindow<Outgoing>?
+        /// The player asked for another format mid-stream: the next chunk goes after an in-place `stream/start`.
+        var formatChanged = false
+        /// After a cut at `cut`, the next `chunks` the encoder gives back were fed before it (FLAC holds a
+        /// block): those from the cut on are audio the cut removed, not sent.
+        var fedBeforeCut: (cut: Int64, chunks: Int)?
         /// The player's start-up lead (`required_lead_time_ms`, ns): after a `stream/start` or
         /// `stream/clear`, chunks that would play sooner than this after it are not sent.
         var requiredLead: Int64 = 0
@@ -77,6 +85,12 @@ final class SendspinPlayer: SurfaceRoom, @unchecked Sendable {
         var artworkSent: [Int: String] = [:]
         /// The Pairing PSK attempt of a client admitted under its staged pairing PSK.
         var pairing: PairingAttempt?
+    }
+
+    /// An audio-path message as the window holds it; a chunk's header (its `send_ahead`) is made when it goes.
+    enum Outgoing: Sendable {
+        case text(String)
+        case audio(timestamp: Int64, payload: [UInt8])
     }
 
     /// One attempt: the pairing `server/activate` went at `since` (monotonic ns).
@@ -98,11 +112,14 @@ final class SendspinPlayer: SurfaceRoom, @unchecked Sendable {
 
     /// Wakes the server's notifier thread (which calls `refresh`).
     private let poke: @Sendable () -> Void
+    /// Tells the notifier that `nextRelease` came sooner (it calls `releaseDue` then).
+    private let rearm: @Sendable () -> Void
 
     init(socket: WebSocket, leader: any LeaderControl, server: SendspinIdentity, channel: SendspinServerChannel, trust: SendspinTrustStore,
-         log: Logger, threads: ThreadGroup, poke: @escaping @Sendable () -> Void) {
+         log: Logger, threads: ThreadGroup, poke: @escaping @Sendable () -> Void, rearm: @escaping @Sendable () -> Void = {}) {
         self.socket = socket
         self.poke = poke
+        self.rearm = rearm
         self.leader = leader
         self.server = server
         self.log = log
@@ -231,11 +248,17 @@ final class SendspinPlayer: SurfaceRoom, @unchecked Sendable {
         case .command(let command):
             control(command)
         case .requestFormat(let format):
-            guard let chosen = Sendspin.chooseFormat(offered: [format], opusAvailable: leader.streamCodec == .opus) else { return }
-            state.withLock { s in
-                s.format = chosen
-                s.encoder = nil
-                if s.streaming { s.streaming = false } // the next chunk starts the stream in the new format
+            let capacity = hello?.bufferCapacity ?? 0
+            switch Sendspin.chooseFormat(offered: [format], opusAvailable: leader.streamCodec == .opus, capacity: capacity,
+                                         frames: leader.surfaceSettings.framesPerChunk) {
+            case .failure(let refusal):
+                log.info("Sendspin \(roomName ?? socket.peer): stream/request-format not followed: \(refusal)")
+            case .success(let chosen):
+                state.withLock { s in
+                    s.format = chosen
+                    s.encoder = nil
+                    if s.streaming { s.formatChanged = true } // the next chunk goes after an in-place stream/start in the new format
+                }
             }
         case .goodbye(let reason):
             log.info("Sendspin \(roomName ?? socket.peer) said goodbye (\(reason))")
@@ -264,18 +287,29 @@ final class SendspinPlayer: SurfaceRoom, @unchecked Sendable {
             log.info("Sendspin \(socket.peer): a plain client/hello without client_id; closing")
             return socket.terminate()
         }
-        let format = hello.has("player") ? Sendspin.chooseFormat(offered: hello.formats, opusAvailable: leader.streamCodec == .opus) : nil
+        let settings = leader.surfaceSettings
+        var choice: Result<SendspinAudioFormat, SendspinFormatRefusal>?
+        if hello.has("player") {
+            choice = Sendspin.chooseFormat(offered: hello.formats, opusAvailable: leader.streamCodec == .opus, capacity: hello.bufferCapacity,
+                                           frames: settings.framesPerChunk)
+        }
+        let format = try? choice?.get()
         let first = state.withLock { s -> Bool in
             guard s.hello == nil else { return false }
             s.hello = hello
             s.format = format
             if hello.has("artwork") { s.artwork = hello.artworkChannels }
-            if format != nil { s.room = Sendspin.roomName(hello) }
+            if format != nil {
+                s.room = Sendspin.roomName(hello)
+                let chunk = StreamFormat.nanoseconds(frames: settings.framesPerChunk)
+                s.window = SendspinSendWindow(limits: .init(capacity: hello.bufferCapacity, bufferAheadNanoseconds: settings.bufferAheadNanoseconds,
+                                                            chunkNanoseconds: chunk))
+            }
             return true
         }
         guard first else { return }
-        if hello.has("player") && format == nil {
-            log.warning("Sendspin \(hello.name) from \(socket.peer): none of its formats is one Tutti sends (48 kHz stereo PCM, FLAC or Opus); closing")
+        if case .failure(let refusal)? = choice {
+            log.warning("Sendspin \(hello.name) from \(socket.peer) cannot play: \(refusal); closing")
             socket.terminate()
             return
         }
@@ -443,13 +477,13 @@ final class SendspinPlayer: SurfaceRoom, @unchecked Sendable {
             guard state.withLock({ $0.streamID == stream }) else { return }
             clear(before: from.nanoseconds)
         case .streamEnd(let stream, _):
-            let ended = state.withLock { s -> Bool in
-                guard s.streamID == stream, s.streaming else { return false }
+            // After the chunks still held for room: no audio may follow stream/end.
+            sendAudioPath { s, now in
+                guard s.streamID == stream, s.streaming else { return [] }
                 s.streaming = false
-                s.sent.removeAll()
-                return true
+                s.formatChanged = false
+                return s.window?.mark(.text(Sendspin.streamEnd(roles: ["player"])), emptiesPlayer: true, now: now) ?? []
             }
-            if ended { queue(text: Sendspin.streamEnd(roles: ["player"])) }
         case .settings(let settings):
             let (previous, commands) = state.withLock { s -> (RoomSettings?, [String]) in
                 defer { s.settings = settings }
@@ -463,66 +497,99 @@ final class SendspinPlayer: SurfaceRoom, @unchecked Sendable {
     }
 
     /// A cut at `from` (leader ns): the client drops all it holds
-    /// (`stream/clear`), and is sent again what it held that still plays before the cut.
+    /// (`stream/clear`), and is sent again what it held that still plays
+    /// before the cut, then what waited for room before the cut, as it fits.
     private func clear(before from: Int64) {
-        let now = Condition.now()
-        let again: [[UInt8]] = state.withLock { s in
-            guard s.streaming else { return [] }
-            let kept = s.sent.filter { $0.pts > now && $0.pts < from }
-            s.sent = kept
-            return kept.map(\.frame)
+        sendAudioPath { s, now in
+            guard s.streaming, s.window != nil else { return [] }
+            s.restartedAt = now
+            if let held = s.encoder?.heldChunks, held > 0 { s.fedBeforeCut = (from, held) }
+            return [.text(Sendspin.streamClear(roles: ["player"]))] + s.window!.clear(cut: from, now: now)
         }
-        guard state.withLock({ s in
-            if s.streaming { s.restartedAt = now }
-            return s.streaming
-        }) else { return }
-        queue(text: Sendspin.streamClear(roles: ["player"]))
-        for frame in again { queue(binary: restamped(frame)) }
     }
 
-    /// A kept frame's `send_ahead` as of now.
-    private func restamped(_ frame: [UInt8]) -> [UInt8] {
-        guard !legacyWire, frame.count >= 13 else { return frame }
-        var f = frame
-        let ts = f[1..<9].reduce(Int64(0)) { $0 << 8 | Int64($1) }
-        let header = Sendspin.binaryHeader(type: Sendspin.audioChunkType, timestamp: ts, sendAhead: ts - Condition.now() / 1_000)
-        f.replaceSubrange(0..<13, with: header)
-        return f
+    /// Takes the audio-path messages `body` returns (under the state lock,
+    /// given the time) and queues them in that order; whoever comes next
+    /// (the source thread, the notifier's release) queues after them. Tells
+    /// the notifier when the window's next release came sooner.
+    private func sendAudioPath(_ body: (inout State, Int64) -> [Outgoing]) {
+        sendOrder.withLock { _ in
+            let (out, sooner) = state.withLock { s -> ([Outgoing], Bool) in
+                let before = s.window?.nextRelease
+                let out = body(&s, Condition.now())
+                let after = s.window?.nextRelease
+                return (out, after.map { a in before.map { a < $0 } ?? true } ?? false)
+            }
+            for item in out {
+                switch item {
+                case .text(let text): writer.send([0] + Array(text.utf8))
+                case .audio(let timestamp, let payload): writer.send([1] + header(timestamp: timestamp) + payload)
+                }
+            }
+            if sooner { rearm() }
+        }
+    }
+
+    /// A chunk's header as it goes: the 9-byte one for a legacy client, else
+    /// the 13-byte one with `send_ahead` (µs from now to its time, 0 once due).
+    private func header(timestamp: Int64) -> [UInt8] {
+        Sendspin.binaryHeader(type: Sendspin.audioChunkType, timestamp: timestamp,
+                              sendAhead: legacyWire ? nil : max(0, timestamp - Condition.now() / 1_000))
+    }
+
+    /// Bytes a chunk's message takes in the player's buffer: its header and payload.
+    private var headerBytes: Int { legacyWire ? 9 : 13 }
+
+    /// When the send window next has room for what it holds (monotonic ns), nil while it holds nothing.
+    var nextRelease: Int64? { state.withLock { $0.window?.nextRelease } }
+
+    /// Sends what now fits the player's buffer (the server's notifier, at `nextRelease`).
+    func releaseDue() {
+        sendAudioPath { s, now in
+            guard !s.closed else { return [] }
+            return s.window?.release(now: now) ?? []
+        }
     }
 
     private func sendChunk(_ chunk: Chunk) {
-        var out: [[UInt8]] = []
-        state.withLock { s in
-            guard !s.closed, chunk.streamID == s.streamID, let format = s.format else { return }
+        sendAudioPath { s, now in
+            guard !s.closed, chunk.streamID == s.streamID, let format = s.format, s.window != nil else { return [] }
             if s.encoder == nil {
+                s.fedBeforeCut = nil // a new encoder holds nothing from before a cut
                 do { s.encoder = try SendspinAudioEncoder(format: format, streamCodec: leader.streamCodec) } catch {
                     log.error("Sendspin \(s.room ?? socket.peer): \(error)")
-                    return
+                    return []
                 }
             }
-            guard let encoder = s.encoder else { return }
-            if !s.streaming {
+            guard let encoder = s.encoder else { return [] }
+            var out: [Outgoing] = []
+            if !s.streaming || s.formatChanged {
+                // From empty (the first, or after stream/end), or in place (a new format: the timeline goes on,
+                // and what the player holds stays, so the start-up lead is not applied again).
+                if !s.streaming { s.restartedAt = now }
                 s.streaming = true
-                s.restartedAt = Condition.now()
-                out.append([0] + Array(Sendspin.streamStart(player: format, codecHeader: encoder.codecHeader).utf8))
+                s.formatChanged = false
+                let start = Outgoing.text(Sendspin.streamStart(player: format, codecHeader: encoder.codecHeader))
+                out += s.window!.mark(start, emptiesPlayer: false, now: now)
             }
             // A player that needs more lead than the group's commands give (Tutti's 100 ms) starts
             // in step a little later instead: what it could not start in time is not sent.
-            guard chunk.pts.nanoseconds >= s.restartedAt + s.requiredLead else { return }
+            guard chunk.pts.nanoseconds >= s.restartedAt + s.requiredLead else { return out }
             let encoded: (pts: Int64, payload: [UInt8])?
             do { encoded = try encoder.encode(chunk) } catch {
                 log.error("Sendspin \(s.room ?? socket.peer): \(error)")
-                return
+                return out
             }
-            guard let encoded, !encoded.payload.isEmpty else { return }
-            let ts = encoded.pts / 1_000
-            let frame = Sendspin.binaryHeader(type: Sendspin.audioChunkType, timestamp: ts,
-                                              sendAhead: legacyWire ? nil : ts - Condition.now() / 1_000) + encoded.payload
-            s.sent.append((encoded.pts, frame))
-            if s.sent.count > Self.keptChunks { s.sent.removeFirst(s.sent.count - Self.keptChunks) }
-            out.append([1] + frame)
+            guard let encoded, !encoded.payload.isEmpty else { return out }
+            if let fed = s.fedBeforeCut {
+                s.fedBeforeCut = fed.chunks > 1 ? (fed.cut, fed.chunks - 1) : nil
+                if encoded.pts >= fed.cut { return out }
+            }
+            let end = encoded.pts + StreamFormat.nanoseconds(frames: Int(chunk.frames))
+            out += s.window!.offer(.audio(timestamp: encoded.pts / 1_000, payload: encoded.payload), start: encoded.pts, end: end,
+                                   bytes: headerBytes + encoded.payload.count, now: now)
+            return out
         }
-        for item in out { writer.send(item) }
     }
 
     // MARK: State for controllers and metadata clients

@@ -18,8 +18,9 @@ import TuttiControlKit
 /// lane); a writer per client while it has something waiting
 /// (`ClientWriter`); `tutti-sendspin`, which sends `group/update`,
 /// `server/state` and artwork (scaling covers) when the leader's state changes, lets in a waiting client
-/// a person allowed, and closes a connection whose handshake has not
-/// finished in 30 s. Stopping ends the
+/// a person allowed, closes a connection whose handshake has not
+/// finished in 30 s, and releases to each player the audio its
+/// `buffer_capacity` held back once there is room (`SendspinSendWindow`). Stopping ends the
 /// players (their rooms leave), stops civetweb, joins the notifier.
 // Sendable because `server` and `notifier` are set in start() before any connection and cleared in stop(); the rest is in Mutexes or immutable.
 public final class SendspinServer: Service, WebSocketHandler, @unchecked Sendable {
@@ -36,6 +37,8 @@ public final class SendspinServer: Service, WebSocketHandler, @unchecked Sendabl
     private let writers = ThreadGroup(name: "tutti-sendspin-w")
     private let wake = Condition()
     private var pending = false
+    /// A player's next release came sooner than the notifier may be waiting for.
+    private var rearmed = false
     private var running = false
     private var notifier: JoinableThread?
     private var subscription: Int?
@@ -85,6 +88,7 @@ public final class SendspinServer: Service, WebSocketHandler, @unchecked Sendabl
     }
 
     func poke() { wake.withLock { pending = true; wake.signal() } }
+    func rearm() { wake.withLock { rearmed = true; wake.signal() } }
 
     /// Sends each client what changed; asleep until something does, or until
     /// the next unfinished handshake runs out of time.
@@ -94,6 +98,9 @@ public final class SendspinServer: Service, WebSocketHandler, @unchecked Sendabl
             let open = players.withLock { Array($0.values) }
             var next: Int64?
             for player in open {
+                // Audio the player's buffer had no room for, now that enough has played.
+                if let due = player.nextRelease, due <= now { player.releaseDue() }
+                if let due = player.nextRelease { next = min(next ?? due, due) }
                 guard let deadline = player.handshakeDeadline else { continue }
                 if deadline <= now {
                     log.info("Sendspin \(player.socket.peer): \(player.deadlineReason); closing")
@@ -104,11 +111,12 @@ public final class SendspinServer: Service, WebSocketHandler, @unchecked Sendabl
             }
             wake.lock()
             guard running else { wake.unlock(); return }
-            if !pending {
+            if !pending && !rearmed {
                 if let next { _ = wake.wait(untilNanoseconds: next) } else { wake.wait() }
             }
             let changed = pending
             pending = false
+            rearmed = false
             wake.unlock()
             if changed {
                 for player in players.withLock({ Array($0.values) }) {
@@ -132,7 +140,7 @@ public final class SendspinServer: Service, WebSocketHandler, @unchecked Sendabl
         }
         let player = SendspinPlayer(socket: socket, leader: leader, server: identity, channel: trust.serverChannel(configuration: configuration),
                                     trust: trust, log: log,
-                                    threads: writers, poke: { [weak self] in self?.poke() })
+                                    threads: writers, poke: { [weak self] in self?.poke() }, rearm: { [weak self] in self?.rearm() })
         players.withLock { $0[ObjectIdentifier(socket)] = player }
         poke() // the notifier now minds this handshake's deadline
     }
