@@ -12,7 +12,10 @@ CLOCK_MONOTONIC time is logged with the chunk.
 
 Output: OUT.raw (16-bit stereo PCM as played) and OUT.jsonl, one JSON
 object a line: {"kind": "chunk", "ts": server µs, "local": local ns,
-"offset": first frame in OUT.raw, "frames": n}, and {"kind": "message",
+"offset": first frame in OUT.raw, "frames": n}; {"kind": "received", "ts": server µs,
+"at": local ns, "bytes": the whole message's bytes, "frames": n} for every audio
+message as it arrives (before it plays; frames null when it did not decode),
+so a test can count what the player holds; {"kind": "message",
 "type": ..., "payload": ..., "at": local ns} for every text message, and
 {"kind": "artwork", "channel": c, "ts": server µs, "bytes": n, "width": w, "height": h}
 for each artwork message (one 300×300 JPEG album channel asked in the hello).
@@ -141,7 +144,7 @@ class Player:
             return {"type": "client/state", "payload": {"player": {"volume": self.volume, "muted": self.muted}}}
         return None
 
-    def on_binary(self, data):
+    def on_binary(self, data, received):
         if 8 <= data[0] <= 11:
             # Artwork as a client that declared its channels in the hello gets it: [type, timestamp] + image.
             width = height = None
@@ -161,6 +164,7 @@ class Player:
             return
         ts = struct.unpack(">q", data[1:9])[0]
         pcm = self.decoder.decode(bytes(data[self.header_bytes:]))
+        self.note({"kind": "received", "ts": ts, "at": received * 1000, "bytes": len(data), "frames": len(pcm) // 4 if pcm else None})
         if pcm:
             self.pending.append((ts, pcm))
 
@@ -178,6 +182,9 @@ class Player:
                 self.ws = ws
                 await self.send(self.hello())
                 first = await ws.receive()
+                if first.type != aiohttp.WSMsgType.TEXT:
+                    self.note({"kind": "closed", "at": now_us() * 1000})  # refused at its hello
+                    return
                 self.on_text(first.data, now_us())
                 player = {"volume": 100, "muted": False}
                 if self.args.required_lead_ms is not None:
@@ -198,7 +205,7 @@ class Player:
                         if reply:
                             await self.send(reply)
                     elif msg.type == aiohttp.WSMsgType.BINARY:
-                        self.on_binary(msg.data)
+                        self.on_binary(msg.data, received)
                     else:
                         self.note({"kind": "closed", "at": received * 1000})
                         break
