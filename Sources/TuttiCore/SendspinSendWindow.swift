@@ -42,12 +42,13 @@ public struct SendspinSendWindow<Item: Sendable>: Sendable {
         }
 
         /// For a leader that sends chunks of `chunkNanoseconds` at most
-        /// `bufferAheadNanoseconds` ahead of their time: room for all of them,
-        /// the one playing and a few more (a burst after a start).
+        /// `bufferAheadNanoseconds` ahead of their time: room for all of them
+        /// and a quarter more, and four (a player with room was seen holding
+        /// 52 of 20 ms a second ahead: the one playing, the one just ended, 50 ahead).
         public init(capacity: Int, bufferAheadNanoseconds: Int64, chunkNanoseconds: Int64) {
             precondition(chunkNanoseconds > 0)
             let chunks = Int((bufferAheadNanoseconds + chunkNanoseconds - 1) / chunkNanoseconds)
-            self.init(capacity: capacity, maximumEntries: max(1, chunks) + 4)
+            self.init(capacity: capacity, maximumEntries: max(1, chunks) * 5 / 4 + 4)
         }
     }
 

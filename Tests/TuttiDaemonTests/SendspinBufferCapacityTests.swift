@@ -171,6 +171,34 @@ import TuttiTestSupport
         #expect(p99 < 2_000_000, "p99 \(p99 / 1000) µs")
     }
 
+    /// A player with room for more than the leader sends ahead (1 MB: over
+    /// 5 s of PCM) is sent every chunk as the Tutti rooms are: a second ahead.
+    @Test func aPlayerWithRoomGetsEveryChunkTheLeadersBufferAhead() throws {
+        let dir = makeTemporaryDirectory()
+        writeFile(dir + "/tone.wav", wavImage(quantize(TestSignal.sine(frequency: 440, seconds: 10, amplitude: 0.5))))
+        let leader = try startLeader(files: [dir + "/tone.wav"], codec: .pcm, loop: true) { c in
+            c.sendspin = Endpoint(host: "127.0.0.1", port: 0)
+        }
+        defer { leader.stop() }
+        let port = try #require(leader.sendspinEndpoint).port
+        let capacity = 1 << 20
+        let client = try SendspinClientRun(port: port, name: "roomy", seconds: 10, prefix: dir + "/ss", extra: ["--buffer-capacity", String(capacity)])
+        defer { client.stop() }
+        #expect(waitUntil(timeout: 30) { client.chunks.count >= 250 }, "\(client.chunks.count) chunks; \(client.errors)")
+        client.stop()
+        let holding = Holding(records: client.records, capacity: capacity)
+        let first = try #require(holding.leads.first).at
+        let steady = holding.leads.filter { $0.at >= first + 2_000_000_000 && !holding.afterStall($0.at) }.map(\.ms).sorted()
+        let median = try #require(steady.isEmpty ? nil : steady[steady.count / 2])
+        print("Sendspin PCM player of \(capacity) bytes: held at most \(holding.peakBytes) bytes; each arrived " +
+              "\(String(format: "%.1f", steady[0])) ms (least) / \(String(format: "%.1f", median)) ms (median) before it played")
+        // A second ahead (the leader's buffer) less the time the source takes to hand a chunk over.
+        #expect(median >= 950 && median <= 1_010, "median \(median) ms ahead")
+        // About a second of 3,849-byte messages (52 at most), far below the capacity.
+        #expect(holding.peakBytes >= 48 * 3_849 && holding.peakBytes <= 53 * 3_849, "\(holding.peakBytes) bytes")
+        #expect(holding.gaps.isEmpty, "\(holding.gaps.prefix(3))")
+    }
+
     /// A player whose `buffer_capacity` cannot hold two 20 ms chunks of
     /// PCM (7,706 bytes) could not play without gaps: it is refused at its
     /// hello, and never becomes a room.
