@@ -123,15 +123,17 @@ const opusSupport = (typeof window.AudioDecoder === 'function' && typeof window.
   ? window.AudioDecoder.isConfigSupported(OPUS).then((r) => !!(r && r.supported), () => false)
   : Promise.resolve(false)).then((yes) => { P.codec = yes ? 'opus' : 'pcm'; return yes; });
 
-// Packets wait in the decoder by a sequence number (its timestamps, which it
-// hands back unchanged): what came with each, and a cut that came meanwhile.
-const OP = { dec: null, pending: new Map(), seq: 0 };
+// What came with each packet in the decoder, in order (a cut that comes meanwhile marks them):
+// an Opus decoder gives one output per packet, in order, and its timestamps are its own count of
+// frames from the first packet's, so outputs are matched by order, not by timestamp.
+const OP = { dec: null, pending: [] };
+P.opus = OP; // for tests and the curious
 
 function decoder() {
   if (OP.dec && OP.dec.state === 'configured') return OP.dec;
   const dec = new AudioDecoder({
     output: (a) => decoded(dec, a),
-    error: () => { P.decodeErrors++; if (OP.dec === dec) { OP.dec = null; OP.pending.clear(); } },
+    error: () => { P.decodeErrors++; if (OP.dec === dec) { OP.dec = null; OP.pending = []; } },
   });
   dec.configure(OPUS);
   OP.dec = dec;
@@ -139,17 +141,16 @@ function decoder() {
 }
 
 function decodeOpus(c) {
-  const seq = OP.seq++;
-  OP.pending.set(seq, c);
   try {
-    decoder().decode(new EncodedAudioChunk({ type: 'key', timestamp: seq, data: c.opus }));
-  } catch (e) { OP.pending.delete(seq); P.decodeErrors++; }
+    const dec = decoder();
+    dec.decode(new EncodedAudioChunk({ type: 'key', timestamp: Math.round(c.pts / 1000), data: c.opus }));
+    OP.pending.push(c);
+  } catch (e) { P.decodeErrors++; resetDecoder(); }
 }
 
 function decoded(dec, a) {
-  const c = OP.pending.get(a.timestamp);
-  OP.pending.delete(a.timestamp);
-  if (dec !== OP.dec || !c || c.pts >= c.cutFrom) { a.close(); return; }
+  const c = dec === OP.dec ? OP.pending.shift() : null;
+  if (!c || c.pts >= c.cutFrom) { a.close(); return; }
   c.audio = a;
   c.frames = Math.min(c.frames, a.numberOfFrames);
   schedule(c);
@@ -160,7 +161,7 @@ function decoded(dec, a) {
 function resetDecoder() {
   if (OP.dec) { try { OP.dec.close(); } catch (e) { /* closed already */ } }
   OP.dec = null;
-  OP.pending.clear();
+  OP.pending = [];
 }
 
 function receive(buf) {
@@ -306,7 +307,7 @@ function cut(from) {
       else n.src.stop(n.at + (from - n.pts) / 1e9 / n.rate);
     } catch (e) { /* already ended */ }
   }
-  for (const c of OP.pending.values()) c.cutFrom = Math.min(c.cutFrom, from); // in the decoder: cut as it comes out
+  for (const c of OP.pending) c.cutFrom = Math.min(c.cutFrom, from); // in the decoder: cut as it comes out
   P.nextPts = null;
   P.waiting = [];
 }
