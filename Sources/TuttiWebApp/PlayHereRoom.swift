@@ -65,9 +65,9 @@ final class PlayHereRoom: SurfaceRoom, @unchecked Sendable {
         jobs.reserveCapacity(Self.maximumJobs)
     }
 
-    /// Starts the room's thread; it ends when the room closes.
-    func start() throws(ThreadError) {
-        try startThread(name: "tutti-playhere", stackSize: 256 << 10) { [self] in run() }
+    /// Starts the room's thread in `threads`; it ends when the room closes.
+    func start(in threads: ThreadGroup) throws(ThreadError) {
+        try threads.start(stackSize: 256 << 10) { [self] in run() }
     }
 
     func send(_ bytes: [UInt8]) { enqueue([.send(bytes)]) }

@@ -40,7 +40,7 @@ extension WebSurface.Pages {
         let room: PlayHereRoom
         do {
             room = try PlayHereRoom(name: name, socket: socket, streamCodec: leader.streamCodec, format: format, log: log)
-            try room.start()
+            try room.start(in: playHereThreads)
         } catch {
             log.error("Play here \(name): \(error)")
             try? socket.send(binary: PlayHere.stopped(reason: "\(error)"))
