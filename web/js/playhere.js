@@ -133,7 +133,7 @@ function decoder() {
   if (OP.dec && OP.dec.state === 'configured') return OP.dec;
   const dec = new AudioDecoder({
     output: (a) => decoded(dec, a),
-    error: () => { P.decodeErrors++; if (OP.dec === dec) { OP.dec = null; OP.pending = []; } },
+    error: () => { if (OP.dec === dec) { OP.dec = null; OP.pending = []; opusFailed(); } },
   });
   dec.configure(OPUS);
   OP.dec = dec;
@@ -145,7 +145,16 @@ function decodeOpus(c) {
     const dec = decoder();
     dec.decode(new EncodedAudioChunk({ type: 'key', timestamp: Math.round(c.pts / 1000), data: c.opus }));
     OP.pending.push(c);
-  } catch (e) { P.decodeErrors++; resetDecoder(); }
+  } catch (e) { resetDecoder(); opusFailed(); }
+}
+
+// A decoder that said yes and then fails (a closed codec, a refused configuration): after
+// three failures this page asks for PCM instead, as a new start (the leader makes its room again).
+function opusFailed() {
+  P.decodeErrors++;
+  if (P.decodeErrors < 3 || P.codec !== 'opus') return;
+  P.codec = 'pcm';
+  if (P.on && P.started) sendStart();
 }
 
 function decoded(dec, a) {
