@@ -101,6 +101,10 @@ public struct SendspinPlayerLink: Sendable {
     public private(set) var groupName: String?
     /// Chunks that came with no stream started, or malformed beyond closing.
     public private(set) var ignoredChunks = 0
+    /// The `activities` of the latest `server/activate` (`playback`, `pairing`), and how many came:
+    /// a listening speaker ranks a connection by them when several servers dial in (`SendspinAdmission`).
+    public private(set) var activities: [String] = []
+    public private(set) var activations = 0
     private var lastStreamID: UInt32 = 0
     private var sequence: UInt64 = 0
     /// Where the last chunk written ends (server time).
@@ -259,6 +263,8 @@ public struct SendspinPlayerLink: Sendable {
     }
 
     private mutating func activate(_ payload: [String: JSONValue]) -> [Action] {
+        activations += 1
+        activities = (payload["activities"]?.array ?? []).prefix(4).compactMap { $0.string.map { String($0.prefix(16)) } }
         // The roles say what this connection may do; `activities` only whether the group plays
         // now (`playback`), which the stream messages say anyway. `active_roles` persists when omitted.
         let roles = payload["active_roles"]?.array?.compactMap(\.string)
@@ -368,6 +374,48 @@ public struct SendspinServerAddress: Equatable, Sendable, CustomStringConvertibl
         }
         guard !rest.isEmpty, rest.utf8.count <= 253, !rest.contains(where: { $0 == " " || $0 == "@" || $0.isNewline }) else { return nil }
         self.init(host: String(rest), port: port, path: path)
+    }
+
+    public var description: String { "ws://\(host):\(port)\(path)" }
+}
+
+/// Where a speaker waits for Sendspin servers to dial in (`--sendspin-listen`):
+/// `[HOST][:PORT][/PATH]`, every part optional (all interfaces, port 8928,
+/// path `/sendspin`: the spec's recommendations for a client), or `PORT` alone.
+public struct SendspinListenAddress: Equatable, Sendable, CustomStringConvertible {
+    public var host: String
+    public var port: UInt16
+    public var path: String
+
+    public static let defaultPort: UInt16 = 8928
+
+    public init(host: String = "0.0.0.0", port: UInt16 = defaultPort, path: String = SendspinServerAddress.defaultPath) {
+        self.host = host; self.port = port; self.path = path
+    }
+
+    /// Nil when the text is not such an address. `yes` and the empty text are the defaults.
+    public init?(parsing text: String) {
+        var rest = Substring(text)
+        var path = SendspinServerAddress.defaultPath
+        if let slash = rest.firstIndex(of: "/") {
+            path = String(rest[slash...])
+            rest = rest[..<slash]
+        }
+        guard path.utf8.count <= 256, !path.contains(where: { $0 == " " || $0 == "?" || $0 == "#" || $0.isNewline }) else { return nil }
+        var host = "0.0.0.0", port = Self.defaultPort
+        if rest == "yes" { rest = "" }
+        if !rest.isEmpty, rest.allSatisfy({ $0.isASCII && $0.isNumber }) {
+            guard let p = UInt16(rest) else { return nil }
+            port = p
+        } else if let colon = rest.lastIndex(of: ":") {
+            guard let p = UInt16(rest[rest.index(after: colon)...]) else { return nil }
+            port = p
+            if colon > rest.startIndex { host = String(rest[..<colon]) }
+        } else if !rest.isEmpty {
+            host = String(rest)
+        }
+        guard host.utf8.count <= 253, !host.contains(where: { $0 == " " || $0 == "@" || $0 == ":" || $0.isNewline }) else { return nil }
+        self.init(host: host, port: port, path: path)
     }
 
     public var description: String { "ws://\(host):\(port)\(path)" }

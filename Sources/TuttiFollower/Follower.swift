@@ -27,10 +27,12 @@ public struct FollowerConfiguration: Sendable {
     public var sendspinServer: SendspinServerAddress? = nil
     /// Play for a Sendspin server found over mDNS (`--sendspin-server mdns`), when `sendspinServer` is nil.
     public var sendspinDiscovery = false
+    /// Wait for Sendspin servers to dial in here (`--sendspin-listen`), announced as `_sendspin._tcp`.
+    public var sendspinListen: SendspinListenAddress? = nil
     /// The formats offered to a Sendspin server, preferred first (`--sendspin-codecs`).
     public var sendspinFormats = SendspinPlayerLink.playable
     /// A Sendspin server's player rather than a Tutti leader's speaker.
-    public var playsForSendspin: Bool { sendspinServer != nil || sendspinDiscovery }
+    public var playsForSendspin: Bool { sendspinServer != nil || sendspinDiscovery || sendspinListen != nil }
     public var name = "follower"
     public var output = OutputSpec.alsa(device: "default")
     /// Who carries the room's volume: the samples, an ALSA mixer control, or nobody.
@@ -87,6 +89,10 @@ public final class Follower: @unchecked Sendable {
     let connection = Mutex<TCPConnection?>(nil)
     /// What `stop` says before it closes the connection: a Sendspin session's `client/goodbye`.
     let farewell = Mutex<(@Sendable () -> Void)?>(nil)
+    /// With `--sendspin-listen`: the port servers dial (closed by `stop`).
+    let sendspinListener = Mutex<TCPListener?>(nil)
+    /// The last server that played here, without a state folder (the spec's tiebreak between servers).
+    let memoryLastPlaybackServer = Mutex<String?>(nil)
     let connectedAtomic = Atomic<Bool>(false)
     let concealedAtomic = Atomic<Int>(0)
     let connectionsAtomic = Atomic<Int>(0)
@@ -238,6 +244,7 @@ public final class Follower: @unchecked Sendable {
         running.store(false, ordering: .releasing)
         farewell.withLock { f in defer { f = nil }; return f }?()
         connection.withLock { $0?.close() }
+        sendspinListener.withLock { $0?.close() }
         engine.stop()
         engine.sink.close()
     }
@@ -250,12 +257,12 @@ public final class Follower: @unchecked Sendable {
         var lastLogged = ""
         while running.load(ordering: .relaxed) {
             do {
-                if configuration.playsForSendspin { try sendspinSession() } else { try session() }
+                if let listen = configuration.sendspinListen { try sendspinListen(listen) } else if configuration.playsForSendspin { try sendspinSession() } else { try session() }
                 backoff.succeeded() // ended cleanly: the next attempt comes soon
             } catch {
                 let text = "\(error)"
                 lastError.withLock { $0 = text }
-                if text != lastLogged { log.warning("\(configuration.playsForSendspin ? "Sendspin server \(configuration.sendspinServer.map { "\($0)" } ?? "(mDNS)")" : "leader \(configuration.leader.map { "\($0)" } ?? "(mDNS)")"): \(text); retrying"); lastLogged = text }
+                if text != lastLogged { log.warning("\(configuration.playsForSendspin ? "Sendspin server \(configuration.sendspinServer.map { "\($0)" } ?? configuration.sendspinListen.map { "listening at \($0)" } ?? "(mDNS)")" : "leader \(configuration.leader.map { "\($0)" } ?? "(mDNS)")"): \(text); retrying"); lastLogged = text }
             }
             connectedAtomic.store(false, ordering: .releasing)
             // `sudo tutti-follower pair` after three wrong codes: that request is over.
