@@ -25,7 +25,9 @@ public enum FollowerUsage {
                              plays at a time, as the spec decides (docs/sendspin.md).
                              "yes": the defaults. Not with --sendspin-server
       --sendspin-codecs LIST the formats offered to a Sendspin server, preferred first:
-                             flac, pcm, opus (default flac,pcm,opus)
+                             flac, pcm, opus (16-bit), flac24, pcm24; "auto" (the default):
+                             flac,pcm,opus for a 16-bit output, 24-bit FLAC and PCM first
+                             for a deeper one (docs/sendspin.md)
       --name NAME            this room's name (default: the host name)
       --output OUTPUT        alsa:DEVICE (default alsa:default) or
                              file:PATH[,ppm=N][,delay-ms=N] (virtual DAC)
@@ -85,7 +87,7 @@ extension FollowerConfiguration {
             ConfigOption("leader-name", "", .value(flag: "--leader-name")),
             ConfigOption("sendspin-server", "", .value(flag: "--sendspin-server")),
             ConfigOption("sendspin-listen", "", .value(flag: "--sendspin-listen")),
-            ConfigOption("sendspin-codecs", "flac,pcm,opus", .value(flag: "--sendspin-codecs")),
+            ConfigOption("sendspin-codecs", "auto", .value(flag: "--sendspin-codecs")),
             ConfigOption("realtime", "yes", .disabledBy(flag: "--no-realtime")),
             ConfigOption("steer", "yes", .disabledBy(flag: "--no-steer")),
             ConfigOption("state", "", .value(flag: "--state")),
@@ -144,15 +146,17 @@ extension FollowerConfiguration {
                 }
                 c.sendspinListen = address
             case "--sendspin-codecs":
-                let names = try args.value(flag).split(separator: ",").map { String($0.filter { $0 != " " }).lowercased() }
+                let text = try args.value(flag)
+                if text == "auto" { c.sendspinFormats = nil; break }
+                let names = text.split(separator: ",").map { String($0.filter { $0 != " " }).lowercased() }
                 var formats: [SendspinAudioFormat] = []
                 for name in names {
-                    guard let format = SendspinPlayerLink.playable.first(where: { $0.codec.rawValue == name }) else {
-                        throw UsageError("--sendspin-codecs: '\(name.prefix(20))' is not flac, pcm or opus")
+                    guard let format = SendspinPlayerLink.format(named: name) else {
+                        throw UsageError("--sendspin-codecs: '\(name.prefix(20))' is not flac, pcm, opus, flac24 or pcm24")
                     }
                     if !formats.contains(format) { formats.append(format) }
                 }
-                guard !formats.isEmpty else { throw UsageError("--sendspin-codecs: name at least one of flac, pcm, opus") }
+                guard !formats.isEmpty else { throw UsageError("--sendspin-codecs: name at least one of flac, pcm, opus, flac24, pcm24") }
                 c.sendspinFormats = formats
             case "--name":
                 let name = try args.value(flag)

@@ -50,7 +50,8 @@ extension Follower {
     func runSendspinSession(_ socket: SendspinSocket, at address: String, gate: SendspinGate?) throws {
         // The connection's own thread ends when it closes, and the time requests' with it.
         let conn = socket.connection
-        let link = SharedLink(SendspinPlayerLink(configuration: SendspinPlayerLink.Configuration(name: configuration.name, formats: configuration.sendspinFormats)))
+        let formats = configuration.sendspinFormats ?? SendspinPlayerLink.offered(outputBits: engine.sink.outputBits)
+        let link = SharedLink(SendspinPlayerLink(configuration: SendspinPlayerLink.Configuration(name: configuration.name, formats: formats)))
         var writer: StreamWriter?
         var clockStarted = false
         var owning = false
@@ -101,8 +102,9 @@ extension Follower {
                     connectedAtomic.store(false, ordering: .releasing)
                     log.info("Sendspin server '\(server)' has not allowed this speaker to play yet (client id \(socket.clientID)); waiting")
                 case .begin(let stream, let format, let header):
-                    // PCM and Opus are Tutti's own wire codecs; FLAC goes through libFLAC, opened at the first FLAC stream.
-                    let decoder: (any ChunkDecoder)? = format.codec == .flac ? try FLACChunkDecoder(header: header) : nil
+                    // PCM and Opus are Tutti's own wire codecs (PCM at 24 bits too); FLAC goes through libFLAC, opened at the first FLAC stream.
+                    let decoder: (any ChunkDecoder)? = format.codec == .flac ? try FLACChunkDecoder(header: header)
+                        : format.codec == .pcm && format.bitDepth == 24 ? PCMDecoder(bitDepth: 24) : nil
                     writer = try StreamWriter(stream: stream, timeline: timeline, log: log, decoder: decoder) { [unowned self] n in concealedAtomic.add(n, ordering: .relaxed) }
                     log.info("Sendspin stream \(stream.streamID): \(format.codec.rawValue) \(format.sampleRate) Hz \(format.bitDepth) bit")
                 case .chunk(let chunk):

@@ -29,8 +29,9 @@ public struct FollowerConfiguration: Sendable {
     public var sendspinDiscovery = false
     /// Wait for Sendspin servers to dial in here (`--sendspin-listen`), announced as `_sendspin._tcp`.
     public var sendspinListen: SendspinListenAddress? = nil
-    /// The formats offered to a Sendspin server, preferred first (`--sendspin-codecs`).
-    public var sendspinFormats = SendspinPlayerLink.playable
+    /// The formats offered to a Sendspin server, preferred first (`--sendspin-codecs`);
+    /// nil: as the output can carry them (`SendspinPlayerLink.offered(outputBits:)`).
+    public var sendspinFormats: [SendspinAudioFormat]? = nil
     /// A Sendspin server's player rather than a Tutti leader's speaker.
     public var playsForSendspin: Bool { sendspinServer != nil || sendspinDiscovery || sendspinListen != nil }
     public var name = "follower"
@@ -221,6 +222,8 @@ public final class Follower: @unchecked Sendable {
     public var reverb: ReverbSettings { roomReverb.withLock { $0 } }
     /// The channel map as last set by the leader (a pair's side, or the room's own).
     public var channelMap: ChannelMap { engine.channelMap }
+    /// With `--sendspin-listen`: where servers can dial this speaker now (nil: not listening yet).
+    public var sendspinListening: Endpoint? { sendspinListener.withLock { $0?.endpoint } }
     /// Why the last connection attempt or session ended.
     public var lastFailure: String? { lastError.withLock { $0 } }
 
