@@ -82,7 +82,12 @@ extension SendspinPlayerTests {
         print("Sendspin takeover: the second server's tone left the DAC \((Monotonic.now() - dialed) / 1_000_000) ms after it started (at most; its clock model forms first)")
         #expect(speaker.connected)
         // The first server does not dial back and take it again (another_server is not a reason to).
-        #expect(!second.events.contains { $0["event"]?.string == "disconnected" })
+        // (The second may be refused once with concurrent_attempt: aiosendspin's server dials before it
+        // declares playback, and an activity below the holder's is refused, as the spec and aiosendspin's
+        // own client do; it dials again once it plays.)
+        #expect(!second.events.contains { $0["event"]?.string == "disconnected" && $0["reason"]?.string == "another_server" },
+                "second: \(second.events); first: \(first.events)")
+        #expect(first.events.filter { $0["event"]?.string == "client" }.count == 1, "the first server dialled again: \(first.events)")
     }
 
     /// The listening speaker is announced as `_sendspin._tcp` with the
