@@ -143,9 +143,10 @@ import TuttiTestSupport
               "the audio it was sent starts \(holding.firstAfterClear.map { String(format: "%.1f", $0) }) ms after the clear; " +
               "the new audio overlaps the last chunk before the cut by \(holding.overlapsAtCut.map { String(format: "%.1f", -$0) }) ms")
         // The seek's clear emptied it; what plays before the cut went again at once (from the chunk after the one
-        // playing: within two chunks of the clear), and it filled up again to its capacity, not past it.
+        // playing: within two chunks of the clear; a little before it where the client read the clear late), and it
+        // filled up again to its capacity, not past it.
         #expect(holding.clears.count == 1 && holding.firstAfterClear.count == 1)
-        #expect(holding.firstAfterClear.allSatisfy { $0 >= -1 && $0 <= 40 }, "\(holding.firstAfterClear) ms")
+        #expect(holding.firstAfterClear.allSatisfy { $0 >= -10 && $0 <= 40 }, "\(holding.firstAfterClear) ms")
         #expect(holding.peakAfterClear > capacity - 2 * holding.largestMessage && holding.peakAfterClear <= capacity,
                 "\(holding.peakAfterClear) of \(capacity) bytes after the clear")
         #expect(holding.over.isEmpty, "held more than \(capacity) bytes \(holding.over.count) times, first \(holding.over.prefix(3).map { "\($0.bytes) bytes" })")
