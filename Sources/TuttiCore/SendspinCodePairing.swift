@@ -340,13 +340,26 @@ public struct SendspinCodePairing: Sendable {
         }
     }
 
-    /// The pairing-code method a client's `supported_pair_methods` offers that this server runs:
-    /// the dynamic code where it offers the `digits` format, else the static code.
+    /// The pairing-code method a client's `supported_pair_methods` offers that this server runs.
+    /// As the spec asks, a `dynamic_pairing_code` with a format and an out-channel the spec knows
+    /// makes the server disregard a `static_pairing_code` beside it, even where this server cannot
+    /// run that dynamic code: its `qr_code` format alone, or a speaker that wants the server's
+    /// digit audio pack (`digit_audio`; Tutti has none), leave no code method here (nil).
     public static func offeredMethod(_ methods: JSONValue?) -> SendspinTrust.PairMethod? {
         guard let m = methods?.object else { return nil }
-        if let formats = m["dynamic_pairing_code"]?["formats"]?.strings, formats.count <= 8, formats.contains("digits") { return .dynamicPairingCode }
-        if m["static_pairing_code"]?.object != nil { return .staticPairingCode }
-        return nil
+        if let d = m["dynamic_pairing_code"]?.object,
+           let formats = d["formats"]?.strings, formats.count <= 8, let channels = d["out_channels"]?.strings, channels.count <= 8 {
+            // A speaker with a pack codec the spec does not know counts as no speaker; one with no
+            // `digit_audio` at all (aiosendspin 10.2.1) speaks the digits without a pack.
+            enum Speaker { case none, speaksItself, wantsPack }
+            let speaker: Speaker = if !channels.contains("speaker") { .none } else if let pack = d["digit_audio"] {
+                ["opus", "flac", "pcm"].contains(pack["codec"]?.string ?? "") ? .wantsPack : .none
+            } else { .speaksItself }
+            if formats.contains(where: { $0 == "digits" || $0 == "qr_code" }), channels.contains("display") || speaker != .none {
+                return formats.contains("digits") && speaker != .wantsPack ? .dynamicPairingCode : nil
+            }
+        }
+        return m["static_pairing_code"]?.object != nil ? .staticPairingCode : nil
     }
 }
 

@@ -82,7 +82,18 @@ struct SendspinProtocolTests {
         func offered(_ s: String) -> SendspinTrust.PairMethod? { SendspinCodePairing.offeredMethod(JSONValue.parsing(s)) }
         #expect(offered(#"{"pairing_psk":{},"dynamic_pairing_code":{"out_channels":["display"],"formats":["digits"]}}"#) == .dynamicPairingCode)
         #expect(offered(#"{"pairing_psk":{},"static_pairing_code":{}}"#) == .staticPairingCode)
-        #expect(offered(#"{"dynamic_pairing_code":{"out_channels":["display"],"formats":["qr_code"]},"static_pairing_code":{}}"#) == .staticPairingCode)
+        // Both listed (a client should not): the static code is disregarded, as the spec asks, even where Tutti cannot run the dynamic one.
+        #expect(offered(#"{"dynamic_pairing_code":{"out_channels":["display"],"formats":["digits"]},"static_pairing_code":{}}"#) == .dynamicPairingCode)
+        #expect(offered(#"{"dynamic_pairing_code":{"out_channels":["display"],"formats":["qr_code"]},"static_pairing_code":{}}"#) == nil)
+        // A dynamic descriptor with nothing the spec knows counts as unknown: the static code stands.
+        #expect(offered(#"{"dynamic_pairing_code":{"out_channels":["hologram"],"formats":["digits"]},"static_pairing_code":{}}"#) == .staticPairingCode)
+        #expect(offered(#"{"dynamic_pairing_code":{"out_channels":["display"],"formats":["smell"]},"static_pairing_code":{}}"#) == .staticPairingCode)
+        // aiosendspin 10.2.1's speaker (no digit_audio) speaks the digits itself; a newer one that asks for the server's pack has no code method here.
+        #expect(offered(#"{"dynamic_pairing_code":{"out_channels":["speaker"],"formats":["digits"]}}"#) == .dynamicPairingCode)
+        #expect(offered(#"{"dynamic_pairing_code":{"out_channels":["speaker"],"formats":["digits"],"digit_audio":{"codec":"opus","sample_rate":16000,"bit_depth":16,"max_bytes":65536}}}"#) == nil)
+        // A pack codec the spec does not know: as if it had no speaker, so no out-channel, and the static code stands.
+        #expect(offered(#"{"dynamic_pairing_code":{"out_channels":["speaker"],"formats":["digits"],"digit_audio":{"codec":"mp3"}},"static_pairing_code":{}}"#) == .staticPairingCode)
+        #expect(offered(#"{"dynamic_pairing_code":{"out_channels":["display","speaker"],"formats":["digits"],"digit_audio":{"codec":"mp3"}}}"#) == .dynamicPairingCode)
         #expect(offered(#"{"pairing_psk":{}}"#) == nil)
         #expect(offered(#"["pairing_psk"]"#) == nil)
     }
