@@ -110,6 +110,16 @@ public final class SendspinTrustStore: Sendable {
 
     // MARK: Pairing codes
 
+    /// The connection that noted `clientID`'s code request at `since` ended without pairing.
+    public func withdrawCodeRequest(clientID: String, since: Int64) {
+        let changed = state.withLock { t -> Bool in
+            let before = t.requests.count
+            t.withdrawCodeRequest(clientID: clientID, since: since)
+            return t.requests.count != before
+        }
+        if changed { self.changed.withLock { $0 }?() }
+    }
+
     /// Whether a pairing-code attempt or round may run for this client and address (wrong codes are budgeted).
     public func mayTryCode(clientID: String, address: String, now: Int64) -> Bool {
         state.withLock { $0.mayTryCode(clientID: clientID, address: address, now: now) }

@@ -386,7 +386,7 @@ public enum MessageKey: String, CaseIterable, Sendable {
         case .reverbBrowser: "{room} is a browser playing here: it has no reverb (a Tutti speaker has)"
         case .cliReverbNeeds: "reverb needs ROOM, then a preset (Small room, Medium room, Large hall, Plate, Cathedral) or off, and a mix 0–100"
         case .pairingSendspinNeedsCode: #"speakers.sendspinCode needs "code": the six digits a Sendspin player shows, or the eight printed on it (and "name" when several wait)"#
-        case .pairingSendspinNobodyWaiting: "no Sendspin player is waiting for a {digits}-digit pairing code"
+        case .pairingSendspinNobodyWaiting: "no Sendspin player is waiting for a pairing code of {digits} digits"
         case .pairingSendspinWhich: "several Sendspin players wait for a code ({names}): name the one it belongs to"
         case .pairingSendspinWrongCode: "that is not {name}'s code ({left} more tries on this connection)"
         case .pairingSendspinCodeFailed: "{name} did not pair: {reason}"

@@ -53,6 +53,8 @@ public struct SendspinTrust: Sendable, Equatable {
         public var decision: Decision?
         /// The pairing-code method its connection waits with for a person's code (nil: it asks for unpaired access only).
         public var method: PairMethod?
+        /// When that connection noted it (monotonic ns): its end withdraws the request, and only its own.
+        public var methodSince: Int64?
     }
 
     public enum Refusal: Error, Equatable, Sendable, CustomStringConvertible {
@@ -125,12 +127,21 @@ public struct SendspinTrust: Sendable, Equatable {
             requests[i].name = Self.cleanName(name)
             requests[i].address = address
             requests[i].method = method
+            requests[i].methodSince = method == nil ? nil : now
             return false
         }
         guard requests.filter({ $0.address == address }).count < Self.requestsPerAddress else { throw .tooManyFromAddress(address) }
         guard requests.count < Self.requestsTotal else { throw .tooMany }
-        requests.append(JoinRequest(clientID: clientID, name: Self.cleanName(name), address: address, created: now, method: method))
+        requests.append(JoinRequest(clientID: clientID, name: Self.cleanName(name), address: address, created: now, method: method,
+                                    methodSince: method == nil ? nil : now))
         return true
+    }
+
+    /// The connection that noted `clientID`'s code request at `since` ended without pairing:
+    /// nobody waits for a code there any more (a code is typed for a connection, not a player).
+    /// A request a later connection refreshed stays.
+    public mutating func withdrawCodeRequest(clientID: String, since: Int64) {
+        requests.removeAll { $0.clientID == clientID && $0.decision == nil && $0.method != nil && $0.methodSince == since }
     }
 
     public mutating func expire(now: Int64) {

@@ -20,15 +20,16 @@ extension SendspinPlayer {
             log.info("Sendspin \(hello.name) from \(socket.peer): too many wrong pairing codes lately; not pairing by code now")
             return false
         }
+        let since = Monotonic.now()
         do {
-            try trust.noteJoinRequest(clientID: peer.id, name: hello.name, address: address, now: Monotonic.now(), method: method)
+            try trust.noteJoinRequest(clientID: peer.id, name: hello.name, address: address, now: since, method: method)
         } catch {
             log.info("Sendspin \(hello.name) from \(socket.peer) may not pair: \(error); closing")
             socket.terminate()
             return true
         }
         let attempt = SendspinCodePairing(method: method, peer: peer, now: Condition.now(), crypto: trust.crypto, sha512: NoisePrimitives.sha512)
-        state.withLock { $0.code = attempt }
+        state.withLock { $0.code = attempt; $0.codeSince = since }
         queue(text: attempt.activateText)
         log.info("Sendspin \(hello.name) from \(socket.peer) pairs by \(method == .dynamicPairingCode ? "the six digits it shows" : "the code printed on it"): " +
                  "type it in the web app, or `tutti speakers code \(hello.name) CODE`")
@@ -105,6 +106,13 @@ extension SendspinPlayer {
                 return
             }
         }
+    }
+
+    /// The connection ends: a code attempt that did not pair no longer waits for a person's code.
+    func endCodeAttempt(reason: String) {
+        endCodeOffer(.failed("the connection closed (\(reason))"))
+        guard let (id, since) = state.withLock({ s in s.codeFinishedAt == nil ? s.peer.flatMap { p in s.codeSince.map { (p.id, $0) } } : nil }) else { return }
+        trust.withdrawCodeRequest(clientID: id, since: since)
     }
 
     /// Reports how the person's code went (once), for the API call that waits on it.

@@ -83,6 +83,8 @@ final class SendspinPlayer: SurfaceRoom, @unchecked Sendable {
         var codeOffer: UInt64?
         /// When the code attempt stored its record: the connection closes `pairedCloseNanoseconds` later.
         var codeFinishedAt: Int64?
+        /// When the attempt noted its join request (monotonic ns), to withdraw that request when the connection ends.
+        var codeSince: Int64?
     }
 
     /// One attempt: the pairing `server/activate` went at `since` (monotonic ns).
@@ -624,7 +626,7 @@ final class SendspinPlayer: SurfaceRoom, @unchecked Sendable {
             return s.attached
         }
         guard let wasAttached else { return }
-        endCodeOffer(.failed("the connection closed (\(reason))"))
+        endCodeAttempt(reason: reason)
         if wasAttached { leader.detach(self) }
         writer.close(reason: reason)
         socket.terminate()

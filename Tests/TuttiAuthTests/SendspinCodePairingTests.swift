@@ -310,6 +310,22 @@ import TuttiAuth
         #expect(may("d", "10.0.0.1", 11 * minute), "and the address's")
     }
 
+    /// A code is typed for a connection: when the one that waits ends unpaired, its request goes (a later connection's stays).
+    @Test func aCodeRequestIsWithdrawnByTheConnectionThatNotedItOnly() throws {
+        var trust = SendspinTrust()
+        try trust.noteJoinRequest(clientID: "a", name: "Study", address: "10.0.0.1", now: 1, method: .dynamicPairingCode)
+        try trust.noteJoinRequest(clientID: "a", name: "Study", address: "10.0.0.1", now: 2, method: .dynamicPairingCode)
+        trust.withdrawCodeRequest(clientID: "a", since: 1)
+        #expect(trust.requests.map(\.clientID) == ["a"], "the second connection's")
+        #expect(trust.summary()["pending"]?.array?.first?["method"]?.string == "dynamic_pairing_code")
+        trust.withdrawCodeRequest(clientID: "a", since: 2)
+        #expect(trust.requests.isEmpty)
+        // A request for unpaired access (no code) is a person's to answer: it stays.
+        try trust.noteJoinRequest(clientID: "b", name: "Den", address: "10.0.0.1", now: 3)
+        trust.withdrawCodeRequest(clientID: "b", since: 3)
+        #expect(trust.requests.map(\.clientID) == ["b"])
+    }
+
     @Test func aTypedCodeIsTakenOnceAndItsOutcomeKept() {
         var offers = SendspinCodeOffers()
         let first = offers.offer(clientID: "a", code: "123456")
