@@ -10,8 +10,10 @@ import TuttiSystem
 /// app's card) reaches it through the trust store's offers, taken on the
 /// server's notifier thread. On success the long-term PSK is stored as the
 /// Pairing PSK method stores it, and the connection closes two seconds later
-/// so the player comes back under it. One attempt per connection; wrong codes
-/// are budgeted per client and per address (`SendspinTrust.noteWrongCode`).
+/// so the player comes back under it. One attempt at a time: a dynamic one
+/// ends the connection when it fails; a static code typed wrong may be tried
+/// again on the same connection, up to 5 attempts. Wrong codes are budgeted
+/// per client and per address (`SendspinTrust.noteWrongCode`).
 extension SendspinPlayer {
     /// Starts the attempt; false when this client or address has had its share of wrong codes (then it is treated as before).
     func startCodePairing(_ hello: SendspinHello, _ peer: SendspinPeer, _ method: SendspinTrust.PairMethod) -> Bool {
@@ -46,7 +48,8 @@ extension SendspinPlayer {
 
     /// Takes the code a person typed for this client, if the attempt can use it now (the notifier thread).
     func takeOfferedCode() {
-        guard let clientID = state.withLock({ s in s.code != nil && !s.admitted && s.codeOffer == nil ? s.peer?.id : nil }) else { return }
+        // Not while an attempt that has ended is being replaced (a wrong static code): the next one takes it.
+        guard let clientID = state.withLock({ s in s.code.map { !$0.isOver } == true && !s.admitted && s.codeOffer == nil ? s.peer?.id : nil }) else { return }
         guard let (id, code) = trust.takeCode(clientID: clientID) else { return }
         let result = state.withLock { s -> Result<[SendspinCodePairing.Action], SendspinCodePairing.CodeRefusal> in
             s.codeOffer = id
@@ -69,9 +72,11 @@ extension SendspinPlayer {
                 queue(text: text)
             case .awaitCode:
                 leader.events.emit(.speakers)
-            case .wrongCode(let roundsLeft):
-                guard let peer = state.withLock({ $0.peer }) else { continue }
+            case .wrongCode(var roundsLeft):
+                guard let (peer, attempt) = state.withLock({ s in s.peer.flatMap { p in s.code.map { (p, $0) } } }) else { continue }
                 let more = trust.noteWrongCode(clientID: peer.id, address: Sendspin.host(ofPeer: socket.peer), now: Monotonic.now())
+                // A wrong static code ends its attempt; the connection may run another (`nextStaticAttempt`).
+                if attempt.method == .staticPairingCode { roundsLeft = Self.staticAttemptsPerConnection - attempt.pairingIndex }
                 log.info("Sendspin \(name): the pairing code typed is wrong" + (roundsLeft > 0 && more ? " (\(roundsLeft) more tries)" : ""))
                 endCodeOffer(.wrongCode(roundsLeft: more ? roundsLeft : 0))
                 if !more {
@@ -100,11 +105,36 @@ extension SendspinPlayer {
                 leader.events.emit(.speakers)
                 poke()
             case .fail(let failure):
+                if failure == .aborted("pairing_code_mismatch"), let activate = nextStaticAttempt() {
+                    log.info("Sendspin \(name) from \(socket.peer): the code printed on it was typed wrong; another attempt on this connection")
+                    queue(text: activate)
+                    leader.events.emit(.speakers)
+                    poke() // the notifier keeps the new attempt's deadline
+                    return
+                }
                 log.info("Sendspin \(name) from \(socket.peer): pairing by code ended: \(failure); closing")
                 endCodeOffer(.failed(failure.description))
                 socket.terminate()
                 return
             }
+        }
+    }
+
+    /// Static-code attempts one connection may run: as many as the spec's pairing window on the
+    /// player admits (5 failed attempts close it), each after a wrong code, so a typo does not cost
+    /// the owner another gesture. The wrong-code budgets still apply (the caller checked them).
+    static let staticAttemptsPerConnection = 5
+
+    /// After a wrong static code: the next attempt on this connection (the `server/activate` that
+    /// starts it, with the next pairing index), or nil when this connection has had its share.
+    private func nextStaticAttempt() -> String? {
+        state.withLock { s -> String? in
+            guard !s.closed, let old = s.code, old.method == .staticPairingCode, old.pairingIndex < Self.staticAttemptsPerConnection,
+                  let peer = s.peer else { return nil }
+            let next = SendspinCodePairing(method: .staticPairingCode, peer: peer, pairingIndex: old.pairingIndex + 1, now: Condition.now(),
+                                           crypto: trust.crypto, sha512: NoisePrimitives.sha512)
+            s.code = next
+            return next.activateText
         }
     }
 

@@ -183,10 +183,13 @@ import TuttiTestSupport
         for c in [alpha, beta, gamma] { #expect(!c.stderr().contains("Traceback"), "\(c.stderr())") }
     }
 
-    /// The static method: the eight digits printed on the player, typed
-    /// before its owner makes the pairing gesture, are kept for it (the call
-    /// says so after 5 s); the gesture starts the attempt, which uses them.
-    @Test func aStockPlayerPairsByTheCodePrintedOnItTypedBeforeItsGesture() throws {
+    /// The static method: a code typed before the owner's pairing gesture is
+    /// kept for the player (the call says so after 5 s) and used once the
+    /// gesture comes. Typed wrong, it ends that attempt but not the
+    /// connection: the leader starts another (the player's pairing window
+    /// admits 5), so a typo costs no second gesture; the next wrong one says
+    /// 3 more tries are left, and the right one pairs.
+    @Test func aStockPlayerPairsByTheCodePrintedOnItAndATypoCostsNoNewGesture() throws {
         let s = try Setup()
         defer { s.leader.stop() }
         let client = try SendspinScriptRun("sendspin_code_pairing_client.py", ["--url", s.url, "--name", "Hall", "--method", "static", "--code", "27183141",
@@ -194,10 +197,20 @@ import TuttiTestSupport
         #expect(waitUntil(timeout: 30) { s.pending().contains { $0["name"]?.string == "Hall" && $0["method"]?.string == "static_pairing_code" } },
                 "\(s.pending()) \(client.records()) \(client.stderr())")
         #expect(s.refusal("271-831")?.contains("a pairing code of 6 digits") == true, "nobody waits for six digits")
-        let early = try s.call("speakers.sendspinCode", ["code": "2718 3141"])
+        let early = try s.call("speakers.sendspinCode", ["code": "1111 1111"])
         #expect(early.object?["offered"]?.string == "Hall" && early.object?["waiting"]?.bool == true, "\(early)")
-        #expect(!client.records().contains { $0["kind"]?.string == "paired" }, "no pairing before the gesture")
+        #expect(!client.records().contains { $0["kind"]?.string == "abort" }, "nothing tried before the gesture")
+        func aborts() -> [String] { client.records().filter { $0["kind"]?.string == "abort" }.compactMap { $0["reason"]?.string } }
         writeFile(s.dir + "/static.gesture", [])
+        // The early code was wrong: the player aborts that attempt, and stays connected for the next.
+        #expect(waitUntil(timeout: 20) { aborts() == ["pairing_code_mismatch"] }, "\(client.records()) \(client.stderr())")
+        // Typed while the next attempt starts or once it waits: kept for it, or used at once; either way the call hears how it went.
+        let second = s.refusal("2222-2222", name: "Hall")
+        #expect(second == "that is not Hall's code (3 more tries on this connection)", "\(String(describing: second))")
+        #expect(aborts() == ["pairing_code_mismatch", "pairing_code_mismatch"], "\(client.records())")
+        let r = try s.call("speakers.sendspinCode", ["code": "2718-3141", "name": "Hall"])
+        #expect(r.object?["paired"]?.string == "Hall", "\(r)")
+        #expect(Self.record(client, "closed", connection: 1) == nil, "one connection, one gesture: \(client.records())")
         #expect(waitUntil(timeout: 20) { Self.record(client, "paired", connection: 1) != nil }, "\(client.records()) \(client.stderr())")
         let paired = try s.trustFile()["paired"]?.objectArray ?? []
         #expect(paired.count == 1 && paired.first?["pair_methods"]?.strings == ["static_pairing_code"], "\(paired)")
