@@ -563,9 +563,12 @@ enum CLICommandTable {
             guard w.operands.count >= 2 else { throw usage("speakers pair CODE (the six digits `sudo tutti-follower pair` shows)") }
             return .speakers(.pair(code: w.rest.joined()))
         case "code":
-            guard w.operands.count >= 2 else { throw usage(UserMessage(.cliSpeakersCodeNeeds)) }
-            let name = w.operands.dropFirst(2).joined(separator: " ")
-            return .speakers(.sendspinCode(code: w.operands[1], name: name.isEmpty ? nil : name))
+            // The code as a person types it, in groups or not (`123 456`, `1234-5678`); the words after it name the player.
+            let rest = w.operands.dropFirst()
+            let groups = rest.prefix { !$0.isEmpty && $0.unicodeScalars.allSatisfy { ("0"..."9").contains($0) || $0 == "-" } }
+            guard !groups.isEmpty else { throw usage(UserMessage(.cliSpeakersCodeNeeds)) }
+            let name = rest.dropFirst(groups.count).joined(separator: " ")
+            return .speakers(.sendspinCode(code: groups.joined(), name: name.isEmpty ? nil : name))
         case let sub?: throw usage("unknown speakers command '\(sub)' (list, allow, deny, pair, code, forget)")
         }
     }
