@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TuttiControlClient
+import TuttiControlKit
 import TuttiCore
 import TuttiDaemon
 import TuttiNet
@@ -18,7 +19,9 @@ import TuttiTestSupport
         let control: Endpoint
         let url: String
 
-        init() throws {
+        static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
+
+        init(web: Bool = false) throws {
             dir = makeTemporaryDirectory()
             writeFile(dir + "/tone.wav", wavImage(toneWithClicks(seconds: 30, frequency: 440)))
             let directory = dir
@@ -27,6 +30,7 @@ import TuttiTestSupport
                 c.sendspin = Endpoint(host: "127.0.0.1", port: 0)
                 c.pairedSpeakersOnly = true
                 c.stateDirectory = directory
+                if web { c.web = WebOptions(endpoint: Endpoint(host: "127.0.0.1", port: 0), root: Self.repository + "/web") }
             }
             control = try #require(leader.controlEndpoint)
             url = "ws://127.0.0.1:\(try #require(leader.sendspinEndpoint).port)/sendspin"
@@ -121,6 +125,29 @@ import TuttiTestSupport
         #expect(s.refusal(code)?.contains("no Sendspin player is waiting") == true, "the code is spent")
         #expect(!client.records().contains { $0["kind"]?.string == "error" }, "\(client.records())")
         #expect(!client.stderr().contains("Traceback"), "\(client.stderr())")
+    }
+
+    /// The web app's card for a player waiting for the six digits it shows
+    /// (Tests/Web/sendspin_code_test.py in Chromium): named field and Deny,
+    /// five digits refused on the page, a wrong code refused by the leader
+    /// with 4 tries left, the right one typed grouped pairs the player.
+    @Test func theWebAppsCardPairsAPlayerByTheSixDigitsItShows() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/chromedriver"), "chromedriver is missing: run scripts/setup.sh")
+        let s = try Setup(web: true)
+        defer { s.leader.stop() }
+        let client = try SendspinScriptRun("sendspin_code_pairing_client.py", ["--url", s.url, "--name", "Study", "--method", "dynamic", "--seconds", "5"],
+                                           out: s.dir + "/web")
+        #expect(waitUntil(timeout: 30) { !Self.codes(client, connection: 1).isEmpty }, "\(client.records()) \(client.stderr())")
+        let web = try #require(s.leader.webEndpoint)
+        var args = [Setup.repository + "/Tests/Web/sendspin_code_test.py", "--url", "http://127.0.0.1:\(web.port)", "--control-port", String(s.control.port),
+                    "--name", "Study", "--codes", s.dir + "/web.jsonl"]
+        if let shots = ProcessInfo.processInfo.environment["TUTTI_SCREENSHOTS"] { args += ["--screenshots", shots] }
+        let r = try runProgram("/usr/bin/python3", args, mergeErrors: true, timeout: 120)
+        print(r.out)
+        #expect(r.status == 0 && r.out.contains("all checks passed"), "the browser test failed:\n\(r.out)")
+        #expect(waitUntil(timeout: 10) { Self.record(client, "paired", connection: 1) != nil }, "\(client.records()) \(client.stderr())")
+        let paired = try s.trustFile()["paired"]?.objectArray ?? []
+        #expect(paired.count == 1 && paired.first?["pair_methods"]?.strings == ["dynamic_pairing_code"], "\(paired)")
     }
 
     /// Wrong codes are limited: 5 rounds end an attempt (the leader closes the
