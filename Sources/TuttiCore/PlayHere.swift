@@ -139,26 +139,24 @@ public enum PlayHere {
     /// One chunk of 16-bit PCM (`pcm`: frames × 2 × 2 bytes).
     public static func audio(streamID: UInt32, pts: Int64, frames: UInt32, pcm: [UInt8]) -> [UInt8] {
         precondition(pcm.count == Int(frames) * channels * 2, "PCM of \(frames) stereo 16-bit frames")
-        var out: [UInt8] = [0x83]
-        out.reserveCapacity(18 + pcm.count)
-        append(&out, streamID)
-        append(&out, UInt64(bitPattern: pts))
-        append(&out, frames)
-        out.append(formatS16)
-        out += pcm
-        return out
+        return audioMessage(streamID: streamID, pts: pts, frames: frames, format: formatS16, payload: pcm)
     }
 
     /// One Opus packet that decodes to `frames` frames, stamped with the PTS its decoded first frame plays at.
     public static func opusAudio(streamID: UInt32, pts: Int64, frames: UInt32, packet: [UInt8]) -> [UInt8] {
         precondition(!packet.isEmpty && packet.count <= maximumOpusPacketBytes, "an Opus packet of 1…\(maximumOpusPacketBytes) bytes")
+        return audioMessage(streamID: streamID, pts: pts, frames: frames, format: formatOpus, payload: packet)
+    }
+
+    /// The audio message's 18-byte header (type, stream, PTS, frames, format), then the payload.
+    private static func audioMessage(streamID: UInt32, pts: Int64, frames: UInt32, format: UInt8, payload: [UInt8]) -> [UInt8] {
         var out: [UInt8] = [0x83]
-        out.reserveCapacity(18 + packet.count)
+        out.reserveCapacity(audioHeaderBytes + payload.count)
         append(&out, streamID)
         append(&out, UInt64(bitPattern: pts))
         append(&out, frames)
-        out.append(formatOpus)
-        out += packet
+        out.append(format)
+        out += payload
         return out
     }
 
