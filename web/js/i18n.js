@@ -100,6 +100,9 @@ export const EN = {
   'rooms.typeCode': 'Type the six digits the speaker shows',
   'rooms.sendspinToken': 'Pair a Sendspin player', 'rooms.sendspinPair': 'Pair',
   'rooms.sendspinTokenHelp': 'Paste the pairing token (SP:0…) the player shows; it pairs when it next connects',
+  'rooms.sendspinCodeShown': 'Sendspin player · type the six digits it shows · ', 'rooms.sendspinCodePrinted': 'Sendspin player · type the eight-digit code printed on it · ',
+  'rooms.sendspinCodeFor': 'Pairing code of {name}', 'rooms.sendspinCodeDigits': 'The code is the eight digits printed on the player',
+  'rooms.sendspinCodeWaits': 'The code waits for {name}: make its pairing gesture (its button or app)',
   'rooms.sendspinStaged': 'Token kept: the player pairs when it connects',
   'rooms.partyOn': 'Party: every room plays {name}', 'rooms.partyOff': 'Party over: every room is back in its group',
   'rooms.party': 'Party', 'rooms.partyIsOn': 'Party is on', 'rooms.partyTapOff': 'Tap to put every room back in its group',
@@ -117,7 +120,7 @@ export const EN = {
   'announce.button': 'Announce', 'announce.title': 'Announce', 'announce.say': 'Say', 'announce.sayLabel': 'What to say, or a URL to play',
   'announce.placeholder': 'Dinner is ready', 'announce.voice': 'Voice', 'announce.rooms': 'Rooms',
   'announce.noRooms': 'No room has a speaker connected', 'announce.needText': 'Type what to say, or a URL',
-  'announce.needRoom': 'Pick at least one room', 'announce.sent': 'Announcing in {rooms}',
+  'announce.needRoom': 'Pick at least one room', 'announce.sent': 'Announcing in {rooms}', 'announce.skipped': 'cannot play it: {rooms}',
   // Stereo pairs and channels
   'pair.new': 'Stereo pair', 'pair.needsTwo': 'A stereo pair needs two rooms: connect two speakers first',
   'pair.leftSpeaker': 'Left speaker', 'pair.rightSpeaker': 'Right speaker', 'pair.name': 'Name of the pair',
