@@ -2,7 +2,7 @@ import Testing
 import TuttiCore
 
 /// Previews' rules (issue 34): the middle 30 s, the minute-long bounded
-/// cache, the per-address limit, and the Ogg Opus pages, on injected time.
+/// cache, the per-address limits, and the Opus-in-Ogg mapping, on injected time.
 @Suite struct PreviewTests {
     let s = nanosecondsPerSecond
 
@@ -74,7 +74,7 @@ import TuttiCore
         #expect(l.count == 2)
     }
 
-    @Test func opusInOggGivesTheHeadersEachOnItsPageGranulesAndATrimmedEnd() {
+    @Test func opusInOggGivesTheHeadersEachOnItsPageGranulesAndATrimmedEnd() throws {
         var m = OpusOggMapping(preSkip: 312)
         let headers = m.headers(vendor: "Tutti")
         #expect(headers.count == 2)
@@ -96,9 +96,10 @@ import TuttiCore
         #expect(out.map { $0.granule } == (1...119).map { Int64($0 * 960) }, "granules count the pre-skip's samples among the decoded")
         #expect(out.map { $0.number } == (2...120).map { Int64($0) })
         #expect(out.allSatisfy { !$0.first && !$0.last && !$0.endsPage } && out[7].bytes == [UInt8](repeating: 7, count: 40))
-        let last = m.finish(samples: 120 * 960 - 100 - 312)
-        #expect(last?.last == true && last?.endsPage == true && last?.number == 121 && last?.bytes.first == 119)
-        #expect(last?.granule == 120 * 960 - 100, "pre-skip + samples: the decoder drops the last packet's padding")
+        let end = m.finish(samples: 120 * 960 - 100 - 312)
+        let last = try #require(end)
+        #expect(last.last && last.endsPage && last.number == 121 && last.bytes.first == 119)
+        #expect(last.granule == Int64(120 * 960 - 100), "pre-skip + samples: the decoder drops the last packet's padding")
         #expect(m.finish(samples: 0) == nil, "nothing held after the end")
 
         // Trimming never reaches into the packets before the last, nor past what was decoded.
@@ -141,7 +142,7 @@ import TuttiCore
         #expect(places.total == 0 && places.addresses == 0, "every place given back: the table is empty")
         // The refusals the route turns into 429 and 503, with the catalogue's words.
         let share = PreviewError.addressBusy(a, share: 2).message
-        #expect(share.key == .previewAddressBusy && share.text(in: .english) == "127.0.0.2 is already waiting for 2 previews: try again when one has started")
+        #expect(share.key == .previewAddressBusy && share.text(in: .english) == "127.0.0.2 is already waiting for 2 previews: try again when one is ready")
         #expect(share.text(in: .korean).contains("127.0.0.2") && share.text(in: .korean).contains("2개"))
         #expect(PreviewWaiting.retryAfterSeconds == 2)
     }
