@@ -518,7 +518,7 @@ public enum MessageKey: String, CaseIterable, Sendable {
         case .previewBusy: "리더가 다른 미리 듣기를 만드는 중입니다. 몇 초 후에 다시 시도하세요"
         case .previewTooMany: "{address}에서 미리 듣기 요청이 너무 많습니다. {seconds}초 후에 다시 시도하세요"
         case .previewAddressBusy: "{address}에서 이미 미리 듣기 {count}개를 기다리고 있습니다. 하나가 준비된 후에 다시 시도하세요"
-        case .reverbOutOfRange: "잔향 {what} {value}이(가) 범위 {range}를 벗어났습니다"
+        case .reverbOutOfRange: "잔향 {what} 값 {value}은(는) {range} 범위 밖입니다"
         case .reverbUnknownPreset: "'{name}'(이)라는 잔향 프리셋이 없습니다 (프리셋: {known}, 또는 off)"
         case .reverbNeedsSettings: #"rooms.setReverb에는 "preset"({presets} 또는 off)이나 "mix"(0–100 %), "size", "damping"(0–1)이 필요합니다"#
         case .reverbOffWithMix: "off는 믹스 0 %입니다. {mix} %가 아닙니다"

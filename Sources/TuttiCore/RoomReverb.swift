@@ -67,15 +67,20 @@ public enum ReverbRefusal: Error, Equatable, Sendable, CustomStringConvertible {
     case sendspinPlayer(room: String)
     case browser(room: String)
 
+    /// A number as the person typed it: 130, not 130.0.
+    static func typed(_ value: Double) -> String {
+        value.isFinite && value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : "\(value)"
+    }
+
     public var message: UserMessage {
         switch self {
         case .settings(.outOfRange(let what, let value, let range)):
-            UserMessage(.reverbOutOfRange, ["what": what, "value": "\(value)", "range": range])
+            UserMessage(.reverbOutOfRange, ["what": what, "value": Self.typed(value), "range": range])
         case .settings(.unknownPreset(let name)):
             UserMessage(.reverbUnknownPreset, ["name": name, "known": ReverbPreset.allCases.map(\.rawValue).joined(separator: ", ")])
         case .needsSettings:
             UserMessage(.reverbNeedsSettings, ["presets": ReverbPreset.allCases.map(\.rawValue).joined(separator: ", ")])
-        case .offWithMix(let mix): UserMessage(.reverbOffWithMix, ["mix": "\(mix)"])
+        case .offWithMix(let mix): UserMessage(.reverbOffWithMix, ["mix": Self.typed(mix)])
         case .unknownRoom(let room, let known):
             known.isEmpty ? UserMessage(.roomUnknown, ["room": room]) : UserMessage(.roomUnknownOfKnown, ["room": room, "known": known.joined(separator: ", ")])
         case .speakerTooOld(let room, let version):

@@ -99,6 +99,57 @@ import TuttiTestSupport
         #expect(measured == measured.sorted(), "the decay grows with the room: \(measured)")
     }
 
+    /// When the music stops, the tail rings out in silence as a room's would:
+    /// it decays in the preset's time, is still there at one RT60 (−60 dB, not
+    /// cut short), and ends 1.5 × RT60 after the music, when the kernel rests
+    /// (exact zeros: no endless noise on an idle speaker).
+    @Test func theTailRingsOutAfterTheMusicStopsThenTheSpeakerRests() throws {
+        let dir = makeTemporaryDirectory()
+        // 0.25 s of silence, then 1 s of 440 Hz at half scale, and the list ends.
+        var track = [Int16](repeating: 0, count: 2 * 12_000)
+        for i in 0..<48_000 { let v = sampleToInt16(Float(0.5 * sin(2 * Double.pi * 440 * Double(i) / 48_000))); track += [v, v] }
+        writeFile(dir + "/burst.wav", wavImage(track))
+        let preset = ReverbPreset.largeHall, rt60 = preset.decaySeconds
+        let leader = try startLeader(files: [])
+        defer { leader.stop() }
+        let room = try startFollower(leader: leader.endpoint, name: "hall", output: .file(path: dir + "/hall.raw", ppm: 0, delayMilliseconds: 0), steering: false)
+        defer { room.stop() }
+        #expect(waitUntilInStep(leader, [room]))
+        try leader.setReverb(room: "hall", try ReverbSettings(preset: preset, mix: 50))
+        #expect(waitUntil(timeout: 5) { !room.reverb.isOff })
+        _ = try leader.perform(.add(uris: [dir + "/burst.wav"], next: false))
+        _ = try leader.perform(.playIndex(0))
+        #expect(waitUntilHeardOut(leader, [dir + "/hall.raw"]))
+        // The list has ended; the DAC goes on for the whole ring-out and a second more.
+        #expect(waitUntilPlayed([dir + "/hall.raw"], through: Monotonic.now() + Int64((1.5 * rt60 + 1.2) * 1e9)))
+        room.stop()
+
+        let played = readRaw(dir + "/hall.raw")
+        // The dry half starts with the tone (its first sample is sin 0 = 0: one frame later).
+        let onset = try #require(firstSoundingFrame(played), "hall played nothing") - 1
+        let end = onset + 48_000
+        let frames = played.count / 2
+        func rms(from: Int, count: Int) -> Double {
+            var sum = 0.0, n = 0
+            for i in max(0, from)..<min(frames, from + count) { let v = Double(played[2 * i]); sum += v * v; n += 1 }
+            return n == 0 ? 0 : (sum / Double(n)).squareRoot()
+        }
+        let window = 4_800
+        let atEnd = rms(from: end + 480, count: window), atRT60 = rms(from: end + Int(rt60 * 48_000) - window / 2, count: window)
+        let dropAtRT60 = 20 * log10(max(atRT60, 1e-9) / max(atEnd, 1e-9))
+        let t = Self.decaySeconds(played, start: end + 480, frames: Int(1.2 * rt60 * 48_000))
+        // Where the kernel rests: the last frame that is not silence.
+        var last = frames - 1
+        while last > end && played[2 * last] == 0 && played[2 * last + 1] == 0 { last -= 1 }
+        let rangOn = Double(last - end) / 48_000
+        print("ring-out after the music (\(preset.rawValue) at 50 %): T20 \((t * 1000).rounded() / 1000) s for \(rt60) s; \((dropAtRT60 * 10).rounded() / 10) dB at one RT60 (RMS \(Int(atEnd)) → \((atRT60 * 10).rounded() / 10)); last sound \((rangOn * 1000).rounded() / 1000) s after the music (1.5 × RT60 = \(1.5 * rt60) s); \(Double(frames - end) / 48_000) s written after it")
+        #expect(Double(frames - end) / 48_000 > 1.5 * rt60 + 0.5, "the DAC stopped \(Double(frames - end) / 48_000) s after the music")
+        #expect(abs(t - rt60) <= 0.2 * rt60, "the tail in silence decays in \(t) s for \(rt60) s")
+        #expect(atEnd > 1_000, "the tail starts at RMS \(atEnd)")
+        #expect(dropAtRT60 > -70 && dropAtRT60 < -50, "one RT60 after the music the tail is \(dropAtRT60) dB (−60 expected): cut short or not decaying")
+        #expect(rangOn > rt60 && rangOn <= 1.5 * rt60 + 0.1, "the last sound \(rangOn) s after the music; it should end by 1.5 × RT60 = \(1.5 * rt60) s")
+    }
+
     @Test func clicksLineUpInARoomWithReverb() throws {
         let dir = makeTemporaryDirectory()
         writeFile(dir + "/a.wav", wavImage(toneWithClicks(seconds: 14, frequency: 440)))
@@ -196,7 +247,7 @@ import TuttiTestSupport
         out = try runTutti(port: port, ["reverb", "kitchen", "bathroom"])
         #expect(out.status != 0 && out.out.contains("no reverb preset 'bathroom' (presets: Small room, Medium room, Large hall, Plate, Cathedral, or off)"), "\(out.out)")
         out = try runTutti(port: port, ["reverb", "kitchen", "Hall", "130"])
-        #expect(out.status != 0 && out.out.contains("reverb mix 130.0 is outside 0–100 %"), "\(out.out)")
+        #expect(out.status != 0 && out.out.contains("reverb mix 130 is outside 0–100 %"), "\(out.out)")
         out = try runTutti(port: port, ["reverb", "garage", "Hall"])
         #expect(out.status != 0 && out.out.contains("no room 'garage'"), "\(out.out)")
         out = try runTutti(port: port, ["reverb", "attic", "Plate", "30"])

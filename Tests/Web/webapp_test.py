@@ -548,6 +548,11 @@ def run(args):
         rv = wait_leader(leader, lambda: (lambda r: (r["off"] and r["mix"] == 0, r))(room_reverb()), "the reverb to be off", T)
         page.wait("document.getElementById('view-sound').dataset.reverb === 'off'", "the reverb picker to show Off")
         ok("sound: reverb off", "Off from the picker: mix %s %%, preset %r kept for the next mix" % (rv["mix"], rv.get("preset")))
+        # A change made elsewhere shows in the picker, though it keeps the focus the person's choice left on it.
+        leader.call("rooms.setReverb", {"room": args.room, "preset": "Plate", "mix": 40})
+        page.wait("document.querySelector('[data-test=sound-reverb]').value === 'Plate' && document.querySelector('[data-test=sound-reverb-mix-value]').textContent === '40 %'",
+                  "the picker (focused: %s) to show Plate at 40 %% set from elsewhere" % page.d.execute_script("return document.activeElement && document.activeElement.dataset.test"))
+        ok("sound: reverb from elsewhere", "Plate at 40 % set over JSON-RPC shows in the picker")
 
         if shots:
             page.tab("library")

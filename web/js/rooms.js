@@ -240,7 +240,7 @@ export function createRooms(selectGroup, go) {
     c.volText = h('span.num', { 'data-test': 'room-volume-value' });
     c.mute = iconButton('vol', t('rooms.mute', { name }), 'room-mute', () => setRoom(name, { muted: !c.muted }), 'toggle');
     c.group = h('select.picker', { 'data-test': 'room-group', 'aria-label': t('rooms.groupOf', { name }), onchange: () => moveRoom(name, c.group.value, c.group) });
-    c.chan = h('select.picker', { 'data-test': 'room-channels', 'aria-label': t('chan.of', { name }), onchange: () => setChannels(name, c.chan.value, c.chan) });
+    c.chan = h('select.picker', { 'data-test': 'room-channels', 'aria-label': t('chan.of', { name }), onchange: () => { c.chanChosenAt = Date.now(); setChannels(name, c.chan.value, c.chan); } });
     for (const o of CHANNELS) c.chan.appendChild(h('option', { value: o, text: t('chan.' + o) }));
     c.chanBox = h('label.glabel', null, h('span', { text: t('chan.label') }), c.chan);
     c.pairRow = h('div.prow', { 'data-test': 'pair-speakers', hidden: true });
@@ -299,7 +299,8 @@ export function createRooms(selectGroup, go) {
       if (paired) renderPair(c, room);
       else {
         c.chan.dataset.channels = room.channels || 'stereo';
-        if (document.activeElement !== c.chan) c.chan.value = room.channels || 'stereo';
+        // A select keeps focus after a choice: only the second after it is left alone (see sound.js).
+        if (Date.now() - (c.chanChosenAt || 0) > 1000) c.chan.value = room.channels || 'stereo';
       }
     }
     if (groupId !== undefined) {

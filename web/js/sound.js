@@ -25,7 +25,10 @@ export function createSound(go) {
   const preamp = h('input.vol', { type: 'range', min: '-12', max: '12', step: '0.5', 'data-test': 'sound-preamp', 'aria-label': t('sound.preampDb') });
   const preampText = h('span.num', { 'data-test': 'sound-preamp-value' });
   const bandsBox = h('div.bands');
-  const reverbSel = h('select.picker', { 'data-test': 'sound-reverb', 'aria-label': t('sound.reverbPreset'), onchange: () => setReverb({ preset: reverbSel.value }) });
+  const reverbSel = h('select.picker', { 'data-test': 'sound-reverb', 'aria-label': t('sound.reverbPreset'), onchange: () => { reverbChosenAt = Date.now(); setReverb({ preset: reverbSel.value }); setTimeout(render, 1100); } });
+  // A select keeps focus after a choice, so focus cannot say "leave it alone": only the second
+  // after the person's own choice is (an older update may still arrive), then other devices' changes show.
+  let reverbChosenAt = 0;
   // The leader's preset names (rooms.setReverb), each shown in the page's language.
   const reverbs = [['Small room', t('sound.reverbSmallRoom')], ['Medium room', t('sound.reverbMediumRoom')], ['Large hall', t('sound.reverbLargeHall')],
     ['Plate', t('sound.reverbPlate')], ['Cathedral', t('sound.reverbCathedral')]];
@@ -80,7 +83,7 @@ export function createSound(go) {
 
   function setReverb(params) {
     if (!room) return;
-    call('rooms.setReverb', Object.assign({ room }, params)).then(null, (e) => { toast(errText(e)); render(); });
+    call('rooms.setReverb', Object.assign({ room }, params)).then(null, (e) => { toast(errText(e)); reverbChosenAt = 0; render(); });
   }
 
   // Each change restarts the group's audio at the point heard: send only where the finger stops.
@@ -138,7 +141,7 @@ export function createSound(go) {
     const rv = (r && r.reverb) || { off: true, mix: 0, preset: null };
     el.dataset.reverb = rv.off ? OFF : (rv.preset || 'custom');
     el.dataset.reverbMix = String(rv.mix);
-    if (document.activeElement !== reverbSel) {
+    if (Date.now() - reverbChosenAt > 1000) {
       const custom = !rv.off && !rv.preset;
       let c = reverbSel.querySelector('option[value=""]');
       if (custom && !c) reverbSel.appendChild(c = h('option', { value: '', text: t('sound.custom'), disabled: true }));
