@@ -220,6 +220,19 @@ for bits in (16, 24):
     run("ffmpeg", "-v", "error", "-y", "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000:duration=0.2", "-ac", "2",
         "-c:a", "flac", "-frame_size", "960", "-sample_fmt", "s16" if bits == 16 else "s32", "-bits_per_raw_sample", str(bits), f)
     put("sendspin-flac", "tone%d" % bits, sendspin_flac(f))
+# --- sendspin-listen: what dials a listening speaker: the WebSocket opening request, then masked frames.
+def ws_masked(opcode, payload, mask=b"\x11\x22\x33\x44"):
+    n = len(payload)
+    head = bytes([0x80 | opcode]) + (bytes([0x80 | n]) if n < 126 else bytes([0x80 | 126]) + struct.pack(">H", n))
+    return head + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+opening = ("GET /sendspin HTTP/1.1\r\nHost: 127.0.0.1:8928\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+           "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n").encode()
+hello_json = json.dumps({"type": "server/hello", "payload": {"server_id": "s", "name": "Music Assistant", "version": 1}}).encode()
+put("sendspin-listen", "opening-and-hello", WHOLE + opening + ws_masked(1, hello_json) + ws_masked(2, bytes(range(40))) + ws_masked(8, b"\x03\xe8"))
+put("sendspin-listen", "byte-by-byte", BYTES + opening + ws_masked(9, b"ping"))
+put("sendspin-listen", "wrong-path", SMALL + opening.replace(b"/sendspin", b"/other"))
+put("sendspin-listen", "post", WHOLE + opening.replace(b"GET", b"POST"))
+put("sendspin-listen", "unmasked-frame", WHOLE + opening + bytes([0x81, 2]) + b"hi")
 print("seeds written under", root)
 
 # --- podcast feeds (FeedParser: expat), whole documents.

@@ -16,6 +16,7 @@ packages=(
   opus-tools oggz-tools                                                                     # tests: previews' Ogg Opus checked by opusinfo and oggz-validate (OggOpusWriterTests)
   ncmpcpp tmux openssl ca-certificates util-linux curl                                      # tests: ncmpcpp in tmux; https certificates, the CA bundle, unshare; curl as a raw HTTP client (WebServerHeaderTests)
   avahi-daemon dbus                                                                         # mDNS: discovery tests run their own daemon on loopback
+  avahi-utils                                                                               # mDNS: avahi-browse sees what a speaker announces (a listening Sendspin player)
   shairport-sync                                                                            # AirPlay: the leader's managed receivers (AirPlayTests)
   chromium chromium-driver python3-selenium                                                 # the web app's tests drive a real browser
   fonts-noto-cjk                                                                            # the web app in Korean: Hangul in its screenshots

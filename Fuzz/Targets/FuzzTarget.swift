@@ -34,6 +34,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     case sendspinNoise = "sendspin-noise"
     /// A Sendspin server's FLAC as a Tutti speaker decodes it: `codec_header`, then one frame a chunk, into libFLAC.
     case sendspinFLAC = "sendspin-flac"
+    /// What a listening Tutti speaker reads from whoever dials it: the WebSocket opening request, then client frames.
+    case sendspinListen = "sendspin-listen"
 
     /// Runs one input. Returns normally for every input the parser handles
     /// (accepting or refusing it); traps on a bug.
@@ -60,6 +62,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .snapcastExec: CommandExecution.snapcast(bytes)
         case .sendspinNoise: Self.sendspinNoise(bytes)
         case .sendspinFLAC: Self.sendspinFLAC(bytes)
+        case .sendspinListen: Self.sendspinListen(bytes)
         }
     }
 
@@ -127,6 +130,46 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
                                                maxFrames: WireProtocol.maxChunkFrames) else { continue }
             precondition(n >= 0 && n <= WireProtocol.maxChunkFrames, "\(n) frames into a chunk of \(WireProtocol.maxChunkFrames)")
             for i in 0..<(2 * n) { precondition(flacOutput[i].isFinite && abs(flacOutput[i]) <= 1, "sample \(flacOutput[i])") }
+        }
+    }
+
+    /// A listening speaker's socket, in the pieces a peer sends: the opening request
+    /// (`WebSocketUpgrade.request`, as `SendspinSocket` accumulates it), then masked client
+    /// frames (`WebSocketFrameReader(fromClient: true)`). Whatever comes in: a refusal with
+    /// an HTTP status, or a 16-byte key; the request never held past its bound; frames
+    /// read to an error or to messages within the bound, never more bytes held than the bound.
+    static func sendspinListen(_ bytes: [UInt8]) {
+        let limit = 65_536
+        var request: [UInt8] = []
+        var reader = WebSocketFrameReader(maximumMessageBytes: limit, fromClient: true)
+        var opened = false
+        for piece in pieces(bytes) {
+            if !opened {
+                request += piece
+                let result: (key: [UInt8], rest: [UInt8])?
+                do { result = try WebSocketUpgrade.request(request, path: "/sendspin") } catch {
+                    precondition([400, 404, 405, 426, 431].contains(error.status), "status \(error.status)")
+                    precondition(!WebSocketUpgrade.refusal(error).isEmpty)
+                    return
+                }
+                guard let (key, rest) = result else {
+                    precondition(request.count <= WebSocketUpgrade.maximumRequestBytes, "\(request.count) bytes held before the request ended")
+                    continue
+                }
+                precondition(key.count == 16)
+                opened = true
+                reader.append(rest)
+            } else {
+                reader.append(Array(piece))
+            }
+            while true {
+                let message: WebSocketMessage?
+                do { message = try reader.next() } catch { return }
+                guard let message else { break }
+                if case .binary(let m) = message { precondition(m.count <= limit) }
+                if case .text(let m) = message { precondition(m.count <= limit) }
+            }
+            precondition(reader.pendingBytes <= limit + 14 + 65_536, "\(reader.pendingBytes) bytes held")
         }
     }
 

@@ -52,15 +52,32 @@ public final class PCMEncoder: ChunkEncoder {
     }
 }
 
+/// Raw little-endian stereo PCM: S16LE (Tutti's wire), or S24LE in 3 bytes
+/// (a Sendspin server's 24-bit PCM), exactly into floats (24 bits fit a Float's mantissa).
 public final class PCMDecoder: ChunkDecoder {
-    public init() {}
+    public let bytesPerSample: Int
+    public init(bitDepth: Int = 16) {
+        precondition(bitDepth == 16 || bitDepth == 24, "PCM of 16 or 24 bits")
+        bytesPerSample = bitDepth / 8
+    }
     public func reset() {}
     public func decode(_ payload: [UInt8], frames: Int, into output: UnsafeMutablePointer<Float>, maxFrames: Int) throws(AudioError) -> Int {
-        let n = min(payload.count / 4, maxFrames)
-        guard n == frames else { throw .codec(operation: "pcm decode", reason: "payload holds \(payload.count / 4) frames, header says \(frames)") }
-        for i in 0..<(n * 2) {
-            let v = Int16(bitPattern: UInt16(payload[2 * i]) | UInt16(payload[2 * i + 1]) << 8)
-            output[i] = Float(v) / 32768
+        let frameBytes = 2 * bytesPerSample
+        let n = min(payload.count / frameBytes, maxFrames)
+        guard n == frames, payload.count == n * frameBytes else {
+            throw .codec(operation: "pcm decode", reason: "payload holds \(payload.count) bytes, header says \(frames) frames of \(frameBytes)")
+        }
+        if bytesPerSample == 2 {
+            for i in 0..<(n * 2) {
+                let v = Int16(bitPattern: UInt16(payload[2 * i]) | UInt16(payload[2 * i + 1]) << 8)
+                output[i] = Float(v) / 32768
+            }
+        } else {
+            for i in 0..<(n * 2) {
+                // The three bytes in the top of an Int32, shifted back down with their sign.
+                let v = Int32(bitPattern: UInt32(payload[3 * i]) << 8 | UInt32(payload[3 * i + 1]) << 16 | UInt32(payload[3 * i + 2]) << 24) >> 8
+                output[i] = Float(v) / 8_388_608
+            }
         }
         return n
     }

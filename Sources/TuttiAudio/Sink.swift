@@ -31,6 +31,9 @@ public protocol AudioSink: AnyObject {
     var generation: Int { get }
     /// Why the last write failed for good (what the device said), if it did.
     var failure: String? { get }
+    /// Bits per sample that reach the device (what a Sendspin server is
+    /// offered by default: 24-bit formats only where more than 16 get through).
+    var outputBits: Int { get }
     func close()
 }
 
@@ -39,6 +42,7 @@ public extension AudioSink {
     var lastWriteLeaveTime: Int64? { nil }
     var generation: Int { 0 }
     var failure: String? { nil }
+    var outputBits: Int { 16 }
 }
 
 /// `--output` values: `alsa:DEVICE` or `file:PATH[,ppm=N][,delay-ms=N]`.

@@ -220,6 +220,10 @@ public enum CalibrationRefusal: Error, Equatable, CustomStringConvertible {
     case clipped(samples: Int)
     case tooNoisy
     case fewerThanTwoHeard
+    /// The repeated first speaker came back this many ms (signed) away from
+    /// where the slots put it, more than any recorder's clock explains: the
+    /// recorder dropped or inserted audio between the sweeps.
+    case skipped(milliseconds: Double)
     /// Not a WAV file `WAVParser` reads (the reason in English: it names the format found).
     case notWAV(String)
     /// No plan, or one that `CalibrationPlan(json:)` does not take.
@@ -237,6 +241,7 @@ public enum CalibrationRefusal: Error, Equatable, CustomStringConvertible {
         case .clipped(let n): UserMessage(.calibrationClipped, ["count": String(n)])
         case .tooNoisy: UserMessage(.calibrationTooNoisy)
         case .fewerThanTwoHeard: UserMessage(.calibrationFewerThanTwo)
+        case .skipped(let ms): UserMessage(.calibrationSkipped, ["ms": Calibration.format(ms, 1)])
         case .notWAV(let why): UserMessage(.calibrationNotWAV, ["reason": why])
         case .badPlan: UserMessage(.calibrationBadPlan)
         }
@@ -322,6 +327,8 @@ public struct CalibrationResult: Equatable, Sendable {
     public var recorderRatePPM: Double
     /// The recording's loudest sample, dBFS.
     public var peakDBFS: Double
+    /// Dropouts (digital silence between sounds) taken out before the rooms were found, ms; 0 for a clean recording.
+    public var closedGapsMilliseconds: Double = 0
 
     /// The results as people see the rooms: each stereo pair once, with its sides, in the order measured.
     public var byRoom: [CalibrationRoomGroup] {
@@ -381,6 +388,60 @@ public enum Calibration {
         guard peakDB >= quietDBFS else { throw .tooQuiet(peakDBFS: peakDB) }
         guard clipped <= clippedLimit else { throw .clipped(samples: clipped) }
 
+        let measured = try measure(recording, sampleRate: sampleRate, plan: plan, peakDB: peakDB)
+        guard let skew = measured.skew else { return measured.result }
+        // The recorder skipped between the sweeps. A capture pipeline that
+        // ran dry pads with digital silence (Chromium's MediaStream source
+        // does, under load), which a microphone never records: close those
+        // gaps and measure again. Only here, where the repeated first
+        // speaker proves time was lost, since a noise-gated recorder's
+        // zeros are real time.
+        let closed = closingDropouts(recording, minimum: Int(dropoutSeconds * fs))
+        if closed.removed > 0, let again = try? measure(closed.samples, sampleRate: sampleRate, plan: plan, peakDB: peakDB),
+           again.skew == nil {
+            var result = again.result
+            result.closedGapsMilliseconds = Double(closed.removed) / fs * 1000
+            return result
+        }
+        throw .skipped(milliseconds: skew * 1000)
+    }
+
+    /// Zero runs at least this long inside a recording are dropouts, not sound (1 ms: 48 samples at 48 kHz).
+    public static let dropoutSeconds = 0.001
+    /// The repeated first speaker may come back this far (relative) from its slot: 1000 ppm, ten times a phone's clock error.
+    public static let skipTolerance = 1e-3
+
+    /// `recording` without its runs of exact zeros of at least `minimum`
+    /// samples that lie between sound (leading and trailing silence stays:
+    /// it moves every sweep alike), and how many samples went.
+    public static func closingDropouts(_ recording: [Float], minimum: Int) -> (samples: [Float], removed: Int) {
+        guard let first = recording.firstIndex(where: { $0 != 0 }), let last = recording.lastIndex(where: { $0 != 0 }) else {
+            return (recording, 0)
+        }
+        var out: [Float] = []
+        out.reserveCapacity(recording.count)
+        out.append(contentsOf: recording[..<first])
+        var n = first, removed = 0
+        while n <= last {
+            if recording[n] != 0 { out.append(recording[n]); n += 1; continue }
+            var end = n
+            while end <= last, recording[end] == 0 { end += 1 }
+            if end - n >= minimum { removed += end - n } else { out.append(contentsOf: recording[n..<end]) }
+            n = end
+        }
+        out.append(contentsOf: recording[(last + 1)...])
+        return (out, removed)
+    }
+
+    /// The rooms' arrivals in `recording`, and, when the repeated first
+    /// speaker came back further from its slot than `skipTolerance` allows,
+    /// by how much (seconds, signed).
+    static func measure(_ recording: [Float], sampleRate: Int, plan: CalibrationPlan,
+                        peakDB: Double) throws(CalibrationRefusal) -> (result: CalibrationResult, skew: Double?) {
+        let fs = Double(sampleRate)
+        guard Double(recording.count) / fs >= plan.duration else {
+            throw .tooShort(seconds: Double(recording.count) / fs, needed: plan.duration)
+        }
         let impulse = deconvolve(recording, sampleRate: sampleRate, sweep: plan.sweep)
         // Only lags where a whole sweep fits in the recording: near its end the
         // deconvolution sees part of a sweep, and its noise is no longer like the rest.
@@ -407,11 +468,12 @@ public enum Calibration {
         let finds = placed.finds
 
         // The recorder's rate, from the first room heard twice.
-        var ratio = 1.0
+        var ratio = 1.0, skew: Double?
         if plan.slots.count > plan.sources.count, let first = finds.first, let last = finds.last,
            first.confidenceDB >= trustedDB, last.confidenceDB >= trustedDB, first.echo == nil, last.echo == nil {
-            let r = (last.position - first.position) / (Double(plan.slots.count - 1) * slot)
-            if abs(r - 1) < 1e-3 { ratio = r }
+            let span = Double(plan.slots.count - 1) * slot
+            let r = (last.position - first.position) / span
+            if abs(r - 1) < skipTolerance { ratio = r } else { skew = (last.position - first.position - span) / fs }
         }
         // Each slot's arrival less where the plan puts it (on the recorder's clock), in leader seconds.
         var offsets: [String: Double] = [:]
@@ -434,7 +496,7 @@ public enum Calibration {
         if let earliest = offsets.values.min() {
             for i in results.indices { results[i].delayMilliseconds = offsets[results[i].room].map { ($0 - earliest) * 1000 } }
         }
-        return CalibrationResult(rooms: results, recorderRatePPM: (ratio - 1) * 1e6, peakDBFS: peakDB)
+        return (CalibrationResult(rooms: results, recorderRatePPM: (ratio - 1) * 1e6, peakDBFS: peakDB), skew)
     }
 
     struct SlotFind {

@@ -43,7 +43,7 @@ extension CalibrationResult {
     /// confidenceDb, trimMs, currentTrimMs, problem, problemCode,
     /// responseDb}], confidenceDb (its weaker side's), problem (its first
     /// side's), responseDb and eq (the pair's, from both sides)};
-    /// `bandsHz`, `recorderRatePpm`, `peakDbfs`, `usable`.
+    /// `bandsHz`, `recorderRatePpm`, `peakDbfs`, `usable`, and `gapsClosedMs` when dropouts were taken out.
     public func report(current: [String: Double], language: Language) -> JSONValue {
         let trims = trims(current: current)
         func rounded(_ v: Double, _ scale: Double) -> JSONValue { .number((v * scale).rounded() / scale) }
@@ -82,7 +82,10 @@ extension CalibrationResult {
             }
             return .object(o)
         }
-        return ["rooms": .array(rooms), "bandsHz": .numbers(EqualizerSettings.bandFrequencies),
-                "recorderRatePpm": rounded(recorderRatePPM, 10), "peakDbfs": rounded(peakDBFS, 10), "usable": .bool(isUsable)]
+        var report: [String: JSONValue] = ["rooms": .array(rooms), "bandsHz": .numbers(EqualizerSettings.bandFrequencies),
+                                           "recorderRatePpm": rounded(recorderRatePPM, 10), "peakDbfs": rounded(peakDBFS, 10),
+                                           "usable": .bool(isUsable)]
+        if closedGapsMilliseconds > 0 { report["gapsClosedMs"] = rounded(closedGapsMilliseconds, 1000) }
+        return .object(report)
     }
 }

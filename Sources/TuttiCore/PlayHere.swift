@@ -8,8 +8,9 @@
 /// | type | message | body |
 /// |---|---|---|
 /// | 0x01 | clock ping | f64 page time (ms, `performance.now()`) |
-/// | 0x02 | start | UTF-8 room name (1…`maximumNameBytes`) |
+/// | 0x02 | start | UTF-8 room name (1…`maximumNameBytes`): audio as 16-bit PCM |
 /// | 0x03 | stop | — |
+/// | 0x04 | start, with formats | u8 formats the page decodes (bit 0: s16, bit 1: Opus), then the UTF-8 room name |
 ///
 /// Leader → page:
 ///
@@ -17,22 +18,47 @@
 /// |---|---|---|
 /// | 0x81 | clock reply | f64 page time echoed, i64 leader receive (ns), i64 leader send (ns) |
 /// | 0x82 | joined | UTF-8 room name as the leader gave it |
-/// | 0x83 | audio | u32 stream, i64 PTS (leader ns), u32 frames, u8 format (1 = s16le), then frames × 2 channels of 48 kHz PCM |
+/// | 0x83 | audio | u32 stream, i64 PTS (leader ns), u32 frames, u8 format, then the audio: format 1 (s16le) frames × 2 channels of 48 kHz PCM; format 2 (Opus) one 48 kHz stereo packet that decodes to `frames` frames |
 /// | 0x84 | cut | i64 leader ns: drop everything from there on |
 /// | 0x85 | settings | u8 volume (0…100), u8 muted, i64 latency trim (ns) |
 /// | 0x86 | stopped | UTF-8 reason (the room left; the page may start again) |
+///
+/// A page that asks for Opus (0x04 with bit 1: it has WebCodecs'
+/// `AudioDecoder` for Opus, which browsers give only to secure origins) gets
+/// format 2: the leader encodes the room's sound once per page and stamps
+/// each packet with the PTS at which its decoded first frame plays, the
+/// encoder's look-ahead taken off (`PlayHereRoom`). The page decodes the
+/// packets in order, without an Opus header (so nothing is trimmed as
+/// pre-skip), and schedules each decoded packet as it would the PCM.
+/// A chunk of a length that is no Opus frame size comes as PCM all the same.
 public enum PlayHere {
     public static let maximumNameBytes = 64
     public static let sampleRate = 48_000
     public static let channels = 2
     /// The only PCM layout sent: 16-bit little-endian, interleaved.
     public static let formatS16 = UInt8(1)
+    /// One Opus packet (48 kHz stereo) per audio message.
+    public static let formatOpus = UInt8(2)
+    /// The Opus a page is sent: the stream (160 kb/s by default) decoded,
+    /// played through the room's channel map and EQ, and coded again; at
+    /// 128 kb/s the second coding stays transparent for music where 96 kb/s
+    /// starts to smear cymbals after a first one, and it is still a twelfth
+    /// of PCM's 1,536 kb/s on a phone's data plan.
+    public static let opusBitrateKbps = 128
+    /// Opus packets are at most this long (RFC 6716: 1275 bytes a frame, at most 3 frames of 20 ms here).
+    public static let maximumOpusPacketBytes = 4_000
+
+    /// How a page wants its audio.
+    public enum AudioFormat: UInt8, Sendable, Equatable {
+        case s16 = 1
+        case opus = 2
+    }
     /// At most one chunk of this many frames (100 ms) per message.
     public static let maximumFrames = 4_800
 
     public enum PageMessage: Equatable, Sendable {
         case clockPing(pageTime: Double)
-        case start(name: String)
+        case start(name: String, format: AudioFormat)
         case stop
     }
 
@@ -41,6 +67,7 @@ public enum PlayHere {
         case unknownType(UInt8)
         case badLength(type: UInt8, expected: String, got: Int)
         case badName(String)
+        case badFormats(UInt8)
 
         public var description: String {
             switch self {
@@ -48,6 +75,7 @@ public enum PlayHere {
             case .unknownType(let t): "a Play here message of unknown type \(t)"
             case .badLength(let t, let e, let g): "Play here message \(t): \(g) bytes where \(e) belong"
             case .badName(let why): "the room name \(why)"
+            case .badFormats(let f): "Play here formats \(f): neither 16-bit PCM nor Opus, or unknown bits"
             }
         }
     }
@@ -64,7 +92,12 @@ public enum PlayHere {
             return .clockPing(pageTime: time)
         case 0x02:
             guard body >= 1, body <= maximumNameBytes else { throw .badLength(type: type, expected: "1…\(maximumNameBytes)", got: body) }
-            return .start(name: try roomName(Array(bytes[1...])))
+            return .start(name: try roomName(Array(bytes[1...])), format: .s16)
+        case 0x04:
+            guard body >= 2, body <= maximumNameBytes + 1 else { throw .badLength(type: type, expected: "2…\(maximumNameBytes + 1)", got: body) }
+            let formats = bytes[1]
+            guard formats & 0x03 != 0, formats & ~0x03 == 0 else { throw .badFormats(formats) }
+            return .start(name: try roomName(Array(bytes[2...])), format: formats & 0x02 != 0 ? .opus : .s16)
         case 0x03:
             guard body == 0 else { throw .badLength(type: type, expected: "0", got: body) }
             return .stop
@@ -106,13 +139,24 @@ public enum PlayHere {
     /// One chunk of 16-bit PCM (`pcm`: frames × 2 × 2 bytes).
     public static func audio(streamID: UInt32, pts: Int64, frames: UInt32, pcm: [UInt8]) -> [UInt8] {
         precondition(pcm.count == Int(frames) * channels * 2, "PCM of \(frames) stereo 16-bit frames")
+        return audioMessage(streamID: streamID, pts: pts, frames: frames, format: formatS16, payload: pcm)
+    }
+
+    /// One Opus packet that decodes to `frames` frames, stamped with the PTS its decoded first frame plays at.
+    public static func opusAudio(streamID: UInt32, pts: Int64, frames: UInt32, packet: [UInt8]) -> [UInt8] {
+        precondition(!packet.isEmpty && packet.count <= maximumOpusPacketBytes, "an Opus packet of 1…\(maximumOpusPacketBytes) bytes")
+        return audioMessage(streamID: streamID, pts: pts, frames: frames, format: formatOpus, payload: packet)
+    }
+
+    /// The audio message's 18-byte header (type, stream, PTS, frames, format), then the payload.
+    private static func audioMessage(streamID: UInt32, pts: Int64, frames: UInt32, format: UInt8, payload: [UInt8]) -> [UInt8] {
         var out: [UInt8] = [0x83]
-        out.reserveCapacity(18 + pcm.count)
+        out.reserveCapacity(audioHeaderBytes + payload.count)
         append(&out, streamID)
         append(&out, UInt64(bitPattern: pts))
         append(&out, frames)
-        out.append(formatS16)
-        out += pcm
+        out.append(format)
+        out += payload
         return out
     }
 
@@ -150,8 +194,8 @@ public enum PlayHere {
 /// owner (TuttiWebApp's `PlayHereRoom`) holds it under a lock and performs
 /// the actions: decodes audio, plays the room's channel map and EQ on it
 /// (`PlayHereSound`: the page plays what it is sent, so they are made at
-/// the leader), makes it 16-bit PCM, and queues what to send on the page's
-/// bounded writer.
+/// the leader), makes it 16-bit PCM or Opus (the page's format), and
+/// queues what to send on the page's bounded writer.
 public struct PlayHereSession: Sendable {
     public enum Action: Equatable, Sendable {
         /// Decode this chunk (in the leader's wire codec) and send it as `PlayHere.audio`.

@@ -1,7 +1,8 @@
 /// A Play here page's room sound, made at the leader: the page plays the
 /// PCM it is sent, so its room's channel map and EQ are applied here, by
 /// the kernels a speaker's audio thread runs (`ChannelMapper`, then
-/// `EqualizerProcessor`), on each chunk before it becomes 16-bit PCM.
+/// `EqualizerProcessor`), on each chunk before it becomes 16-bit PCM (or
+/// is coded as Opus, from `buffer`, for a page that decodes it).
 /// A change fades in over 10 ms as on a speaker; at stereo and flat the
 /// samples pass untouched, and 16-bit → float → 16-bit returns every
 /// sample as it was, so the page gets the stream bit-exact.
@@ -51,12 +52,17 @@ public final class PlayHereSound: @unchecked Sendable {
         }
     }
 
-    /// Maps and filters the first `frames` frames of `buffer`, and returns them as 16-bit little-endian PCM.
-    public func render(frames: Int) -> [UInt8] {
+    /// Maps and filters the first `frames` frames of `buffer` in place (for an encoder to read there).
+    public func process(frames: Int) {
         precondition(frames <= Self.maxFrames)
         started = true
         mapper.process(buffer, frames: frames, target: channels)
         kernel.process(buffer, frames: frames)
+    }
+
+    /// Maps and filters the first `frames` frames of `buffer`, and returns them as 16-bit little-endian PCM.
+    public func render(frames: Int) -> [UInt8] {
+        process(frames: frames)
         var out = [UInt8](repeating: 0, count: frames * 4)
         for i in 0..<(2 * frames) {
             let v = UInt16(bitPattern: Int16(max(-32_768, min(32_767, (buffer[i] * 32_768).rounded()))))

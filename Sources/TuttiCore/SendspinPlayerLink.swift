@@ -20,7 +20,7 @@ public struct SendspinPlayerLink: Sendable {
         public var bufferNanoseconds: Int64
         /// How long before its play time the first chunk after a start or clear must come.
         public var requiredLeadMilliseconds: Int
-        /// The formats offered, preferred first (the server takes the first it can send): some of `playable`.
+        /// The formats offered, preferred first (the server takes the first it can send): some of `decodable`.
         public var formats: [SendspinAudioFormat]
 
         public init(name: String, bufferNanoseconds: Int64 = 2 * nanosecondsPerSecond, requiredLeadMilliseconds: Int = 200,
@@ -75,8 +75,36 @@ public struct SendspinPlayerLink: Sendable {
     public static let flac = SendspinAudioFormat(codec: .flac, sampleRate: 48_000, channels: 2, bitDepth: 16)
     /// Opus, stereo at 48 kHz (libopus decodes it); lossy, for a thin link.
     public static let opus = SendspinAudioFormat(codec: .opus, sampleRate: 48_000, channels: 2, bitDepth: 16)
-    /// What this speaker plays, in the order it offers them by default.
+    /// FLAC and PCM at 24 bits: the speaker's pipeline is float, so they reach
+    /// the DAC at its own depth (a 16-bit DAC rounds once, at the end).
+    public static let flac24 = SendspinAudioFormat(codec: .flac, sampleRate: 48_000, channels: 2, bitDepth: 24)
+    public static let pcm24 = SendspinAudioFormat(codec: .pcm, sampleRate: 48_000, channels: 2, bitDepth: 24)
+    /// What this speaker offers by default, in that order: 16-bit, since its
+    /// outputs (ALSA S16_LE, the file DAC) carry 16 bits (see `offered(outputBits:)`).
     public static let playable = [flac, pcm, opus]
+    /// Every format this speaker decodes (`--sendspin-codecs` names them: flac, pcm, opus, flac24, pcm24).
+    public static let decodable = [flac, pcm, opus, flac24, pcm24]
+
+    /// What to offer by default for an output of `outputBits` per sample:
+    /// 24-bit FLAC and PCM first when the output carries more than 16 bits
+    /// (what the server sends then reaches it whole), else 16-bit only (24
+    /// would cost half as many bytes again for nothing: the speaker rounds to
+    /// the output's 16 bits after its volume).
+    public static func offered(outputBits: Int) -> [SendspinAudioFormat] {
+        outputBits > 16 ? [flac24, flac, pcm24, pcm, opus] : playable
+    }
+
+    /// A `--sendspin-codecs` name: `flac`, `pcm`, `opus`, `flac24`, `pcm24` (`flac16`, `pcm16` too).
+    public static func format(named name: String) -> SendspinAudioFormat? {
+        switch name {
+        case "flac", "flac16": flac
+        case "pcm", "pcm16": pcm
+        case "opus": opus
+        case "flac24": flac24
+        case "pcm24": pcm24
+        default: nil
+        }
+    }
     /// A FLAC `codec_header` (`fLaC` and its metadata blocks) beyond this closes the connection.
     public static let maximumCodecHeaderBytes = 8 * 1024
     /// A text message from the server beyond this closes the connection.
@@ -101,6 +129,10 @@ public struct SendspinPlayerLink: Sendable {
     public private(set) var groupName: String?
     /// Chunks that came with no stream started, or malformed beyond closing.
     public private(set) var ignoredChunks = 0
+    /// The `activities` of the latest `server/activate` (`playback`, `pairing`), and how many came:
+    /// a listening speaker ranks a connection by them when several servers dial in (`SendspinAdmission`).
+    public private(set) var activities: [String] = []
+    public private(set) var activations = 0
     private var lastStreamID: UInt32 = 0
     private var sequence: UInt64 = 0
     /// Where the last chunk written ends (server time).
@@ -112,7 +144,7 @@ public struct SendspinPlayerLink: Sendable {
 
     // MARK: What this speaker sends
 
-    /// `client/hello`, the answer to `server/hello`: a player of the configured formats (FLAC, PCM, Opus),
+    /// `client/hello`, the answer to `server/hello`: a player of the configured formats (FLAC, PCM, Opus; 16 or 24 bits),
     /// volume and mute, unpaired access enabled (a stock player's default).
     public var hello: String {
         message("client/hello", [
@@ -208,8 +240,8 @@ public struct SendspinPlayerLink: Sendable {
         }
     }
 
-    /// A binary message: an audio chunk (type 4) of the current stream; PCM cut to Tutti's chunk
-    /// size, a FLAC frame or Opus packet whole (its header says how long it lasts).
+    /// A binary message: an audio chunk (type 4) of the current stream; PCM (16 or 24 bits, as
+    /// it came) cut to Tutti's chunk size, a FLAC frame or Opus packet whole (its header says how long it lasts).
     public mutating func received(binary: [UInt8]) -> [Action] {
         guard let type = binary.first, type == Sendspin.audioChunkType, phase == .active else { return [] }
         guard binary.count > Self.chunkHeaderBytes else { return [.close("an audio chunk of \(binary.count) bytes")] }
@@ -229,15 +261,16 @@ public struct SendspinPlayerLink: Sendable {
             lastEnd = start + Self.nanoseconds(frames: samples)
             return [.chunk(Chunk(streamID: id, sequence: sequence, pts: start, frames: UInt32(samples), payload: packet))]
         }
-        guard bytes % 4 == 0 else { return [.close("an audio chunk of \(bytes) bytes (not whole 16-bit stereo frames)")] }
+        let frameBytes = format.bitDepth / 8 * 2
+        guard bytes % frameBytes == 0 else { return [.close("an audio chunk of \(bytes) bytes (not whole \(format.bitDepth)-bit stereo frames)")] }
         var actions: [Action] = []
         var offset = 0
-        let frames = bytes / 4
+        let frames = bytes / frameBytes
         while offset < frames {
             let n = min(frames - offset, WireProtocol.maxChunkFrames)
-            let from = Self.chunkHeaderBytes + offset * 4
+            let from = Self.chunkHeaderBytes + offset * frameBytes
             let pts = start + Self.nanoseconds(frames: offset)
-            actions.append(.chunk(Chunk(streamID: id, sequence: sequence, pts: pts, frames: UInt32(n), payload: Array(binary[from..<(from + n * 4)]))))
+            actions.append(.chunk(Chunk(streamID: id, sequence: sequence, pts: pts, frames: UInt32(n), payload: Array(binary[from..<(from + n * frameBytes)]))))
             sequence &+= 1
             offset += n
         }
@@ -259,6 +292,8 @@ public struct SendspinPlayerLink: Sendable {
     }
 
     private mutating func activate(_ payload: [String: JSONValue]) -> [Action] {
+        activations += 1
+        activities = (payload["activities"]?.array ?? []).prefix(4).compactMap { $0.string.map { String($0.prefix(16)) } }
         // The roles say what this connection may do; `activities` only whether the group plays
         // now (`playback`), which the stream messages say anyway. `active_roles` persists when omitted.
         let roles = payload["active_roles"]?.array?.compactMap(\.string)
@@ -368,6 +403,48 @@ public struct SendspinServerAddress: Equatable, Sendable, CustomStringConvertibl
         }
         guard !rest.isEmpty, rest.utf8.count <= 253, !rest.contains(where: { $0 == " " || $0 == "@" || $0.isNewline }) else { return nil }
         self.init(host: String(rest), port: port, path: path)
+    }
+
+    public var description: String { "ws://\(host):\(port)\(path)" }
+}
+
+/// Where a speaker waits for Sendspin servers to dial in (`--sendspin-listen`):
+/// `[HOST][:PORT][/PATH]`, every part optional (all interfaces, port 8928,
+/// path `/sendspin`: the spec's recommendations for a client), or `PORT` alone.
+public struct SendspinListenAddress: Equatable, Sendable, CustomStringConvertible {
+    public var host: String
+    public var port: UInt16
+    public var path: String
+
+    public static let defaultPort: UInt16 = 8928
+
+    public init(host: String = "0.0.0.0", port: UInt16 = defaultPort, path: String = SendspinServerAddress.defaultPath) {
+        self.host = host; self.port = port; self.path = path
+    }
+
+    /// Nil when the text is not such an address. `yes` and the empty text are the defaults.
+    public init?(parsing text: String) {
+        var rest = Substring(text)
+        var path = SendspinServerAddress.defaultPath
+        if let slash = rest.firstIndex(of: "/") {
+            path = String(rest[slash...])
+            rest = rest[..<slash]
+        }
+        guard path.utf8.count <= 256, !path.contains(where: { $0 == " " || $0 == "?" || $0 == "#" || $0.isNewline }) else { return nil }
+        var host = "0.0.0.0", port = Self.defaultPort
+        if rest == "yes" { rest = "" }
+        if !rest.isEmpty, rest.allSatisfy({ $0.isASCII && $0.isNumber }) {
+            guard let p = UInt16(rest) else { return nil }
+            port = p
+        } else if let colon = rest.lastIndex(of: ":") {
+            guard let p = UInt16(rest[rest.index(after: colon)...]) else { return nil }
+            port = p
+            if colon > rest.startIndex { host = String(rest[..<colon]) }
+        } else if !rest.isEmpty {
+            host = String(rest)
+        }
+        guard host.utf8.count <= 253, !host.contains(where: { $0 == " " || $0 == "@" || $0 == ":" || $0.isNewline }) else { return nil }
+        self.init(host: host, port: port, path: path)
     }
 
     public var description: String { "ws://\(host):\(port)\(path)" }

@@ -128,18 +128,24 @@ public enum WebSocketClientFrame {
     }
 }
 
-/// Reads a server's frames from a byte stream: whole messages, fragments
+/// Reads the peer's frames from a byte stream: whole messages, fragments
 /// joined, every length checked before anything is kept. A server's frames
-/// are never masked; control frames are final and at most 125 bytes.
+/// are never masked, a client's always are (`fromClient`: this side is the
+/// server, and unmasks them); control frames are final and at most 125 bytes.
 public struct WebSocketFrameReader: Sendable {
     /// The largest message (all its fragments) this reader keeps.
     public let maximumMessageBytes: Int
+    /// The peer is a client: its frames must be masked (RFC 6455 §5.1).
+    public let fromClient: Bool
     private var buffer: [UInt8] = []
     private var start = 0
     private var fragments: [UInt8] = []
     private var fragmentOpcode: UInt8?
 
-    public init(maximumMessageBytes: Int) { self.maximumMessageBytes = maximumMessageBytes }
+    public init(maximumMessageBytes: Int, fromClient: Bool = false) {
+        self.maximumMessageBytes = maximumMessageBytes
+        self.fromClient = fromClient
+    }
 
     /// Bytes held that are not yet a whole message.
     public var pendingBytes: Int { buffer.count - start + fragments.count }
@@ -161,7 +167,8 @@ public struct WebSocketFrameReader: Sendable {
             guard available >= 2 else { return nil }
             let b0 = buffer[start], b1 = buffer[start + 1]
             guard b0 & 0x70 == 0 else { throw .malformed("reserved bits set (no extension was agreed)") }
-            guard b1 & 0x80 == 0 else { throw .malformed("a masked frame from the server") }
+            let masked = b1 & 0x80 != 0
+            guard masked == fromClient else { throw .malformed(fromClient ? "an unmasked frame from the client" : "a masked frame from the server") }
             let fin = b0 & 0x80 != 0
             let opcode = b0 & 0x0F
             var header = 2
@@ -178,6 +185,7 @@ public struct WebSocketFrameReader: Sendable {
                 length = Int(n)
                 header = 10
             }
+            let maskBytes = masked ? 4 : 0
             let control = opcode & 0x08 != 0
             if control {
                 guard fin, length <= 125 else { throw .malformed("a control frame fragmented or over 125 bytes") }
@@ -186,9 +194,13 @@ public struct WebSocketFrameReader: Sendable {
                     throw .malformed("a message of over \(maximumMessageBytes) bytes")
                 }
             }
-            guard available >= header + length else { return nil }
-            let payload = Array(buffer[(start + header)..<(start + header + length)])
-            start += header + length
+            guard available >= header + maskBytes + length else { return nil }
+            var payload = Array(buffer[(start + header + maskBytes)..<(start + header + maskBytes + length)])
+            if masked {
+                let key = buffer[(start + header)..<(start + header + 4)].map { $0 }
+                for i in payload.indices { payload[i] ^= key[i & 3] }
+            }
+            start += header + maskBytes + length
             if start == buffer.count { buffer.removeAll(keepingCapacity: true); start = 0 }
             switch opcode {
             case 0x8:

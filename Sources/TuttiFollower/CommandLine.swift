@@ -18,8 +18,16 @@ public enum FollowerUsage {
                              joining with unpaired access (docs/sendspin.md). "mdns":
                              find one announced as _sendspin-server._tcp (Avahi) before
                              each connection (--leader-name picks one by name)
+      --sendspin-listen [HOST][:PORT][/PATH]
+                             play for the Sendspin servers that dial in (Music Assistant
+                             finds players this way): listen on PORT (8928) at PATH
+                             (/sendspin), announced as _sendspin._tcp (Avahi); one server
+                             plays at a time, as the spec decides (docs/sendspin.md).
+                             "yes": the defaults. Not with --sendspin-server
       --sendspin-codecs LIST the formats offered to a Sendspin server, preferred first:
-                             flac, pcm, opus (default flac,pcm,opus)
+                             flac, pcm, opus (16-bit), flac24, pcm24; "auto" (the default):
+                             flac,pcm,opus for a 16-bit output, 24-bit FLAC and PCM first
+                             for a deeper one (docs/sendspin.md)
       --name NAME            this room's name (default: the host name)
       --output OUTPUT        alsa:DEVICE (default alsa:default) or
                              file:PATH[,ppm=N][,delay-ms=N] (virtual DAC)
@@ -78,7 +86,8 @@ extension FollowerConfiguration {
             ConfigOption("leader", "auto", .value(flag: "--leader")),
             ConfigOption("leader-name", "", .value(flag: "--leader-name")),
             ConfigOption("sendspin-server", "", .value(flag: "--sendspin-server")),
-            ConfigOption("sendspin-codecs", "flac,pcm,opus", .value(flag: "--sendspin-codecs")),
+            ConfigOption("sendspin-listen", "", .value(flag: "--sendspin-listen")),
+            ConfigOption("sendspin-codecs", "auto", .value(flag: "--sendspin-codecs")),
             ConfigOption("realtime", "yes", .disabledBy(flag: "--no-realtime")),
             ConfigOption("steer", "yes", .disabledBy(flag: "--no-steer")),
             ConfigOption("state", "", .value(flag: "--state")),
@@ -129,16 +138,25 @@ extension FollowerConfiguration {
                     throw UsageError("--sendspin-server: expected ws://HOST:PORT/PATH or HOST:PORT, not '\(text.prefix(80))'")
                 }
                 c.sendspinServer = address
+            case "--sendspin-listen":
+                let text = try args.value(flag)
+                if text.isEmpty || text == "no" { c.sendspinListen = nil; break }
+                guard let address = SendspinListenAddress(parsing: text) else {
+                    throw UsageError("--sendspin-listen: expected [HOST][:PORT][/PATH], not '\(text.prefix(80))'")
+                }
+                c.sendspinListen = address
             case "--sendspin-codecs":
-                let names = try args.value(flag).split(separator: ",").map { String($0.filter { $0 != " " }).lowercased() }
+                let text = try args.value(flag)
+                if text == "auto" { c.sendspinFormats = nil; break }
+                let names = text.split(separator: ",").map { String($0.filter { $0 != " " }).lowercased() }
                 var formats: [SendspinAudioFormat] = []
                 for name in names {
-                    guard let format = SendspinPlayerLink.playable.first(where: { $0.codec.rawValue == name }) else {
-                        throw UsageError("--sendspin-codecs: '\(name.prefix(20))' is not flac, pcm or opus")
+                    guard let format = SendspinPlayerLink.format(named: name) else {
+                        throw UsageError("--sendspin-codecs: '\(name.prefix(20))' is not flac, pcm, opus, flac24 or pcm24")
                     }
                     if !formats.contains(format) { formats.append(format) }
                 }
-                guard !formats.isEmpty else { throw UsageError("--sendspin-codecs: name at least one of flac, pcm, opus") }
+                guard !formats.isEmpty else { throw UsageError("--sendspin-codecs: name at least one of flac, pcm, opus, flac24, pcm24") }
                 c.sendspinFormats = formats
             case "--name":
                 let name = try args.value(flag)
@@ -175,6 +193,10 @@ extension FollowerConfiguration {
             case "--log-level": level = try args.logLevel(flag)
             default: throw UsageError("unknown option \(flag) for follower (see tuttid follower --help)")
             }
+        }
+        // The spec: a client that advertises _sendspin._tcp does not dial servers itself.
+        if c.sendspinListen != nil && (c.sendspinServer != nil || c.sendspinDiscovery) {
+            throw UsageError("--sendspin-listen and --sendspin-server exclude each other: a Sendspin player either waits for servers or dials one")
         }
         return FollowerInvocation(configuration: c, level: level, settings: settings, configFile: file?.path)
     }

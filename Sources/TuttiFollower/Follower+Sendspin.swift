@@ -25,18 +25,63 @@ extension Follower {
         }
         guard running.load(ordering: .relaxed) else { return }
         conn.setReceiveTimeout(milliseconds: Self.sendspinSilenceMilliseconds)
-        let socket = SendspinSocket(connection: conn, address: address, identity: identity)
+        let socket = SendspinSocket(connection: conn, side: .dialed(address), identity: identity)
         try socket.open()
-        // On stop, the server hears why the player leaves (`client/goodbye`) before the close.
-        farewell.withLock { $0 = { [socket] in
-            try? socket.send(SendspinPlayerLink.goodbye(reason: "shutdown"))
-            socket.close(reason: "shutdown")
-        } }
-        defer { farewell.withLock { $0 = nil } }
-        estimator.withLock { $0.reset() }
-        let link = SharedLink(SendspinPlayerLink(configuration: SendspinPlayerLink.Configuration(name: configuration.name, formats: configuration.sendspinFormats)))
+        try runSendspinSession(socket, at: "\(address)", gate: nil)
+    }
+
+    /// What a session that a server dialed in (`--sendspin-listen`) must
+    /// pass before it plays: `admit` at its first `server/activate` (the
+    /// spec's arbitration between servers; false: it was refused and closed),
+    /// `updated` at later ones, `deadline` for that first activation
+    /// (monotonic ns), and `claim`/`release` around its use of the audio
+    /// path (one session at a time; `claim` waits for a displaced one to leave).
+    struct SendspinGate {
+        var deadline: Int64
+        var admit: (_ serverID: String, _ activities: [String]) -> Bool
+        var updated: (_ activities: [String]) -> Void
+        var claim: () -> Void
+        var release: () -> Void
+    }
+
+    /// The session on an open socket: the link's messages and actions until
+    /// the connection ends. With a `gate`, nothing of the audio path is
+    /// touched until the gate admits the connection.
+    func runSendspinSession(_ socket: SendspinSocket, at address: String, gate: SendspinGate?) throws {
+        // The connection's own thread ends when it closes, and the time requests' with it.
+        let conn = socket.connection
+        let formats = configuration.sendspinFormats ?? SendspinPlayerLink.offered(outputBits: engine.sink.outputBits)
+        let link = SharedLink(SendspinPlayerLink(configuration: SendspinPlayerLink.Configuration(name: configuration.name, formats: formats)))
         var writer: StreamWriter?
         var clockStarted = false
+        var owning = false
+
+        /// This session takes the audio path: clock model, stream writer, settings, `stop`'s farewell.
+        func claim() {
+            gate?.claim()
+            owning = true
+            if gate != nil { connection.withLock { $0 = conn } }
+            // On stop, the server hears why the player leaves (`client/goodbye`) before the close.
+            farewell.withLock { $0 = { [socket] in
+                try? socket.send(SendspinPlayerLink.goodbye(reason: "shutdown"))
+                socket.close(reason: "shutdown")
+            } }
+            estimator.withLock { $0.reset() }
+        }
+        defer {
+            if owning {
+                // A server that displaced this one, or a stop: what this one sent is not played on.
+                if gate != nil, let id = writer?.streamID, let serverNow = clockModel.current()?.leaderTime(at: now()) {
+                    try? writer?.flush(streamID: id, from: serverNow, fade: true)
+                }
+                writer = nil
+                farewell.withLock { $0 = nil }
+                if gate != nil { connection.withLock { if $0 === conn { $0 = nil } } }
+                connectedAtomic.store(false, ordering: .releasing)
+                gate?.release()
+            }
+        }
+        if gate == nil { claim() }
 
         func perform(_ actions: [SendspinPlayerLink.Action]) throws {
             for action in actions {
@@ -57,8 +102,9 @@ extension Follower {
                     connectedAtomic.store(false, ordering: .releasing)
                     log.info("Sendspin server '\(server)' has not allowed this speaker to play yet (client id \(socket.clientID)); waiting")
                 case .begin(let stream, let format, let header):
-                    // PCM and Opus are Tutti's own wire codecs; FLAC goes through libFLAC, opened at the first FLAC stream.
-                    let decoder: (any ChunkDecoder)? = format.codec == .flac ? try FLACChunkDecoder(header: header) : nil
+                    // PCM and Opus are Tutti's own wire codecs (PCM at 24 bits too); FLAC goes through libFLAC, opened at the first FLAC stream.
+                    let decoder: (any ChunkDecoder)? = format.codec == .flac ? try FLACChunkDecoder(header: header)
+                        : format.codec == .pcm && format.bitDepth == 24 ? PCMDecoder(bitDepth: 24) : nil
                     writer = try StreamWriter(stream: stream, timeline: timeline, log: log, decoder: decoder) { [unowned self] n in concealedAtomic.add(n, ordering: .relaxed) }
                     log.info("Sendspin stream \(stream.streamID): \(format.codec.rawValue) \(format.sampleRate) Hz \(format.bitDepth) bit")
                 case .chunk(let chunk):
@@ -82,6 +128,23 @@ extension Follower {
             }
         }
 
+        /// Before the audio path is this session's, only the hello exchange may run; at the first activation the gate decides.
+        func admitted(_ actions: [SendspinPlayerLink.Action], activationsBefore: Int) throws -> Bool {
+            guard let gate else { return true }
+            let (activations, activities) = link.state.withLock { ($0.activations, $0.activities) }
+            if owning {
+                if activations > activationsBefore { gate.updated(activities) }
+                return true
+            }
+            guard activations > 0 else {
+                if Monotonic.now() > gate.deadline { throw FollowerError.sendspin("no server/activate within 30 s of the connection") }
+                return true
+            }
+            guard gate.admit(socket.serverID ?? "", activities) else { return false }
+            claim()
+            return true
+        }
+
         while running.load(ordering: .relaxed) {
             let next: (SendspinSocket.Received, arrival: Int64?)?
             do { next = try socket.next() } catch NetError.timedOut(let what) {
@@ -90,14 +153,18 @@ extension Follower {
                 throw NetError.timedOut(what)
             }
             guard let (message, arrival) = next else { break }
+            let before = link.state.withLock { $0.activations }
+            let actions: [SendspinPlayerLink.Action]
             switch message {
             case .text(let text):
                 let local = arrival.map { localClock.local(fromReal: $0) }
-                let serverNow = clockModel.current()?.leaderTime(at: now())
-                try perform(link.state.withLock { $0.received(text: text, arrival: local, serverNow: serverNow) })
+                let serverNow = owning ? clockModel.current()?.leaderTime(at: now()) : nil
+                actions = link.state.withLock { $0.received(text: text, arrival: local, serverNow: serverNow) }
             case .binary(let bytes):
-                try perform(link.state.withLock { $0.received(binary: bytes) })
+                actions = link.state.withLock { $0.received(binary: bytes) }
             }
+            guard try admitted(actions, activationsBefore: before) else { return }
+            try perform(actions)
         }
         throw NetError.closed
     }

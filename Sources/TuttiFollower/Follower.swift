@@ -27,10 +27,13 @@ public struct FollowerConfiguration: Sendable {
     public var sendspinServer: SendspinServerAddress? = nil
     /// Play for a Sendspin server found over mDNS (`--sendspin-server mdns`), when `sendspinServer` is nil.
     public var sendspinDiscovery = false
-    /// The formats offered to a Sendspin server, preferred first (`--sendspin-codecs`).
-    public var sendspinFormats = SendspinPlayerLink.playable
+    /// Wait for Sendspin servers to dial in here (`--sendspin-listen`), announced as `_sendspin._tcp`.
+    public var sendspinListen: SendspinListenAddress? = nil
+    /// The formats offered to a Sendspin server, preferred first (`--sendspin-codecs`);
+    /// nil: as the output can carry them (`SendspinPlayerLink.offered(outputBits:)`).
+    public var sendspinFormats: [SendspinAudioFormat]? = nil
     /// A Sendspin server's player rather than a Tutti leader's speaker.
-    public var playsForSendspin: Bool { sendspinServer != nil || sendspinDiscovery }
+    public var playsForSendspin: Bool { sendspinServer != nil || sendspinDiscovery || sendspinListen != nil }
     public var name = "follower"
     public var output = OutputSpec.alsa(device: "default")
     /// Who carries the room's volume: the samples, an ALSA mixer control, or nobody.
@@ -87,6 +90,10 @@ public final class Follower: @unchecked Sendable {
     let connection = Mutex<TCPConnection?>(nil)
     /// What `stop` says before it closes the connection: a Sendspin session's `client/goodbye`.
     let farewell = Mutex<(@Sendable () -> Void)?>(nil)
+    /// With `--sendspin-listen`: the port servers dial (closed by `stop`).
+    let sendspinListener = Mutex<TCPListener?>(nil)
+    /// The last server that played here, without a state folder (the spec's tiebreak between servers).
+    let memoryLastPlaybackServer = Mutex<String?>(nil)
     let connectedAtomic = Atomic<Bool>(false)
     let concealedAtomic = Atomic<Int>(0)
     let connectionsAtomic = Atomic<Int>(0)
@@ -215,6 +222,8 @@ public final class Follower: @unchecked Sendable {
     public var reverb: ReverbSettings { roomReverb.withLock { $0 } }
     /// The channel map as last set by the leader (a pair's side, or the room's own).
     public var channelMap: ChannelMap { engine.channelMap }
+    /// With `--sendspin-listen`: where servers can dial this speaker now (nil: not listening yet).
+    public var sendspinListening: Endpoint? { sendspinListener.withLock { $0?.endpoint } }
     /// Why the last connection attempt or session ended.
     public var lastFailure: String? { lastError.withLock { $0 } }
 
@@ -238,6 +247,7 @@ public final class Follower: @unchecked Sendable {
         running.store(false, ordering: .releasing)
         farewell.withLock { f in defer { f = nil }; return f }?()
         connection.withLock { $0?.close() }
+        sendspinListener.withLock { $0?.close() }
         engine.stop()
         engine.sink.close()
     }
@@ -250,12 +260,12 @@ public final class Follower: @unchecked Sendable {
         var lastLogged = ""
         while running.load(ordering: .relaxed) {
             do {
-                if configuration.playsForSendspin { try sendspinSession() } else { try session() }
+                if let listen = configuration.sendspinListen { try sendspinListen(listen) } else if configuration.playsForSendspin { try sendspinSession() } else { try session() }
                 backoff.succeeded() // ended cleanly: the next attempt comes soon
             } catch {
                 let text = "\(error)"
                 lastError.withLock { $0 = text }
-                if text != lastLogged { log.warning("\(configuration.playsForSendspin ? "Sendspin server \(configuration.sendspinServer.map { "\($0)" } ?? "(mDNS)")" : "leader \(configuration.leader.map { "\($0)" } ?? "(mDNS)")"): \(text); retrying"); lastLogged = text }
+                if text != lastLogged { log.warning("\(configuration.playsForSendspin ? "Sendspin server \(configuration.sendspinServer.map { "\($0)" } ?? configuration.sendspinListen.map { "listening at \($0)" } ?? "(mDNS)")" : "leader \(configuration.leader.map { "\($0)" } ?? "(mDNS)")"): \(text); retrying"); lastLogged = text }
             }
             connectedAtomic.store(false, ordering: .releasing)
             // `sudo tutti-follower pair` after three wrong codes: that request is over.

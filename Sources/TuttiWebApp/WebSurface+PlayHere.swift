@@ -19,14 +19,14 @@ extension WebSurface.Pages {
         switch request {
         case .clockPing(let pageTime):
             try? socket.send { (true, PlayHere.clockReply(pageTime: pageTime, received: arrival, sent: Condition.now())) }
-        case .start(let wanted):
-            startPlayingHere(socket, wanted: wanted)
+        case .start(let wanted, let format):
+            startPlayingHere(socket, wanted: wanted, format: format)
         case .stop:
             stopPlayingHere(socket, gone: false)
         }
     }
 
-    private func startPlayingHere(_ socket: WebSocket, wanted: String) {
+    private func startPlayingHere(_ socket: WebSocket, wanted: String, format: PlayHere.AudioFormat) {
         // A room is a change to the house: a page that may only look does not make one.
         guard let client = clients.withLock({ $0[ObjectIdentifier(socket)] }), client.level >= .full else {
             try? socket.send(binary: PlayHere.stopped(reason: "log in to play here"))
@@ -38,14 +38,17 @@ extension WebSurface.Pages {
         }
         let name = PlayHere.uniqueName(wanted, taken: Set(leader.followerNames))
         let room: PlayHereRoom
-        do { room = try PlayHereRoom(name: name, socket: socket, streamCodec: leader.streamCodec, log: log) } catch {
+        do {
+            room = try PlayHereRoom(name: name, socket: socket, streamCodec: leader.streamCodec, format: format, log: log)
+            try room.start(in: playHereThreads)
+        } catch {
             log.error("Play here \(name): \(error)")
             try? socket.send(binary: PlayHere.stopped(reason: "\(error)"))
             return
         }
         playing.withLock { $0[ObjectIdentifier(socket)] = room }
         room.send(PlayHere.joined(name: name))
-        log.info("web page \(socket.peer) plays here as \(name)")
+        log.info("web page \(socket.peer) plays here as \(name) (\(format == .opus ? "Opus \(PlayHere.opusBitrateKbps) kb/s" : "16-bit PCM"))")
         leader.attach(room: name, room)
     }
 

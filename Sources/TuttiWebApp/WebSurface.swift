@@ -3,6 +3,7 @@ import Synchronization
 import TuttiCore
 import TuttiAuth
 import TuttiNet
+import TuttiSystem
 import TuttiWeb
 import TuttiControlKit
 import TuttiLibrary
@@ -58,8 +59,9 @@ public final class WebSurface: @unchecked Sendable {
     }
 
     public func stop() {
-        server.stop()
+        server.stop() // closes every page: the rooms that play here end their threads
         pages.loginWatch.stop()
+        pages.playHereThreads.waitForAll(untilNanoseconds: Condition.deadline(afterSeconds: 1))
     }
 
     /// The app's files: beside the executable (a build in a checkout:
@@ -221,6 +223,8 @@ public final class WebSurface: @unchecked Sendable {
         let clients = Mutex<[ObjectIdentifier: SurfaceClient]>([:])
         /// The pages that play here, by socket.
         let playing = Mutex<[ObjectIdentifier: PlayHereRoom]>([:])
+        /// Their rooms' threads (`tutti-playhere`, one per page that plays here), waited for when the app stops.
+        let playHereThreads = ThreadGroup(name: "tutti-playhere")
         /// Closes pages that may do nothing and have not logged in within 10 s.
         let loginWatch = DeadlineWatch(name: "tutti-web-login")
 

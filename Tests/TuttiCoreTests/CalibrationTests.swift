@@ -109,6 +109,49 @@ func synthesisedRecording(plan: CalibrationPlan, rooms: [String: SynthesisedRoom
         #expect(abs(result.recorderRatePPM - 150) < 10)
     }
 
+    /// A recorder that ran dry (Chromium's capture under load) pads with
+    /// digital silence: 60 ms of zeros between the first and second sweep
+    /// would put the second room 60 ms late. The repeated first room shows
+    /// time was gained; the gap is closed and both delays are right again.
+    @Test func aDropoutPaddedWithSilenceIsClosed() throws {
+        let rooms = ["kitchen": SynthesisedRoom.reverberant(0.0029, seed: 11), "living": SynthesisedRoom.reverberant(0.0113, seed: 12)]
+        var recording = synthesisedRecording(plan: plan, rooms: rooms)
+        recording.insert(contentsOf: [Float](repeating: 0, count: 2_880), at: Int(2.2 * 48_000))
+        let result = try Calibration.analyse(recording: recording, sampleRate: 48_000, plan: plan)
+        print("a 60 ms dropout: \(result)")
+        #expect(result.isUsable)
+        #expect(abs((result.rooms[0].delayMilliseconds ?? .nan) - 0) < 0.1)
+        #expect(abs((result.rooms[1].delayMilliseconds ?? .nan) - 8.4) < 0.1)
+        #expect(abs(result.closedGapsMilliseconds - 60) < 0.1)
+    }
+
+    /// Audio lost between the sweeps leaves nothing to close: refused, with how much.
+    @Test func aRecordingThatLostTimeBetweenTheSweepsIsRefused() throws {
+        let rooms = ["kitchen": SynthesisedRoom.reverberant(0.0029, seed: 11), "living": SynthesisedRoom.reverberant(0.0113, seed: 12)]
+        var recording = synthesisedRecording(plan: plan, rooms: rooms)
+        let at = Int(2.2 * 48_000)
+        recording.removeSubrange(at..<(at + 2_880))
+        do {
+            let result = try Calibration.analyse(recording: recording, sampleRate: 48_000, plan: plan)
+            Issue.record("analysed a recording that lost 60 ms: \(result)")
+        } catch {
+            guard case .skipped(let ms) = error else { Issue.record("\(error)"); return }
+            #expect(abs(ms + 60) < 0.5)
+            #expect(error.message.text(in: .english).contains("record again"))
+        }
+    }
+
+    /// A noise gate's zeros are real time (no time was lost): nothing is closed.
+    @Test func aNoiseGatesSilenceIsKept() throws {
+        let rooms = ["kitchen": SynthesisedRoom.reverberant(0.0029, seed: 11), "living": SynthesisedRoom.reverberant(0.0113, seed: 12)]
+        var recording = synthesisedRecording(plan: plan, rooms: rooms)
+        for n in Int(2.1 * 48_000)..<Int(2.6 * 48_000) { recording[n] = 0 }
+        let result = try Calibration.analyse(recording: recording, sampleRate: 48_000, plan: plan)
+        #expect(result.isUsable)
+        #expect(abs((result.rooms[1].delayMilliseconds ?? .nan) - 8.4) < 0.1)
+        #expect(result.closedGapsMilliseconds == 0)
+    }
+
     @Test func trimsDelayTheEarlyRoomsAndKeepTheLatest() {
         let result = CalibrationResult(rooms: [
             CalibrationRoomResult(room: "kitchen", delayMilliseconds: 0, confidenceDB: 60),

@@ -8,7 +8,15 @@ import TuttiCore
         let t = 1234.5625
         for s in stride(from: 56, through: 0, by: -8) { ping.append(UInt8(truncatingIfNeeded: t.bitPattern >> UInt64(s))) }
         #expect(try PlayHere.parse(ping) == .clockPing(pageTime: 1234.5625))
-        #expect(try PlayHere.parse([0x02] + Array("  Jane’s phone \n".utf8)) == .start(name: "Jane’s phone"))
+        #expect(try PlayHere.parse([0x02] + Array("  Jane’s phone \n".utf8)) == .start(name: "Jane’s phone", format: .s16))
+        #expect(try PlayHere.parse([0x04, 3] + Array("Den".utf8)) == .start(name: "Den", format: .opus), "PCM or Opus: Opus")
+        #expect(try PlayHere.parse([0x04, 2] + Array("Den".utf8)) == .start(name: "Den", format: .opus))
+        #expect(try PlayHere.parse([0x04, 1] + Array("Den".utf8)) == .start(name: "Den", format: .s16), "a page without WebCodecs")
+        #expect(throws: PlayHere.WireError.badFormats(0)) { try PlayHere.parse([0x04, 0, 65]) }
+        #expect(throws: PlayHere.WireError.badFormats(5)) { try PlayHere.parse([0x04, 5, 65]) }
+        #expect(throws: PlayHere.WireError.badLength(type: 4, expected: "2…65", got: 1)) { try PlayHere.parse([0x04, 3]) }
+        #expect(throws: PlayHere.WireError.badLength(type: 4, expected: "2…65", got: 66)) { try PlayHere.parse([4, 3] + [UInt8](repeating: 65, count: 65)) }
+        #expect(throws: PlayHere.WireError.badName("is empty")) { try PlayHere.parse([4, 3, 32]) }
         #expect(try PlayHere.parse([0x03]) == .stop)
 
         #expect(throws: PlayHere.WireError.empty) { try PlayHere.parse([]) }
@@ -31,6 +39,8 @@ import TuttiCore
         #expect(PlayHere.audio(streamID: 7, pts: 1_000_000_000, frames: 1, pcm: [1, 2, 3, 4]) ==
                 [0x83, 0, 0, 0, 7, 0, 0, 0, 0, 0x3b, 0x9a, 0xca, 0x00, 0, 0, 0, 1, 1, 1, 2, 3, 4])
         #expect(PlayHere.audio(streamID: 7, pts: 0, frames: 1, pcm: [1, 2, 3, 4]).count == PlayHere.audioHeaderBytes + 4)
+        #expect(PlayHere.opusAudio(streamID: 7, pts: -1, frames: 960, packet: [0xfc, 9]) ==
+                [0x83, 0, 0, 0, 7, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0, 0, 0x03, 0xc0, 2, 0xfc, 9])
         #expect(PlayHere.cut(from: 256) == [0x84, 0, 0, 0, 0, 0, 0, 1, 0])
         #expect(PlayHere.settings(RoomSettings(volume: 40, muted: true, latencyTrimNanoseconds: 1)) == [0x85, 40, 1, 0, 0, 0, 0, 0, 0, 0, 1])
         #expect(PlayHere.joined(name: "Den") == [0x82, 68, 101, 110])

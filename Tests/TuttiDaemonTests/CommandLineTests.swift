@@ -70,13 +70,20 @@ import TuttiTestSupport
         #expect(short.sendspinServer?.description == "ws://192.168.1.5:9000/sendspin")
         #expect(DaemonUsage.follower.contains("--sendspin-server"))
         #expect(throws: UsageError.self) { try DaemonCommand.parse(["follower", "--sendspin-server", "wss://ma.local"]) }
-        #expect(c.sendspinFormats == SendspinPlayerLink.playable && !c.sendspinDiscovery)
+        #expect(c.sendspinFormats == nil && !c.sendspinDiscovery)
         // "mdns": found over Avahi; the codecs offered, in the order given.
         guard case .follower(let found) = try DaemonCommand.parse(["follower", "--sendspin-server", "mdns", "--sendspin-codecs", "opus, PCM,opus"]).0 else {
             Issue.record("not a follower"); return
         }
         #expect(found.sendspinServer == nil && found.sendspinDiscovery && found.playsForSendspin)
         #expect(found.sendspinFormats == [SendspinPlayerLink.opus, SendspinPlayerLink.pcm])
+        guard case .follower(let deep) = try DaemonCommand.parse(["follower", "--sendspin-listen", "yes", "--sendspin-codecs", "flac24,pcm24,pcm"]).0 else {
+            Issue.record("not a follower")
+            return
+        }
+        #expect(deep.sendspinFormats == [SendspinPlayerLink.flac24, SendspinPlayerLink.pcm24, SendspinPlayerLink.pcm])
+        #expect(deep.sendspinListen == SendspinListenAddress(host: "0.0.0.0", port: 8928, path: "/sendspin"))
+        #expect(throws: UsageError.self) { try DaemonCommand.parse(["follower", "--sendspin-listen", "9000", "--sendspin-server", "mdns"]) }
         #expect(throws: UsageError.self) { try DaemonCommand.parse(["follower", "--sendspin-codecs", "mp3"]) }
         #expect(throws: UsageError.self) { try DaemonCommand.parse(["follower", "--sendspin-codecs", ""]) }
     }

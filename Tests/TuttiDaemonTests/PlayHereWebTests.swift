@@ -12,7 +12,8 @@ import TuttiTestSupport
 /// "Play here" in a real browser (Tests/Web/playhere_test.py): headless
 /// Chromium on a private PulseAudio null sink becomes a room, and its clicks,
 /// recorded with parec, are measured against a speaker's file DAC; then the
-/// Media Session's title and its next button.
+/// Media Session's title and its next button. Once with Opus decoded by
+/// WebCodecs, once with PCM (AudioDecoder deleted before the app loads).
 @Suite(.serialized) struct PlayHereWebTests {
     static let repository = WebAppTests.repository
 
@@ -36,7 +37,17 @@ import TuttiTestSupport
         }
     }
 
+    /// On http://127.0.0.1 (a secure origin) the page has WebCodecs and asks for Opus.
     @Test func aBrowserPlaysHereInStepWithASpeakerAndItsLockScreenSendsNext() throws {
+        try playsInStep(["--codec", "opus"], screenshot: "play-here.png")
+    }
+
+    /// Without AudioDecoder (as on plain http on the LAN, where browsers have no WebCodecs) the page asks for PCM and plays in step all the same.
+    @Test func aBrowserWithoutWebCodecsFallsBackToPCMAndPlaysInStep() throws {
+        try playsInStep(["--codec", "pcm", "--no-webcodecs"], screenshot: nil)
+    }
+
+    func playsInStep(_ codec: [String], screenshot: String?) throws {
         for tool in ["/usr/bin/chromium", "/usr/bin/chromedriver", "/usr/bin/lame", "/usr/bin/pulseaudio", "/usr/bin/parec"] {
             try #require(FileManager.default.isExecutableFile(atPath: tool), "\(tool) is missing: run scripts/setup.sh")
         }
@@ -59,13 +70,14 @@ import TuttiTestSupport
         var args = [Self.repository + "/Tests/Web/playhere_test.py", "--url", "http://127.0.0.1:\(web.port)",
                     "--control-port", String(control.port), "--dac", dac, "--seconds", "15", "--bound-ms", "20", "--realtime",
                     // Bounds only a fault breaks, beside other suites on two cores; bench/web/playhere.sh measures the targets.
-                    "--timeout", "30", "--start-bound-ms", "5000"]
-        if let shots = ProcessInfo.processInfo.environment["TUTTI_SCREENSHOTS"] { args += ["--screenshot", shots + "/play-here.png"] }
+                    "--timeout", "30", "--start-bound-ms", "5000"] + codec
+        if let shots = ProcessInfo.processInfo.environment["TUTTI_SCREENSHOTS"], let screenshot { args += ["--screenshot", shots + "/" + screenshot] }
         let r = try runProgram("/usr/bin/python3", args, mergeErrors: true, timeout: 180)
         print(r.out)
         let failure = r.out.split(separator: "\n").first { $0.hasPrefix("FAIL") }.map(String.init) ?? ""
         #expect(r.status == 0, "the browser test failed: \(failure)\n\(r.out)")
         #expect(r.out.contains("ok sync"), "\(r.out)")
+        #expect(r.out.contains("ok codec: the page asked for \(codec[1])"), "\(r.out)")
         #expect(waitUntil(timeout: 5) { leader.followerNames == ["kitchen"] }, "the browser's room left with the switch off")
     }
 }

@@ -25,7 +25,16 @@ clicks come from its DAC file and timing log (the time each frame leaves
 the DAC). Each click's onset (the first sample above 30 % of the loudest,
 after 50 ms of quiet) is found the same way in both, and each browser click
 is paired with the nearest speaker click. Both decode the same Opus (the
-leader decodes it for the browser), so onsets match sample for sample.
+leader decodes it for the browser), so onsets match sample for sample; a
+page sent Opus gets the leader's sound coded again, whose click onsets are
+within a sample or two of the PCM's.
+
+The page asks for Opus where WebCodecs' AudioDecoder decodes it (here:
+http://127.0.0.1 is a secure origin), PCM otherwise; --no-webcodecs deletes
+AudioDecoder before the app's script runs (a plain-http page on the LAN),
+and --codec says which the page must have negotiated and been sent (all of
+its audio messages in that format). The audio bytes the page received over
+the capture are printed per second.
 
 Checks, one printed line each with its figures; exit status 1 on the first
 failure, 2 for a missing tool:
@@ -33,7 +42,8 @@ failure, 2 for a missing tool:
   audio reaches the page within --start-bound-ms (1 s) of the switch and
   plays within it, or within a tenth of it after the browser's output
   starts where that takes longer; the median offset over the capture, and
-  nine clicks in ten, are within --bound-ms; the Media Session shows the
+  nine clicks in ten, are within --bound-ms; with --codec, the format asked
+  for and every audio message are that codec; the Media Session shows the
   title player.status gives, and its "nexttrack" handler moves the queue on.
 """
 
@@ -253,6 +263,8 @@ def main():
     ap.add_argument("--start-bound-ms", type=float, default=1000, help="the first audio reaches the page and plays within this")
     ap.add_argument("--verbose", action="store_true", help="print every click's offset")
     ap.add_argument("--realtime", action="store_true", help="real-time scheduling for the sound path (as a desktop's rtkit gives)")
+    ap.add_argument("--codec", choices=["opus", "pcm"], help="the format the page must negotiate and be sent")
+    ap.add_argument("--no-webcodecs", action="store_true", help="delete AudioDecoder before the app loads (as on plain http)")
     a = ap.parse_args()
     for tool in ["/usr/bin/chromium", "/usr/bin/chromedriver", "/usr/bin/pulseaudio", "/usr/bin/parec"]:
         if not os.path.exists(tool):
@@ -279,11 +291,12 @@ def run(a, pa):
     try:
         # The lock screen's buttons, as the browser would press them: the page's handlers are kept where the test can call them.
         d.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": """
+            %s
             window.__ms = {};
             if (navigator.mediaSession) {
               const set = navigator.mediaSession.setActionHandler.bind(navigator.mediaSession);
               navigator.mediaSession.setActionHandler = (a, fn) => { window.__ms[a] = fn; set(a, fn); };
-            }"""})
+            }""" % ("delete window.AudioDecoder; delete window.EncodedAudioChunk;" if a.no_webcodecs else "")})
         rpc(a.control_port, "queue.clear")
         rpc(a.control_port, "queue.add", {"album": "Clicks"})
         rpc(a.control_port, "player.play")
@@ -326,7 +339,7 @@ def run(a, pa):
         # Settle (2 s), then measure.
         time.sleep(2)  # a settling time, not a wait for a condition: the clock and the steering start from their first figures
         start_ns = time.monotonic_ns()
-        probe = "const p = window.tuttiPlayHere; return [p.outMap * 1000, p.clock.model.my, p.clock.model.skew * 1e6, p.resyncs]"
+        probe = "const p = window.tuttiPlayHere; return [p.outMap * 1000, p.clock.model.my, p.clock.model.skew * 1e6, p.resyncs, p.audioBytes, performance.now()]"
         first = d.execute_script(probe)
         time.sleep(a.seconds)
         last = d.execute_script(probe)
@@ -334,6 +347,17 @@ def run(a, pa):
             print("page: output map moved %+.2f ms, clock offset %+.2f ms, skew %.1f ppm at the end, resyncs %d during the capture" % (
                 last[0] - first[0], last[1] - first[1], last[2], last[3] - first[3]))
         end_ns = time.monotonic_ns() - 200_000_000
+        rate = (last[4] - first[4]) / max(1e-3, (last[5] - first[5]) / 1000)
+        codec = d.execute_script("const p = window.tuttiPlayHere; return [p.codec, p.received.opus, p.received.pcm, p.decodeErrors, "
+                                 "typeof window.AudioDecoder]")
+        print("ok codec: the page asked for %s (AudioDecoder: %s); audio messages Opus %d, PCM %d, decode errors %d; "
+              "%.0f bytes/s of audio over the capture (%.0f kb/s)" % (codec[0], codec[4], codec[1], codec[2], codec[3], rate, rate * 8 / 1000))
+        if a.codec:
+            sent = codec[1] if a.codec == "opus" else codec[2]
+            other = codec[2] if a.codec == "opus" else codec[1]
+            if codec[0] != a.codec or sent == 0 or other != 0 or codec[3] != 0:
+                raise Failure("the page asked for %s and got %d Opus and %d PCM messages (%d decode errors), where %s was due" % (
+                    codec[0], codec[1], codec[2], codec[3], a.codec))
         p = d.execute_script("const p = window.tuttiPlayHere; return [p.chunks, p.late, p.resyncs, p.rate, p.err, p.ctx.outputLatency, p.ctx.baseLatency]")
         cap.stop()
         samples = cap.samples()

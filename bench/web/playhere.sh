@@ -4,21 +4,27 @@
 # DAC, over several runs; prints each run's median and p99 offset and the
 # runs' together. The method is in docs/web.md ("Play here", "Measured").
 #
-#   bench/web/playhere.sh [--runs 5] [--seconds 30] [--no-realtime]
+#   bench/web/playhere.sh [--runs 5] [--seconds 30] [--no-realtime] [--codec opus|pcm]
 #   TUTTID=path/to/tuttid bench/web/playhere.sh      # skip the build
 #
 # --no-realtime leaves PulseAudio and Chromium's audio service at ordinary
 # priority (on a loaded two-core machine their output then underruns).
+# --codec opus (the default: the page is on http://127.0.0.1, a secure
+# origin, and decodes Opus with WebCodecs) or pcm (AudioDecoder deleted
+# before the app loads, as on plain http on the LAN); each run prints the
+# audio bytes per second the page received.
 set -eu
 cd "$(dirname "$0")/../.."
 repo=$(pwd)
-runs=5 seconds=30 realtime=--realtime
+runs=5 seconds=30 realtime=--realtime codec=opus
 while [ $# -gt 0 ]; do
     case "$1" in
         --runs) runs=${2:?--runs needs a value}; shift 2 ;;
         --seconds) seconds=${2:?--seconds needs a value}; shift 2 ;;
         --no-realtime) realtime=""; shift ;;
-        -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        --codec) codec=${2:?--codec needs opus or pcm}; shift 2
+                 case "$codec" in opus|pcm) ;; *) echo "bench/web/playhere: --codec opus or pcm" >&2; exit 2 ;; esac ;;
+        -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "bench/web/playhere: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -67,13 +73,16 @@ pids="$pids $!"
 until grep -q "follower kitchen joined" "$work/leader.log" 2>/dev/null; do sleep 0.1; done
 
 out="$work/runs.txt"
+webcodecs=""
+[ "$codec" = pcm ] && webcodecs=--no-webcodecs
 i=1
 while [ $i -le "$runs" ]; do
     /usr/bin/python3 Tests/Web/playhere_test.py --url "http://127.0.0.1:$web" --control-port "$control" --dac "$work/kitchen.raw" \
-        --seconds "$seconds" --bound-ms 1000 --verbose $realtime | tee -a "$out" | grep -E "^(ok sync|ok heard|FAIL)" | sed "s/^/run $i: /"
+        --seconds "$seconds" --bound-ms 1000 --verbose $realtime --codec "$codec" $webcodecs | tee -a "$out" |
+        grep -E "^(ok sync|ok heard|ok codec|FAIL)" | sed "s/^/run $i: /"
     i=$((i + 1))
 done
-/usr/bin/python3 - "$out" <<'PY'
+/usr/bin/python3 - "$out" "$codec" <<'PY'
 import statistics, sys
 xs = []
 for line in open(sys.argv[1]):
@@ -81,6 +90,6 @@ for line in open(sys.argv[1]):
         xs += [float(x) for x in line.split(": ", 1)[1].split()]
 if xs:
     s = sorted(abs(x) for x in xs)
-    print("all runs: %d clicks, browser − speaker median %+.2f ms, |p99| %.2f ms, |max| %.2f ms" % (
-        len(xs), statistics.median(xs), s[min(len(s) - 1, round(0.99 * (len(s) - 1)))], s[-1]))
+    print("all runs (%s): %d clicks, browser − speaker median %+.2f ms, |p99| %.2f ms, |max| %.2f ms" % (
+        sys.argv[2], len(xs), statistics.median(xs), s[min(len(s) - 1, round(0.99 * (len(s) - 1)))], s[-1]))
 PY

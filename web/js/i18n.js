@@ -154,6 +154,7 @@ export const EN = {
   'tune.notUsable': 'Not every room was measured well enough to apply: see below.',
   'tune.delay': 'Arrives after the first', 'tune.confidence': 'Confidence', 'tune.trim': 'Latency trim',
   'tune.ms': '{value} ms', 'tune.db': '{value} dB', 'tune.trimChange': '{from} → {to} ms',
+  'tune.gapsClosed': 'The recording skipped: {ms} ms of silence it added was taken out before measuring',
   'tune.side': '{side}: {speaker}', 'tune.pairNote': 'A stereo pair: each speaker measured on its own, each with its own trim',
   'tune.response': 'Response and EQ', 'tune.band': 'Band', 'tune.measured': 'Measured', 'tune.eq': 'EQ',
   'tune.applyEq': 'Also set each room’s EQ (“Tuned” preset)', 'tune.apply': 'Apply',

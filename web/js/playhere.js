@@ -8,8 +8,15 @@
 // AudioBufferSourceNode at the context time its PTS is heard. Drift between
 // the sound card and the leader is steered with the node's playbackRate (a
 // resampling rate), never by dropping samples; only an error over 20 ms
-// restarts the chain. Opus through WebCodecs is not used: WebCodecs exists
-// only on secure origins, and a leader on the LAN is plain http.
+// restarts the chain.
+//
+// Opus or PCM: a page that has WebCodecs' AudioDecoder for Opus (browsers
+// give WebCodecs only to secure origins: https, or http://localhost) asks
+// for Opus, a twelfth of PCM's bytes; on plain http on the LAN it asks for
+// PCM. The leader stamps each Opus packet with the PTS its decoded first
+// frame plays at (its encoder's look-ahead taken off), and the decoder is
+// configured without an Opus header, so it trims nothing as pre-skip: each
+// decoded packet is scheduled exactly as a PCM chunk is.
 //
 // Media Session: a silent, looping <audio> element plays while the group
 // plays (the page is a room or only a remote), because Chrome on Android and
@@ -70,6 +77,9 @@ const P = {
   on: false, joined: null, ctx: null, gain: null, pingTimer: 0, pings: 0, started: false,
   nodes: [], nextPts: null, nextCtx: 0, err: 0, rate: 1, outMap: null, maps: [], trimS: 0,
   waiting: [], chunks: 0, late: 0, resyncs: 0, why: [], steps: {}, heardAt: 0, startedAt: 0, volume: 100, muted: false,
+  // The format asked for ('opus' or 'pcm'; null while the browser is asked), and, for tests and the curious,
+  // what came: audio messages and their bytes by format, since the switch; Opus packets the decoder failed.
+  codec: null, received: { pcm: 0, opus: 0 }, audioBytes: 0, firstAudioAt: 0, lastAudioAt: 0, decodeErrors: 0,
 };
 // A preview (see "Previews" below): the track, its node, and for tests and the curious its figures.
 const PV = { id: null, src: null, gain: null, analyser: null, seq: 0, pressedAt: 0, startAt: 0, bytes: 0, fetchMs: 0, decodeMs: 0,
@@ -96,12 +106,71 @@ function schedulePings() {
   P.pingTimer = setTimeout(schedulePings, P.pings < 8 ? 15 : P.pings < 48 ? 500 : 2000);
 }
 
+// Start, with the formats this page decodes: bit 0 16-bit PCM, bit 1 Opus.
 function sendStart() {
   const name = new TextEncoder().encode(roomName()).slice(0, 64);
-  const b = new Uint8Array(1 + name.length);
-  b[0] = 2;
-  b.set(name, 1);
+  const b = new Uint8Array(2 + name.length);
+  b[0] = 4;
+  b[1] = P.codec === 'opus' ? 3 : 1;
+  b.set(name, 2);
   P.started = sendBinary(b.buffer);
+}
+
+// ---- Opus through WebCodecs ------------------------------------------------
+const OPUS = { codec: 'opus', sampleRate: RATE, numberOfChannels: 2 };
+// Whether this browser decodes Opus (asked once; false where WebCodecs is absent, as on plain http).
+const opusSupport = (typeof window.AudioDecoder === 'function' && typeof window.EncodedAudioChunk === 'function'
+  ? window.AudioDecoder.isConfigSupported(OPUS).then((r) => !!(r && r.supported), () => false)
+  : Promise.resolve(false)).then((yes) => { P.codec = yes ? 'opus' : 'pcm'; return yes; });
+
+// What came with each packet in the decoder, in order (a cut that comes meanwhile marks them):
+// an Opus decoder gives one output per packet, in order, and its timestamps are its own count of
+// frames from the first packet's, so outputs are matched by order, not by timestamp.
+const OP = { dec: null, pending: [] };
+P.opus = OP; // for tests and the curious
+
+function decoder() {
+  if (OP.dec && OP.dec.state === 'configured') return OP.dec;
+  const dec = new AudioDecoder({
+    output: (a) => decoded(dec, a),
+    error: () => { if (OP.dec === dec) { OP.dec = null; OP.pending = []; opusFailed(); } },
+  });
+  dec.configure(OPUS);
+  OP.dec = dec;
+  return dec;
+}
+
+function decodeOpus(c) {
+  try {
+    const dec = decoder();
+    dec.decode(new EncodedAudioChunk({ type: 'key', timestamp: Math.round(c.pts / 1000), data: c.opus }));
+    OP.pending.push(c);
+  } catch (e) { resetDecoder(); opusFailed(); }
+}
+
+// A decoder that said yes and then fails (a closed codec, a refused configuration): after
+// three failures this page asks for PCM instead, as a new start (the leader makes its room again).
+function opusFailed() {
+  P.decodeErrors++;
+  if (P.decodeErrors < 3 || P.codec !== 'opus') return;
+  P.codec = 'pcm';
+  if (P.on && P.started) sendStart();
+}
+
+function decoded(dec, a) {
+  const c = dec === OP.dec ? OP.pending.shift() : null;
+  if (!c || c.pts >= c.cutFrom) { a.close(); return; }
+  c.audio = a;
+  c.frames = Math.min(c.frames, a.numberOfFrames);
+  schedule(c);
+  a.close();
+}
+
+// Everything in the decoder is forgotten (a new room: the leader's encoder starts again too).
+function resetDecoder() {
+  if (OP.dec) { try { OP.dec.close(); } catch (e) { /* closed already */ } }
+  OP.dec = null;
+  OP.pending = [];
 }
 
 function receive(buf) {
@@ -111,8 +180,8 @@ function receive(buf) {
     case 0x81: { // clock reply
       if (buf.byteLength < 25) return;
       clock.add(v.getFloat64(1), Number(v.getBigInt64(9)), Number(v.getBigInt64(17)), performance.now());
-      if (P.on && !P.started && clock.ready()) { if (!P.steps.clock) P.steps.clock = performance.now() - P.startedAt; sendStart(); }
-      if (P.waiting.length && clock.ready() && outputReady()) { const w = P.waiting; P.waiting = []; for (const c of w) schedule(c); }
+      if (P.on && !P.started && clock.ready() && P.codec) { if (!P.steps.clock) P.steps.clock = performance.now() - P.startedAt; sendStart(); }
+      if (P.waiting.length && clock.ready() && outputReady()) { const w = P.waiting; P.waiting = []; for (const c of w) play(c); }
       break;
     }
     case 0x82:
@@ -123,14 +192,19 @@ function receive(buf) {
       break;
     case 0x83: { // audio
       if (!P.on || buf.byteLength < 18) return;
-      const frames = v.getUint32(13);
-      if (v.getUint8(17) !== 1 || buf.byteLength !== 18 + frames * 4) return;
-      const c = { stream: v.getUint32(1), pts: Number(v.getBigInt64(5)), frames, pcm: new Int16Array(buf, 18, frames * 2) };
+      const frames = v.getUint32(13), format = v.getUint8(17);
+      const c = { stream: v.getUint32(1), pts: Number(v.getBigInt64(5)), frames, cutFrom: Infinity };
+      if (format === 1 && buf.byteLength === 18 + frames * 4) { c.pcm = new Int16Array(buf, 18, frames * 2); P.received.pcm++; }
+      else if (format === 2 && buf.byteLength > 18 && frames <= 5760 && window.AudioDecoder) { c.opus = new Uint8Array(buf, 18); P.received.opus++; }
+      else return;
+      P.audioBytes += buf.byteLength;
+      P.lastAudioAt = performance.now();
+      if (!P.firstAudioAt) P.firstAudioAt = P.lastAudioAt;
       // Until the clock is learnt and the output says when it is heard, chunks wait (the leader sends a second ahead).
       if (!P.steps.audio) P.steps.audio = performance.now() - P.startedAt;
       if (!clock.ready() || !outputReady()) { if (P.waiting.length < WAITING_LIMIT) P.waiting.push(c); return; }
-      if (P.waiting.length) { const w = P.waiting; P.waiting = []; for (const x of w) schedule(x); }
-      schedule(c);
+      if (P.waiting.length) { const w = P.waiting; P.waiting = []; for (const x of w) play(x); }
+      play(c);
       break;
     }
     case 0x84: cut(Number(v.getBigInt64(1))); break;
@@ -177,6 +251,11 @@ function contextTimeOfPage(pageMs) {
   return pageMs / 1000 + P.outMap;
 }
 
+// A chunk as it came: PCM is scheduled at once, Opus once decoded (in order).
+function play(c) {
+  if (c.opus) decodeOpus(c); else schedule(c);
+}
+
 function schedule(c) {
   const ctx = P.ctx;
   if (!ctx) return;
@@ -206,8 +285,14 @@ function schedule(c) {
     start = now;
   }
   const buffer = ctx.createBuffer(2, c.frames, RATE);
-  const l = buffer.getChannelData(0), r = buffer.getChannelData(1), pcm = c.pcm;
-  for (let i = 0, j = 0; i < c.frames; i++, j += 2) { l[i] = pcm[j] / 32768; r[i] = pcm[j + 1] / 32768; }
+  const l = buffer.getChannelData(0), r = buffer.getChannelData(1);
+  if (c.audio) {
+    c.audio.copyTo(l, { planeIndex: 0, format: 'f32-planar', frameCount: c.frames });
+    c.audio.copyTo(r, { planeIndex: 1, format: 'f32-planar', frameCount: c.frames });
+  } else {
+    const pcm = c.pcm;
+    for (let i = 0, j = 0; i < c.frames; i++, j += 2) { l[i] = pcm[j] / 32768; r[i] = pcm[j + 1] / 32768; }
+  }
   const src = ctx.createBufferSource();
   src.buffer = buffer;
   src.playbackRate.value = P.rate;
@@ -219,6 +304,7 @@ function schedule(c) {
   P.nextPts = node.end;
   P.nextCtx = start + (dur - offset) / P.rate;
   if (!P.heardAt) { P.heardAt = performance.now() + (start - ctx.currentTime) * 1000; }
+  if (c.cutFrom < node.end) src.stop(node.at + (c.cutFrom - node.pts) / 1e9 / node.rate); // cut while it was decoded
 }
 
 // Nothing from leader time `from` on plays (a pause, a skip, another group).
@@ -230,6 +316,7 @@ function cut(from) {
       else n.src.stop(n.at + (from - n.pts) / 1e9 / n.rate);
     } catch (e) { /* already ended */ }
   }
+  for (const c of OP.pending) c.cutFrom = Math.min(c.cutFrom, from); // in the decoder: cut as it comes out
   P.nextPts = null;
   P.waiting = [];
 }
@@ -290,6 +377,9 @@ function setOn(on) {
     P.startedAt = performance.now();
     P.heardAt = 0;
     P.steps = {};
+    P.received = { pcm: 0, opus: 0 };
+    P.audioBytes = 0;
+    P.firstAudioAt = 0;
     begin();
   } else {
     clearTimeout(P.pingTimer);
@@ -313,6 +403,7 @@ function begin() {
   clock.samples = [];
   clock.model = null;
   cut(-Infinity);
+  resetDecoder();
   schedulePings();
 }
 

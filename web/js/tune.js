@@ -320,6 +320,10 @@ export function createTune(go) {
       }
       results.appendChild(card);
     }
+    // The recorder padded a dropout with silence; the leader took it out (said, so a person knows why to keep the phone idle).
+    if (report.gapsClosedMs) {
+      results.appendChild(h('p.tune-note', { 'data-test': 'tune-gaps', text: t('tune.gapsClosed', { ms: fixed(report.gapsClosedMs, 1) }) }));
+    }
     applyRow.hidden = false;
     el.dataset.usable = report.usable ? '1' : '';
   }

@@ -130,6 +130,7 @@ export default {
   'tune.notUsable': '적용할 만큼 잘 측정되지 않은 방이 있습니다. 아래를 보세요.',
   'tune.delay': '첫 방보다 늦게 도착', 'tune.confidence': '신뢰도', 'tune.trim': '지연 보정',
   'tune.ms': '{value} ms', 'tune.db': '{value} dB', 'tune.trimChange': '{from} → {to} ms',
+  'tune.gapsClosed': '녹음이 끊겨 들어간 무음 {ms} ms를 빼고 측정했습니다',
   'tune.side': '{side}: {speaker}', 'tune.pairNote': '스테레오 페어: 스피커마다 따로 측정하고 따로 보정합니다',
   'tune.response': '응답과 EQ', 'tune.band': '대역', 'tune.measured': '측정값', 'tune.eq': 'EQ',
   'tune.applyEq': '방마다 EQ도 설정 (“Tuned” 프리셋)', 'tune.apply': '적용',
