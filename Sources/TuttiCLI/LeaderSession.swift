@@ -126,11 +126,12 @@ struct LeaderSession {
             if let d = a.duckDecibels { params["duck_db"] = .number(d) }
             show(try call("announce", params)) { r in
                 let speakers = (r["speakers"]?.strings ?? []).joined(separator: ", ")
-                let missing = r["notConnected"]?.strings ?? []
+                let missing = r["notConnected"]?.strings ?? [], cannot = r["cannotMix"]?.strings ?? []
                 let queued = r["queuedSeconds"]?.number ?? 0
                 return "announcing to \(speakers) (\(fixedPoint(r["seconds"]?.number ?? 0, decimals: 1)) s)"
                     + (queued > 0 ? ", after the one playing" : "")
                     + (missing.isEmpty ? "" : "; not connected: \(missing.joined(separator: ", "))")
+                    + (cannot.isEmpty ? "" : "; cannot mix one: \(cannot.joined(separator: ", "))")
             }
         case .group(let g): try group(g)
         case .party(let p): try party(p)

@@ -94,14 +94,19 @@ public struct AnnouncementResult: Equatable, Sendable {
     public var speakers: [String]
     /// Chosen rooms with no speaker connected (nobody hears it there).
     public var notConnected: [String]
+    /// Speakers of the chosen rooms that cannot mix one, each with why
+    /// ("study (protocol v8)", "phone (a browser or Sendspin player)"): skipped, so
+    /// one old speaker or a phone playing here does not silence the doorbell everywhere.
+    public var cannotMix: [String]
     /// Leader time its first frame plays.
     public var startsAt: LeaderTime
     public var seconds: Double
     /// How long it waits behind announcements already playing (0: none).
     public var queuedSeconds: Double
 
-    public init(id: UInt32, speakers: [String], notConnected: [String], startsAt: LeaderTime, seconds: Double, queuedSeconds: Double) {
-        self.id = id; self.speakers = speakers; self.notConnected = notConnected
+    public init(id: UInt32, speakers: [String], notConnected: [String], cannotMix: [String] = [], startsAt: LeaderTime, seconds: Double,
+                queuedSeconds: Double) {
+        self.id = id; self.speakers = speakers; self.notConnected = notConnected; self.cannotMix = cannotMix
         self.startsAt = startsAt; self.seconds = seconds; self.queuedSeconds = queuedSeconds
     }
 }
@@ -119,7 +124,7 @@ public enum AnnouncementError: Error, Equatable, Sendable, CustomStringConvertib
     case badDuck(Double)
     /// None of the chosen rooms has a speaker connected.
     case nobodyListening(rooms: [String])
-    /// Speakers too old to mix an announcement (room, protocol version), or not Tutti speakers.
+    /// Every connected speaker of the chosen rooms is too old to mix an announcement (room, protocol version), or not a Tutti speaker.
     case speakersCannotAnnounce([String])
     /// The audio could not be fetched or decoded.
     case undecodable(String)
@@ -142,7 +147,7 @@ public enum AnnouncementError: Error, Equatable, Sendable, CustomStringConvertib
         case .badDuck(let d): "duck_db \(d) is outside −60…0 dB"
         case .nobodyListening(let rooms): "no speaker is connected in \(rooms.isEmpty ? "any room" : rooms.joined(separator: ", ")): nobody would hear it"
         case .speakersCannotAnnounce(let list):
-            "these speakers cannot play announcements: \(list.joined(separator: ", ")) (protocol v\(WireProtocol.overlayVersion) needed: update their tutti; Snapcast and Sendspin players cannot mix one)"
+            "these speakers cannot play announcements: \(list.joined(separator: ", ")) (protocol v\(WireProtocol.overlayVersion) needed: update their tutti; Snapcast clients, browsers and Sendspin players cannot mix one)"
         case .undecodable(let reason): "cannot play the announcement: \(reason)"
         case .tooLong(let s): "the announcement lasts \(Int(s.rounded())) s; at most \(AnnouncementRequest.maximumSeconds) s"
         case .speech(let reason): "cannot speak the text: \(reason)"

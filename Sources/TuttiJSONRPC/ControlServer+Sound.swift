@@ -172,7 +172,8 @@ extension ControlServer {
                                                   duckDecibels: try number("duck_db", AnnouncementRequest.defaultDuckDecibels))
             let r = try leader.announce(request)
             return ["id": .int(Int(r.id)), "speakers": .array(r.speakers.map(JSONValue.string)),
-                    "notConnected": .array(r.notConnected.map(JSONValue.string)), "seconds": .number((r.seconds * 1000).rounded() / 1000),
+                    "notConnected": .array(r.notConnected.map(JSONValue.string)),
+                    "cannotMix": .array(r.cannotMix.map(JSONValue.string)), "seconds": .number((r.seconds * 1000).rounded() / 1000),
                     "queuedSeconds": .number((r.queuedSeconds * 1000).rounded() / 1000)]
         } catch let e as AnnouncementError {
             throw Self.rpcError(e)

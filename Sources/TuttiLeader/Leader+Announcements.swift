@@ -52,14 +52,14 @@ extension Leader {
                         if !speakers.contains(speaker) { speakers.append(speaker) }
                     case .tutti: cannot.append("\(speaker) (protocol v\(session.version))")
                     case .snapcast: cannot.append("\(speaker) (a Snapcast client)")
-                    case .surface: cannot.append("\(speaker) (a Sendspin player)")
+                    case .surface: cannot.append("\(speaker) (a browser or Sendspin player)")
                     }
                 }
             }
             if !connected { notConnected.append(room) }
         }
-        if !cannot.isEmpty { throw .speakersCannotAnnounce(cannot) }
-        if listening.isEmpty { throw .nobodyListening(rooms: rooms) }
+        // Those that cannot mix one are skipped and named in the result; refused only when nobody could hear it.
+        if listening.isEmpty { throw cannot.isEmpty ? .nobodyListening(rooms: rooms) : .speakersCannotAnnounce(cannot) }
 
         var audio = try announcementAudio(request.source)
         let chunkFrames = configuration.framesPerChunk
@@ -108,7 +108,8 @@ extension Leader {
         let queued = max(0, Double(start - (now + lead)) / 1e9)
         log.info("announcement \(id) to \(speakers.joined(separator: ", ")): \(fixedPoint(seconds, decimals: 1)) s, music down \(fixedPoint(-request.duckDecibels, decimals: 0)) dB"
                  + (queued > 0 ? ", after the one playing (\(fixedPoint(queued, decimals: 1)) s)" : ""))
-        return AnnouncementResult(id: id, speakers: speakers, notConnected: notConnected, startsAt: start, seconds: seconds, queuedSeconds: queued)
+        if !cannot.isEmpty { log.info("announcement \(id) skips speakers that cannot mix one: \(cannot.joined(separator: ", "))") }
+        return AnnouncementResult(id: id, speakers: speakers, notConnected: notConnected, cannotMix: cannot, startsAt: start, seconds: seconds, queuedSeconds: queued)
     }
 
     private func announcementRooms(_ target: AnnouncementTarget) throws(AnnouncementError) -> [String] {

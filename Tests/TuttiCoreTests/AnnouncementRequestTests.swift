@@ -38,7 +38,7 @@ import Testing
 
     @Test func messagesSayWhatToDo() {
         #expect(AnnouncementError.speakersCannotAnnounce(["study (protocol v8)"]).description
-                == "these speakers cannot play announcements: study (protocol v8) (protocol v9 needed: update their tutti; Snapcast and Sendspin players cannot mix one)")
+                == "these speakers cannot play announcements: study (protocol v8) (protocol v9 needed: update their tutti; Snapcast clients, browsers and Sendspin players cannot mix one)")
         #expect(AnnouncementError.unknownRoom("attic", known: ["kitchen", "living"]).description == "no room 'attic' (rooms: kitchen, living)")
     }
 }

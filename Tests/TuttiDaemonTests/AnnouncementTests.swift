@@ -218,8 +218,10 @@ import TuttiTestSupport
 }
 
 extension AnnouncementTests {
-    /// A speaker too old to mix one is named in the refusal, and nothing is sent to anyone.
-    @Test func aSpeakerTooOldIsListedInTheRefusal() throws {
+    /// A speaker too old to mix one is skipped and named in the result (the
+    /// doorbell still rings in the rest of the house); refused, naming it,
+    /// only when it is all there is.
+    @Test func aSpeakerTooOldIsSkippedAndNamed() throws {
         let dir = makeTemporaryDirectory()
         writeFile(dir + "/chime.wav", wavImage(Self.chime()))
         let leader = try startLeader(files: []) { c in
@@ -237,8 +239,17 @@ extension AnnouncementTests {
         func refusal(_ params: [String: JSONValue]) -> String {
             do { _ = try rpc.call("announce", params); return "accepted" } catch { return "\(error)" }
         }
-        #expect(refusal(["rooms": "all", "url": .string(dir + "/chime.wav")]).contains("these speakers cannot play announcements: study (protocol v8)"))
-        #expect(refusal(["rooms": ["kitchen", "study"], "url": .string(dir + "/chime.wav")]).contains("study (protocol v8)"))
+        let all = try rpc.call("announce", ["rooms": "all", "url": .string(dir + "/chime.wav")]).object
+        #expect(all?["speakers"]?.strings == ["kitchen"], "\(String(describing: all))")
+        #expect(all?["cannotMix"]?.strings == ["study (protocol v8)"], "\(String(describing: all))")
+        #expect(refusal(["rooms": ["study"], "url": .string(dir + "/chime.wav")])
+            .contains("these speakers cannot play announcements: study (protocol v8)"))
+        // The old speaker was sent nothing (no overlay reaches a v8 speaker): its DAC stays silent while the kitchen's rings.
+        let asked = Monotonic.now()
+        #expect(waitUntilPlayed([dir + "/k.raw", dir + "/s.raw"], through: asked + 3_000_000_000, timeout: 20))
+        let kitchenPeak = readRaw(dir + "/k.raw").map { abs(Int($0)) }.max() ?? 0, studyPeak = readRaw(dir + "/s.raw").map { abs(Int($0)) }.max() ?? 0
+        print("announce all with a v8 speaker: kitchen peak \(kitchenPeak), study peak \(studyPeak)")
+        #expect(kitchenPeak > 1_000 && studyPeak == 0, "kitchen \(kitchenPeak), study \(studyPeak)")
         // Outside the music folders: refused like a queue.add.
         let outside = refusal(["rooms": ["kitchen"], "url": "/etc/passwd"])
         #expect(outside.contains("/etc/passwd") && outside != "accepted", "\(outside)")

@@ -117,7 +117,7 @@ export const EN = {
   'announce.button': 'Announce', 'announce.title': 'Announce', 'announce.say': 'Say', 'announce.sayLabel': 'What to say, or a URL to play',
   'announce.placeholder': 'Dinner is ready', 'announce.voice': 'Voice', 'announce.rooms': 'Rooms',
   'announce.noRooms': 'No room has a speaker connected', 'announce.needText': 'Type what to say, or a URL',
-  'announce.needRoom': 'Pick at least one room', 'announce.sent': 'Announcing in {rooms}',
+  'announce.needRoom': 'Pick at least one room', 'announce.sent': 'Announcing in {rooms}', 'announce.skipped': 'cannot play it: {rooms}',
   // Stereo pairs and channels
   'pair.new': 'Stereo pair', 'pair.needsTwo': 'A stereo pair needs two rooms: connect two speakers first',
   'pair.leftSpeaker': 'Left speaker', 'pair.rightSpeaker': 'Right speaker', 'pair.name': 'Name of the pair',

@@ -170,7 +170,10 @@ export function createRooms(selectGroup, go) {
       if (!v) return;
       const params = { rooms: v.rooms };
       if (/^(https?:\/\/|\/)/.test(v.said)) params.url = v.said; else { params.text = v.said; params.lang = lang.value; }
-      call('announce', params).then((r) => toast(t('announce.sent', { rooms: r.speakers.join(', ') }), 'info'), (e) => toast(errText(e)));
+      call('announce', params).then((r) => {
+        const skipped = r.cannotMix || [];
+        toast(t('announce.sent', { rooms: r.speakers.join(', ') }) + (skipped.length ? ' · ' + t('announce.skipped', { rooms: skipped.join(', ') }) : ''), 'info');
+      }, (e) => toast(errText(e)));
     });
   }
 

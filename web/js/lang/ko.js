@@ -96,7 +96,7 @@ export default {
   'announce.button': '안내 방송', 'announce.title': '안내 방송', 'announce.say': '내용', 'announce.sayLabel': '말할 내용 또는 재생할 URL',
   'announce.placeholder': '저녁 준비됐어요', 'announce.voice': '음성', 'announce.rooms': '방',
   'announce.noRooms': '스피커가 연결된 방이 없습니다', 'announce.needText': '말할 내용이나 URL을 입력하세요',
-  'announce.needRoom': '방을 하나 이상 고르세요', 'announce.sent': '{rooms}에서 안내 방송 중',
+  'announce.needRoom': '방을 하나 이상 고르세요', 'announce.sent': '{rooms}에서 안내 방송 중', 'announce.skipped': '재생할 수 없음: {rooms}',
   'pair.new': '스테레오 페어', 'pair.needsTwo': '스테레오 페어에는 방이 두 개 필요합니다. 먼저 스피커 두 대를 연결하세요',
   'pair.leftSpeaker': '왼쪽 스피커', 'pair.rightSpeaker': '오른쪽 스피커', 'pair.name': '페어 이름',
   'pair.twoDifferent': '서로 다른 방 두 개를 고르세요', 'pair.make': '스테레오 페어 만들기', 'pair.left': '왼쪽', 'pair.right': '오른쪽',
