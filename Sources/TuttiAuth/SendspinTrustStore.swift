@@ -18,6 +18,8 @@ public final class SendspinTrustStore: Sendable {
     /// Where the trust is written; nil: kept in memory only (a leader without a state folder).
     private let path: String?
     private let state: Mutex<SendspinTrust>
+    /// Codes people typed for waiting players, and how each went (not kept on disk).
+    private let codes = Mutex(SendspinCodeOffers())
     /// Called after every change a person should see (a new request, an answer), outside the lock.
     private let changed: Mutex<(@Sendable () -> Void)?> = Mutex(nil)
 
@@ -99,9 +101,40 @@ public final class SendspinTrustStore: Sendable {
 
     /// A client connected unpaired and wants to play; true when it is new.
     @discardableResult
-    public func noteJoinRequest(clientID: String, name: String, address: String, now: Int64) throws(SendspinStoreError) -> Bool {
-        try change(persist: false) { (t: inout SendspinTrust) throws(SendspinTrust.Refusal) in try t.noteJoinRequest(clientID: clientID, name: name, address: address, now: now) }
+    public func noteJoinRequest(clientID: String, name: String, address: String, now: Int64,
+                                method: SendspinTrust.PairMethod? = nil) throws(SendspinStoreError) -> Bool {
+        try change(persist: false) { (t: inout SendspinTrust) throws(SendspinTrust.Refusal) in
+            try t.noteJoinRequest(clientID: clientID, name: name, address: address, now: now, method: method)
+        }
     }
+
+    // MARK: Pairing codes
+
+    /// The connection that noted `clientID`'s code request at `since` ended without pairing.
+    public func withdrawCodeRequest(clientID: String, since: Int64) {
+        let changed = state.withLock { t -> Bool in
+            let before = t.requests.count
+            t.withdrawCodeRequest(clientID: clientID, since: since)
+            return t.requests.count != before
+        }
+        if changed { self.changed.withLock { $0 }?() }
+    }
+
+    /// Whether a pairing-code attempt or round may run for this client and address (wrong codes are budgeted).
+    public func mayTryCode(clientID: String, address: String, now: Int64) -> Bool {
+        state.withLock { $0.mayTryCode(clientID: clientID, address: address, now: now) }
+    }
+
+    /// A round ended with a wrong code; false once the client or its address has had its share.
+    public func noteWrongCode(clientID: String, address: String, now: Int64) -> Bool {
+        state.withLock { $0.noteWrongCode(clientID: clientID, address: address, now: now) }
+    }
+
+    /// A code a person typed for `clientID`'s waiting connection (which takes it on the server's notifier thread).
+    public func offerCode(clientID: String, code: String) -> UInt64 { codes.withLock { $0.offer(clientID: clientID, code: code) } }
+    public func takeCode(clientID: String) -> (id: UInt64, code: String)? { codes.withLock { $0.take(clientID: clientID) } }
+    public func reportCode(_ id: UInt64, _ outcome: SendspinCodeOffers.Outcome) { codes.withLock { $0.report(id, outcome) } }
+    public func codeOutcome(_ id: UInt64) -> SendspinCodeOffers.Outcome? { codes.withLock { $0.outcome(id) } }
 
     /// A person's answer by client id; false when no request waits.
     @discardableResult

@@ -96,6 +96,8 @@ public enum CLICommand: Equatable, Sendable {
         /// `allow`, `deny` or `forget` (`speakers.<verb>`) a speaker by name.
         case decide(verb: String, name: String)
         case pair(code: String)
+        /// A Sendspin player's pairing code (`speakers.sendspinCode`), for the one named when several wait.
+        case sendspinCode(code: String, name: String?)
     }
 
     public enum Equalizer: Equatable, Sendable {
@@ -302,6 +304,7 @@ enum CLICommandTable {
             ("speakers", "paired speakers, and speakers asking to pair"),
             ("speakers allow NAME | deny NAME", "decide a speaker's request to join"),
             ("speakers pair CODE", "pair the speaker showing CODE (`sudo tutti-follower pair` on it)"),
+            ("speakers code CODE [NAME]", "pair a Sendspin player by the six digits it shows or the eight printed on it"),
             ("speakers forget NAME", "unpair a speaker: it is disconnected and cannot come back"),
         ], parse: speakers),
         .init(names: ["vol"], help: [
@@ -559,7 +562,14 @@ enum CLICommandTable {
         case "pair":
             guard w.operands.count >= 2 else { throw usage("speakers pair CODE (the six digits `sudo tutti-follower pair` shows)") }
             return .speakers(.pair(code: w.rest.joined()))
-        case let sub?: throw usage("unknown speakers command '\(sub)' (list, allow, deny, pair, forget)")
+        case "code":
+            // The code as a person types it, in groups or not (`123 456`, `1234-5678`); the words after it name the player.
+            let rest = w.operands.dropFirst()
+            let groups = rest.prefix { !$0.isEmpty && $0.unicodeScalars.allSatisfy { ("0"..."9").contains($0) || $0 == "-" } }
+            guard !groups.isEmpty else { throw usage(UserMessage(.cliSpeakersCodeNeeds)) }
+            let name = rest.dropFirst(groups.count).joined(separator: " ")
+            return .speakers(.sendspinCode(code: groups.joined(), name: name.isEmpty ? nil : name))
+        case let sub?: throw usage("unknown speakers command '\(sub)' (list, allow, deny, pair, code, forget)")
         }
     }
 

@@ -313,7 +313,9 @@ struct LeaderSession {
                 print("paired\t\(s["name"]?.string ?? "?")\tkey \(s["key"]?.string ?? "?")\t\(s["connected"]?.bool == true ? "connected" : "not connected")")
             }
             for s in objects(r["pending"]) {
-                let by = s["by"]?.string == "code" ? "waits for its code" : "asks to join: tutti speakers allow \(s["name"]?.string ?? "NAME")"
+                let by = s["method"]?.string == "dynamic_pairing_code" ? "shows six digits: tutti speakers code DIGITS \(s["name"]?.string ?? "NAME")"
+                    : s["method"]?.string == "static_pairing_code" ? "has a code printed on it: tutti speakers code CODE \(s["name"]?.string ?? "NAME")"
+                    : s["by"]?.string == "code" ? "waits for its code" : "asks to join: tutti speakers allow \(s["name"]?.string ?? "NAME")"
                 print("pending\t\(s["name"]?.string ?? "?")\tfrom \(s["address"]?.string ?? "?")\tkey \(s["key"]?.string ?? "?")\t\(by)")
             }
         }
@@ -323,6 +325,12 @@ struct LeaderSession {
         case .pair(let code):
             let r = try call("speakers.pair", ["code": .string(code)])
             show(r) { "paired \($0["paired"]?.string ?? "")" }
+        case .sendspinCode(let code, let name):
+            var params: [String: JSONValue] = ["code": .string(code)]
+            if let name { params["name"] = .string(name) }
+            show(try call("speakers.sendspinCode", params)) { r in
+                r["paired"]?.string.map { "paired \($0)" } ?? "the code waits for \(r["offered"]?.string ?? "the player") (make its pairing gesture)"
+            }
         }
     }
 

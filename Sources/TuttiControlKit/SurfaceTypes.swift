@@ -31,8 +31,11 @@ public struct PairingRequestInfo: Sendable, Equatable {
     public var byCode: Bool
     /// The protocol it came by: "tutti" (a Tutti speaker) or "sendspin" (a Sendspin player).
     public var via: String
-    public init(name: String, address: String, fingerprint: String, byCode: Bool, via: String = "tutti") {
-        self.name = name; self.address = address; self.fingerprint = fingerprint; self.byCode = byCode; self.via = via
+    /// A Sendspin player's pairing-code method (`dynamic_pairing_code`: six digits it shows;
+    /// `static_pairing_code`: eight printed on it), when it waits for a code.
+    public var method: String?
+    public init(name: String, address: String, fingerprint: String, byCode: Bool, via: String = "tutti", method: String? = nil) {
+        self.name = name; self.address = address; self.fingerprint = fingerprint; self.byCode = byCode; self.via = via; self.method = method
     }
 }
 

@@ -231,6 +231,12 @@ public enum MessageKey: String, CaseIterable, Sendable {
     case reverbSendspinPlayer = "reverb.sendspinPlayer"
     case reverbBrowser = "reverb.browser"
     case cliReverbNeeds = "cli.reverbNeeds"
+    case pairingSendspinNeedsCode = "pairing.sendspinNeedsCode"
+    case pairingSendspinNobodyWaiting = "pairing.sendspinNobodyWaiting"
+    case pairingSendspinWhich = "pairing.sendspinWhich"
+    case pairingSendspinWrongCode = "pairing.sendspinWrongCode"
+    case pairingSendspinCodeFailed = "pairing.sendspinCodeFailed"
+    case cliSpeakersCodeNeeds = "cli.speakersCodeNeeds"
 
     /// The text in `language`, with its `{placeholders}`.
     public func template(_ language: Language) -> String {
@@ -383,6 +389,12 @@ public enum MessageKey: String, CaseIterable, Sendable {
         case .reverbSendspinPlayer: "{room} is a Sendspin player: it plays what it is sent and has no reverb (a Tutti speaker has)"
         case .reverbBrowser: "{room} is a browser playing here: it has no reverb (a Tutti speaker has)"
         case .cliReverbNeeds: "reverb needs ROOM, then a preset (Small room, Medium room, Large hall, Plate, Cathedral) or off, and a mix 0–100"
+        case .pairingSendspinNeedsCode: #"speakers.sendspinCode needs "code": the six digits a Sendspin player shows, or the eight printed on it (and "name" when several wait)"#
+        case .pairingSendspinNobodyWaiting: "no Sendspin player is waiting for a pairing code of {digits} digits"
+        case .pairingSendspinWhich: "several Sendspin players wait for a code ({names}): name the one it belongs to"
+        case .pairingSendspinWrongCode: "that is not {name}'s code ({left} more tries on this connection)"
+        case .pairingSendspinCodeFailed: "{name} did not pair: {reason}"
+        case .cliSpeakersCodeNeeds: "speakers code needs the code a Sendspin player shows or has printed on it, and its NAME when several wait"
         case .daemonCannotStart: "tuttid: cannot start: {reason}"
         }
     }
@@ -530,6 +542,12 @@ public enum MessageKey: String, CaseIterable, Sendable {
         case .reverbSendspinPlayer: "{room}은(는) Sendspin 플레이어입니다: 받은 소리를 그대로 재생하며 잔향이 없습니다 (Tutti 스피커에는 있습니다)"
         case .reverbBrowser: "{room}은(는) 여기서 재생하는 브라우저입니다: 잔향이 없습니다 (Tutti 스피커에는 있습니다)"
         case .cliReverbNeeds: "reverb에는 ROOM, 그다음 프리셋(Small room, Medium room, Large hall, Plate, Cathedral) 또는 off, 그리고 0–100 사이의 믹스가 필요합니다"
+        case .pairingSendspinNeedsCode: #"speakers.sendspinCode에는 "code"가 필요합니다: Sendspin 플레이어가 보여 주는 6자리 숫자나 기기에 인쇄된 8자리 숫자 (여러 대가 기다리면 "name"도)"#
+        case .pairingSendspinNobodyWaiting: "{digits}자리 페어링 코드를 기다리는 Sendspin 플레이어가 없습니다"
+        case .pairingSendspinWhich: "코드를 기다리는 Sendspin 플레이어가 여러 대입니다 ({names}): 어느 플레이어의 코드인지 이름을 지정하세요"
+        case .pairingSendspinWrongCode: "{name}의 코드가 아닙니다 (이 연결에서 {left}번 더 시도할 수 있습니다)"
+        case .pairingSendspinCodeFailed: "{name}이(가) 페어링되지 않았습니다: {reason}"
+        case .cliSpeakersCodeNeeds: "speakers code에는 Sendspin 플레이어가 보여 주거나 기기에 인쇄된 코드, 그리고 여러 대가 기다리면 그 NAME이 필요합니다"
         case .daemonCannotStart: "tuttid: 시작할 수 없습니다: {reason}"
         }
     }

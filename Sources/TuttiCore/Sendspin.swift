@@ -71,6 +71,8 @@ public struct SendspinHello: Equatable, Sendable {
     public var artworkChannels: [SendspinArtworkChannel]
     /// Whether it lets a server it has not paired with give it roles (`unpaired_access.enabled`).
     public var unpairedAccess = false
+    /// The pairing-code method it offers that this server runs (`supported_pair_methods`), if any.
+    public var codeMethod: SendspinTrust.PairMethod?
 
     public init(clientID: String, name: String, roles: [String], formats: [SendspinAudioFormat] = [], bufferCapacity: Int = 0,
                 playerCommands: [String] = [], artworkChannels: [SendspinArtworkChannel] = []) {
@@ -109,15 +111,22 @@ public enum SendspinClientMessage: Equatable, Sendable {
     case requestFormat(SendspinAudioFormat)
     case goodbye(reason: String)
     /// `client/pair-init`: starts a pairing attempt admitted by the `pairingIndex`-th pairing
-    /// `server/activate` since the handshake; `commitment`: it carries `commit_B` (dynamic pairing code only).
-    case pairInit(pairingIndex: Int, commitment: Bool)
-    /// `client/pair-finalize` of the Pairing PSK flow: the new long-term PSK (32 bytes), or nil
-    /// when it carries a wrapped PSK (a pairing-code flow) or none.
+    /// `server/activate` since the handshake; `commitment`: its `commit_B` (32 bytes; dynamic pairing code only).
+    case pairInit(pairingIndex: Int, commitment: [UInt8]?)
+    /// `client/pair-finalize` of the Pairing PSK flow: the new long-term PSK (32 bytes), or nil when it carries none.
     case pairFinalize(longTermPSK: [UInt8]?)
+    /// `client/pair-finalize` of a pairing-code flow: the long-term PSK sealed under the wrap key (48 bytes).
+    case pairFinalizeWrapped(wrappedPSK: [UInt8])
     /// `pair/abort` from the client.
     case pairAbort(reason: String)
-    /// Another pairing message (`client/pair-pending`, `-auth`, `-confirm`, `-retry`): left over from an attempt this server did not start.
-    case pairOther(type: String)
+    /// `client/pair-pending`: the player waits for its owner's gesture before `client/pair-init`.
+    case pairPending(pairingIndex: Int)
+    /// `client/pair-auth`: the player's CPace share (32 bytes).
+    case pairAuth(share: [UInt8])
+    /// `client/pair-confirm`: its CPace tag (64 bytes) and, for the dynamic code, `nonce_B` sealed (48 bytes).
+    case pairConfirm(clientKC: [UInt8], wrappedNonceB: [UInt8]?)
+    /// `client/pair-retry`: the server's tag did not verify (the code typed was wrong); another round.
+    case pairRetry
     /// A type this server does not act on (ignored, as the spec asks of unknown messages).
     case other(type: String)
 }
@@ -167,8 +176,12 @@ public enum Sendspin {
             return .goodbye(reason: (try? shortText(payload["reason"] ?? "", "reason")) ?? "")
         case "client/pair-init":
             let index = try bounded(payload["pairing_index"], "pairing_index", 0...Int(Int32.max))
-            return .pairInit(pairingIndex: index, commitment: payload["commit_B"] != nil)
+            let commitment = try payload["commit_B"].map { _ throws(SendspinError) in try field(payload, "commit_B", bytes: 32) }
+            return .pairInit(pairingIndex: index, commitment: commitment)
         case "client/pair-finalize":
+            if payload["wrapped_psk"] != nil, payload["long_term_psk"] == nil {
+                return .pairFinalizeWrapped(wrappedPSK: try field(payload, "wrapped_psk", bytes: 48))
+            }
             guard let text = payload["long_term_psk"] else { return .pairFinalize(longTermPSK: nil) }
             guard payload["wrapped_psk"] == nil else { throw .malformed("client/pair-finalize carries both long_term_psk and wrapped_psk") }
             guard let s = text.string, s.utf8.count <= 64, let psk = Base64URL.decode(s), psk.count == 32 else {
@@ -177,8 +190,15 @@ public enum Sendspin {
             return .pairFinalize(longTermPSK: psk)
         case "pair/abort":
             return .pairAbort(reason: (try? shortText(payload["reason"] ?? "", "reason")) ?? "")
-        case "client/pair-pending", "client/pair-auth", "client/pair-confirm", "client/pair-retry":
-            return .pairOther(type: type)
+        case "client/pair-pending":
+            return .pairPending(pairingIndex: try bounded(payload["pairing_index"], "pairing_index", 0...Int(Int32.max)))
+        case "client/pair-auth":
+            return .pairAuth(share: try field(payload, "pake_msg_2", bytes: 32))
+        case "client/pair-confirm":
+            let wrapped = try payload["wrapped_nonce_B"].map { _ throws(SendspinError) in try field(payload, "wrapped_nonce_B", bytes: 48) }
+            return .pairConfirm(clientKC: try field(payload, "client_kc", bytes: 64), wrappedNonceB: wrapped)
+        case "client/pair-retry":
+            return .pairRetry
         default:
             return .other(type: type)
         }
@@ -212,6 +232,7 @@ public enum Sendspin {
         guard let roles = p["supported_roles"]?.strings, roles.count <= maximumListCount else { throw .malformed("supported_roles") }
         var hello = SendspinHello(clientID: id, name: name.isEmpty ? (id.isEmpty ? "Sendspin player" : id) : name, roles: roles)
         hello.unpairedAccess = p["unpaired_access"]?["enabled"]?.bool ?? false
+        hello.codeMethod = SendspinCodePairing.offeredMethod(p["supported_pair_methods"])
         if roles.contains("player@v1") {
             // The unversioned key is what clients before spec #287 sent.
             guard let support = (p["player@v1_support"] ?? p["player_support"])?.object else { throw .malformed("player@v1 without its support object") }
@@ -309,9 +330,10 @@ public enum Sendspin {
     }
 
     /// The `server/activate` that admits a pairing attempt: the pairing activity alone, no roles.
-    public static func serverActivatePairing(method: SendspinTrust.PairMethod) -> String {
-        message("server/activate", ["activities": .strings(["pairing"]), "active_roles": .strings([]),
-                                    "pairing": ["method": .string(method.rawValue)]])
+    public static func serverActivatePairing(method: SendspinTrust.PairMethod, format: String? = nil) -> String {
+        var pairing: [String: JSONValue] = ["method": .string(method.rawValue)]
+        if let format { pairing["format"] = .string(format) }
+        return message("server/activate", ["activities": .strings(["pairing"]), "active_roles": .strings([]), "pairing": .object(pairing)])
     }
 
     /// The acknowledgement that the client's long-term PSK is stored.

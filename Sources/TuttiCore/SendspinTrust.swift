@@ -51,6 +51,10 @@ public struct SendspinTrust: Sendable, Equatable {
         public var created: Int64
         /// A denied request stays until it expires, so a player that reconnects in a loop does not ask again at once.
         public var decision: Decision?
+        /// The pairing-code method its connection waits with for a person's code (nil: it asks for unpaired access only).
+        public var method: PairMethod?
+        /// When that connection noted it (monotonic ns): its end withdraws the request, and only its own.
+        public var methodSince: Int64?
     }
 
     public enum Refusal: Error, Equatable, Sendable, CustomStringConvertible {
@@ -115,23 +119,60 @@ public struct SendspinTrust: Sendable, Equatable {
     /// A client connected unpaired and asked to play; true if it is new (tell the web app).
     /// One already waiting is refreshed, not added again.
     @discardableResult
-    public mutating func noteJoinRequest(clientID: String, name: String, address: String, now: Int64) throws(Refusal) -> Bool {
+    public mutating func noteJoinRequest(clientID: String, name: String, address: String, now: Int64, method: PairMethod? = nil) throws(Refusal) -> Bool {
         expire(now: now)
         if isApproved(clientID) || record(clientID) != nil { return false }
         if let i = requests.firstIndex(where: { $0.clientID == clientID }) {
             if requests[i].decision == .deny { throw .denied }
             requests[i].name = Self.cleanName(name)
             requests[i].address = address
+            requests[i].method = method
+            requests[i].methodSince = method == nil ? nil : now
             return false
         }
         guard requests.filter({ $0.address == address }).count < Self.requestsPerAddress else { throw .tooManyFromAddress(address) }
         guard requests.count < Self.requestsTotal else { throw .tooMany }
-        requests.append(JoinRequest(clientID: clientID, name: Self.cleanName(name), address: address, created: now))
+        requests.append(JoinRequest(clientID: clientID, name: Self.cleanName(name), address: address, created: now, method: method,
+                                    methodSince: method == nil ? nil : now))
         return true
+    }
+
+    /// The connection that noted `clientID`'s code request at `since` ended without pairing:
+    /// nobody waits for a code there any more (a code is typed for a connection, not a player).
+    /// A request a later connection refreshed stays.
+    public mutating func withdrawCodeRequest(clientID: String, since: Int64) {
+        requests.removeAll { $0.clientID == clientID && $0.decision == nil && $0.method != nil && $0.methodSince == since }
     }
 
     public mutating func expire(now: Int64) {
         requests.removeAll { now - $0.created >= Self.requestLifetimeNanoseconds }
+        wrongCodes.removeAll { now - $0.at >= Self.wrongCodeWindowNanoseconds }
+    }
+
+    // MARK: Wrong pairing codes
+
+    /// Wrong codes (rounds) a client may cost in `wrongCodeWindowNanoseconds`, and an address
+    /// for all its clients: each round is one guess at the code, so they are few.
+    public static let wrongCodesPerClient = 10
+    public static let wrongCodesPerAddress = 20
+    public static let wrongCodeWindowNanoseconds: Int64 = 600 * 1_000_000_000
+    /// Not kept on disk: monotonic times.
+    public private(set) var wrongCodes: [WrongCode] = []
+    public struct WrongCode: Sendable, Equatable { public var clientID: String; public var address: String; public var at: Int64 }
+
+    /// Whether a pairing-code attempt (or another round) may run for `clientID` from `address` now.
+    public mutating func mayTryCode(clientID: String, address: String, now: Int64) -> Bool {
+        expire(now: now)
+        return wrongCodes.filter { $0.clientID == clientID }.count < Self.wrongCodesPerClient
+            && wrongCodes.filter { $0.address == address }.count < Self.wrongCodesPerAddress
+    }
+
+    /// A round ended with a wrong code; false once the client or its address has had its share.
+    public mutating func noteWrongCode(clientID: String, address: String, now: Int64) -> Bool {
+        expire(now: now)
+        wrongCodes.append(WrongCode(clientID: clientID, address: address, at: now))
+        if wrongCodes.count > 4 * Self.wrongCodesPerAddress { wrongCodes.removeFirst(wrongCodes.count - 4 * Self.wrongCodesPerAddress) }
+        return mayTryCode(clientID: clientID, address: address, now: now)
     }
 
     /// A person's answer to the waiting request of `clientID`; false when none waits.
@@ -267,7 +308,9 @@ public struct SendspinTrust: Sendable, Equatable {
             "paired": .array(records.map { ["id": .string($0.clientID), "name": .string($0.name), "pairedAt": .int($0.pairedAt)] }),
             "approved": .array(approvals.map { ["id": .string($0.clientID), "name": .string($0.name), "approvedAt": .int($0.approvedAt)] }),
             "pending": .array(requests.filter { $0.decision == nil }.map {
-                ["id": .string($0.clientID), "name": .string($0.name), "address": .string($0.address), "by": "sendspin"]
+                var r: [String: JSONValue] = ["id": .string($0.clientID), "name": .string($0.name), "address": .string($0.address), "by": "sendspin"]
+                if let m = $0.method { r["method"] = .string(m.rawValue) }
+                return .object(r)
             }),
         ]
     }

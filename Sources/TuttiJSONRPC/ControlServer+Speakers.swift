@@ -9,7 +9,10 @@ extension ControlServer {
             ["name": .string($0.name), "key": .string($0.fingerprint), "pairedAt": .int($0.pairedAt), "connected": .bool($0.connected)]
         }
         let pending: [JSONValue] = leader.pairingRequests.map {
-            ["name": .string($0.name), "address": .string($0.address), "key": .string($0.fingerprint), "by": $0.byCode ? "code" : "approval", "via": .string($0.via)]
+            var r: [String: JSONValue] = ["name": .string($0.name), "address": .string($0.address), "key": .string($0.fingerprint),
+                                          "by": $0.byCode ? "code" : "approval", "via": .string($0.via)]
+            if let m = $0.method { r["method"] = .string(m) }
+            return .object(r)
         }
         return ["paired": .array(paired), "pending": .array(pending), "mode": .string(leader.speakersMode.rawValue),
                 "leaderKey": .string(leader.speakerKeyFingerprint)]
@@ -53,6 +56,8 @@ extension ControlServer {
                 throw RPCError(code: -32000, UserMessage(.pairingSendspinTokenNotKept, ["reason": "\(error)"]))
             }
             return ["staged": .string(token.clientID)]
+        case "speakers.sendspinCode":
+            return try sendspinCode(params)
         case "speakers.forget":
             let n = try name()
             guard leader.forgetSpeaker(n) else { throw RPCError(code: -32602, UserMessage(.pairingNotPaired, ["name": n])) }

@@ -144,7 +144,8 @@ extension Leader {
         var trust = sendspinTrust?.trust ?? SendspinTrust()
         trust.expire(now: Monotonic.now())
         let players = trust.requests.filter { $0.decision == nil }.map {
-            PairingRequestInfo(name: $0.name, address: $0.address, fingerprint: String($0.clientID.prefix(16)), byCode: false, via: "sendspin")
+            PairingRequestInfo(name: $0.name, address: $0.address, fingerprint: String($0.clientID.prefix(16)), byCode: $0.method != nil, via: "sendspin",
+                               method: $0.method?.rawValue)
         }
         return speakers + players
     }

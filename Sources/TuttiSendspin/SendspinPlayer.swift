@@ -30,19 +30,19 @@ import TuttiControlKit
 final class SendspinPlayer: SurfaceRoom, @unchecked Sendable {
     var kind: SurfaceRoomKind { .sendspinPlayer }
     let socket: WebSocket
-    private let leader: any LeaderControl
-    private let log: Logger
+    let leader: any LeaderControl
+    let log: Logger
     private let server: SendspinIdentity
     private let channel: Mutex<SendspinServerChannel>
     /// Set once the Noise handshake is done; a client that started in the clear speaks
     /// the wire before spec #177: 9-byte audio headers, no `send_ahead`.
     private let encrypted = Atomic(false)
     private var legacyWire: Bool { !encrypted.load(ordering: .acquiring) }
-    private let trust: SendspinTrustStore
+    let trust: SendspinTrustStore
     /// When the connection opened (monotonic ns): one without a finished handshake 30 s on is closed.
     let openedAt = Condition.now()
     private var writer: ClientWriter!
-    private let state = Mutex(State())
+    let state = Mutex(State())
     /// Chunks already sent, kept about one buffer back, to send again after a `stream/clear`.
     static let keptChunks = 64
 
@@ -77,6 +77,14 @@ final class SendspinPlayer: SurfaceRoom, @unchecked Sendable {
         var artworkSent: [Int: String] = [:]
         /// The Pairing PSK attempt of a client admitted under its staged pairing PSK.
         var pairing: PairingAttempt?
+        /// The pairing-code attempt of an unpaired client that offers a code method (one per connection).
+        var code: SendspinCodePairing?
+        /// The person's code this connection took, until its round has an outcome.
+        var codeOffer: UInt64?
+        /// When the code attempt stored its record: the connection closes `pairedCloseNanoseconds` later.
+        var codeFinishedAt: Int64?
+        /// When the attempt noted its join request (monotonic ns), to withdraw that request when the connection ends.
+        var codeSince: Int64?
     }
 
     /// One attempt: the pairing `server/activate` went at `since` (monotonic ns).
@@ -97,7 +105,7 @@ final class SendspinPlayer: SurfaceRoom, @unchecked Sendable {
     static let pairedCloseNanoseconds: Int64 = 2_000_000_000
 
     /// Wakes the server's notifier thread (which calls `refresh`).
-    private let poke: @Sendable () -> Void
+    let poke: @Sendable () -> Void
 
     init(socket: WebSocket, leader: any LeaderControl, server: SendspinIdentity, channel: SendspinServerChannel, trust: SendspinTrustStore,
          log: Logger, threads: ThreadGroup, poke: @escaping @Sendable () -> Void) {
@@ -119,6 +127,9 @@ final class SendspinPlayer: SurfaceRoom, @unchecked Sendable {
     /// When to give up on a handshake that has not finished, or end a pairing attempt; nil when nothing waits.
     var handshakeDeadline: Int64? {
         if !channel.withLock({ $0.isEstablished }) { return openedAt + Int64(SendspinServerChannel.handshakeTimeoutSeconds) * 1_000_000_000 }
+        if let code = state.withLock({ s in s.code.map { (s.codeFinishedAt, $0.deadline) } }) {
+            return code.0.map { $0 + Self.pairedCloseNanoseconds } ?? code.1
+        }
         guard let p = state.withLock({ $0.pairing }) else { return nil }
         if let finished = p.finishedAt { return finished + Self.pairedCloseNanoseconds }
         return p.since + (p.initSeen ? Self.pairAttemptSeconds : Self.pairInitSeconds) * 1_000_000_000
@@ -127,6 +138,7 @@ final class SendspinPlayer: SurfaceRoom, @unchecked Sendable {
     /// Why `handshakeDeadline` closes the connection (for the log).
     var deadlineReason: String {
         guard channel.withLock({ $0.isEstablished }) else { return "no handshake in \(SendspinServerChannel.handshakeTimeoutSeconds) s" }
+        if let reason = codeDeadlineReason { return reason }
         guard let p = state.withLock({ $0.pairing }) else { return "no deadline" }
         if p.finishedAt != nil { return "paired: it reconnects under its long-term PSK" }
         return p.initSeen ? "pairing did not finish in \(Self.pairAttemptSeconds) s" : "no client/pair-init in \(Self.pairInitSeconds) s"
@@ -136,7 +148,7 @@ final class SendspinPlayer: SurfaceRoom, @unchecked Sendable {
     // MARK: Sending
 
     /// The writer's queue holds a kind byte (0 text, 1 binary) and the message.
-    private func queue(text: String) { writer.send([0] + Array(text.utf8)) }
+    func queue(text: String) { writer.send([0] + Array(text.utf8)) }
     private func queue(binary: [UInt8]) { writer.send([1] + binary) }
 
     /// Seals a queued message and writes it, in order, under the channel's lock.
@@ -240,16 +252,17 @@ final class SendspinPlayer: SurfaceRoom, @unchecked Sendable {
         case .goodbye(let reason):
             log.info("Sendspin \(roomName ?? socket.peer) said goodbye (\(reason))")
             socket.terminate()
-        case .pairInit(let index, let commitment):
-            pairInit(index: index, commitment: commitment)
-        case .pairFinalize(let psk):
-            pairFinalize(psk)
-        case .pairAbort(let reason):
-            guard state.withLock({ $0.pairing != nil }) else { return }
-            log.info("Sendspin \(hello?.name ?? socket.peer) abandoned pairing (\(reason)); closing")
-            socket.terminate()
-        case .pairOther:
-            break // a pairing-code method's message: no attempt of that kind runs here
+        case .pairInit, .pairFinalize, .pairFinalizeWrapped, .pairAbort, .pairPending, .pairAuth, .pairConfirm, .pairRetry:
+            if state.withLock({ $0.code != nil }) { return codeMessage(message) }
+            switch message {
+            case .pairInit(let index, let commitment): pairInit(index: index, commitment: commitment != nil)
+            case .pairFinalize(let psk): pairFinalize(psk)
+            case .pairAbort(let reason):
+                guard state.withLock({ $0.pairing != nil }) else { return }
+                log.info("Sendspin \(hello?.name ?? socket.peer) abandoned pairing (\(reason)); closing")
+                socket.terminate()
+            default: break // a pairing-code message with no code attempt here: a leftover
+            }
         case .other:
             break
         }
@@ -301,6 +314,7 @@ final class SendspinPlayer: SurfaceRoom, @unchecked Sendable {
         let (hello, encrypted) = state.withLock { s -> (SendspinHello?, Bool) in
             guard !s.admitted, !s.closed else { return (nil, false) }
             s.admitted = true
+            s.code = nil // allowed instead: the activation below ends the client's attempt too
             return (s.hello, s.peer != nil)
         }
         guard let hello else { return }
@@ -315,6 +329,7 @@ final class SendspinPlayer: SurfaceRoom, @unchecked Sendable {
 
     /// Neither paired nor allowed: active with no roles, and shown to a person as wanting to join.
     private func waitForAPerson(_ hello: SendspinHello, _ peer: SendspinPeer) {
+        if let method = hello.codeMethod, startCodePairing(hello, peer, method) { return }
         guard hello.unpairedAccess else {
             log.info("Sendspin \(hello.name) from \(socket.peer) is not paired and does not allow unpaired access: it can only pair")
             queue(text: Sendspin.serverActivate(playback: false, activeRoles: []))
@@ -529,6 +544,7 @@ final class SendspinPlayer: SurfaceRoom, @unchecked Sendable {
 
     /// Sends `group/update` and `server/state` where they changed (the notifier thread, and after the hello).
     func refresh() {
+        takeOfferedCode()
         admitIfAllowed()
         guard state.withLock({ $0.admitted }) else { return }
         refreshGroup()
@@ -610,6 +626,7 @@ final class SendspinPlayer: SurfaceRoom, @unchecked Sendable {
             return s.attached
         }
         guard let wasAttached else { return }
+        endCodeAttempt(reason: reason)
         if wasAttached { leader.detach(self) }
         writer.close(reason: reason)
         socket.terminate()

@@ -36,25 +36,66 @@ struct SendspinProtocolTests {
         }
     }
 
-    /// The Pairing PSK flow's messages, read and checked where they enter, and the server's.
+    /// The pairing messages (Pairing PSK and pairing-code flows), read and checked where they enter, and the server's.
     @Test func pairingMessagesAreReadAndCheckedWhereTheyEnter() throws {
         func parse(_ s: String) throws -> SendspinClientMessage { try Sendspin.parse(Array(s.utf8)) }
-        #expect(try parse(#"{"type":"client/pair-init","payload":{"pairing_index":1}}"#) == .pairInit(pairingIndex: 1, commitment: false))
-        #expect(try parse(#"{"type":"client/pair-init","payload":{"pairing_index":2,"commit_B":"x"}}"#) == .pairInit(pairingIndex: 2, commitment: true))
+        func b64(_ n: Int, _ from: UInt8 = 0) -> String { Base64URL.encode((0..<n).map { UInt8(truncatingIfNeeded: Int(from) + $0) }) }
+        #expect(try parse(#"{"type":"client/pair-init","payload":{"pairing_index":1}}"#) == .pairInit(pairingIndex: 1, commitment: nil))
+        #expect(try parse(#"{"type":"client/pair-init","payload":{"pairing_index":2,"commit_B":"\#(b64(32))"}}"#) == .pairInit(pairingIndex: 2, commitment: Array(0..<32)))
         let psk = Base64URL.encode(Array(0..<32))
         #expect(try parse(#"{"type":"client/pair-finalize","payload":{"long_term_psk":"\#(psk)"}}"#) == .pairFinalize(longTermPSK: Array(0..<32)))
-        #expect(try parse(#"{"type":"client/pair-finalize","payload":{"wrapped_psk":"abc"}}"#) == .pairFinalize(longTermPSK: nil))
+        #expect(try parse(#"{"type":"client/pair-finalize","payload":{"wrapped_psk":"\#(b64(48))"}}"#) == .pairFinalizeWrapped(wrappedPSK: Array(0..<48)))
+        #expect(try parse(#"{"type":"client/pair-finalize","payload":{}}"#) == .pairFinalize(longTermPSK: nil))
         #expect(try parse(#"{"type":"pair/abort","payload":{"reason":"user_cancelled"}}"#) == .pairAbort(reason: "user_cancelled"))
-        #expect(try parse(#"{"type":"client/pair-auth","payload":{}}"#) == .pairOther(type: "client/pair-auth"))
+        #expect(try parse(#"{"type":"client/pair-auth","payload":{"pake_msg_2":"\#(b64(32, 9))"}}"#) == .pairAuth(share: (0..<32).map { UInt8($0 + 9) }))
+        #expect(try parse(#"{"type":"client/pair-confirm","payload":{"client_kc":"\#(b64(64))"}}"#) == .pairConfirm(clientKC: Array(0..<64), wrappedNonceB: nil))
+        #expect(try parse(#"{"type":"client/pair-confirm","payload":{"client_kc":"\#(b64(64))","wrapped_nonce_B":"\#(b64(48))"}}"#)
+                == .pairConfirm(clientKC: Array(0..<64), wrappedNonceB: Array(0..<48)))
+        #expect(try parse(#"{"type":"client/pair-retry","payload":{}}"#) == .pairRetry)
+        #expect(try parse(#"{"type":"client/pair-pending","payload":{"pairing_index":1,"message":"press the button"}}"#) == .pairPending(pairingIndex: 1))
+        // Every field's length is checked where it enters: one byte short, one long, or a text far too long.
+        let long = String(repeating: "A", count: 10_000)
         for bad in [#"{"type":"client/pair-init","payload":{}}"#, #"{"type":"client/pair-init","payload":{"pairing_index":-1}}"#,
+                    #"{"type":"client/pair-init","payload":{"pairing_index":1,"commit_B":"x"}}"#,
+                    #"{"type":"client/pair-init","payload":{"pairing_index":1,"commit_B":"\#(b64(33))"}}"#,
                     #"{"type":"client/pair-finalize","payload":{"long_term_psk":"\#(Base64URL.encode(Array(0..<31)))"}}"#,
                     #"{"type":"client/pair-finalize","payload":{"long_term_psk":"not base64!"}}"#,
-                    #"{"type":"client/pair-finalize","payload":{"long_term_psk":"\#(psk)","wrapped_psk":"x"}}"#] {
-            #expect(throws: SendspinError.self) { try parse(bad) }
+                    #"{"type":"client/pair-finalize","payload":{"long_term_psk":"\#(psk)","wrapped_psk":"x"}}"#,
+                    #"{"type":"client/pair-finalize","payload":{"wrapped_psk":"\#(b64(47))"}}"#,
+                    #"{"type":"client/pair-finalize","payload":{"wrapped_psk":"\#(long)"}}"#,
+                    #"{"type":"client/pair-auth","payload":{}}"#, #"{"type":"client/pair-auth","payload":{"pake_msg_2":"\#(b64(31))"}}"#,
+                    #"{"type":"client/pair-auth","payload":{"pake_msg_2":"\#(b64(33))"}}"#, #"{"type":"client/pair-auth","payload":{"pake_msg_2":"\#(long)"}}"#,
+                    #"{"type":"client/pair-confirm","payload":{"client_kc":"\#(b64(65))"}}"#,
+                    #"{"type":"client/pair-confirm","payload":{"client_kc":"\#(b64(64))","wrapped_nonce_B":"\#(b64(49))"}}"#,
+                    #"{"type":"client/pair-pending","payload":{}}"#] {
+            #expect(throws: SendspinError.self, "\(bad.prefix(120))") { try parse(bad) }
         }
         #expect(JSONValue.parsing(Sendspin.serverActivatePairing(method: .pairingPSK)) ==
                 ["type": "server/activate", "payload": ["activities": ["pairing"], "active_roles": [], "pairing": ["method": "pairing_psk"]]])
+        #expect(JSONValue.parsing(Sendspin.serverActivatePairing(method: .dynamicPairingCode, format: "digits")) ==
+                ["type": "server/activate", "payload": ["activities": ["pairing"], "active_roles": [],
+                                                        "pairing": ["method": "dynamic_pairing_code", "format": "digits"]]])
         #expect(JSONValue.parsing(Sendspin.serverPairFinalize()) == ["type": "server/pair-finalize", "payload": [:]])
+        #expect(JSONValue.parsing(Sendspin.serverPairInit(nonceA: nil)) == ["type": "server/pair-init", "payload": [:]])
+        #expect(JSONValue.parsing(Sendspin.serverPairInit(nonceA: Array(0..<32))) == ["type": "server/pair-init", "payload": ["nonce_A": .string(b64(32))]])
+        // What a client offers: the dynamic code where it offers digits, else the static code.
+        func offered(_ s: String) -> SendspinTrust.PairMethod? { SendspinCodePairing.offeredMethod(JSONValue.parsing(s)) }
+        #expect(offered(#"{"pairing_psk":{},"dynamic_pairing_code":{"out_channels":["display"],"formats":["digits"]}}"#) == .dynamicPairingCode)
+        #expect(offered(#"{"pairing_psk":{},"static_pairing_code":{}}"#) == .staticPairingCode)
+        // Both listed (a client should not): the static code is disregarded, as the spec asks, even where Tutti cannot run the dynamic one.
+        #expect(offered(#"{"dynamic_pairing_code":{"out_channels":["display"],"formats":["digits"]},"static_pairing_code":{}}"#) == .dynamicPairingCode)
+        #expect(offered(#"{"dynamic_pairing_code":{"out_channels":["display"],"formats":["qr_code"]},"static_pairing_code":{}}"#) == nil)
+        // A dynamic descriptor with nothing the spec knows counts as unknown: the static code stands.
+        #expect(offered(#"{"dynamic_pairing_code":{"out_channels":["hologram"],"formats":["digits"]},"static_pairing_code":{}}"#) == .staticPairingCode)
+        #expect(offered(#"{"dynamic_pairing_code":{"out_channels":["display"],"formats":["smell"]},"static_pairing_code":{}}"#) == .staticPairingCode)
+        // aiosendspin 10.2.1's speaker (no digit_audio) speaks the digits itself; a newer one that asks for the server's pack has no code method here.
+        #expect(offered(#"{"dynamic_pairing_code":{"out_channels":["speaker"],"formats":["digits"]}}"#) == .dynamicPairingCode)
+        #expect(offered(#"{"dynamic_pairing_code":{"out_channels":["speaker"],"formats":["digits"],"digit_audio":{"codec":"opus","sample_rate":16000,"bit_depth":16,"max_bytes":65536}}}"#) == nil)
+        // A pack codec the spec does not know: as if it had no speaker, so no out-channel, and the static code stands.
+        #expect(offered(#"{"dynamic_pairing_code":{"out_channels":["speaker"],"formats":["digits"],"digit_audio":{"codec":"mp3"}},"static_pairing_code":{}}"#) == .staticPairingCode)
+        #expect(offered(#"{"dynamic_pairing_code":{"out_channels":["display","speaker"],"formats":["digits"],"digit_audio":{"codec":"mp3"}}}"#) == .dynamicPairingCode)
+        #expect(offered(#"{"pairing_psk":{}}"#) == nil)
+        #expect(offered(#"["pairing_psk"]"#) == nil)
     }
 
     @Test func audioHeadersAreNineOrThirteenBytesBigEndian() {

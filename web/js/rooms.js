@@ -83,6 +83,29 @@ export function createRooms(selectGroup, go) {
       h('form.pair-request', { onsubmit: submit }, h('p', null, h('small', { text: t('rooms.sendspinTokenHelp') })), h('div.acts', null, input, button)));
   }
 
+  // A Sendspin player waiting for its pairing code: six digits it shows (dynamic) or eight printed on it (static).
+  function sendspinCodeCard(p) {
+    const dynamic = p.method === 'dynamic_pairing_code';
+    const input = h('input', { type: 'text', inputmode: 'numeric', autocomplete: 'one-time-code', maxlength: dynamic ? '7' : '9',
+      placeholder: dynamic ? '123-456' : '1234-5678', 'aria-label': t('rooms.sendspinCodeFor', { name: p.name }), 'data-test': 'sendspin-code' });
+    const button = h('button.btn.sm.primary', { type: 'submit', 'data-test': 'sendspin-code-submit' }, t('rooms.pair'));
+    const submit = (ev) => {
+      ev.preventDefault();
+      const code = input.value.replace(/[\s-]/g, '');
+      if (!new RegExp('^[0-9]{' + (dynamic ? 6 : 8) + '}$').test(code)) { toast(t(dynamic ? 'rooms.codeDigits' : 'rooms.sendspinCodeDigits')); input.focus(); return; }
+      button.disabled = true;
+      call('speakers.sendspinCode', { name: p.name, code }).then((r) => {
+        input.value = '';
+        toast(r.paired ? t('rooms.paired', { name: r.paired }) : t('rooms.sendspinCodeWaits', { name: p.name }), 'info');
+      }, (e) => toast(errText(e))).finally(() => { button.disabled = false; });
+    };
+    return h('form.pair-request', { onsubmit: submit, 'data-test': 'sendspin-code-request', 'data-name': p.name },
+      h('p', null, h('span', null, h('b', { text: p.name }), t('rooms.wantsToJoin')),
+        h('small', { text: t(dynamic ? 'rooms.sendspinCodeShown' : 'rooms.sendspinCodePrinted') + t('rooms.from', { address: p.address, key: p.key }) })),
+      h('div.acts', null, input, button,
+        h('button.btn.sm.danger', { type: 'button', 'data-test': 'pair-deny', 'aria-label': t('rooms.denyName', { name: p.name }), onclick: () => decide(p.name, false) }, t('rooms.deny'))));
+  }
+
   function renderRequests() {
     clear(requests);
     const sp = S.speakers;
@@ -90,6 +113,7 @@ export function createRooms(selectGroup, go) {
     const pending = sp && sp.pending ? sp.pending : [];
     requests.hidden = !pending.length;
     const byApproval = pending.filter((p) => p.by !== 'code');
+    for (const p of pending.filter((q) => q.via === 'sendspin' && q.method)) requests.appendChild(sendspinCodeCard(p));
     for (const p of byApproval) {
       requests.appendChild(h('div.pair-request', { 'data-test': 'pair-request', 'data-name': p.name },
         h('p', null, h('span', null, h('b', { text: p.name }), t('rooms.wantsToJoin')),
@@ -98,7 +122,7 @@ export function createRooms(selectGroup, go) {
           h('button.btn.sm.primary', { type: 'button', 'data-test': 'pair-allow', 'aria-label': t('rooms.allowName', { name: p.name }), onclick: () => decide(p.name, true) }, t('rooms.allow')),
           h('button.btn.sm.danger', { type: 'button', 'data-test': 'pair-deny', 'aria-label': t('rooms.denyName', { name: p.name }), onclick: () => decide(p.name, false) }, t('rooms.deny')))));
     }
-    const byCode = pending.filter((p) => p.by === 'code');
+    const byCode = pending.filter((p) => p.by === 'code' && p.via !== 'sendspin');
     if (byCode.length) {
       const input = h('input', { type: 'text', inputmode: 'numeric', autocomplete: 'one-time-code', maxlength: '7', placeholder: '123 456',
         'aria-label': t('rooms.pairingCode'), 'data-test': 'pair-code' });
