@@ -71,6 +71,8 @@ let package = Package(
         // No pkg-config: opened at the first file or stream that needs it (dlopen), never linked;
         // the headers of libavformat-dev, libavcodec-dev, libswresample-dev and libavutil-dev.
         systemLibrary("CFFmpeg", pkgConfig: nil, apt: "libavformat-dev"),
+        // No pkg-config: opened at the first preview (dlopen), never linked.
+        systemLibrary("COgg", pkgConfig: nil, apt: "libogg-dev"),
         // What TuttiNet cannot do from Swift (kernel receive timestamps); the C
         // libraries' own wrappers are static inline in their C* headers.
         .target(name: "CTuttiNet"),
@@ -84,8 +86,8 @@ let package = Package(
         .target(name: "TuttiSystem", dependencies: ["TuttiCore", "CTuttiThread", "CTuttiSpawn"]),
         // Audio edge, a speaker's half: the Opus codec, libFLAC (opened at first use: a Sendspin server's FLAC, the leader's files and Sendspin encoder), sinks (ALSA), the playout engine.
         .target(name: "TuttiAudio", dependencies: ["TuttiCore", "TuttiSystem", "CALSA", "COpus", "CFLAC"]),
-        // Audio edge, the leader's half: file and stream decoders (libmpg123, FLAC through TuttiAudio's libFLAC, WAV; FFmpeg for every other format), the tags and exact length they read for the library, the resampler (libsoxr).
-        .target(name: "TuttiDecode", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "CMPG123", "CFLAC", "CSoxr", "CFFmpeg"]),
+        // Audio edge, the leader's half: file and stream decoders (libmpg123, FLAC through TuttiAudio's libFLAC, WAV; FFmpeg for every other format), the tags and exact length they read for the library, the resampler (libsoxr), previews' Ogg Opus (libogg, opened at first use).
+        .target(name: "TuttiDecode", dependencies: ["TuttiCore", "TuttiSystem", "TuttiAudio", "CMPG123", "CFLAC", "CSoxr", "CFFmpeg", "COgg"]),
         // Speed and pitch at the leader (librubberband); its own module, so speakers do not load it.
         .target(name: "TuttiTimeStretch", dependencies: ["TuttiCore", "TuttiSystem", "CRubberBand"]),
         // The room key: HMAC-SHA256 proofs between speakers and leader, control passwords (libsodium); the one SHA-256 type (libcrypto's code where it loads, libsodium's otherwise).

@@ -142,9 +142,9 @@ install -d "$root/usr/share/tutti"
 cp -r web "$root/usr/share/tutti/web"
 find "$root/usr/share/tutti/web" -type d -exec chmod 0755 {} + && find "$root/usr/share/tutti/web" -type f -exec chmod 0644 {} +
 install -D -m 0644 deploy/tutti-leader.service "$root/lib/systemd/system/tutti-leader.service"
-# libcurl (network streams), librubberband (speed and pitch) and libFLAC (FLAC
-# files, Sendspin FLAC) are opened when first used, not linked, so
-# dpkg-shlibdeps cannot see them: named here.
+# libcurl (network streams), librubberband (speed and pitch), libFLAC (FLAC
+# files, Sendspin FLAC) and libogg (the web app's previews) are opened when
+# first used, not linked, so dpkg-shlibdeps cannot see them: named here.
 # shairport-sync: the AirPlay receivers (airplay = yes in tutti.conf); without it the leader says so and goes on.
 # FFmpeg (libavformat59 and the libraries it pulls in, about 30 MiB) is opened
 # at the first AAC, ALAC, Ogg, Opus, WMA… file or HLS stream: recommended, so a
@@ -152,7 +152,7 @@ install -D -m 0644 deploy/tutti-leader.service "$root/lib/systemd/system/tutti-l
 # libswscale6 (FFmpeg's scaler, opened at the first cover a Sendspin display asks for): recommended too.
 # espeak-ng (a program the leader runs to speak an announcement's text, about 10 MiB with its voices):
 # recommended; without it a text announcement says to install it, and chimes and URLs still play.
-control "$root" tutti-leader "tutti (= $version), $(shlibs "$root"), libcurl4 (>= 7.85.0), librubberband2, libflac12, init-system-helpers (>= 1.54~)" "avahi-daemon, libavformat59, libswscale6, espeak-ng" \
+control "$root" tutti-leader "tutti (= $version), $(shlibs "$root"), libcurl4 (>= 7.85.0), librubberband2, libflac12, libogg0, init-system-helpers (>= 1.54~)" "avahi-daemon, libavformat59, libswscale6, espeak-ng" \
     "synchronised multi-room audio: leader and web app" \
     "The leader daemon (tuttid): a music library, queues and groups, Opus" \
     "streams to every speaker, JSON-RPC and MPD control, and the phone web app" \

@@ -7,11 +7,13 @@ packages=(
   pkg-config
   libasound2-dev libmpg123-dev libopus-dev libsoxr-dev libsqlite3-dev libavahi-client-dev   # C libraries
   libflac-dev libgpiod-dev libcivetweb-dev zlib1g-dev librubberband-dev libsodium-dev libssl-dev libexpat1-dev  # web server; speed and pitch; room key; libcrypto: the scan's SHA-256 (opened at first use); expat: podcast feeds
+  libogg-dev                                                                                # previews: Ogg pages for Opus (opened at first use)
   libavformat-dev libavcodec-dev libswresample-dev libavutil-dev libswscale-dev            # FFmpeg: AAC, ALAC, Ogg, Opus, WMA, WavPack, APE, AIFF, DSD; HLS; Sendspin covers (opened at first use)
   libcurl4-openssl-dev dpkg-dev lintian debootstrap binutils systemd                              # packages: the leader's static link, scripts/test-packages.sh
   libstdc++-12-dev                                                                          # packages: libstdc++.a, linked in by scripts/build-static.sh
   alsa-utils lame flac id3v2 mpd mpc python3 python3-pip                                    # tests: encoders, taggers, MPD peers, test servers
   ffmpeg                                                                                    # tests: the AAC, ALAC, Ogg, Opus, WMA, WavPack, AIFF corpus and HLS streams
+  opus-tools oggz-tools                                                                     # tests: previews' Ogg Opus checked by opusinfo and oggz-validate (OggOpusWriterTests)
   ncmpcpp tmux openssl ca-certificates util-linux curl                                      # tests: ncmpcpp in tmux; https certificates, the CA bundle, unshare; curl as a raw HTTP client (WebServerHeaderTests)
   avahi-daemon dbus                                                                         # mDNS: discovery tests run their own daemon on loopback
   avahi-utils                                                                               # mDNS: avahi-browse sees what a speaker announces (a listening Sendspin player)

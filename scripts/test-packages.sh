@@ -22,7 +22,7 @@ fail() { echo "test-packages: FAIL: $*" >&2; exit 1; }
 # What the root needs besides minbase: the libraries the packages depend on
 # (checked against their Depends below), adduser and init-system-helpers.
 root_packages=(adduser init-system-helpers libasound2 libopus0 libmpg123-0 libsoxr0 libsqlite3-0
-    libavahi-client3 libflac12 libgpiod2 libcivetweb1 zlib1g libcurl4 librubberband2 libsodium23 libexpat1 libstdc++6 libgcc-s1)
+    libavahi-client3 libflac12 libogg0 libgpiod2 libcivetweb1 zlib1g libcurl4 librubberband2 libsodium23 libexpat1 libstdc++6 libgcc-s1)
 
 step "packages"
 scripts/package.sh --fast "${skip[@]}"

@@ -189,8 +189,9 @@ public protocol LeaderControl: AnyObject, Sendable {
 
     /// 30 s from the middle of a library track as Ogg Opus, for one phone
     /// (no player, queue or history touched): from the cache, or made on
-    /// the leader's preview worker while the caller waits.
-    func preview(of track: TrackID) throws(PreviewError) -> TrackPreview
+    /// the leader's preview worker while the caller waits, within the share
+    /// of waiting previews of the client's `address` (`PreviewWaiting`).
+    func preview(of track: TrackID, for address: SourceAddress) throws(PreviewError) -> TrackPreview
 }
 
 extension LeaderControl {

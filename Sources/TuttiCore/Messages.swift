@@ -220,6 +220,7 @@ public enum MessageKey: String, CaseIterable, Sendable {
     case previewUndecodable = "preview.undecodable"
     case previewBusy = "preview.busy"
     case previewTooMany = "preview.tooMany"
+    case previewAddressBusy = "preview.addressBusy"
     // Reverb (rooms.setReverb, tutti reverb)
     case reverbOutOfRange = "reverb.outOfRange"
     case reverbUnknownPreset = "reverb.unknownPreset"
@@ -378,6 +379,7 @@ public enum MessageKey: String, CaseIterable, Sendable {
         case .previewUndecodable: "track {id} cannot be previewed: {reason}"
         case .previewBusy: "the leader is making other previews: try again in a few seconds"
         case .previewTooMany: "too many previews from {address}: try again in {seconds} s"
+        case .previewAddressBusy: "{address} is already waiting for {count} previews: try again when one is ready"
         case .reverbOutOfRange: "reverb {what} {value} is outside {range}"
         case .reverbUnknownPreset: "no reverb preset '{name}' (presets: {known}, or off)"
         case .reverbNeedsSettings: #"rooms.setReverb needs "preset" ({presets} or off) or "mix" (0–100 %), "size" or "damping" (0–1)"#
@@ -530,6 +532,7 @@ public enum MessageKey: String, CaseIterable, Sendable {
         case .previewUndecodable: "트랙 {id}을(를) 미리 들을 수 없습니다: {reason}"
         case .previewBusy: "리더가 다른 미리 듣기를 만드는 중입니다. 몇 초 후에 다시 시도하세요"
         case .previewTooMany: "{address}에서 미리 듣기 요청이 너무 많습니다. {seconds}초 후에 다시 시도하세요"
+        case .previewAddressBusy: "{address}에서 이미 미리 듣기 {count}개를 기다리고 있습니다. 하나가 준비된 후에 다시 시도하세요"
         case .reverbOutOfRange: "잔향 {what} 값 {value}은(는) {range} 범위 밖입니다"
         case .reverbUnknownPreset: "'{name}'(이)라는 잔향 프리셋이 없습니다 (프리셋: {known}, 또는 off)"
         case .reverbNeedsSettings: #"rooms.setReverb에는 "preset"({presets} 또는 off)이나 "mix"(0–100 %), "size", "damping"(0–1)이 필요합니다"#

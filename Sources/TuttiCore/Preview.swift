@@ -2,7 +2,8 @@
 // and encoded on demand for one phone (GET /preview/ID on the web app), with
 // no room, queue or history touched. The rules are here, pure: which frames,
 // how long an encoded preview is kept and how many, how many a client may
-// ask for, and the Ogg Opus file the browser decodes. The shells (TuttiDecode's
+// ask for, how many may wait at once, and the Opus-in-Ogg mapping of the
+// file the browser decodes (its pages are libogg's). The shells (TuttiDecode's
 // `PreviewEncoder`, TuttiLeader's `PreviewService`, the web surface) perform them.
 
 /// Which frames of a track a preview plays: the middle `seconds`, or the
@@ -31,6 +32,8 @@ public enum PreviewError: Error, Equatable, Sendable, CustomStringConvertible {
     case undecodable(Int64, reason: String)
     /// The preview worker's queue is full.
     case busy
+    /// This address already waits for its share of previews (how many).
+    case addressBusy(SourceAddress, share: Int)
     /// The leader is stopping.
     case stopping
 
@@ -40,6 +43,7 @@ public enum PreviewError: Error, Equatable, Sendable, CustomStringConvertible {
         case .unknownTrack(let id): UserMessage(.previewUnknownTrack, ["id": String(id)])
         case .undecodable(let id, let reason): UserMessage(.previewUndecodable, ["id": String(id), "reason": reason])
         case .busy, .stopping: UserMessage(.previewBusy)
+        case .addressBusy(let address, let share): UserMessage(.previewAddressBusy, ["address": address.description, "count": String(share)])
         }
     }
 
@@ -120,6 +124,23 @@ public struct PreviewCache: Sendable {
     }
 }
 
+/// How many preview requests may wait at once, their preview being made or
+/// queued: each holds one of the web server's 8 handler lanes until it is
+/// answered. Counted per address first, as connections are
+/// (`ConnectionShares`, the same accounting): one address holds at most 2,
+/// a quarter of the lanes as a host's share of a port is a quarter, and all
+/// addresses together at most 4, so half the lanes always serve the pages
+/// and JSON-RPC. Two, not one: a person who presses a second preview while
+/// the first is still being made has both waiting, and is not refused. An
+/// address that floods still holds two places while another's preview waits
+/// behind at most those two. A cache hit waits for nothing and holds no place.
+/// No reserve for this machine: a preview is a phone's.
+public enum PreviewWaiting {
+    public static let limits = ConnectionShares.Limits(port: 4, perAddress: 2, loopbackReserve: 0)
+    /// Seconds a refused request is told to wait (Retry-After): a preview takes about a second to make.
+    public static let retryAfterSeconds = 2
+}
+
 /// How many previews one client address may ask for: `requests` in a
 /// window of `window` that starts at its first request; the next is
 /// refused until the window ends (HTTP 429 with Retry-After). At most
@@ -168,98 +189,93 @@ public struct PreviewRateLimit: Sendable {
     }
 }
 
-/// An Ogg Opus file (RFC 7845) written from Opus packets of 48 kHz stereo:
-/// the identification header and comment header each on a page of its own,
-/// then the audio packets, a page a second. A page's granule position counts
-/// every sample decoded up to its last packet, the pre-skip (the encoder's
-/// look-ahead, which the decoder drops) included; the last page is marked
-/// as the end and carries pre-skip + samples, so the decoder also drops the
-/// padding of the last packet and the length comes out exact.
-public struct OggOpusWriter: Sendable {
-    public let serial: UInt32
-    public let preSkip: Int
-    private(set) public var bytes: [UInt8] = []
-    private var sequence: UInt32 = 0
-    private var pending: [[UInt8]] = []
-    private var pendingSamples = 0
-    private var granule: Int64
-    /// Packets per page: 50 of 20 ms, a second.
-    public static let packetsPerPage = 50
+/// Opus in Ogg (RFC 7845), the mapping only: the packets an Ogg Opus
+/// stream carries, with their granule positions and flags, and where a page
+/// must end. The container (pages, lacing, checksums) is libogg's, written
+/// by TuttiDecode's `OggOpusWriter`; this says what to hand it. For 48 kHz
+/// audio, mono or stereo (channel mapping family 0).
+///
+/// The identification header (`OpusHead`) and the comment header
+/// (`OpusTags`) each end their page. An audio packet's granule position
+/// counts every sample decoded up to its end, the pre-skip (the encoder's
+/// look-ahead, which the decoder drops) included. The last packet ends the
+/// stream and carries pre-skip + the audio's samples, so the decoder also
+/// drops the padding of the last packet and the length comes out exact
+/// (end trimming, RFC 7845 §4.4). Each packet is held until the next one
+/// comes or the stream ends, since only then is it known whether it is the
+/// last. Pure; not thread-safe.
+public struct OpusOggMapping: Sendable {
+    /// One packet for the Ogg stream, in order.
+    public struct Packet: Sendable, Equatable {
+        public var bytes: [UInt8]
+        /// Samples (per channel, at 48 kHz) decoded up to this packet's end, the pre-skip included; 0 for the headers.
+        public var granule: Int64
+        /// The packet's number in the stream, from 0 (the identification header).
+        public var number: Int64
+        /// The stream's first packet (`b_o_s`).
+        public var first: Bool
+        /// The stream's last packet (`e_o_s`).
+        public var last: Bool
+        /// Its page must end after it (the headers).
+        public var endsPage: Bool
+    }
 
-    public init(serial: UInt32, preSkip: Int, channels: UInt8 = 2, vendor: String = "Tutti") {
-        self.serial = serial
+    public let preSkip: Int
+    public let channels: Int
+    private var held: Packet?
+    private var heldSamples = 0
+    private var decoded: Int64 = 0
+    private var next: Int64 = 2
+
+    /// `preSkip`: the encoder's look-ahead in samples at 48 kHz.
+    public init(preSkip: Int, channels: Int = 2) {
+        precondition((0...Int(UInt16.max)).contains(preSkip) && (1...2).contains(channels), "pre-skip 0...65535, mono or stereo")
         self.preSkip = preSkip
-        granule = 0
+        self.channels = channels
+    }
+
+    /// The two header packets, each ending its page.
+    public func headers(vendor: String = "Tutti") -> [Packet] {
         var head = Array("OpusHead".utf8)
         head.append(1) // version
-        head.append(channels)
-        head += Self.le16(UInt16(clamping: preSkip))
+        head.append(UInt8(channels))
+        head += Self.le16(UInt16(preSkip))
         head += Self.le32(48_000) // the input's rate, for information
         head += Self.le16(0) // output gain
         head.append(0) // mapping family 0: mono or stereo
-        writePage([head], granule: 0, flags: 0x02)
         var tags = Array("OpusTags".utf8)
         let v = Array(vendor.utf8)
-        tags += Self.le32(UInt32(v.count)) + v + Self.le32(0)
-        writePage([tags], granule: 0, flags: 0)
+        tags += Self.le32(UInt32(v.count)) + v + Self.le32(0) // no user comments
+        return [Packet(bytes: head, granule: 0, number: 0, first: true, last: false, endsPage: true),
+                Packet(bytes: tags, granule: 0, number: 1, first: false, last: false, endsPage: true)]
     }
 
-    /// Adds one Opus packet holding `samples` samples (per channel, at 48 kHz).
-    public mutating func append(packet: [UInt8], samples: Int) {
-        precondition(!packet.isEmpty && packet.count < 255 * 255, "an Opus packet is 1 to 65024 bytes")
-        pending.append(packet)
-        pendingSamples += samples
-        if pending.count >= Self.packetsPerPage { flush(last: false, endGranule: nil) }
+    /// Takes one Opus packet of `samples` samples (per channel, at 48 kHz);
+    /// gives back the one before it, now known not to be the last.
+    public mutating func append(_ packet: [UInt8], samples: Int) -> Packet? {
+        precondition(!packet.isEmpty && samples > 0, "an Opus packet is at least a byte and decodes to samples")
+        decoded += Int64(samples)
+        let before = held
+        held = Packet(bytes: packet, granule: decoded, number: next, first: false, last: false, endsPage: false)
+        heldSamples = samples
+        next += 1
+        return before
     }
 
-    /// Ends the stream: `samples` is how many of the decoded samples after the pre-skip are the audio.
-    public mutating func finish(samples: Int) -> [UInt8] {
-        flush(last: true, endGranule: Int64(preSkip + samples))
-        return bytes
-    }
-
-    private mutating func flush(last: Bool, endGranule: Int64?) {
-        granule += Int64(pendingSamples)
-        let g = endGranule.map { min($0, granule) } ?? granule
-        if !pending.isEmpty || last { writePage(pending, granule: g, flags: last ? 0x04 : 0) }
-        pending = []
-        pendingSamples = 0
-    }
-
-    private mutating func writePage(_ packets: [[UInt8]], granule: Int64, flags: UInt8) {
-        var lacing: [UInt8] = []
-        for p in packets {
-            lacing += [UInt8](repeating: 255, count: p.count / 255)
-            lacing.append(UInt8(p.count % 255))
-        }
-        precondition(lacing.count <= 255, "a page holds at most 255 lacing values")
-        let start = bytes.count
-        bytes += Array("OggS".utf8)
-        bytes.append(0) // version
-        bytes.append(flags)
-        bytes += Self.le64(UInt64(bitPattern: granule))
-        bytes += Self.le32(serial)
-        bytes += Self.le32(sequence)
-        bytes += [0, 0, 0, 0] // the checksum, filled in below
-        bytes.append(UInt8(lacing.count))
-        bytes += lacing
-        for p in packets { bytes += p }
-        let crc = Self.crc32(bytes[start...])
-        for i in 0..<4 { bytes[start + 22 + i] = UInt8(truncatingIfNeeded: crc >> (8 * UInt32(i))) }
-        sequence += 1
-    }
-
-    /// Ogg's CRC-32: polynomial 0x04C11DB7, not reflected, initial 0, no final XOR.
-    public static func crc32<C: Collection>(_ data: C) -> UInt32 where C.Element == UInt8 {
-        var crc: UInt32 = 0
-        for byte in data {
-            crc ^= UInt32(byte) << 24
-            for _ in 0..<8 { crc = crc & 0x8000_0000 != 0 ? (crc << 1) ^ 0x04C1_1DB7 : crc << 1 }
-        }
-        return crc
+    /// Ends the stream: `samples` is how many of the decoded samples after
+    /// the pre-skip are the audio. Gives back the last packet, marked as the
+    /// end and trimmed to pre-skip + `samples` (never beyond what was
+    /// decoded, and never into the packets before it: trimming may drop only
+    /// the last packet's samples); nil when no audio packet came.
+    public mutating func finish(samples: Int) -> Packet? {
+        guard var last = held else { return nil }
+        held = nil
+        last.last = true
+        last.endsPage = true
+        last.granule = max(decoded - Int64(heldSamples), min(Int64(preSkip + max(0, samples)), decoded))
+        return last
     }
 
     static func le16(_ v: UInt16) -> [UInt8] { [UInt8(v & 0xff), UInt8(v >> 8)] }
     static func le32(_ v: UInt32) -> [UInt8] { (0..<4).map { UInt8(truncatingIfNeeded: v >> (8 * UInt32($0))) } }
-    static func le64(_ v: UInt64) -> [UInt8] { (0..<8).map { UInt8(truncatingIfNeeded: v >> (8 * UInt64($0))) } }
 }

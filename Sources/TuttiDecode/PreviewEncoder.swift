@@ -4,7 +4,8 @@ import TuttiCore
 /// A track's preview (TuttiCore's `PreviewWindow`): its middle 30 seconds
 /// decoded with the leader's own decoders (`AudioFile`: FFmpeg only for a
 /// file that needs it), resampled to 48 kHz by libsoxr where the file is
-/// not, and encoded as Ogg Opus (`OggOpusWriter`) at `bitrateKbps`, which
+/// not, and encoded as Ogg Opus (`OggOpusWriter`: pages by libogg, opened at
+/// the first preview) at `bitrateKbps`, which
 /// Chromium's and Safari's `decodeAudioData` take. Runs on the caller's
 /// thread (the leader's preview worker), allocates freely: never on the audio thread.
 public enum PreviewEncoder {
@@ -50,16 +51,20 @@ public enum PreviewEncoder {
         var input = pcm
         input += [Float](repeating: 0, count: (padded - samples) * 2)
         // A serial from the audio: the same preview is the same file.
-        var writer = OggOpusWriter(serial: OggOpusWriter.crc32(pcm.prefix(256).map { UInt8(truncatingIfNeeded: Int(($0 * 32_767).rounded())) }) | 1,
-                                   preSkip: encoder.delayFrames)
+        var serial = FNV1a()
+        input.prefix(256).withUnsafeBytes { serial.update($0) }
+        let writer: OggOpusWriter
+        do { writer = try OggOpusWriter(serial: UInt32(truncatingIfNeeded: serial.value), preSkip: encoder.delayFrames) } catch {
+            throw .codec(operation: "Ogg", reason: error.description)
+        }
         try input.withUnsafeBufferPointer { (p) throws(AudioError) in
             var at = 0
             while at < padded {
                 let packet = try encoder.encode(p.baseAddress! + at * 2, count: frameSize)
-                writer.append(packet: packet, samples: frameSize)
+                do throws(OggError) { try writer.append(packet: packet, samples: frameSize) } catch { throw .codec(operation: "Ogg", reason: error.description) }
                 at += frameSize
             }
         }
-        return writer.finish(samples: samples)
+        do { return try writer.finish(samples: samples) } catch { throw .codec(operation: "Ogg", reason: error.description) }
     }
 }

@@ -573,12 +573,18 @@ extension Leader: LeaderControl {
     }
     public var podcastControl: (any PodcastControl)? { podcasts }
 
-    public func preview(of track: TrackID) throws(PreviewError) -> TrackPreview {
+    public func preview(of track: TrackID, for address: SourceAddress) throws(PreviewError) -> TrackPreview {
         guard library != nil else { throw .noLibrary }
         guard let service = previewService.withLock({ $0 }) else { throw .stopping }
-        return try service.preview(track).get()
+        return try service.preview(track, for: address).get()
     }
 
     /// Previews encoded since start (a cache hit adds none).
     public var previewEncodes: Int { previewService.withLock { $0 }?.encodes.load(ordering: .relaxed) ?? 0 }
+    /// Preview requests waiting now from `address`, and from all (each holds a web server lane).
+    public func previewsWaiting(from address: SourceAddress) -> (address: Int, total: Int) {
+        previewService.withLock { $0 }?.waiting(from: address) ?? (0, 0)
+    }
+    /// The most preview requests one address has had waiting at once since start.
+    public var previewsMostWaitingFromOneAddress: Int { previewService.withLock { $0 }?.mostHeldByOneAddress.load(ordering: .relaxed) ?? 0 }
 }

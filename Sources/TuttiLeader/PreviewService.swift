@@ -6,15 +6,19 @@ import TuttiSystem
 
 /// Previews made on demand (GET /preview/ID on the web app, issue 34): one
 /// worker thread, `tutti-preview`, that runs only while previews wait (an
-/// `OnDemandWorker`), never a thread per request; at most `queueLimit`
-/// waiting, beyond which a request is refused at once (`busy`). Each
-/// encoded preview is kept a minute in a bounded `PreviewCache`, and a
-/// request for a track already being made waits for that one. Nothing here
-/// touches a player, a queue, the history or a room.
+/// `OnDemandWorker`), never a thread per request. Each request that has to
+/// wait holds a place (`PreviewWaiting`: 2 per address, 4 in all, counted
+/// as `ConnectionShares` counts connections), since it holds a web server
+/// lane meanwhile; beyond its address's share it is refused at once
+/// (`addressBusy`), beyond the total too (`busy`), and at most `queueLimit`
+/// previews are queued. Each encoded preview is kept a minute in a bounded
+/// `PreviewCache` (a hit holds no place), and a request for a track already
+/// being made waits for that one. Nothing here touches a player, a queue,
+/// the history or a room.
 ///
 /// Threads: `preview` is called on the web server's handler lanes and
 /// blocks its caller until its preview is made (at most `waitSeconds`).
-// Sendable because `cache`, `queue`, `running` and `stopping` are touched only under `condition`; `worker` is set once in init.
+// Sendable because `cache`, `places`, `queue`, `running` and `stopping` are touched only under `condition`; `worker` is set once in init.
 final class PreviewService: Service, @unchecked Sendable {
     let serviceName = "previews"
     static let queueLimit = 4
@@ -30,12 +34,15 @@ final class PreviewService: Service, @unchecked Sendable {
     private let log: Logger
     private let condition = Condition()
     private var cache: PreviewCache
+    private var places = ConnectionShares(limits: PreviewWaiting.limits)
     private var queue: [Job] = []
     private var running: Job?
     private var stopping = false
     private var worker: OnDemandWorker!
     /// Previews encoded since start (a cache hit adds none): for tests and the log.
     let encodes = Atomic<Int>(0)
+    /// The most places one address has held at once since start: for tests.
+    let mostHeldByOneAddress = Atomic<Int>(0)
 
     init(library: Library, limits: PreviewCache.Limits = PreviewCache.Limits(), log: Logger) {
         self.library = library
@@ -54,28 +61,49 @@ final class PreviewService: Service, @unchecked Sendable {
         worker.stop()
     }
 
-    /// The preview of `track`: from the cache, or made on the worker while the caller waits.
-    func preview(_ track: TrackID) -> Result<TrackPreview, PreviewError> {
+    /// The preview of `track` for a client at `address`: from the cache, or
+    /// made on the worker while the caller waits, in a place of its address's share.
+    func preview(_ track: TrackID, for address: SourceAddress) -> Result<TrackPreview, PreviewError> {
         condition.lock()
         if stopping { condition.unlock(); return .failure(.stopping) }
         if let hit = cache.lookup(track.rawValue, now: Condition.now()) { condition.unlock(); return .success(hit) }
+        let place: ConnectionShares.Place
+        switch places.admit(address) {
+        case .success(let p): place = p
+        case .failure(.addressFull(_, let share)): condition.unlock(); return .failure(.addressBusy(address, share: share))
+        case .failure(.portFull): condition.unlock(); return .failure(.busy)
+        }
         let job: Job
         if let same = queue.first(where: { $0.track == track }) ?? running.flatMap({ $0.track == track ? $0 : nil }) {
             job = same
         } else {
-            guard queue.count < Self.queueLimit else { condition.unlock(); return .failure(.busy) }
+            guard queue.count < Self.queueLimit else {
+                places.release(address, place: place)
+                condition.unlock()
+                return .failure(.busy)
+            }
             job = Job(track)
             queue.append(job)
         }
+        let held = places.held(by: address)
+        if held > mostHeldByOneAddress.load(ordering: .relaxed) { mostHeldByOneAddress.store(held, ordering: .relaxed) }
         condition.unlock()
         worker.poke()
         condition.lock()
-        defer { condition.unlock() }
+        defer {
+            places.release(address, place: place)
+            condition.unlock()
+        }
         let deadline = Condition.deadline(afterSeconds: Self.waitSeconds)
         while job.result == nil && !stopping {
             if !condition.wait(untilNanoseconds: deadline) && job.result == nil { break }
         }
         return job.result ?? .failure(stopping ? .stopping : .busy)
+    }
+
+    /// Places held now by `address`, and by all: for tests.
+    func waiting(from address: SourceAddress) -> (address: Int, total: Int) {
+        condition.withLock { (places.held(by: address), places.total) }
     }
 
     /// The worker's round: makes the first waiting preview; asks for another round at once while more wait.

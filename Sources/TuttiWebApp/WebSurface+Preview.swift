@@ -12,8 +12,10 @@ import TuttiWeb
 /// client needs at least a guest's access (loopback, no password, guests
 /// allowed, or `Authorization: Bearer TOKEN`). Each client address may ask
 /// for `PreviewRateLimit.Policy.requests` a minute (429 and Retry-After
-/// beyond); the leader encodes on one worker, at most four waiting (503
-/// beyond), and keeps each preview a minute. Errors are JSON,
+/// beyond); the leader encodes on one worker, and a request that has to
+/// wait for its preview holds a place: two per address (429 and Retry-After
+/// beyond: one address cannot hold the server's lanes), four in all (503
+/// beyond). Each preview is kept a minute. Errors are JSON,
 /// `{"error": {"code", "message"}}`, in the page's language.
 extension WebSurface {
     static let previewPrefix = "/preview/"
@@ -51,7 +53,7 @@ extension WebSurface {
             return refused(400, UserMessage(.previewBadTrack, ["id": String(text.prefix(40))]))
         }
         do {
-            let preview = try leader.preview(of: TrackID(id))
+            let preview = try leader.preview(of: TrackID(id), for: address)
             return WebResponse(status: 200, headers: [("Content-Type", "audio/ogg; codecs=opus"), ("Cache-Control", "private, max-age=60"),
                                                       ("Tutti-Preview-Cache", preview.cached ? "hit" : "miss"),
                                                       ("Tutti-Preview-Encode-Ms", String(preview.encodeMilliseconds))], body: preview.bytes)
@@ -59,7 +61,8 @@ extension WebSurface {
             switch error {
             case .unknownTrack, .noLibrary: return refused(404, error.message)
             case .undecodable: return refused(422, error.message)
-            case .busy, .stopping: return refused(503, error.message, headers: [("Retry-After", "2")])
+            case .addressBusy: return refused(429, error.message, headers: [("Retry-After", String(PreviewWaiting.retryAfterSeconds))])
+            case .busy, .stopping: return refused(503, error.message, headers: [("Retry-After", String(PreviewWaiting.retryAfterSeconds))])
             }
         }
     }

@@ -2,7 +2,7 @@ import Testing
 import TuttiCore
 
 /// Previews' rules (issue 34): the middle 30 s, the minute-long bounded
-/// cache, the per-address limit, and the Ogg Opus pages, on injected time.
+/// cache, the per-address limits, and the Opus-in-Ogg mapping, on injected time.
 @Suite struct PreviewTests {
     let s = nanosecondsPerSecond
 
@@ -74,55 +74,76 @@ import TuttiCore
         #expect(l.count == 2)
     }
 
-    /// The pages of a stream, parsed back: (flags, granule, sequence, packets), each page's CRC checked.
-    struct Page { var flags: UInt8; var granule: Int64; var sequence: UInt32; var packets: [[UInt8]] }
+    @Test func opusInOggGivesTheHeadersEachOnItsPageGranulesAndATrimmedEnd() throws {
+        var m = OpusOggMapping(preSkip: 312)
+        let headers = m.headers(vendor: "Tutti")
+        #expect(headers.count == 2)
+        let head = headers[0].bytes
+        #expect(Array(head.prefix(8)) == Array("OpusHead".utf8) && head.count == 19, "OpusHead is 19 bytes for family 0: \(head.count)")
+        #expect(head[8] == 1 && head[9] == 2 && Int(head[10]) | Int(head[11]) << 8 == 312, "version 1, stereo, pre-skip 312")
+        #expect(Array(head[12..<16]) == [0x80, 0xbb, 0, 0] && head[16] == 0 && head[17] == 0 && head[18] == 0, "48000 Hz, gain 0, family 0")
+        #expect(headers[0].first && !headers[0].last && headers[0].endsPage && headers[0].granule == 0 && headers[0].number == 0)
+        #expect(Array(headers[1].bytes.prefix(8)) == Array("OpusTags".utf8) && headers[1].bytes.count == 8 + 4 + 5 + 4)
+        #expect(!headers[1].first && headers[1].endsPage && headers[1].granule == 0 && headers[1].number == 1)
 
-    func pages(_ bytes: [UInt8]) -> [Page] {
-        var out: [Page] = []
-        var at = 0
-        while at < bytes.count {
-            #expect(Array(bytes[at..<at + 4]) == Array("OggS".utf8))
-            let flags = bytes[at + 5]
-            let granule = (0..<8).reduce(Int64(0)) { $0 | Int64(bytes[at + 6 + $1]) << (8 * Int64($1)) }
-            let sequence = (0..<4).reduce(UInt32(0)) { $0 | UInt32(bytes[at + 18 + $1]) << (8 * UInt32($1)) }
-            let crc = (0..<4).reduce(UInt32(0)) { $0 | UInt32(bytes[at + 22 + $1]) << (8 * UInt32($1)) }
-            let segments = Int(bytes[at + 26])
-            let lacing = bytes[(at + 27)..<(at + 27 + segments)]
-            let length = 27 + segments + lacing.reduce(0) { $0 + Int($1) }
-            var page = Array(bytes[at..<at + length])
-            page[22] = 0; page[23] = 0; page[24] = 0; page[25] = 0
-            #expect(OggOpusWriter.crc32(page) == crc, "page \(sequence)'s checksum")
-            var packets: [[UInt8]] = [], current: [UInt8] = [], body = at + 27 + segments
-            for l in lacing {
-                current += bytes[body..<body + Int(l)]
-                body += Int(l)
-                if l < 255 { packets.append(current); current = [] }
-            }
-            out.append(Page(flags: flags, granule: granule, sequence: sequence, packets: packets))
-            at += length
-        }
-        return out
+        // 120 packets of 20 ms, the last 100 samples padding: each packet comes
+        // back when the next one arrives, with the samples decoded to its end.
+        var out: [OpusOggMapping.Packet] = []
+        func append(_ i: Int) -> OpusOggMapping.Packet? { m.append([UInt8](repeating: UInt8(i), count: 40), samples: 960) }
+        #expect(append(0) == nil, "the first packet is held: it could be the last")
+        for i in 1..<120 { if let p = append(i) { out.append(p) } }
+        #expect(out.count == 119)
+        #expect(out.map { $0.granule } == (1...119).map { Int64($0 * 960) }, "granules count the pre-skip's samples among the decoded")
+        #expect(out.map { $0.number } == (2...120).map { Int64($0) })
+        #expect(out.allSatisfy { !$0.first && !$0.last && !$0.endsPage } && out[7].bytes == [UInt8](repeating: 7, count: 40))
+        let end = m.finish(samples: 120 * 960 - 100 - 312)
+        let last = try #require(end)
+        #expect(last.last && last.endsPage && last.number == 121 && last.bytes.first == 119)
+        #expect(last.granule == Int64(120 * 960 - 100), "pre-skip + samples: the decoder drops the last packet's padding")
+        #expect(m.finish(samples: 0) == nil, "nothing held after the end")
+
+        // Trimming never reaches into the packets before the last, nor past what was decoded.
+        var short = OpusOggMapping(preSkip: 312)
+        _ = short.append([1], samples: 960)
+        _ = short.append([2], samples: 960)
+        #expect(short.finish(samples: 10)?.granule == 960, "at most the last packet's 960 samples are dropped")
+        var long = OpusOggMapping(preSkip: 312, channels: 1)
+        _ = long.append([1], samples: 960)
+        #expect(long.finish(samples: 5_000)?.granule == 960, "no more than was decoded")
+        #expect(long.headers()[0].bytes[9] == 1, "mono")
     }
 
-    @Test func anOggOpusStreamHasItsHeadersPagesAndExactLength() {
-        // Ogg's CRC (poly 0x04C11DB7, initial 0, no final XOR): the check value of "123456789".
-        #expect(OggOpusWriter.crc32(Array("123456789".utf8)) == 0x89A1_897F)
-        var w = OggOpusWriter(serial: 0x1234_5678, preSkip: 312)
-        // 120 packets of 20 ms (one of 300 bytes, laced 255 + 45), then the end: 2.4 s, the last 100 samples padding.
-        for i in 0..<120 { w.append(packet: [UInt8](repeating: UInt8(i), count: i == 7 ? 300 : 40), samples: 960) }
-        let bytes = w.finish(samples: 120 * 960 - 100 - 312)
-        let p = pages(bytes)
-        #expect(p.count == 5, "head, tags, 50 + 50 + 20 packets")
-        #expect(p.map { $0.sequence } == [0, 1, 2, 3, 4])
-        #expect(p[0].flags == 0x02 && p[0].granule == 0 && Array(p[0].packets[0].prefix(8)) == Array("OpusHead".utf8))
-        let head = p[0].packets[0]
-        #expect(head[8] == 1 && head[9] == 2 && Int(head[10]) | Int(head[11]) << 8 == 312, "version 1, stereo, pre-skip")
-        #expect(Array(p[1].packets[0].prefix(8)) == Array("OpusTags".utf8) && p[1].granule == 0)
-        // Granules count decoded samples, the pre-skip among them.
-        #expect(p[2].packets.count == 50 && p[2].granule == 50 * 960 && p[2].flags == 0)
-        #expect(p[2].packets[7].count == 300 && p[2].packets[7].allSatisfy { $0 == 7 })
-        #expect(p[3].packets.count == 50 && p[3].granule == 100 * 960)
-        #expect(p[4].packets.count == 20 && p[4].flags == 0x04, "the last page ends the stream")
-        #expect(p[4].granule == 120 * 960 - 100, "pre-skip + samples: the decoder drops the padding")
+    /// One address floods the preview route while others ask for one each:
+    /// the places are shared as a port's connections are (`ConnectionShares`
+    /// under `PreviewWaiting.limits`).
+    @Test func waitingPreviewsAreSharedPerAddressTwoEachFourInAll() {
+        let limits = PreviewWaiting.limits
+        #expect(limits.perAddress == 2 && limits.port == 4 && limits.loopbackReserve == 0 && limits.provisionalReserve == 0)
+        var places = ConnectionShares(limits: limits)
+        let a = SourceAddress.parse("127.0.0.2")!, b = SourceAddress.parse("127.0.0.1")!
+        let c = SourceAddress.parse("192.168.1.20")!, d = SourceAddress.parse("192.168.1.21")!
+        func admit(_ x: SourceAddress) -> Result<ConnectionShares.Place, ConnectionShares.Refusal> { places.admit(x) }
+        // A's third and every later request is refused while two wait, as its share.
+        #expect(admit(a) == .success(.general) && admit(a) == .success(.general))
+        for i in 3...20 { #expect(admit(a) == .failure(.addressFull(a, 2)), "A's request \(i)") }
+        #expect(places.held(by: a) == 2 && places.total == 2)
+        // B still gets a place, and so does C; then the four are taken.
+        #expect(admit(b) == .success(.general))
+        #expect(admit(c) == .success(.general))
+        #expect(places.total == 4)
+        // D is refused because all four are taken (503), not for its share; loopback has no reserve here.
+        #expect(admit(d) == .failure(.portFull(4)))
+        #expect(admit(SourceAddress.parse("127.0.0.3")!) == .failure(.portFull(4)), "no loopback reserve: a preview is a phone's")
+        // One of A's is answered: its place is free for the next request, A's or another's.
+        places.release(a, place: .general)
+        #expect(admit(d) == .success(.general))
+        #expect(admit(a) == .failure(.portFull(4)))
+        for x in [a, b, c, d] { places.release(x, place: .general) }
+        #expect(places.total == 0 && places.addresses == 0, "every place given back: the table is empty")
+        // The refusals the route turns into 429 and 503, with the catalogue's words.
+        let share = PreviewError.addressBusy(a, share: 2).message
+        #expect(share.key == .previewAddressBusy && share.text(in: .english) == "127.0.0.2 is already waiting for 2 previews: try again when one is ready")
+        #expect(share.text(in: .korean).contains("127.0.0.2") && share.text(in: .korean).contains("2개"))
+        #expect(PreviewWaiting.retryAfterSeconds == 2)
     }
 }

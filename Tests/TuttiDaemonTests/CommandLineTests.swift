@@ -177,12 +177,12 @@ import TuttiTestSupport
     /// What each binary links (its ELF NEEDED entries): the client no
     /// audio library, the speaker none of the leader's.
     @Test(arguments: [
-        ("tutti", ["libasound", "libopus", "libmpg123", "libFLAC", "libsoxr", "librubberband", "libsqlite3", "libcurl"]),
-        ("tutti-follower", ["libmpg123", "libFLAC", "libsoxr", "librubberband", "libsqlite3", "libcurl", "libFoundation"]),
+        ("tutti", ["libasound", "libopus", "libmpg123", "libFLAC", "libsoxr", "librubberband", "libsqlite3", "libcurl", "libogg"]),
+        ("tutti-follower", ["libmpg123", "libFLAC", "libsoxr", "librubberband", "libsqlite3", "libcurl", "libFoundation", "libogg"]),
         // The leader: FoundationEssentials only, none of Foundation, its ICU or URLSession;
-        // libcurl, librubberband, libFLAC and libcrypto are opened when first needed (dlopen).
+        // libcurl, librubberband, libFLAC, libcrypto and libogg (previews) are opened when first needed (dlopen).
         ("tuttid", ["libFoundation.so", "libFoundationInternationalization", "lib_FoundationICU", "libFoundationNetworking", "libFoundationXML",
-                    "libcurl", "librubberband", "libcrypto", "libFLAC"]),
+                    "libcurl", "librubberband", "libcrypto", "libFLAC", "libogg"]),
     ])
     func binariesLinkOnlyWhatTheyUse(binary: String, absent: [String]) throws {
         let path = URL(fileURLWithPath: Self.binary).deletingLastPathComponent().path + "/" + binary
@@ -212,7 +212,7 @@ import TuttiTestSupport
         let maps = try runProgram("/bin/cat", ["/proc/\(pid)/maps"]).out
         #expect(maps.contains("libswiftCore") && maps.contains("libopus"), "the whole map was read")
         #expect(!maps.contains("libFoundation"), "no Foundation in a speaker")
-        for library in ["libsqlite3", "libcurl", "libmpg123", "libFLAC", "libsoxr"] {
+        for library in ["libsqlite3", "libcurl", "libmpg123", "libFLAC", "libsoxr", "libogg"] {
             #expect(!maps.contains(library), "nor the leader's \(library)")
         }
         func loudFrames() -> Int { let x = readRaw(dir + "/lean.raw"); return stride(from: 0, to: x.count, by: 2).filter { abs(Int(x[$0])) > 3_000 }.count }
