@@ -35,8 +35,10 @@ public struct SendspinAdmission: Sendable, Equatable {
 
     /// How long a provisional connection may go without `server/activate`.
     public static let provisionalNanoseconds: Int64 = 30 * nanosecondsPerSecond
-    /// Provisional connections held at once (handshakes and waits for activation).
-    public static let maximumProvisional = 2
+    /// Provisional connections held at once (handshakes and waits for activation):
+    /// twice what one address may hold (`Follower.sendspinConnectionsPerAddress`),
+    /// so that one host that dials and says nothing cannot keep the real server out.
+    public static let maximumProvisional = 4
 
     public private(set) var admitted: Holder?
     public private(set) var provisional: Set<Int> = []

@@ -9,8 +9,10 @@ struct SendspinListenTests {
 
     @Test func theFirstServerIsAdmittedAndAnEqualOrHigherOneDisplacesIt() {
         var desk = SendspinAdmission()
-        let a = desk.arrived()!, b = desk.arrived()!
-        #expect(desk.arrived() == nil, "two provisional at most")
+        let a = desk.arrived()!, b = desk.arrived()!, third = desk.arrived()!, fourth = desk.arrived()!
+        #expect(desk.arrived() == nil, "four provisional at most")
+        desk.left(token: third)
+        desk.left(token: fourth)
         // The first playback server plays, and is remembered as the last to play.
         let first = desk.activated(Holder(token: a, serverID: "A", activities: ["playback"]))
         #expect(first.0 == .admit(displacing: nil) && first.persist == "A")

@@ -118,7 +118,7 @@ extension SendspinPlayerTests {
     }
 
     /// What is not a Sendspin server's WebSocket is answered with an HTTP
-    /// status and closed; one address holds two connections at most.
+    /// status and closed; one address holds two connections at most, and another host is still served.
     @Test func aListeningSpeakerRefusesWhatIsNotASendspinServerAndBoundsEachAddress() throws {
         let dir = makeTemporaryDirectory()
         let (speaker, _) = try listeningSpeaker(name: "hall", output: dir + "/h.raw")
@@ -145,6 +145,15 @@ extension SendspinPlayerTests {
             return third.hasPrefix("HTTP/1.1 503 ")
         }, "\(third)")
         #expect(third.contains("127.0.0.1"), "\(third)")
+        // Meanwhile another host is served: one host that dials and says nothing cannot keep the real server out.
+        let other = try runProgram("/usr/bin/python3", ["-c", """
+            import socket, sys
+            s = socket.socket(); s.settimeout(5); s.bind(("127.0.0.2", 0)); s.connect(("127.0.0.1", int(sys.argv[1])))
+            s.sendall(b"GET /sendspin HTTP/1.1\\r\\nHost: x\\r\\nUpgrade: websocket\\r\\nConnection: Upgrade\\r\\n"
+                      b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\\r\\nSec-WebSocket-Version: 13\\r\\n\\r\\n")
+            print(s.recv(1024).decode(errors="replace").splitlines()[0])
+            """, String(endpoint.port)], mergeErrors: true)
+        #expect(other.out.hasPrefix("HTTP/1.1 101 "), "another host while 127.0.0.1 holds two: \(other.out)")
         // Once they leave, a server is served again.
         a.close(); b.close()
         #expect(waitUntil(timeout: 5) {
