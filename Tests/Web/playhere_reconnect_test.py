@@ -18,6 +18,8 @@ rooms.list and (b) schedules audio again (its player's chunk count moves
 past the count at the stop; nothing arrives while the leader is away, and a
 new connection drops what the page held). Also printed: the time from the
 old leader's exit, which includes the reconnect back-off while it was away.
+Last, a reload on Now playing: Play here was left on, so the page plays
+here again without the Rooms screen (app.js fetches playhere.js at start).
 
 One printed line per check; exit status 1 on the first failure (a page that
 does not play again within --bound-s of the leader's launch), 2 for a
@@ -180,6 +182,22 @@ def run(a, pa, leader):
             if not d.execute_script("return window.tuttiPlayHere.on && window.tuttiPlayHere.ctx.state === 'running'"):
                 raise Failure("the page's player is off or its audio context is not running")
         print("ok reconnect: %d restart(s), at most %.2f s from a leader's launch to audio scheduled again" % (a.restarts, worst))
+        # A reload on Now playing: Play here was left on, so it comes back by itself, though the
+        # first screen does not carry it (app.js fetches playhere.js at start only then) and Rooms is never shown.
+        d.get("http://127.0.0.1:%d/#/now" % leader.web)  # a change of hash only: the page stays
+        reloaded = time.monotonic()
+        d.refresh()
+        playing = wait_until(lambda: d.execute_script("const p = window.tuttiPlayHere; return !!p && p.joined !== null && p.chunks > 10")
+                             and time.monotonic(), a.bound_s + 5, "the reloaded page to play here again")
+        rooms = d.execute_script("return !!document.querySelector('[data-test=play-here]')")
+        print("ok reload: Play here was left on, and the reloaded page on Now playing schedules audio again %.2f s after the reload; "
+              "the Rooms screen drawn: %s" % (playing - reloaded, rooms))
+        if playing - reloaded > a.bound_s:
+            raise Failure("the reloaded page played here again %.1f s after the reload (at most %.0f)" % (playing - reloaded, a.bound_s))
+        if rooms:
+            raise Failure("the reloaded page drew the Rooms screen, which it was never sent to")
+        if not leader.listed():
+            raise Failure("the leader does not list the reloaded page's room %r" % ROOM)
         return 0
     except Failure as e:
         print("FAIL %s" % e)

@@ -10,7 +10,6 @@ import { refreshGroup, setQueue, forgetTracks } from './actions.js';
 import { createNowPlaying, createMiniPlayer } from './nowplaying.js';
 import { createQueue } from './queue.js';
 import { setupMediaSession } from './media.js';
-import { createPlayHere, setupPlayHere, stopPreview } from './playhere.js';
 
 // The tabs, in order; the router, the tab bar and refresh-on-reconnect
 // pick them up from this list. Screens other than Now playing and Queue
@@ -21,7 +20,12 @@ const TABS = [
   { id: 'queue', label: 'tab.queue', icon: 'queue', make: () => createQueue() },
   { id: 'search', label: 'tab.search', icon: 'search', load: () => import('./search.js').then((m) => m.createSearch(go)) },
   { id: 'library', label: 'tab.library', icon: 'library', load: () => import('./library.js').then((m) => m.createLibrary(go)) },
-  { id: 'rooms', label: 'tab.rooms', icon: 'rooms', load: () => import('./rooms.js').then((m) => m.createRooms(selectGroup, go)) },
+  // Play here sits on Rooms, under its title: this browser is one more room.
+  { id: 'rooms', label: 'tab.rooms', icon: 'rooms', load: () => Promise.all([import('./rooms.js'), import('./playhere.js')]).then(([m, ph]) => {
+    const v = m.createRooms(selectGroup, go);
+    v.insertBefore(ph.createPlayHere(), v.children[1] || null);
+    return v;
+  }) },
   { id: 'sound', label: 'tab.sound', icon: 'sound', load: () => import('./sound.js').then((m) => m.createSound(go)) },
   // Reached from Sound, not the tab bar.
   { id: 'tune', label: 'tune.title', icon: 'sound', nav: false, load: () => import('./tune.js').then((m) => m.createTune(go)) },
@@ -32,8 +36,6 @@ function ensure(tab) {
   if (views[tab.id]) return Promise.resolve(views[tab.id]);
   if (!tab.loading) {
     tab.loading = tab.load().then((v) => {
-      // Play here sits on Rooms, under its title: this browser is one more room.
-      if (tab.id === 'rooms') v.insertBefore(createPlayHere(), v.children[1] || null);
       v.hidden = true;
       document.getElementById('views').appendChild(v);
       views[tab.id] = v;
@@ -58,7 +60,7 @@ let lastRoute = null;
 function route() {
   const raw = location.hash.replace(/^#\/?/, '').replace(/\/$/, '');
   // A preview belongs to the screen it was started on.
-  if (raw !== lastRoute) { stopPreview(); lastRoute = raw; }
+  if (raw !== lastRoute) { emit('route', raw); lastRoute = raw; }
   const parts = raw ? raw.split('/') : []; // inner parts may be empty (an album without an artist)
   let id = parts[0];
   const tab = TABS.find((x) => x.id === id);
@@ -189,7 +191,8 @@ function start() {
   document.addEventListener('visibilitychange', () => { scheduleTick(); if (!document.hidden) emit('tick'); });
   window.addEventListener('hashchange', route);
   setupMediaSession();
-  setupPlayHere();
+  // Play here left on: it starts again without a visit to Rooms.
+  try { if (localStorage.getItem('tutti.playHere') === '1') import('./playhere.js'); } catch (e) { /* not kept */ }
   route();
   connect();
 }

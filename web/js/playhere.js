@@ -18,16 +18,16 @@
 // configured without an Opus header, so it trims nothing as pre-skip: each
 // decoded packet is scheduled exactly as a PCM chunk is.
 //
-// Media Session: a silent, looping <audio> element plays while the group
-// plays (the page is a room or only a remote), because Chrome on Android and
-// Safari on iOS show lock-screen controls only for a page whose media
-// element plays, and Web Audio alone does not count; it also keeps the
-// audio session alive when the screen locks.
+// This module (9 KB gzipped) is not part of the first screen (bench/web):
+// app.js fetches it with Rooms, where its switch is, or at start when Play
+// here was left on; tracks.js brings it for previews. It sets itself up when
+// it first runs. The lock screen's silent element is media.js's.
 
 import { h, toast } from './ui.js';
 import { t, language } from './i18n.js';
-import { S, on, isPlaying } from './store.js';
+import { on } from './store.js';
 import { onBinary, sendBinary } from './rpc.js';
+import { setPlayingHere } from './media.js';
 
 const RATE = 48000;
 const KEEP_ON = 'tutti.playHere', KEEP_NAME = 'tutti.playHereName';
@@ -389,7 +389,7 @@ function setOn(on) {
     cut(-Infinity);
     if (P.ctx && !PV.src && PV.id === null) P.ctx.suspend(); // a preview still plays through it
   }
-  silence.update();
+  setPlayingHere(on);
   render();
 }
 
@@ -489,36 +489,6 @@ export function stopPreview() {
   if (!P.on && P.ctx && P.ctx.state === 'running') P.ctx.suspend(); // nothing else plays here
 }
 
-// ---- Media Session's silent element ----------------------------------------
-const silence = {
-  el: null,
-  unlocked: false,
-  // 6 s of 8 kHz 8-bit mono silence, made here (no download): Chrome shows
-  // controls only for media of 5 s or more.
-  make() {
-    const n = 8000 * 6, b = new DataView(new ArrayBuffer(44 + n));
-    const s = (o, x) => { for (let i = 0; i < x.length; i++) b.setUint8(o + i, x.charCodeAt(i)); };
-    s(0, 'RIFF'); b.setUint32(4, 36 + n, true); s(8, 'WAVEfmt '); b.setUint32(16, 16, true); b.setUint16(20, 1, true);
-    b.setUint16(22, 1, true); b.setUint32(24, 8000, true); b.setUint32(28, 8000, true); b.setUint16(32, 1, true);
-    b.setUint16(34, 8, true); s(36, 'data'); b.setUint32(40, n, true);
-    for (let i = 0; i < n; i++) b.setUint8(44 + i, 128);
-    const el = h('audio', { loop: true, preload: 'auto', hidden: true, 'data-test': 'media-keepalive', 'aria-hidden': 'true' });
-    el.src = URL.createObjectURL(new Blob([b.buffer], { type: 'audio/wav' }));
-    el.volume = 0.0001; // some browsers ignore muted elements for the lock screen
-    document.body.appendChild(el);
-    return el;
-  },
-  // Plays while the group plays or this page plays here, once the person has touched the page.
-  update() {
-    if (!this.unlocked) return;
-    const want = P.on || isPlaying(S.status);
-    if (!this.el && !want) return;
-    if (!this.el) this.el = this.make();
-    if (want && this.el.paused) this.el.play().catch(() => { /* not allowed yet */ });
-    else if (!want && !this.el.paused) this.el.pause();
-  },
-};
-
 // ---- The switch ------------------------------------------------------------
 let sw = null, nameInput = null, state = null;
 
@@ -545,16 +515,14 @@ export function createPlayHere() {
     h('label.glabel', null, h('span', { text: t('playhere.name') }), nameInput), state);
 }
 
-export function setupPlayHere() {
+// Once, when the module first runs.
+(function setupPlayHere() {
   onBinary(receive);
   // A new connection: the leader does not know this page; a wake on the same one changes nothing.
   on('connected', (c) => { if (!c) { P.started = false; P.joined = null; cut(-Infinity); render(); } });
   on('open', () => { if (P.on && !P.started) begin(); });
-  on('status', () => silence.update());
-  // Audio may start only after a touch or a key: the first one unlocks the silent element.
-  const unlock = () => { silence.unlocked = true; silence.update(); };
-  document.addEventListener('pointerdown', unlock, { once: true, capture: true });
-  document.addEventListener('keydown', unlock, { once: true, capture: true });
+  // A preview belongs to the screen it was started on (app.js emits 'route').
+  on('route', stopPreview);
   let keep = null;
   try { keep = localStorage.getItem(KEEP_ON); } catch (e) { /* not kept */ }
   // Back on after a reload: the context may wait for a touch (autoplay rules) and then plays.
@@ -562,4 +530,4 @@ export function setupPlayHere() {
     setOn(true);
     if (P.ctx && P.ctx.state !== 'running') document.addEventListener('pointerdown', () => P.ctx.resume(), { once: true });
   }
-}
+})();
