@@ -137,6 +137,19 @@ public func describeGroup(_ g: JSONValue, language: Language = .english) -> Stri
     return "\(g["name"]?.string ?? "?") (\(g["id"]?.string ?? "?")): \(rooms.isEmpty ? language.text(.cliGroupNoRooms) : rooms) — \(playing)"
 }
 
+/// `library.scan`'s answer: what the scan did. English is the leader's own
+/// summary, as it always was; another language is made from the counts (a
+/// leader too old to send them gives its summary only).
+public func describeScan(_ r: JSONValue, language: Language = .english) -> String {
+    let summary = r["summary"]?.string ?? ""
+    guard language != .english, let added = r["added"]?.integer, let updated = r["updated"]?.integer,
+          let unchanged = r["unchanged"]?.integer, let moved = r["moved"]?.integer, let removed = r["removed"]?.integer else { return summary }
+    return language.text(.cliScanSummary, [
+        "added": "\(added)", "updated": "\(updated)", "unchanged": "\(unchanged)", "moved": "\(moved)", "removed": "\(removed)",
+        "skipped": "\(r["skipped"]?.array?.count ?? 0)", "seconds": cFormat("%.2f", r["seconds"]?.number ?? 0),
+    ])
+}
+
 /// A leader found over mDNS, as `tutti leaders --json` prints it.
 public func describeLeader(_ l: DiscoveredLeader) -> JSONValue {
     var object: [String: JSONValue] = ["name": .string(l.name), "address": .string(l.address), "hostName": .string(l.hostName),

@@ -218,7 +218,7 @@ struct LeaderSession {
         }
         client.setReceiveTimeout(milliseconds: 0) // a big scan takes as long as it takes
         let r = try call("library.scan", folder.map { ["folder": .string($0)] } ?? [:])
-        show(r) { $0["summary"]?.string ?? "" }
+        show(r) { describeScan($0, language: language) }
     }
 
     private func playlist(_ p: CLICommand.Playlist) throws(CLIFailure) {

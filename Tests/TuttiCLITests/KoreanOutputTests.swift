@@ -70,6 +70,9 @@ struct KoreanOutputTests {
     let podcasts: [JSONValue] = [["id": 3, "title": "Morning", "episodes": 12, "unplayed": 4, "author": "Kim", "refreshError": "HTTP 404"],
                                  ["id": 1, "title": "Morning", "episodes": 1, "unplayed": 0]]
 
+    let scan: JSONValue = ["added": 3, "updated": 1, "unchanged": 120, "removed": 0, "moved": 2, "skipped": [["path": "/m/x.txt", "reason": "not audio"]],
+                           "seconds": 1.234, "summary": "3 added, 1 updated, 120 unchanged, 2 moved, 0 removed, 1 skipped in 1.23 s"]
+
     /// Every describe* rendering of the inputs above, with the data put in.
     func renderings(_ language: Language) -> [(what: String, text: String, data: Set<String>)] {
         [
@@ -82,6 +85,7 @@ struct KoreanOutputTests {
             ("describeGroup", describeGroup(group, language: language), ["Upstairs", "Band", "Song"]),
             ("describeLeaders", describeLeaders([leader], language: language), ["Living", "room"]),
             ("describeLeaders (none)", describeLeaders([], language: language), []),
+            ("describeScan", describeScan(scan, language: language), []),
             ("describePodcast", podcasts.map { describePodcast($0, language: language) }.joined(separator: "\n"), ["Morning", "Kim", "HTTP"]),
         ]
     }
@@ -108,6 +112,8 @@ struct KoreanOutputTests {
             """)
         #expect(describeGroup(group, language: .korean) == "Upstairs (g2): 방 없음 — 일시 정지: Band — Song")
         #expect(describeLeaders([], language: .korean) == "mDNS로 찾은 리더가 없습니다")
+        #expect(describeScan(scan, language: .korean) == "추가 3, 갱신 1, 그대로 120, 이동 2, 삭제 0, 건너뜀 1 (1.23초 걸림)")
+        #expect(describeScan(["summary": "3 added in 1 s"], language: .korean) == "3 added in 1 s", "an older leader's summary as it came")
     }
 
     @Test("English is what it always was")
@@ -130,6 +136,7 @@ struct KoreanOutputTests {
             """)
         #expect(describeGroup(group) == "Upstairs (g2): no rooms — pause: Band — Song")
         #expect(describePodcast(podcasts[0]) == "3\tMorning\t12 episodes, 4 unplayed\tKim\t(last refresh failed: HTTP 404)")
+        #expect(describeScan(scan) == "3 added, 1 updated, 120 unchanged, 2 moved, 0 removed, 1 skipped in 1.23 s", "the leader's summary")
         #expect(describeLeaders([leader]) == "Living room\t192.168.1.20:4953  control 4954  mpd 6600  (this machine)")
         #expect(CLIUsage.text == CLIUsage.text(in: .english))
         #expect(CLIUsage.text == englishHelp, "the help as tutti printed it before the catalogue")
