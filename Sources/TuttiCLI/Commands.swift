@@ -184,8 +184,9 @@ struct CommandWords: Sendable {
 struct CLICommandEntry: Sendable {
     /// The words that run it (the first is the one the help shows).
     let names: [String]
-    /// Usage and summary, a help line each (a summary may run on, `\n`-separated).
-    let help: [(usage: String, summary: String)]
+    /// Usage and summary, a help line each (a summary may run on, `\n`-separated):
+    /// the usage is syntax, the same in every language; the summary is the catalogue's.
+    let help: [(usage: String, summary: MessageKey?)]
     /// nil: a line of the help that is no command (`--version`).
     let parse: (@Sendable (CommandWords) throws(UsageError) -> CLICommand)?
 }
@@ -201,7 +202,7 @@ enum CLICommandTable {
         var play: [String]?, recording: String?, plan: String?, rooms: [String]?, slot: Double?, apply = false, equalise = false
         var args = w.operands[...]
         func value(_ flag: String) throws(UsageError) -> String {
-            guard let v = args.popFirst(), !v.isEmpty else { throw usage("\(flag) needs a value") }
+            guard let v = args.popFirst(), !v.isEmpty else { throw usage(UserMessage(.cliOptionNeedsValue, ["flag": flag])) }
             return v
         }
         func roomList(_ text: String) -> [String] {
@@ -214,66 +215,66 @@ enum CLICommandTable {
             case "--plan": plan = w.absolute(try value("--plan"))
             case "--rooms": rooms = roomList(try value("--rooms"))
             case "--slot-ms":
-                guard let v = Double(try value("--slot-ms")), v >= 1_500, v <= 10_000 else { throw usage("--slot-ms is 1500–10000") }
+                guard let v = Double(try value("--slot-ms")), v >= 1_500, v <= 10_000 else { throw usage(UserMessage(.cliCalibrateSlotRange)) }
                 slot = v
             case "--apply": apply = true
             case "--eq": equalise = true
-            default: throw usage("calibrate: unknown argument '\(a)'")
+            default: throw usage(UserMessage(.cliCalibrateUnknownArgument, ["argument": a]))
             }
         }
         if let play, recording == nil {
-            guard !play.isEmpty else { throw usage("calibrate --play needs rooms, separated by commas") }
+            guard !play.isEmpty else { throw usage(UserMessage(.cliCalibratePlayNeedsRooms)) }
             return .calibrate(.play(rooms: play, slotMilliseconds: slot))
         }
-        guard let recording, play == nil else { throw usage("calibrate needs --play ROOMS or --analyse RECORDING.wav") }
-        guard plan != nil || rooms?.isEmpty == false else { throw usage("calibrate --analyse needs --rooms ROOM,ROOM... (as played) or --plan PLAN.json") }
+        guard let recording, play == nil else { throw usage(UserMessage(.cliCalibrateNeeds)) }
+        guard plan != nil || rooms?.isEmpty == false else { throw usage(UserMessage(.cliCalibrateAnalyseNeeds)) }
         return .calibrate(.analyse(recording: recording, plan: plan, rooms: rooms, slotMilliseconds: slot, apply: apply, equalise: equalise))
     }
 
     static let rows: [CLICommandEntry] = [
-        .init(names: ["status"], help: [("status", "what is playing, and every room with its sync health")]) { _ in .status },
-        .init(names: ["play", "pause", "toggle", "stop"], help: [("play | pause | toggle | stop", "")]) { w in .player(method: "player." + w.word) },
-        .init(names: ["next", "prev", "previous"], help: [("next | prev", "skip (prev restarts the track when more than 3 s in)")]) { w in
+        .init(names: ["status"], help: [("status", .cliHelpStatus)]) { _ in .status },
+        .init(names: ["play", "pause", "toggle", "stop"], help: [("play | pause | toggle | stop", nil)]) { w in .player(method: "player." + w.word) },
+        .init(names: ["next", "prev", "previous"], help: [("next | prev", .cliHelpSkip)]) { w in
             .player(method: w.word == "next" ? "player.next" : "player.previous")
         },
-        .init(names: ["seek"], help: [("seek SECONDS | +S | -S", "absolute or relative seek in the current track")]) { w throws(UsageError) in
+        .init(names: ["seek"], help: [("seek SECONDS | +S | -S", .cliHelpSeek)]) { w throws(UsageError) in
             guard let text = w.first, let value = Double(text), value.isFinite else { throw usage(UserMessage(.cliSeekNeeds)) }
             return .seek(value, relative: text.hasPrefix("+") || text.hasPrefix("-"))
         },
-        .init(names: ["speed"], help: [("speed [0.5-2.0]", "the group's playback speed, pitch kept (1 is normal; positions stay in track time)")]) { w throws(UsageError) in
+        .init(names: ["speed"], help: [("speed [0.5-2.0]", .cliHelpSpeed)]) { w throws(UsageError) in
             guard let text = w.first else { return .speed(nil) }
             guard let value = Double(text), value.isFinite else { throw usage(UserMessage(.cliSpeedNeeds)) }
             return .speed(value)
         },
-        .init(names: ["pitch"], help: [("pitch [-12..+12]", "the group's pitch in semitones, speed kept (0 is normal)")]) { w throws(UsageError) in
+        .init(names: ["pitch"], help: [("pitch [-12..+12]", .cliHelpPitch)]) { w throws(UsageError) in
             guard let text = w.first else { return .pitch(nil) }
             guard let value = Double(text), value.isFinite else { throw usage(UserMessage(.cliPitchNeeds)) }
             return .pitch(value)
         },
-        .init(names: ["shuffle"], help: [("shuffle [on|off]", "toggle or set shuffle")]) { w throws(UsageError) in .shuffle(try onOff(w)) },
-        .init(names: ["repeat"], help: [("repeat [off|all|one]", "cycle or set repeat")]) { w throws(UsageError) in
+        .init(names: ["shuffle"], help: [("shuffle [on|off]", .cliHelpShuffle)]) { w throws(UsageError) in .shuffle(try onOff(w)) },
+        .init(names: ["repeat"], help: [("repeat [off|all|one]", .cliHelpRepeat)]) { w throws(UsageError) in
             guard let mode = w.first else { return .repeatMode(nil) }
             guard ["off", "all", "one"].contains(mode) else { throw usage(UserMessage(.cliRepeatTakes)) }
             return .repeatMode(mode)
         },
-        .init(names: ["single"], help: [("single [on|off|oneshot]", "stop after the current track (toggle, every time, or once)")]) { w throws(UsageError) in
+        .init(names: ["single"], help: [("single [on|off|oneshot]", .cliHelpSingle)]) { w throws(UsageError) in
             guard let mode = w.first else { return .single(nil) }
             guard ["off", "on", "oneshot", "once"].contains(mode) else { throw usage(UserMessage(.cliSingleTakes)) }
             return .single(mode == "once" ? "oneshot" : mode) // mpc says "once"
         },
-        .init(names: ["consume"], help: [("consume [on|off]", "played tracks leave the queue")]) { w throws(UsageError) in .consume(try onOff(w)) },
+        .init(names: ["consume"], help: [("consume [on|off]", .cliHelpConsume)]) { w throws(UsageError) in .consume(try onOff(w)) },
         .init(names: ["queue"], help: [
-            ("queue", "list the queue"),
-            ("queue add URI...", "add files or URLs (queue add --next URI... inserts after the current)"),
-            ("queue add-search TEXT", "add every track a search finds (also: add-album ALBUM, add-playlist ID)"),
-            ("queue del N | move FROM TO | clear | play N", ""),
+            ("queue", .cliHelpQueue),
+            ("queue add URI...", .cliHelpQueueAdd),
+            ("queue add-search TEXT", .cliHelpQueueAddSearch),
+            ("queue del N | move FROM TO | clear | play N", nil),
         ], parse: queue),
-        .init(names: ["search"], help: [("search TEXT", "search the library (artist:… album:… title:… genre: filters)")]) { w throws(UsageError) in
+        .init(names: ["search"], help: [("search TEXT", .cliHelpSearch)]) { w throws(UsageError) in
             guard !w.operands.isEmpty else { throw usage(UserMessage(.cliSearchNeedsText)) }
             return .search(w.operands.joined(separator: " "))
         },
-        .init(names: ["searches"], help: [("searches [clear]", "recent searches")]) { w in .searches(clear: w.first == "clear") },
-        .init(names: ["like", "unlike", "favorites", "favourites"], help: [("like [ID] | unlike [ID] | favorites", "")]) { w throws(UsageError) in
+        .init(names: ["searches"], help: [("searches [clear]", .cliHelpSearches)]) { w in .searches(clear: w.first == "clear") },
+        .init(names: ["like", "unlike", "favorites", "favourites"], help: [("like [ID] | unlike [ID] | favorites", nil)]) { w throws(UsageError) in
             if w.word == "favorites" || w.word == "favourites" { return .favourites }
             var id: Int? = nil
             if let text = w.first {
@@ -282,34 +283,34 @@ enum CLICommandTable {
             }
             return w.word == "like" ? .like(trackID: id) : .unlike(trackID: id)
         },
-        .init(names: ["history"], help: [("history", "recently played")]) { _ in .history },
-        .init(names: ["library"], help: [("library scan [DIR]", "scan the music folder (default: the leader's --music)")]) { w throws(UsageError) in
+        .init(names: ["history"], help: [("history", .cliHelpHistory)]) { _ in .history },
+        .init(names: ["library"], help: [("library scan [DIR]", .cliHelpLibraryScan)]) { w throws(UsageError) in
             guard w.first == "scan" else { throw usage("library scan [DIR]") }
             return .libraryScan(folder: w.operands.count > 1 ? w.operands[1] : nil)
         },
         .init(names: ["playlist", "playlists"], help: [
-            ("playlist [list]", "stored playlists"),
-            ("playlist show ID | create NAME | delete ID | rename ID NAME | load ID | save NAME", ""),
-            ("playlist import FILE.m3u [NAME] | export ID FILE.m3u", ""),
+            ("playlist [list]", .cliHelpPlaylists),
+            ("playlist show ID | create NAME | delete ID | rename ID NAME | load ID | save NAME", nil),
+            ("playlist import FILE.m3u [NAME] | export ID FILE.m3u", nil),
         ], parse: playlist),
-        .init(names: ["cache"], help: [("cache add URL | list | size | remove URL | clear", "the offline cache of network tracks")], parse: cache),
+        .init(names: ["cache"], help: [("cache add URL | list | size | remove URL | clear", .cliHelpCache)], parse: cache),
         .init(names: ["podcast", "podcasts"], help: [
-            ("podcast add URL", "subscribe to a podcast feed (RSS or Atom)"),
-            ("podcast list | episodes NAME | refresh [NAME] | remove NAME", ""),
-            ("podcast play NAME [EPISODE]", "play an episode (default: the newest unplayed), resuming where it stopped"),
-            ("podcast played|unplayed NAME EPISODE | speed NAME 0.5-2.0|none | download NAME EPISODE", ""),
+            ("podcast add URL", .cliHelpPodcastAdd),
+            ("podcast list | episodes NAME | refresh [NAME] | remove NAME", nil),
+            ("podcast play NAME [EPISODE]", .cliHelpPodcastPlay),
+            ("podcast played|unplayed NAME EPISODE | speed NAME 0.5-2.0|none | download NAME EPISODE", nil),
         ], parse: podcast),
-        .init(names: ["rooms"], help: [("rooms", "rooms with volume, latency trim and sync health")]) { _ in .rooms },
+        .init(names: ["rooms"], help: [("rooms", .cliHelpRooms)]) { _ in .rooms },
         .init(names: ["speakers"], help: [
-            ("speakers", "paired speakers, and speakers asking to pair"),
-            ("speakers allow NAME | deny NAME", "decide a speaker's request to join"),
-            ("speakers pair CODE", "pair the speaker showing CODE (`sudo tutti-follower pair` on it)"),
-            ("speakers code CODE [NAME]", "pair a Sendspin player by the six digits it shows or the eight printed on it"),
-            ("speakers forget NAME", "unpair a speaker: it is disconnected and cannot come back"),
+            ("speakers", .cliHelpSpeakers),
+            ("speakers allow NAME | deny NAME", .cliHelpSpeakersAllow),
+            ("speakers pair CODE", .cliHelpSpeakersPair),
+            ("speakers code CODE [NAME]", .cliHelpSpeakersCode),
+            ("speakers forget NAME", .cliHelpSpeakersForget),
         ], parse: speakers),
         .init(names: ["vol"], help: [
-            ("vol ROOM 0-100", "room volume (a dB-linear curve: 100 → 0 dB, 50 → −25 dB)"),
-            ("vol --group GROUP 0-100", "a group's volume, keeping its rooms' balance (kept until a room joins)"),
+            ("vol ROOM 0-100", .cliHelpVolume),
+            ("vol --group GROUP 0-100", .cliHelpGroupVolume),
         ]) { w throws(UsageError) in
             if let group = w.group {
                 guard let text = w.first, let v = Int(text), (0...100).contains(v) else { throw usage(UserMessage(.cliGroupVolumeNeeds)) }
@@ -319,21 +320,21 @@ enum CLICommandTable {
             guard w.operands.count > 1, let v = Int(w.operands[1]), (0...100).contains(v) else { throw usage(UserMessage(.cliVolumeNeeds)) }
             return .roomVolume(room: room, v)
         },
-        .init(names: ["mute", "unmute"], help: [("mute ROOM | unmute ROOM", "(mute --group GROUP | unmute --group GROUP: every room of the group)")]) { w throws(UsageError) in
+        .init(names: ["mute", "unmute"], help: [("mute ROOM | unmute ROOM", .cliHelpMute)]) { w throws(UsageError) in
             if let group = w.group { return .groupMute(group: group, w.word == "mute") }
             return .roomMute(room: try needRoom(w), w.word == "mute")
         },
         .init(names: ["eq"], help: [
-            ("eq ROOM", "the room's equaliser: preset, ten bands, preamp"),
-            ("eq ROOM PRESET", "Flat, Bass, Treble, Vocal, Electronic, Rock, Pop, Jazz, Classical, Loudness or a saved one"),
-            ("eq ROOM g1,g2,…,g10", "ten gains in dB (32 Hz … 16 kHz, −12…+12, 0.5 dB steps)"),
-            ("eq ROOM bass DB | treble DB | preamp auto|DB", "shelves (100 Hz, 8 kHz) and the preamp"),
-            ("eq presets", "every preset with its gains"),
-            ("eq save NAME ROOM|g1,…,g10 | eq delete NAME", "your presets, saved at the leader"),
+            ("eq ROOM", .cliHelpEq),
+            ("eq ROOM PRESET", .cliHelpEqPreset),
+            ("eq ROOM g1,g2,…,g10", .cliHelpEqGains),
+            ("eq ROOM bass DB | treble DB | preamp auto|DB", .cliHelpEqShelves),
+            ("eq presets", .cliHelpEqPresets),
+            ("eq save NAME ROOM|g1,…,g10 | eq delete NAME", .cliHelpEqSave),
         ], parse: equalizer),
         .init(names: ["reverb"], help: [
-            ("reverb ROOM [PRESET] [MIX]", "the room's reverb: Small room, Medium room, Large hall (hall), Plate, Cathedral, at MIX 0–100 %"),
-            ("reverb ROOM off", "no reverb (the mix at 0 %: the music untouched)"),
+            ("reverb ROOM [PRESET] [MIX]", .cliHelpReverb),
+            ("reverb ROOM off", .cliHelpReverbOff),
         ]) { w throws(UsageError) in
             let room = try needRoom(w)
             var words = Array(w.operands.dropFirst())
@@ -347,15 +348,15 @@ enum CLICommandTable {
             return .reverb(room: room, preset: words.isEmpty ? nil : words.joined(separator: " "), mix: mix)
         },
         .init(names: ["channels"], help: [
-            ("channels ROOM stereo|left|right|mono|swap", "which channels the room's speaker plays (mono: L+R at −6 dB)"),
+            ("channels ROOM stereo|left|right|mono|swap", .cliHelpChannels),
         ]) { w throws(UsageError) in
             let room = try needRoom(w)
             guard w.operands.count <= 2 else { throw usage("channels ROOM stereo|left|right|mono|swap") }
             return .channels(room: room, map: w.operands.count > 1 ? w.operands[1] : nil)
         },
         .init(names: ["pair"], help: [
-            ("pair LEFT RIGHT [NAME]", "make two rooms one stereo pair (LEFT plays left, RIGHT right), one volume and EQ"),
-            ("pair swap NAME", "swap a pair's left and right"),
+            ("pair LEFT RIGHT [NAME]", .cliHelpPair),
+            ("pair swap NAME", .cliHelpPairSwap),
         ]) { w throws(UsageError) in
             let ops = w.operands
             if ops.first == "swap" {
@@ -366,24 +367,24 @@ enum CLICommandTable {
             return .pair(left: ops[0], right: ops[1], name: ops.count == 3 ? ops[2] : nil)
         },
         .init(names: ["announce"], help: [
-            ("announce --rooms R1,R2 TEXT", "speak TEXT (espeak-ng) over what the rooms play, the music ducked; --lang ko, …"),
-            ("announce --rooms R1,R2 --url URL|FILE", "play a chime or a file over the music instead"),
-            ("announce --all … | --group GROUP …", "every room, or a group's; --volume 0–100 (70), --duck DB (−20)"),
+            ("announce --rooms R1,R2 TEXT", .cliHelpAnnounceText),
+            ("announce --rooms R1,R2 --url URL|FILE", .cliHelpAnnounceURL),
+            ("announce --all … | --group GROUP …", .cliHelpAnnounceAll),
         ], parse: announce),
-        .init(names: ["unpair"], help: [("unpair NAME", "end a stereo pair: its speakers are rooms of their own again")]) { w throws(UsageError) in
-            guard w.operands.count == 1 else { throw usage("unpair NAME (the pair's name, or either speaker's)") }
+        .init(names: ["unpair"], help: [("unpair NAME", .cliHelpUnpair)]) { w throws(UsageError) in
+            guard w.operands.count == 1 else { throw usage(UserMessage(.cliUnpairNeeds)) }
             return .unpair(w.operands[0])
         },
-        .init(names: ["latency"], help: [("latency ROOM MS", "compensate a speaker's delay after its DAC")]) { w throws(UsageError) in
+        .init(names: ["latency"], help: [("latency ROOM MS", .cliHelpLatency)]) { w throws(UsageError) in
             let room = try needRoom(w)
             guard w.operands.count > 1, let ms = Double(w.operands[1]), ms.isFinite else { throw usage(UserMessage(.cliLatencyNeeds)) }
             return .roomLatency(room: room, milliseconds: ms)
         },
         .init(names: ["group", "groups"], help: [
-            ("group [list]", "groups of rooms, each with its own queue, and what they play"),
-            ("group new NAME [ROOM...] | add GROUP ROOM... | leave ROOM | rename GROUP NAME | delete GROUP", ""),
+            ("group [list]", .cliHelpGroup),
+            ("group new NAME [ROOM...] | add GROUP ROOM... | leave ROOM | rename GROUP NAME | delete GROUP", nil),
         ], parse: group),
-        .init(names: ["party"], help: [("party [on [GROUP]|off|status]", "every room plays one group (default: the main group); off: back")]) { w throws(UsageError) in
+        .init(names: ["party"], help: [("party [on [GROUP]|off|status]", .cliHelpParty)]) { w throws(UsageError) in
             switch w.first ?? "on" {
             case "on": return .party(.on(group: w.operands.count > 1 ? w.operands[1] : nil))
             case "off": return .party(.off)
@@ -391,19 +392,16 @@ enum CLICommandTable {
             default: throw usage("party [on [GROUP]|off|status]")
             }
         },
-        .init(names: ["watch"], help: [("watch", "follow changes as they happen")]) { _ in .watch },
+        .init(names: ["watch"], help: [("watch", .cliHelpWatch)]) { _ in .watch },
         .init(names: ["calibrate"], help: [
-            ("calibrate --play ROOM,ROOM... [--slot-ms MS]", "a sweep in each room in turn, at known times (record it at the listening spot)"),
-            ("calibrate --analyse REC.wav --rooms ROOM,ROOM... | --plan PLAN.json [--apply] [--eq]", "each room's delay, confidence, trim and response;\n--apply sets the trims, --eq a \"Tuned\" EQ preset per room"),
+            ("calibrate --play ROOM,ROOM... [--slot-ms MS]", .cliHelpCalibratePlay),
+            ("calibrate --analyse REC.wav --rooms ROOM,ROOM... | --plan PLAN.json [--apply] [--eq]", .cliHelpCalibrateAnalyse),
         ], parse: calibrate),
-        .init(names: ["leaders", "discover"], help: [("leaders [SECONDS]", "leaders announced on the network (mDNS): name, address, ports (browses 2 s)")]) { w in
+        .init(names: ["leaders", "discover"], help: [("leaders [SECONDS]", .cliHelpLeaders)]) { w in
             .leaders(seconds: w.first.flatMap { Double($0) }.map { min(max($0, 0.1), 60) } ?? 2)
         },
-        .init(names: ["doctor"], help: [("doctor [--config FILE]", """
-            check this speaker's setup (ALSA device, mixer, real-time, avahi-daemon,
-            leader, clock, buttons) with the settings tutti-follower uses; says how to fix each fault
-            """)]) { w in .doctor(w.operands) },
-        .init(names: ["--version"], help: [("--version", "print the version")], parse: nil),
+        .init(names: ["doctor"], help: [("doctor [--config FILE]", .cliHelpDoctor)]) { w in .doctor(w.operands) },
+        .init(names: ["--version"], help: [("--version", .cliHelpVersion)], parse: nil),
     ]
 
     private static func onOff(_ w: Words) throws(UsageError) -> Bool? {
@@ -445,7 +443,7 @@ enum CLICommandTable {
     private static func playlist(_ w: Words) throws(UsageError) -> CLICommand {
         let sub = w.first ?? "list", rest = w.rest
         func id() throws(UsageError) -> Int {
-            guard let t = rest.first, let n = Int(t) else { throw usage("playlist \(sub) needs a playlist id") }
+            guard let t = rest.first, let n = Int(t) else { throw usage(UserMessage(.cliPlaylistNeedsID, ["sub": sub])) }
             return n
         }
         switch sub {
@@ -525,7 +523,7 @@ enum CLICommandTable {
         let ops = w.operands
         func value(_ flag: String) throws(UsageError) -> String {
             i += 1
-            guard i < ops.count else { throw usage("\(flag) needs a value (tutti announce --help)") }
+            guard i < ops.count else { throw usage(UserMessage(.cliOptionNeedsValueAnnounce, ["flag": flag])) }
             return ops[i]
         }
         while i < ops.count {
@@ -536,10 +534,10 @@ enum CLICommandTable {
             case "--url": let u = try value("--url"); a.url = u.contains("://") ? u : w.absolute(u)
             case "--lang": a.language = try value("--lang")
             case "--volume":
-                guard let v = Int(try value("--volume")), (0...100).contains(v) else { throw usage("--volume needs 0–100") }
+                guard let v = Int(try value("--volume")), (0...100).contains(v) else { throw usage(UserMessage(.cliAnnounceVolumeNeeds)) }
                 a.volume = v
             case "--duck":
-                guard let d = Double(try value("--duck")), d.isFinite else { throw usage("--duck needs dB (e.g. -20)") }
+                guard let d = Double(try value("--duck")), d.isFinite else { throw usage(UserMessage(.cliAnnounceDuckNeeds)) }
                 a.duckDecibels = -abs(d)
             default: words.append(ops[i])
             }
@@ -548,8 +546,8 @@ enum CLICommandTable {
         a.group = w.group
         if !words.isEmpty { a.text = words.joined(separator: " ") }
         let targets = (a.rooms.isEmpty ? 0 : 1) + (a.all ? 1 : 0) + (a.group == nil ? 0 : 1)
-        guard targets == 1 else { throw usage("announce needs one of --rooms R1,R2, --all or --group GROUP") }
-        guard (a.url == nil) != (a.text == nil) else { throw usage("announce needs TEXT or --url URL (not both)") }
+        guard targets == 1 else { throw usage(UserMessage(.cliAnnounceNeedsTarget)) }
+        guard (a.url == nil) != (a.text == nil) else { throw usage(UserMessage(.cliAnnounceNeedsText)) }
         return .announce(a)
     }
 
@@ -560,7 +558,7 @@ enum CLICommandTable {
             guard w.operands.count == 2 else { throw usage("speakers \(verb) NAME") }
             return .speakers(.decide(verb: verb, name: w.operands[1]))
         case "pair":
-            guard w.operands.count >= 2 else { throw usage("speakers pair CODE (the six digits `sudo tutti-follower pair` shows)") }
+            guard w.operands.count >= 2 else { throw usage(UserMessage(.cliSpeakersPairNeeds)) }
             return .speakers(.pair(code: w.rest.joined()))
         case "code":
             // The code as a person types it, in groups or not (`123 456`, `1234-5678`); the words after it name the player.
@@ -569,14 +567,14 @@ enum CLICommandTable {
             guard !groups.isEmpty else { throw usage(UserMessage(.cliSpeakersCodeNeeds)) }
             let name = rest.dropFirst(groups.count).joined(separator: " ")
             return .speakers(.sendspinCode(code: groups.joined(), name: name.isEmpty ? nil : name))
-        case let sub?: throw usage("unknown speakers command '\(sub)' (list, allow, deny, pair, code, forget)")
+        case let sub?: throw usage(UserMessage(.cliSpeakersUnknownCommand, ["sub": sub]))
         }
     }
 
     private static func equalizer(_ w: Words) throws(UsageError) -> CLICommand {
         let operands = w.operands
         switch operands.first {
-        case nil: throw usage("eq needs ROOM (or: eq presets)")
+        case nil: throw usage(UserMessage(.cliEqNeedsRoom))
         case "presets": return .eq(.presets)
         case "save":
             guard operands.count >= 3 else { throw usage("eq save NAME ROOM | eq save NAME g1,…,g10") }
@@ -598,9 +596,9 @@ enum CLICommandTable {
                 case "bass" where number != nil: change.bass = number; i += 2
                 case "treble" where number != nil: change.treble = number; i += 2
                 case "preamp":
-                    guard i + 1 < args.count else { throw usage("eq ROOM preamp needs auto or dB") }
+                    guard i + 1 < args.count else { throw usage(UserMessage(.cliEqPreampNeeds)) }
                     if args[i + 1] == "auto" { change.preamp = .auto } else if let db = number { change.preamp = .decibels(db) } else {
-                        throw usage("eq ROOM preamp needs auto or dB")
+                        throw usage(UserMessage(.cliEqPreampNeeds))
                     }
                     i += 2
                 default:

@@ -10,6 +10,22 @@ public func clock(_ seconds: Double) -> String {
     return cFormat("%d:%02d", s / 60, s % 60)
 }
 
+extension Language {
+    /// A text of the catalogue in this language, its placeholders filled.
+    func text(_ key: MessageKey, _ arguments: [String: String] = [:]) -> String { UserMessage(key, arguments).text(in: self) }
+
+    /// A word the leader sends as a value (`play`, `off`, `left`, `paired`) in
+    /// this language; a word the catalogue does not have stays as it came.
+    func value(_ word: String) -> String { Self.valueWords[word].map { text($0) } ?? word }
+
+    private static let valueWords: [String: MessageKey] = [
+        "play": .cliStatePlay, "pause": .cliStatePause, "stop": .cliStateStop, "on": .cliOn, "off": .cliOff,
+        "all": .cliRepeatAll, "one": .cliRepeatOne, "oneshot": .cliSingleOneshot,
+        "stereo": .cliChannelStereo, "left": .cliChannelLeft, "right": .cliChannelRight, "mono": .cliChannelMono, "swap": .cliChannelSwap,
+        "open": .cliAdmissionOpen, "room-key": .cliAdmissionRoomKey, "paired": .cliAdmissionPaired,
+    ]
+}
+
 /// The last component of a path, as a file name (`/music/a/01 song.flac` → `01 song.flac`).
 func fileName(_ path: String) -> String {
     guard let last = path.split(separator: "/").last else { return path.isEmpty ? "" : "/" }
@@ -17,7 +33,7 @@ func fileName(_ path: String) -> String {
 }
 
 /// `player.status` as `tutti status` prints it: the track line, then the play options.
-public func describeStatus(_ s: JSONValue) -> String {
+public func describeStatus(_ s: JSONValue, language: Language = .english) -> String {
     let position = s["position"]?.number ?? 0
     let duration = s["duration"]?.number
     var bar = ""
@@ -32,76 +48,106 @@ public func describeStatus(_ s: JSONValue) -> String {
         if let album = s["album"]?.string { file += " [\(album)]" }
     }
     let track = (s["track"]?.integer ?? 0) + 1
-    var line = "\(s["state"]?.string ?? "?"): \(file) (track \(track)/\(s["trackCount"]?.integer ?? 0)) \(clock(position))\(duration.map { "/" + clock($0) } ?? "")\(bar)"
+    var line = language.text(.cliStatusTrack, [
+        "state": language.value(s["state"]?.string ?? "?"), "file": file, "number": "\(track)", "count": "\(s["trackCount"]?.integer ?? 0)",
+        "position": "\(clock(position))\(duration.map { "/" + clock($0) } ?? "")\(bar)",
+    ])
     // Network sources: how much is downloaded ahead, and of a file how much has arrived.
     var buffered: [String] = []
-    if let b = s["bufferedSeconds"]?.number { buffered.append(cFormat("%.1f s ahead", b)) }
-    if let f = s["bufferedFraction"]?.number { buffered.append(cFormat("%.0f%% downloaded", f * 100)) }
-    if !buffered.isEmpty { line += " (buffered: " + buffered.joined(separator: ", ") + ")" }
+    if let b = s["bufferedSeconds"]?.number { buffered.append(language.text(.cliStatusAhead, ["seconds": cFormat("%.1f", b)])) }
+    if let f = s["bufferedFraction"]?.number { buffered.append(language.text(.cliStatusDownloaded, ["percent": cFormat("%.0f", f * 100)])) }
+    if !buffered.isEmpty { line += " " + language.text(.cliStatusBuffered, ["parts": buffered.joined(separator: ", ")]) }
     // The play options, on the line below: shuffle, repeat, single, consume.
-    var options = ["shuffle \((s["shuffle"]?.bool ?? false) ? "on" : "off")", "repeat \(s["repeat"]?.string ?? "off")"]
-    if let single = s["single"]?.string, single != "off" { options.append("single \(single)") }
-    if s["consume"]?.bool == true { options.append("consume on") }
+    var options = [language.text(.cliStatusShuffle, ["state": language.value((s["shuffle"]?.bool ?? false) ? "on" : "off")]),
+                   language.text(.cliStatusRepeat, ["mode": language.value(s["repeat"]?.string ?? "off")])]
+    if let single = s["single"]?.string, single != "off" { options.append(language.text(.cliStatusSingle, ["mode": language.value(single)])) }
+    if s["consume"]?.bool == true { options.append(language.text(.cliStatusConsume, ["state": language.value("on")])) }
     if let speed = s["speed"]?.number, speed != 1 {
-        options.append(cFormat("speed %.2f×", speed) + (s["remaining"]?.number.map { ", ends in " + clock($0) } ?? ""))
+        options.append(language.text(.cliStatusSpeed, ["speed": cFormat("%.2f", speed)])
+                       + (s["remaining"]?.number.map { ", " + language.text(.cliStatusEndsIn, ["time": clock($0)]) } ?? ""))
     }
-    if let pitch = s["pitch"]?.number, pitch != 0 { options.append(cFormat("pitch %+.1f", pitch)) }
+    if let pitch = s["pitch"]?.number, pitch != 0 { options.append(language.text(.cliStatusPitch, ["pitch": cFormat("%+.1f", pitch)])) }
     if s["shuffle"] != nil { line += "\n  " + options.joined(separator: ", ") }
-    if let e = s["error"]?.string { line += "\n  last error: \(e)" }
-    if let source = s["source"]?.string { line += "\n  \(source)" } // "AirPlay from Anna's iPhone"
+    if let e = s["error"]?.string { line += "\n  " + language.text(.cliStatusLastError, ["error": e]) }
+    if let source = s["source"]?.string { line += "\n  \(source)" } // "AirPlay from Anna's iPhone": the leader's text
     return line
 }
 
-/// One room of `rooms.list`: volume, trim and sync health.
 /// A room's reverb as `rooms.list` gives it: "Large hall at 30 % (RT60 1.8 s)", "off".
-public func describeReverb(_ r: JSONValue?) -> String {
-    guard let r, r["off"]?.bool == false else { return "off" }
-    let name = r["preset"]?.string ?? cFormat("custom (size %.2f, damping %.2f)", r["size"]?.number ?? 0, r["damping"]?.number ?? 0)
-    return name + cFormat(" at %.0f %% (RT60 %.1f s)", r["mix"]?.number ?? 0, r["decaySeconds"]?.number ?? 0)
+/// The preset's name is data (what `tutti reverb ROOM PRESET` takes).
+public func describeReverb(_ r: JSONValue?, language: Language = .english) -> String {
+    guard let r, r["off"]?.bool == false else { return language.value("off") }
+    let name = r["preset"]?.string
+        ?? language.text(.cliReverbCustom, ["size": cFormat("%.2f", r["size"]?.number ?? 0), "damping": cFormat("%.2f", r["damping"]?.number ?? 0)])
+    return language.text(.cliReverbSetting, ["preset": name, "mix": cFormat("%.0f", r["mix"]?.number ?? 0),
+                                             "seconds": cFormat("%.1f", r["decaySeconds"]?.number ?? 0)])
 }
 
-public func describeRoom(_ r: JSONValue) -> String {
+/// One room of `rooms.list`: volume, trim and sync health.
+public func describeRoom(_ r: JSONValue, language: Language = .english) -> String {
     let group = r["group"]?.string.map { $0 == "main" ? "" : " [\(r["groupName"]?.string ?? $0)]" } ?? ""
-    var line = "\(r["name"]?.string ?? "?")\(group): volume \(r["volume"]?.integer ?? 0)\((r["muted"]?.bool ?? false) ? " (muted)" : "")"
+    var line = "\(r["name"]?.string ?? "?")\(group): " + language.text(.cliRoomVolume, ["volume": "\(r["volume"]?.integer ?? 0)"])
+    if r["muted"]?.bool ?? false { line += " " + language.text(.cliRoomMuted) }
     if let pair = r["pair"], pair.object != nil {
         // A stereo pair: one volume; each speaker's side and trim.
         let sides = (r["speakers"]?.array ?? []).map { s in
-            "\(s["name"]?.string ?? "?") \(s["side"]?.string ?? "?")" + ((s["latencyMs"]?.number ?? 0) != 0 ? cFormat(" %+.1f ms", s["latencyMs"]?.number ?? 0) : "")
-                + ((s["connected"]?.bool ?? false) ? "" : " (offline)")
+            "\(s["name"]?.string ?? "?") \(language.value(s["side"]?.string ?? "?"))"
+                + ((s["latencyMs"]?.number ?? 0) != 0 ? cFormat(" %+.1f ms", s["latencyMs"]?.number ?? 0) : "")
+                + ((s["connected"]?.bool ?? false) ? "" : " " + language.text(.cliRoomOffline))
         }
-        return line + ", stereo pair: " + sides.joined(separator: ", ")
+        return line + ", " + language.text(.cliRoomStereoPair, ["speakers": sides.joined(separator: ", ")])
     }
-    if let channels = r["channels"]?.string, channels != "stereo" { line += ", plays \(channels)" }
-    if let reverb = r["reverb"], reverb["off"]?.bool == false { line += ", reverb \(describeReverb(reverb))" }
-    if let trim = r["latencyMs"]?.number, trim != 0 { line += cFormat(", latency %+.1f ms", trim) }
+    if let channels = r["channels"]?.string, channels != "stereo" { line += ", " + language.text(.cliRoomPlays, ["channels": language.value(channels)]) }
+    if let reverb = r["reverb"], reverb["off"]?.bool == false {
+        line += ", " + language.text(.cliRoomReverb, ["reverb": describeReverb(reverb, language: language)])
+    }
+    if let trim = r["latencyMs"]?.number, trim != 0 { line += ", " + language.text(.cliRoomLatency, ["ms": cFormat("%+.1f", trim)]) }
     if let h = r["health"], h.object != nil {
-        line += cFormat(", sync %+.1f µs, buffer %.0f ms, ratio %+.1f ppm, rtt %.0f µs, underruns %d, resyncs %d",
-                        h["outputErrorUs"]?.number ?? 0, h["bufferMs"]?.number ?? 0, h["ratioPpm"]?.number ?? 0,
-                        h["rttUs"]?.number ?? 0, h["underruns"]?.integer ?? 0, h["hardResyncs"]?.integer ?? 0)
+        line += ", " + language.text(.cliRoomHealth, [
+            "sync": cFormat("%+.1f", h["outputErrorUs"]?.number ?? 0), "buffer": cFormat("%.0f", h["bufferMs"]?.number ?? 0),
+            "ratio": cFormat("%+.1f", h["ratioPpm"]?.number ?? 0), "rtt": cFormat("%.0f", h["rttUs"]?.number ?? 0),
+            "underruns": "\(h["underruns"]?.integer ?? 0)", "resyncs": "\(h["hardResyncs"]?.integer ?? 0)",
+        ])
         // v6: a stream that delivers late is why commands there take longer than 100 ms (docs/protocol.md, command lead).
-        if let late = h["streamDelayMaxMs"]?.number, late >= 10 { line += cFormat(", stream up to %.0f ms late", late) }
+        if let late = h["streamDelayMaxMs"]?.number, late >= 10 { line += ", " + language.text(.cliRoomStreamLate, ["ms": cFormat("%.0f", late)]) }
     }
     return line
 }
 
 /// A room's equaliser: preset, ten bands, shelves and preamp.
-public func describeEqualizer(_ room: String, _ eq: JSONValue) -> String {
+public func describeEqualizer(_ room: String, _ eq: JSONValue, language: Language = .english) -> String {
     let bands = ["32", "64", "125", "250", "500", "1k", "2k", "4k", "8k", "16k"]
     let gains = eq["gains"]?.numbers ?? []
-    var line = "\(room): EQ \(eq["preset"]?.string ?? "custom")\((eq["flat"]?.bool ?? false) ? " (flat: bypassed)" : "")\n  "
-    line += zip(bands, gains).map { "\($0) " + cFormat("%+g", $1) }.joined(separator: "  ")
-    let preamp = eq["preamp"]?.string == "auto" ? "auto" : "manual"
-    line += cFormat("\n  bass %+g, treble %+g, preamp ", eq["bass"]?.number ?? 0, eq["treble"]?.number ?? 0)
-        + preamp + cFormat(" (%+.1f dB)", eq["preampDb"]?.number ?? 0)
+    var line = language.text(.cliEqHeader, ["room": room, "preset": eq["preset"]?.string ?? language.text(.cliEqCustom)])
+    if eq["flat"]?.bool ?? false { line += " " + language.text(.cliEqFlat) }
+    line += "\n  " + zip(bands, gains).map { "\($0) " + cFormat("%+g", $1) }.joined(separator: "  ")
+    line += "\n  " + language.text(.cliEqShelves, [
+        "bass": cFormat("%+g", eq["bass"]?.number ?? 0), "treble": cFormat("%+g", eq["treble"]?.number ?? 0),
+        "preamp": language.text(eq["preamp"]?.string == "auto" ? .cliEqAuto : .cliEqManual),
+        "preampDb": cFormat("%+.1f", eq["preampDb"]?.number ?? 0),
+    ])
     return line
 }
 
 /// One group of `groups.list`: its rooms and what it plays.
-public func describeGroup(_ g: JSONValue) -> String {
+public func describeGroup(_ g: JSONValue, language: Language = .english) -> String {
     let rooms = (g["rooms"]?.strings ?? []).joined(separator: ", ")
-    var playing = g["state"]?.string ?? "?"
+    var playing = language.value(g["state"]?.string ?? "?")
     if let title = g["title"]?.string { playing += ": " + (g["artist"]?.string.map { "\($0) — " } ?? "") + title }
-    return "\(g["name"]?.string ?? "?") (\(g["id"]?.string ?? "?")): \(rooms.isEmpty ? "no rooms" : rooms) — \(playing)"
+    return "\(g["name"]?.string ?? "?") (\(g["id"]?.string ?? "?")): \(rooms.isEmpty ? language.text(.cliGroupNoRooms) : rooms) — \(playing)"
+}
+
+/// `library.scan`'s answer: what the scan did. English is the leader's own
+/// summary, as it always was; another language is made from the counts (a
+/// leader too old to send them gives its summary only).
+public func describeScan(_ r: JSONValue, language: Language = .english) -> String {
+    let summary = r["summary"]?.string ?? ""
+    guard language != .english, let added = r["added"]?.integer, let updated = r["updated"]?.integer,
+          let unchanged = r["unchanged"]?.integer, let moved = r["moved"]?.integer, let removed = r["removed"]?.integer else { return summary }
+    return language.text(.cliScanSummary, [
+        "added": "\(added)", "updated": "\(updated)", "unchanged": "\(unchanged)", "moved": "\(moved)", "removed": "\(removed)",
+        "skipped": "\(r["skipped"]?.array?.count ?? 0)", "seconds": cFormat("%.2f", r["seconds"]?.number ?? 0),
+    ])
 }
 
 /// A leader found over mDNS, as `tutti leaders --json` prints it.
@@ -116,23 +162,24 @@ public func describeLeader(_ l: DiscoveredLeader) -> JSONValue {
 }
 
 /// `tutti leaders` as text: one line a leader.
-public func describeLeaders(_ leaders: [DiscoveredLeader]) -> String {
-    if leaders.isEmpty { return "no leaders found over mDNS" }
+public func describeLeaders(_ leaders: [DiscoveredLeader], language: Language = .english) -> String {
+    if leaders.isEmpty { return language.text(.cliLeadersNone) }
     return leaders.map { l in
         var line = "\(l.name)\t\(l.address):\(l.port)"
-        if let c = l.controlPort { line += "  control \(c)" }
-        if let m = l.mpdPort { line += "  mpd \(m)" }
-        if l.isLocal { line += "  (this machine)" }
+        if let c = l.controlPort { line += "  " + language.text(.cliLeadersControl, ["port": "\(c)"]) }
+        if let m = l.mpdPort { line += "  " + language.text(.cliLeadersMPD, ["port": "\(m)"]) }
+        if l.isLocal { line += "  " + language.text(.cliLeadersThisMachine) }
         return line
     }.joined(separator: "\n")
 }
 
 /// One line per show: id, title, episodes (unplayed), author, feed URL.
-public func describePodcast(_ p: JSONValue) -> String {
+public func describePodcast(_ p: JSONValue, language: Language = .english) -> String {
     let count = p["episodes"]?.integer ?? 0
-    var line = "\(p["id"]?.integer ?? 0)\t\(p["title"]?.string ?? "")\t\(count) episode\(count == 1 ? "" : "s"), \(p["unplayed"]?.integer ?? 0) unplayed"
+    let counts = language.text(count == 1 ? .cliPodcastEpisode : .cliPodcastEpisodes, ["count": "\(count)", "unplayed": "\(p["unplayed"]?.integer ?? 0)"])
+    var line = "\(p["id"]?.integer ?? 0)\t\(p["title"]?.string ?? "")\t" + counts
     if let author = p["author"]?.string { line += "\t\(author)" }
-    if let error = p["refreshError"]?.string { line += "\t(last refresh failed: \(error))" }
+    if let error = p["refreshError"]?.string { line += "\t" + language.text(.cliPodcastRefreshFailed, ["error": error]) }
     return line
 }
 

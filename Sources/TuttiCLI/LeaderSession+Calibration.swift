@@ -14,16 +14,17 @@ extension LeaderSession {
             let plan = try call("calibrate.play", params)
             if !json {
                 let slots = plan["slots"]?.strings ?? []
-                print("playing \(slots.count) sweeps, one every \(cFormat("%.1f", (plan["slotMs"]?.number ?? 0) / 1000)) s: \(slots.joined(separator: ", "))")
+                print(language.text(.cliCalibratePlaying, ["count": "\(slots.count)", "seconds": cFormat("%.1f", (plan["slotMs"]?.number ?? 0) / 1000),
+                                                           "slots": slots.joined(separator: ", ")]))
             }
             // Wait for the plan to finish (the rooms are back where they were then).
             let seconds = Double(slotsCount(plan)) * (plan["slotMs"]?.number ?? 2000) / 1000 + 15
             let deadline = monotonicNow() + Int64(seconds * 1e9)
             while try call("calibrate.status")["playing"]?.bool == true {
-                guard monotonicNow() < deadline else { throw .refused("the calibration did not finish in \(Int(seconds)) s") }
+                guard monotonicNow() < deadline else { throw .refused(UserMessage(.cliCalibrateUnfinished, ["seconds": "\(Int(seconds))"])) }
                 usleep(100_000)
             }
-            if json { output(plan) } else { print("done: now analyse the recording with `tutti calibrate --analyse REC.wav --rooms \(rooms.joined(separator: ","))`") }
+            if json { output(plan) } else { print(language.text(.cliCalibrateDone, ["rooms": rooms.joined(separator: ",")])) }
         case .analyse(let path, let planPath, let rooms, let slot, let apply, let equalise):
             // Each speaker's trim now (a pair's two apart), and the pairs, which turn a pair's name into its two sides.
             var current: [String: Double] = [:]
@@ -40,7 +41,7 @@ extension LeaderSession {
             if let planPath {
                 guard let text = try? readWhole(planPath), let value = JSONValue.parsing(text),
                       let p = CalibrationPlan(json: value, pairs: StereoPairs(pairs)) else {
-                    throw .usage("\(planPath) is not a plan as `tutti --json calibrate --play` prints it")
+                    throw .usage(UserMessage(.cliCalibrateNotAPlan, ["path": planPath]))
                 }
                 plan = p
             } else {
@@ -60,46 +61,48 @@ extension LeaderSession {
             } else {
                 func measured(_ r: CalibrationRoomResult) -> String {
                     var line = ""
-                    if let d = r.delayMilliseconds { line += cFormat("delay %.3f ms, ", d) }
-                    line += cFormat("confidence %.0f dB", r.confidenceDB)
-                    if let t = trims[r.room] { line += cFormat(", trim %.3f → %.3f ms", current[r.room] ?? 0, t) }
-                    if let p = r.problem { line += " — " + p.description }
+                    if let d = r.delayMilliseconds { line += language.text(.cliCalibrateDelay, ["ms": cFormat("%.3f", d)]) + ", " }
+                    line += language.text(.cliCalibrateConfidence, ["db": cFormat("%.0f", r.confidenceDB)])
+                    if let t = trims[r.room] {
+                        line += ", " + language.text(.cliCalibrateTrim, ["from": cFormat("%.3f", current[r.room] ?? 0), "to": cFormat("%.3f", t)])
+                    }
+                    if let p = r.problem { line += " — " + p.message.text(in: language) }
                     return line
                 }
                 for group in result.byRoom {
                     if group.isPair {
-                        print("\(group.room) (stereo pair):")
-                        for r in group.measured { print("  \((r.side ?? .stereo).name) \(r.room): \(measured(r))") }
+                        print(language.text(.cliCalibratePair, ["room": group.room]))
+                        for r in group.measured { print("  \(language.value((r.side ?? .stereo).name)) \(r.room): \(measured(r))") }
                     } else {
                         print("\(group.room): \(measured(group.measured[0]))")
                     }
                     let response = group.responseDB
                     if !response.isEmpty {
                         let bands = response.map { $0.map { cFormat("%+.1f", $0) } ?? "—" }.joined(separator: " ")
-                        print("  response (32 Hz … 16 kHz, dB\(group.isPair ? ", both sides" : "")): \(bands)")
-                        print("  EQ to flatten it: \(group.correction.map { cFormat("%+.1f", $0) }.joined(separator: " "))")
+                        print("  " + language.text(group.isPair ? .cliCalibrateResponseBothSides : .cliCalibrateResponse, ["bands": bands]))
+                        print("  " + language.text(.cliCalibrateFlatten, ["gains": group.correction.map { cFormat("%+.1f", $0) }.joined(separator: " ")]))
                     }
                 }
-                print(cFormat("recorder clock %+.1f ppm, loudest %.1f dBFS", result.recorderRatePPM, result.peakDBFS))
+                print(language.text(.cliCalibrateRecorder, ["ppm": cFormat("%+.1f", result.recorderRatePPM), "peak": cFormat("%.1f", result.peakDBFS)]))
             }
             if equalise {
-                guard result.isUsable else { throw .refused("no EQ written: a room's measurement cannot be trusted (see above)") }
+                guard result.isUsable else { throw .refused(UserMessage(.cliCalibrateNoEq)) }
                 // A pair has one EQ: set by its name, from both sides' response.
                 for group in result.byRoom where !group.responseDB.isEmpty {
                     let name = "Tuned \(today()) \(String(group.room.prefix(40)))"
                     _ = try call("eq.save", ["name": .string(name), "gains": .numbers(group.correction)])
                     _ = try call("rooms.setEq", ["room": .string(group.room), "preset": .string(name)])
-                    if !json { print("\(group.room): EQ preset \"\(name)\" (switch back with `tutti eq \(group.room) Flat`)") }
+                    if !json { print(language.text(.cliCalibrateEqPreset, ["room": group.room, "name": name])) }
                 }
             }
             guard apply else { return }
-            guard result.isUsable else { throw .refused("not applied: a room's measurement cannot be trusted (see above)") }
-            guard trims.values.allSatisfy({ (-1_000...5_000).contains($0) }) else { throw .refused("not applied: a trim would be outside −1000…5000 ms") }
+            guard result.isUsable else { throw .refused(UserMessage(.cliCalibrateNotApplied)) }
+            guard trims.values.allSatisfy({ (-1_000...5_000).contains($0) }) else { throw .refused(UserMessage(.cliCalibrateTrimRange)) }
             // By each speaker's own name: a side of a pair is trimmed alone.
             for (room, ms) in trims.sorted(by: { $0.key < $1.key }) where ms != current[room] {
                 _ = try call("rooms.set", ["room": .string(room), "latencyMs": .number(ms)])
             }
-            if !json { print("applied") }
+            if !json { print(language.text(.cliCalibrateApplied)) }
         }
     }
 
@@ -119,7 +122,7 @@ extension LeaderSession {
     private func slotsCount(_ plan: JSONValue) -> Int { plan["slots"]?.array?.count ?? 0 }
 
     private func readWhole(_ path: String) throws(CLIFailure) -> [UInt8] {
-        guard let f = fopen(path, "rb") else { throw .usage("cannot open \(path): \(String(cString: strerror(errno)))") }
+        guard let f = fopen(path, "rb") else { throw .usage(UserMessage(.cliCalibrateCannotOpen, ["path": path, "reason": String(cString: strerror(errno))])) }
         defer { fclose(f) }
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
@@ -127,7 +130,7 @@ extension LeaderSession {
             let n = chunk.withUnsafeMutableBytes { fread($0.baseAddress, 1, $0.count, f) }
             if n <= 0 { break }
             bytes.append(contentsOf: chunk[0..<n])
-            guard bytes.count <= 512 << 20 else { throw .usage("\(path) is over 512 MB") }
+            guard bytes.count <= 512 << 20 else { throw .usage(UserMessage(.cliCalibrateTooBig, ["path": path])) }
         }
         return bytes
     }
@@ -137,7 +140,7 @@ extension LeaderSession {
         let bytes = try readWhole(path)
         let format: WAVFormat
         do { format = try WAVParser.parse(header: Array(bytes.prefix(1 << 16)), fileSize: bytes.count) } catch {
-            throw .usage("\(path): \(error.description) (record a WAV file, mono or stereo)")
+            throw .usage(UserMessage(.cliCalibrateNotWAV, ["path": path, "reason": error.description]))
         }
         var stereo: [Float] = []
         bytes.withUnsafeBytes { raw in

@@ -9,6 +9,8 @@ struct LeaderSession {
     let client: ControlClient
     let json: Bool
     let group: String?
+    /// The language of what it prints (the leader is asked for its errors in it too).
+    var language: Language = .english
 
     func call(_ method: String, _ params: [String: JSONValue] = [:]) throws(CLIFailure) -> JSONValue {
         var params = params
@@ -28,7 +30,7 @@ struct LeaderSession {
     }
 
     /// A player's answer: its status line (when the answer is an object).
-    func showStatus(_ result: JSONValue) { show(result) { $0.object != nil ? describeStatus($0) : nil } }
+    func showStatus(_ result: JSONValue) { show(result) { $0.object != nil ? describeStatus($0, language: language) : nil } }
 
     func run(_ command: CLICommand) throws(CLIFailure) {
         switch command {
@@ -39,7 +41,7 @@ struct LeaderSession {
             // No value: what it is now.
             let s = objectOrEmpty(try call("player.status"))
             if json { output(s) } else if case .speed = command { print(cFormat("%.2f×", s["speed"]?.number ?? 1)) } else {
-                print(cFormat("%+.1f semitones", s["pitch"]?.number ?? 0))
+                print(language.text(.cliPitchSemitones, ["pitch": cFormat("%+.1f", s["pitch"]?.number ?? 0)]))
             }
         case .speed(let value?): showStatus(try call("player.setSpeed", ["speed": JSONValue(value)]))
         case .pitch(let value?): showStatus(try call("player.setPitch", ["semitones": JSONValue(value)]))
@@ -47,10 +49,10 @@ struct LeaderSession {
         case .consume(let on): try mode("consume", on)
         case .repeatMode(let mode):
             let result = try call("player.repeat", mode.map { ["mode": .string($0)] } ?? [:])
-            show(result) { "repeat \($0["repeat"]?.string ?? "?")" }
+            show(result) { language.text(.cliStatusRepeat, ["mode": language.value($0["repeat"]?.string ?? "?")]) }
         case .single(let mode):
             let result = try call("player.single", mode.map { ["mode": .string($0)] } ?? [:])
-            show(result) { "single \($0["single"]?.string ?? "?")" }
+            show(result) { language.text(.cliStatusSingle, ["mode": language.value($0["single"]?.string ?? "?")]) }
         case .queue(let q): try queue(q)
         case .search(let query):
             let r = objectOrEmpty(try call("library.search", ["query": .string(query), "record": true]))
@@ -58,7 +60,7 @@ struct LeaderSession {
                 for t in objects(r["tracks"]) {
                     print("\(t["id"]?.integer ?? 0)\t\(t["artist"]?.string ?? "-") — \(t["title"]?.string ?? "?")\(t["album"]?.string.map { " (\($0))" } ?? "")")
                 }
-                if r["hasMore"]?.bool == true { print("… more results") }
+                if r["hasMore"]?.bool == true { print(language.text(.cliSearchMore)) }
             }
         case .searches(let clear):
             let r = objectOrEmpty(try call(clear ? "searches.clear" : "searches.recent"))
@@ -66,7 +68,7 @@ struct LeaderSession {
         case .like(let id), .unlike(let id):
             let like = if case .like = command { true } else { false }
             let r = try call(like ? "favourites.like" : "favourites.unlike", id.map { ["id": JSONValue($0)] } ?? [:])
-            show(r) { "\(like ? "liked" : "unliked") \($0["title"]?.string ?? "")" }
+            show(r) { language.text(like ? .cliLiked : .cliUnliked, ["title": $0["title"]?.string ?? ""]) }
         case .favourites:
             let r = objectOrEmpty(try call("favourites.list"))
             if json { output(r) } else {
@@ -82,7 +84,7 @@ struct LeaderSession {
         case .speakers(let s): try speakers(s)
         case .rooms:
             let rooms = objects(try call("rooms.list")["rooms"])
-            if json { output(.array(rooms)) } else { for r in rooms { print(describeRoom(r)) } }
+            if json { output(.array(rooms)) } else { for r in rooms { print(describeRoom(r, language: language)) } }
         case .groupVolume(let group, let volume): try groupRooms(group, try call("groups.setVolume", ["group": .string(group), "volume": JSONValue(volume)]))
         case .groupMute(let group, let muted): try groupRooms(group, try call("groups.setMute", ["group": .string(group), "muted": .bool(muted)]))
         case .roomVolume(let room, let volume): try setRoom(["room": .string(room), "volume": JSONValue(volume)])
@@ -91,30 +93,31 @@ struct LeaderSession {
         case .eq(let e): try equalizer(e)
         case .reverb(let room, nil, nil):
             let rooms = objects(try call("rooms.list")["rooms"])
-            guard let r = rooms.first(where: { $0["name"]?.string == room }) else { throw .refused("no room '\(room)'") }
-            if json { output(["room": .string(room), "reverb": r["reverb"] ?? .null]) } else { print("\(room): reverb \(describeReverb(r["reverb"]))") }
+            guard let r = rooms.first(where: { $0["name"]?.string == room }) else { throw .refused(UserMessage(.roomUnknown, ["room": room])) }
+            if json { output(["room": .string(room), "reverb": r["reverb"] ?? .null]) } else { print(roomReverb(room, r["reverb"])) }
         case .reverb(let room, let preset, let mix):
             var params: [String: JSONValue] = ["room": .string(room)]
             if let preset { params["preset"] = .string(preset) }
             if let mix { params["mix"] = JSONValue(mix) }
-            show(try call("rooms.setReverb", params)) { "\($0["room"]?.string ?? room): reverb \(describeReverb($0["reverb"]))" }
+            show(try call("rooms.setReverb", params)) { roomReverb($0["room"]?.string ?? room, $0["reverb"]) }
         case .channels(let room, let map?):
             show(try call("rooms.setChannels", ["room": .string(room), "channels": .string(map)])) {
-                "\($0["room"]?.string ?? room) plays \($0["channels"]?.string ?? map)"
+                language.text(.cliRoomChannelsSet, ["room": $0["room"]?.string ?? room, "channels": language.value($0["channels"]?.string ?? map)])
             }
         case .channels(let room, nil):
             let rooms = objects(try call("rooms.list")["rooms"])
-            guard let r = rooms.first(where: { $0["name"]?.string == room }) else { throw .refused("no room '\(room)'") }
-            if json { output(["room": .string(room), "channels": r["channels"] ?? "stereo"]) } else { print(describeRoom(r)) }
+            guard let r = rooms.first(where: { $0["name"]?.string == room }) else { throw .refused(UserMessage(.roomUnknown, ["room": room])) }
+            if json { output(["room": .string(room), "channels": r["channels"] ?? "stereo"]) } else { print(describeRoom(r, language: language)) }
         case .pair(let left, let right, let name):
             var params: [String: JSONValue] = ["left": .string(left), "right": .string(right)]
             if let name { params["name"] = .string(name) }
-            show(try call("rooms.pair", params)) { $0.object != nil ? describeRoom($0) : nil }
+            show(try call("rooms.pair", params)) { $0.object != nil ? describeRoom($0, language: language) : nil }
         case .swapPair(let name):
-            show(try call("rooms.swapPair", ["room": .string(name)])) { $0.object != nil ? describeRoom($0) : nil }
+            show(try call("rooms.swapPair", ["room": .string(name)])) { $0.object != nil ? describeRoom($0, language: language) : nil }
         case .unpair(let name):
             show(try call("rooms.unpair", ["room": .string(name)])) {
-                "\($0["unpaired"]?.string ?? name) unpaired: " + ($0["rooms"]?.strings ?? []).joined(separator: " and ") + " are rooms of their own"
+                language.text(.cliRoomUnpaired, ["pair": $0["unpaired"]?.string ?? name,
+                                                 "rooms": ($0["rooms"]?.strings ?? []).joined(separator: language.text(.cliListAnd))])
             }
         case .announce(let a):
             var params: [String: JSONValue] = [:]
@@ -128,10 +131,10 @@ struct LeaderSession {
                 let speakers = (r["speakers"]?.strings ?? []).joined(separator: ", ")
                 let missing = r["notConnected"]?.strings ?? [], cannot = r["cannotMix"]?.strings ?? []
                 let queued = r["queuedSeconds"]?.number ?? 0
-                return "announcing to \(speakers) (\(fixedPoint(r["seconds"]?.number ?? 0, decimals: 1)) s)"
-                    + (queued > 0 ? ", after the one playing" : "")
-                    + (missing.isEmpty ? "" : "; not connected: \(missing.joined(separator: ", "))")
-                    + (cannot.isEmpty ? "" : "; cannot mix one: \(cannot.joined(separator: ", "))")
+                return language.text(.cliAnnounceTo, ["speakers": speakers, "seconds": fixedPoint(r["seconds"]?.number ?? 0, decimals: 1)])
+                    + (queued > 0 ? language.text(.cliAnnounceQueued) : "")
+                    + (missing.isEmpty ? "" : language.text(.cliAnnounceNotConnected, ["rooms": missing.joined(separator: ", ")]))
+                    + (cannot.isEmpty ? "" : language.text(.cliAnnounceCannotMix, ["rooms": cannot.joined(separator: ", ")]))
             }
         case .group(let g): try group(g)
         case .party(let p): try party(p)
@@ -149,15 +152,15 @@ struct LeaderSession {
             output(["player": status, "rooms": .array(rooms), "groups": groups["groups"] ?? [], "party": groups["party"] ?? false])
             return
         }
-        print(describeStatus(status))
-        if rooms.isEmpty { print("no rooms connected") }
-        for r in rooms { print("  " + describeRoom(r)) }
+        print(describeStatus(status, language: language))
+        if rooms.isEmpty { print(language.text(.cliStatusNoRooms)) }
+        for r in rooms { print("  " + describeRoom(r, language: language)) }
         // Other groups, each with its own stream, in a line each.
         let others = objects(groups["groups"]).filter { $0["id"]?.string != (group ?? "main") && $0["name"]?.string != group }
         let party = groups["party"]?.bool == true
         if !others.isEmpty || party {
-            print(party ? "groups (party mode on):" : "groups:")
-            for g in others { print("  " + describeGroup(g)) }
+            print(language.text(party ? .cliGroupsPartyHeader : .cliGroupsHeader))
+            for g in others { print("  " + describeGroup(g, language: language)) }
         }
     }
 
@@ -166,11 +169,12 @@ struct LeaderSession {
         var on = wanted ?? false
         if wanted == nil { on = !(try call("player.status")[name]?.bool ?? false) }
         let result = try call("player." + name, ["on": .bool(on)])
-        show(result) { _ in "\(name) \(on ? "on" : "off")" }
+        let state = language.value(on ? "on" : "off")
+        show(result) { _ in language.text(name == "shuffle" ? .cliStatusShuffle : .cliStatusConsume, ["state": state]) }
     }
 
     /// "added N" for `queue.add`.
-    private func showAdded(_ r: JSONValue) { show(r) { "added \($0["added"]?.array?.count ?? 0)" } }
+    private func showAdded(_ r: JSONValue) { show(r) { language.text(.cliQueueAdded, ["count": "\($0["added"]?.array?.count ?? 0)"]) } }
 
     private func queue(_ q: CLICommand.Queue) throws(CLIFailure) {
         switch q {
@@ -188,7 +192,7 @@ struct LeaderSession {
         case .addPlaylist(let id): showAdded(try call("queue.add", ["playlist": JSONValue(id)]))
         case .remove(let index): output(try call("queue.remove", ["index": JSONValue(index)]))
         case .move(let from, let to): output(try call("queue.move", ["from": JSONValue(from), "to": JSONValue(to)]))
-        case .clear: _ = try call("queue.clear"); if !json { print("queue cleared") }
+        case .clear: _ = try call("queue.clear"); if !json { print(language.text(.cliQueueCleared)) }
         case .play(let index): showStatus(try call("queue.play", ["index": JSONValue(index)]))
         }
     }
@@ -196,7 +200,7 @@ struct LeaderSession {
     private func scan(_ folder: String?) throws(CLIFailure) {
         // Progress: a bar on a terminal, a percentage line every 10 % otherwise.
         let terminal = isatty(STDOUT_FILENO) == 1
-        let json = json
+        let json = json, language = language
         var lastDecile = -1
         client.onNotification = { method, p in
             guard !json, method == "library.scanProgress", let done = p["done"]?.integer, let total = p["total"]?.integer, total > 0 else { return }
@@ -204,17 +208,17 @@ struct LeaderSession {
             if terminal {
                 let filled = Int(fraction * 30)
                 let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: 30 - filled)
-                print("\rscanning [\(bar)] \(done)/\(total)", terminator: "")
+                print("\r" + language.text(.cliScanBar, ["bar": bar, "done": "\(done)", "total": "\(total)"]), terminator: "")
                 fflush(nil) // nil: every output stream (stdout is a C global Swift 6 will not touch)
                 if done == total { print("") }
             } else if Int(fraction * 10) > lastDecile {
                 lastDecile = Int(fraction * 10)
-                print("scanning: \(lastDecile * 10)% (\(done)/\(total))")
+                print(language.text(.cliScanPercent, ["percent": "\(lastDecile * 10)", "done": "\(done)", "total": "\(total)"]))
             }
         }
         client.setReceiveTimeout(milliseconds: 0) // a big scan takes as long as it takes
         let r = try call("library.scan", folder.map { ["folder": .string($0)] } ?? [:])
-        show(r) { $0["summary"]?.string ?? "" }
+        show(r) { describeScan($0, language: language) }
     }
 
     private func playlist(_ p: CLICommand.Playlist) throws(CLIFailure) {
@@ -222,7 +226,7 @@ struct LeaderSession {
         case .list:
             let r = objectOrEmpty(try call("playlists.list"))
             if json { output(r) } else {
-                for p in objects(r["playlists"]) { print("\(p["id"]?.integer ?? 0)\t\(p["name"]?.string ?? "")\t\(p["entries"]?.integer ?? 0) tracks") }
+                for p in objects(r["playlists"]) { print("\(p["id"]?.integer ?? 0)\t\(p["name"]?.string ?? "")\t" + language.text(.cliPlaylistTracks, ["count": "\(p["entries"]?.integer ?? 0)"])) }
             }
         case .show(let id):
             let r = objectOrEmpty(try call("playlists.entries", ["id": JSONValue(id)]))
@@ -245,21 +249,25 @@ struct LeaderSession {
     private func cache(_ c: CLICommand.Cache) throws(CLIFailure) {
         switch c {
         case .add(let url):
-            let json = json
+            let json = json, language = language
             client.onNotification = { method, p in
                 guard !json, method == "cache.progress", let r = p["received"]?.integer else { return }
                 let total = p["total"]?.integer ?? 0
-                print(total > 0 ? "downloading: \(100 * r / total)% (\(r)/\(total) bytes)" : "downloading: \(r) bytes")
+                print(total > 0 ? language.text(.cliCacheDownloading, ["percent": "\(100 * r / total)", "received": "\(r)", "total": "\(total)"])
+                                : language.text(.cliCacheDownloadingBytes, ["received": "\(r)"]))
             }
             client.setReceiveTimeout(milliseconds: 0)
             let r = try call("cache.add", ["url": .string(url)])
-            show(r) { "cached \($0["size"]?.integer ?? 0) bytes" }
+            show(r) { language.text(.cliCacheCached, ["size": "\($0["size"]?.integer ?? 0)"]) }
         case .list:
             let r = objectOrEmpty(try call("cache.list"))
             if json { output(r) } else { for e in objects(r["entries"]) { print("\(e["size"]?.integer ?? 0)\t\(e["url"]?.string ?? "")") } }
         case .size:
             let r = objectOrEmpty(try call("cache.size"))
-            show(r) { "\($0["entries"]?.integer ?? 0) tracks, \(($0["size"]?.integer ?? 0) >> 20) MiB of \(($0["capacity"]?.integer ?? 0) >> 20) MiB" }
+            show(r) {
+                language.text(.cliCacheSize, ["count": "\($0["entries"]?.integer ?? 0)", "size": "\(($0["size"]?.integer ?? 0) >> 20)",
+                                              "capacity": "\(($0["capacity"]?.integer ?? 0) >> 20)"])
+            }
         case .remove(let url): output(try call("cache.remove", ["url": .string(url)]))
         case .clear: output(try call("cache.clear"))
         }
@@ -270,10 +278,10 @@ struct LeaderSession {
         case .subscribe(let url):
             client.setReceiveTimeout(milliseconds: 60_000)
             let r = try call("podcasts.subscribe", ["url": .string(url)])
-            show(r) { describePodcast(objectOrEmpty($0)) }
+            show(r) { describePodcast(objectOrEmpty($0), language: language) }
         case .list:
             let r = objectOrEmpty(try call("podcasts.list"))
-            if json { output(r) } else { for p in objects(r["podcasts"]) { print(describePodcast(p)) } }
+            if json { output(r) } else { for p in objects(r["podcasts"]) { print(describePodcast(p, language: language)) } }
         case .episodes(let podcast):
             let r = objectOrEmpty(try call("podcasts.episodes", ["podcast": .string(podcast)]))
             if json { output(r) } else { for e in objects(r["episodes"]) { print(describeEpisode(e)) } }
@@ -284,14 +292,17 @@ struct LeaderSession {
             show(r) { o in
                 let e = objectOrEmpty(o["episode"] ?? .null)
                 let from = o["resumedAt"]?.number ?? 0
-                return "playing \(e["title"]?.string ?? "")\(from >= 1 ? " from \(clock(from))" : "")"
+                let title = e["title"]?.string ?? ""
+                return from >= 1 ? language.text(.cliPodcastPlayingFrom, ["title": title, "position": clock(from)])
+                    : language.text(.cliPodcastPlaying, ["title": title])
             }
         case .refresh(let podcast):
             client.setReceiveTimeout(milliseconds: 0)
             let r = objectOrEmpty(try call("podcasts.refresh", podcast.map { ["podcast": .string($0)] } ?? [:]))
             if json { output(r); return }
             for p in objects(r["podcasts"]) {
-                let what = p["error"]?.string.map { "failed: \($0)" } ?? (p["notModified"]?.bool == true ? "not modified" : "\(p["added"]?.integer ?? 0) new")
+                let what = p["error"]?.string.map { language.text(.cliPodcastFailed, ["error": $0]) }
+                    ?? language.text(p["notModified"]?.bool == true ? .cliPodcastNotModified : .cliPodcastNew, ["count": "\(p["added"]?.integer ?? 0)"])
                 print("\(p["title"]?.string ?? ""): \(what)")
             }
         case .unsubscribe(let podcast): output(try call("podcasts.unsubscribe", ["podcast": .string(podcast)]))
@@ -308,15 +319,18 @@ struct LeaderSession {
         func list(_ result: JSONValue) {
             if json { output(result); return }
             let r = objectOrEmpty(result)
-            print("speakers: \(r["mode"]?.string ?? "?") (leader key \(r["leaderKey"]?.string ?? "?"))")
+            print(language.text(.cliSpeakersHeader, ["mode": language.value(r["mode"]?.string ?? "?"), "key": r["leaderKey"]?.string ?? "?"]))
             for s in objects(r["paired"]) {
-                print("paired\t\(s["name"]?.string ?? "?")\tkey \(s["key"]?.string ?? "?")\t\(s["connected"]?.bool == true ? "connected" : "not connected")")
+                print(language.text(.cliSpeakersPairedRow, ["name": s["name"]?.string ?? "?", "key": s["key"]?.string ?? "?",
+                                                            "state": language.text(s["connected"]?.bool == true ? .cliSpeakersConnected : .cliSpeakersNotConnected)]))
             }
             for s in objects(r["pending"]) {
-                let by = s["method"]?.string == "dynamic_pairing_code" ? "shows six digits: tutti speakers code DIGITS \(s["name"]?.string ?? "NAME")"
-                    : s["method"]?.string == "static_pairing_code" ? "has a code printed on it: tutti speakers code CODE \(s["name"]?.string ?? "NAME")"
-                    : s["by"]?.string == "code" ? "waits for its code" : "asks to join: tutti speakers allow \(s["name"]?.string ?? "NAME")"
-                print("pending\t\(s["name"]?.string ?? "?")\tfrom \(s["address"]?.string ?? "?")\tkey \(s["key"]?.string ?? "?")\t\(by)")
+                let name = ["name": s["name"]?.string ?? "NAME"]
+                let how = s["method"]?.string == "dynamic_pairing_code" ? language.text(.cliSpeakersShowsDigits, name)
+                    : s["method"]?.string == "static_pairing_code" ? language.text(.cliSpeakersPrintedCode, name)
+                    : s["by"]?.string == "code" ? language.text(.cliSpeakersWaitsForCode) : language.text(.cliSpeakersAsksToJoin, name)
+                print(language.text(.cliSpeakersPendingRow, ["name": s["name"]?.string ?? "?", "address": s["address"]?.string ?? "?",
+                                                             "key": s["key"]?.string ?? "?", "how": how]))
             }
         }
         switch s {
@@ -324,34 +338,35 @@ struct LeaderSession {
         case .decide(let verb, let name): list(try call("speakers.\(verb)", ["name": .string(name)]))
         case .pair(let code):
             let r = try call("speakers.pair", ["code": .string(code)])
-            show(r) { "paired \($0["paired"]?.string ?? "")" }
+            show(r) { language.text(.cliSpeakersPaired, ["name": $0["paired"]?.string ?? ""]) }
         case .sendspinCode(let code, let name):
             var params: [String: JSONValue] = ["code": .string(code)]
             if let name { params["name"] = .string(name) }
             show(try call("speakers.sendspinCode", params)) { r in
-                r["paired"]?.string.map { "paired \($0)" } ?? "the code waits for \(r["offered"]?.string ?? "the player") (make its pairing gesture)"
+                r["paired"]?.string.map { language.text(.cliSpeakersPaired, ["name": $0]) }
+                    ?? language.text(.cliSpeakersCodeWaits, ["player": r["offered"]?.string ?? language.text(.cliSpeakersThePlayer)])
             }
         }
     }
 
     /// A room's answer to `rooms.set`.
     private func setRoom(_ params: [String: JSONValue]) throws(CLIFailure) {
-        show(try call("rooms.set", params)) { $0.object != nil ? describeRoom($0) : nil }
+        show(try call("rooms.set", params)) { $0.object != nil ? describeRoom($0, language: language) : nil }
     }
 
     /// A group's answer to `groups.setVolume`/`setMute`: its rooms.
     private func groupRooms(_ group: String, _ result: JSONValue) throws(CLIFailure) {
         if json { output(result); return }
         guard result.object != nil else { return }
-        if result["kept"]?.bool == true { print("group \(group) has no rooms yet: kept for the rooms that join") }
-        for room in objects(result["rooms"]) { print(describeRoom(room)) }
+        if result["kept"]?.bool == true { print(language.text(.cliGroupKept, ["group": group])) }
+        for room in objects(result["rooms"]) { print(describeRoom(room, language: language)) }
     }
 
     private func equalizer(_ e: CLICommand.Equalizer) throws(CLIFailure) {
         func show(_ result: JSONValue) {
             if json { output(result); return }
             guard let eq = result["eq"], eq.object != nil else { return }
-            print(describeEqualizer(result["room"]?.string ?? "?", eq))
+            print(describeEqualizer(result["room"]?.string ?? "?", eq, language: language))
         }
         switch e {
         case .presets:
@@ -359,7 +374,7 @@ struct LeaderSession {
             if json { output(r); return }
             for p in objects(r["presets"]) {
                 let g = (p["gains"]?.numbers ?? []).map { cFormat("%+g", $0) }.joined(separator: " ")
-                print("\(p["name"]?.string ?? "?")\((p["builtIn"]?.bool ?? false) ? "" : " (saved)"): \(g)")
+                print("\(p["name"]?.string ?? "?")\((p["builtIn"]?.bool ?? false) ? "" : " " + language.text(.cliEqSaved)): \(g)")
             }
         case .save(let name, let source):
             let params: [String: JSONValue] = switch source {
@@ -367,10 +382,10 @@ struct LeaderSession {
             case .room(let room): ["name": .string(name), "room": .string(room)]
             }
             let r = try call("eq.save", params)
-            self.show(r) { _ in "saved preset \(name)" }
+            self.show(r) { _ in language.text(.cliEqSavedPreset, ["name": name]) }
         case .delete(let name):
             let r = try call("eq.delete", ["name": .string(name)])
-            self.show(r) { _ in "deleted preset \(name)" }
+            self.show(r) { _ in language.text(.cliEqDeletedPreset, ["name": name]) }
         case .show(let room):
             let rooms = objects(try call("rooms.list")["rooms"])
             guard let r = rooms.first(where: { $0["name"]?.string == room }) else { throw .refused(UserMessage(.roomUnknown, ["room": room])) }
@@ -391,18 +406,19 @@ struct LeaderSession {
     }
 
     private func group(_ g: CLICommand.Group) throws(CLIFailure) {
-        let showGroup: (JSONValue) -> String? = { $0.object != nil ? describeGroup($0) : nil }
+        let language = language
+        let showGroup: (JSONValue) -> String? = { $0.object != nil ? describeGroup($0, language: language) : nil }
         switch g {
         case .list:
             let r = objectOrEmpty(try call("groups.list"))
             if json { output(r); return }
-            if r["party"]?.bool == true { print("party mode: on") }
-            for g in objects(r["groups"]) { print(describeGroup(g)) }
+            if r["party"]?.bool == true { print(language.text(.cliPartyModeIs, ["state": language.value("on")])) }
+            for g in objects(r["groups"]) { print(describeGroup(g, language: language)) }
         case .create(let name, let rooms): show(try call("groups.create", ["name": .string(name), "rooms": JSONValue(rooms)]), showGroup)
         case .add(let group, let rooms): show(try call("groups.add", ["group": .string(group), "rooms": JSONValue(rooms)]), showGroup)
         case .leave(let room): show(try call("groups.separate", ["room": .string(room)]), showGroup)
         case .rename(let group, let name): show(try call("groups.rename", ["group": .string(group), "name": .string(name)]), showGroup)
-        case .delete(let group): show(try call("groups.delete", ["group": .string(group)])) { _ in "deleted \(group)" }
+        case .delete(let group): show(try call("groups.delete", ["group": .string(group)])) { _ in language.text(.cliGroupDeleted, ["group": group]) }
         }
     }
 
@@ -410,10 +426,18 @@ struct LeaderSession {
         switch p {
         case .on(let group):
             let r = try call("party.on", group.map { ["group": .string($0)] } ?? [:])
-            show(r) { $0.object != nil ? "party mode on: " + describeGroup($0) : nil }
-        case .off: show(try call("party.off")) { _ in "party mode off" }
-        case .status: show(try call("party.status")) { "party mode \($0["party"]?.bool == true ? "on" : "off")" }
+            show(r) { $0.object != nil ? partyMode(true) + ": " + describeGroup($0, language: language) : nil }
+        case .off: show(try call("party.off")) { _ in partyMode(false) }
+        case .status: show(try call("party.status")) { partyMode($0["party"]?.bool == true) }
         }
+    }
+
+    /// "party mode on", "party mode off".
+    private func partyMode(_ on: Bool) -> String { language.text(.cliPartyMode, ["state": language.value(on ? "on" : "off")]) }
+
+    /// "ROOM: reverb …" for `tutti reverb`.
+    private func roomReverb(_ room: String, _ reverb: JSONValue?) -> String {
+        room + ": " + language.text(.cliRoomReverb, ["reverb": describeReverb(reverb, language: language)])
     }
 
     /// Prints each change as the leader announces it, until the connection ends.
@@ -424,14 +448,14 @@ struct LeaderSession {
             let method: String, params: JSONValue
             do { (method, params) = try client.nextNotification() } catch { throw .unreachable("\(error)") }
             if json { output(["method": .string(method), "params": params]) } else if method == "player.changed" {
-                print(describeStatus(params))
+                print(describeStatus(params, language: language))
             } else if method == "rooms.changed" {
-                for r in objects(params["rooms"]) { print(describeRoom(r)) }
+                for r in objects(params["rooms"]) { print(describeRoom(r, language: language)) }
             } else if method == "rooms.health" {
                 continue // once a second: `tutti rooms` shows it when asked
             } else if method == "groups.changed" {
-                print("groups:")
-                for g in objects(params["groups"]) { print("  " + describeGroup(g)) }
+                print(language.text(.cliGroupsHeader))
+                for g in objects(params["groups"]) { print("  " + describeGroup(g, language: language)) }
             } else {
                 print("\(method)")
             }

@@ -55,7 +55,7 @@ public func runTutti(_ arguments: [String], environment: [String: String] = tutt
         let options: CLIOptions
         let command: CLICommand
         do throws(UsageError) {
-            switch try CLIRequest.parse(arguments, environment: environment) {
+            switch try CLIRequest.parse(arguments, environment: environment, language: language) {
             case .print(let text, let code): print(text); return code
             case .version: print("tutti \(TuttiVersion.current)"); return 0
             case .run(let o): options = o
@@ -71,7 +71,7 @@ public func runTutti(_ arguments: [String], environment: [String: String] = tutt
 }
 
 /// Runs one parsed command: the two that need no leader, else at the leader.
-/// `language`: the leader is asked for its errors in it (each request's `lang`).
+/// `language`: what it prints is in it, and the leader is asked for its errors in it (each request's `lang`).
 func run(_ command: CLICommand, _ options: CLIOptions, environment: [String: String], language: Language = .english) throws(CLIFailure) {
     switch command {
     case .doctor(let arguments): throw runDoctor(arguments)
@@ -79,9 +79,9 @@ func run(_ command: CLICommand, _ options: CLIOptions, environment: [String: Str
         // Needs no leader, only Avahi.
         let leaders: [DiscoveredLeader]
         do { leaders = try discoverLeaders(timeout: seconds) } catch { throw .unreachable("\(error)") }
-        if options.json { print(jsonText(.array(leaders.map(describeLeader)))) } else { print(describeLeaders(leaders)) }
+        if options.json { print(jsonText(.array(leaders.map(describeLeader)))) } else { print(describeLeaders(leaders, language: language)) }
     default:
-        let (endpoint, how) = try controlEndpoint(options, environment: environment)
+        let (endpoint, how) = try controlEndpoint(options, environment: environment, language: language)
         let client: ControlClient
         do { client = try ControlClient(endpoint: endpoint) } catch {
             throw .unreachable(UserMessage(.cliUnreachable, ["endpoint": "\(endpoint)", "how": how, "reason": "\(error)"]))
@@ -93,13 +93,13 @@ func run(_ command: CLICommand, _ options: CLIOptions, environment: [String: Str
                 throw .refused(UserMessage(.cliLoginFailed, ["endpoint": "\(endpoint)", "reason": e.message]))
             } catch { throw .unreachable("\(error)") }
         }
-        try LeaderSession(client: client, json: options.json, group: options.group).run(command)
+        try LeaderSession(client: client, json: options.json, group: options.group, language: language).run(command)
     }
 }
 
 /// Where the control socket is: flags, then TUTTI_HOST, then a leader on
 /// this machine, then mDNS, then the default.
-func controlEndpoint(_ options: CLIOptions, environment: [String: String]) throws(CLIFailure) -> (Endpoint, how: String) {
+func controlEndpoint(_ options: CLIOptions, environment: [String: String], language: Language = .english) throws(CLIFailure) -> (Endpoint, how: String) {
     let host = options.host, port = options.port, leaderName = options.leaderName
     if let host, port == nil, host.contains(":") {
         // --host HOST:PORT, as TUTTI_HOST takes it.
@@ -120,7 +120,7 @@ func controlEndpoint(_ options: CLIOptions, environment: [String: String]) throw
     if let leaders = try? discoverLeaders(timeout: 1.5, named: leaderName) {
         if let chosen = DiscoveredLeader.choose(from: leaders, named: leaderName), let control = chosen.controlPort {
             // A leader on this machine usually binds its control socket to loopback only.
-            return (Endpoint(host: chosen.isLocal ? "127.0.0.1" : chosen.address, port: control), " (found '\(chosen.name)' over mDNS)")
+            return (Endpoint(host: chosen.isLocal ? "127.0.0.1" : chosen.address, port: control), language.text(.cliOptionFoundOverMDNS, ["name": chosen.name]))
         }
     }
     if let leaderName { throw .unreachable(UserMessage(.cliNoLeaderNamed, ["name": leaderName])) }

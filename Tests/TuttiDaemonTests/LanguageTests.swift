@@ -54,6 +54,12 @@ import TuttiTestSupport
                                                                "--web", "off", "--play", dir + "/one.wav"],
                                    environment: Self.locale("ko_KR.UTF-8"), timeout: 20, stopAtTimeout: true)
         #expect(taken.status == 1 && taken.err.hasPrefix("tuttid: 시작할 수 없습니다: "), "\(taken.status): \(taken.err)")
+        // What it prints is in the locale's language too, its help as well.
+        let rooms = try Self.tutti(port: port, locale: "ko_KR.UTF-8", ["rooms"])
+        #expect(rooms.status == 0 && rooms.out.hasPrefix("office: 음량 "), "\(rooms.out)")
+        #expect(try Self.tutti(port: port, locale: "C.UTF-8", ["rooms"]).out.hasPrefix("office: volume "))
+        let help = try Self.tutti(port: port, locale: "ko_KR.UTF-8", ["--help"])
+        #expect(help.status == 0 && help.out.hasPrefix("사용법: tutti "), "\(help.out)")
         // What succeeds is unchanged.
         #expect(try Self.tutti(port: port, locale: "ko_KR.UTF-8", ["group", "leave", "office"]).status == 0)
     }
