@@ -104,7 +104,8 @@ import TuttiTestSupport
     /// The screens of issue 32's "screens people still miss" (Tests/Web/screens_test.py):
     /// a track added to an existing playlist from search, its entries moved and
     /// removed; ±15 s on Now playing; the now-playing mark in lists; genres →
-    /// albums → tracks; a network track saved for offline (cache.add); all by
+    /// albums → tracks; a network track saved for offline (cache.add); a room
+    /// moved into a group and back with the arrow keys on its picker; all by
     /// keyboard alone where it counts, and axe-core on each new screen in both themes.
     @Test func theScreensPeopleMissWork() throws {
         for tool in ["/usr/bin/chromium", "/usr/bin/chromedriver", "/usr/bin/lame"] {

@@ -26,7 +26,7 @@ first failure:
               screen's heading;
   volume      Now playing has a volume slider per room of the group; the
               arrow key moves the room's volume (rooms.list);
-  axe         axe-core finds no serious or critical violation (wcag2a,
+  axe         axe-core finds no violation of any impact (wcag2a,
               wcag2aa, wcag21aa) on any screen, in Korean (light and dark)
               and in English;
   setting     the language setting switches the page to English and is kept.
@@ -148,13 +148,12 @@ def axe_check(page, label):
         show(page, screen)
         r = axe.run(options={"runOnly": {"type": "tag", "values": ["wcag2a", "wcag2aa", "wcag21aa"]}})
         for v in r["violations"]:
-            if v.get("impact") in ("serious", "critical"):
-                found.setdefault("%s (%s)" % (v["id"], v["impact"]), []).append(
-                    "%s: %s" % (screen, "; ".join("%s %s (%s)" % (n["target"], n.get("html", "")[:160], (n.get("failureSummary") or "").replace("\n", " ")[:200])
-                                                   for n in v["nodes"][:3])))
+            found.setdefault("%s (%s)" % (v["id"], v.get("impact")), []).append(
+                "%s: %s" % (screen, "; ".join("%s %s (%s)" % (n["target"], n.get("html", "")[:160], (n.get("failureSummary") or "").replace("\n", " ")[:200])
+                                               for n in v["nodes"][:3])))
     if found:
         fail("axe in %s: %s" % (label, " | ".join("%s on %s" % (k, ", ".join(v)) for k, v in found.items())))
-    ok("axe " + label, "no serious or critical violations on %d screens" % len(AXE_SCREENS))
+    ok("axe " + label, "0 violations on %d screens" % len(AXE_SCREENS))
 
 
 def active(page):

@@ -27,6 +27,8 @@ Enter, Tab, arrow keys), as a person without a pointer would:
               (library.albums {genre}); an album lists its tracks;
   offline     a network track in the queue saved for offline from its row
               (cache.list has it, the button says it is saved);
+  rooms       a room moved into another group and back by the arrow keys on
+              its group picker (groups.list follows);
   axe         axe-core finds no violation of any impact (wcag2a, wcag2aa,
               wcag21aa) on these screens, light and dark;
   console     no errors in the browser's console.
@@ -230,6 +232,34 @@ def run(args):
         page.wait("document.querySelector('[data-test=queue-offline]').dataset.saved === 'true'", "the button to say it is saved")
         entry = [e for e in cached["entries"] if e["url"] == args.stream][0]
         ok("offline", "%s saved (%d bytes); the button says %r" % (args.stream, entry["size"], page.one("queue-offline").get_attribute("aria-label")))
+
+        # rooms: a room moved into a group and back with the keyboard alone: focus its group
+        # picker, then arrow keys (a closed <select> changes and fires change on each).
+        room = "kitchen"
+        upstairs = leader.call("groups.create", {"name": "Upstairs"})["id"]
+        show(page, "rooms")
+        page.wait("(function(){ const s = document.querySelector('[data-test=room][data-room=%s] [data-test=room-group]');"
+                  " return s && Array.from(s.options).some((o) => o.value === %s); })()" % (json.dumps(room), json.dumps(upstairs)),
+                  "the %s card's group picker offering Upstairs" % room)
+
+        def group_of(room):
+            return next((g["id"] for g in leader.call("groups.list")["groups"] if room in g["rooms"]), None)
+
+        def pick_with_arrows(want):
+            picker = page.one("room-group", page.room(room))
+            options = page.d.execute_script("return Array.from(arguments[0].options).map((o) => o.value)", picker)
+            here = options.index(picker.get_attribute("value"))
+            key = Keys.ARROW_DOWN if options.index(want) > here else Keys.ARROW_UP
+            press(page, picker, "the %s group picker" % room, key)
+            for _ in range(abs(options.index(want) - here) - 1):
+                page.d.switch_to.active_element.send_keys(key)
+            return wait_leader(leader, lambda: (lambda g: (g == want, g))(group_of(room)), "%s in group %s" % (room, want), T)
+        pick_with_arrows(upstairs)
+        page.wait("(function(){ const c = document.querySelector('[data-test=room][data-room=%s]');"
+                  " const s = c && c.closest('[data-test=group]'); return s && s.dataset.group === %s; })()" % (json.dumps(room), json.dumps(upstairs)),
+                  "the %s card under Upstairs" % room)
+        pick_with_arrows("main")
+        ok("rooms", "%s moved into Upstairs (%s) and back to main with the arrow keys on its group picker; groups.list agrees" % (room, upstairs))
 
         # axe on the screens above, light and dark, the add-to-playlist dialog open on search.
         def open_dialog():

@@ -79,7 +79,7 @@ i=1
 while [ $i -le "$runs" ]; do
     /usr/bin/python3 Tests/Web/playhere_test.py --url "http://127.0.0.1:$web" --control-port "$control" --dac "$work/kitchen.raw" \
         --seconds "$seconds" --bound-ms 1000 --verbose $realtime --codec "$codec" $webcodecs | tee -a "$out" |
-        grep -E "^(ok sync|ok heard|ok codec|FAIL)" | sed "s/^/run $i: /"
+        grep -E "^(ok sync|ok heard|ok codec|FAIL|     steps)" | sed "s/^/run $i: /"
     i=$((i + 1))
 done
 /usr/bin/python3 - "$out" "$codec" <<'PY'
