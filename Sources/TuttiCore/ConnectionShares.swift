@@ -45,6 +45,10 @@ public struct SourceAddress: Sendable, Hashable, CustomStringConvertible {
     /// 127.0.0.0/8 or ::1: this machine.
     public var isLoopback: Bool { v6 ? loopback6 : (low >> 24) == 127 }
 
+    /// 127.0.0.1 or ::1: where a reverse proxy or an SSH tunnel on this
+    /// machine connects from, for every phone it forwards.
+    public var isLocalhost: Bool { v6 ? loopback6 : low == 0x7f00_0001 }
+
     public var description: String {
         if !v6 { return "\(low >> 24).\(low >> 16 & 255).\(low >> 8 & 255).\(low & 255)" }
         if loopback6 { return "::1" }
@@ -108,6 +112,13 @@ public struct ConnectionShares: Sendable, Equatable {
         public var perAddress: Int
         public var loopbackReserve: Int
         public var provisionalReserve: Int
+        /// The share of 127.0.0.1 and ::1 where it is not a host's (nil: it is).
+        /// The web ports give them the whole port: this machine is trusted
+        /// (docs/security.md), and behind a reverse proxy or a tunnel on it
+        /// every phone arrives from there; per-phone limits are then the
+        /// proxy's (bench/web: ten pages through one address, 26 refusals
+        /// and one page never loaded with a host's 12).
+        public var localhostShare: Int?
         public static let mostPerAddress = 16
 
         /// A host's share: a quarter of the port, and at most 16. A household's
@@ -118,12 +129,19 @@ public struct ConnectionShares: Sendable, Equatable {
         /// host that fills them all, under the ~90 an idle leader runs
         /// (bench/hostile: threads stay within 2× idle; 32 made it 2.4×).
         /// Eight places each beyond the port for loopback and keyed speakers.
-        public init(port: Int, perAddress: Int? = nil, loopbackReserve: Int = 8, provisionalReserve: Int = 0) {
+        public init(port: Int, perAddress: Int? = nil, loopbackReserve: Int = 8, provisionalReserve: Int = 0, localhostShare: Int? = nil) {
             precondition(port >= 1)
             self.port = port
             self.perAddress = perAddress ?? max(1, min(Self.mostPerAddress, port / 4))
             self.loopbackReserve = loopbackReserve
             self.provisionalReserve = provisionalReserve
+            self.localhostShare = localhostShare
+        }
+
+        /// What `address` may hold.
+        public func share(of address: SourceAddress) -> Int {
+            if address.isLocalhost, let localhostShare { return localhostShare }
+            return perAddress
         }
     }
 
@@ -160,7 +178,8 @@ public struct ConnectionShares: Sendable, Equatable {
     /// limit may be let in for as long as it takes to prove the key.
     public mutating func admit(_ address: SourceAddress, mayProvision: Bool = false) -> Result<Place, Refusal> {
         let held = perAddress[address] ?? 0
-        guard held < limits.perAddress else { return .failure(.addressFull(address, limits.perAddress)) }
+        let share = limits.share(of: address)
+        guard held < share else { return .failure(.addressFull(address, share)) }
         let place: Place
         if general < limits.port {
             place = .general

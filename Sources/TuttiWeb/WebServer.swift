@@ -652,7 +652,10 @@ extension WebServer {
         // 5 s beside the app's WebSocket: a reload holds a dozen for a
         // moment. A host gets 12 where the port has room (the rest stay for others).
         let share = threads >= 24 ? max(12, threads / 4) : max(2, threads / 4)
-        return ConnectionShares.Limits(port: max(1, threads - reserve), perAddress: min(ConnectionShares.Limits.mostPerAddress, share), loopbackReserve: reserve)
+        // 127.0.0.1 and ::1 may use every worker: a reverse proxy or tunnel on
+        // this machine brings every phone from there (ConnectionShares.Limits.localhostShare).
+        return ConnectionShares.Limits(port: max(1, threads - reserve), perAddress: min(ConnectionShares.Limits.mostPerAddress, share),
+                                       loopbackReserve: reserve, localhostShare: threads)
     }
 
     /// Connections open now from `host` (an address, as a peer's `HOST:PORT` starts).

@@ -125,6 +125,27 @@ struct ConnectionSharesTests {
         #expect(shares.held(by: a) == 16 && shares.held(by: b) == 1 && shares.addresses == 2)
     }
 
+    /// The web ports' limits: a reverse proxy or tunnel on the leader brings
+    /// every phone from 127.0.0.1 (or ::1), so that address may fill the port
+    /// and its loopback places; any other address, 127.0.0.2 included, keeps a host's share.
+    @Test func localhostMayFillAWebPortWhileAnyOtherHostKeepsItsShare() {
+        let limits = ConnectionShares.Limits(port: 20, perAddress: 12, loopbackReserve: 4, localhostShare: 24)
+        var shares = ConnectionShares(limits: limits)
+        let proxy = address("127.0.0.1:40000"), other = address("127.0.0.2:40000"), six = address("[::1]:40000")
+        let results = (0..<30).map { _ in shares.admit(proxy) }
+        #expect(results.filter { (try? $0.get()) == .general }.count == 20)
+        #expect(results.filter { (try? $0.get()) == .loopback }.count == 4)
+        #expect(results.last == .failure(.addressFull(proxy, 24)))
+        #expect(shares.admit(six) == .failure(.portFull(20)), "the port is full")
+        var fresh = ConnectionShares(limits: limits)
+        let others = (0..<14).map { _ in fresh.admit(other) }
+        #expect(others.filter { (try? $0.get()) != nil }.count == 12)
+        #expect(others.last == .failure(.addressFull(other, 12)), "127.0.0.2 keeps a host's share")
+        #expect((0..<12).allSatisfy { _ in (try? fresh.admit(six).get()) != nil }, "::1 takes the rest of the port and the loopback places")
+        #expect(fresh.admit(six) == .failure(.portFull(20)))
+        #expect(ConnectionShares.Limits(port: 256).share(of: proxy) == 16, "other ports: localhost is a host like any other")
+    }
+
     @Test func beyondAFullPortOnlyLoopbackAndWouldBeSpeakersGetTheReservedPlaces() {
         var shares = ConnectionShares(limits: .init(port: 8, loopbackReserve: 2, provisionalReserve: 1))
         for i in 1...4 { for _ in 0..<2 { _ = shares.admit(address("10.0.0.\(i)")) } }

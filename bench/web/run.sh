@@ -54,7 +54,7 @@ pids=""
 cleanup() {
     for p in $pids; do kill "$p" 2>/dev/null || true; done
     for p in $pids; do wait "$p" 2>/dev/null || true; done
-    rm -rf "$work"
+    [ -n "${KEEP_WORK:-}" ] && cp "$work/leader.log" /tmp/web-bench-leader.log; rm -rf "$work"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
