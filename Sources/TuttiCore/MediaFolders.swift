@@ -44,9 +44,13 @@ public struct PathConfinementError: Error, CustomStringConvertible, Equatable {
         self.refusal = refusal
         self.reason = reason
     }
-    public var description: String {
-        if let refusal { return "\(path): \(refusal)" }
-        if let reason { return "\(path): \(reason)" }
-        return "\(path) is outside the music folder, the cache and the playlist folder: a client may only name files there"
+    public var description: String { message.description }
+
+    /// What the person is told: the refusal, or that the path is outside the
+    /// folders (a `reason` the leader wrote is put in as it is).
+    public var message: UserMessage {
+        if let refusal { return refusal.message(at: path) }
+        if let reason { return UserMessage(.pathRefused, ["path": path, "reason": reason]) }
+        return UserMessage(.pathOutsideFolders, ["path": path])
     }
 }
