@@ -33,24 +33,24 @@ public struct MediaFolders: Sendable, Equatable {
 }
 
 /// A path a client named that lies outside the folders it may use.
-/// Or a URL whose host the leader does not fetch from (`refusal`).
+/// Or a URL whose host the leader does not fetch from (`refusal`), or a
+/// capture device the settings do not name as a line input (`notLineInput`).
 public struct PathConfinementError: Error, CustomStringConvertible, Equatable {
     public let path: String
     public let refusal: StreamDestinationRefusal?
-    /// Why, when it is not a path (a line input the settings do not name).
-    public let reason: String?
-    public init(path: String, refusal: StreamDestinationRefusal? = nil, reason: String? = nil) {
+    /// The device of a `line-in:` source that is not one of the leader's line inputs.
+    public let notLineInput: String?
+    public init(path: String, refusal: StreamDestinationRefusal? = nil, notLineInput: String? = nil) {
         self.path = path
         self.refusal = refusal
-        self.reason = reason
+        self.notLineInput = notLineInput
     }
     public var description: String { message.description }
 
-    /// What the person is told: the refusal, or that the path is outside the
-    /// folders (a `reason` the leader wrote is put in as it is).
+    /// What the person is told: the refusal, the line input to name, or that the path is outside the folders.
     public var message: UserMessage {
         if let refusal { return refusal.message(at: path) }
-        if let reason { return UserMessage(.pathRefused, ["path": path, "reason": reason]) }
+        if let device = notLineInput { return UserMessage(.pathNotLineInput, ["path": path, "device": device]) }
         return UserMessage(.pathOutsideFolders, ["path": path])
     }
 }

@@ -27,7 +27,7 @@ import TuttiCore
 
     /// Units, names and what is typed as it is (a setting, a URL scheme, an XML element).
     static let syntax: Set<String> = ["MiB", "Tutti", "http", "https", "Content-Length", "local-streams", "yes", "tutti", "conf", "leader",
-                                      "rss", "feed", "Atom"]
+                                      "rss", "feed", "Atom", "line-in"]
 
     static let url = "http://radio.example/live"
     static let loopback = StreamDestinationRefusal(address: IPAddress(bytes: [127, 0, 0, 1])!, scope: .loopback, fixable: true)
@@ -97,8 +97,8 @@ import TuttiCore
                                                                                           fixable: true)).message,
          "http://10.0.0.2/x: refused to fetch from 10.0.0.2: it is the local network (a private address); set local-streams = yes in tutti.conf [leader] (or --allow-local-streams) to play streams from this machine and the home network",
          ["http://10.0.0.2/x"]),
-        (PathConfinementError(path: "line-in:hw:1", reason: "hw:1 is not a line input of this leader").message,
-         "line-in:hw:1: hw:1 is not a line input of this leader", ["line-in:hw:1", "hw:1 is not a line input of this leader"]),
+        (PathConfinementError(path: "line-in:hw:1", notLineInput: "hw:1").message,
+         "line-in:hw:1: hw:1 is not a line input of this leader: name it in tutti.conf [leader] as line-in = hw:1 (or --line-in hw:1)", ["line-in:hw:1", "hw:1"]),
         (FeedError.notXML(reason: "not well-formed (invalid token)", line: 1, column: 0).message,
          "not an XML feed: not well-formed (invalid token) at line 1, column 0", ["not well-formed (invalid token)"]),
         (FeedError.tooLarge(limit: 8 << 20).message, "the feed is larger than 8 MiB; refused", []),
