@@ -1,3 +1,5 @@
+import TuttiCore
+
 /// Errors from the audio edge: what failed, on which file or device, and why.
 public enum AudioError: Error, CustomStringConvertible, Equatable {
     case cannotOpen(path: String, reason: String)
@@ -7,14 +9,18 @@ public enum AudioError: Error, CustomStringConvertible, Equatable {
     case resampler(reason: String)
     case badOutput(spec: String, reason: String)
 
-    public var description: String {
+    public var description: String { message.description }
+
+    /// What the person is told (the catalogue's `audio.*`); the reasons
+    /// FFmpeg, ALSA and the codecs give are data.
+    public var message: UserMessage {
         switch self {
-        case .cannotOpen(let path, let reason): "cannot open \(path): \(reason)"
-        case .undecodable(let path, let reason): "cannot decode \(path): \(reason)"
-        case .device(let name, let op, let reason): "audio device \(name): \(op) failed: \(reason)"
-        case .codec(let op, let reason): "codec \(op) failed: \(reason)"
-        case .resampler(let reason): "resampler: \(reason)"
-        case .badOutput(let spec, let reason): "output '\(spec)': \(reason)"
+        case .cannotOpen(let path, let reason): UserMessage(.audioCannotOpen, ["path": path, "reason": reason])
+        case .undecodable(let path, let reason): UserMessage(.audioUndecodable, ["path": path, "reason": reason])
+        case .device(let name, let op, let reason): UserMessage(.audioDevice, ["name": name, "operation": op, "reason": reason])
+        case .codec(let op, let reason): UserMessage(.audioCodec, ["operation": op, "reason": reason])
+        case .resampler(let reason): UserMessage(.audioResampler, ["reason": reason])
+        case .badOutput(let spec, let reason): UserMessage(.audioBadOutput, ["spec": spec, "reason": reason])
         }
     }
 }

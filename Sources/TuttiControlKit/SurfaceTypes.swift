@@ -59,6 +59,15 @@ public enum PodcastError: Error, CustomStringConvertible, Sendable {
         case .library(let e): "\(e)"
         }
     }
+
+    /// What the person is told: the download's, the feed's or the library's failure in the catalogue's words.
+    public var message: UserMessage {
+        switch self {
+        case .fetch(_, let e): e.message
+        case .feed(let url, let e): UserMessage(.feedAt, ["url": url], messages: ["reason": e.message])
+        case .library(let e): e.message
+        }
+    }
 }
 
 /// One show's refresh: the show as it is now, what the feed changed, and why it failed if it did.

@@ -33,20 +33,24 @@ public struct MediaFolders: Sendable, Equatable {
 }
 
 /// A path a client named that lies outside the folders it may use.
-/// Or a URL whose host the leader does not fetch from (`refusal`).
+/// Or a URL whose host the leader does not fetch from (`refusal`), or a
+/// capture device the settings do not name as a line input (`notLineInput`).
 public struct PathConfinementError: Error, CustomStringConvertible, Equatable {
     public let path: String
     public let refusal: StreamDestinationRefusal?
-    /// Why, when it is not a path (a line input the settings do not name).
-    public let reason: String?
-    public init(path: String, refusal: StreamDestinationRefusal? = nil, reason: String? = nil) {
+    /// The device of a `line-in:` source that is not one of the leader's line inputs.
+    public let notLineInput: String?
+    public init(path: String, refusal: StreamDestinationRefusal? = nil, notLineInput: String? = nil) {
         self.path = path
         self.refusal = refusal
-        self.reason = reason
+        self.notLineInput = notLineInput
     }
-    public var description: String {
-        if let refusal { return "\(path): \(refusal)" }
-        if let reason { return "\(path): \(reason)" }
-        return "\(path) is outside the music folder, the cache and the playlist folder: a client may only name files there"
+    public var description: String { message.description }
+
+    /// What the person is told: the refusal, the line input to name, or that the path is outside the folders.
+    public var message: UserMessage {
+        if let refusal { return refusal.message(at: path) }
+        if let device = notLineInput { return UserMessage(.pathNotLineInput, ["path": path, "device": device]) }
+        return UserMessage(.pathOutsideFolders, ["path": path])
     }
 }

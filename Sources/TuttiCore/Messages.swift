@@ -57,16 +57,22 @@ public enum Language: String, CaseIterable, Sendable {
 public struct UserMessage: Sendable, Equatable, CustomStringConvertible {
     public var key: MessageKey
     public var arguments: [String: String]
+    /// Placeholders whose values are messages of their own (why a download
+    /// failed, inside "{url}: {reason}"): put in the same language as the whole.
+    public var messageArguments: [String: UserMessage]
 
-    public init(_ key: MessageKey, _ arguments: [String: String] = [:]) {
+    public init(_ key: MessageKey, _ arguments: [String: String] = [:], messages: [String: UserMessage] = [:]) {
         self.key = key
         self.arguments = arguments
+        self.messageArguments = messages
     }
 
     /// The message in `language`, its placeholders filled in. A placeholder
     /// without a value is left as it is written, so a missing argument shows.
     public func text(in language: Language) -> String {
-        MessageCatalogue.fill(key.template(language), arguments)
+        var values = arguments
+        for (name, message) in messageArguments { values[name] = message.text(in: language) }
+        return MessageCatalogue.fill(key.template(language), values)
     }
 
     /// English: what logs and older clients have always read.
@@ -451,6 +457,65 @@ public enum MessageKey: String, CaseIterable, Sendable {
     case cliHelpLeaders = "cli.help.leaders"
     case cliHelpDoctor = "cli.help.doctor"
     case cliHelpVersion = "cli.help.version"
+    // Network sources and the offline cache (`StreamError`): a radio station,
+    // a URL, a podcast episode or a download that failed. URLs, paths, numbers
+    // and the reasons libcurl, the system or a server give are data.
+    case streamUnsupportedSource = "stream.unsupportedSource"
+    case streamHTTPStatus = "stream.httpStatus"
+    case streamHTTPAccessDenied = "stream.httpAccessDenied"
+    case streamHTTPNotFound = "stream.httpNotFound"
+    case streamHTTPRangeNotSatisfiable = "stream.httpRangeNotSatisfiable"
+    case streamHTTPServerError = "stream.httpServerError"
+    case streamNetwork = "stream.network"
+    case streamTimedOut = "stream.timedOut"
+    case streamWaitingForHeaders = "stream.waitingFor.headers"
+    case streamWaitingForAudio = "stream.waitingFor.audio"
+    case streamWaitingForReconnect = "stream.waitingFor.reconnect"
+    case streamTruncated = "stream.truncated"
+    case streamOverran = "stream.overran"
+    case streamUndecodable = "stream.undecodable"
+    case streamNotSeekable = "stream.notSeekable"
+    case streamTooLargeMiB = "stream.tooLargeMiB"
+    case streamTooLargeBytes = "stream.tooLargeBytes"
+    case streamIsPlaylist = "stream.isPlaylist"
+    case streamPlaylist = "stream.playlist"
+    case streamCache = "stream.cache"
+    case streamCacheCreate = "stream.cache.create"
+    case streamCacheWrite = "stream.cache.write"
+    case streamCacheRename = "stream.cache.rename"
+    case streamCacheLive = "stream.cache.live"
+    case streamCacheTooBig = "stream.cache.tooBig"
+    // Addresses the leader does not fetch from (`StreamDestinationRefusal`), and
+    // paths outside the folders a client may name (`PathConfinementError`)
+    case streamRefused = "stream.refused"
+    case streamRefusedNever = "stream.refusedNever"
+    case streamRefusedAt = "stream.refusedAt"
+    case streamRefusedNeverAt = "stream.refusedNeverAt"
+    case streamPlaceThisMachine = "stream.place.thisMachine"
+    case streamPlacePrivateNetwork = "stream.place.privateNetwork"
+    case streamPlaceLinkLocal = "stream.place.linkLocal"
+    case streamPlaceUnspecified = "stream.place.unspecified"
+    case streamPlaceMulticast = "stream.place.multicast"
+    case streamPlaceReserved = "stream.place.reserved"
+    case streamPlaceInternet = "stream.place.internet"
+    case pathOutsideFolders = "path.outsideFolders"
+    case pathNotLineInput = "path.notLineInput"
+    // Podcast feeds (`FeedError`, `PodcastError`)
+    case feedNotXML = "feed.notXML"
+    case feedTooLarge = "feed.tooLarge"
+    case feedEntityDeclaration = "feed.entityDeclaration"
+    case feedNotAFeed = "feed.notAFeed"
+    case feedNoEpisodes = "feed.noEpisodes"
+    case feedNoAudioEnclosure = "feed.noAudioEnclosure"
+    case feedTooDeep = "feed.tooDeep"
+    case feedAt = "feed.at"
+    // Audio files and devices (`AudioError`): a file the player cannot open or decode
+    case audioCannotOpen = "audio.cannotOpen"
+    case audioUndecodable = "audio.undecodable"
+    case audioDevice = "audio.device"
+    case audioCodec = "audio.codec"
+    case audioResampler = "audio.resampler"
+    case audioBadOutput = "audio.badOutput"
 
     /// The text in `language`, with its `{placeholders}`.
     public func template(_ language: Language) -> String {
@@ -809,6 +874,58 @@ public enum MessageKey: String, CaseIterable, Sendable {
         case .cliHelpDoctor: "check this speaker's setup (ALSA device, mixer, real-time, avahi-daemon,\nleader, clock, buttons) with the settings tutti-follower uses; says how to fix each fault"
         case .cliHelpVersion: "print the version"
         case .daemonCannotStart: "tuttid: cannot start: {reason}"
+        case .streamUnsupportedSource: "unsupported source '{source}': expected an http:// or https:// URL or a local path"
+        case .streamHTTPStatus: "{url}: the server answered HTTP {status}"
+        case .streamHTTPAccessDenied: "{url}: the server answered HTTP {status} (access denied)"
+        case .streamHTTPNotFound: "{url}: the server answered HTTP {status} (not found)"
+        case .streamHTTPRangeNotSatisfiable: "{url}: the server answered HTTP {status} (range not satisfiable)"
+        case .streamHTTPServerError: "{url}: the server answered HTTP {status} (server error)"
+        case .streamNetwork: "{url}: {reason}"
+        case .streamTimedOut: "{url}: nothing received for {seconds} s while waiting for {what}"
+        case .streamWaitingForHeaders: "the response headers"
+        case .streamWaitingForAudio: "audio data"
+        case .streamWaitingForReconnect: "audio (reconnecting)"
+        case .streamTruncated: "{url}: the connection ended after {received} of {expected} bytes"
+        case .streamOverran: "{url}: the server sent more than the {declared} bytes it declared (Content-Length); nothing was kept"
+        case .streamUndecodable: "{url}: not decodable as MP3: {reason}"
+        case .streamNotSeekable: "{url}: cannot seek: {reason}"
+        case .streamTooLargeMiB: "{url}: larger than the {limit} MiB Tutti reads; refused"
+        case .streamTooLargeBytes: "{url}: larger than the {limit} bytes Tutti reads; refused"
+        case .streamIsPlaylist: "{url}: a station playlist ({kind}), not audio"
+        case .streamPlaylist: "{url}: {reason}"
+        case .streamCache: "cache: {operation} {path}: {reason}"
+        case .streamCacheCreate: "create"
+        case .streamCacheWrite: "write"
+        case .streamCacheRename: "rename"
+        case .streamCacheLive: "cache: add {url}: a live stream (no Content-Length) cannot be cached"
+        case .streamCacheTooBig: "cache: add {url}: the file ({size} bytes) is larger than the cache ({capacity} bytes)"
+        case .streamRefused: "refused to fetch from {host}: it is {place}; set local-streams = yes in tutti.conf [leader] (or --allow-local-streams) to play streams from this machine and the home network"
+        case .streamRefusedNever: "refused to fetch from {host}: it is {place}, never a stream the leader plays"
+        case .streamRefusedAt: "{url}: refused to fetch from {host}: it is {place}; set local-streams = yes in tutti.conf [leader] (or --allow-local-streams) to play streams from this machine and the home network"
+        case .streamRefusedNeverAt: "{url}: refused to fetch from {host}: it is {place}, never a stream the leader plays"
+        case .streamPlaceThisMachine: "this machine (the leader's own address)"
+        case .streamPlacePrivateNetwork: "the local network (a private address)"
+        case .streamPlaceLinkLocal: "a link-local address (cloud metadata and the like)"
+        case .streamPlaceUnspecified: "an unspecified address"
+        case .streamPlaceMulticast: "a multicast address"
+        case .streamPlaceReserved: "a reserved address"
+        case .streamPlaceInternet: "the internet"
+        case .pathOutsideFolders: "{path} is outside the music folder, the cache and the playlist folder: a client may only name files there"
+        case .pathNotLineInput: "{path}: {device} is not a line input of this leader: name it in tutti.conf [leader] as line-in = {device} (or --line-in {device})"
+        case .feedNotXML: "not an XML feed: {reason} at line {line}, column {column}"
+        case .feedTooLarge: "the feed is larger than {limit} MiB; refused"
+        case .feedEntityDeclaration: "the feed declares XML entities (a DOCTYPE with <!ENTITY>), which Tutti refuses"
+        case .feedNotAFeed: "not a podcast feed: the document is <{root}>, not RSS <rss> or Atom <feed>"
+        case .feedNoEpisodes: "the feed has no episodes"
+        case .feedNoAudioEnclosure: "none of the feed's {items} items has an audio enclosure"
+        case .feedTooDeep: "the feed nests elements deeper than {depth} levels"
+        case .feedAt: "{url}: {reason}"
+        case .audioCannotOpen: "cannot open {path}: {reason}"
+        case .audioUndecodable: "cannot decode {path}: {reason}"
+        case .audioDevice: "audio device {name}: {operation} failed: {reason}"
+        case .audioCodec: "codec {operation} failed: {reason}"
+        case .audioResampler: "resampler: {reason}"
+        case .audioBadOutput: "output '{spec}': {reason}"
         }
     }
 
@@ -1161,6 +1278,58 @@ public enum MessageKey: String, CaseIterable, Sendable {
         case .cliHelpDoctor: "tutti-follower가 쓰는 설정으로 이 스피커의 준비 상태 점검 (ALSA 장치, 믹서, 실시간,\navahi-daemon, 리더, 클럭, 버튼); 문제마다 고치는 방법을 알려 줌"
         case .cliHelpVersion: "버전 출력"
         case .daemonCannotStart: "tuttid: 시작할 수 없습니다: {reason}"
+        case .streamUnsupportedSource: "'{source}'은(는) 지원하지 않는 소스입니다. http:// 또는 https:// URL이나 로컬 경로여야 합니다"
+        case .streamHTTPStatus: "{url}: 서버가 HTTP {status} 응답을 보냈습니다"
+        case .streamHTTPAccessDenied: "{url}: 서버가 HTTP {status} 응답을 보냈습니다 (접근 거부)"
+        case .streamHTTPNotFound: "{url}: 서버가 HTTP {status} 응답을 보냈습니다 (찾을 수 없음)"
+        case .streamHTTPRangeNotSatisfiable: "{url}: 서버가 HTTP {status} 응답을 보냈습니다 (요청한 범위를 줄 수 없음)"
+        case .streamHTTPServerError: "{url}: 서버가 HTTP {status} 응답을 보냈습니다 (서버 오류)"
+        case .streamNetwork: "{url}: 네트워크 오류: {reason}"
+        case .streamTimedOut: "{url}: {what}을(를) 기다리는 {seconds}초 동안 아무것도 받지 못했습니다"
+        case .streamWaitingForHeaders: "응답 헤더"
+        case .streamWaitingForAudio: "오디오 데이터"
+        case .streamWaitingForReconnect: "오디오(다시 연결하는 중)"
+        case .streamTruncated: "{url}: {expected}바이트 중 {received}바이트를 받은 뒤 연결이 끊겼습니다"
+        case .streamOverran: "{url}: 서버가 알린 크기(Content-Length)인 {declared}바이트보다 많이 보냈습니다. 아무것도 저장하지 않았습니다"
+        case .streamUndecodable: "{url}: MP3로 디코딩할 수 없습니다: {reason}"
+        case .streamNotSeekable: "{url}: 재생 위치를 옮길 수 없습니다: {reason}"
+        case .streamTooLargeMiB: "{url}: Tutti가 읽는 최대 크기인 {limit} MiB보다 커서 거부했습니다"
+        case .streamTooLargeBytes: "{url}: Tutti가 읽는 최대 크기인 {limit}바이트보다 커서 거부했습니다"
+        case .streamIsPlaylist: "{url}: 오디오가 아니라 방송국 재생 목록({kind})입니다"
+        case .streamPlaylist: "{url}: 재생 목록을 재생할 수 없습니다: {reason}"
+        case .streamCache: "캐시: {path} {operation} 실패: {reason}"
+        case .streamCacheCreate: "만들기"
+        case .streamCacheWrite: "쓰기"
+        case .streamCacheRename: "이름 바꾸기"
+        case .streamCacheLive: "캐시: {url}을(를) 추가할 수 없습니다. 실시간 스트림(Content-Length 없음)은 캐시에 저장할 수 없습니다"
+        case .streamCacheTooBig: "캐시: {url}을(를) 추가할 수 없습니다. 파일({size}바이트)이 캐시({capacity}바이트)보다 큽니다"
+        case .streamRefused: "{host}에서 가져오기를 거부했습니다: {place}입니다. 이 컴퓨터와 집 네트워크의 스트림을 재생하려면 tutti.conf [leader]에 local-streams = yes를 설정하세요 (또는 --allow-local-streams)"
+        case .streamRefusedNever: "{host}에서 가져오기를 거부했습니다: {place}입니다. 리더는 이런 곳의 스트림을 재생하지 않습니다"
+        case .streamRefusedAt: "{url}: {host}에서 가져오기를 거부했습니다: {place}입니다. 이 컴퓨터와 집 네트워크의 스트림을 재생하려면 tutti.conf [leader]에 local-streams = yes를 설정하세요 (또는 --allow-local-streams)"
+        case .streamRefusedNeverAt: "{url}: {host}에서 가져오기를 거부했습니다: {place}입니다. 리더는 이런 곳의 스트림을 재생하지 않습니다"
+        case .streamPlaceThisMachine: "이 컴퓨터(리더 자신의 주소)"
+        case .streamPlacePrivateNetwork: "로컬 네트워크(사설 주소)"
+        case .streamPlaceLinkLocal: "링크 로컬 주소(클라우드 메타데이터 등)"
+        case .streamPlaceUnspecified: "지정되지 않은 주소"
+        case .streamPlaceMulticast: "멀티캐스트 주소"
+        case .streamPlaceReserved: "예약된 주소"
+        case .streamPlaceInternet: "인터넷"
+        case .pathOutsideFolders: "{path}은(는) 음악 폴더, 캐시, 재생 목록 폴더 밖에 있습니다. 클라이언트는 이 폴더들 안의 파일만 지정할 수 있습니다"
+        case .pathNotLineInput: "{path}: {device}은(는) 이 리더의 라인 입력이 아닙니다. tutti.conf [leader]에 line-in = {device}(으)로 지정하세요 (또는 --line-in {device})"
+        case .feedNotXML: "XML 피드가 아닙니다: {line}번째 줄 {column}번째 열: {reason}"
+        case .feedTooLarge: "피드가 {limit} MiB보다 커서 거부했습니다"
+        case .feedEntityDeclaration: "피드가 XML 엔티티를 선언합니다 (<!ENTITY>가 있는 DOCTYPE). Tutti는 이런 피드를 거부합니다"
+        case .feedNotAFeed: "팟캐스트 피드가 아닙니다: 문서가 <{root}>입니다. RSS <rss>나 Atom <feed>여야 합니다"
+        case .feedNoEpisodes: "피드에 에피소드가 없습니다"
+        case .feedNoAudioEnclosure: "피드의 항목 {items}개 중 오디오 첨부 파일이 있는 항목이 없습니다"
+        case .feedTooDeep: "피드의 요소가 {depth}단계보다 깊게 중첩되어 있습니다"
+        case .feedAt: "{url}: 피드를 읽을 수 없습니다: {reason}"
+        case .audioCannotOpen: "{path}을(를) 열 수 없습니다: {reason}"
+        case .audioUndecodable: "{path}을(를) 디코딩할 수 없습니다: {reason}"
+        case .audioDevice: "오디오 장치 {name}: {operation}에 실패했습니다: {reason}"
+        case .audioCodec: "코덱 {operation}에 실패했습니다: {reason}"
+        case .audioResampler: "리샘플러: {reason}"
+        case .audioBadOutput: "출력 '{spec}': {reason}"
         }
     }
 }

@@ -63,14 +63,17 @@ public enum FeedError: Error, Equatable, Sendable, CustomStringConvertible {
     /// Nesting deeper than `FeedLimits.maxDepth`.
     case tooDeep
 
-    public var description: String {
+    public var description: String { message.description }
+
+    /// What the person is told (the catalogue's `feed.*`); expat's reason and the root element's name are data.
+    public var message: UserMessage {
         switch self {
-        case .notXML(let reason, let line, let column): "not an XML feed: \(reason) at line \(line), column \(column)"
-        case .tooLarge(let limit): "the feed is larger than \(limit >> 20) MiB; refused"
-        case .entityDeclaration: "the feed declares XML entities (a DOCTYPE with <!ENTITY>), which Tutti refuses"
-        case .notAFeed(let root): "not a podcast feed: the document is <\(root.prefix(64))>, not RSS <rss> or Atom <feed>"
-        case .noEpisodes(let items): items == 0 ? "the feed has no episodes" : "none of the feed's \(items) items has an audio enclosure"
-        case .tooDeep: "the feed nests elements deeper than \(FeedLimits.maxDepth) levels"
+        case .notXML(let reason, let line, let column): UserMessage(.feedNotXML, ["reason": reason, "line": "\(line)", "column": "\(column)"])
+        case .tooLarge(let limit): UserMessage(.feedTooLarge, ["limit": "\(limit >> 20)"])
+        case .entityDeclaration: UserMessage(.feedEntityDeclaration)
+        case .notAFeed(let root): UserMessage(.feedNotAFeed, ["root": String(root.prefix(64))])
+        case .noEpisodes(let items): items == 0 ? UserMessage(.feedNoEpisodes) : UserMessage(.feedNoAudioEnclosure, ["items": "\(items)"])
+        case .tooDeep: UserMessage(.feedTooDeep, ["depth": "\(FeedLimits.maxDepth)"])
         }
     }
 }

@@ -232,19 +232,27 @@ public struct StreamDestinationRefusal: Error, Sendable, Equatable, CustomString
         self.host = host
     }
 
-    public var description: String {
-        let what = host ?? address.description
-        let place = switch scope {
-        case .loopback: "this machine (the leader's own address)"
-        case .privateNetwork: "the local network (a private address)"
-        case .linkLocal: "a link-local address (cloud metadata and the like)"
-        case .unspecified: "an unspecified address"
-        case .multicast: "a multicast address"
-        case .reserved: "a reserved address"
-        case .publicInternet: "the internet"
+    public var description: String { message.description }
+
+    /// What the person is told (the catalogue's `stream.refused*`).
+    public var message: UserMessage {
+        UserMessage(fixable ? .streamRefused : .streamRefusedNever, ["host": host ?? address.description], messages: ["place": place])
+    }
+
+    /// The refusal of `url` (a URL or path the person gave): "{url}: refused to fetch from …".
+    public func message(at url: String) -> UserMessage {
+        UserMessage(fixable ? .streamRefusedAt : .streamRefusedNeverAt, ["url": url, "host": host ?? address.description], messages: ["place": place])
+    }
+
+    private var place: UserMessage {
+        switch scope {
+        case .loopback: UserMessage(.streamPlaceThisMachine)
+        case .privateNetwork: UserMessage(.streamPlacePrivateNetwork)
+        case .linkLocal: UserMessage(.streamPlaceLinkLocal)
+        case .unspecified: UserMessage(.streamPlaceUnspecified)
+        case .multicast: UserMessage(.streamPlaceMulticast)
+        case .reserved: UserMessage(.streamPlaceReserved)
+        case .publicInternet: UserMessage(.streamPlaceInternet)
         }
-        return fixable
-            ? "refused to fetch from \(what): it is \(place); set local-streams = yes in tutti.conf [leader] (or --allow-local-streams) to play streams from this machine and the home network"
-            : "refused to fetch from \(what): it is \(place), never a stream the leader plays"
     }
 }

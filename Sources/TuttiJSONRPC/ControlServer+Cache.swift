@@ -20,7 +20,7 @@ extension ControlServer {
                 throw RPCError(code: -32602, message: "cache.add needs \"url\": an http:// or https:// URL")
             }
             // A first look at the host as written; every connection (redirects included) is checked again by address.
-            do { _ = try leader.confine(url) } catch { throw RPCError(code: -32602, message: error.description) }
+            try confined(url)
             var lastSent: Int64 = 0
             do {
                 let e = try cache.add(url) { received, total in
@@ -31,7 +31,7 @@ extension ControlServer {
                 }
                 return entry(e)
             } catch {
-                throw RPCError(code: -32000, message: "\(error)")
+                throw RPCError(code: -32000, error.message)
             }
         case "cache.list":
             return ["entries": .array(cache.list().map(entry)), "size": .int(cache.totalSize), "capacity": .int(cache.capacityBytes)]

@@ -333,7 +333,7 @@ extension ControlServer {
             let group = params["group"]?.string
             let queue: PlayQueue
             do { queue = try group.map { g throws(PlayerError) in try leader.queue(group: g) } ?? leader.queue } catch {
-                throw RPCError(code: -32602, message: error.description)
+                throw RPCError(code: -32602, error.message)
             }
             let paths = queue.entries.map(\.uri)
             var ids: [TrackID] = []
@@ -406,8 +406,10 @@ extension ControlServer {
         }
     }
 
-    /// A path a client named must lie in the music folder, the cache or the playlist folder.
+    /// A path a client named must lie in the music folder, the cache or the
+    /// playlist folder, and a URL's host be one the leader fetches from; the
+    /// refusal in the asker's language.
     func confined(_ path: String) throws {
-        do { _ = try leader.confine(path) } catch { throw RPCError(code: -32602, message: error.description) }
+        do { _ = try leader.confine(path) } catch { throw RPCError(code: -32602, error.message) }
     }
 }

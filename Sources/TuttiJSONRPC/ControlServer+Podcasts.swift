@@ -82,7 +82,7 @@ extension ControlServer {
     }
 
     private func queue(of group: String?) throws -> PlayQueue {
-        do { return try leader.queue(group: group) } catch { throw RPCError(code: -32602, message: error.description) }
+        do { return try leader.queue(group: group) } catch { throw RPCError(code: -32602, error.message) }
     }
 
     func dispatchPodcasts(_ method: String, _ params: [String: JSONValue], group: String?) throws -> JSONValue? {
@@ -93,9 +93,9 @@ extension ControlServer {
             guard let url = params["url"]?.string, SourceOpener.isNetworkURL(url), url.utf8.count <= FeedLimits.maxURLBytes else {
                 throw RPCError(code: -32602, message: "podcasts.subscribe needs \"url\": the feed's http:// or https:// URL")
             }
-            do { _ = try leader.confine(url) } catch { throw RPCError(code: -32602, message: error.description) }
+            try confined(url)
             do { return .object(Self.podcastObject(try service.subscribe(url: url))) } catch {
-                throw RPCError(code: -32000, message: error.description)
+                throw RPCError(code: -32000, error.message)
             }
         case "podcasts.list":
             return ["podcasts": .array(try libraryCall { try service.library.podcasts() }.map { .object(Self.podcastObject($0)) })]
@@ -147,12 +147,12 @@ extension ControlServer {
                 throw RPCError(code: -32602, message: "podcasts.download needs \"episode\"")
             }
             guard let cache = leader.cache else { throw RPCError(code: -32000, UserMessage(.cacheNone)) }
-            do { _ = try leader.confine(episode.url) } catch { throw RPCError(code: -32602, message: error.description) }
+            try confined(episode.url)
             do {
                 let entry = try cache.add(episode.url)
                 return ["episode": .int(episode.id.rawValue), "url": .string(entry.url), "size": .int(entry.size)]
             } catch {
-                throw RPCError(code: -32000, message: error.description)
+                throw RPCError(code: -32000, error.message)
             }
         case "podcasts.play":
             let podcast = try podcastParameter(params, method: method, in: service)
@@ -171,9 +171,9 @@ extension ControlServer {
     /// new one at the end; at the show's speed; from where the listener
     /// stopped (unless it was played to the end).
     private func playEpisode(_ episode: PodcastEpisode, of podcast: Podcast, group: String?) throws -> JSONValue {
-        do { _ = try leader.confine(episode.url) } catch { throw RPCError(code: -32602, message: error.description) }
+        try confined(episode.url)
         func perform(_ command: PlayerCommand) throws -> CommandOutcome {
-            do { return try leader.perform(command, group: group) } catch { throw RPCError(code: -32000, message: error.description) }
+            do { return try leader.perform(command, group: group) } catch { throw RPCError(code: -32000, error.message) }
         }
         var queue = try queue(of: group)
         var index = queue.entries.firstIndex { $0.uri == episode.url }

@@ -396,7 +396,7 @@ public final class ControlServer: Service, JSONRPCServing, @unchecked Sendable {
             }
             guard uris.count <= 10_000 else { throw RPCError(code: -32602, message: "at most 10000 entries per call") }
             for uri in uris {
-                do { _ = try leader.confine(uri) } catch { throw RPCError(code: -32602, message: error.description) }
+                try confined(uri)
             }
             let next = params["next"]?.bool ?? params["next"]?.number.map { $0 != 0 } ?? false
             return try player(.add(uris: uris, next: next))

@@ -129,7 +129,7 @@ public final class Leader: @unchecked Sendable {
             // A capture device is the household's to offer, not a client's to pick (a microphone is one too).
             guard let spec = try? LineInSpec(parsing: uri) else { return uri } // refused later with its own reason
             guard configuration.lineInputs.contains(spec.device) else {
-                throw PathConfinementError(path: uri, reason: "\(spec.device) is not a line input of this leader: name it in tutti.conf [leader] as line-in = \(spec.device) (or --line-in \(spec.device))")
+                throw PathConfinementError(path: uri, notLineInput: spec.device)
             }
             return uri
         }

@@ -130,7 +130,7 @@ final class HTTPStream: TransferDelegate, @unchecked Sendable {
             if case .failed(let e) = state { result = e; break }
             if case .closed = state { result = .network(url: urlString, reason: "closed"); break }
             if !lock.wait(untilNanoseconds: deadline) && info == nil {
-                if case .failed(let e) = state { result = e } else { result = .timedOut(url: urlString, seconds: options.connectTimeout, waitingFor: "the response headers") }
+                if case .failed(let e) = state { result = e } else { result = .timedOut(url: urlString, seconds: options.connectTimeout, waitingFor: .responseHeaders) }
                 break
             }
         }
@@ -178,7 +178,7 @@ final class HTTPStream: TransferDelegate, @unchecked Sendable {
             if !lock.wait(untilNanoseconds: deadline) && buffer.count == 0 && Condition.now() >= deadline {
                 if case .failed(let e) = state { return .failure(e) }
                 if case .ended = state { return .end }
-                let what: String = if case .reconnecting = state { "audio (reconnecting)" } else { "audio data" }
+                let what: StreamError.Awaited = if case .reconnecting = state { .audioAfterReconnect } else { .audioData }
                 return .failure(.timedOut(url: urlString, seconds: options.stallTimeout, waitingFor: what))
             }
         }
@@ -488,7 +488,7 @@ final class HTTPStream: TransferDelegate, @unchecked Sendable {
             if let t = tee { actions.append(.commit(t)) }
             tee = nil
         } else if let error, error.timedOut {
-            state = .failed(.timedOut(url: urlString, seconds: options.stallTimeout, waitingFor: "audio data"))
+            state = .failed(.timedOut(url: urlString, seconds: options.stallTimeout, waitingFor: .audioData))
         } else {
             if let reason { log.warning("\(urlString): transfer failed at byte \(resourceOffset) of \(expected): \(reason)") }
             state = .failed(.truncated(url: urlString, received: resourceOffset, expected: expected))

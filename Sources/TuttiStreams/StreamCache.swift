@@ -99,10 +99,10 @@ public final class StreamCache: Sendable {
         defer { stream.close() }
         let info = stream.info!
         guard !info.isLive, let total = info.contentLength else {
-            throw .cache(operation: "add", path: url, reason: "a live stream (no Content-Length) cannot be cached")
+            throw .liveNotCacheable(url: url)
         }
         guard total <= capacityBytes else {
-            throw .cache(operation: "add", path: url, reason: "the file (\(total) bytes) is larger than the cache (\(capacityBytes) bytes)")
+            throw .largerThanCache(url: url, size: Int64(total), capacity: Int64(capacityBytes))
         }
         let name = Self.fileName(for: url)
         let part = "\(directory)/\(name).\(getpid()).\(counter.wrappingAdd(1, ordering: .relaxed).newValue).part"

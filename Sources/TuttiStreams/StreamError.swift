@@ -12,7 +12,7 @@ public enum StreamError: Error, CustomStringConvertible, Equatable, Sendable {
     /// Connection refused, DNS, TLS, reset: the transport failed.
     case network(url: String, reason: String)
     /// Nothing arrived for `seconds` while `waitingFor` (headers, audio).
-    case timedOut(url: String, seconds: Double, waitingFor: String)
+    case timedOut(url: String, seconds: Double, waitingFor: Awaited)
     /// A finite file ended before its Content-Length.
     case truncated(url: String, received: Int64, expected: Int64)
     /// The server sent more than the Content-Length it declared (the transfer was cut off there).
@@ -34,25 +34,38 @@ public enum StreamError: Error, CustomStringConvertible, Equatable, Sendable {
     case playlist(url: String, reason: String)
     /// The offline cache could not do `operation` on `path`.
     case cache(operation: String, path: String, reason: String)
+    /// A live stream (no Content-Length) offered to the offline cache.
+    case liveNotCacheable(url: String)
+    /// A file larger than the whole offline cache.
+    case largerThanCache(url: String, size: Int64, capacity: Int64)
     /// A local file failed to open (through `AudioFile.open`).
     case audio(AudioError)
 
-    public var description: String {
+    public var description: String { message.description }
+
+    /// What the person is told (the catalogue's `stream.*`). URLs, paths,
+    /// numbers and the reasons libcurl, the system or a server give are data.
+    public var message: UserMessage {
         switch self {
-        case .unsupportedURL(let u): "unsupported source '\(u)': expected an http:// or https:// URL or a local path"
-        case .httpStatus(let url, let status): "\(url): the server answered HTTP \(status)\(Self.statusText(status))"
-        case .network(let url, let reason): "\(url): \(reason)"
-        case .timedOut(let url, let s, let what): "\(url): nothing received for \(Self.seconds(s)) s while waiting for \(what)"
-        case .truncated(let url, let got, let want): "\(url): the connection ended after \(got) of \(want) bytes"
-        case .overran(let url, let declared): "\(url): the server sent more than the \(declared) bytes it declared (Content-Length); nothing was kept"
-        case .refused(let url, let why): "\(url): \(why)"
-        case .undecodable(let url, let reason): "\(url): not decodable as MP3: \(reason)"
-        case .notSeekable(let url, let reason): "\(url): cannot seek: \(reason)"
-        case .tooLarge(let url, let limit): "\(url): larger than the \(limit >= 1 << 20 ? "\(limit >> 20) MiB" : "\(limit) bytes") Tutti reads; refused"
-        case .isPlaylist(let url, let kind): "\(url): a station playlist (\(kind.rawValue.uppercased())), not audio"
-        case .playlist(let url, let reason): "\(url): \(reason)"
-        case .cache(let op, let path, let reason): "cache: \(op) \(path): \(reason)"
-        case .audio(let e): e.description
+        case .unsupportedURL(let u): UserMessage(.streamUnsupportedSource, ["source": u])
+        case .httpStatus(let url, let status): UserMessage(Self.statusKey(status), ["url": url, "status": "\(status)"])
+        case .network(let url, let reason): UserMessage(.streamNetwork, ["url": url, "reason": reason])
+        case .timedOut(let url, let s, let what): UserMessage(.streamTimedOut, ["url": url, "seconds": Self.seconds(s)], messages: ["what": what.message])
+        case .truncated(let url, let got, let want): UserMessage(.streamTruncated, ["url": url, "received": "\(got)", "expected": "\(want)"])
+        case .overran(let url, let declared): UserMessage(.streamOverran, ["url": url, "declared": "\(declared)"])
+        case .refused(let url, let why): why.message(at: url)
+        case .undecodable(let url, let reason): UserMessage(.streamUndecodable, ["url": url, "reason": reason])
+        case .notSeekable(let url, let reason): UserMessage(.streamNotSeekable, ["url": url, "reason": reason])
+        case .tooLarge(let url, let limit):
+            limit >= 1 << 20 ? UserMessage(.streamTooLargeMiB, ["url": url, "limit": "\(limit >> 20)"])
+                             : UserMessage(.streamTooLargeBytes, ["url": url, "limit": "\(limit)"])
+        case .isPlaylist(let url, let kind): UserMessage(.streamIsPlaylist, ["url": url, "kind": kind.rawValue.uppercased()])
+        case .playlist(let url, let reason): UserMessage(.streamPlaylist, ["url": url, "reason": reason])
+        case .cache(let op, let path, let reason):
+            UserMessage(.streamCache, ["path": path, "reason": reason, "operation": op], messages: Self.cacheOperations[op].map { ["operation": UserMessage($0)] } ?? [:])
+        case .liveNotCacheable(let url): UserMessage(.streamCacheLive, ["url": url])
+        case .largerThanCache(let url, let size, let capacity): UserMessage(.streamCacheTooBig, ["url": url, "size": "\(size)", "capacity": "\(capacity)"])
+        case .audio(let e): e.message
         }
     }
 
@@ -67,16 +80,37 @@ public enum StreamError: Error, CustomStringConvertible, Equatable, Sendable {
             .cannotOpen(path: url, reason: description)
         case .unsupportedURL(let u): .cannotOpen(path: u, reason: description)
         case .cache(_, let path, _): .cannotOpen(path: path, reason: description)
+        case .liveNotCacheable(let url), .largerThanCache(let url, _, _): .cannotOpen(path: url, reason: description)
         }
     }
 
-    private static func statusText(_ status: Int) -> String {
+    /// The status's meaning is said for the statuses a person can act on.
+    private static func statusKey(_ status: Int) -> MessageKey {
         switch status {
-        case 401, 403: " (access denied)"
-        case 404: " (not found)"
-        case 416: " (range not satisfiable)"
-        case 500...599: " (server error)"
-        default: ""
+        case 401, 403: .streamHTTPAccessDenied
+        case 404: .streamHTTPNotFound
+        case 416: .streamHTTPRangeNotSatisfiable
+        case 500...599: .streamHTTPServerError
+        default: .streamHTTPStatus
+        }
+    }
+
+    /// The cache's operations in words; another (`fsync`) is the system call's name.
+    private static let cacheOperations: [String: MessageKey] = ["create": .streamCacheCreate, "write": .streamCacheWrite, "rename": .streamCacheRename]
+
+    /// What a stream was waiting for when nothing came.
+    public enum Awaited: Sendable, Equatable {
+        case responseHeaders
+        case audioData
+        /// Audio of a live stream that is reconnecting.
+        case audioAfterReconnect
+
+        var message: UserMessage {
+            switch self {
+            case .responseHeaders: UserMessage(.streamWaitingForHeaders)
+            case .audioData: UserMessage(.streamWaitingForAudio)
+            case .audioAfterReconnect: UserMessage(.streamWaitingForReconnect)
+            }
         }
     }
 

@@ -89,11 +89,18 @@ import TuttiTestSupport
         #expect(refusal("rooms.unpair", ["room": "Living"]) == "'Living'(이)라는 스테레오 페어가 없습니다 (페어가 하나도 없습니다)")
         #expect(refusal("eq.delete", ["name": "Flat"]) == "'Flat'은(는) 기본 프리셋입니다. 다른 이름으로 저장하세요")
         #expect(refusal("library.search", ["query": "x"]) == "음악 라이브러리가 없습니다. 리더를 --music DIR(또는 --db PATH)로 시작하세요")
+        // A URL the leader does not fetch from (this machine), and a file outside its folders.
+        #expect(refusal("queue.add", ["uris": ["http://127.0.0.1:9/live.mp3"]])
+                == "http://127.0.0.1:9/live.mp3: 127.0.0.1에서 가져오기를 거부했습니다: 이 컴퓨터(리더 자신의 주소)입니다. 이 컴퓨터와 집 네트워크의 스트림을 재생하려면 tutti.conf [leader]에 local-streams = yes를 설정하세요 (또는 --allow-local-streams)")
+        #expect(refusal("queue.add", ["uris": ["/etc/passwd"]])
+                == "/etc/passwd은(는) 음악 폴더, 캐시, 재생 목록 폴더 밖에 있습니다. 클라이언트는 이 폴더들 안의 파일만 지정할 수 있습니다")
         client.language = .english
         #expect(refusal("no.such", [:]) == "unknown method 'no.such' (see docs/api.md)")
         #expect(refusal("player.next", [:]) == "the queue is empty")
         #expect(refusal("eq.delete", ["name": "Flat"]) == "'Flat' is a built-in preset: save yours under another name")
         #expect(refusal("rooms.unpair", ["room": "Living"]) == "no stereo pair 'Living' (there are none)")
+        #expect(refusal("queue.add", ["uris": ["http://127.0.0.1:9/live.mp3"]])
+                == "http://127.0.0.1:9/live.mp3: refused to fetch from 127.0.0.1: it is this machine (the leader's own address); set local-streams = yes in tutti.conf [leader] (or --allow-local-streams) to play streams from this machine and the home network")
 
         // POST /api: Accept-Language when the request has no lang; its lang when it has.
         let web = try #require(leader.webEndpoint).port

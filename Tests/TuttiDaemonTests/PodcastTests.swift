@@ -324,6 +324,13 @@ private func episodes(_ c: ControlClient, _ podcast: Int) throws -> [[String: JS
         #expect(bare.contains("none of the feed's 2 items has an audio enclosure"), "\(bare)")
         let missing = refusal("/nothing.xml")
         #expect(missing.contains("404"), "\(missing)")
+        // Asked in Korean, the refusals are in Korean; the URL and expat's reason are data.
+        c.language = .korean
+        let koreanNotXML = refusal("/notxml.xml")
+        #expect(koreanNotXML.contains(host.base + "/notxml.xml: 피드를 읽을 수 없습니다: XML 피드가 아닙니다: 1번째 줄"), "\(koreanNotXML)")
+        let koreanMissing = refusal("/nothing.xml")
+        #expect(koreanMissing.contains("/nothing.xml: 서버가 HTTP 404 응답을 보냈습니다 (찾을 수 없음)"), "\(koreanMissing)")
+        c.language = .english
         #expect(((try c.call("podcasts.list").object)?["podcasts"]?.array)?.count == 0, "nothing was stored")
 
         // A show whose feed turns bad keeps what it had.
