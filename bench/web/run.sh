@@ -7,6 +7,7 @@
 #
 #   bench/web/run.sh [--commands 100] [--runs 3] [--pages 10]
 #   TUTTID=path/to/tuttid bench/web/run.sh          # skip the build
+#   KEEP_WORK=1 bench/web/run.sh                     # keep the leader's log (/tmp/web-bench-leader.log)
 #
 # Builds release tuttid and tutti-follower in $TUTTI_BENCH_SCRATCH
 # (default /tmp/web-bench-build), makes a small tagged MP3 library with
