@@ -77,6 +77,22 @@ func threadCount(named prefix: String? = nil) -> Int {
     return n
 }
 
+/// `count` GET requests for `path` from `source`, each on its own connection,
+/// held open: the connections and how each was answered (its status line's
+/// first 12 bytes; empty when it was closed unanswered within 300 ms).
+func heldRequests(_ count: Int, from source: String, to port: UInt16, path: String) -> (connections: [SourcedConnection], answers: [String]) {
+    var connections: [SourcedConnection] = []
+    var answers: [String] = []
+    for _ in 0..<count {
+        guard let c = SourcedConnection(from: source, to: port) else { continue }
+        c.send(Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8))
+        let (bytes, _) = c.receive(milliseconds: 300)
+        answers.append(String(decoding: bytes.prefix(12), as: UTF8.self))
+        connections.append(c)
+    }
+    return (connections, answers)
+}
+
 /// One host cannot take the places of the others: each port serves a
 /// host at most its share, and a client from another address is served
 /// while 127.0.0.2 holds all it may.
@@ -113,42 +129,17 @@ func threadCount(named prefix: String? = nil) -> Int {
         // The web port from 127.0.0.1, where a reverse proxy on the leader brings every phone from:
         // 16 pages at once are served, more than a host's 12 (bench/web's ten tabs were refused 26 times).
         let web = try #require(leader.webEndpoint).port
-        var proxied: [SourcedConnection] = []
-        var proxiedAnswers: [String] = []
-        for _ in 0..<16 {
-            guard let c = SourcedConnection(from: "127.0.0.1", to: web) else { continue }
-            c.send(Array("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8))
-            let (bytes, _) = c.receive(milliseconds: 300)
-            proxiedAnswers.append(String(decoding: bytes.prefix(12), as: UTF8.self))
-            proxied.append(c)
-        }
-        #expect(proxiedAnswers.filter { $0 == "HTTP/1.1 200" }.count == 16, "\(proxiedAnswers)")
-        proxied.removeAll() // closed
+        var proxied = heldRequests(16, from: "127.0.0.1", to: web, path: "/")
+        #expect(proxied.answers.filter { $0 == "HTTP/1.1 200" }.count == 16, "\(proxied.answers)")
+        proxied.connections.removeAll() // closed
         usleep(300_000) // their places given back before 127.0.0.2 takes its share
         // The web port: 12 of its workers per host; the 13th connection from 127.0.0.2 is closed (or answered 503).
-
-        var pages: [SourcedConnection] = []
-        var answers: [String] = []
-        for _ in 0..<14 {
-            guard let c = SourcedConnection(from: "127.0.0.2", to: web) else { continue }
-            c.send(Array("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8))
-            let (bytes, _) = c.receive(milliseconds: 300)
-            answers.append(String(decoding: bytes.prefix(12), as: UTF8.self))
-            pages.append(c)
-        }
+        let (pages, answers) = heldRequests(14, from: "127.0.0.2", to: web, path: "/")
         #expect(answers.filter { $0 == "HTTP/1.1 200" }.count == 12, "\(answers)")
         #expect(answers.suffix(2).allSatisfy { $0 == "HTTP/1.1 503" || $0.isEmpty }, "\(answers)")
         // Sendspin's port (16 clients, 18 workers): a host's share is 4; the rest are refused at once.
         let sendspin = try #require(leader.sendspinEndpoint).port
-        var players: [SourcedConnection] = []
-        var sendspinAnswers: [String] = []
-        for _ in 0..<10 {
-            guard let c = SourcedConnection(from: "127.0.0.2", to: sendspin) else { continue }
-            c.send(Array("GET /sendspin HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8))
-            let (bytes, _) = c.receive(milliseconds: 300)
-            sendspinAnswers.append(String(decoding: bytes.prefix(12), as: UTF8.self))
-            players.append(c)
-        }
+        let (players, sendspinAnswers) = heldRequests(10, from: "127.0.0.2", to: sendspin, path: "/sendspin")
         print("Sendspin: 10 connections from 127.0.0.2, answers \(sendspinAnswers)")
         #expect(sendspinAnswers.filter { $0.hasPrefix("HTTP/1.1 4") }.count == 4, "\(sendspinAnswers)")
         #expect(sendspinAnswers.suffix(6).allSatisfy { $0 == "HTTP/1.1 503" || $0.isEmpty }, "\(sendspinAnswers)")

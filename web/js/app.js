@@ -192,7 +192,7 @@ function start() {
   window.addEventListener('hashchange', route);
   setupMediaSession();
   // Play here left on: it starts again without a visit to Rooms.
-  try { if (localStorage.getItem('tutti.playHere') === '1') import('./playhere.js'); } catch (e) { /* not kept */ }
+  try { if (localStorage.getItem('tutti.playHere') === '1') import('./playhere.js').catch(() => { /* offline: Rooms fetches it again */ }); } catch (e) { /* not kept */ }
   route();
   connect();
 }
