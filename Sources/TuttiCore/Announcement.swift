@@ -134,24 +134,29 @@ public enum AnnouncementError: Error, Equatable, Sendable, CustomStringConvertib
     /// A minute of announcements is already waiting.
     case busy(seconds: Double)
 
-    public var description: String {
+    public var description: String { message.description }
+
+    /// What a person is told, from the message catalogue (docs/translating.md).
+    public var message: UserMessage {
         switch self {
-        case .noRooms: "an announcement needs \"rooms\" (room names), \"group\" or \"all\""
-        case .unknownRoom(let room, let known): "no room '\(room)'" + (known.isEmpty ? "" : " (rooms: \(known.joined(separator: ", ")))")
-        case .unknownGroup(let group, let known): "no group '\(group)'" + (known.isEmpty ? "" : " (groups: \(known.joined(separator: ", ")))")
-        case .badURL(let url): "'\(url.prefix(80))' is not a URL or file the leader can play (give a path or an http(s) URL, at most 4096 bytes)"
-        case .emptyText: "the announcement's text is empty"
-        case .textTooLong(let n): "the announcement's text is \(n) bytes; at most \(AnnouncementRequest.maximumTextBytes)"
-        case .badLanguage(let l): "'\(l.prefix(40))' is not an espeak-ng voice name (e.g. en, en-us, ko, de; `espeak-ng --voices` lists them)"
-        case .badVolume(let v): "volume \(v) is outside 0…1"
-        case .badDuck(let d): "duck_db \(d) is outside −60…0 dB"
-        case .nobodyListening(let rooms): "no speaker is connected in \(rooms.isEmpty ? "any room" : rooms.joined(separator: ", ")): nobody would hear it"
+        case .noRooms: UserMessage(.announceNoRooms)
+        case .unknownRoom(let room, let known):
+            known.isEmpty ? UserMessage(.roomUnknown, ["room": room]) : UserMessage(.roomUnknownOfKnown, ["room": room, "known": known.joined(separator: ", ")])
+        case .unknownGroup(let group, let known): UserMessage(.groupUnknown, ["group": group, "known": known.joined(separator: ", ")])
+        case .badURL(let url): UserMessage(.announceBadURL, ["url": String(url.prefix(80))])
+        case .emptyText: UserMessage(.announceEmptyText)
+        case .textTooLong(let n): UserMessage(.announceTextTooLong, ["bytes": "\(n)", "limit": "\(AnnouncementRequest.maximumTextBytes)"])
+        case .badLanguage(let l): UserMessage(.announceBadVoice, ["voice": String(l.prefix(40))])
+        case .badVolume(let v): UserMessage(.announceBadVolume, ["value": "\(v)"])
+        case .badDuck(let d): UserMessage(.announceBadDuck, ["value": "\(d)"])
+        case .nobodyListening(let rooms):
+            rooms.isEmpty ? UserMessage(.announceNobodyListeningAnywhere) : UserMessage(.announceNobodyListening, ["rooms": rooms.joined(separator: ", ")])
         case .speakersCannotAnnounce(let list):
-            "these speakers cannot play announcements: \(list.joined(separator: ", ")) (protocol v\(WireProtocol.overlayVersion) needed: update their tutti; Snapcast clients, browsers and Sendspin players cannot mix one)"
-        case .undecodable(let reason): "cannot play the announcement: \(reason)"
-        case .tooLong(let s): "the announcement lasts \(Int(s.rounded())) s; at most \(AnnouncementRequest.maximumSeconds) s"
-        case .speech(let reason): "cannot speak the text: \(reason)"
-        case .busy(let s): "announcements already fill the next \(Int(s.rounded())) s: try again later"
+            UserMessage(.announceSpeakersCannotMix, ["speakers": list.joined(separator: ", "), "version": "\(WireProtocol.overlayVersion)"])
+        case .undecodable(let reason): UserMessage(.announceUndecodable, ["reason": reason])
+        case .tooLong(let s): UserMessage(.announceTooLong, ["seconds": "\(Int(s.rounded()))", "limit": "\(AnnouncementRequest.maximumSeconds)"])
+        case .speech(let reason): UserMessage(.announceSpeech, ["reason": reason])
+        case .busy(let s): UserMessage(.announceBusy, ["seconds": "\(Int(s.rounded()))"])
         }
     }
 }

@@ -516,6 +516,22 @@ public enum MessageKey: String, CaseIterable, Sendable {
     case audioCodec = "audio.codec"
     case audioResampler = "audio.resampler"
     case audioBadOutput = "audio.badOutput"
+    // Announcements (`AnnouncementError`): `announce` refused or failed. Room
+    // names, URLs, voices and the reasons espeak-ng or a decoder give are data.
+    case announceNoRooms = "announce.noRooms"
+    case announceBadURL = "announce.badURL"
+    case announceEmptyText = "announce.emptyText"
+    case announceTextTooLong = "announce.textTooLong"
+    case announceBadVoice = "announce.badVoice"
+    case announceBadVolume = "announce.badVolume"
+    case announceBadDuck = "announce.badDuck"
+    case announceNobodyListening = "announce.nobodyListening"
+    case announceNobodyListeningAnywhere = "announce.nobodyListeningAnywhere"
+    case announceSpeakersCannotMix = "announce.speakersCannotMix"
+    case announceUndecodable = "announce.undecodable"
+    case announceTooLong = "announce.tooLong"
+    case announceSpeech = "announce.speech"
+    case announceBusy = "announce.busy"
 
     /// The text in `language`, with its `{placeholders}`.
     public func template(_ language: Language) -> String {
@@ -926,6 +942,20 @@ public enum MessageKey: String, CaseIterable, Sendable {
         case .audioCodec: "codec {operation} failed: {reason}"
         case .audioResampler: "resampler: {reason}"
         case .audioBadOutput: "output '{spec}': {reason}"
+        case .announceNoRooms: #"an announcement needs "rooms" (room names), "group" or "all""#
+        case .announceBadURL: "'{url}' is not a URL or file the leader can play (give a path or an http(s) URL, at most 4096 bytes)"
+        case .announceEmptyText: "the announcement's text is empty"
+        case .announceTextTooLong: "the announcement's text is {bytes} bytes; at most {limit}"
+        case .announceBadVoice: "'{voice}' is not an espeak-ng voice name (e.g. en, en-us, ko, de; `espeak-ng --voices` lists them)"
+        case .announceBadVolume: "volume {value} is outside 0…1"
+        case .announceBadDuck: "duck_db {value} is outside −60…0 dB"
+        case .announceNobodyListening: "no speaker is connected in {rooms}: nobody would hear it"
+        case .announceNobodyListeningAnywhere: "no speaker is connected in any room: nobody would hear it"
+        case .announceSpeakersCannotMix: "these speakers cannot play announcements: {speakers} (protocol v{version} needed: update their tutti; Snapcast clients, browsers and Sendspin players cannot mix one)"
+        case .announceUndecodable: "cannot play the announcement: {reason}"
+        case .announceTooLong: "the announcement lasts {seconds} s; at most {limit} s"
+        case .announceSpeech: "cannot speak the text: {reason}"
+        case .announceBusy: "announcements already fill the next {seconds} s: try again later"
         }
     }
 
@@ -1330,6 +1360,20 @@ public enum MessageKey: String, CaseIterable, Sendable {
         case .audioCodec: "코덱 {operation}에 실패했습니다: {reason}"
         case .audioResampler: "리샘플러: {reason}"
         case .audioBadOutput: "출력 '{spec}': {reason}"
+        case .announceNoRooms: #"안내 방송에는 "rooms"(방 이름), "group" 또는 "all"이 필요합니다"#
+        case .announceBadURL: "'{url}'은(는) 리더가 재생할 수 있는 URL이나 파일이 아닙니다 (경로나 http(s) URL을 4096바이트 이내로 주세요)"
+        case .announceEmptyText: "안내 방송 문구가 비어 있습니다"
+        case .announceTextTooLong: "안내 방송 문구가 {bytes}바이트입니다. 최대 {limit}바이트까지 됩니다"
+        case .announceBadVoice: "'{voice}'은(는) espeak-ng 음성 이름이 아닙니다 (예: en, en-us, ko, de. 목록은 `espeak-ng --voices`로 볼 수 있습니다)"
+        case .announceBadVolume: "음량 {value}이(가) 0…1 범위를 벗어났습니다"
+        case .announceBadDuck: "duck_db {value}이(가) −60…0 dB 범위를 벗어났습니다"
+        case .announceNobodyListening: "{rooms}에 연결된 스피커가 없습니다. 아무도 듣지 못합니다"
+        case .announceNobodyListeningAnywhere: "어느 방에도 연결된 스피커가 없습니다. 아무도 듣지 못합니다"
+        case .announceSpeakersCannotMix: "이 스피커들은 안내 방송을 재생할 수 없습니다: {speakers} (프로토콜 v{version}이(가) 필요합니다. tutti를 업데이트하세요. Snapcast 클라이언트, 브라우저, Sendspin 플레이어는 안내 방송을 섞을 수 없습니다)"
+        case .announceUndecodable: "안내 방송을 재생할 수 없습니다: {reason}"
+        case .announceTooLong: "안내 방송 길이가 {seconds}초입니다. 최대 {limit}초까지 됩니다"
+        case .announceSpeech: "문구를 음성으로 바꿀 수 없습니다: {reason}"
+        case .announceBusy: "다음 {seconds}초 동안은 안내 방송이 이미 차 있습니다. 나중에 다시 시도하세요"
         }
     }
 }

@@ -194,8 +194,8 @@ extension ControlServer {
         switch e {
         case .unknownRoom(let room, let known): unknownName(room: room, group: nil, known: known)
         case .unknownGroup(let group, let known): unknownName(room: nil, group: group, known: known)
-        case .nobodyListening, .speakersCannotAnnounce, .undecodable, .tooLong, .speech, .busy: RPCError(code: -32000, message: e.description)
-        default: RPCError(code: -32602, message: e.description)
+        case .nobodyListening, .speakersCannotAnnounce, .undecodable, .tooLong, .speech, .busy: RPCError(code: -32000, e.message)
+        default: RPCError(code: -32602, e.message)
         }
     }
 

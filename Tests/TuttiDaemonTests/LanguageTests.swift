@@ -94,7 +94,11 @@ import TuttiTestSupport
                 == "http://127.0.0.1:9/live.mp3: 127.0.0.1에서 가져오기를 거부했습니다: 이 컴퓨터(리더 자신의 주소)입니다. 이 컴퓨터와 집 네트워크의 스트림을 재생하려면 tutti.conf [leader]에 local-streams = yes를 설정하세요 (또는 --allow-local-streams)")
         #expect(refusal("queue.add", ["uris": ["/etc/passwd"]])
                 == "/etc/passwd은(는) 음악 폴더, 캐시, 재생 목록 폴더 밖에 있습니다. 클라이언트는 이 폴더들 안의 파일만 지정할 수 있습니다")
+        // An announcement refused before anything plays.
+        #expect(refusal("announce", ["rooms": "all", "text": "", "volume": 0.5]) == "안내 방송 문구가 비어 있습니다")
+        #expect(refusal("announce", ["rooms": "all", "text": "Dinner", "duck_db": 6]) == "duck_db 6.0이(가) −60…0 dB 범위를 벗어났습니다")
         client.language = .english
+        #expect(refusal("announce", ["rooms": "all", "text": ""]) == "the announcement's text is empty")
         #expect(refusal("no.such", [:]) == "unknown method 'no.such' (see docs/api.md)")
         #expect(refusal("player.next", [:]) == "the queue is empty")
         #expect(refusal("eq.delete", ["name": "Flat"]) == "'Flat' is a built-in preset: save yours under another name")

@@ -117,6 +117,25 @@ import TuttiCore
          ["opus_encode", "invalid argument"]),
         (AudioError.resampler(reason: "soxr_process: bad rate").message, "resampler: soxr_process: bad rate", ["soxr_process: bad rate"]),
         (AudioError.badOutput(spec: "alsa:foo", reason: "no such device").message, "output 'alsa:foo': no such device", ["alsa:foo", "no such device"]),
+        // Announcements (TuttiCore's `AnnouncementError`): JSON keys, names and what espeak-ng or a decoder said are data.
+        (AnnouncementError.noRooms.message, #"an announcement needs "rooms" (room names), "group" or "all""#, ["rooms", "group", "all"]),
+        (AnnouncementError.badURL("ftp:/x").message,
+         "'ftp:/x' is not a URL or file the leader can play (give a path or an http(s) URL, at most 4096 bytes)", ["ftp:/x"]),
+        (AnnouncementError.emptyText.message, "the announcement's text is empty", []),
+        (AnnouncementError.textTooLong(bytes: 5000).message, "the announcement's text is 5000 bytes; at most \(AnnouncementRequest.maximumTextBytes)", []),
+        (AnnouncementError.badLanguage("xx").message,
+         "'xx' is not an espeak-ng voice name (e.g. en, en-us, ko, de; `espeak-ng --voices` lists them)", ["xx", "espeak-ng"]),
+        (AnnouncementError.badVolume(1.5).message, "volume 1.5 is outside 0…1", []),
+        (AnnouncementError.badDuck(-70).message, "duck_db -70.0 is outside −60…0 dB", ["duck_db"]),
+        (AnnouncementError.nobodyListening(rooms: ["kitchen", "den"]).message, "no speaker is connected in kitchen, den: nobody would hear it", ["kitchen", "den"]),
+        (AnnouncementError.nobodyListening(rooms: []).message, "no speaker is connected in any room: nobody would hear it", []),
+        (AnnouncementError.speakersCannotAnnounce(["study (protocol v8)"]).message,
+         "these speakers cannot play announcements: study (protocol v8) (protocol v\(WireProtocol.overlayVersion) needed: update their tutti; Snapcast clients, browsers and Sendspin players cannot mix one)",
+         ["study (protocol v8)", "Snapcast", "Sendspin"]),
+        (AnnouncementError.undecodable("x.ogg: bad").message, "cannot play the announcement: x.ogg: bad", ["x.ogg: bad"]),
+        (AnnouncementError.tooLong(seconds: 75.4).message, "the announcement lasts 75 s; at most \(AnnouncementRequest.maximumSeconds) s", []),
+        (AnnouncementError.speech("espeak-ng not found").message, "cannot speak the text: espeak-ng not found", ["espeak-ng not found"]),
+        (AnnouncementError.busy(seconds: 61).message, "announcements already fill the next 61 s: try again later", []),
     ]
 
     @Test func englishIsWhatEachErrorAlwaysSaid() {
