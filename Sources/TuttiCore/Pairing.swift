@@ -138,10 +138,13 @@ public struct PairingRequests: Sendable {
         return n
     }
 
-    /// A typed code, offered to every request waiting for one; their ids.
+    /// A typed code, offered to every request waiting for one; their ids. A
+    /// request whose wrong codes are used up is over, though its session has
+    /// not yet gone: it takes no more.
     public mutating func offer(code: String) -> [UInt64] {
         var ids: [UInt64] = []
-        for i in requests.indices where requests[i].intent == .code && requests[i].code == nil {
+        for i in requests.indices where requests[i].intent == .code && requests[i].code == nil
+            && requests[i].wrongCodes < HandshakeLimits.maxWrongCodes {
             requests[i].code = code
             requests[i].lastAttempt = nil
             results.removeAll { $0.id == requests[i].id }

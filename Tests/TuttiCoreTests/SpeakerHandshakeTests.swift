@@ -330,6 +330,13 @@ struct FakeFrameCipher: FrameCipher {
         let wrong = r.attempted(id, paired: false)
         #expect(wrong == 1)
         #expect(r.result(id)?.paired == false)
+        // Its last wrong code ends the request at once, before its speaker has gone: the right code finds nobody.
+        for _ in 1..<HandshakeLimits.maxWrongCodes {
+            #expect(r.offer(code: "000000") == [id])
+            _ = r.takeCode(id)
+            r.attempted(id, paired: false)
+        }
+        #expect(r.offer(code: "123456").isEmpty, "a request with \(HandshakeLimits.maxWrongCodes) wrong codes took another")
         #expect(normalizedPairingCode("123 456") == "123456" && normalizedPairingCode("12345") == nil && normalizedPairingCode("12345x") == nil)
     }
 
